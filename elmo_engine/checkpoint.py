@@ -1,0 +1,420 @@
+"""Load and save biLM checkpoints.
+
+Two formats, one tensor layout (``docs/elmo-checkpoint-format.md`` §3):
+
+* **published**: ``options.json`` + weights HDF5, exactly as AllenNLP / bilm-tf distribute them;
+* **native**: ``bilm.json`` (``{"format": "elmo-explorer-bilm", "version": 1, "options": …}``) +
+  ``bilm.safetensors`` whose tensor names are the HDF5 dataset paths.
+
+Nothing here unpickles or executes anything from a file. Every problem is a
+:class:`~elmo_engine.errors.CheckpointError` naming the file, the dataset, expected and found.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Optional, Tuple
+
+import numpy as np
+import torch
+
+from elmo_engine.atomic import atomic_path, atomic_write_text
+from elmo_engine.bilm import BiLM
+from elmo_engine.errors import CheckpointError
+from elmo_engine.options import BiLMOptions
+
+NATIVE_FORMAT = "elmo-explorer-bilm"
+NATIVE_CONFIG = "bilm.json"
+NATIVE_WEIGHTS = "bilm.safetensors"
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+
+
+@dataclass
+class CheckpointInfo:
+    """Where a model came from and what it is."""
+
+    name: str
+    format: str                     # "published" or "native"
+    options_path: str
+    weights_path: str
+    checksum: str                   # sha256 of the options and weights files
+    options: BiLMOptions
+    parameter_counts: Dict[str, int] = field(default_factory=dict)
+    weights_bytes: int = 0
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "format": self.format,
+            "options_path": self.options_path,
+            "weights_path": self.weights_path,
+            "checksum": self.checksum,
+            "weights_bytes": self.weights_bytes,
+            "options": self.options.describe(),
+            "parameter_counts": dict(self.parameter_counts),
+        }
+
+
+# ---- layout -------------------------------------------------------------------------------
+def cell_name(direction: int, layer: int, what: str) -> str:
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell/{what}"
+
+
+def expected_layout(opts: BiLMOptions) -> Dict[str, Tuple[int, ...]]:
+    """Every dataset of the published weights file and its shape."""
+    c, n, p, d, out = (opts.char_embed_dim, opts.n_filters, opts.projection_dim, opts.lstm_dim,
+                       opts.output_dim)
+    lay: Dict[str, Tuple[int, ...]] = {"char_embed": (261, c)}
+    for i, (w, k) in enumerate(opts.filters):
+        lay[f"CNN/W_cnn_{i}"] = (1, w, c, k)
+        lay[f"CNN/b_cnn_{i}"] = (k,)
+    for h in range(opts.n_highway):
+        lay[f"CNN_high_{h}/W_carry"] = (n, n)
+        lay[f"CNN_high_{h}/b_carry"] = (n,)
+        lay[f"CNN_high_{h}/W_transform"] = (n, n)
+        lay[f"CNN_high_{h}/b_transform"] = (n,)
+    if opts.has_token_projection:
+        lay["CNN_proj/W_proj"] = (n, p)
+        lay["CNN_proj/b_proj"] = (p,)
+    for direction in range(2):
+        for layer in range(opts.n_layers):
+            in_dim = p if layer == 0 else out
+            lay[cell_name(direction, layer, "W_0")] = (in_dim + out, 4 * d)
+            lay[cell_name(direction, layer, "B")] = (4 * d,)
+            if opts.has_lstm_projection:
+                lay[cell_name(direction, layer, "W_P_0")] = (d, p)
+    return lay
+
+
+def _targets(model: BiLM) -> Dict[str, list]:
+    """Dataset name → list of (tensor view, row slice) that receive it."""
+    cc, ls, opts = model.char_cnn, model.lstm, model.opts
+    t: Dict[str, list] = {"char_embed": [(cc.char_embed, None)]}
+    for i in range(len(opts.filters)):
+        t[f"CNN/W_cnn_{i}"] = [(cc.conv_w[i], None)]
+        t[f"CNN/b_cnn_{i}"] = [(cc.conv_b[i], None)]
+    for h in range(opts.n_highway):
+        t[f"CNN_high_{h}/W_carry"] = [(cc.w_carry[h], None)]
+        t[f"CNN_high_{h}/b_carry"] = [(cc.b_carry[h], None)]
+        t[f"CNN_high_{h}/W_transform"] = [(cc.w_transform[h], None)]
+        t[f"CNN_high_{h}/b_transform"] = [(cc.b_transform[h], None)]
+    if opts.has_token_projection:
+        t["CNN_proj/W_proj"] = [(cc.w_proj, None)]
+        t["CNN_proj/b_proj"] = [(cc.b_proj, None)]
+    for direction in range(2):
+        for layer in range(opts.n_layers):
+            w_in = ls.w_in[layer][direction]
+            n_in = w_in.shape[0]
+            t[cell_name(direction, layer, "W_0")] = [
+                (w_in, slice(0, n_in)), (ls.w_rec[layer][direction], slice(n_in, None))]
+            t[cell_name(direction, layer, "B")] = [(ls.b[layer][direction], None)]
+            if opts.has_lstm_projection:
+                t[cell_name(direction, layer, "W_P_0")] = [(ls.wp[layer][direction], None)]
+    return t
+
+
+def model_tensors(model: BiLM) -> Dict[str, np.ndarray]:
+    """The model's parameters as the published datasets (float32 NumPy arrays)."""
+    out = {}
+    for name, parts in _targets(model).items():
+        arrays = [p.detach().to("cpu", torch.float32).numpy() for p, _ in parts]
+        out[name] = arrays[0] if len(arrays) == 1 else np.concatenate(arrays, 0)
+    return out
+
+
+def fill_model(model: BiLM, read: Callable[[str, Tuple[int, ...]], np.ndarray], path) -> None:
+    """Copy every dataset into the model; ``read(name, shape)`` returns a float32 array."""
+    layout = expected_layout(model.opts)
+    with torch.no_grad():
+        for name, parts in _targets(model).items():
+            arr = read(name, layout[name])
+            if not np.isfinite(arr).all():
+                bad = int((~np.isfinite(arr)).sum())
+                raise CheckpointError(path, "weights contain non-finite values (NaN or Inf)",
+                                      dataset=name, expected="finite values",
+                                      found=f"{bad} non-finite of {arr.size}")
+            for param, rows in parts:
+                src = arr if rows is None else arr[rows]
+                param.copy_(torch.from_numpy(np.ascontiguousarray(src)))
+
+
+# ---- locating files -------------------------------------------------------------------------
+def resolve_checkpoint(path) -> Tuple[str, Path, Path]:
+    """Find (format, options/config path, weights path) for a directory or either file."""
+    path = Path(path).expanduser()
+    if not path.exists():
+        raise CheckpointError(path, "no such file or directory")
+    if path.is_dir():
+        if (path / NATIVE_CONFIG).is_file() and (path / NATIVE_WEIGHTS).is_file():
+            return "native", path / NATIVE_CONFIG, path / NATIVE_WEIGHTS
+        options = _pick(path, "*.json", path, "an options .json file",
+                        prefer=("options.json",), avoid=("sentences", "vocab", "config", "train_state"))
+        weights = _pick(path, "*.hdf5", path, "a weights .hdf5 file", also="*.h5",
+                        prefer=("lm_weights.hdf5", "weights.hdf5"),
+                        avoid=("lm_embeddings", "embeddings", "vectors"))
+        return "published", options, weights
+    if path.name == NATIVE_CONFIG or path.suffix == ".safetensors":
+        cfg = path.parent / NATIVE_CONFIG
+        weights = path if path.suffix == ".safetensors" else path.parent / NATIVE_WEIGHTS
+        if not cfg.is_file() or not weights.is_file():
+            raise CheckpointError(path, f"a native checkpoint needs both {NATIVE_CONFIG} and "
+                                  f"{NATIVE_WEIGHTS} in {path.parent}")
+        return "native", cfg, weights
+    if path.suffix.lower() == ".json":
+        weights = _pick(path.parent, "*.hdf5", path, "a weights .hdf5 file beside the options",
+                        also="*.h5", prefer=("lm_weights.hdf5", "weights.hdf5"),
+                        avoid=("lm_embeddings", "embeddings", "vectors"))
+        return "published", path, weights
+    if path.suffix.lower() in (".hdf5", ".h5"):
+        options = _pick(path.parent, "*.json", path, "an options .json file beside the weights",
+                        prefer=("options.json", path.stem + "_options.json",
+                                path.stem.replace("weights", "options") + ".json"),
+                        avoid=("sentences", "vocab", "config", "train_state"))
+        return "published", options, path
+    raise CheckpointError(path, "not a checkpoint: open a folder, an options .json, a weights "
+                          ".hdf5 or a .safetensors file")
+
+
+def _pick(folder: Path, pattern: str, asked, what: str, also: Optional[str] = None,
+          prefer=(), avoid=()) -> Path:
+    files = sorted(folder.glob(pattern)) + (sorted(folder.glob(also)) if also else [])
+    files = [f for f in files if f.is_file()]
+    for name in prefer:
+        for f in files:
+            if f.name == name:
+                return f
+    candidates = [f for f in files if not any(a in f.name for a in avoid)]
+    if len(candidates) == 1:
+        return candidates[0]
+    if not candidates:
+        raise CheckpointError(asked, f"cannot find {what} in {folder}")
+    raise CheckpointError(asked, f"several candidates for {what} in {folder}: "
+                          + ", ".join(f.name for f in candidates) + "; open one file directly")
+
+
+def file_checksum(*paths) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        with open(p, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+# ---- loading --------------------------------------------------------------------------------
+def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
+    """Load a checkpoint (directory, options/weights file, or native files) into a :class:`BiLM`.
+
+    The returned model is in eval mode, float32, on ``device``, with ``model.info`` set to a
+    :class:`CheckpointInfo`. Raises :class:`CheckpointError` for anything wrong with the files.
+    """
+    fmt, opts_path, weights_path = resolve_checkpoint(path)
+    if fmt == "native":
+        opts = _read_native_config(opts_path)
+    else:
+        opts = BiLMOptions.from_file(opts_path)
+    model = BiLM(opts)
+    if fmt == "native":
+        _load_safetensors(model, weights_path)
+    else:
+        _load_hdf5(model, weights_path, progress)
+    model.eval()
+    model.requires_grad_(False)
+    name = Path(path).name if Path(path).is_dir() else Path(path).parent.name
+    model.info = CheckpointInfo(
+        name=name or str(path), format=fmt, options_path=str(opts_path),
+        weights_path=str(weights_path), checksum=file_checksum(opts_path, weights_path),
+        options=opts, parameter_counts=model.parameter_counts(),
+        weights_bytes=Path(weights_path).stat().st_size)
+    return model.to(device)
+
+
+def _load_hdf5(model: BiLM, weights_path: Path, progress=None) -> None:
+    import h5py
+
+    try:
+        with open(weights_path, "rb") as fh:
+            magic = fh.read(8)
+    except OSError as e:
+        raise CheckpointError(weights_path, f"cannot read weights file ({e.strerror or e})") from None
+    if magic != HDF5_MAGIC:
+        raise CheckpointError(weights_path, "not an HDF5 file", expected="HDF5 signature",
+                              found=repr(magic[:8]))
+    try:
+        fh = h5py.File(weights_path, "r")
+    except Exception as e:  # h5py raises OSError with library text for truncated files
+        raise CheckpointError(weights_path, f"cannot open HDF5 file (truncated or corrupt: "
+                              f"{_short(e)})") from None
+    layout = expected_layout(model.opts)
+    total = len(layout)
+    done = [0]
+
+    def read(name, shape):
+        try:
+            obj = fh.get(name)
+        except Exception as e:
+            raise CheckpointError(weights_path, f"cannot read the file's index ({_short(e)})",
+                                  dataset=name) from None
+        if obj is None:
+            hint = ""
+            if name.startswith("CNN_proj") and not model.opts.has_token_projection:
+                hint = ""
+            elif "embedding" in fh and "char_embed" not in fh:
+                hint = " (this is a word-input biLM; only character-input models are supported)"
+            raise CheckpointError(weights_path, "missing dataset" + hint + _mismatch_hint(fh, model),
+                                  dataset=name, expected=f"shape {shape}", found="nothing")
+        if not isinstance(obj, h5py.Dataset):
+            raise CheckpointError(weights_path, "expected a dataset, found a group", dataset=name)
+        if tuple(obj.shape) != tuple(shape):
+            raise CheckpointError(weights_path, "dataset has the wrong shape; the options file does "
+                                  "not match these weights", dataset=name,
+                                  expected=tuple(shape), found=tuple(obj.shape))
+        if obj.dtype.kind != "f":
+            raise CheckpointError(weights_path, "dataset is not floating point", dataset=name,
+                                  expected="float32", found=str(obj.dtype))
+        try:
+            arr = np.asarray(obj[()], dtype=np.float32)
+        except Exception as e:
+            raise CheckpointError(weights_path, f"cannot read dataset (truncated or corrupt file: "
+                                  f"{_short(e)})", dataset=name) from None
+        done[0] += 1
+        if progress is not None:
+            progress(done[0], total, f"loading {name}")
+        return arr
+
+    try:
+        fill_model(model, read, weights_path)
+        _check_no_extra(fh, layout, weights_path)
+    finally:
+        fh.close()
+
+
+def _mismatch_hint(fh, model: BiLM) -> str:
+    """Say which options disagree with the file, when that can be seen."""
+    opts = model.opts
+    try:
+        n_cnn = sum(1 for k in fh["CNN"].keys() if k.startswith("W_cnn_")) if "CNN" in fh else None
+        n_high = sum(1 for k in fh.keys() if k.startswith("CNN_high_"))
+        cells = fh.get("RNN_0/RNN/MultiRNNCell")
+        n_layers = len(cells.keys()) if cells is not None else None
+    except Exception:
+        return ""
+    notes = []
+    if n_cnn is not None and n_cnn != len(opts.filters):
+        notes.append(f"options list {len(opts.filters)} filters, the file has {n_cnn}")
+    if n_high != opts.n_highway:
+        notes.append(f"options say n_highway={opts.n_highway}, the file has {n_high}")
+    if n_layers is not None and n_layers != opts.n_layers:
+        notes.append(f"options say n_layers={opts.n_layers}, the file has {n_layers}")
+    return (" — " + "; ".join(notes)) if notes else ""
+
+
+def _check_no_extra(fh, layout, path) -> None:
+    """A weights file with datasets the options do not account for does not match them."""
+    import h5py
+
+    found = []
+    fh.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
+    extra = sorted(set(found) - set(layout))
+    if extra:
+        raise CheckpointError(path, "the weights file has datasets the options file does not "
+                              "describe; the options do not match these weights",
+                              dataset=extra[0], expected="no such dataset",
+                              found=f"{len(extra)} unexpected dataset(s)")
+
+
+def _read_native_config(cfg_path: Path) -> BiLMOptions:
+    try:
+        d = json.loads(Path(cfg_path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise CheckpointError(cfg_path, f"cannot read model config ({_short(e)})") from None
+    if not isinstance(d, dict) or d.get("format") != NATIVE_FORMAT:
+        raise CheckpointError(cfg_path, "not an ELMo Explorer model config", dataset="format",
+                              expected=NATIVE_FORMAT,
+                              found=d.get("format") if isinstance(d, dict) else type(d).__name__)
+    if d.get("version") != 1:
+        raise CheckpointError(cfg_path, "unsupported model config version", dataset="version",
+                              expected=1, found=d.get("version"))
+    return BiLMOptions.from_json_dict(d.get("options"), cfg_path)
+
+
+def _load_safetensors(model: BiLM, weights_path: Path) -> None:
+    from safetensors import safe_open
+
+    try:
+        fh = safe_open(str(weights_path), framework="np")
+        keys = set(fh.keys())
+    except Exception as e:
+        raise CheckpointError(weights_path, f"not a valid safetensors file ({_short(e)})") from None
+    layout = expected_layout(model.opts)
+
+    def read(name, shape):
+        if name not in keys:
+            raise CheckpointError(weights_path, "missing tensor", dataset=name,
+                                  expected=f"shape {shape}", found="nothing")
+        try:
+            arr = fh.get_tensor(name)
+        except Exception as e:
+            raise CheckpointError(weights_path, f"cannot read tensor ({_short(e)})",
+                                  dataset=name) from None
+        if tuple(arr.shape) != tuple(shape):
+            raise CheckpointError(weights_path, "tensor has the wrong shape; the config does not "
+                                  "match these weights", dataset=name, expected=tuple(shape),
+                                  found=tuple(arr.shape))
+        if arr.dtype.kind != "f":
+            raise CheckpointError(weights_path, "tensor is not floating point", dataset=name,
+                                  expected="float32", found=str(arr.dtype))
+        return arr.astype(np.float32, copy=False)
+
+    fill_model(model, read, weights_path)
+    extra = sorted(keys - set(layout))
+    if extra:
+        raise CheckpointError(weights_path, "the weights have tensors the config does not describe",
+                              dataset=extra[0], expected="no such tensor",
+                              found=f"{len(extra)} unexpected tensor(s)")
+
+
+def _short(e: BaseException) -> str:
+    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+    return text[:200]
+
+
+# ---- saving ---------------------------------------------------------------------------------
+def save_published(model: BiLM, folder, options_name="options.json",
+                   weights_name="lm_weights.hdf5", extra_options: Optional[dict] = None) -> Tuple[Path, Path]:
+    """Write ``options.json`` + weights HDF5 in the published layout (atomically, each file)."""
+    import h5py
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = model_tensors(model)
+    weights = folder / weights_name
+    with atomic_path(weights) as tmp:
+        with h5py.File(tmp, "w") as fh:
+            for name, arr in tensors.items():
+                fh.create_dataset(name, data=arr.astype(np.float32))
+    opts_dict = model.opts.to_json_dict()
+    opts_dict.update(extra_options or {})
+    options = folder / options_name
+    atomic_write_text(options, json.dumps(opts_dict, indent=2) + "\n")
+    return options, weights
+
+
+def save_native(model: BiLM, folder, metadata: Optional[dict] = None) -> Tuple[Path, Path]:
+    """Write ``bilm.json`` + ``bilm.safetensors`` (atomically, each file)."""
+    from safetensors.numpy import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = {k: np.ascontiguousarray(v) for k, v in model_tensors(model).items()}
+    weights = folder / NATIVE_WEIGHTS
+    with atomic_path(weights) as tmp:
+        save_file(tensors, str(tmp))
+    cfg = {"format": NATIVE_FORMAT, "version": 1, "options": model.opts.to_json_dict()}
+    if metadata:
+        cfg["metadata"] = metadata
+    config = folder / NATIVE_CONFIG
+    atomic_write_text(config, json.dumps(cfg, indent=2) + "\n")
+    return config, weights
