@@ -1,0 +1,338 @@
+"""Sentences → per-token layer vectors, fast and cached.
+
+:class:`Embedder` turns tokenized sentences into arrays of shape ``(L+1, n_tokens, 2P)``
+(``docs/elmo-checkpoint-format.md`` §9). It is **stateless** by default: a sentence gets the same
+vectors whatever batch it is in. :meth:`Embedder.embed_stateful` reproduces the reference tools'
+stateful protocol (§8) with :meth:`Embedder.reset_state`.
+
+Caches: the context-free token vector of every word type (exact; the char-CNN + highway is then
+computed once per type), and per-sentence activations (in memory, LRU; optionally on disk, keyed by
+the checkpoint hash and the tokens, written atomically, never pickled).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from elmo_engine.atomic import atomic_path
+from elmo_engine.bilm import BiLM, LSTMState
+from elmo_engine.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
+from elmo_engine.errors import InputError
+from elmo_engine.progress import TaskState, check, report
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+MAX_SENTENCE_TOKENS = 10_000
+
+
+def pick_device(device: Optional[str] = None) -> torch.device:
+    """``None``/"auto" → CUDA when available, else CPU."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError("CUDA was requested but no CUDA device is available")
+    return dev
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return "CPU"
+
+
+def strict_fp32() -> None:
+    """No TF32 / reduced-precision matmuls: conformance needs true float32."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+
+
+class Embedder:
+    """Run a :class:`BiLM` over sentences.
+
+    Parameters
+    ----------
+    model : a loaded biLM (``elmo_engine.checkpoint.load_checkpoint``)
+    device : "cpu", "cuda", "cuda:1", or None for CUDA when available
+    precision : "fp32" (default), or "fp16"/"bf16" on GPU (opt-in, not conformant)
+    token_budget : most padded framed tokens per batch (rows × longest row)
+    cache_size : sentences kept in the in-memory activation cache
+    cache_dir : optional folder for the on-disk activation cache
+    on_warning : called with a message when the embedder has to adapt (out of memory, CPU fallback)
+    """
+
+    def __init__(self, model: BiLM, device: Optional[str] = None, precision: str = "fp32",
+                 token_budget: int = 2048, cache_size: int = 20_000,
+                 cache_dir=None, on_warning: Optional[Callable[[str], None]] = None):
+        if precision not in PRECISIONS:
+            raise InputError(f"unknown precision '{precision}' (use fp32, fp16 or bf16)")
+        self.device = pick_device(device)
+        if precision != "fp32" and self.device.type != "cuda":
+            raise InputError(f"{precision} is only offered on a GPU; this embedder runs on the CPU")
+        strict_fp32()
+        self.precision = precision
+        self.dtype = PRECISIONS[precision]
+        self.model = model.to(self.device, self.dtype).eval()
+        self.model.requires_grad_(False)
+        self.opts = model.opts
+        self.token_budget = max(1, int(token_budget))
+        self.cache_size = int(cache_size)
+        self.on_warning = on_warning
+        info = getattr(model, "info", None)
+        self.checksum = info.checksum if info is not None else _model_digest(model)
+        self.cache_dir = Path(cache_dir) / self.checksum[:16] / precision if cache_dir else None
+        self._types: Dict[str, torch.Tensor] = {}
+        self._sentences: "OrderedDict[Tuple[str, ...], np.ndarray]" = OrderedDict()
+        self._slots: Optional[LSTMState] = None
+        self.stats = {"sentence_hits": 0, "sentence_misses": 0, "types_computed": 0}
+
+    # ---- token layer -----------------------------------------------------------------------
+    def _ensure_types(self, types: Sequence[str]) -> None:
+        missing = [t for t in dict.fromkeys(types) if t not in self._types]
+        if not missing:
+            return
+        m = self.opts.max_characters_per_token
+        with torch.inference_mode():
+            for start in range(0, len(missing), 4096):
+                chunk = missing[start:start + 4096]
+                ids = torch.from_numpy(char_ids_for_types(chunk, m)).to(self.device)
+                vecs = self.model.token_vectors(ids)
+                for t, v in zip(chunk, vecs):
+                    self._types[t] = v
+        self.stats["types_computed"] += len(missing)
+
+    def token_vectors(self, types: Sequence[str]) -> np.ndarray:
+        """Context-free token-layer vectors ``(len(types), P)`` (float32)."""
+        types = list(types)
+        self._ensure_types(types)
+        if not types:
+            return np.zeros((0, self.opts.projection_dim), np.float32)
+        return torch.stack([self._types[t] for t in types]).float().cpu().numpy()
+
+    # ---- stateless --------------------------------------------------------------------------
+    def embed(self, sentences: Sequence[Sequence[str]], state: Optional[TaskState] = None
+              ) -> List[np.ndarray]:
+        """Embed tokenized sentences; one ``(L+1, n, 2·out)`` float32 array per sentence.
+
+        Sentences are sorted by length and batched by ``token_budget``; cached sentences are not
+        recomputed. ``state`` reports progress (tokens done / total) and is checked for cancel
+        between batches.
+        """
+        sents = [_validate(s, i) for i, s in enumerate(sentences)]
+        results: List[Optional[np.ndarray]] = [None] * len(sents)
+        todo: Dict[Tuple[str, ...], List[int]] = {}
+        for i, s in enumerate(sents):
+            if not s:
+                results[i] = self._empty()
+                continue
+            hit = self._cache_get(s)
+            if hit is not None:
+                results[i] = hit
+            else:
+                todo.setdefault(s, []).append(i)
+        keys = sorted(todo, key=len, reverse=True)
+        total = sum(len(k) for k in keys)
+        done = 0
+        report(state, 0, total, "embedding")
+        for batch in self._batches(keys):
+            check(state)
+            arrays = self._run_stateless(batch)
+            for key, arr in zip(batch, arrays):
+                self._cache_put(key, arr)
+                for i in todo[key]:
+                    results[i] = arr
+                done += len(key)
+            report(state, done, total, f"embedding ({done}/{total} tokens)")
+        return results  # type: ignore[return-value]
+
+    def _batches(self, keys: List[Tuple[str, ...]]):
+        batch: List[Tuple[str, ...]] = []
+        width = 0
+        for k in keys:                       # longest first: the first row sets the width
+            w = max(width, len(k) + 2)
+            if batch and w * (len(batch) + 1) > self.token_budget:
+                yield batch
+                batch, w = [], len(k) + 2
+            batch.append(k)
+            width = w
+        if batch:
+            yield batch
+
+    def _run_stateless(self, batch: List[Tuple[str, ...]]) -> List[np.ndarray]:
+        try:
+            layers, _ = self._forward(batch, None)
+        except torch.cuda.OutOfMemoryError:
+            return self._retry_smaller(batch)
+        return [layers[:, r, 1:len(s) + 1].float().cpu().numpy() for r, s in enumerate(batch)]
+
+    def _retry_smaller(self, batch):
+        torch.cuda.empty_cache()
+        if len(batch) > 1:
+            half = len(batch) // 2
+            self._warn(f"GPU out of memory on a batch of {len(batch)} sentences; retrying in "
+                       "smaller batches")
+            return self._run_stateless(batch[:half]) + self._run_stateless(batch[half:])
+        self._warn("GPU out of memory on a single sentence of "
+                   f"{len(batch[0])} tokens; falling back to the CPU")
+        self._move(torch.device("cpu"))
+        return self._run_stateless(batch)
+
+    def _move(self, device: torch.device) -> None:
+        self.device = device
+        if device.type == "cpu" and self.dtype != torch.float32:
+            self.dtype, self.precision = torch.float32, "fp32"
+        self.model.to(device, self.dtype)
+        self._types = {t: v.to(device, self.dtype) for t, v in self._types.items()}
+        self._slots = None
+
+    def _warn(self, msg: str) -> None:
+        log.warning(msg)
+        if self.on_warning is not None:
+            self.on_warning(msg)
+
+    def _forward(self, batch: Sequence[Sequence[str]], init: Optional[LSTMState]):
+        """Framed batch → (layers (L+1, B, T, 2·out), final state)."""
+        self._ensure_types([BOS_TOKEN, EOS_TOKEN])
+        for s in batch:
+            self._ensure_types(s)
+        steps = max(len(s) for s in batch) + 2
+        p = self.opts.projection_dim
+        tok = torch.zeros(len(batch), steps, p, device=self.device, dtype=self.dtype)
+        for r, s in enumerate(batch):
+            framed = [BOS_TOKEN, *s, EOS_TOKEN]
+            tok[r, :len(framed)] = torch.stack([self._types[t] for t in framed])
+        lengths = torch.tensor([len(s) + 2 for s in batch], device=self.device)
+        with torch.inference_mode():
+            return self.model.contextual(tok, lengths, init)
+
+    # ---- stateful (reference protocol, spec §8) ------------------------------------------------
+    def reset_state(self) -> None:
+        """Set every LSTM state slot back to zero."""
+        self._slots = None
+
+    def embed_stateful(self, sentences: Sequence[Sequence[str]], batch_size: int = 64,
+                       state: Optional[TaskState] = None) -> List[np.ndarray]:
+        """Run sentences in order, ``batch_size`` at a time; row *r* keeps LSTM state slot *r*.
+
+        The state persists across calls until :meth:`reset_state`. No caching: results depend
+        on history by design.
+        """
+        sents = [_validate(s, i) for i, s in enumerate(sentences)]
+        out: List[np.ndarray] = []
+        total = len(sents)
+        for start in range(0, total, batch_size):
+            check(state)
+            batch = sents[start:start + batch_size]
+            self._grow_slots(len(batch))
+            init = [(c[:, :len(batch)], h[:, :len(batch)]) for c, h in self._slots]
+            layers, final = self._forward(batch, init)
+            self._slots = [(torch.cat([cf, c[:, len(batch):]], 1), torch.cat([hf, h[:, len(batch):]], 1))
+                           for (cf, hf), (c, h) in zip(final, self._slots)]
+            for r, s in enumerate(batch):
+                out.append(layers[:, r, 1:len(s) + 1].float().cpu().numpy())
+            report(state, min(start + batch_size, total), total, "embedding (stateful)")
+        return out
+
+    def _grow_slots(self, n: int) -> None:
+        if self._slots is None:
+            self._slots = self.model.lstm.zero_state(n, self.device, self.dtype)
+            return
+        have = self._slots[0][0].shape[1]
+        if have < n:
+            extra = self.model.lstm.zero_state(n - have, self.device, self.dtype)
+            self._slots = [(torch.cat([c, ce], 1), torch.cat([h, he], 1))
+                           for (c, h), (ce, he) in zip(self._slots, extra)]
+
+    # ---- caches -------------------------------------------------------------------------------
+    def _empty(self) -> np.ndarray:
+        return np.zeros((self.opts.n_output_layers, 0, 2 * self.opts.output_dim), np.float32)
+
+    def _cache_get(self, key: Tuple[str, ...]) -> Optional[np.ndarray]:
+        arr = self._sentences.get(key)
+        if arr is not None:
+            self._sentences.move_to_end(key)
+            self.stats["sentence_hits"] += 1
+            return arr
+        if self.cache_dir is not None:
+            arr = self._disk_get(key)
+            if arr is not None:
+                self._mem_put(key, arr)
+                self.stats["sentence_hits"] += 1
+                return arr
+        self.stats["sentence_misses"] += 1
+        return None
+
+    def _cache_put(self, key: Tuple[str, ...], arr: np.ndarray) -> None:
+        arr.setflags(write=False)
+        self._mem_put(key, arr)
+        if self.cache_dir is not None:
+            self._disk_put(key, arr)
+
+    def _mem_put(self, key, arr) -> None:
+        self._sentences[key] = arr
+        self._sentences.move_to_end(key)
+        while len(self._sentences) > self.cache_size:
+            self._sentences.popitem(last=False)
+
+    def _disk_file(self, key) -> Path:
+        digest = hashlib.sha256("\x1f".join(key).encode("utf-8", "surrogatepass")).hexdigest()
+        return self.cache_dir / digest[:2] / f"{digest}.npy"
+
+    def _disk_get(self, key) -> Optional[np.ndarray]:
+        f = self._disk_file(key)
+        if not f.is_file():
+            return None
+        try:
+            arr = np.load(f, allow_pickle=False)
+        except (OSError, ValueError, EOFError):
+            f.unlink(missing_ok=True)          # a damaged entry is dropped and recomputed
+            return None
+        expected = (self.opts.n_output_layers, len(key), 2 * self.opts.output_dim)
+        if arr.shape != expected or arr.dtype != np.float32:
+            f.unlink(missing_ok=True)
+            return None
+        return arr
+
+    def _disk_put(self, key, arr) -> None:
+        f = self._disk_file(key)
+        try:
+            with atomic_path(f) as tmp:
+                with open(tmp, "wb") as fh:
+                    np.save(fh, arr, allow_pickle=False)
+        except OSError as e:                    # disk full / read-only: the cache is optional
+            self._warn(f"could not write the activation cache in {self.cache_dir}: {e}")
+            self.cache_dir = None
+
+    def clear_cache(self) -> None:
+        self._sentences.clear()
+        self._types.clear()
+
+
+def _validate(sentence, index: int) -> Tuple[str, ...]:
+    if isinstance(sentence, str):
+        raise InputError(f"sentence {index} is a string; pass a list of tokens (tokenize first)")
+    toks = tuple(sentence)
+    for j, t in enumerate(toks):
+        if not isinstance(t, str):
+            raise InputError(f"sentence {index}, token {j} is not a string: {t!r}")
+        if not t or any(c.isspace() for c in t):
+            raise InputError(f"sentence {index}, token {j} is empty or contains whitespace: {t!r}")
+    if len(toks) > MAX_SENTENCE_TOKENS:
+        raise InputError(f"sentence {index} has {len(toks)} tokens; the limit is "
+                         f"{MAX_SENTENCE_TOKENS} (split it into sentences)")
+    return toks
+
+
+def _model_digest(model: BiLM) -> str:
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()
