@@ -71,7 +71,8 @@ class Embedder:
 
     def __init__(self, model: BiLM, device: Optional[str] = None, precision: str = "fp32",
                  token_budget: int = 2048, cache_size: int = 20_000,
-                 cache_dir=None, on_warning: Optional[Callable[[str], None]] = None):
+                 cache_dir=None, on_warning: Optional[Callable[[str], None]] = None,
+                 max_batch_rows: int = 512):
         if precision not in PRECISIONS:
             raise InputError(f"unknown precision '{precision}' (use fp32, fp16 or bf16)")
         self.device = pick_device(device)
@@ -84,6 +85,7 @@ class Embedder:
         self.model.requires_grad_(False)
         self.opts = model.opts
         self.token_budget = max(1, int(token_budget))
+        self.max_batch_rows = max(1, int(max_batch_rows))
         self.cache_size = int(cache_size)
         self.on_warning = on_warning
         info = getattr(model, "info", None)
@@ -158,7 +160,8 @@ class Embedder:
         width = 0
         for k in keys:                       # longest first: the first row sets the width
             w = max(width, len(k) + 2)
-            if batch and w * (len(batch) + 1) > self.token_budget:
+            if batch and (w * (len(batch) + 1) > self.token_budget
+                          or len(batch) >= self.max_batch_rows):
                 yield batch
                 batch, w = [], len(k) + 2
             batch.append(k)

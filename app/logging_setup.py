@@ -1,0 +1,70 @@
+"""Logging to a rotating file in the app's data folder, and hooks for uncaught exceptions."""
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+from logging.handlers import RotatingFileHandler
+from pathlib import Path
+from typing import Callable, Optional
+
+LOG_NAME = "elmo-explorer.log"
+_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
+
+
+class _AppHandler(RotatingFileHandler):
+    """Marker subclass so a second setup replaces our handler instead of adding another."""
+
+
+def setup_logging(log_dir: Path, level: int = logging.INFO) -> Path:
+    """Send log records of the app and the engine to ``log_dir/elmo-explorer.log`` (1 MB × 3)."""
+    log_dir = Path(log_dir)
+    log_dir.mkdir(parents=True, exist_ok=True)
+    path = log_dir / LOG_NAME
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if isinstance(h, _AppHandler):
+            root.removeHandler(h)
+            h.close()
+    handler = _AppHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(_FORMAT))
+    handler.setLevel(level)
+    root.addHandler(handler)
+    if root.level == logging.NOTSET or root.level > level:
+        root.setLevel(level)
+    return path
+
+
+def close_logging() -> None:
+    """Flush and remove the file handler (at exit)."""
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if isinstance(h, _AppHandler):
+            root.removeHandler(h)
+            h.close()
+
+
+def install_excepthooks(show: Optional[Callable[[str], None]] = None) -> None:
+    """Log uncaught exceptions (GUI thread and other threads) with their traceback.
+
+    ``show`` is called with a one-line message on the GUI thread's hook (e.g. to open a dialog).
+    """
+    log = logging.getLogger("elmo_explorer.uncaught")
+
+    def hook(exc_type, exc, tb):
+        if issubclass(exc_type, KeyboardInterrupt):
+            sys.__excepthook__(exc_type, exc, tb)
+            return
+        log.error("uncaught exception", exc_info=(exc_type, exc, tb))
+        if show is not None:
+            try:
+                show(f"{exc_type.__name__}: {exc}")
+            except Exception:
+                log.exception("could not show the error")
+
+    def thread_hook(args):
+        log.error("uncaught exception in thread %s", getattr(args.thread, "name", "?"),
+                  exc_info=(args.exc_type, args.exc_value, args.exc_traceback))
+
+    sys.excepthook = hook
+    threading.excepthook = thread_hook

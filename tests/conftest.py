@@ -1,0 +1,66 @@
+"""Test setup shared by every test: offscreen Qt, paths to ../shared, small torch thread use."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+FIXTURES = SHARED / "fixtures" / "elmo"
+DATA = SHARED / "data"
+
+
+def need(path: Path) -> Path:
+    """Return ``path`` or skip the test, saying what is missing."""
+    if not path.exists():
+        pytest.skip(f"shared test data not found: {path} (the repo expects ../shared beside it)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir() -> Path:
+    return need(FIXTURES)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return need(DATA)
+
+
+# ---- Qt app fixtures (app helper) ----------------------------------------------------------
+@pytest.fixture
+def app_settings_dir(tmp_path, monkeypatch) -> Path:
+    """A per-test settings + data folder; the user's real QSettings are never touched."""
+    folder = tmp_path / "settings"
+    folder.mkdir()
+    monkeypatch.setenv("ELMO_EXPLORER_SETTINGS_DIR", str(folder))
+    return folder
+
+
+def write_tiny_checkpoint(folder: Path, seed: int = 0, n_layers: int = 2) -> Path:
+    """A small random biLM in the published layout (options.json + lm_weights.hdf5)."""
+    import torch
+
+    from elmo_engine.bilm import BiLM
+    from elmo_engine.checkpoint import save_published
+    from elmo_engine.options import BiLMOptions
+
+    opts = BiLMOptions(filters=((1, 8), (2, 8), (3, 16)), char_embed_dim=4, n_highway=1,
+                       projection_dim=16, lstm_dim=32, n_layers=n_layers)
+    model = BiLM(opts)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+    save_published(model, folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    """Folder of a tiny random checkpoint (2 LSTM layers, P=16), made once per session."""
+    return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny_ckpt"))

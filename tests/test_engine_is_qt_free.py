@@ -1,0 +1,27 @@
+"""The engine never imports Qt (ARCHITECTURE.md): import every module with Qt blocked."""
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+CODE = r"""
+import importlib, pkgutil, sys
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'superqt', 'qtpy', 'app'):
+            raise ImportError('blocked: ' + name)
+sys.meta_path.insert(0, Block())
+import elmo_engine
+names = [m.name for m in pkgutil.walk_packages(elmo_engine.__path__, 'elmo_engine.')]
+for n in names:
+    importlib.import_module(n)
+print(len(names))
+"""
+
+
+def test_engine_imports_without_qt():
+    r = subprocess.run([sys.executable, "-c", CODE], cwd=REPO, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout.strip()) >= 10
