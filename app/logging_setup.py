@@ -68,3 +68,18 @@ def install_excepthooks(show: Optional[Callable[[str], None]] = None) -> None:
 
     sys.excepthook = hook
     threading.excepthook = thread_hook
+
+
+def route_qt_messages():
+    """Send Qt's own warnings (qWarning …) to the log instead of stderr; return the old handler."""
+    from PySide6.QtCore import QtMsgType, qInstallMessageHandler
+
+    qt_log = logging.getLogger("qt")
+    levels = {QtMsgType.QtDebugMsg: logging.DEBUG, QtMsgType.QtInfoMsg: logging.INFO,
+              QtMsgType.QtWarningMsg: logging.WARNING, QtMsgType.QtCriticalMsg: logging.ERROR,
+              QtMsgType.QtFatalMsg: logging.CRITICAL}
+
+    def handler(kind, _context, message):
+        qt_log.log(levels.get(kind, logging.WARNING), "%s", message)
+
+    return qInstallMessageHandler(handler)

@@ -152,6 +152,10 @@ class Worker(QObject):
             if not job.stale:
                 self._make_stale(job)
 
+    def is_stopped(self) -> bool:
+        """True once :meth:`shutdown` was called (no more jobs are accepted)."""
+        return self._stopping
+
     def is_busy(self) -> bool:
         return bool(self._jobs)
 

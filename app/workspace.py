@@ -183,7 +183,7 @@ class Workspace(QObject):
         keep_act = {s: self._act_cache[s] for s in sentences if s in self._act_cache}
         self._tok_cache, self._act_cache = keep_tok, keep_act
         self.sentences = sentences
-        self.tokens = [list(keep_tok.get(s, [])) for s in sentences]
+        self.tokens = [keep_tok.get(s, []) for s in sentences]
         self.activations = [keep_act.get(s) for s in sentences]
         if self.selection is not None and not self._valid(self.selection):
             self.selection = None
@@ -193,6 +193,8 @@ class Workspace(QObject):
 
     def _schedule(self) -> None:
         """Submit one job that tokenizes and embeds every line still missing something."""
+        if self.worker.is_stopped():
+            return                                   # the app is quitting
         need_tok = [i for i, s in enumerate(self.sentences) if s not in self._tok_cache]
         need_act = [i for i, a in enumerate(self.activations) if a is None]
         if not need_tok and (self.embedder is None or not need_act):

@@ -125,56 +125,87 @@ class LSTMStack(nn.Module):
         state : the state of each row after its last valid step
         """
         opts = self.opts
-        d = opts.lstm_dim
         _, bsz, steps, _ = x.shape
+        fast = not torch.is_grad_enabled()
         outputs: List[Tensor] = []
         new_state: LSTMState = []
-        layer_in = x
+        layer_in = x.transpose(1, 2)                                  # (2, T, B, P) time-major
         for layer in range(opts.n_layers):
-            w_in, w_rec = self.w_in[layer], self.w_rec[layer]
+            w_in = self.w_in[layer]
             bias = (self.b[layer] + self.forget_bias).unsqueeze(1)    # (2, 1, 4D)
-            wp = self.wp[layer] if opts.has_lstm_projection else None
-            # input projection of every step in one GEMM: (2, B*T, in) @ (2, in, 4D)
-            xp = torch.bmm(layer_in.reshape(2, bsz * steps, -1), w_in)
-            xp = (xp + bias).reshape(2, bsz, steps, 4 * d)            # (2, B, T, 4D)
-            c, h = state[layer]
-            hs: List[Tensor] = []
-            for t in range(steps):
-                n = n_active[t]
-                z = torch.baddbmm(xp[:, :n, t], h[:, :n], w_rec)      # (2, n, 4D)
-                i, j, f, o = z.chunk(4, dim=2)
-                c_new = torch.sigmoid(f) * c[:, :n] + torch.sigmoid(i) * torch.tanh(j)
-                if opts.cell_clip is not None:
-                    c_new = c_new.clamp(-opts.cell_clip, opts.cell_clip)
-                m = torch.sigmoid(o) * torch.tanh(c_new)              # (2, n, D)
-                if wp is not None:
-                    h_new = torch.bmm(m, wp)                          # (2, n, P)
-                    if opts.proj_clip is not None:
-                        h_new = h_new.clamp(-opts.proj_clip, opts.proj_clip)
-                else:
-                    h_new = m
-                if n == bsz:
-                    c, h = c_new, h_new
-                else:
-                    c = torch.cat([c_new, c[:, n:]], 1)
-                    h = torch.cat([h_new, h[:, n:]], 1)
-                hs.append(h_new if n == bsz else F.pad(h_new, (0, 0, 0, bsz - n)))
-            out = torch.stack(hs, dim=2)                              # (2, B, T, out)
+            # input projection of every step in one GEMM: (2, T*B, in) @ (2, in, 4D)
+            flat = layer_in.reshape(2, steps * bsz, -1)
+            xp = torch.baddbmm(bias, flat, w_in).reshape(2, steps, bsz, -1)  # (2, T, B, 4D)
+            run = self._run_fast if fast else self._run_autograd
+            out, c, h = run(layer, xp, n_active, state[layer])        # out: (2, T, B, out)
             if opts.use_skip_connections and layer > 0:
                 out = out + layer_in
-            if any(n != bsz for n in n_active):
-                out = out * _step_mask(n_active, bsz, out)
-            outputs.append(out)
+            outputs.append(out.transpose(1, 2))                       # (2, B, T, out)
             new_state.append((c, h))
             layer_in = out
         return outputs, new_state
 
+    def _run_fast(self, layer: int, xp: Tensor, n_active: Sequence[int], state):
+        """Inference: in-place updates, preallocated outputs, no autograd bookkeeping."""
+        opts = self.opts
+        d = opts.lstm_dim
+        w_rec = self.w_rec[layer]
+        wp = self.wp[layer] if opts.has_lstm_projection else None
+        _, steps, bsz, _ = xp.shape
+        c = state[0].clone()
+        h = state[1].clone()
+        out = xp.new_zeros(2, steps, bsz, h.shape[-1])
+        for t in range(steps):
+            n = n_active[t]
+            if n == 0:
+                continue
+            z = torch.baddbmm(xp[:, t, :n], h[:, :n], w_rec)          # (2, n, 4D): i j f o
+            tj = torch.tanh(z[..., d:2 * d])
+            z.sigmoid_()
+            c_n = c[:, :n]
+            c_n.mul_(z[..., 2 * d:3 * d]).addcmul_(z[..., :d], tj)    # c = σ(f)c + σ(i)tanh(j)
+            if opts.cell_clip is not None:
+                c_n.clamp_(-opts.cell_clip, opts.cell_clip)
+            m = torch.tanh(c_n).mul_(z[..., 3 * d:])                  # (2, n, D)
+            if wp is not None:
+                h_new = torch.bmm(m, wp)                              # (2, n, P)
+                if opts.proj_clip is not None:
+                    h_new.clamp_(-opts.proj_clip, opts.proj_clip)
+            else:
+                h_new = m
+            h[:, :n] = h_new
+            out[:, t, :n] = h_new
+        return out, c, h
 
-def _step_mask(n_active: Sequence[int], bsz: int, like: Tensor) -> Tensor:
-    """(1, B, T, 1) mask: 1 where row b is still running at step t."""
-    n = torch.as_tensor(list(n_active), device=like.device)
-    rows = torch.arange(bsz, device=like.device)
-    return (rows[:, None] < n[None, :]).to(like.dtype)[None, :, :, None]
+    def _run_autograd(self, layer: int, xp: Tensor, n_active: Sequence[int], state):
+        """Training: the same computation with out-of-place ops only."""
+        opts = self.opts
+        w_rec = self.w_rec[layer]
+        wp = self.wp[layer] if opts.has_lstm_projection else None
+        _, steps, bsz, _ = xp.shape
+        c, h = state
+        hs: List[Tensor] = []
+        for t in range(steps):
+            n = n_active[t]
+            z = torch.baddbmm(xp[:, t, :n], h[:, :n], w_rec)          # (2, n, 4D)
+            i, j, f, o = z.chunk(4, dim=2)
+            c_new = torch.sigmoid(f) * c[:, :n] + torch.sigmoid(i) * torch.tanh(j)
+            if opts.cell_clip is not None:
+                c_new = c_new.clamp(-opts.cell_clip, opts.cell_clip)
+            m = torch.sigmoid(o) * torch.tanh(c_new)                  # (2, n, D)
+            if wp is not None:
+                h_new = torch.bmm(m, wp)                              # (2, n, P)
+                if opts.proj_clip is not None:
+                    h_new = h_new.clamp(-opts.proj_clip, opts.proj_clip)
+            else:
+                h_new = m
+            if n == bsz:
+                c, h = c_new, h_new
+            else:
+                c = torch.cat([c_new, c[:, n:]], 1)
+                h = torch.cat([h_new, h[:, n:]], 1)
+            hs.append(h_new if n == bsz else F.pad(h_new, (0, 0, 0, bsz - n)))
+        return torch.stack(hs, dim=1), c, h                           # (2, T, B, out)
 
 
 def reverse_index(lengths: Tensor, steps: int) -> Tensor:

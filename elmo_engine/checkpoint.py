@@ -124,20 +124,52 @@ def model_tensors(model: BiLM) -> Dict[str, np.ndarray]:
     return out
 
 
-def fill_model(model: BiLM, read: Callable[[str, Tuple[int, ...]], np.ndarray], path) -> None:
-    """Copy every dataset into the model; ``read(name, shape)`` returns a float32 array."""
+def fill_model(model: BiLM, read: Callable[[str, Tuple[int, ...]], object], path) -> None:
+    """Copy every dataset into the model.
+
+    ``read(name, shape)`` returns a float32 array, or an h5py dataset that is read straight into
+    the parameters' memory (no temporary copy: peak memory stays close to the weights' size).
+    """
     layout = expected_layout(model.opts)
     with torch.no_grad():
         for name, parts in _targets(model).items():
-            arr = read(name, layout[name])
-            if not np.isfinite(arr).all():
-                bad = int((~np.isfinite(arr)).sum())
-                raise CheckpointError(path, "weights contain non-finite values (NaN or Inf)",
-                                      dataset=name, expected="finite values",
-                                      found=f"{bad} non-finite of {arr.size}")
+            src = read(name, layout[name])
             for param, rows in parts:
-                src = arr if rows is None else arr[rows]
-                param.copy_(torch.from_numpy(np.ascontiguousarray(src)))
+                dest = param.detach()
+                if isinstance(src, np.ndarray):
+                    block = src if rows is None else src[rows]
+                    dest.copy_(torch.from_numpy(np.ascontiguousarray(block, dtype=np.float32)))
+                else:
+                    _read_direct(src, dest, rows, path, name)
+                # a float64 sum of float32 values cannot overflow, so it is finite exactly when
+                # every value is; this avoids a mask the size of the tensor (peak memory)
+                if not bool(torch.isfinite(dest.sum(dtype=torch.float64))):
+                    bad = sum(int((~torch.isfinite(blk)).sum())
+                              for blk in dest.reshape(-1).split(1 << 20))
+                    raise CheckpointError(path, "weights contain non-finite values (NaN or Inf)",
+                                          dataset=name, expected="finite values",
+                                          found=f"{bad} non-finite of {dest.numel()}")
+
+
+def _read_direct(ds, dest: torch.Tensor, rows, path, name, block_bytes: int = 8 << 20) -> None:
+    """Read (a row range of) an h5py dataset into ``dest`` in blocks of about 8 MB, so that no
+    full-size temporary buffer is ever allocated."""
+    out = dest.numpy()
+    first = 0 if rows is None else rows.start
+    n_rows = out.shape[0]
+    row_bytes = max(1, out[0:1].nbytes)
+    step = max(1, block_bytes // row_bytes)
+    try:
+        if out.ndim == 1 or n_rows <= step:
+            sel = np.s_[first:first + n_rows] if rows is not None else np.s_[...]
+            ds.read_direct(out, source_sel=sel)
+            return
+        for a in range(0, n_rows, step):
+            b = min(n_rows, a + step)
+            ds.read_direct(out, source_sel=np.s_[first + a:first + b], dest_sel=np.s_[a:b])
+    except Exception as e:
+        raise CheckpointError(path, f"cannot read dataset (truncated or corrupt file: "
+                              f"{_short(e)})", dataset=name) from None
 
 
 # ---- locating files -------------------------------------------------------------------------
@@ -274,15 +306,10 @@ def _load_hdf5(model: BiLM, weights_path: Path, progress=None) -> None:
         if obj.dtype.kind != "f":
             raise CheckpointError(weights_path, "dataset is not floating point", dataset=name,
                                   expected="float32", found=str(obj.dtype))
-        try:
-            arr = np.asarray(obj[()], dtype=np.float32)
-        except Exception as e:
-            raise CheckpointError(weights_path, f"cannot read dataset (truncated or corrupt file: "
-                                  f"{_short(e)})", dataset=name) from None
         done[0] += 1
         if progress is not None:
             progress(done[0], total, f"loading {name}")
-        return arr
+        return obj                                   # read straight into the parameters
 
     try:
         fill_model(model, read, weights_path)

@@ -102,7 +102,11 @@ def normalise_weights(weights: Optional[Sequence[float]], n_layers: int) -> np.n
 
 
 def mix_layers(stack: np.ndarray, weights: Sequence[float]) -> np.ndarray:
-    """``Σ_k w_k · stack[k]`` over the first axis: ``(L+1, ...) → (...)`` (float32)."""
+    """``Σ_k w_k · stack[k]`` over the first axis: ``(L+1, ...) → (...)`` (float32).
+
+    With normalised ``w`` this is ``elmo_engine.mix.scalar_mix_numpy(stack, log w)`` (γ = 1),
+    written out here so that zero weights need no ``log 0``.
+    """
     w = np.asarray(weights, dtype=np.float64)
     out = np.tensordot(w, stack.astype(np.float64, copy=False), axes=(0, 0))
     return out.astype(np.float32)
@@ -256,6 +260,36 @@ def compare(vectors: np.ndarray, weights: Optional[Sequence[float]] = None,
                       direction=direction, corrected=center is not None)
 
 
+def compare_word(tokens: Sequence[Sequence[str]], activations: Sequence[Optional[np.ndarray]],
+                 word: str, weights: Optional[Sequence[float]] = None, direction: str = "both",
+                 corrected: bool = False, groups: Optional[dict] = None, ignore_case: bool = False,
+                 max_occurrences: int = 300, center: Optional[np.ndarray] = None
+                 ) -> Tuple[Optional[Comparison], Optional[np.ndarray], int]:
+    """Find ``word`` in tokenized sentences with activations and compare its occurrences.
+
+    With ``corrected``, the anisotropy reference mean is ``center`` ``(L+1, 2P)`` when given
+    (e.g. a neighbour index's corpus mean), else the mean of every token of ``activations``.
+    ``groups`` maps
+    ``(sentence, token)`` to a label. Returns ``(comparison, vectors (L+1, n, 2P), total)`` where
+    ``total`` counts all occurrences (only the first ``max_occurrences`` are compared), or
+    ``(None, None, total)`` when there are none.
+    """
+    occ = find_occurrences(tokens, word, ignore_case)
+    total = len(occ)
+    occ = occ[:max_occurrences]
+    if not occ:
+        return None, None, total
+    vectors = gather(activations, occ)
+    if not corrected:
+        center = None
+    elif center is None:
+        center = reference_mean(activations)
+    groups = groups or {}
+    comp = compare(vectors, weights, direction, center, [groups.get(o, "") for o in occ],
+                   word=word, occurrences=occ, labels=[snippet(tokens[s], t) for s, t in occ])
+    return comp, vectors, total
+
+
 # ---- exports --------------------------------------------------------------------------------
 def write_matrices_csv(path, comp: Comparison) -> None:
     """All views' matrices in one CSV: per view a square block ``view, occurrence, <labels…>``."""
@@ -300,29 +334,27 @@ def write_vectors_npz(path, vectors: np.ndarray, occurrences: Sequence[Occurrenc
             np.savez(fh, **arrays)
 
 
-def write_vectors_tsv(path, vectors: np.ndarray, metadata: Sequence[Sequence[str]],
-                      header: Sequence[str]) -> str:
-    """TensorBoard-projector TSV: ``path`` holds one vector ``(n, d)`` per line; metadata goes
-    beside it as ``<stem>.metadata.tsv`` (with ``header``). Returns the metadata path."""
+def write_vectors_tsv(path, vectors: np.ndarray) -> None:
+    """TensorBoard-projector vectors: one ``(d,)`` row of ``(n, d)`` per line, tab-separated."""
     vectors = np.asarray(vectors, dtype=np.float32)
-    if vectors.ndim != 2 or vectors.shape[0] != len(metadata):
-        raise InputError(f"{len(metadata)} metadata rows for vectors of shape {vectors.shape}")
+    if vectors.ndim != 2:
+        raise InputError(f"expected vectors of shape (n, dim), got {vectors.shape}")
     lines = ["\t".join(f"{v:.7g}" for v in row) for row in vectors]
-    atomic_write_text(path, "\n".join(lines) + "\n")
-    meta_path = str(path)[:-4] if str(path).endswith(".tsv") else str(path)
-    meta_path += ".metadata.tsv"
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
 
+
+def write_metadata_tsv(path, rows: Sequence[Sequence[object]], header: Sequence[str]) -> None:
+    """TensorBoard-projector metadata: a header line, then one row per vector (tabs removed)."""
     def clean(x) -> str:
         return str(x).replace("\t", " ").replace("\n", " ")
 
-    meta = ["\t".join(clean(h) for h in header)]
-    meta += ["\t".join(clean(x) for x in row) for row in metadata]
-    atomic_write_text(meta_path, "\n".join(meta) + "\n")
-    return meta_path
+    lines = ["\t".join(clean(h) for h in header)]
+    lines += ["\t".join(clean(x) for x in row) for row in rows]
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
 
 
-__all__ = ["DIRECTIONS", "Comparison", "Occurrence", "compare", "cosine_matrix",
+__all__ = ["DIRECTIONS", "Comparison", "Occurrence", "compare", "compare_word", "cosine_matrix",
            "find_occurrences", "gather", "group_similarity", "half", "mix_layers",
            "normalise_weights", "read_matrices_csv", "reference_mean", "self_similarity",
-           "snippet", "view_names", "write_matrices_csv", "write_vectors_npz",
-           "write_vectors_tsv"]
+           "snippet", "view_names", "write_matrices_csv", "write_metadata_tsv",
+           "write_vectors_npz", "write_vectors_tsv"]

@@ -28,7 +28,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.atomic import atomic_path, atomic_write_text
-from elmo_engine.compare import DIRECTIONS
+from elmo_engine.compare import DIRECTIONS, reference_mean
 from elmo_engine.datasets.textio import iter_lines
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
@@ -108,10 +108,12 @@ class NeighbourIndex:
     layers : per contextual layer, ``(N, 2P)`` vectors of all corpus tokens in reading order
     words : the optional layer-0 word index
     key : the cache key this index was built for
+    mean : ``(L+1, 2P)`` mean vector of all corpus tokens per layer (the anisotropy reference)
     """
 
     def __init__(self, tokens: Sequence[Sequence[str]], layers: Sequence[np.ndarray],
-                 words: Optional[WordIndex] = None, key: str = ""):
+                 words: Optional[WordIndex] = None, key: str = "",
+                 mean: Optional[np.ndarray] = None):
         self.tokens = [list(s) for s in tokens]
         lengths = np.array([len(s) for s in self.tokens], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(lengths)])     # (S+1,)
@@ -132,6 +134,7 @@ class NeighbourIndex:
             self.coef.append(np.stack([nf / safe, nb / safe]).astype(np.float32))  # (2, N)
         self.words = words
         self.key = key
+        self.mean = None if mean is None else np.asarray(mean, dtype=np.float64)
 
     @property
     def n_tokens(self) -> int:
@@ -191,6 +194,8 @@ class NeighbourIndex:
         if self.words is not None:
             arrays["words"] = np.array(self.words.words, dtype=str)
             arrays["word_unit"] = self.words.unit
+        if self.mean is not None:
+            arrays["mean"] = self.mean
         with atomic_path(path, suffix=".npz") as tmp:
             with open(tmp, "wb") as fh:
                 np.savez(fh, **arrays)
@@ -211,6 +216,7 @@ class NeighbourIndex:
                 self.bwd = [z[f"bwd{i}"] for i in range(n_layers)]
                 self.coef = [z[f"coef{i}"] for i in range(n_layers)]
                 self.words = None
+                self.mean = z["mean"] if "mean" in z.files else None
                 if "words" in z.files:
                     words = WordIndex.__new__(WordIndex)
                     words.words = [str(w) for w in z["words"]]
@@ -220,6 +226,46 @@ class NeighbourIndex:
         except (OSError, ValueError, KeyError) as exc:
             raise InputError(f"unreadable neighbour index: {exc}", path=path) from None
         return self
+
+
+@dataclass(frozen=True)
+class NeighbourTable:
+    """Nearest neighbours of one token: known words in layer 0, corpus tokens per layer ≥ 1."""
+
+    query: str
+    words: Tuple[Tuple[str, float], ...]
+    layers: Tuple[Tuple[str, Tuple[Neighbour, ...]], ...]
+
+    def csv_rows(self, index: "NeighbourIndex") -> List[list]:
+        """Rows for :func:`write_neighbours_csv` (sentence/token are corpus indices)."""
+        rows: List[list] = [["layer 0", r, f"{s:.6f}", w, "", "", ""]
+                            for r, (w, s) in enumerate(self.words, start=1)]
+        for name, nbs in self.layers:
+            for r, nb in enumerate(nbs, start=1):
+                toks = index.tokens[nb.sentence]
+                rows.append([name, r, f"{nb.score:.6f}", toks[nb.token], nb.sentence, nb.token,
+                             " ".join(toks)])
+        return rows
+
+
+def neighbour_table(index: "NeighbourIndex", vectors: Optional[np.ndarray], word: str,
+                    k: int = 10, direction: str = "both", exclude: Sequence[Tuple[int, int]] = (),
+                    token_vector: Optional[np.ndarray] = None) -> NeighbourTable:
+    """Neighbours of one token given its layer vectors ``(L+1, 2P)``.
+
+    Without ``vectors`` (a word typed but not in any sentence) only layer 0 is answered, from
+    ``token_vector`` ``(P,)``. The word itself is left out of the known words.
+    """
+    tok = token_vector if vectors is None else vectors[0, : vectors.shape[1] // 2]
+    words = []
+    if index.words is not None and tok is not None:
+        words = index.words.query(tok, k, exclude=[word])
+    layers = []
+    if vectors is not None:
+        for layer in range(1, vectors.shape[0]):
+            nbs = index.query(layer, vectors[layer], k, direction, exclude)
+            layers.append((f"layer {layer}", tuple(nbs)))
+    return NeighbourTable(word, tuple(words), tuple(layers))
 
 
 # ---- building --------------------------------------------------------------------------------
@@ -270,8 +316,8 @@ def build_index(embedder, tokens: Sequence[Sequence[str]], vocabulary: Sequence[
 
     ``embedder`` is an :class:`elmo_engine.embedder.Embedder`; run this on the worker thread.
     """
-    tokens = [list(s) for s in tokens if len(s)]
-    if not tokens:
+    tokens = [list(s) for s in tokens]        # empty sentences stay: indices follow the corpus
+    if not any(tokens):
         raise InputError("the reference corpus is empty")
     acts = embedder.embed(tokens, state=state)                     # each (L+1, n, 2P)
     check(state)
@@ -285,7 +331,7 @@ def build_index(embedder, tokens: Sequence[Sequence[str]], vocabulary: Sequence[
         report(state, min(start + 4096, len(types)), len(types), "indexing known words")
     words = WordIndex(types, np.concatenate(vecs, axis=0))
     report(state, 1, 1, "normalising the neighbour index")
-    return NeighbourIndex(tokens, layers, words, key=key)
+    return NeighbourIndex(tokens, layers, words, key=key, mean=reference_mean(acts))
 
 
 class IndexCache:
@@ -356,6 +402,7 @@ def write_neighbours_csv(path, rows: Sequence[Sequence[object]]) -> None:
     atomic_write_text(path, buf.getvalue())
 
 
-__all__ = ["IndexCache", "Neighbour", "NeighbourIndex", "WordIndex", "build_index",
+__all__ = ["IndexCache", "Neighbour", "NeighbourIndex", "NeighbourTable", "WordIndex",
+           "build_index", "neighbour_table",
            "highlight_html", "index_key", "read_corpus", "read_vocabulary", "top_k",
            "write_neighbours_csv"]

@@ -13,7 +13,7 @@ one token is labelled, every other token gets ``_`` (context only):
 * ``supersense/`` — its lexicographer file (``noun.object``).
 
 The three tasks share the same sentences and the same deterministic train/dev/test split (see
-:func:`split_of`). ``senses.tsv`` lists the senses of every demo word (sense number, supersense,
+:func:`assign_splits`). ``senses.tsv`` lists the senses of every demo word (sense number, supersense,
 gloss), so the WSD demo has candidates and a first-sense baseline without WordNet installed.
 
 Usage::
@@ -208,7 +208,7 @@ def build(wn: Path) -> Tuple[Dict[str, List[dict]], List[dict], Counter]:
                 senses.append({"key": key, "lemma": lemma, "pos": UPOS[syn.ss_type],
                                "number": number, "supersense": lexname,
                                "gloss": syn.definition()})
-                for ex_no, text in enumerate(syn.examples()):
+                for text in syn.examples():
                     stats["examples"] += 1
                     tokens = tokenize(text)
                     hits = [i for i, t in enumerate(tokens) if lemma in base_forms(t, pos, exc[pos])]
@@ -217,7 +217,8 @@ def build(wn: Path) -> Tuple[Dict[str, List[dict]], List[dict], Counter]:
                         continue
                     seen.add((text, key))
                     examples.append({
-                        "id": f"{key}#{ex_no}", "text": text, "tokens": tokens, "target": hits[0],
+                        "id": f"{lemma}.{example_hash(key, text):08x}", "text": text,
+                        "tokens": tokens, "target": hits[0],
                         "upos": UPOS[syn.ss_type], "key": key, "supersense": lexname,
                         "lemma": lemma, "sense_number": number})
                     stats["kept"] += 1
@@ -265,6 +266,9 @@ def main(argv=None) -> int:
                         f"{TEST_PCT}% test, {DEV_PCT}% dev, {100 - TEST_PCT - DEV_PCT}% train",
                "counts": counts}
     atomic_write_text(args.out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    for path in args.out.rglob("*"):
+        if path.is_file():
+            path.chmod(0o644)  # the atomic writer makes 0600 temp files; these are shipped data
     print(json.dumps({k: v for k, v in summary.items() if k != "words"}, indent=1))
     return 0
 

@@ -64,3 +64,14 @@ def write_tiny_checkpoint(folder: Path, seed: int = 0, n_layers: int = 2) -> Pat
 def tiny_checkpoint(tmp_path_factory) -> Path:
     """Folder of a tiny random checkpoint (2 LSTM layers, P=16), made once per session."""
     return write_tiny_checkpoint(tmp_path_factory.mktemp("tiny_ckpt"))
+
+
+@pytest.fixture(scope="session")
+def torch_one_thread():
+    """One intra-op torch thread: on a shared 2-core machine more threads are ~10x slower."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

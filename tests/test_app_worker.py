@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 from app.worker import Worker  # noqa: E402
 from elmo_engine.errors import InputError  # noqa: E402
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ pytest.importorskip("pytestqt")
 
 from app.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
 
 @pytest.fixture

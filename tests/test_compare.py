@@ -85,6 +85,9 @@ def test_weights_and_mix():
     stack = np.arange(24, dtype=np.float32).reshape(3, 2, 4)
     np.testing.assert_allclose(cmp.mix_layers(stack, [0.2, 0.3, 0.5]),
                                0.2 * stack[0] + 0.3 * stack[1] + 0.5 * stack[2], rtol=1e-6)
+    from elmo_engine.mix import scalar_mix_numpy
+    np.testing.assert_allclose(cmp.mix_layers(stack, [0.2, 0.3, 0.5]),
+                               scalar_mix_numpy(stack, np.log([0.2, 0.3, 0.5])), rtol=1e-6)
 
 
 def test_compare_against_numpy_reference():
@@ -161,11 +164,12 @@ def test_exports_round_trip(tmp_path):
         np.testing.assert_array_equal(z["sentence"], [0, 1, 2])
         np.testing.assert_array_equal(z["token"], [0, 1, 3])
         assert list(z["group"]) == ["g", "", "h"]
-    meta = cmp.write_vectors_tsv(tmp_path / "v.tsv", vec[2], [["0", "0", "w\tx"], ["1", "1", "w"],
-                                                               ["2", "3", "w"]],
-                                 ["sentence", "token", "word"])
+    cmp.write_vectors_tsv(tmp_path / "v.tsv", vec[2])
     np.testing.assert_allclose(np.loadtxt(tmp_path / "v.tsv", delimiter="\t"), vec[2], rtol=1e-6)
-    with open(meta, encoding="utf-8") as fh:
+    cmp.write_metadata_tsv(tmp_path / "m.tsv", [[0, 0, "w\tx"], [1, 1, "w"], [2, 3, "w"]],
+                           ["sentence", "token", "word"])
+    with open(tmp_path / "m.tsv", encoding="utf-8") as fh:
         rows = list(csv.reader(fh, delimiter="\t"))
     assert rows[0] == ["sentence", "token", "word"] and rows[1] == ["0", "0", "w x"]
+    assert len(rows) == 4
     assert not list(tmp_path.glob(".*part"))

@@ -47,6 +47,12 @@ def test_layer0_all_ones_upper_layers_not(acts):
         assert comp.matrices[k].min() < 0.999
 
 
+def test_layer0_halves_identical(acts):
+    for a in acts:
+        p = a.shape[2] // 2
+        np.testing.assert_array_equal(a[0, :, :p], a[0, :, p:])
+
+
 def test_forward_half_cannot_see_right_context(acts):
     # sentences 2 and 3 differ only to the right of "bank" (position 1)
     assert SENTS[2][:4] == SENTS[3][:4] and SENTS[2][4] != SENTS[3][4]
@@ -103,6 +109,9 @@ def test_build_index_cache_and_words(embedder, tmp_path):
     loaded = IndexCache(tmp_path).get(first.key)                 # from disk, a new cache
     assert loaded is not None and loaded.tokens == first.tokens
     np.testing.assert_array_equal(loaded.fwd[1], first.fwd[1])
+    flat = np.concatenate(embedder.embed(SENTS), axis=1)                 # (L+1, N, 2P)
+    np.testing.assert_allclose(first.mean, flat.mean(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(loaded.mean, first.mean)
     assert loaded.words.words == first.words.words
     # a misspelled word still gets a token vector; its nearest known words come from the CNN
     q = embedder.token_vectors(["recieve"])[0]

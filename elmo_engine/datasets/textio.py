@@ -46,12 +46,11 @@ def open_binary(path: PathLike) -> BinaryIO:
         raise InputError("is a folder, not a file", path=p)
     gz = is_gzip(p)
     try:
-        raw = open(p, "rb")
+        if gz:  # GzipFile opened by name owns its file and closes it
+            return gzip.GzipFile(filename=p, mode="rb")  # type: ignore[return-value]
+        return open(p, "rb")
     except OSError as exc:
         raise InputError(f"cannot open: {exc.strerror or exc}", path=p) from None
-    if not gz:
-        return raw
-    return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
 
 
 class TextLines:
@@ -87,10 +86,7 @@ class TextLines:
         """Close the underlying file (and the gzip stream over it)."""
         fh, self._fh = self._fh, None
         if fh is not None:
-            inner = getattr(fh, "fileobj", None)
             fh.close()
-            if inner is not None:
-                inner.close()
 
     def error(self, message: str, line: Optional[int] = None) -> InputError:
         """An InputError at ``line`` (default: the current line) of this file."""

@@ -82,21 +82,13 @@ class WordNet:
         # (lemma, pos letter) -> [(sense_number, key)]
         by_lemma: Dict[Tuple[str, str], List[Tuple[int, str]]] = {}
         self._info: Dict[str, Tuple[str, int, int]] = {}  # key -> (offset, sense_number, tag_cnt)
-        for lineno, line in enumerate(sense_text.splitlines(), 1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 4 or not parts[2].isdigit() or not parts[3].isdigit():
-                raise InputError("index.sense line is not 'sense_key offset sense_number tag_cnt'",
-                                 path=f"{self.path}:index.sense", line=lineno)
-            key = parts[0]
-            m = SENSE_KEY_RE.match(key)
-            if m is None:
-                raise InputError(f"bad sense key {key[:80]!r}", path=f"{self.path}:index.sense",
-                                 line=lineno)
-            number = int(parts[2])
-            self._info[key] = (parts[1], number, int(parts[3]))
-            by_lemma.setdefault((m.group(1), _SS_TYPE_POS[m.group(2)]), []).append((number, key))
+        rows = _INDEX_LINE.findall(sense_text)  # C-speed parse of every well-formed line
+        if len(rows) != sum(1 for line in sense_text.splitlines() if line.strip()):
+            _raise_first_bad_line(sense_text, self.path)
+        for key, lemma, ss_type, offset, number, count in rows:
+            n = int(number)
+            self._info[key] = (offset, n, int(count))
+            by_lemma.setdefault((lemma, _SS_TYPE_POS[ss_type]), []).append((n, key))
         if not self._info:
             raise InputError("index.sense is empty", path=self.path)
         self._senses: Dict[Tuple[str, str], Tuple[str, ...]] = {
@@ -146,6 +138,20 @@ class WordNet:
             return self._info[key]
         except KeyError:
             raise InputError(f"sense key {key[:80]!r} is not in WordNet ({self.path})") from None
+
+
+_INDEX_LINE = re.compile(r"^[ \t]*(([^%\s]+)%([1-5]):[0-9]{2}:[0-9]{2}:[^:\s]*:(?:[0-9]{2})?)"
+                         r"[ \t]+([0-9]{8})[ \t]+([0-9]+)[ \t]+([0-9]+)[ \t\r]*$", re.M)
+
+
+def _raise_first_bad_line(text: str, path: Path) -> None:
+    """Raise the InputError for the first line of ``index.sense`` that is not well formed."""
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.strip() and _INDEX_LINE.fullmatch(line) is None:
+            raise InputError("index.sense line is not 'sense_key offset sense_number tag_cnt'",
+                             path=f"{path}:index.sense", line=lineno)
+    raise InputError("index.sense has lines that are not 'sense_key offset sense_number tag_cnt'",
+                     path=f"{path}:index.sense")
 
 
 def _read_files(path: Path) -> Tuple[str, Optional[str]]:

@@ -159,8 +159,8 @@ class PcaResult:
 def pca(x: np.ndarray, n_components: int) -> PcaResult:
     """Principal components of ``x (N, D)`` (k = min(n_components, N, D)).
 
-    Uses the ``(D, D)`` covariance in float64 when N > D (fast for many tokens), else an SVD of
-    the centred data. Signs are fixed so the largest-magnitude loading of each component is
+    Eigen-decomposes the smaller of the ``(D, D)`` covariance and the ``(N, N)`` Gram matrix in
+    float64 (top k only). Signs are fixed so the largest-magnitude loading of each component is
     positive, which makes the result deterministic.
     """
     x = np.asarray(x, dtype=np.float32)
@@ -172,20 +172,35 @@ def pca(x: np.ndarray, n_components: int) -> PcaResult:
     xc = x.astype(np.float64) - mean                                     # (N, D)
     total = float(np.einsum("ij,ij->", xc, xc))
     if n > d:
-        cov = xc.T @ xc                                                  # (D, D)
-        evals, evecs = np.linalg.eigh(cov)
-        top = np.argsort(evals)[::-1][:k]
-        comps = evecs[:, top].T                                          # (k, D)
-        var = np.clip(evals[top], 0.0, None)
+        var, vecs = _top_eigh(xc.T @ xc, k)                              # (k,), (D, k)
+        comps = vecs.T                                                   # (k, D)
     else:
-        _, s, vt = np.linalg.svd(xc, full_matrices=False)
-        comps, var = vt[:k], s[:k] ** 2                                  # (k, D), (k,)
+        var, u = _top_eigh(xc @ xc.T, k)                                 # (k,), (N, k)
+        live = var > 1e-12 * max(float(var[0]), 1e-300)                  # beyond the rank: 0
+        var = np.where(live, var, 0.0)
+        comps = (xc.T @ u).T / np.sqrt(np.where(live, var, 1.0))[:, None]  # (k, D)
+        comps[~live] = 0.0
     big = np.argmax(np.abs(comps), axis=1)
     comps = comps * np.sign(comps[np.arange(k), big])[:, None]
     coords = (xc @ comps.T).astype(np.float32)                           # (N, k)
     explained = var / total if total > 0 else np.zeros(k)
     return PcaResult(coords, comps.astype(np.float32), mean.astype(np.float32),
                      explained.astype(np.float64))
+
+
+def _top_eigh(sym: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The k largest eigenvalues (descending, clipped at 0) and eigenvectors of a symmetric matrix.
+
+    Runs LAPACK single-threaded: on a busy 2-core machine a multi-threaded ``eigh`` of a 400×400
+    matrix took 2–3 s instead of 0.08 s (OpenBLAS threads fighting for the cores).
+    """
+    import scipy.linalg
+    from threadpoolctl import threadpool_limits
+
+    m = sym.shape[0]
+    with threadpool_limits(1):
+        vals, vecs = scipy.linalg.eigh(sym, subset_by_index=[m - k, m - 1], driver="evr")
+    return np.clip(vals[::-1], 0.0, None), vecs[:, ::-1]
 
 
 def _as_2d(coords: np.ndarray) -> np.ndarray:
@@ -255,22 +270,33 @@ def umap_2d(x: np.ndarray, params: UmapParams, state: Optional[TaskState] = None
     idx, dist = exact_knn(u, k, params.metric, state)
     check(state)
     emb = _fit(u, idx, dist, k, params)                                  # (M, 2)
+    _warmed.setdefault(params.random_state is None, 0.0)   # the kernels are compiled now
     return np.ascontiguousarray(emb[rank[inverse]], dtype=np.float32)    # (N, 2)
+
+
+def _quiet_third_party() -> None:
+    """Inside ``warnings.catch_warnings()``: ignore what umap and its stack warn about.
+
+    umap warns on import (no TensorFlow, so no ParametricUMAP) and on every fit with
+    precomputed neighbours (transform() unavailable without an NNDescent index); neither applies
+    to a one-off 2-D embedding.
+    """
+    for mod in (r"umap(\..*)?", r"pynndescent(\..*)?", r"numba(\..*)?", r"sklearn(\..*)?"):
+        warnings.filterwarnings("ignore", module=mod)
 
 
 def _fit(u: np.ndarray, idx: np.ndarray, dist: np.ndarray, k: int, params: UmapParams
          ) -> np.ndarray:
-    import umap  # imported here: ~3-20 s the first time (see warm_up)
+    with warnings.catch_warnings():
+        _quiet_third_party()
+        import umap  # imported here: ~3-20 s the first time (see warm_up)
 
     model = umap.UMAP(n_neighbors=k, min_dist=params.min_dist, metric=params.metric,
                       random_state=params.random_state,
                       n_jobs=1 if params.random_state is not None else -1,
                       precomputed_knn=(idx, dist), n_components=2, verbose=False)
     with warnings.catch_warnings():
-        # umap says that transform() is unavailable without an NNDescent index and similar
-        # notes; none applies to a one-off 2-D embedding.
-        for mod in (r"umap(\..*)?", r"pynndescent(\..*)?", r"numba(\..*)?", r"sklearn(\..*)?"):
-            warnings.filterwarnings("ignore", module=mod)
+        _quiet_third_party()
         emb = model.fit_transform(u)
     return np.asarray(emb, dtype=np.float32)
 
@@ -397,9 +423,9 @@ class Projector:
             raise InputError(f"unknown projection method {method!r} (use 'pca' or 'umap')")
         out: List[Projection] = []
         for i, layer in enumerate(layers):
-            check(state)
             report(state, i, len(layers), f"{method.upper()} of {layer.name} "
                                           f"({len(tokens):,} tokens)")
+            check(state)
             if method == "pca":
                 out.append(self.pca(activations, tokens, layer, checksum, params.pca_dims))
             else:

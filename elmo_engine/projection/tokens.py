@@ -119,6 +119,16 @@ class TokenSet:
         return TokenSet(self.sentences, self.sentence[keep], self.position[keep], labels,
                         f"{self.source} (sample of {max_points:,})")
 
+    def compact(self) -> "TokenSet":
+        """The same points with only the sentences they come from (fewer sentences to embed)."""
+        used = np.unique(self.sentence)
+        if used.size == len(self.sentences):
+            return self
+        remap = np.full(len(self.sentences), -1, np.int64)
+        remap[used] = np.arange(used.size)
+        return TokenSet([self.sentences[s] for s in used.tolist()], remap[self.sentence],
+                        self.position, self.labels, self.source)
+
 
 def all_tokens(sentences: Sequence[Sequence[str]], source: str = "") -> TokenSet:
     """Every token of every sentence, in reading order."""

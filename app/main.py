@@ -1,0 +1,131 @@
+"""GUI entry point: ``elmo-explorer`` (no subcommand) → :func:`main`.
+
+``--screenshot PATH`` starts the app (also offscreen), waits on signals until the model is loaded,
+every sentence is embedded and the chosen view reports ``is_ready()``, saves a PNG of the window
+(atomically) and exits 0 (1 when the model cannot be loaded, 2 on timeout).
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+log = logging.getLogger(__name__)
+
+VIEW_CHOICES = ("contexts", "projection", "probes", "sentences")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="elmo-explorer", description="ELMo Explorer desktop app")
+    p.add_argument("--checkpoint", metavar="PATH",
+                   help="checkpoint folder or file to load (default: the last one, else the demo)")
+    p.add_argument("--sentences", metavar="FILE", help="file of sentences, one per line")
+    p.add_argument("--view", choices=VIEW_CHOICES, help="view to show first")
+    p.add_argument("--screenshot", metavar="PATH",
+                   help="save a PNG of the window once the view is ready, then exit")
+    p.add_argument("--size", metavar="WxH", default=None,
+                   help="window size, e.g. 1280x720 (default: the saved size)")
+    p.add_argument("--settings-dir", metavar="DIR",
+                   help="keep settings and logs in DIR (default: the user's standard locations)")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="with --screenshot: give up after this many seconds (exit 2)")
+    return p
+
+
+def _parse_size(text: str):
+    try:
+        w, h = (int(v) for v in text.lower().split("x"))
+    except ValueError:
+        raise SystemExit(f"elmo-explorer: --size must look like 1280x720, got {text!r}") from None
+    if w < 200 or h < 150:
+        raise SystemExit("elmo-explorer: --size is too small (at least 200x150)")
+    return w, h
+
+
+def _torch_threads() -> None:
+    """Leave one core to the GUI thread unless the user chose the thread count."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run the app; ``argv`` excludes the program name. Returns the exit code."""
+    args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    size = _parse_size(args.size) if args.size else None
+    from PySide6.QtCore import qInstallMessageHandler
+    from PySide6.QtWidgets import QApplication
+
+    from app.logging_setup import close_logging, route_qt_messages, setup_logging
+    from app.settings import AppSettings
+
+    sentences_text = None
+    if args.sentences:
+        from elmo_engine.datasets.sentences import read_sentences
+        from elmo_engine.errors import InputError
+
+        try:
+            sentences_text = "\n".join(read_sentences(args.sentences))
+        except InputError as e:
+            print(f"elmo-explorer: {e}", file=sys.stderr)
+            return 1
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "elmo-explorer"])
+    app.setApplicationName("ELMo Explorer")
+    app.setOrganizationName("ELMoExplorer")
+    settings = AppSettings(Path(args.settings_dir) if args.settings_dir else None)
+    log_path = setup_logging(settings.log_dir())
+    previous_handler = route_qt_messages()
+    log.info("starting; log file %s", log_path)
+    _torch_threads()
+    try:
+        return _run(app, args, settings, size, sentences_text)
+    finally:
+        close_logging()
+        qInstallMessageHandler(previous_handler)
+
+
+def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
+    from app.logging_setup import install_excepthooks
+    from app.main_window import MainWindow
+
+    window = MainWindow(settings)
+    worker = window.workspace.worker
+    try:
+        if not args.screenshot:
+            install_excepthooks(lambda m: window.show_error("Unexpected error", m))
+        if size is None and args.screenshot:
+            size = (1280, 800)                   # reproducible pictures, whatever was saved
+        if size is not None:
+            window.resize(*size)
+        if args.view:
+            try:
+                window.show_view(args.view)
+            except KeyError as e:
+                print(f"elmo-explorer: {e.args[0]}", file=sys.stderr)
+                return 1
+        shooter = None
+        if args.screenshot:
+            from app.screenshot import Screenshot
+
+            shooter = Screenshot(window, args.screenshot, args.view, args.timeout)
+        app.aboutToQuit.connect(worker.shutdown)
+        window.show()
+        window.start(args.checkpoint, sentences_text)
+        try:
+            code = app.exec()
+        finally:
+            app.aboutToQuit.disconnect(worker.shutdown)
+        return shooter.exit_code if shooter is not None else code
+    finally:
+        worker.shutdown()
+        window.hide()
+        window.deleteLater()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,433 @@
+"""The main window: sentences dock, analysis tabs, menus, status bar."""
+from __future__ import annotations
+
+import gc
+import logging
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
+                               QTabWidget, QVBoxLayout, QWidget)
+
+from app import dialogs
+from app.panels import load_panel_classes
+from app.panels.sentences import SentencesPanel
+from app.settings import AppSettings
+from app.status_bar import StatusArea
+from app.workspace import ModelSpec, Workspace
+from elmo_engine.atomic import atomic_write_text
+
+log = logging.getLogger(__name__)
+
+REPO_RESOURCES = Path(__file__).resolve().parents[1] / "resources"
+DEMO_SENTENCES = REPO_RESOURCES / "demo_sentences.txt"
+CHECKPOINT_FILTER = "Checkpoints (*.json *.hdf5 *.h5 *.safetensors);;All files (*)"
+TEXT_FILTER = "Text files (*.txt *.txt.gz *.gz);;All files (*)"
+
+
+def demo_checkpoint() -> Optional[Path]:
+    """The bundled demo model's folder, or None when it is not installed."""
+    try:
+        from elmo_engine.resources import demo_checkpoint_path
+    except ImportError:
+        return None
+    try:
+        path = demo_checkpoint_path()
+    except Exception:  # a missing demo model is a normal state, not a crash
+        log.info("no demo model", exc_info=True)
+        return None
+    return Path(path) if path is not None and Path(path).exists() else None
+
+
+def demo_sentences() -> str:
+    try:
+        return DEMO_SENTENCES.read_text(encoding="utf-8")
+    except OSError:
+        return "He sat on the bank of the river.\nShe deposited the check at the bank.\n"
+
+
+class MainWindow(QMainWindow):
+    """The application window. ``show_error(title, message)`` shows problems (a dialog)."""
+
+    model_ready = Signal()
+
+    def __init__(self, settings: AppSettings, workspace: Optional[Workspace] = None,
+                 views=None):
+        super().__init__()
+        self.settings = settings
+        self.workspace = workspace if workspace is not None else Workspace(parent=self)
+        self.show_error: Callable[[str, str], None] = lambda t, m: dialogs.show_error(self, t, m)
+        self.setWindowTitle(dialogs.APP_TITLE)
+        self.setObjectName("mainWindow")
+
+        self.sentences = SentencesPanel(self.workspace, self)
+        self.sentences_dock = QDockWidget("Sentences", self)
+        self.sentences_dock.setObjectName("sentencesDock")
+        self.sentences_dock.setWidget(self.sentences)
+        self.sentences_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                                        | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.sentences_dock)
+
+        self.banner = QLabel(self)
+        self.banner.setObjectName("banner")
+        self.banner.setWordWrap(True)
+        self.banner.setStyleSheet("QLabel#banner { background: #fff3cd; color: #5c4400; "
+                                  "border: 1px solid #e0c060; padding: 6px; }")
+        self.banner.hide()
+        self.tabs = QTabWidget(self)
+        self.tabs.setObjectName("views")
+        self.tabs.setDocumentMode(True)
+        self.panels: Dict[str, QWidget] = {}
+        self.view_problems: List[str] = []
+        self._add_panels(views)
+        central = QWidget(self)
+        lay = QVBoxLayout(central)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.banner)
+        lay.addWidget(self.tabs)
+        self.setCentralWidget(central)
+
+        self.status = StatusArea(self.statusBar(), self.workspace.worker, self)
+        self._build_menus()
+        self._connect()
+        self._restore_window()
+        # Everything imported and built so far (torch, Qt, numpy: ~180k objects) lives as long as the app.
+        # Freezing it keeps the garbage collector's full passes, which hold the GIL, from scanning
+        # it again and again: unfrozen, one pass took 50–400 ms and stalled the GUI thread.
+        gc.freeze()
+
+    # ---- construction ------------------------------------------------------------------------
+    def _add_panels(self, views) -> None:
+        classes, problems = load_panel_classes(views)
+        self.view_problems = list(problems)
+        for view, cls in classes:
+            try:
+                panel = cls(self.workspace, self)
+            except Exception as e:  # one broken view must not take the window down
+                log.exception("the %s view failed to start", view)
+                self.view_problems.append(f"the {view} view failed to start: {e}")
+                continue
+            panel.setObjectName(f"{view}Panel")
+            self.panels[view] = panel
+            self.tabs.addTab(panel, getattr(cls, "title", view.capitalize()))
+        for p in self.view_problems:
+            log.warning(p)
+
+    def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        act = QAction(text, self)
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+        if tip:
+            act.setStatusTip(tip)
+        act.triggered.connect(slot)
+        menu.addAction(act)
+        return act
+
+    def _build_menus(self) -> None:
+        mb = self.menuBar()
+        f = mb.addMenu("&File")
+        self.act_open_ckpt = self._action(f, "Open &checkpoint…", self.ask_open_checkpoint,
+                                          QKeySequence.StandardKey.Open,
+                                          "Open an options .json, weights .hdf5 or .safetensors file")
+        self._action(f, "Open checkpoint &folder…", self.ask_open_checkpoint_folder, "Ctrl+Shift+O")
+        self.act_demo = self._action(f, "Open &demo model", self.open_demo_model, "Ctrl+D")
+        self.recent_menu = f.addMenu("&Recent checkpoints")
+        self.recent_menu.aboutToShow.connect(self._fill_recent)
+        f.addSeparator()
+        self._action(f, "Open &sentences…", self.ask_open_sentences, "Ctrl+L")
+        self._action(f, "&Save sentences…", self.ask_save_sentences, QKeySequence.StandardKey.Save)
+        self._action(f, "Demo sentences", lambda: self.sentences.set_text(demo_sentences()))
+        f.addSeparator()
+        self.export_menu = f.addMenu("&Export")
+        self.export_menu.aboutToShow.connect(self._fill_export)
+        f.addSeparator()
+        self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+
+        v = mb.addMenu("&View")
+        v.addAction(self.sentences_dock.toggleViewAction())
+        self._action(v, "Sentence editor", lambda: self.show_view("sentences"), "Ctrl+1")
+        for k, view in enumerate(self.panels, start=2):
+            self._action(v, self.tabs.tabText(k - 2), lambda _=False, w=view: self.show_view(w),
+                         f"Ctrl+{k}")
+
+        s = mb.addMenu("&Settings")
+        self._build_choice_menu(s.addMenu("&Device"), "device",
+                                [("auto", "Automatic (GPU when available)"), ("cpu", "CPU"),
+                                 ("cuda", "GPU (CUDA)")])
+        self._build_choice_menu(s.addMenu("&Precision"), "precision",
+                                [("fp32", "fp32 (exact)"), ("fp16", "fp16 (GPU only)"),
+                                 ("bf16", "bf16 (GPU only)")])
+
+        h = mb.addMenu("&Help")
+        self.act_info = self._action(h, "Model &info…", self.show_model_info, "Ctrl+I")
+        self._action(h, "Open &log folder", self.open_log_folder)
+        self._action(h, "&About", self.show_about)
+
+        esc = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
+        esc.setContext(Qt.ShortcutContext.WindowShortcut)
+        esc.activated.connect(self.cancel_jobs)
+
+    def _build_choice_menu(self, menu, key: str, choices) -> None:
+        cuda = _cuda_name()
+        group = QActionGroup(self)
+        group.setExclusive(True)
+        current = getattr(self.settings, key)
+        for value, text in choices:
+            if value == "cuda" and cuda:
+                text = f"GPU ({cuda})"
+            act = QAction(text, self, checkable=True)
+            act.setData(value)
+            act.setChecked(value == current)
+            if value in ("cuda", "fp16", "bf16") and not cuda:
+                act.setEnabled(False)
+                act.setToolTip("no CUDA GPU found")
+            act.triggered.connect(lambda _=False, k=key, v=value: self.set_run_option(k, v))
+            group.addAction(act)
+            menu.addAction(act)
+
+    def _connect(self) -> None:
+        ws = self.workspace
+        ws.model_changed.connect(self._on_model_changed)
+        ws.model_load_failed.connect(self._on_model_failed)
+        ws.message.connect(lambda m: self.statusBar().showMessage(m, 10000))
+        ws.worker.unhandled_error.connect(lambda name, m: self.show_error(f"{name} failed", m))
+
+    def _restore_window(self) -> None:
+        screen = self.screen().availableGeometry() if self.screen() else None
+        w, h = 1280, 800
+        if screen is not None:
+            w, h = min(w, screen.width()), min(h, screen.height())
+        self.resize(w, h)
+        geometry, state = self.settings.geometry(), self.settings.window_state()
+        if not geometry.isEmpty():
+            self.restoreGeometry(geometry)
+        self._restored_state = not state.isEmpty() and self.restoreState(state)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        if not self._restored_state:           # first launch: give the sentences a third
+            self._restored_state = True
+            self.resizeDocks([self.sentences_dock], [max(380, self.width() // 3)],
+                             Qt.Orientation.Horizontal)
+
+    # ---- startup -------------------------------------------------------------------------------
+    def start(self, checkpoint: Optional[str] = None, sentences_text: Optional[str] = None) -> None:
+        """Show the first sentences and load the first model (argument, last one, or the demo)."""
+        if sentences_text is None:
+            sentences_text = demo_sentences()
+            session = self.settings.session_sentences_path()
+            if not self.settings.first_launch and session.is_file():
+                try:
+                    sentences_text = session.read_text(encoding="utf-8")
+                except (OSError, UnicodeDecodeError) as e:
+                    log.warning("cannot read the last session's sentences: %s", e)
+        self.settings.mark_launched()
+        self.sentences.set_text(sentences_text)
+        if checkpoint is None:
+            last = self.settings.last_checkpoint
+            if last and Path(last).exists():
+                checkpoint = last
+        if checkpoint is None:
+            demo = demo_checkpoint()
+            checkpoint = str(demo) if demo is not None else None
+        if checkpoint is None:
+            self._show_banner("No model loaded: the demo model is not installed. Use File → Open "
+                              "checkpoint… (Ctrl+O) to load an ELMo checkpoint (options.json + "
+                              "weights .hdf5, or bilm.json + bilm.safetensors).")
+            return
+        self.open_checkpoint(checkpoint)
+
+    def _show_banner(self, text: str) -> None:
+        self.banner.setText(text)
+        self.banner.show()
+
+    # ---- model ---------------------------------------------------------------------------------
+    def open_checkpoint(self, path) -> int:
+        """Load a checkpoint on the worker with the device/precision settings."""
+        self.statusBar().showMessage(f"Loading {path}…")
+        return self.workspace.load_model(ModelSpec(str(path), self.settings.device,
+                                                   self.settings.precision))
+
+    def open_demo_model(self) -> None:
+        demo = demo_checkpoint()
+        if demo is None:
+            self.show_error("No demo model", "The demo model is not installed with this copy of "
+                            "ELMo Explorer. Open a checkpoint with File → Open checkpoint….")
+            return
+        self.open_checkpoint(demo)
+
+    def ask_open_checkpoint(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open checkpoint", self.settings.last_dir,
+                                              CHECKPOINT_FILTER)
+        if path:
+            self.settings.last_dir = str(Path(path).parent)
+            self.open_checkpoint(path)
+
+    def ask_open_checkpoint_folder(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open checkpoint folder", self.settings.last_dir)
+        if path:
+            self.settings.last_dir = path
+            self.open_checkpoint(path)
+
+    def _fill_recent(self) -> None:
+        self.recent_menu.clear()
+        items = self.settings.recent_checkpoints()
+        for p in items:
+            act = self.recent_menu.addAction(p)
+            act.triggered.connect(lambda _=False, path=p: self.open_checkpoint(path))
+        if not items:
+            self.recent_menu.addAction("(none)").setEnabled(False)
+        else:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear list", self.settings.clear_recent_checkpoints)
+
+    def _on_model_changed(self) -> None:
+        ws = self.workspace
+        self.banner.hide()
+        self.status.show_model(ws.model_info, ws.device_label, ws.model_spec.precision)
+        self.setWindowTitle(f"{ws.model_info.name} — {dialogs.APP_TITLE}")
+        self.statusBar().showMessage(f"Loaded {ws.model_spec.path}", 8000)
+        self.settings.last_checkpoint = ws.model_spec.path
+        self.settings.add_recent_checkpoint(ws.model_spec.path)
+        self.model_ready.emit()
+
+    def _on_model_failed(self, path: str, message: str) -> None:
+        keep = (f"\n\nThe model loaded before ({self.workspace.model_info.name}) stays active."
+                if self.workspace.model_info is not None else "")
+        if self.workspace.model_info is None:
+            self._show_banner(f"No model loaded: {message}")
+        self.show_error("Cannot load checkpoint", message + keep)
+
+    def set_run_option(self, key: str, value: str) -> None:
+        """Persist a device/precision choice and reload the current model with it."""
+        setattr(self.settings, key, value)
+        spec = self.workspace.model_spec
+        if spec is not None:
+            self.open_checkpoint(spec.path)
+
+    def show_model_info(self) -> None:
+        ws = self.workspace
+        if ws.model_info is None:
+            self.show_error("No model", "No model is loaded.")
+            return
+        dialogs.ModelInfoDialog(ws.model_info, ws.device_label, ws.model_spec.precision, self).exec()
+
+    # ---- sentences ---------------------------------------------------------------------------
+    def ask_open_sentences(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open sentences", self.settings.last_dir,
+                                              TEXT_FILTER)
+        if path:
+            self.settings.last_dir = str(Path(path).parent)
+            self.open_sentences(path)
+
+    def open_sentences(self, path) -> int:
+        """Read a file of sentences (one per line) on the worker, then show and embed them."""
+        from elmo_engine.datasets.sentences import read_sentences
+
+        def job(state):
+            state.report(0, 1, f"reading {path}")
+            return read_sentences(path)
+
+        def done(sentences: List[str]) -> None:
+            self.sentences.show_sentences(sentences)
+            self.statusBar().showMessage(f"Read {len(sentences):,} sentences from {path}", 8000)
+
+        return self.workspace.worker.submit(f"Reading {Path(path).name}", job, on_result=done,
+                                            on_error=lambda m: self.show_error("Cannot open sentences", m),
+                                            group="sentences-file")
+
+    def ask_save_sentences(self) -> None:
+        from app.export import ask_save_path
+
+        path = ask_save_path(self, "Save sentences", "Text files (*.txt)", self.settings.last_dir)
+        if path is not None:
+            self.settings.last_dir = str(path.parent)
+            self.save_sentences(path)
+
+    def save_sentences(self, path) -> int:
+        """Write the editor's text to ``path`` (atomically, on the worker)."""
+        text = self.sentences.text()
+        if text and not text.endswith("\n"):
+            text += "\n"
+        return self.workspace.worker.submit(
+            f"Saving {Path(path).name}", lambda st: atomic_write_text(path, text),
+            on_result=lambda _: self.statusBar().showMessage(f"Saved {path}", 8000),
+            on_error=lambda m: self.show_error("Cannot save sentences", m))
+
+    # ---- export, views, help -----------------------------------------------------------------
+    def _fill_export(self) -> None:
+        self.export_menu.clear()
+        sources = [(self.sentences.title, self.sentences)]
+        sources += [(self.tabs.tabText(self.tabs.indexOf(p)), p) for p in self.panels.values()]
+        for title, panel in sources:
+            try:
+                actions = list(panel.export_actions())
+            except Exception:
+                log.exception("export actions of %s failed", title)
+                continue
+            if not actions:
+                continue
+            self.export_menu.addSection(title)
+            for act in actions:
+                self.export_menu.addAction(act)
+
+    def show_view(self, view: str) -> None:
+        """Bring a view to the front: "sentences" or one of the panel names."""
+        if view == "sentences":
+            self.sentences_dock.show()
+            self.sentences_dock.raise_()
+            self.sentences.editor.setFocus()
+        elif view in self.panels:
+            self.tabs.setCurrentWidget(self.panels[view])
+        else:
+            raise KeyError(f"no view '{view}' (have: sentences, {', '.join(self.panels)})")
+
+    def view_widget(self, view: str) -> QWidget:
+        return self.sentences if view == "sentences" else self.panels[view]
+
+    def cancel_jobs(self) -> None:
+        if self.workspace.worker.is_busy():
+            self.workspace.worker.cancel_all()
+            self.statusBar().showMessage("Cancelling…", 3000)
+
+    def open_log_folder(self) -> None:
+        folder = self.settings.log_dir()
+        if not QDesktopServices.openUrl(QUrl.fromLocalFile(str(folder))):
+            QMessageBox.information(self, "Log folder", f"The log files are in\n{folder}")
+
+    def show_about(self) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("elmo-explorer")
+        except PackageNotFoundError:
+            v = ""
+        QMessageBox.about(self, f"About {dialogs.APP_TITLE}", dialogs.about_text(v))
+
+    # ---- shutdown -----------------------------------------------------------------------------
+    def save_session(self) -> None:
+        """Persist geometry, dock layout and the sentences (atomically)."""
+        self.settings.save_window(self.saveGeometry(), self.saveState())
+        try:
+            atomic_write_text(self.settings.session_sentences_path(), self.sentences.text())
+        except OSError as e:
+            log.warning("cannot save the session's sentences: %s", e)
+        self.settings.sync()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        self.save_session()
+        self.workspace.worker.shutdown()
+        super().closeEvent(event)
+
+
+def _cuda_name() -> str:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch.cuda.get_device_name(0)
+    except Exception:  # no usable CUDA runtime: CPU only
+        log.info("CUDA not available", exc_info=True)
+    return ""

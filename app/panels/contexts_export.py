@@ -1,0 +1,134 @@
+"""Exports of the contexts panel: heatmaps (PNG/SVG/PDF), matrices and neighbours (CSV), and
+the vectors of selected occurrences (npz, projector TSV).
+
+:class:`ContextsExports` is mixed into :class:`app.panels.contexts.ContextsPanel`; it uses the
+panel's ``comparison``, ``vectors``, ``table``/``index``, ``occ_table`` and ``heatmaps``. Files
+are written on the worker (atomically, by the engine's writers); pictures are rendered on the GUI
+thread by :func:`app.export.export_widget`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+from PySide6.QtWidgets import QInputDialog
+
+from elmo_engine import compare as cmp
+from elmo_engine.neighbours import write_neighbours_csv
+
+IMAGE_FILTERS = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
+
+
+class ContextsExports:
+    """Export methods (``export_*``: no dialogs, for tests and scripts; ``_ask_*``: dialogs)."""
+
+    def neighbour_rows(self) -> List[list]:
+        """The shown neighbour table as CSV rows (empty when none is shown)."""
+        return [] if self.table is None or self.index is None else self.table.csv_rows(self.index)
+
+    def _submit_write(self, what: str, path, fn) -> None:
+        path = Path(path)
+        self.ws.worker.submit(f"Writing {what}", lambda state: fn(path),
+                              on_result=lambda _r: self._exported(path),
+                              on_error=self._show_error)
+
+    def _exported(self, path: Path) -> None:
+        self._show_status(f"wrote {path}")
+        self.exported.emit(str(path))
+
+    def export_heatmap(self, path, view: Optional[int] = None) -> None:
+        """One heatmap (``view`` index) or all side by side (None) as PNG/SVG/PDF."""
+        from app.export import export_widget
+        target = self.heatmaps if view is None else self.heatmaps.plots[view]
+        try:
+            export_widget(target, path)
+        except Exception as exc:                     # noqa: BLE001 - shown to the user
+            self._show_error(f"could not export the heatmap: {exc}")
+            return
+        self._exported(Path(path))
+
+    def export_matrices_csv(self, path) -> None:
+        comp = self.comparison
+        self._submit_write("similarity matrices", path, lambda p: cmp.write_matrices_csv(p, comp))
+
+    def export_neighbours_csv(self, path) -> None:
+        rows = self.neighbour_rows()
+        self._submit_write("neighbours", path, lambda p: write_neighbours_csv(p, rows))
+
+    def _selected(self):
+        comp = self.comparison
+        rows = self.occ_table.selected_rows() or list(range(len(comp.occurrences)))
+        rows = [r for r in rows if r < len(comp.occurrences)]
+        tokens = self.ws.tokens
+        occ = [comp.occurrences[r] for r in rows]
+        meta = [[s, t, tokens[s][t], comp.groups[r], " ".join(tokens[s])]
+                for r, (s, t) in zip(rows, occ)]
+        return rows, occ, meta
+
+    def export_vectors_npz(self, path, all_rows: bool = False) -> None:
+        """Vectors (all layers, both halves) of the selected occurrences (or all)."""
+        rows, occ, meta = self._selected()
+        if all_rows:
+            self.occ_table.clearSelection()
+            rows, occ, meta = self._selected()
+        vec = self.vectors[:, rows]
+        self._submit_write("vectors", path, lambda p: cmp.write_vectors_npz(
+            p, vec, occ, [m[2] for m in meta], [m[4] for m in meta], [m[3] for m in meta]))
+
+    def export_vectors_tsv(self, path, view: int = -1) -> None:
+        """One view's vectors (current direction) as projector TSV + ``.metadata.tsv``."""
+        rows, _occ, meta = self._selected()
+        comp = self.comparison
+        n_layers = self.vectors.shape[0]
+        view = view % (n_layers + 1)
+        sel = self.vectors[:, rows]
+        data = sel[view] if view < n_layers else cmp.mix_layers(sel, comp.weights)
+        data = cmp.half(data, comp.direction)
+        p = str(path)
+        meta_path = (p[:-4] if p.endswith(".tsv") else p) + ".metadata.tsv"
+
+        def write(target):
+            cmp.write_vectors_tsv(target, data)
+            cmp.write_metadata_tsv(meta_path, meta, ["sentence", "token", "word", "group", "text"])
+
+        self._submit_write("vectors", path, write)
+
+    def _ask_view(self, allow_all: bool) -> Optional[int]:
+        names = list(self.comparison.names) + (["all side by side"] if allow_all else [])
+        item, ok = QInputDialog.getItem(self, "Which view?", "View:", names, len(names) - 1, False)
+        if not ok:
+            return None
+        return -1 if item == "all side by side" else names.index(item)
+
+    def _ask_path(self, title: str, filters: str):
+        from app.export import ask_save_path
+        return ask_save_path(self, title, filters)
+
+    def _ask_export_heatmap(self) -> None:
+        view = self._ask_view(True)
+        if view is not None:
+            path = self._ask_path("Export heatmap", IMAGE_FILTERS)
+            if path:
+                self.export_heatmap(path, None if view < 0 else view)
+
+    def _ask_export_matrices(self) -> None:
+        path = self._ask_path("Export similarity matrices", "CSV (*.csv)")
+        if path:
+            self.export_matrices_csv(path)
+
+    def _ask_export_neighbours(self) -> None:
+        path = self._ask_path("Export nearest neighbours", "CSV (*.csv)")
+        if path:
+            self.export_neighbours_csv(path)
+
+    def _ask_export_npz(self) -> None:
+        path = self._ask_path("Export occurrence vectors", "NumPy archive (*.npz)")
+        if path:
+            self.export_vectors_npz(path)
+
+    def _ask_export_tsv(self) -> None:
+        view = self._ask_view(False)
+        if view is not None:
+            path = self._ask_path("Export occurrence vectors (TSV)", "TSV (*.tsv)")
+            if path:
+                self.export_vectors_tsv(path, view)

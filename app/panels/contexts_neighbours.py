@@ -1,0 +1,137 @@
+"""Nearest neighbours in the contexts panel: the reference corpus, its index, the table.
+
+:class:`ContextsNeighbours` is mixed into :class:`app.panels.contexts.ContextsPanel`. The corpus is
+the loaded sentences (first, so their indices match the workspace's) plus an optional text file;
+the index (``elmo_engine.neighbours``) is built on the worker with progress and cancel, and cached
+by checkpoint checksum + corpus tokens + vocabulary. Layer 0 answers with known words (the
+corpus's types plus a ``vocab.txt`` beside the checkpoint or the demo model's).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+from PySide6.QtWidgets import QFileDialog
+
+from app.panels.contexts_widgets import neighbours_html
+from elmo_engine.neighbours import NeighbourTable, neighbour_table, read_corpus, read_vocabulary
+
+
+def vocabulary_file(info) -> Optional[Path]:
+    """A ``vocab.txt`` beside the checkpoint, else the demo model's, else None."""
+    if info is not None:
+        f = Path(info.options_path).parent / "vocab.txt"
+        if f.is_file():
+            return f
+    try:
+        from elmo_engine.resources import demo_checkpoint_path
+        f = Path(demo_checkpoint_path()) / "vocab.txt"
+        return f if f.is_file() else None
+    except (ImportError, OSError):
+        return None
+
+
+class ContextsNeighbours:
+    """Reference corpus, neighbour index and neighbour table of the contexts panel."""
+
+    def set_reference_file(self, path) -> None:
+        """Add a text file's sentences to the neighbour corpus (read on the worker)."""
+        path = Path(path)
+
+        def job(state):
+            return read_corpus(path)
+
+        def done(tokens):
+            self.reference_path, self._reference_tokens = path, tokens
+            self.ref_label.setText(f"{path.name}: {len(tokens):,} sentences")
+            self._request_index()
+
+        self.ws.worker.submit(f"Reading {path.name}", job, on_result=done,
+                              on_error=self._show_error, group="contexts-reference")
+
+    def _ask_reference(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, "Reference text (one sentence per line)", "",
+                                              "Text (*.txt *.txt.gz);;All files (*)")
+        if name:
+            self.set_reference_file(name)
+
+    def _corpus(self) -> List[List[str]]:
+        return [list(t) for t in self.ws.tokens] + self._reference_tokens
+
+    def _request_index(self) -> None:
+        ws = self.ws
+        if ws.embedder is None or not ws.all_embedded():
+            return
+        corpus = self._corpus()
+        sig = (ws.model_info.checksum if ws.model_info else "", tuple(map(tuple, corpus)))
+        if sig == self._index_sig:
+            return
+        self._index_sig = sig
+        emb, cache, vocab = ws.embedder, self._index_cache, vocabulary_file(ws.model_info)
+
+        def job(state):
+            words = read_vocabulary(vocab) if vocab is not None else []
+            return cache.get_or_build(emb, corpus, words, state)
+
+        def done(index):
+            self.index = index
+            if self.correct_box.isChecked():
+                self._request_compare()          # the corpus mean is the better reference
+            self._request_neighbours()
+
+        def failed(message: str):
+            self._index_sig = None
+            self._show_error(message)
+            self._done("neighbours")
+
+        ws.worker.submit("Indexing the neighbour corpus", job, on_result=done, on_error=failed,
+                         group="contexts-index")
+
+    def _request_neighbours(self) -> None:
+        ws, index = self.ws, self.index
+        if index is None or not self.word:
+            return                                   # the index job asks again when it is done
+        vec, exclude = None, []
+        if self.comparison is not None and self.query in self.comparison.occurrences:
+            s, t = self.query
+            act = ws.activations[s] if s < len(ws.activations) else None
+            if act is None:
+                return
+            vec = act[:, t].copy()                                  # (L+1, 2P)
+            exclude = [self.query]
+        emb, word, k = ws.embedder, self.word, self.k_box.value()
+        direction = self.direction_box.currentText()
+        query = self.query if vec is not None else None
+
+        def job(state):
+            if vec is None:                   # not in the sentences: the word on its own
+                alone = emb.embed([[word]])[0][:, 0]                # (L+1, 2P)
+                return neighbour_table(index, alone, word, k, direction)
+            return neighbour_table(index, vec, word, k, direction, exclude)
+
+        ws.worker.submit(f"Nearest neighbours of '{word}'", job,
+                         on_result=lambda t: self._on_neighbours(t, query, index),
+                         on_error=self._on_neighbours_failed, group="contexts-neighbours")
+
+    def _on_neighbours(self, table: NeighbourTable, query, index) -> None:
+        self.table = table
+        where = ""
+        if query is not None:
+            where = (f" (the occurrence in sentence {query[0] + 1}; "
+                     f"{self.direction_box.currentText()} halves)")
+        self.neigh_title.setText(f"Nearest neighbours of '{table.query}'{where}")
+        layers = [(name, [(nb.score, index.tokens[nb.sentence], nb.token) for nb in nbs])
+                  for name, nbs in table.layers]
+        note = "" if query is not None else (
+            "not in the loaded sentences: the word on its own (no context); add a sentence "
+            "with it to see its neighbours in context")
+        self.neighbours.setHtml(neighbours_html(f"corpus: {index.n_tokens:,} tokens, "
+                                                f"{len(index.words or [])} known words",
+                                                table.words, layers, note))
+        self._actions[2].setEnabled(True)
+        self.neighbours_drawn.emit()
+        self._done("neighbours")
+
+    def _on_neighbours_failed(self, message: str) -> None:
+        self._show_error(message)
+        self._done("neighbours")

@@ -1,0 +1,431 @@
+"""The projection view: UMAP of the tokens, one plot per layer, side by side and linked.
+
+PCA is drawn at once; UMAP then runs on the worker one layer at a time (group "projection"), each
+plot switching from PCA to UMAP as its layer completes. umap's numba kernels are compiled once per
+process by a warm-up job submitted when the worker first goes idle (never on the GUI thread).
+Hover shows a token in its sentence, box selection (Shift+drag) in one plot highlights the same
+tokens in all, the legend colours by word, label or sentence, and the search box marks a token.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer, Signal
+from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QSplitter, QVBoxLayout,
+                               QWidget)
+
+from app.panels.projection_controls import LegendList, ProjectionControls
+from app.panels.projection_export import ProjectionExports
+from app.panels.projection_plots import ProjectionPlots, categories
+from elmo_engine.errors import ElmoError
+from elmo_engine.projection import (LayerSpec, Projection, Projector, TokenSet, UmapParams,
+                                    all_tokens, is_warm, labelled_tokens, load_labelled, warm_up,
+                                    word_tokens)
+
+log = logging.getLogger(__name__)
+
+AUTO_UMAP_MAX = 5_000          # with more tokens an automatic run stops at PCA (press Run)
+INLINE_PCA_MAX = 400_000       # tokens × dims up to which PCA runs on the GUI thread (~10 ms)
+GROUP = "projection"
+
+
+class ProjectionPanel(ProjectionExports, QWidget):
+    """UMAP (and instant PCA) of token vectors per layer, with linked plots.
+
+    Signals
+    -------
+    ready() : the projection of the current data is drawn (PCA, then UMAP when it runs)
+    """
+
+    title = "Projection"
+    ready = Signal()
+
+    def __init__(self, workspace, parent=None):
+        super().__init__(parent)
+        self.ws = workspace
+        self.projector = Projector()
+        self.tokens: Optional[TokenSet] = None
+        self.acts: Optional[list] = None
+        self.layers: List[LayerSpec] = []
+        self.shown: Dict[int, Projection] = {}
+        self.dataset: Optional[TokenSet] = None
+        self.params = UmapParams()
+        self.confirm: Callable[[str], bool] = self._ask_confirm
+        self._checksum = ""
+        self._gen = 0
+        self._job: Optional[int] = None
+        self._dirty = True
+        self._ready = False
+        self._current_plot = 0
+        self._warm_submitted = False
+        self._legend_codes: Optional[np.ndarray] = None
+
+        self.controls = ProjectionControls(self)
+        self.plots = ProjectionPlots(self)
+        self.legend = LegendList(self)
+        self.info = QLabel("Hover a point to see its token in context; Shift+drag to select.")
+        self.info.setWordWrap(True)
+        self.info.setTextFormat(Qt.TextFormat.PlainText)
+        self.info.setMinimumHeight(self.info.fontMetrics().height() * 2 + 4)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(self.plots)
+        split.addWidget(self.legend)
+        split.setStretchFactor(0, 1)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.controls)
+        lay.addWidget(split, 1)
+        bottom = QHBoxLayout()
+        bottom.setContentsMargins(4, 0, 4, 2)
+        bottom.addWidget(self.info, 3)
+        bottom.addWidget(self.controls.status, 2)
+        self.controls.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        lay.addLayout(bottom)
+
+        c = self.controls
+        c.run_requested.connect(lambda: self.run(auto=False))
+        c.cancel_requested.connect(self.cancel)
+        c.open_dataset_requested.connect(self.ask_open_dataset)
+        c.source_changed.connect(self._on_source_changed)
+        c.colour_changed.connect(lambda _k: self._apply_colours())
+        c.search_changed.connect(self.search)
+        c.select_mode_toggled.connect(self.plots.set_select_mode)
+        c.clear_selection_requested.connect(lambda: self.plots.set_selection([]))
+        self.plots.hovered.connect(self._on_hover)
+        self.plots.point_clicked.connect(self._on_click)
+        self.plots.selection_made.connect(self._on_selection)
+        self.legend.entry_clicked.connect(self._on_legend)
+        ws = self.ws
+        ws.model_changed.connect(self._on_data_changed)
+        ws.sentences_changed.connect(self._on_loaded_changed)
+        ws.activations_changed.connect(self._on_loaded_changed)
+        ws.selection_changed.connect(self._on_ws_selection)
+        ws.worker.job_progress.connect(self._on_progress)
+        self._auto = QTimer(self)
+        self._auto.setSingleShot(True)
+        self._auto.setInterval(250)
+        self._auto.timeout.connect(lambda: self.run(auto=True))
+        self._actions = self._make_actions()
+        QTimer.singleShot(0, self._schedule_warm_up)
+
+    # ---- contract -------------------------------------------------------------------------------
+    def is_ready(self) -> bool:
+        return self._ready
+
+    def _set_ready(self) -> None:
+        self.controls.set_running(False)
+        if not self._ready:
+            self._ready = True
+            self.ready.emit()
+
+    # ---- warm-up ------------------------------------------------------------------------------
+    def _schedule_warm_up(self) -> None:
+        """Compile umap's kernels on the worker once it is first idle (not before the model)."""
+        if self._warm_submitted or is_warm():
+            return
+        if self.ws.worker.is_busy():
+            self.ws.worker.idle.connect(self._warm_when_idle)
+            return
+        self._warm_submitted = True
+        self.ws.worker.submit("Preparing UMAP (one-time compile)", lambda s: warm_up(),
+                              group="projection-warmup")
+
+    def _warm_when_idle(self) -> None:
+        if self._auto.isActive() or (self._dirty and self.isVisible() and self.ws.all_embedded()):
+            return              # a projection is about to start: its first UMAP compiles instead
+        self.ws.worker.idle.disconnect(self._warm_when_idle)
+        self._schedule_warm_up()
+
+    # ---- data changes -------------------------------------------------------------------------
+    def _on_data_changed(self, *_args) -> None:
+        self._dirty = True
+        self._ready = False
+        self._maybe_auto()
+
+    def _on_loaded_changed(self, *_args) -> None:
+        if self.controls.source_key() != "dataset":
+            self._on_data_changed()
+
+    def _on_source_changed(self, key: str) -> None:
+        if key == "dataset" and self.dataset is None:
+            return
+        self._dirty = True
+        if key != "words" or self.controls.word_list():
+            self._maybe_auto()
+
+    def _maybe_auto(self) -> None:
+        if self._dirty and self.isVisible():
+            self._auto.start()
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self._maybe_auto()
+
+    # ---- running ----------------------------------------------------------------------------------
+    def _request(self):
+        """The tokens, their activations (None: embed on the worker) and layers, or a message."""
+        ws = self.ws
+        if ws.embedder is None or ws.n_layers == 0:
+            return "Load a model to project tokens."
+        key = self.controls.source_key()
+        cap = self.controls.max_points.value()
+        if key == "dataset":
+            if self.dataset is None:
+                return "Open a labelled data set (CoNLL-U, WSD XML or token<TAB>label TSV)."
+            return self.dataset.sample(cap).compact(), None
+        if not ws.all_embedded():
+            return None
+        if key == "words":
+            words = self.controls.word_list()
+            if not words:
+                return "Type the words to project."
+            tokens = word_tokens(ws.tokens, words)
+        else:
+            tokens = all_tokens(ws.tokens, f"{len(ws.tokens):,} loaded sentences")
+        return tokens.sample(cap), list(ws.activations)
+
+    def run(self, auto: bool = False) -> None:
+        """Project the chosen tokens: PCA at once, then UMAP layer by layer on the worker."""
+        self._auto.stop()
+        try:
+            req = self._request()
+            self.params = self.controls.params()
+            weights = self.controls.mix_weights(self.ws.n_layers) if self.ws.n_layers else []
+        except ElmoError as e:
+            self._message(str(e))
+            self._set_ready()
+            return
+        if req is None:
+            self._message("Waiting for the sentences to be embedded…")
+            return
+        self._dirty = False
+        if isinstance(req, str):
+            self._clear(req)
+            self._set_ready()
+            return
+        tokens, acts = req
+        if len(tokens) < 2:
+            self._clear(f"Only {len(tokens)} token(s) to project; need at least 2.")
+            self._set_ready()
+            return
+        n = self.ws.n_layers
+        layers = [LayerSpec.single(k) for k in range(n)]
+        if n > 1:
+            layers.append(LayerSpec.mix(weights))
+        self._dirty = False
+        self._ready = False
+        self._gen += 1
+        gen, emb, proj, params = self._gen, self.ws.embedder, self.projector, self.params
+        checksum = self.ws.model_info.checksum if self.ws.model_info is not None else ""
+        with_umap = not auto or len(tokens) <= AUTO_UMAP_MAX
+
+        if acts is not None and len(tokens) * acts[0].shape[-1] <= INLINE_PCA_MAX:
+            try:                       # milliseconds: draw at once, even while the worker is busy
+                pcs = proj.run(acts, tokens, layers, "pca", params, checksum)
+            except ElmoError as e:
+                self._clear(str(e))
+                self._set_ready()
+                return
+            self._on_pca(gen, tokens, layers, checksum, with_umap, (acts, pcs))
+            return
+
+        def job(state):
+            a = acts if acts is not None else emb.embed(tokens.sentences, state)
+            return a, proj.run(a, tokens, layers, "pca", params, checksum, state)
+
+        self.controls.set_running(True)
+        self._message(f"PCA of {len(tokens):,} tokens…")
+        self._job = self.ws.worker.submit(
+            "Projection: PCA", job, group=GROUP,
+            on_result=lambda r: self._on_pca(gen, tokens, layers, checksum, with_umap, r),
+            on_error=self._on_error)
+
+    def _on_pca(self, gen, tokens, layers, checksum, with_umap, result) -> None:
+        if gen != self._gen:
+            return
+        acts, projections = result
+        self.tokens, self.acts, self.layers, self._checksum = tokens, acts, layers, checksum
+        self.shown = {}
+        self.plots.set_layers([lay.name for lay in layers])
+        self.plots.set_select_mode(self.controls.select_button.isChecked())
+        self._add_plot_menus()
+        self._apply_colours(redraw=False)
+        for k, p in enumerate(projections):
+            self._draw(k, p)
+        self.search(self.controls.search.text())
+        self._on_ws_selection(self.ws.selection)
+        if with_umap:
+            self._umap_step(gen, 0)
+        else:
+            self._message(f"PCA of {len(tokens):,} tokens shown; press Run UMAP for UMAP.")
+            self._set_ready()
+
+    def _umap_step(self, gen: int, k: int) -> None:
+        if gen != self._gen:
+            return
+        if k >= len(self.layers):
+            secs = sum(p.seconds for p in self.shown.values() if p.method == "umap")
+            self._message(f"UMAP of {len(self.tokens):,} tokens done ({secs:.1f} s of compute).")
+            self._set_ready()
+            return
+        layer, tokens, acts, params, checksum = (self.layers[k], self.tokens, self.acts,
+                                                 self.params, self._checksum)
+        hit = self.projector.cached(tokens, layer, "umap", params, checksum)
+        if hit is not None:
+            self._draw(k, hit)
+            self._umap_step(gen, k + 1)
+            return
+        proj = self.projector
+        total = len(self.layers)
+
+        def job(state):
+            state.report(k, total, f"UMAP of {layer.name} ({k + 1}/{total})")
+            return proj.umap(acts, tokens, layer, params, checksum, state)
+
+        self.controls.set_running(True)
+        if not is_warm():
+            self._message("UMAP: compiling its kernels once for this session (10–40 s)…")
+        self._job = self.ws.worker.submit(
+            f"Projection: UMAP {layer.name}", job, group=GROUP,
+            on_result=lambda p: (self._draw(k, p), self._umap_step(gen, k + 1)),
+            on_error=self._on_error)
+
+    def cancel(self) -> None:
+        """Stop the running projection; what is drawn stays."""
+        self.ws.worker.cancel_group(GROUP)
+        self._gen += 1
+        self._message("Cancelled (UMAP cannot stop inside a layer's fit; it stops after it).")
+        self._set_ready()
+
+    def _on_error(self, message: str) -> None:
+        self._message(f"Projection failed: {message}")
+        self._set_ready()
+
+    def _on_progress(self, job_id: int, done: int, total: int, message: str) -> None:
+        if job_id == self._job and message:
+            self._message(message)
+
+    # ---- drawing --------------------------------------------------------------------------------
+    def _draw(self, k: int, p: Projection) -> None:
+        self.shown[k] = p
+        if p.method == "pca":
+            ex = p.explained or (0.0, 0.0)
+            title = f"{p.layer.name} · PCA ({100 * ex[0]:.0f}% + {100 * ex[1]:.0f}%)"
+        else:
+            title = f"{p.layer.name} · UMAP"
+        self.plots.set_coords(k, p.coords, title)
+
+    def _clear(self, message: str) -> None:
+        self._gen += 1
+        self.tokens, self.acts, self.shown = None, None, {}
+        self.plots.set_layers([])
+        self.legend.set_entries([])
+        self._message(message)
+
+    def _message(self, text: str) -> None:
+        self.controls.status.setText(text)
+
+    def _apply_colours(self, *_args, redraw: bool = True) -> None:
+        t = self.tokens
+        if t is None:
+            return
+        by = self.controls.colour_by()
+        if by == "label" and t.labels is not None:
+            codes, legend = categories([t.label_of(i) or "(none)" for i in range(len(t))])
+        elif by == "sentence":
+            codes, legend = categories([f"{s + 1}: {' '.join(t.sentences[s][:6])}"
+                                        for s in t.sentence.tolist()], by_frequency=False)
+        else:
+            codes, legend = categories(t.words)
+        self._legend_codes = codes
+        self.plots.set_codes(codes)
+        self.legend.set_entries(legend)
+
+    # ---- interaction ----------------------------------------------------------------------------
+    def search(self, text: str) -> np.ndarray:
+        """Mark every point whose token is ``text`` (case-insensitive) in all plots."""
+        text = text.strip()
+        hits = self.tokens.find(text) if (self.tokens is not None and text) else np.zeros(0, int)
+        self.plots.set_highlight(hits)
+        if text and self.tokens is not None:
+            self.info.setText(f"'{text}': {len(hits):,} of {len(self.tokens):,} tokens")
+        return hits
+
+    def describe(self, i: int, k: int = -1) -> str:
+        t = self.tokens
+        where = f"{self.layers[k].name} · " if 0 <= k < len(self.layers) else ""
+        label = f" · {t.label_of(i)}" if t.label_of(i) else ""
+        return (f"{where}'{t.words[i]}'{label} · sentence {int(t.sentence[i]) + 1}: "
+                f"{t.context(i, 12)}")
+
+    def _on_hover(self, k: int, i: int) -> None:
+        if k >= 0:
+            self._current_plot = k
+        if i >= 0 and self.tokens is not None:
+            self.info.setText(self.describe(i, k))
+
+    def _on_click(self, k: int, i: int) -> None:
+        if i < 0 or self.tokens is None:
+            return
+        self.info.setText(self.describe(i, k))
+        if self._from_loaded():
+            from app.workspace import TokenRef
+            self.ws.select(TokenRef(int(self.tokens.sentence[i]), int(self.tokens.position[i])))
+
+    def _on_selection(self, idx: np.ndarray) -> None:
+        if self.tokens is None:
+            return
+        words = sorted({self.tokens.words[i] for i in idx.tolist()})
+        more = "…" if len(words) > 12 else ""
+        self.info.setText(f"{len(idx):,} tokens selected: {', '.join(words[:12])}{more}")
+
+    def _on_legend(self, row: int) -> None:
+        codes = self._legend_codes
+        if codes is None:
+            return
+        idx = np.flatnonzero(codes == row)
+        self.plots.set_selection(idx)
+        self._on_selection(idx)
+
+    def _from_loaded(self) -> bool:
+        return (self.tokens is not None and self.controls.source_key() != "dataset"
+                and len(self.tokens.sentences) == len(self.ws.tokens))
+
+    def _on_ws_selection(self, ref) -> None:
+        if ref is None or not self._from_loaded() or self.controls.search.text().strip():
+            return
+        t = self.tokens
+        hit = np.flatnonzero((t.sentence == ref.sentence) & (t.position == ref.token))
+        self.plots.set_highlight(hit)
+        if len(hit):
+            self.info.setText(self.describe(int(hit[0])))
+
+    # ---- data set -------------------------------------------------------------------------------
+    def ask_open_dataset(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(
+            self, "Open a labelled data set", "",
+            "Labelled data (*.conllu *.conllu.gz *.xml *.tsv *.txt *.gz);;All files (*)")
+        if path:
+            self.open_dataset(path)
+
+    def open_dataset(self, path) -> int:
+        """Read a labelled data set on the worker, then project its labelled tokens."""
+        path = Path(path)
+
+        def job(state):
+            state.report(0, 1, f"reading {path.name}")
+            return labelled_tokens(load_labelled(path), source=path.name)
+
+        def done(tokens: TokenSet) -> None:
+            self.dataset = tokens
+            self.controls.dataset_label.setText(f"{path.name}: {len(tokens):,} labelled tokens")
+            self.controls.set_colour_by("label")
+            self.controls.set_source("dataset")
+            self.run(auto=False)
+
+        return self.ws.worker.submit(f"Reading {path.name}", job, on_result=done,
+                                     on_error=lambda m: self._message(f"Cannot open: {m}"),
+                                     group="projection-data")

@@ -1,0 +1,140 @@
+"""Exports of the projection view: plot images, coordinates CSV, TensorBoard projector TSV.
+
+A mixin for :class:`app.panels.projection.ProjectionPanel`; it uses the panel's ``tokens``,
+``acts``, ``layers``, ``shown`` (drawn projections by plot), ``plots`` and ``ws``.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, List, Optional
+
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QMessageBox
+
+from elmo_engine.errors import ElmoError
+from elmo_engine.projection import layer_features, write_coordinates_csv, write_tensorboard
+
+SVG_WARN_POINTS = 5_000        # an SVG of more points is slow and large (ENVIRONMENT.md)
+
+
+class ProjectionExports:
+    """File → Export actions and the export methods of the projection panel."""
+
+    def export_actions(self) -> List[QAction]:
+        return list(self._actions)
+
+    def _make_actions(self) -> List[QAction]:
+        acts = []
+        for text, slot in (("Projection: all plots as image…", self.ask_export_all),
+                           ("Projection: current plot as image…", self.ask_export_plot),
+                           ("Projection: coordinates as CSV…", self.ask_export_csv),
+                           ("Projection: vectors for TensorBoard projector…",
+                            self.ask_export_tensorboard)):
+            a = QAction(text, self)
+            a.triggered.connect(lambda _checked=False, slot=slot: slot())
+            acts.append(a)
+        return acts
+
+    def _add_plot_menus(self) -> None:
+        """Per-plot entries in each plot's right-click menu."""
+        for k, lp in enumerate(self.plots.plots):
+            menu = lp.view.menu
+            menu.addSeparator()
+            menu.addAction("Export this plot (PNG/SVG/PDF)…").triggered.connect(
+                lambda _c=False, k=k: self.ask_export_plot(k))
+            menu.addAction("Export this layer's vectors for TensorBoard…").triggered.connect(
+                lambda _c=False, k=k: self.ask_export_tensorboard(k))
+
+    def _ask_confirm(self, message: str) -> bool:
+        answer = QMessageBox.question(self, "Slow export", message)
+        return answer == QMessageBox.StandardButton.Yes
+
+    def _svg_ok(self, path: Path) -> bool:
+        n = 0 if self.tokens is None else len(self.tokens)
+        if path.suffix.lower() != ".svg" or n <= SVG_WARN_POINTS:
+            return True
+        return self.confirm(f"An SVG of {n:,} points per plot takes several seconds and many "
+                            "megabytes (PNG or PDF is faster). Write the SVG anyway?")
+
+    def export_plot(self, k: int, path) -> Optional[Path]:
+        """Write plot ``k`` as PNG/SVG/PDF (by extension); None when the user declines."""
+        from app.export import export_widget
+        path = Path(path)
+        if not self._svg_ok(path):
+            return None
+        return export_widget(self.plots.plots[k].plot, path)
+
+    def export_all(self, path) -> Optional[Path]:
+        from app.export import export_widget
+        path = Path(path)
+        if not self._svg_ok(path):
+            return None
+        return export_widget(self.plots, path)
+
+    def export_csv(self, path, on_done: Optional[Callable] = None) -> int:
+        """Write the drawn coordinates of every plot as CSV (on the worker)."""
+        tokens, projs = self.tokens, [self.shown[k] for k in sorted(self.shown)]
+        return self.ws.worker.submit("Exporting coordinates",
+                                     lambda s: write_coordinates_csv(path, tokens, projs),
+                                     on_result=on_done, on_error=self._export_failed)
+
+    def export_tensorboard(self, folder, k: int, on_done: Optional[Callable] = None) -> int:
+        """Write ``vectors.tsv`` + ``metadata.tsv`` of plot ``k``'s layer (on the worker)."""
+        tokens, acts, layer = self.tokens, self.acts, self.layers[k]
+
+        def job(state):
+            vec = layer_features(acts, tokens, layer)
+            return write_tensorboard(folder, vec, tokens, state=state)
+
+        return self.ws.worker.submit("Exporting vectors", job, on_result=on_done,
+                                     on_error=self._export_failed)
+
+    def _export_failed(self, message: str) -> None:
+        self._message(f"Export failed: {message}")
+
+    def _has_plot(self) -> bool:
+        if self.tokens is None or not self.shown:
+            self._message("Nothing to export yet: run a projection first.")
+            return False
+        return True
+
+    def _ask_image(self, title: str) -> Optional[Path]:
+        from app.export import IMAGE_FILTERS, ask_save_path
+        return ask_save_path(self, title, IMAGE_FILTERS)
+
+    def ask_export_all(self) -> None:
+        if self._has_plot() and (path := self._ask_image("Export the projection plots")):
+            self._report_export(self.export_all, path)
+
+    def _plot_index(self, k: Optional[int]) -> int:
+        return min(self._current_plot if k is None else k, len(self.plots.plots) - 1)
+
+    def ask_export_plot(self, k: Optional[int] = None) -> None:
+        if not self._has_plot():
+            return
+        k = self._plot_index(k)
+        path = self._ask_image(f"Export the {self.layers[k].name} plot")
+        if path:
+            self._report_export(lambda p: self.export_plot(k, p), path)
+
+    def _report_export(self, fn, path) -> None:
+        try:
+            if fn(path) is not None:
+                self._message(f"Saved {path}")
+        except ElmoError as e:
+            self._export_failed(str(e))
+
+    def ask_export_csv(self) -> None:
+        from app.export import ask_save_path
+        if self._has_plot() and (path := ask_save_path(self, "Export coordinates", "CSV (*.csv)")):
+            self.export_csv(path, lambda p: self._message(f"Saved {p}"))
+
+    def ask_export_tensorboard(self, k: Optional[int] = None) -> None:
+        if not self._has_plot():
+            return
+        k = self._plot_index(k)
+        folder = QFileDialog.getExistingDirectory(
+            self, f"Folder for vectors.tsv + metadata.tsv of {self.layers[k].name}")
+        if folder:
+            self.export_tensorboard(folder, k, lambda r: self._message(
+                f"Saved {self.layers[k].name} vectors: {r[0]} and {r[1]}"))

@@ -1,0 +1,271 @@
+"""Side-by-side scatter plots of one token set, one per layer, with linked interaction.
+
+Every plot draws the same N points (one ``ScatterPlotItem`` in pixel mode with shared brushes:
+no per-point Python objects). Three small overlay items per plot show the selection, the search
+hits and the hovered point, so linking them only redraws a few points. Shift+drag (or drag in
+"select" mode) draws a box; the points inside become the selection in every plot.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import List, Optional, Sequence, Tuple
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QBrush, QColor
+
+# 20 distinguishable colours (Tableau 20, reordered so neighbours differ)
+PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#17becf", "#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
+           "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#dbdb8d", "#393b79"]
+OTHER_COLOUR = "#c8c8c8"
+POINT_SIZE = 5
+HOVER_RADIUS_PX = 8
+
+
+def categories(values: Sequence[str], max_colours: int = len(PALETTE), by_frequency: bool = True
+               ) -> Tuple[np.ndarray, List[Tuple[str, str, int]]]:
+    """Colour codes for categorical values.
+
+    Returns ``codes (N,)`` (0..K-1 for the K coloured categories, K for "other") and the legend
+    ``[(name, colour, count), …]``; categories beyond ``max_colours`` share the grey "other"
+    entry, which comes last. ``by_frequency=False`` keeps first-seen order (for sentences).
+    """
+    counts = Counter(values)
+    if by_frequency:
+        order = [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+    else:
+        order = list(dict.fromkeys(values))
+    top = order[:max_colours]
+    index = {v: i for i, v in enumerate(top)}
+    codes = np.fromiter((index.get(v, len(top)) for v in values), dtype=np.int32,
+                        count=len(values))
+    legend = [(v, PALETTE[i], counts[v]) for i, v in enumerate(top)]
+    rest = len(values) - sum(counts[v] for v in top)
+    if rest:
+        legend.append((f"{len(order) - len(top):,} others", OTHER_COLOUR, rest))
+    return codes, legend
+
+
+class SelectViewBox(pg.ViewBox):
+    """A ViewBox that box-selects on Shift+drag (or any left drag in select mode)."""
+
+    box_selected = Signal(object)          # QRectF in data coordinates
+    clicked = Signal(object)               # QPointF in data coordinates (left click)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.select_mode = False
+
+    def mouseDragEvent(self, ev, axis=None):  # noqa: N802 - Qt override
+        shift = bool(ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
+        if ev.button() != Qt.MouseButton.LeftButton or not (self.select_mode or shift):
+            super().mouseDragEvent(ev, axis)
+            return
+        ev.accept()
+        if ev.isFinish():
+            self.rbScaleBox.hide()
+            a, b = self.mapToView(ev.buttonDownPos()), self.mapToView(ev.pos())
+            self.box_selected.emit(QRectF(a, b).normalized())
+        else:
+            self.updateScaleBox(ev.buttonDownPos(), ev.pos())
+
+    def mouseClickEvent(self, ev):  # noqa: N802 - Qt override
+        if ev.button() == Qt.MouseButton.LeftButton:
+            ev.accept()
+            self.clicked.emit(self.mapToView(ev.pos()))
+        else:
+            super().mouseClickEvent(ev)
+
+
+class LayerPlot:
+    """One plot: the points of one layer plus the selection / search / hover overlays."""
+
+    def __init__(self, layout: pg.GraphicsLayout, column: int, title: str):
+        self.view = SelectViewBox()
+        self.plot = layout.addPlot(row=0, col=column, viewBox=self.view, title=title)
+        self.plot.showAxes(True, showValues=False)      # a frame, no numbers: units are arbitrary
+        self.plot.setMenuEnabled(True)
+        self.view.setAspectLocked(False)
+        self.points = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE, pen=None, antialias=False)
+        self.selected = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 5, brush=None,
+                                           pen=pg.mkPen("#000000", width=1.5))
+        self.found = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 9, symbol="star",
+                                        brush=pg.mkBrush("#ffd400"), pen=pg.mkPen("#000000"))
+        self.hover = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 11, brush=None,
+                                        pen=pg.mkPen("#e6194b", width=2.5))
+        for z, item in enumerate((self.points, self.selected, self.found, self.hover)):
+            item.setZValue(z)
+            self.plot.addItem(item)
+        self.coords: Optional[np.ndarray] = None          # (N, 2)
+        self.shown = {"selected": np.zeros(0, np.int64), "found": np.zeros(0, np.int64),
+                      "hover": np.zeros(0, np.int64)}     # indices each overlay draws
+
+    def set_title(self, title: str) -> None:
+        self.plot.setTitle(title)
+
+    def set_points(self, coords: np.ndarray, brushes: Sequence[QBrush]) -> None:
+        self.coords = np.asarray(coords, dtype=np.float64)
+        self.points.setData(x=self.coords[:, 0], y=self.coords[:, 1], brush=brushes)
+        self.view.autoRange(padding=0.04)
+
+    def set_brushes(self, brushes: Sequence[QBrush]) -> None:
+        if self.coords is not None:
+            self.points.setBrush(brushes)
+
+    def show_overlay(self, which: str, indices) -> None:
+        """Draw the points ``indices`` in overlay ``which`` ("selected", "found", "hover")."""
+        item = getattr(self, which)
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if self.coords is None or len(indices) == 0:
+            self.shown[which] = np.zeros(0, np.int64)
+            item.setData(x=[], y=[])
+            return
+        self.shown[which] = indices
+        pts = self.coords[indices]
+        item.setData(x=pts[:, 0], y=pts[:, 1])
+
+    def nearest(self, pos: QPointF, radius_px: float = HOVER_RADIUS_PX) -> int:
+        """The index of the point nearest to ``pos`` (data coords) within ``radius_px``, or -1."""
+        if self.coords is None or len(self.coords) == 0:
+            return -1
+        px, py = self.view.viewPixelSize()
+        if not px or not py:
+            return -1
+        dx = (self.coords[:, 0] - pos.x()) / px
+        dy = (self.coords[:, 1] - pos.y()) / py
+        d2 = dx * dx + dy * dy
+        i = int(np.argmin(d2))
+        return i if d2[i] <= radius_px * radius_px else -1
+
+    def inside(self, rect: QRectF) -> np.ndarray:
+        if self.coords is None:
+            return np.zeros(0, np.int64)
+        x, y = self.coords[:, 0], self.coords[:, 1]
+        return np.flatnonzero((x >= rect.left()) & (x <= rect.right())
+                              & (y >= rect.top()) & (y <= rect.bottom()))
+
+
+class ProjectionPlots(pg.GraphicsLayoutWidget):
+    """A row of :class:`LayerPlot` with linked selection, search highlight and hover.
+
+    Signals
+    -------
+    hovered(int, int) : plot index, point index (-1 when the mouse left the points)
+    selection_made(object) : the selected point indices (np.ndarray) after a box selection
+    point_clicked(int, int) : plot index, point index (-1 for a click on empty space)
+    """
+
+    hovered = Signal(int, int)
+    selection_made = Signal(object)
+    point_clicked = Signal(int, int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setBackground("w")
+        self.plots: List[LayerPlot] = []
+        self.selection = np.zeros(0, np.int64)
+        self.highlight = np.zeros(0, np.int64)
+        self.hover_index = -1
+        self._brushes: List[QBrush] = []
+        self._palette = [pg.mkBrush(QColor(c)) for c in PALETTE] + [pg.mkBrush(OTHER_COLOUR)]
+        self._codes: Optional[np.ndarray] = None
+        self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+
+    # ---- layout -------------------------------------------------------------------------------
+    def set_layers(self, titles: Sequence[str]) -> None:
+        """One empty plot per title, side by side (replaces the old plots)."""
+        self.ci.clear()
+        self.plots = []
+        for col, title in enumerate(titles):
+            lp = LayerPlot(self.ci, col, title)
+            k = col
+            lp.view.box_selected.connect(lambda rect, k=k: self._on_box(k, rect))
+            lp.view.clicked.connect(lambda pos, k=k: self._on_click(k, pos))
+            self.plots.append(lp)
+        self.selection = np.zeros(0, np.int64)
+        self.highlight = np.zeros(0, np.int64)
+        self.hover_index = -1
+
+    def set_coords(self, k: int, coords: np.ndarray, title: str) -> None:
+        """Draw ``coords (N, 2)`` in plot ``k`` with the current colours and overlays."""
+        lp = self.plots[k]
+        lp.set_title(title)
+        lp.set_points(coords, self._point_brushes(len(coords)))
+        lp.show_overlay("selected", self.selection)
+        lp.show_overlay("found", self.highlight)
+        lp.show_overlay("hover", [self.hover_index] if self.hover_index >= 0 else [])
+
+    def set_select_mode(self, on: bool) -> None:
+        for lp in self.plots:
+            lp.view.select_mode = on
+
+    # ---- colours ----------------------------------------------------------------------------
+    def set_codes(self, codes: np.ndarray) -> None:
+        """Colour point i with palette entry ``codes[i]`` (``len(PALETTE)`` or more: grey)."""
+        self._codes = np.minimum(np.asarray(codes, np.int64), len(PALETTE))
+        self._brushes = []
+        for lp in self.plots:
+            if lp.coords is not None:
+                lp.set_brushes(self._point_brushes(len(lp.coords)))
+
+    def _point_brushes(self, n: int) -> List[QBrush]:
+        if self._codes is None or len(self._codes) != n:
+            return [self._palette[0]] * n
+        if len(self._brushes) != n:
+            pal = self._palette
+            self._brushes = [pal[c] for c in self._codes.tolist()]   # shared QBrush objects
+        return self._brushes
+
+    def point_colour(self, i: int) -> str:
+        """The colour of point ``i`` as '#rrggbb' (for tests and the legend)."""
+        code = 0 if self._codes is None else int(self._codes[i])
+        return self._palette[code].color().name()
+
+    # ---- linked overlays --------------------------------------------------------------------
+    def set_selection(self, indices) -> None:
+        self.selection = np.unique(np.asarray(indices, dtype=np.int64))
+        for lp in self.plots:
+            lp.show_overlay("selected", self.selection)
+
+    def set_highlight(self, indices) -> None:
+        self.highlight = np.unique(np.asarray(indices, dtype=np.int64))
+        for lp in self.plots:
+            lp.show_overlay("found", self.highlight)
+
+    def set_hover(self, index: int) -> None:
+        if index == self.hover_index:
+            return
+        self.hover_index = index
+        for lp in self.plots:
+            lp.show_overlay("hover", [index] if index >= 0 else [])
+
+    def overlay_indices(self, k: int, which: str) -> np.ndarray:
+        """Indices drawn by overlay ``which`` ("selected", "found", "hover") in plot ``k``."""
+        return self.plots[k].shown[which]
+
+    # ---- mouse ---------------------------------------------------------------------------------
+    def _on_box(self, k: int, rect: QRectF) -> None:
+        self.select_in_rect(k, rect)
+
+    def select_in_rect(self, k: int, rect: QRectF) -> np.ndarray:
+        """Select the points of plot ``k`` inside ``rect`` (data coords) in every plot."""
+        idx = self.plots[k].inside(rect)
+        self.set_selection(idx)
+        self.selection_made.emit(self.selection)
+        return self.selection
+
+    def _on_click(self, k: int, pos: QPointF) -> None:
+        self.point_clicked.emit(k, self.plots[k].nearest(pos))
+
+    def _on_mouse_moved(self, scene_pos) -> None:
+        for k, lp in enumerate(self.plots):
+            if lp.coords is not None and lp.view.sceneBoundingRect().contains(scene_pos):
+                i = lp.nearest(lp.view.mapSceneToView(scene_pos))
+                self.set_hover(i)
+                self.hovered.emit(k, i)
+                return
+        if self.hover_index >= 0:
+            self.set_hover(-1)
+            self.hovered.emit(-1, -1)

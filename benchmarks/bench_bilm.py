@@ -1,0 +1,204 @@
+"""Speed and memory of the biLM engine against a straightforward baseline, in one run.
+
+Writes random-weight checkpoints of the published sizes (original 2x4096_512_2048cnn_2xhighway and
+small 2x1024_128_2048cnn_1xhighway) in the published layout to a temporary folder, then prints for
+each: tokens/s on a batch of 64 sentences of ~25 tokens for our engine and for a baseline path
+(per-timestep cell computing ``concat(x, h) @ W_0`` every step, char-CNN for every token, no caches),
+the ratio, the max |difference|, the latency of one 10-token sentence, and the peak memory of
+loading the model (in a fresh process) relative to the weights' size.
+
+    python benchmarks/bench_bilm.py [--models original small] [--threads 2] [--repeats 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from elmo_engine.bilm import BiLM  # noqa: E402
+from elmo_engine.chars import batch_to_ids  # noqa: E402
+from elmo_engine.checkpoint import load_checkpoint, save_published  # noqa: E402
+from elmo_engine.embedder import Embedder  # noqa: E402
+from elmo_engine.options import BiLMOptions  # noqa: E402
+
+FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
+MODELS = {
+    "original": dict(lstm_dim=4096, projection_dim=512, n_highway=2),
+    "small": dict(lstm_dim=1024, projection_dim=128, n_highway=1),
+}
+WORDS = ("the of and to in a is that for it as was with be by on not he this are or his from at "
+         "which but have an they you were her she there been one all we their has would when if "
+         "so no will can more river bank money play music theatre government economy history "
+         "society people market trade war world century states political social between during "
+         "because through important however example different").split()
+
+
+def random_checkpoint(name: str, folder: Path) -> Path:
+    opts = BiLMOptions(filters=FILTERS, **MODELS[name])
+    torch.manual_seed(0)
+    model = BiLM(opts)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.02 if p.dim() > 1 else 0.1)
+    save_published(model, folder / name)
+    return folder / name
+
+
+def sentences(n: int, length: int, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    return [[WORDS[i] for i in rng.integers(0, len(WORDS), int(rng.integers(length - 3, length + 4)))]
+            for _ in range(n)]
+
+
+@torch.no_grad()
+def baseline(model: BiLM, sents):
+    """Straightforward batched biLM: every token through the char-CNN, W_0 on concat(x, h)."""
+    o = model.opts
+    ids = torch.from_numpy(batch_to_ids(sents))
+    bsz, steps, m = ids.shape
+    mask = (ids > 0).any(-1)
+    lengths = mask.sum(1)
+    tok = model.char_cnn(ids.reshape(-1, m)).reshape(bsz, steps, -1) * mask[..., None]
+    outs = [torch.cat([tok, tok], -1)]
+    dir_outputs = []
+    for d in range(2):
+        rev = torch.stack([torch.cat([torch.arange(n - 1, -1, -1), torch.arange(n, steps)])
+                           for n in lengths.tolist()])
+        x = tok if d == 0 else tok.gather(1, rev[..., None].expand_as(tok))
+        layer_outs = []
+        for layer in range(o.n_layers):
+            w0 = torch.cat([model.lstm.w_in[layer][d], model.lstm.w_rec[layer][d]], 0)
+            b = model.lstm.b[layer][d].clone()
+            b[2 * o.lstm_dim:3 * o.lstm_dim] += 1.0
+            c = torch.zeros(bsz, o.lstm_dim)
+            h = torch.zeros(bsz, o.output_dim)
+            hs = []
+            for t in range(steps):
+                z = torch.cat([x[:, t], h], 1) @ w0 + b
+                i, j, f, og = z.chunk(4, 1)
+                c_new = (torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(j)).clamp(-3, 3)
+                h_new = (torch.sigmoid(og) * torch.tanh(c_new)) @ model.lstm.wp[layer][d]
+                h_new = h_new.clamp(-3, 3)
+                live = (t < lengths)[:, None].float()
+                c = live * c_new + (1 - live) * c
+                h = live * h_new + (1 - live) * h
+                hs.append(h_new * live)
+            out = torch.stack(hs, 1)
+            if o.use_skip_connections and layer > 0:
+                out = out + x
+            layer_outs.append(out)
+            x = out
+        if d == 1:
+            layer_outs = [lo.gather(1, rev[..., None].expand_as(lo)) for lo in layer_outs]
+        dir_outputs.append(layer_outs)
+    for layer in range(o.n_layers):
+        outs.append(torch.cat([dir_outputs[0][layer], dir_outputs[1][layer]], -1))
+    full = torch.stack(outs)
+    return [full[:, r, 1:len(s) + 1].numpy() for r, s in enumerate(sents)]
+
+
+def timed(fn, repeats):
+    best = float("inf")
+    result = None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t0)
+    return best, result
+
+
+def peak_load_memory(path: Path) -> tuple:
+    """(high-water RSS before, after loading) in a fresh process, in bytes.
+
+    Reads VmHWM from /proc (ru_maxrss would carry the parent's high-water mark across exec).
+    """
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import torch, h5py, numpy\n"
+            "from elmo_engine.checkpoint import load_checkpoint\n"
+            "torch.nn.Linear(4, 4)(torch.zeros(2, 4)).sum()  # torch's own one-time set-up\n"
+            "def hwm():\n"
+            "    for line in open('/proc/self/status'):\n"
+            "        if line.startswith('VmHWM:'):\n"
+            "            return int(line.split()[1]) * 1024\n"
+            "base = hwm()\n"
+            "m = load_checkpoint(%r)\n"
+            "print(base, hwm())\n") % (str(ROOT), str(path))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    base, peak = map(int, out.stdout.split())
+    return base, peak
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=["original", "small"], choices=list(MODELS))
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--length", type=int, default=25)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    results = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in args.models:
+            path = random_checkpoint(name, Path(tmp))
+            weights_bytes = (path / "lm_weights.hdf5").stat().st_size
+            base_rss, peak_rss = peak_load_memory(path)
+            model = load_checkpoint(path)
+            sents = sentences(args.batch, args.length)
+            n_tok = sum(len(s) for s in sents)
+            emb = Embedder(model, device="cpu", token_budget=10 ** 6)
+            emb.embed(sentences(4, 8, seed=1))              # warm-up (allocator, threads)
+
+            def ours():
+                emb.clear_cache()
+                return emb.embed(sents)
+
+            t_ours, out_ours = timed(ours, args.repeats)
+            t_base, out_base = timed(lambda: baseline(model, sents), max(1, args.repeats - 1))
+            diff = max(float(np.abs(a - b).max()) for a, b in zip(out_ours, out_base))
+            one = sentences(1, 10, seed=2)
+            one[0] = one[0][:10]
+
+            def single():
+                emb.clear_cache()
+                return emb.embed(one)
+
+            t_one, _ = timed(single, args.repeats + 2)
+            t_one_base, _ = timed(lambda: baseline(model, one), args.repeats)
+            r = {
+                "tokens": n_tok,
+                "ours_tokens_per_s": n_tok / t_ours,
+                "baseline_tokens_per_s": n_tok / t_base,
+                "speedup": t_base / t_ours,
+                "max_abs_diff": diff,
+                "one_sentence_ms": 1000 * t_one,
+                "one_sentence_baseline_ms": 1000 * t_one_base,
+                "weights_mb": weights_bytes / 1e6,
+                "load_peak_over_weights": (peak_rss - base_rss) / weights_bytes,
+            }
+            results[name] = r
+            print(f"[{name}] batch of {args.batch} sentences, {n_tok} tokens, {args.threads} threads")
+            print(f"  ours      {r['ours_tokens_per_s']:8.0f} tokens/s")
+            print(f"  baseline  {r['baseline_tokens_per_s']:8.0f} tokens/s   ratio {r['speedup']:.2f}x")
+            print(f"  max |ours - baseline| = {diff:.2e}")
+            print(f"  one 10-token sentence: ours {r['one_sentence_ms']:.1f} ms, baseline "
+                  f"{r['one_sentence_baseline_ms']:.1f} ms")
+            print(f"  load: peak RSS above interpreter = {r['load_peak_over_weights']:.2f} x weights "
+                  f"({(peak_rss - base_rss) / 1e6:.0f} MB for {r['weights_mb']:.0f} MB of weights)")
+            del model, emb
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

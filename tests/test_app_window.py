@@ -1,0 +1,227 @@
+"""The main window: loading, errors, editing, token table, settings, responsiveness, cancel."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer  # noqa: E402
+from PySide6.QtGui import QTextCursor  # noqa: E402
+
+import app.dialogs  # noqa: E402
+from app.main_window import MainWindow  # noqa: E402
+from app.settings import AppSettings  # noqa: E402
+from app.workspace import TokenRef  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+TEXT = "He sat on the bank of the river.\n\nShe deposited the check at the bank.\nplay\n"
+
+
+@pytest.fixture
+def errors(monkeypatch):
+    """Capture error dialogs instead of showing them."""
+    shown = []
+    monkeypatch.setattr(app.dialogs, "show_error", lambda parent, title, msg: shown.append((title, msg)))
+    return shown
+
+
+def make_window(qtbot, settings_dir, checkpoint=None, text=TEXT):
+    w = MainWindow(AppSettings(settings_dir), views=())
+    qtbot.addWidget(w)
+    w.show()
+    w.start(str(checkpoint) if checkpoint else None, text)
+    if checkpoint is not None:
+        qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
+    return w
+
+
+@pytest.fixture
+def window(qtbot, app_settings_dir, tiny_checkpoint, errors):
+    w = make_window(qtbot, app_settings_dir, tiny_checkpoint)
+    yield w
+    w.workspace.worker.shutdown()
+
+
+def test_window_shows_model_status_and_tokens(window, tiny_checkpoint):
+    ws = window.workspace
+    assert ws.sentences == ["He sat on the bank of the river.", "She deposited the check at the bank.",
+                            "play"]
+    total = ws.model_info.parameter_counts["total"]
+    assert window.status.model_label.text().startswith(f"{tiny_checkpoint.name} · ")
+    assert "params" in window.status.model_label.text() and total > 1000
+    assert window.status.device_label.text() == "CPU · fp32"
+    table = window.sentences.model
+    assert table.rowCount() == 9 and table.columnCount() == 2 + 3
+    assert table.data(table.index(4, 0)) == "bank"
+    assert table.data(table.index(4, 1)) == "6"                    # 4 bytes + 2 markers
+    expected = np.linalg.norm(ws.activations[0][2, 4])
+    assert float(table.data(table.index(4, 4))) == pytest.approx(expected, abs=1e-3)
+    assert window.sentences.is_ready() and not window.banner.isVisible()
+
+
+def test_char_id_count_caps_long_tokens():
+    from app.panels.sentences import char_id_count
+
+    assert char_id_count("a") == 3
+    assert char_id_count("é") == 4                                  # 2 UTF-8 bytes
+    assert char_id_count("x" * 100) == 50
+    assert char_id_count("😀" * 20, max_chars=50) == 50              # 80 bytes, capped at 48
+
+
+def test_clicking_a_token_selects_it(qtbot, window):
+    table = window.sentences.table
+    rect = table.visualRect(window.sentences.model.index(4, 0))
+    with qtbot.waitSignal(window.workspace.selection_changed, timeout=2000) as blocker:
+        qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
+    assert blocker.args == [TokenRef(0, 4)]
+    assert window.workspace.word_at(window.workspace.selection) == "bank"
+    # a selection made elsewhere shows that sentence and moves the editor cursor to its line
+    window.workspace.select(TokenRef(1, 6))
+    assert window.sentences.model.data(window.sentences.model.index(6, 0)) == "bank"
+    assert window.sentences.editor.textCursor().blockNumber() == 2
+    assert table.currentIndex().row() == 6
+
+
+def test_editing_one_line_reembeds_only_that_line(qtbot, window):
+    ws = window.workspace
+    misses = ws.embedder.stats["sentence_misses"]
+    cursor = QTextCursor(window.sentences.editor.document().findBlockByNumber(3))
+    cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock)
+    cursor.insertText(" the piano")
+    assert window.sentences.pending_edit()                          # waits for the typing pause
+    with qtbot.waitSignal(ws.sentences_changed, timeout=3000):
+        pass
+    qtbot.waitUntil(ws.all_embedded, timeout=10000)
+    assert ws.sentences[2] == "play the piano"
+    assert ws.embedder.stats["sentence_misses"] - misses == 1
+
+
+def test_bad_checkpoint_shows_error_and_keeps_model(qtbot, window, errors, tmp_path):
+    ws = window.workspace
+    checksum = ws.model_info.checksum
+    (tmp_path / "options.json").write_text('{"lstm": {"dim": 4}}')
+    with qtbot.waitSignal(ws.model_load_failed, timeout=10000):
+        window.open_checkpoint(tmp_path / "options.json")
+    assert len(errors) == 1
+    title, message = errors[0]
+    assert title == "Cannot load checkpoint"
+    assert "options.json" in message and "stays active" in message
+    assert ws.model_info.checksum == checksum and ws.all_embedded()
+    assert window.status.model_label.text().startswith(ws.model_info.name)
+
+
+def test_missing_demo_model_shows_banner(qtbot, app_settings_dir, errors, monkeypatch):
+    import app.main_window as mw
+
+    monkeypatch.setattr(mw, "demo_checkpoint", lambda: None)
+    w = make_window(qtbot, app_settings_dir, None)
+    assert w.banner.isVisible() and "Open checkpoint" in w.banner.text()
+    w.open_demo_model()
+    assert errors and errors[0][0] == "No demo model"
+    qtbot.waitUntil(lambda: not w.workspace.worker.is_busy(), timeout=5000)
+    assert w.workspace.tokens[0][:3] == ["He", "sat", "on"]          # tokens without a model
+    w.workspace.worker.shutdown()
+
+
+def test_gui_stays_responsive_while_embedding(qtbot, window):
+    """A 20 ms timer on the GUI thread keeps ticking (gaps < 100 ms) during a long embedding."""
+    ws = window.workspace
+    lines = [f"sentence {i} : the bank of river number {i} and a play about it" for i in range(2000)]
+    gaps, clock = [], QElapsedTimer()
+    timer = QTimer()
+    timer.setInterval(20)
+
+    def tick():
+        gaps.append(clock.restart())
+
+    timer.timeout.connect(tick)
+    window.sentences.set_text("\n".join(lines))
+    clock.start()
+    timer.start()
+    started = time.perf_counter()
+    qtbot.waitUntil(lambda: len(ws.sentences) == 2000 and ws.all_embedded(), timeout=60000)
+    elapsed = time.perf_counter() - started
+    timer.stop()
+    assert len(ws.activations) == 2000
+    assert len(gaps) >= 10, f"the job was too short to measure ({elapsed:.2f} s)"
+    assert max(gaps) < 100, f"GUI thread blocked for {max(gaps)} ms (job {elapsed:.2f} s)"
+
+
+def test_escape_cancels_a_long_job_within_a_second(qtbot, window):
+    ws = window.workspace
+    window.sentences.set_text("\n".join(f"line {i} of a long job about banks" for i in range(3000)))
+    qtbot.waitUntil(lambda: len(ws.sentences) == 3000, timeout=5000)
+    qtbot.waitUntil(lambda: ws.worker.current_job() is not None, timeout=5000)
+    with qtbot.waitSignal(ws.worker.idle, timeout=1000):
+        qtbot.keyClick(window, Qt.Key.Key_Escape)
+    assert not ws.all_embedded()
+    # the next edit schedules the missing lines again
+    window.sentences.commit()
+    ws.set_sentences(ws.sentences[:5])
+    qtbot.waitUntil(ws.all_embedded, timeout=10000)
+
+
+def test_open_and_save_sentences(qtbot, window, tmp_path, errors):
+    src = tmp_path / "in.txt"
+    src.write_text("first line 😀\n\n  \ncafe\u0301 שלום\n", encoding="utf-8")
+    with qtbot.waitSignal(window.workspace.sentences_changed, timeout=5000):
+        window.open_sentences(src)
+    assert window.workspace.sentences == ["first line 😀", "café שלום"]
+    qtbot.waitUntil(window.workspace.all_embedded, timeout=10000)
+    out = tmp_path / "out" / "saved.txt"
+    with qtbot.waitSignal(window.workspace.worker.idle, timeout=5000):
+        window.save_sentences(out)
+    assert out.read_text(encoding="utf-8") == "first line 😀\ncafé שלום\n"
+    bad = tmp_path / "binary.txt"
+    bad.write_bytes(b"abc\x00def\n")
+    with qtbot.waitSignal(window.workspace.worker.idle, timeout=5000):
+        window.open_sentences(bad)
+    assert errors and errors[-1][0] == "Cannot open sentences" and "binary.txt" in errors[-1][1]
+
+
+def test_big_file_does_not_block_the_gui(qtbot, app_settings_dir, errors, tmp_path):
+    """A 2 MB file: read and tokenized on the worker (no model here: tokens only)."""
+    src = tmp_path / "big.txt"
+    line = "She deposited the check at the bank before she went to play the violin ."
+    src.write_text("\n".join(f"{line} {i}" for i in range(2_000_000 // len(line))), encoding="utf-8")
+    assert src.stat().st_size > 2_000_000
+    import app.main_window as mw
+
+    w = MainWindow(AppSettings(app_settings_dir), views=())
+    qtbot.addWidget(w)
+    w.show()
+    gaps, clock = [], QElapsedTimer()
+    timer = QTimer()
+    timer.setInterval(20)
+    timer.timeout.connect(lambda: gaps.append(clock.restart()))
+    clock.start()
+    timer.start()
+    w.open_sentences(src)
+    qtbot.waitUntil(lambda: len(w.workspace.sentences) > 20000 and not w.workspace.worker.is_busy()
+                    and all(w.workspace.tokens) and not w.sentences.is_filling(), timeout=60000)
+    timer.stop()
+    n = len(w.workspace.sentences)
+    assert w.workspace.tokens[-1][-1] == str(n - 1)
+    assert w.sentences.editor.blockCount() == n
+    print("worst gaps (ms):", sorted(gaps)[-5:])
+    assert max(gaps) < 400, f"GUI blocked: worst gaps {sorted(gaps)[-3:]} ms"
+    assert mw.DEMO_SENTENCES.is_file()
+    w.workspace.worker.shutdown()
+
+
+def test_export_token_table_csv(qtbot, window, tmp_path):
+    out = tmp_path / "tokens.csv"
+    with qtbot.waitSignal(window.workspace.worker.idle, timeout=5000):
+        window.sentences.export_csv(out)
+    rows = out.read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "sentence,token_index,token,char_ids,norm_L0,norm_L1,norm_L2"
+    assert len(rows) == 1 + 9 + 8 + 1
+    first = rows[5].split(",")
+    assert first[:4] == ["1", "5", "bank", "6"]
+    assert float(first[6]) == pytest.approx(np.linalg.norm(window.workspace.activations[0][2, 4]), rel=1e-5)
+    window._fill_export()
+    assert "Token table (CSV)…" in [a.text() for a in window.export_menu.actions()]
