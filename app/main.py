@@ -123,8 +123,20 @@ def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
         return shooter.exit_code if shooter is not None else code
     finally:
         worker.shutdown()
-        window.hide()
-        window.deleteLater()
+        _destroy(window)
+
+
+def _destroy(window) -> None:
+    """Delete the window and its panels now, while the QApplication is alive.
+
+    Left to interpreter exit, widgets (pyqtgraph plots in particular) are destroyed after the
+    application object and the process crashed on the way out.
+    """
+    from PySide6.QtCore import QCoreApplication, QEvent
+
+    window.hide()
+    window.deleteLater()
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
 
 
 if __name__ == "__main__":

@@ -124,20 +124,19 @@ class LSTMStack(nn.Module):
         outputs : per layer (2, B, T, out), zero where a row has ended
         state : the state of each row after its last valid step
         """
+        if not torch.is_grad_enabled():
+            return self._forward_packed(x, n_active, state)
         opts = self.opts
         _, bsz, steps, _ = x.shape
-        fast = not torch.is_grad_enabled()
         outputs: List[Tensor] = []
         new_state: LSTMState = []
         layer_in = x.transpose(1, 2)                                  # (2, T, B, P) time-major
         for layer in range(opts.n_layers):
-            w_in = self.w_in[layer]
             bias = (self.b[layer] + self.forget_bias).unsqueeze(1)    # (2, 1, 4D)
             # input projection of every step in one GEMM: (2, T*B, in) @ (2, in, 4D)
             flat = layer_in.reshape(2, steps * bsz, -1)
-            xp = torch.baddbmm(bias, flat, w_in).reshape(2, steps, bsz, -1)  # (2, T, B, 4D)
-            run = self._run_fast if fast else self._run_autograd
-            out, c, h = run(layer, xp, n_active, state[layer])        # out: (2, T, B, out)
+            xp = torch.baddbmm(bias, flat, self.w_in[layer]).reshape(2, steps, bsz, -1)
+            out, c, h = self._run_autograd(layer, xp, n_active, state[layer])  # (2, T, B, out)
             if opts.use_skip_connections and layer > 0:
                 out = out + layer_in
             outputs.append(out.transpose(1, 2))                       # (2, B, T, out)
@@ -145,37 +144,65 @@ class LSTMStack(nn.Module):
             layer_in = out
         return outputs, new_state
 
-    def _run_fast(self, layer: int, xp: Tensor, n_active: Sequence[int], state):
-        """Inference: in-place updates, preallocated outputs, no autograd bookkeeping."""
+    def _forward_packed(self, x: Tensor, n_active: Sequence[int], state: LSTMState
+                        ) -> Tuple[List[Tensor], LSTMState]:
+        """Inference path. Sequences are packed time-major (step t holds its n_t running rows),
+        so no GEMM touches padding; every step works in place in preallocated memory."""
         opts = self.opts
         d = opts.lstm_dim
-        w_rec = self.w_rec[layer]
-        wp = self.wp[layer] if opts.has_lstm_projection else None
-        _, steps, bsz, _ = xp.shape
-        c = state[0].clone()
-        h = state[1].clone()
-        out = xp.new_zeros(2, steps, bsz, h.shape[-1])
-        for t in range(steps):
-            n = n_active[t]
-            if n == 0:
-                continue
-            z = torch.baddbmm(xp[:, t, :n], h[:, :n], w_rec)          # (2, n, 4D): i j f o
-            tj = torch.tanh(z[..., d:2 * d])
-            z.sigmoid_()
-            c_n = c[:, :n]
-            c_n.mul_(z[..., 2 * d:3 * d]).addcmul_(z[..., :d], tj)    # c = σ(f)c + σ(i)tanh(j)
-            if opts.cell_clip is not None:
-                c_n.clamp_(-opts.cell_clip, opts.cell_clip)
-            m = torch.tanh(c_n).mul_(z[..., 3 * d:])                  # (2, n, D)
-            if wp is not None:
-                h_new = torch.bmm(m, wp)                              # (2, n, P)
-                if opts.proj_clip is not None:
-                    h_new.clamp_(-opts.proj_clip, opts.proj_clip)
-            else:
-                h_new = m
-            h[:, :n] = h_new
-            out[:, t, :n] = h_new
-        return out, c, h
+        _, bsz, steps, _ = x.shape
+        offsets = [0]
+        for n in n_active:
+            offsets.append(offsets[-1] + n)
+        total = offsets[-1]
+        # packed position k = (t, r) with r < n_t  →  index t*B + r of the time-major layout
+        pos = torch.cat([torch.arange(n, device=x.device) + t * bsz
+                         for t, n in enumerate(n_active) if n]) if total else \
+            torch.zeros(0, dtype=torch.long, device=x.device)
+        layer_in = x.transpose(1, 2).reshape(2, steps * bsz, -1)[:, pos]  # (2, total, P)
+        outputs: List[Tensor] = []
+        new_state: LSTMState = []
+        for layer in range(opts.n_layers):
+            w_rec = self.w_rec[layer]
+            wp = self.wp[layer] if opts.has_lstm_projection else None
+            bias = (self.b[layer] + self.forget_bias).unsqueeze(1)    # (2, 1, 4D)
+            xp = torch.baddbmm(bias, layer_in, self.w_in[layer])      # (2, total, 4D)
+            c = state[layer][0].clone()
+            h = state[layer][1].clone()
+            out_dim = h.shape[-1]
+            out = xp.new_empty(2, total, out_dim)
+            tj_buf = xp.new_empty(2 * bsz * d)
+            m_buf = xp.new_empty(2 * bsz * d)
+            for t in range(steps):
+                n = n_active[t]
+                if n == 0:
+                    continue
+                z = xp[:, offsets[t]:offsets[t + 1]]                  # (2, n, 4D): i j f o
+                z.baddbmm_(h[:, :n], w_rec)
+                tj = torch.tanh(z[..., d:2 * d], out=tj_buf[:2 * n * d].view(2, n, d))
+                z.sigmoid_()
+                c_n = c[:, :n]
+                c_n.mul_(z[..., 2 * d:3 * d]).addcmul_(z[..., :d], tj)  # σ(f)c + σ(i)tanh(j)
+                if opts.cell_clip is not None:
+                    c_n.clamp_(-opts.cell_clip, opts.cell_clip)
+                m = torch.tanh(c_n, out=m_buf[:2 * n * d].view(2, n, d)).mul_(z[..., 3 * d:])
+                h_t = out[:, offsets[t]:offsets[t + 1]]               # (2, n, out)
+                if wp is not None:
+                    torch.bmm(m, wp, out=h_t)
+                    if opts.proj_clip is not None:
+                        h_t.clamp_(-opts.proj_clip, opts.proj_clip)
+                else:
+                    h_t.copy_(m)
+                h[:, :n] = h_t
+            del xp
+            if opts.use_skip_connections and layer > 0:
+                out += layer_in
+            padded = out.new_zeros(2, steps * bsz, out_dim)
+            padded[:, pos] = out
+            outputs.append(padded.view(2, steps, bsz, out_dim).transpose(1, 2))  # (2, B, T, out)
+            new_state.append((c, h))
+            layer_in = out
+        return outputs, new_state
 
     def _run_autograd(self, layer: int, xp: Tensor, n_active: Sequence[int], state):
         """Training: the same computation with out-of-place ops only."""

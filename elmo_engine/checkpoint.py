@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Optional, Tuple
@@ -29,6 +30,11 @@ NATIVE_FORMAT = "elmo-explorer-bilm"
 NATIVE_CONFIG = "bilm.json"
 NATIVE_WEIGHTS = "bilm.safetensors"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+MAX_PARAMETERS = 1 << 31          # 8 GiB of float32; the largest published ELMo has 93.6M
+PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".pkl", ".pickle", ".th", ".mdl")
+PICKLE_REFUSAL = ("PyTorch pickle checkpoints are not loaded because unpickling a file can run "
+                  "code; convert it to the published layout (options.json + weights .hdf5) or "
+                  "to safetensors (bilm.json + bilm.safetensors)")
 
 
 @dataclass
@@ -178,9 +184,15 @@ def resolve_checkpoint(path) -> Tuple[str, Path, Path]:
     path = Path(path).expanduser()
     if not path.exists():
         raise CheckpointError(path, "no such file or directory")
+    if path.is_file() and path.suffix.lower() in PICKLE_SUFFIXES:
+        raise CheckpointError(path, PICKLE_REFUSAL)
     if path.is_dir():
         if (path / NATIVE_CONFIG).is_file() and (path / NATIVE_WEIGHTS).is_file():
             return "native", path / NATIVE_CONFIG, path / NATIVE_WEIGHTS
+        if (not any(path.glob("*.hdf5")) and not any(path.glob("*.h5"))
+                and any(f.suffix.lower() in PICKLE_SUFFIXES for f in path.iterdir())):
+            raise CheckpointError(path, "no options .json + weights .hdf5 here, only pickle files; "
+                                  + PICKLE_REFUSAL)
         options = _pick(path, "*.json", path, "an options .json file",
                         prefer=("options.json",), avoid=("sentences", "vocab", "config", "train_state"))
         weights = _pick(path, "*.hdf5", path, "a weights .hdf5 file", also="*.h5",
@@ -247,11 +259,16 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
         opts = _read_native_config(opts_path)
     else:
         opts = BiLMOptions.from_file(opts_path)
-    model = BiLM(opts)
+    n_params = sum(math.prod(shape) for shape in expected_layout(opts).values())
+    if n_params > MAX_PARAMETERS:
+        raise CheckpointError(opts_path, "the options describe a model larger than this tool "
+                              "loads", expected=f"<= {MAX_PARAMETERS} parameters",
+                              found=n_params)
+    # the weights' shapes are checked against the options before the model is allocated
     if fmt == "native":
-        _load_safetensors(model, weights_path)
+        model = _load_safetensors(opts, weights_path)
     else:
-        _load_hdf5(model, weights_path, progress)
+        model = _load_hdf5(opts, weights_path, progress)
     model.eval()
     model.requires_grad_(False)
     name = Path(path).name if Path(path).is_dir() else Path(path).parent.name
@@ -263,7 +280,11 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
     return model.to(device)
 
 
-def _load_hdf5(model: BiLM, weights_path: Path, progress=None) -> None:
+def _load_hdf5(opts: BiLMOptions, weights_path: Path, progress=None) -> BiLM:
+    """Check every dataset's shape and type, then build the model and read the weights.
+
+    Any failure inside h5py (a corrupt index, a truncated file) becomes a CheckpointError.
+    """
     import h5py
 
     try:
@@ -279,11 +300,11 @@ def _load_hdf5(model: BiLM, weights_path: Path, progress=None) -> None:
     except Exception as e:  # h5py raises OSError with library text for truncated files
         raise CheckpointError(weights_path, f"cannot open HDF5 file (truncated or corrupt: "
                               f"{_short(e)})") from None
-    layout = expected_layout(model.opts)
+    layout = expected_layout(opts)
     total = len(layout)
     done = [0]
 
-    def read(name, shape):
+    def check(name, shape):
         try:
             obj = fh.get(name)
         except Exception as e:
@@ -291,11 +312,9 @@ def _load_hdf5(model: BiLM, weights_path: Path, progress=None) -> None:
                                   dataset=name) from None
         if obj is None:
             hint = ""
-            if name.startswith("CNN_proj") and not model.opts.has_token_projection:
-                hint = ""
-            elif "embedding" in fh and "char_embed" not in fh:
+            if "embedding" in fh and "char_embed" not in fh:
                 hint = " (this is a word-input biLM; only character-input models are supported)"
-            raise CheckpointError(weights_path, "missing dataset" + hint + _mismatch_hint(fh, model),
+            raise CheckpointError(weights_path, "missing dataset" + hint + _mismatch_hint(fh, opts),
                                   dataset=name, expected=f"shape {shape}", found="nothing")
         if not isinstance(obj, h5py.Dataset):
             raise CheckpointError(weights_path, "expected a dataset, found a group", dataset=name)
@@ -306,21 +325,35 @@ def _load_hdf5(model: BiLM, weights_path: Path, progress=None) -> None:
         if obj.dtype.kind != "f":
             raise CheckpointError(weights_path, "dataset is not floating point", dataset=name,
                                   expected="float32", found=str(obj.dtype))
+        if obj.size and obj.id.get_storage_size() == 0:
+            raise CheckpointError(weights_path, "dataset declares a shape but holds no data "
+                                  "(an incomplete file)", dataset=name)
+        return obj
+
+    def read(name, shape):
+        obj = check(name, shape)
         done[0] += 1
         if progress is not None:
             progress(done[0], total, f"loading {name}")
         return obj                                   # read straight into the parameters
 
     try:
-        fill_model(model, read, weights_path)
+        for name, shape in layout.items():          # metadata only: nothing is allocated yet
+            check(name, shape)
         _check_no_extra(fh, layout, weights_path)
+        model = BiLM(opts)
+        fill_model(model, read, weights_path)
+    except CheckpointError:
+        raise
+    except Exception as e:                          # h5py raises many types for corrupt files
+        raise CheckpointError(weights_path, f"corrupt HDF5 file ({_short(e)})") from None
     finally:
         fh.close()
+    return model
 
 
-def _mismatch_hint(fh, model: BiLM) -> str:
+def _mismatch_hint(fh, opts: BiLMOptions) -> str:
     """Say which options disagree with the file, when that can be seen."""
-    opts = model.opts
     try:
         n_cnn = sum(1 for k in fh["CNN"].keys() if k.startswith("W_cnn_")) if "CNN" in fh else None
         n_high = sum(1 for k in fh.keys() if k.startswith("CNN_high_"))
@@ -355,7 +388,7 @@ def _check_no_extra(fh, layout, path) -> None:
 def _read_native_config(cfg_path: Path) -> BiLMOptions:
     try:
         d = json.loads(Path(cfg_path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+    except (OSError, ValueError, RecursionError) as e:   # ValueError: bad UTF-8/JSON, huge ints
         raise CheckpointError(cfg_path, f"cannot read model config ({_short(e)})") from None
     if not isinstance(d, dict) or d.get("format") != NATIVE_FORMAT:
         raise CheckpointError(cfg_path, "not an ELMo Explorer model config", dataset="format",
@@ -367,7 +400,7 @@ def _read_native_config(cfg_path: Path) -> BiLMOptions:
     return BiLMOptions.from_json_dict(d.get("options"), cfg_path)
 
 
-def _load_safetensors(model: BiLM, weights_path: Path) -> None:
+def _load_safetensors(opts: BiLMOptions, weights_path: Path) -> BiLM:
     from safetensors import safe_open
 
     try:
@@ -375,12 +408,27 @@ def _load_safetensors(model: BiLM, weights_path: Path) -> None:
         keys = set(fh.keys())
     except Exception as e:
         raise CheckpointError(weights_path, f"not a valid safetensors file ({_short(e)})") from None
-    layout = expected_layout(model.opts)
+    layout = expected_layout(opts)
 
-    def read(name, shape):
+    def check(name, shape):
         if name not in keys:
             raise CheckpointError(weights_path, "missing tensor", dataset=name,
                                   expected=f"shape {shape}", found="nothing")
+        try:
+            sl = fh.get_slice(name)
+            found, dtype = tuple(sl.get_shape()), str(sl.get_dtype())
+        except Exception as e:
+            raise CheckpointError(weights_path, f"cannot read tensor header ({_short(e)})",
+                                  dataset=name) from None
+        if found != tuple(shape):
+            raise CheckpointError(weights_path, "tensor has the wrong shape; the config does not "
+                                  "match these weights", dataset=name, expected=tuple(shape),
+                                  found=found)
+        if dtype not in ("F16", "F32", "F64"):
+            raise CheckpointError(weights_path, "tensor is not float16/32/64", dataset=name,
+                                  expected="F32", found=dtype)
+
+    def read(name, shape):
         try:
             arr = fh.get_tensor(name)
         except Exception as e:
@@ -395,12 +443,16 @@ def _load_safetensors(model: BiLM, weights_path: Path) -> None:
                                   expected="float32", found=str(arr.dtype))
         return arr.astype(np.float32, copy=False)
 
-    fill_model(model, read, weights_path)
+    for name, shape in layout.items():              # header only: nothing is allocated yet
+        check(name, shape)
     extra = sorted(keys - set(layout))
     if extra:
         raise CheckpointError(weights_path, "the weights have tensors the config does not describe",
                               dataset=extra[0], expected="no such tensor",
                               found=f"{len(extra)} unexpected tensor(s)")
+    model = BiLM(opts)
+    fill_model(model, read, weights_path)
+    return model
 
 
 def _short(e: BaseException) -> str:

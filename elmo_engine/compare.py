@@ -74,7 +74,7 @@ def snippet(tokens: Sequence[str], index: int, context: int = 2, max_chars: int 
 
 # ---- halves and mix -------------------------------------------------------------------------
 def half(x: np.ndarray, direction: str) -> np.ndarray:
-    """Select a direction on the last axis (width 2P): both, forward (first P), backward (last P)."""
+    """Select a direction on the last axis (2P wide): both, forward (first P), backward (last P)."""
     if direction not in DIRECTIONS:
         raise InputError(f"unknown direction '{direction}' (use {', '.join(DIRECTIONS)})")
     if direction == "both":

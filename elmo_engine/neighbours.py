@@ -4,7 +4,7 @@
 corpus, the forward and backward halves as L2-normalised float32 matrices ``(N, P)`` plus the
 coefficients that turn two half-cosines into the cosine of the whole vector::
 
-    cos(x, q) = a_x · (x̂_f · q_f/|q|) + b_x · (x̂_b · q_b/|q|),   a_x = |x_f|/|x|,  b_x = |x_b|/|x|
+    cos(x, q) = a_x · (x̂_f · q_f/|q|) + b_x · (x̂_b · q_b/|q|),  a_x = |x_f|/|x|, b_x = |x_b|/|x|
 
 so one copy of the data answers "both", "forward" and "backward" queries by matrix–vector
 products, and the top k come from ``np.argpartition`` (``O(N)``, no full sort). Layer 0 is
@@ -299,7 +299,8 @@ def read_vocabulary(path, limit: int = MAX_VOCABULARY) -> List[str]:
     return words
 
 
-def index_key(checksum: str, tokens: Sequence[Sequence[str]], vocabulary: Sequence[str] = ()) -> str:
+def index_key(checksum: str, tokens: Sequence[Sequence[str]],
+              vocabulary: Sequence[str] = ()) -> str:
     """Cache key: the checkpoint checksum, the corpus tokens and the extra vocabulary."""
     h = hashlib.sha256(checksum.encode())
     for sent in tokens:

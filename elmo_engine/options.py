@@ -14,6 +14,8 @@ from typing import Any, Optional
 from elmo_engine.errors import CheckpointError
 
 MAX_OPTIONS_BYTES = 1 << 20  # an options file is a few hundred bytes; refuse megabytes of JSON
+MAX_DEPTH = 64               # layers / highway layers (published models have 1-2)
+MAX_FILTERS = 1024           # convolutions in the char-CNN (published models have 7)
 
 
 @dataclass(frozen=True)
@@ -104,13 +106,16 @@ class BiLMOptions:
         filters_raw = _get(cc, "filters", list, path, "char_cnn.filters")
         if not filters_raw:
             raise CheckpointError(path, "char_cnn.filters is empty")
+        if len(filters_raw) > MAX_FILTERS:
+            raise CheckpointError(path, "char_cnn.filters lists implausibly many convolutions",
+                                  expected=f"<= {MAX_FILTERS}", found=len(filters_raw))
         filters = []
         for i, f in enumerate(filters_raw):
             if (not isinstance(f, (list, tuple)) or len(f) != 2
                     or not all(_is_int(v) and v > 0 for v in f)):
                 raise CheckpointError(path, f"char_cnn.filters[{i}] must be [width, count] with "
                                       "positive integers", found=f)
-            filters.append((int(f[0]), int(f[1])))
+            filters.append((int(f[0]), _pos_int(f[1], path, f"char_cnn.filters[{i}] count")))
         emb = _get(cc, "embedding", dict, path, "char_cnn.embedding")
         m = _pos_int(cc.get("max_characters_per_token", 50), path, "char_cnn.max_characters_per_token")
         for w, _ in filters:
@@ -128,9 +133,19 @@ class BiLMOptions:
         n_highway = cc.get("n_highway", 0)
         if n_highway is None:
             n_highway = 0
-        if not _is_int(n_highway) or n_highway < 0:
-            raise CheckpointError(path, "char_cnn.n_highway must be a non-negative integer",
-                                  found=n_highway)
+        if not _is_int(n_highway) or not 0 <= n_highway <= MAX_DEPTH:
+            raise CheckpointError(path, "char_cnn.n_highway must be an integer from 0 to "
+                                  f"{MAX_DEPTH}", found=n_highway)
+        n_layers = _pos_int(ls.get("n_layers", 1), path, "lstm.n_layers")
+        if n_layers > MAX_DEPTH:
+            raise CheckpointError(path, "lstm.n_layers is implausibly large",
+                                  expected=f"<= {MAX_DEPTH}", found=n_layers)
+        skip = ls.get("use_skip_connections", False)
+        if skip is None:
+            skip = False
+        if not isinstance(skip, bool):
+            raise CheckpointError(path, "lstm.use_skip_connections must be true or false",
+                                  found=skip)
         extra = {k: v for k, v in d.items() if k not in ("char_cnn", "lstm")}
         return cls(
             filters=tuple(filters),
@@ -141,10 +156,10 @@ class BiLMOptions:
             activation=activation,
             projection_dim=_pos_int(ls.get("projection_dim"), path, "lstm.projection_dim"),
             lstm_dim=_pos_int(ls.get("dim"), path, "lstm.dim"),
-            n_layers=_pos_int(ls.get("n_layers", 1), path, "lstm.n_layers"),
+            n_layers=n_layers,
             cell_clip=_clip(ls.get("cell_clip"), path, "lstm.cell_clip"),
             proj_clip=_clip(ls.get("proj_clip"), path, "lstm.proj_clip"),
-            use_skip_connections=bool(ls.get("use_skip_connections", False)),
+            use_skip_connections=skip,
             extra=extra,
         )
 
@@ -169,6 +184,8 @@ class BiLMOptions:
                                   f"{e.lineno} column {e.colno}") from None
         except RecursionError:
             raise CheckpointError(path, "options file is nested too deeply") from None
+        except ValueError as e:                      # e.g. an integer of thousands of digits
+            raise CheckpointError(path, f"options file has an unreadable value ({e})") from None
         return cls.from_json_dict(d, path)
 
 

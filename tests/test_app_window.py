@@ -225,3 +225,33 @@ def test_export_token_table_csv(qtbot, window, tmp_path):
     assert float(first[6]) == pytest.approx(np.linalg.norm(window.workspace.activations[0][2, 4]), rel=1e-5)
     window._fill_export()
     assert "Token table (CSV)…" in [a.text() for a in window.export_menu.actions()]
+
+
+def test_closing_while_a_job_runs_stops_it(qtbot, window):
+    ws = window.workspace
+    window.sentences.set_text("\n".join(f"closing line {i} about a river bank" for i in range(3000)))
+    qtbot.waitUntil(lambda: ws.worker.current_job() is not None and len(ws.sentences) == 3000,
+                    timeout=5000)
+    started = time.perf_counter()
+    window.close()
+    assert time.perf_counter() - started < 2.0
+    assert ws.worker.is_stopped() and not ws.worker._thread.isRunning()
+    assert not window.isVisible()
+
+
+def test_a_5000_token_line_keeps_the_gui_live(qtbot, window):
+    ws = window.workspace
+    gaps, clock = [], QElapsedTimer()
+    timer = QTimer()
+    timer.setInterval(20)
+    timer.timeout.connect(lambda: gaps.append(clock.restart()))
+    words = ["bank", "river", "😀", "שלום", "cafe\u0301", "play"]
+    line = " ".join(words[i % len(words)] for i in range(5000))
+    clock.start()
+    timer.start()
+    window.sentences.set_text(line + "\nshort line")
+    qtbot.waitUntil(lambda: len(ws.sentences) == 2 and ws.all_embedded(), timeout=60000)
+    timer.stop()
+    assert ws.activations[0].shape == (3, 5000, 32)
+    assert window.sentences.model.rowCount() == 5000
+    assert max(gaps) < 250, f"GUI blocked for {max(gaps)} ms"

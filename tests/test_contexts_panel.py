@@ -153,8 +153,8 @@ def test_reference_file_joins_the_corpus(panel, qtbot, tmp_path):
     ref.write_text("The bank of the canal was steep .\n\nA bank loan is money .\n", encoding="utf-8")
     loaded = sum(len(t) for t in panel.ws.tokens)
     panel.set_reference_file(ref)
-    qtbot.waitUntil(lambda: panel.index is not None and panel.index.n_tokens == loaded + 13
-                    and f"{loaded + 13:,} tokens" in panel.neighbours.toPlainText(), timeout=20000)
+    qtbot.waitUntil(lambda: panel.index is not None and panel.index.n_tokens == loaded + 14
+                    and f"{loaded + 14:,} tokens" in panel.neighbours.toPlainText(), timeout=20000)
     assert panel.index.tokens[4:] == [["The", "bank", "of", "the", "canal", "was", "steep", "."],
                                       ["A", "bank", "loan", "is", "money", "."]]
     assert panel.ref_label.text() == "ref.txt: 2 sentences"

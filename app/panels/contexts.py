@@ -85,6 +85,7 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         self._groups: Dict[str, Dict[Occ, str]] = {}
         self._index_sig = None
         self._reference_size = 0
+        self._generation = 0
         self._index_cache = IndexCache()         # used on the worker thread only
         self._pending = {"compare", "neighbours"}
         self._ready = False
@@ -121,7 +122,8 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         self.k_box.setValue(8)
         self.k_box.setPrefix("k = ")
         self.ref_button = QPushButton("Reference text…")
-        self.ref_button.setToolTip("add a text file (one sentence per line) to the neighbour corpus")
+        self.ref_button.setToolTip("add a text file (one sentence per line) to the neighbour "
+                                   "corpus")
         self.ref_label = QLabel("")
         self.mix = MixWeights()
         for w in (self.case_box, self.correct_box):
@@ -216,6 +218,7 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         self._on_sentences_changed()
 
     def _on_sentences_changed(self) -> None:
+        self._generation += 1                          # results of older jobs are dropped
         self._reset_ready()
         self._update_completer()
         self.comparison = None
@@ -309,16 +312,18 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         n_ref = index.n_tokens if center is not None else sum(len(t) for t in tokens)
         self._reference_size = n_ref
 
+        gen = self._generation
+
         def job(state):
             return cmp.compare_word(tokens, acts, word, weights, direction, corrected, groups,
                                     ignore, MAX_OCCURRENCES, center)
 
         ws.worker.submit(f"Comparing '{word}' across contexts", job,
-                         on_result=lambda r: self._on_compared(word, tokens, r),
+                         on_result=lambda r: self._on_compared(word, tokens, r, gen),
                          on_error=self._on_compare_failed, group="contexts")
 
-    def _on_compared(self, word: str, tokens, result) -> None:
-        if word != self.word:
+    def _on_compared(self, word: str, tokens, result, generation: int) -> None:
+        if word != self.word or generation != self._generation:
             return
         comp, vectors, total = result
         self.comparison, self.vectors = comp, vectors

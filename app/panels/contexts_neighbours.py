@@ -74,6 +74,8 @@ class ContextsNeighbours:
             return cache.get_or_build(emb, corpus, words, state)
 
         def done(index):
+            if sig != self._index_sig:
+                return                           # the model or the corpus changed meanwhile
             self.index = index
             if self.correct_box.isChecked():
                 self._request_compare()          # the corpus mean is the better reference
@@ -110,7 +112,8 @@ class ContextsNeighbours:
             return neighbour_table(index, vec, word, k, direction, exclude)
 
         ws.worker.submit(f"Nearest neighbours of '{word}'", job,
-                         on_result=lambda t: self._on_neighbours(t, query, index),
+                         on_result=lambda t: index is self.index and self._on_neighbours(
+                             t, query, index),
                          on_error=self._on_neighbours_failed, group="contexts-neighbours")
 
     def _on_neighbours(self, table: NeighbourTable, query, index) -> None:

@@ -9,7 +9,7 @@ import html
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from PySide6.QtCore import QSize, Qt, Signal
-from PySide6.QtGui import QTextDocument
+from PySide6.QtGui import QAbstractTextDocumentLayout, QPalette, QTextDocument
 from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QHBoxLayout, QHeaderView,
                                QLabel, QStyle, QStyledItemDelegate, QStyleOptionViewItem,
                                QTableWidget, QTableWidgetItem, QTextBrowser, QWidget)
@@ -37,10 +37,16 @@ class HtmlDelegate(QStyledItemDelegate):
         style = opt.widget.style() if opt.widget is not None else None
         if style is not None:
             style.drawControl(QStyle.ControlElement.CE_ItemViewItem, opt, painter, opt.widget)
+        ctx = QAbstractTextDocumentLayout.PaintContext()
+        role = (QPalette.ColorRole.HighlightedText if opt.state & QStyle.StateFlag.State_Selected
+                else QPalette.ColorRole.Text)
+        ctx.palette.setColor(QPalette.ColorRole.Text, opt.palette.color(role))
         painter.save()
         painter.translate(opt.rect.topLeft())
-        painter.setClipRect(opt.rect.translated(-opt.rect.topLeft()))
-        doc.drawContents(painter)
+        clip = opt.rect.translated(-opt.rect.topLeft())
+        painter.setClipRect(clip)
+        ctx.clip = clip.toRectF() if hasattr(clip, "toRectF") else clip
+        doc.documentLayout().draw(painter, ctx)
         painter.restore()
 
     def sizeHint(self, option, index) -> QSize:

@@ -25,7 +25,7 @@ MAX_TICKS = 24
 
 
 def short_label(label: str, context: int = 1) -> str:
-    """``"…on the [bank] of the…"`` → ``"the [bank] of"``: one word either side of the target."""
+    """``"…on the [bank] of the…"`` → ``"the [bank] of"``: one word either side."""
     words = label.strip("…").split(" ")
     at = next((i for i, w in enumerate(words) if w.startswith("[")), None)
     if at is None:
@@ -89,7 +89,7 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         self.names = list(names)
 
     def set_data(self, names: Sequence[str], matrices: np.ndarray, labels: Sequence[str]) -> None:
-        """Show ``matrices`` ``(K, n, n)`` titled by ``names``; ``labels`` name the n occurrences."""
+        """Show ``matrices`` ``(K, n, n)`` titled ``names``; ``labels`` name the n occurrences."""
         matrices = np.asarray(matrices, dtype=np.float64)
         if list(names) != self.names or not self.plots:
             self._build(names)
@@ -119,7 +119,8 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
                 for i in range(n):
                     for j in range(n):
                         v = matrices[k, i, j]
-                        t = pg.TextItem(f"{v:.2f}", color="k" if v > mid else "w", anchor=(0.5, 0.5))
+                        t = pg.TextItem(f"{v:.2f}", color="k" if v > mid else "w",
+                                        anchor=(0.5, 0.5))
                         t.setFont(font)
                         t.setPos(j + 0.5, i + 0.5)
                         plot.addItem(t)

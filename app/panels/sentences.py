@@ -36,12 +36,17 @@ class TokenTableModel(QAbstractTableModel):
     def __init__(self, parent=None):
         super().__init__(parent)
         self._tokens: List[str] = []
+        self._tokens_src: Optional[List[str]] = None
         self._norms: Optional[np.ndarray] = None        # (n, L+1) or None while pending
         self._n_layers = 0
         self._max_chars = 50
 
     def set_sentence(self, tokens: List[str], norms: Optional[np.ndarray], n_layers: int,
                      max_chars: int) -> None:
+        if (tokens is self._tokens_src and norms is self._norms and n_layers == self._n_layers
+                and max_chars == self._max_chars):
+            return                                   # same sentence, same data: keep the view
+        self._tokens_src = tokens
         self.beginResetModel()
         self._tokens = list(tokens)
         self._norms = norms
@@ -135,8 +140,11 @@ class SentencesPanel(QWidget):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setAlternatingRowColors(True)
         self.table.verticalHeader().setDefaultSectionSize(22)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.horizontalHeader().setStretchLastSection(True)
+        # no ResizeToContents: it asks the model about every row (seconds for a 5,000-token line)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.table.horizontalHeader().setStretchLastSection(False)
+        self.model.modelReset.connect(self._size_columns)
         fixed = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         fixed.setStyleHint(QFont.StyleHint.Monospace)
         self.table.setFont(fixed)
@@ -177,6 +185,16 @@ class SentencesPanel(QWidget):
         ws.model_changed.connect(self._on_model_changed)
         ws.selection_changed.connect(self._on_selection)
         self._refresh()
+
+    def _size_columns(self) -> None:
+        header = self.table.horizontalHeader()
+        if header.count() == 0:
+            return
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
+        width = self.table.fontMetrics().horizontalAdvance("00000.000") + 12
+        for col in range(1, header.count()):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
+            header.resizeSection(col, width if col > 1 else width * 3 // 4)
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
         return QSize(420, 640)
