@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Callable, Optional
 
 LOG_NAME = "elmo-explorer.log"
+#: Qt messages that say nothing about the app (the offscreen plugin on every dock/dialog)
+_HARMLESS = ("does not support propagateSizeHints",)
 _FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
 
 
@@ -80,6 +82,9 @@ def route_qt_messages():
               QtMsgType.QtFatalMsg: logging.CRITICAL}
 
     def handler(kind, _context, message):
-        qt_log.log(levels.get(kind, logging.WARNING), "%s", message)
+        level = levels.get(kind, logging.WARNING)
+        if any(m in message for m in _HARMLESS):
+            level = logging.DEBUG
+        qt_log.log(level, "%s", message)
 
     return qInstallMessageHandler(handler)

@@ -122,8 +122,24 @@ def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
             app.aboutToQuit.disconnect(worker.shutdown)
         return shooter.exit_code if shooter is not None else code
     finally:
-        worker.shutdown()
+        if not worker.shutdown(timeout_s=5.0):
+            _exit_now(worker)
         _destroy(window)
+
+
+def _exit_now(worker) -> None:
+    """A job ignores cancel (e.g. a one-time compile): leave without waiting or crashing.
+
+    Destroying a running QThread aborts the process, so the process ends here, after the log and
+    the standard streams are flushed (the settings were saved when the window closed).
+    """
+    from app.logging_setup import close_logging
+
+    log.error("quitting while %r is still running; not waiting for it", worker.current_job())
+    close_logging()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def _destroy(window) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 from PySide6.QtCore import Qt, QUrl, Signal
-from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QDesktopServices, QKeySequence, QShortcut
+from PySide6.QtGui import QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
                                QTabWidget, QVBoxLayout, QWidget)
 
@@ -15,6 +15,7 @@ from app import dialogs
 from app.panels import load_panel_classes
 from app.panels.sentences import SentencesPanel
 from app.settings import AppSettings
+from app.menus import build_menus, fill_export, fill_recent
 from app.status_bar import StatusArea
 from app.workspace import ModelSpec, Workspace
 from elmo_engine.atomic import atomic_write_text
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 REPO_RESOURCES = Path(__file__).resolve().parents[1] / "resources"
 DEMO_SENTENCES = REPO_RESOURCES / "demo_sentences.txt"
 CHECKPOINT_FILTER = "Checkpoints (*.json *.hdf5 *.h5 *.safetensors);;All files (*)"
+SHUTDOWN_WAIT_S = 5.0        # how long quitting waits for a job that cannot be interrupted
 TEXT_FILTER = "Text files (*.txt *.txt.gz *.gz);;All files (*)"
 
 
@@ -90,9 +92,11 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(central)
 
         self.status = StatusArea(self.statusBar(), self.workspace.worker, self)
-        self._build_menus()
+        build_menus(self)
         self._connect()
         self._restore_window()
+        if self.view_problems:
+            self.statusBar().showMessage("Not available: " + "; ".join(self.view_problems), 15000)
         # Everything imported and built so far (torch, Qt, numpy: ~180k objects) lives as long as the app.
         # Freezing it keeps the garbage collector's full passes, which hold the GIL, from scanning
         # it again and again: unfrozen, one pass took 50–400 ms and stalled the GUI thread.
@@ -114,78 +118,6 @@ class MainWindow(QMainWindow):
             self.tabs.addTab(panel, getattr(cls, "title", view.capitalize()))
         for p in self.view_problems:
             log.warning(p)
-
-    def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
-        act = QAction(text, self)
-        if shortcut is not None:
-            act.setShortcut(QKeySequence(shortcut))
-        if tip:
-            act.setStatusTip(tip)
-        act.triggered.connect(slot)
-        menu.addAction(act)
-        return act
-
-    def _build_menus(self) -> None:
-        mb = self.menuBar()
-        f = mb.addMenu("&File")
-        self.act_open_ckpt = self._action(f, "Open &checkpoint…", self.ask_open_checkpoint,
-                                          QKeySequence.StandardKey.Open,
-                                          "Open an options .json, weights .hdf5 or .safetensors file")
-        self._action(f, "Open checkpoint &folder…", self.ask_open_checkpoint_folder, "Ctrl+Shift+O")
-        self.act_demo = self._action(f, "Open &demo model", self.open_demo_model, "Ctrl+D")
-        self.recent_menu = f.addMenu("&Recent checkpoints")
-        self.recent_menu.aboutToShow.connect(self._fill_recent)
-        f.addSeparator()
-        self._action(f, "Open &sentences…", self.ask_open_sentences, "Ctrl+L")
-        self._action(f, "&Save sentences…", self.ask_save_sentences, QKeySequence.StandardKey.Save)
-        self._action(f, "Demo sentences", lambda: self.sentences.set_text(demo_sentences()))
-        f.addSeparator()
-        self.export_menu = f.addMenu("&Export")
-        self.export_menu.aboutToShow.connect(self._fill_export)
-        f.addSeparator()
-        self._action(f, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-
-        v = mb.addMenu("&View")
-        v.addAction(self.sentences_dock.toggleViewAction())
-        self._action(v, "Sentence editor", lambda: self.show_view("sentences"), "Ctrl+1")
-        for k, view in enumerate(self.panels, start=2):
-            self._action(v, self.tabs.tabText(k - 2), lambda _=False, w=view: self.show_view(w),
-                         f"Ctrl+{k}")
-
-        s = mb.addMenu("&Settings")
-        self._build_choice_menu(s.addMenu("&Device"), "device",
-                                [("auto", "Automatic (GPU when available)"), ("cpu", "CPU"),
-                                 ("cuda", "GPU (CUDA)")])
-        self._build_choice_menu(s.addMenu("&Precision"), "precision",
-                                [("fp32", "fp32 (exact)"), ("fp16", "fp16 (GPU only)"),
-                                 ("bf16", "bf16 (GPU only)")])
-
-        h = mb.addMenu("&Help")
-        self.act_info = self._action(h, "Model &info…", self.show_model_info, "Ctrl+I")
-        self._action(h, "Open &log folder", self.open_log_folder)
-        self._action(h, "&About", self.show_about)
-
-        esc = QShortcut(QKeySequence(Qt.Key.Key_Escape), self)
-        esc.setContext(Qt.ShortcutContext.WindowShortcut)
-        esc.activated.connect(self.cancel_jobs)
-
-    def _build_choice_menu(self, menu, key: str, choices) -> None:
-        cuda = _cuda_name()
-        group = QActionGroup(self)
-        group.setExclusive(True)
-        current = getattr(self.settings, key)
-        for value, text in choices:
-            if value == "cuda" and cuda:
-                text = f"GPU ({cuda})"
-            act = QAction(text, self, checkable=True)
-            act.setData(value)
-            act.setChecked(value == current)
-            if value in ("cuda", "fp16", "bf16") and not cuda:
-                act.setEnabled(False)
-                act.setToolTip("no CUDA GPU found")
-            act.triggered.connect(lambda _=False, k=key, v=value: self.set_run_option(k, v))
-            group.addAction(act)
-            menu.addAction(act)
 
     def _connect(self) -> None:
         ws = self.workspace
@@ -244,6 +176,15 @@ class MainWindow(QMainWindow):
         self.banner.show()
 
     # ---- model ---------------------------------------------------------------------------------
+    def load_demo_sentences(self) -> None:
+        self.sentences.set_text(demo_sentences())
+
+    def _fill_recent(self) -> None:
+        fill_recent(self)
+
+    def _fill_export(self) -> None:
+        fill_export(self)
+
     def open_checkpoint(self, path) -> int:
         """Load a checkpoint on the worker with the device/precision settings."""
         self.statusBar().showMessage(f"Loading {path}…")
@@ -270,18 +211,6 @@ class MainWindow(QMainWindow):
         if path:
             self.settings.last_dir = path
             self.open_checkpoint(path)
-
-    def _fill_recent(self) -> None:
-        self.recent_menu.clear()
-        items = self.settings.recent_checkpoints()
-        for p in items:
-            act = self.recent_menu.addAction(p)
-            act.triggered.connect(lambda _=False, path=p: self.open_checkpoint(path))
-        if not items:
-            self.recent_menu.addAction("(none)").setEnabled(False)
-        else:
-            self.recent_menu.addSeparator()
-            self.recent_menu.addAction("Clear list", self.settings.clear_recent_checkpoints)
 
     def _on_model_changed(self) -> None:
         ws = self.workspace
@@ -357,22 +286,6 @@ class MainWindow(QMainWindow):
             on_error=lambda m: self.show_error("Cannot save sentences", m))
 
     # ---- export, views, help -----------------------------------------------------------------
-    def _fill_export(self) -> None:
-        self.export_menu.clear()
-        sources = [(self.sentences.title, self.sentences)]
-        sources += [(self.tabs.tabText(self.tabs.indexOf(p)), p) for p in self.panels.values()]
-        for title, panel in sources:
-            try:
-                actions = list(panel.export_actions())
-            except Exception:
-                log.exception("export actions of %s failed", title)
-                continue
-            if not actions:
-                continue
-            self.export_menu.addSection(title)
-            for act in actions:
-                self.export_menu.addAction(act)
-
     def show_view(self, view: str) -> None:
         """Bring a view to the front: "sentences" or one of the panel names."""
         if view == "sentences":
@@ -418,16 +331,7 @@ class MainWindow(QMainWindow):
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         self.save_session()
-        self.workspace.worker.shutdown()
+        self.hide()                                  # gone at once, even if a job must finish
+        if not self.workspace.worker.shutdown(timeout_s=SHUTDOWN_WAIT_S):
+            log.error("a job did not stop within %.0f s of quitting", SHUTDOWN_WAIT_S)
         super().closeEvent(event)
-
-
-def _cuda_name() -> str:
-    try:
-        import torch
-
-        if torch.cuda.is_available():
-            return torch.cuda.get_device_name(0)
-    except Exception:  # no usable CUDA runtime: CPU only
-        log.info("CUDA not available", exc_info=True)
-    return ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import threading
 import time
 import traceback
@@ -43,6 +44,20 @@ class _Job:
     stale: bool = False             # set on the GUI thread only
 
 
+WORKER_NICE = 5        # the worker yields the CPU to the GUI thread when the machine is busy
+
+
+def _lower_priority() -> None:
+    """Raise this thread's niceness (Linux: per thread) so the GUI thread wins CPU contention."""
+    if not hasattr(os, "setpriority") or not hasattr(threading, "get_native_id"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + WORKER_NICE))
+    except OSError:               # not permitted or not supported: run at normal priority
+        log.debug("could not lower the worker thread's priority", exc_info=True)
+
+
 class _Thread(QThread):
     """Pops jobs from the queue and runs them; reports through the owner's private signals."""
 
@@ -51,6 +66,7 @@ class _Thread(QThread):
         self._owner = owner
 
     def run(self) -> None:  # noqa: D401 - Qt override
+        _lower_priority()
         owner = self._owner
         while True:
             job = owner._next_job()
@@ -169,7 +185,7 @@ class Worker(QObject):
             job = self._running
         return None if job is None else (job.id, job.name)
 
-    def shutdown(self, timeout_s: float = 30.0) -> bool:
+    def shutdown(self, timeout_s: float = 10.0) -> bool:
         """Cancel everything, stop the thread and wait for it. Return True if it stopped."""
         if self._stopping:
             return not self._thread.isRunning()
@@ -205,25 +221,25 @@ class Worker(QObject):
         if job is None:
             return
         kind, value = outcome
-        try:
-            if job.stale or kind == "cancelled":
-                self.job_cancelled.emit(job_id)
-                self.job_finished.emit(job_id)
-            elif kind == "ok":
-                self.job_finished.emit(job_id)
-                if job.on_result is not None:
-                    self._call(job, job.on_result, value)
-            else:
-                message, _tb = value
-                self.job_failed.emit(job_id, message)
-                if job.on_error is not None:
-                    self._call(job, job.on_error, message)
-                else:
-                    self.unhandled_error.emit(job.name, message)
-        finally:
-            if not self._jobs:
-                self.busy_changed.emit(False)
-                self.idle.emit()
+        callback, arg = None, None
+        if job.stale or kind == "cancelled":
+            self.job_cancelled.emit(job_id)
+            self.job_finished.emit(job_id)
+        elif kind == "ok":
+            self.job_finished.emit(job_id)
+            callback, arg = job.on_result, value
+        else:
+            message, _tb = value
+            self.job_failed.emit(job_id, message)
+            callback, arg = job.on_error, message
+        # the busy state is settled before the callback runs: a callback may open a modal dialog
+        if not self._jobs:
+            self.busy_changed.emit(False)
+            self.idle.emit()
+        if callback is not None:
+            self._call(job, callback, arg)
+        elif kind == "error" and not job.stale:
+            self.unhandled_error.emit(job.name, arg)
 
     def _call(self, job: _Job, callback: Callable, arg: Any) -> None:
         try:

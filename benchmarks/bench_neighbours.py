@@ -25,11 +25,10 @@ from elmo_engine.neighbours import NeighbourIndex
 
 def default_checkpoint() -> Path:
     """The demo model's folder, else the shared fixture model's."""
-    try:
-        from elmo_engine.resources import demo_checkpoint_path
+    from elmo_engine.resources import demo_checkpoint_available, demo_checkpoint_path
+    if demo_checkpoint_available():
         return Path(demo_checkpoint_path())
-    except (ImportError, OSError):
-        return Path(__file__).resolve().parents[2] / "shared/fixtures/elmo/allennlp"
+    return Path(__file__).resolve().parents[2] / "shared/fixtures/elmo/allennlp"
 
 
 def real_index(path: str, checkpoint: str, n_tokens: int):
@@ -38,7 +37,7 @@ def real_index(path: str, checkpoint: str, n_tokens: int):
 
     from elmo_engine.checkpoint import load_checkpoint
     from elmo_engine.embedder import Embedder
-    from elmo_engine.neighbours import build_index, read_corpus
+    from elmo_engine.neighbour_corpus import build_index, read_corpus
 
     torch.set_num_threads(1)
     sents, total = [], 0

@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 from elmo_engine.projection import (LayerSpec, Projector, all_tokens, exact_knn,  # noqa: E402
                                     layer_features, pca, warm_up)
-from elmo_engine.projection.compute import _fit, _quiet_third_party  # noqa: E402
+from elmo_engine.projection.umapfit import _fit, _quiet_third_party  # noqa: E402
 
 TEXT = REPO.parent / "shared" / "data" / "openstax_prose" / "valid.txt"
 

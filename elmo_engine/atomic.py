@@ -1,15 +1,48 @@
 """Atomic file writes: write to a temporary file beside the target, fsync, then rename.
 
 A crash or an error leaves either the old file or the new one, never half of one, and never a
-stray temporary file after an error.
+stray temporary file after an error. A process killed mid-write can leave a hidden
+``.NAME.XXXX.SUFFIX.part`` file; :func:`cleanup_stale_parts` removes old ones. A disk that is
+full (or a quota, a size limit, a read-only file system) becomes a :class:`WriteError`, which is
+both an :class:`~elmo_engine.errors.ElmoError` (a clear message for the user) and an ``OSError``
+(so callers that treat the write as optional keep working).
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
+import time
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
+
+from elmo_engine.errors import ElmoError
+
+PART_SUFFIX = ".part"
+_DISK_FULL = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded",
+              errno.EFBIG: "File too large", errno.EROFS: "Read-only file system"}
+
+
+class WriteError(ElmoError, OSError):
+    """A file could not be written because the disk is full (or read-only, or over a quota)."""
+
+    def __init__(self, target, code: int, reason: str):
+        super().__init__(code, reason, str(target))
+
+    def __str__(self) -> str:
+        return (f"cannot write {self.filename}: {self.strerror}; nothing was written and any "
+                "earlier version of the file is unchanged")
+
+
+def _disk_full(e: BaseException) -> Optional[int]:
+    """The errno of a disk-full style failure (also when a library only put it in the text)."""
+    if not isinstance(e, OSError) or isinstance(e, ElmoError):
+        return None
+    if e.errno in _DISK_FULL:
+        return e.errno
+    text = str(e)
+    return next((code for code, words in _DISK_FULL.items() if words in text), None)
 
 
 @contextlib.contextmanager
@@ -21,8 +54,8 @@ def atomic_path(target, suffix: str = "") -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=(suffix or target.suffix) + ".part",
-                               dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.",
+                               suffix=(suffix or target.suffix) + PART_SUFFIX, dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
@@ -32,10 +65,126 @@ def atomic_path(target, suffix: str = "") -> Iterator[Path]:
             os.fsync(fh.fileno())
         os.replace(tmp_path, target)
         _fsync_dir(target.parent)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             tmp_path.unlink()
+        code = _disk_full(e)
+        if code is not None:
+            raise WriteError(target, code, _DISK_FULL[code]) from e
         raise
+
+
+def cleanup_stale_parts(folder, min_age_s: float = 60.0, recursive: bool = False,
+                        target: Optional[str] = None) -> int:
+    """Remove temporary files that a killed process left behind; return how many.
+
+    Only hidden ``.NAME.*.part`` files (the names :func:`atomic_path` makes) older than
+    ``min_age_s`` seconds are removed, so a write in progress in another process is not touched.
+    ``target`` limits the cleanup to the temporary files of one file name; ``recursive`` also
+    looks in sub-folders (the activation cache's fan-out folders).
+    """
+    folder = Path(folder)
+    prefix = f".{target}." if target else "."
+    cutoff = time.time() - min_age_s
+    removed = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for entry in entries:
+        with contextlib.suppress(OSError):
+            if entry.is_dir(follow_symlinks=False):
+                if recursive:
+                    removed += cleanup_stale_parts(entry.path, min_age_s, True, target)
+            elif (entry.name.startswith(prefix) and entry.name.endswith(PART_SUFFIX)
+                  and entry.stat(follow_symlinks=False).st_mtime <= cutoff):
+                os.unlink(entry.path)
+                removed += 1
+    return removed
+
+
+@contextlib.contextmanager
+def atomic_hdf5(target) -> Iterator["h5py.File"]:
+    """Yield an ``h5py.File`` open for writing that replaces ``target`` when the block ends.
+
+    The file is written through :class:`_SafeWriter`: HDF5 2.0 crashes the process (a
+    segmentation fault) when a write fails inside the library and the file is then flushed or
+    closed, which is what happens when the disk fills up. The writer records the first failed
+    write and lets the library believe it succeeded; the failure is raised after the file is
+    closed (a :class:`WriteError` for a full disk) and the temporary file is removed.
+    """
+    import h5py
+
+    with atomic_path(target) as tmp:
+        with open(tmp, "r+b", buffering=0) as raw:
+            guard = _SafeWriter(raw)
+            fh = h5py.File(guard, "w")
+            try:
+                yield fh
+            finally:
+                fh.close()
+            guard.raise_failure()
+
+
+class _SafeWriter:
+    """A binary file for h5py's file-object driver that never reports a failed write."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.error: Optional[OSError] = None
+
+    def raise_failure(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+    def _guard(self, op, *args, default=None):
+        if self.error is None:
+            try:
+                return op(*args)
+            except OSError as e:
+                self.error = e
+        return default
+
+    def write(self, data) -> int:
+        view = memoryview(data).cast("B")
+
+        def write_all():
+            done = 0
+            while done < len(view):
+                done += self.raw.write(view[done:]) or 0
+            return done
+
+        self._guard(write_all)
+        return len(view)
+
+    def readinto(self, buf) -> int:
+        view = memoryview(buf).cast("B")
+        done = 0
+        while done < len(view):
+            n = self.raw.readinto(view[done:])
+            if not n:
+                break
+            done += n
+        return done
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            return self.raw.readall()
+        buf = bytearray(size)
+        return bytes(buf[:self.readinto(buf)])
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self.raw.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self.raw.tell()
+
+    def truncate(self, size: Optional[int] = None) -> int:
+        result = self._guard(self.raw.truncate, size)
+        return size if result is None else result
+
+    def flush(self) -> None:
+        self._guard(self.raw.flush)
 
 
 def atomic_write_bytes(target, data: bytes) -> None:

@@ -21,7 +21,7 @@ from typing import Callable, Dict, Optional, Tuple
 import numpy as np
 import torch
 
-from elmo_engine.atomic import atomic_path, atomic_write_text
+from elmo_engine.atomic import atomic_hdf5, atomic_path, atomic_write_text
 from elmo_engine.bilm import BiLM
 from elmo_engine.errors import CheckpointError
 from elmo_engine.options import BiLMOptions
@@ -464,16 +464,13 @@ def _short(e: BaseException) -> str:
 def save_published(model: BiLM, folder, options_name="options.json",
                    weights_name="lm_weights.hdf5", extra_options: Optional[dict] = None) -> Tuple[Path, Path]:
     """Write ``options.json`` + weights HDF5 in the published layout (atomically, each file)."""
-    import h5py
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tensors = model_tensors(model)
     weights = folder / weights_name
-    with atomic_path(weights) as tmp:
-        with h5py.File(tmp, "w") as fh:
-            for name, arr in tensors.items():
-                fh.create_dataset(name, data=arr.astype(np.float32))
+    with atomic_hdf5(weights) as fh:            # a full disk is a WriteError, not a crash
+        for name, arr in tensors.items():
+            fh.create_dataset(name, data=arr.astype(np.float32))
     opts_dict = model.opts.to_json_dict()
     opts_dict.update(extra_options or {})
     options = folder / options_name
@@ -483,14 +480,16 @@ def save_published(model: BiLM, folder, options_name="options.json",
 
 def save_native(model: BiLM, folder, metadata: Optional[dict] = None) -> Tuple[Path, Path]:
     """Write ``bilm.json`` + ``bilm.safetensors`` (atomically, each file)."""
-    from safetensors.numpy import save_file
+    from safetensors.numpy import save as serialize
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     tensors = {k: np.ascontiguousarray(v) for k, v in model_tensors(model).items()}
     weights = folder / NATIVE_WEIGHTS
     with atomic_path(weights) as tmp:
-        save_file(tensors, str(tmp))
+        # serialised in memory: save_file writes through its own hidden ".tmpXXXXXX" file
+        # beside the target, which a process killed mid-save would leave behind
+        tmp.write_bytes(serialize(tensors))
     cfg = {"format": NATIVE_FORMAT, "version": 1, "options": model.opts.to_json_dict()}
     if metadata:
         cfg["metadata"] = metadata

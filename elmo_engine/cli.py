@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = {
     "train-lm": "elmo_engine.lm_train.cli",
     "probe": "elmo_engine.probe_cli",
     "export": "elmo_engine.export_cli",
+    "contexts": "elmo_engine.compare_cli",
 }
 
 

@@ -66,7 +66,7 @@ def _floats(text: Optional[str], what: str) -> Optional[List[float]]:
 
 
 def _sentences(path: Optional[Path]) -> List[List[str]]:
-    from elmo_engine.neighbours import read_corpus
+    from elmo_engine.neighbour_corpus import read_corpus
     if path is None:
         path = Path(__file__).resolve().parents[1] / "resources" / "demo_sentences.txt"
         if not path.is_file():
@@ -82,8 +82,8 @@ def run(args) -> int:
     """Run the ``contexts`` subcommand; print the summary, write the requested files."""
     from elmo_engine.checkpoint import load_checkpoint
     from elmo_engine.embedder import Embedder
-    from elmo_engine.neighbours import build_index, neighbour_table, read_corpus, \
-        write_neighbours_csv
+    from elmo_engine.neighbour_corpus import build_index, read_corpus
+    from elmo_engine.neighbours import neighbour_table, write_neighbours_csv
 
     tokens = _sentences(args.sentences)
     if args.checkpoint is None:

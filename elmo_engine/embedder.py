@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from elmo_engine.atomic import atomic_path
+from elmo_engine.atomic import atomic_path, cleanup_stale_parts
 from elmo_engine.bilm import BiLM, LSTMState
 from elmo_engine.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
 from elmo_engine.errors import InputError
@@ -91,6 +91,8 @@ class Embedder:
         info = getattr(model, "info", None)
         self.checksum = info.checksum if info is not None else _model_digest(model)
         self.cache_dir = Path(cache_dir) / self.checksum[:16] / precision if cache_dir else None
+        if self.cache_dir is not None:           # temporary files of a killed earlier run
+            cleanup_stale_parts(self.cache_dir, recursive=True)
         self._types: Dict[str, torch.Tensor] = {}
         self._sentences: "OrderedDict[Tuple[str, ...], np.ndarray]" = OrderedDict()
         self._slots: Optional[LSTMState] = None
@@ -169,24 +171,28 @@ class Embedder:
         if batch:
             yield batch
 
-    def _run_stateless(self, batch: List[Tuple[str, ...]]) -> List[np.ndarray]:
+    def _run_stateless(self, batch: List[Tuple[str, ...]], fell_back: bool = False
+                       ) -> List[np.ndarray]:
         try:
             layers, _ = self._forward(batch, None)
         except torch.cuda.OutOfMemoryError:
-            return self._retry_smaller(batch)
+            return self._retry_smaller(batch, fell_back)
         return [layers[:, r, 1:len(s) + 1].float().cpu().numpy() for r, s in enumerate(batch)]
 
-    def _retry_smaller(self, batch):
+    def _retry_smaller(self, batch, fell_back: bool = False):
         torch.cuda.empty_cache()
         if len(batch) > 1:
             half = len(batch) // 2
             self._warn(f"GPU out of memory on a batch of {len(batch)} sentences; retrying in "
                        "smaller batches")
             return self._run_stateless(batch[:half]) + self._run_stateless(batch[half:])
+        if fell_back:                            # nowhere left to fall back to
+            raise InputError(f"out of memory on a sentence of {len(batch[0])} tokens even on the "
+                             "CPU; split it into shorter sentences")
         self._warn("GPU out of memory on a single sentence of "
                    f"{len(batch[0])} tokens; falling back to the CPU")
         self._move(torch.device("cpu"))
-        return self._run_stateless(batch)
+        return self._run_stateless(batch, fell_back=True)
 
     def _move(self, device: torch.device) -> None:
         self.device = device

@@ -39,7 +39,9 @@ def scalar_mix_numpy(layers: np.ndarray, s: Sequence[float], gamma: float = 1.0,
     layers : (K, ..., D) the stacked layers
     s : (K,) pre-softmax scalars
     gamma : the scale γ
-    mask : (...) boolean, True for valid positions (the middle axes of ``layers``); default all
+    mask : (...) boolean, True for valid positions (the middle axes of ``layers``); default all.
+        Only the layer-norm statistics use it; padded positions are mixed like the others (as
+        in AllenNLP) and should be ignored by the caller
     layer_norm : normalise each layer by its scalar mean/variance over the valid elements
     eps : added to the variance
 
@@ -60,10 +62,7 @@ def scalar_mix_numpy(layers: np.ndarray, s: Sequence[float], gamma: float = 1.0,
             var = ((valid - mu) ** 2).mean()
             normed.append((h[k] - mu) / np.sqrt(var + eps))
         h = np.stack(normed)
-    out = gamma * np.tensordot(w, h, axes=(0, 0))                   # (..., D)
-    if mask is not None:
-        out = out * np.asarray(mask, bool)[..., None]
-    return out
+    return gamma * np.tensordot(w, h, axes=(0, 0))                 # (..., D)
 
 
 class ScalarMix(nn.Module):
@@ -116,7 +115,7 @@ class ScalarMix(nn.Module):
         Parameters
         ----------
         layers : (K, ..., D) tensor, or a sequence of K tensors (..., D)
-        mask : (...) boolean/0-1 tensor of valid positions (needed for layer norm with padding)
+        mask : (...) boolean/0-1 tensor of valid positions; only the layer-norm statistics use it
 
         Returns
         -------
@@ -129,10 +128,7 @@ class ScalarMix(nn.Module):
         if self.layer_norm:
             h = self._normalise(h, mask)
         mixed = torch.tensordot(w, h, dims=([0], [0]))              # (..., D)
-        out = self.gamma.to(h.dtype) * mixed
-        if mask is not None:
-            out = out * mask.to(out.dtype).unsqueeze(-1)
-        return out
+        return self.gamma.to(h.dtype) * mixed
 
     def _normalise(self, h: torch.Tensor, mask: Optional[torch.Tensor]) -> torch.Tensor:
         # h: (K, ..., D); one scalar mean and variance per layer over the valid elements

@@ -62,6 +62,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-layer-norm", action="store_true",
                    help="do not scale each layer to zero mean / unit variance before probing")
     p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's choice; 1 is fastest on a busy machine)")
     p.add_argument("--out", type=Path, required=True, help="results JSON to write")
     p.set_defaults(func=run)
     return p
@@ -197,6 +199,10 @@ def run(args) -> int:
         args.batch_size = 1024 if args.task.endswith("wsd") else 256
     if args.epochs < 1 or args.patience < 1 or args.batch_size < 1 or args.hidden < 0:
         raise InputError("--epochs, --patience and --batch-size must be positive, --hidden >= 0")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise InputError("--threads must be at least 1")
+        torch.set_num_threads(args.threads)
     data = load_task_data(args)
     device = pick_device(args.device)
     model = load_checkpoint(args.checkpoint or _default_checkpoint(), device=device)
@@ -271,5 +277,29 @@ def results_rows(results) -> List[List[str]]:
     return rows
 
 
-__all__ = ["RESULT_COLUMNS", "results_rows", "ProbeTask", "TASKS", "add_parser", "demo_task", "file_task", "load_task_data", "run",
+def write_results_csv(results, path) -> None:
+    """The :func:`results_rows` table as CSV, written atomically."""
+    import csv
+    import io
+
+    from elmo_engine.atomic import atomic_write_text
+
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(RESULT_COLUMNS)
+    writer.writerows(results_rows(results))
+    atomic_write_text(path, buf.getvalue())
+
+
+def write_results_json(results, path) -> None:
+    """A JSON list of ``results.json`` objects, written atomically."""
+    import json
+
+    from elmo_engine.atomic import atomic_write_text
+
+    atomic_write_text(path, json.dumps([r.to_dict() for r in results], indent=2,
+                                       ensure_ascii=False) + "\n")
+
+
+__all__ = ["RESULT_COLUMNS", "write_results_csv", "write_results_json", "results_rows", "ProbeTask", "TASKS", "add_parser", "demo_task", "file_task", "load_task_data", "run",
            "summary"]

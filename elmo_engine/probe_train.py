@@ -9,7 +9,7 @@ the candidate classes of each example (the senses its lemma had in training).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, Optional
 
 import numpy as np
 import torch
@@ -105,16 +105,26 @@ class Normaliser:
 
     def __init__(self, x: np.ndarray, enabled: bool = True):
         k = x.shape[0]
+        self.mu, self.sd = np.zeros(k, np.float32), np.ones(k, np.float32)
         if enabled:
-            self.mu = np.array([x[i].mean(dtype=np.float64) for i in range(k)], np.float32)
-            self.sd = np.array([x[i].std(dtype=np.float64) for i in range(k)], np.float32) + 1e-6
-        else:
-            self.mu, self.sd = np.zeros(k, np.float32), np.ones(k, np.float32)
+            for i in range(k):
+                total = sq = 0.0
+                for a in range(0, x.shape[1], 65536):              # chunks: no float64 copy
+                    part = x[i, a:a + 65536].astype(np.float64)
+                    total += part.sum()
+                    sq += np.square(part).sum()
+                n = max(x[i].size, 1)
+                mean = total / n
+                self.mu[i] = mean
+                self.sd[i] = np.sqrt(max(sq / n - mean * mean, 0.0)) + 1e-6
+        self._t: Optional[tuple] = None
 
     def torch(self, xb: torch.Tensor) -> torch.Tensor:
         # xb: (K, B, D)
-        mu = torch.from_numpy(self.mu).to(xb)[:, None, None]
-        sd = torch.from_numpy(self.sd).to(xb)[:, None, None]
+        if self._t is None or self._t[0].device != xb.device:
+            self._t = (torch.from_numpy(self.mu).to(xb)[:, None, None],
+                       torch.from_numpy(self.sd).to(xb)[:, None, None])
+        mu, sd = self._t
         return (xb - mu) / sd
 
     def numpy(self, x: np.ndarray) -> np.ndarray:
@@ -171,9 +181,11 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
             xb = norm.torch(train.x[:, idx])                                           # (K, B, D)
             cb = None if train.cand is None else train.cand[idx]
             logits = model(xb, cb)                                                     # (H, B, M)
-            yb = train.y[idx]
-            loss_h = torch.stack([F.cross_entropy(logits[h], yb, ignore_index=-1)
-                                  for h in range(n_heads)])                            # (H,)
+            yb = train.y[idx]                                                          # (B,)
+            per = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.repeat(n_heads),
+                                  ignore_index=-1, reduction="none").view(n_heads, -1)  # (H, B)
+            valid = max(int((yb >= 0).sum()), 1)
+            loss_h = per.sum(dim=1) / valid                                            # (H,)
             opt.zero_grad()
             loss_h.sum().backward()
             opt.step()

@@ -44,7 +44,8 @@ DESCRIPTION = (
     "softmax(s)_k h_k feeding one linear classifier, trained together; 'weights' are the "
     "softmax-normalised s_k (they sum to 1) and measure how useful each layer was to this probe, "
     "not what a layer 'is'. 'baselines': majority label (WSD: each lemma's most frequent training "
-    "sense) and, for WSD, WordNet's first sense. All scores are fractions in [0, 1].")
+    "sense) and, for WSD, WordNet's first sense. 'wall_time_s': seconds from the sentences to the "
+    "results, embedding included ('timings' splits it). All scores are fractions in [0, 1].")
 
 
 @dataclass
@@ -109,6 +110,7 @@ class ProbeResult:
     config: Dict[str, object]
     history: Dict[str, object]
     wall_time_s: float = 0.0
+    timings: Dict[str, float] = field(default_factory=dict)
     description: str = DESCRIPTION
 
     @property
@@ -169,7 +171,8 @@ class _Encoder:
         return Split(x, y.to(device), cand.to(device))
 
     def labels(self, split: Split, pos: torch.Tensor, ex: Examples) -> List[Optional[str]]:
-        """Predicted labels from argmax positions (H, N) → for head 0 … use per head by caller."""
+        """Labels of one head's argmax positions ``pos`` (N,); WSD examples of lemmas unseen in
+        training (no candidates) get their first sense."""
         if split.cand is None:
             return [self.classes[int(p)] for p in pos]
         out: List[Optional[str]] = []
@@ -274,9 +277,10 @@ def run_probe(train: Examples, dev: Examples, test: Examples, config: ProbeConfi
               "test_sentences": test.n_sentences, "labels": len(set(train.labels)),
               "dim": int(train.features.shape[2])}
     cfg = asdict(config)
+    elapsed = time.perf_counter() - t0
     return ProbeResult(task, name or task, label, model, layers, mix,
-                       majority_baseline(train, test), counts, cfg, history,
-                       time.perf_counter() - t0)
+                       majority_baseline(train, test), counts, cfg, history, elapsed,
+                       {"probe_training_s": elapsed})
 
 
 def _train_all(train: Examples, dev: Examples, test: Examples, norm: Normaliser,
@@ -333,11 +337,13 @@ def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Seq
         def extract(sents, what):
             return tagging_examples(embedder, sents, state, what)
     ex_train, ex_dev, ex_test = extract(train, "training"), extract(dev, "dev"), extract(test, "test")
+    embed_s = time.perf_counter() - t0
     info = getattr(getattr(embedder, "model", None), "info", None)
     model = getattr(info, "name", "") or getattr(embedder, "checksum", "")[:16]
     result = run_probe(ex_train, ex_dev, ex_test, config, task, name, label, str(model), state,
                        on_event)
     result.wall_time_s = time.perf_counter() - t0
+    result.timings["embedding_s"] = embed_s
     result.config["max_train_sentences"] = max_train_sentences
     return result
 

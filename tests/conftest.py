@@ -32,6 +32,12 @@ def data_dir() -> Path:
 
 
 # ---- Qt app fixtures (app helper) ----------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _never_user_settings(tmp_path_factory, monkeypatch):
+    """Every test keeps the app's settings and logs in a temporary folder, never the user's."""
+    monkeypatch.setenv("ELMO_EXPLORER_SETTINGS_DIR", str(tmp_path_factory.getbasetemp() / "app-settings"))
+
+
 @pytest.fixture
 def app_settings_dir(tmp_path, monkeypatch) -> Path:
     """A per-test settings + data folder; the user's real QSettings are never touched."""

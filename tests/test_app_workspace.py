@@ -145,3 +145,19 @@ def test_tokens_without_a_model(qtbot, ws):
         ws.set_sentences(["I don't know."])
     assert ws.tokens == [["I", "do", "n't", "know", "."]]
     assert ws.activations == [None] and not ws.all_embedded() and ws.n_layers == 0
+
+
+def test_gpu_choices_without_a_gpu(qtbot, ws, tiny_checkpoint):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this checks the CPU-only fallbacks")
+    with qtbot.waitSignal(ws.message, timeout=20000) as blocker:
+        ws.load_model(ModelSpec(str(tiny_checkpoint), device="auto", precision="fp16"))
+    assert blocker.args[0] == "fp16 needs a GPU; running in fp32 on the CPU"
+    qtbot.waitUntil(lambda: ws.model_spec is not None, timeout=20000)
+    assert ws.model_spec.precision == "fp32" and ws.device_label == "CPU"
+    with qtbot.waitSignal(ws.model_load_failed, timeout=20000) as failed:
+        ws.load_model(ModelSpec(str(tiny_checkpoint), device="cuda"))
+    assert "no CUDA device" in failed.args[1]
+    assert ws.model_spec.device == "auto"                     # the CPU model stays

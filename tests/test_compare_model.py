@@ -9,9 +9,10 @@ import torch
 
 from elmo_engine import compare as cmp
 from elmo_engine.errors import InputError
-from elmo_engine.neighbours import (IndexCache, NeighbourIndex, WordIndex, build_index,
-                                    highlight_html, index_key, read_corpus, read_vocabulary,
-                                    top_k, write_neighbours_csv)
+from elmo_engine.neighbour_corpus import (IndexCache, build_index, index_key, read_corpus,
+                                          read_vocabulary)
+from elmo_engine.neighbours import (NeighbourIndex, WordIndex, highlight_html, top_k,
+                                    write_neighbours_csv)
 
 SENTS = [
     "we sat on the bank of the river and watched the water".split(),
@@ -105,6 +106,11 @@ def test_build_index_cache_and_words(embedder, tmp_path):
     first = cache.get_or_build(embedder, SENTS, vocab)
     assert first.key == index_key(embedder.checksum, SENTS, vocab)
     assert cache.get_or_build(embedder, SENTS, vocab) is first
+    assert first.nbytes > 0
+    small = IndexCache(max_bytes=1)                      # over budget: only the newest stays
+    a = small.get_or_build(embedder, SENTS[:2])
+    b = small.get_or_build(embedder, SENTS[2:])
+    assert small.get(b.key) is b and small.get(a.key) is None
     assert len(list(tmp_path.glob("neighbours-*.npz"))) == 1
     loaded = IndexCache(tmp_path).get(first.key)                 # from disk, a new cache
     assert loaded is not None and loaded.tokens == first.tokens

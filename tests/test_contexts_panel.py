@@ -8,6 +8,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
+from PySide6.QtCore import Qt  # noqa: E402
+
 from app.panels.contexts import ContextsPanel  # noqa: E402
 from app.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
 from elmo_engine import compare as cmp  # noqa: E402
@@ -74,6 +76,16 @@ def test_hover_text(panel, qtbot):
     assert text.startswith("layer 1: #1 ") and "#3 " in text
     assert text.endswith(f"{comp.matrices[1, 0, 2]:.4f}")
     assert panel.hover_label.text() == text
+    # a real mouse move over another cell
+    view_pos = grid.mapFromScene(grid.scene_pos_of(3, 2, 1))
+    with qtbot.waitSignal(grid.hovered, timeout=2000,
+                          check_params_cb=lambda t: t.startswith("mix: #3 ")) as sig:
+        qtbot.mouseMove(grid.viewport(), view_pos)
+    assert sig.args[0].endswith(f"{comp.matrices[3, 2, 1]:.4f}")
+    # clicking a cell selects its row's occurrence (for the neighbour table)
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        qtbot.mouseClick(grid.viewport(), Qt.MouseButton.LeftButton, pos=view_pos)
+    assert panel.query == comp.occurrences[2] and panel.ws.selection == TokenRef(2, 1)
 
 
 def test_toggles_groups_and_selection(panel, qtbot):
@@ -133,18 +145,26 @@ def test_exports_write_files(panel, qtbot, tmp_path):
     with open(tmp_path / "n.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["view"] for r in rows} == {"layer 0", "layer 1", "layer 2"} and len(rows) == 24
-    panel.occ_table.selectRow(2)
+    with qtbot.waitSignal(panel.exported, timeout=5000):      # one row selected: all rows
+        panel.export_vectors_npz(tmp_path / "all.npz")
+    with np.load(tmp_path / "all.npz", allow_pickle=False) as z:
+        np.testing.assert_array_equal(z["vectors"], panel.vectors)
+    sel = panel.occ_table.selectionModel()
+    model = panel.occ_table.model()
+    panel.occ_table.clearSelection()
+    for r in (1, 2):
+        sel.select(model.index(r, 0), sel.SelectionFlag.Select | sel.SelectionFlag.Rows)
     with qtbot.waitSignal(panel.exported, timeout=5000):
         panel.export_vectors_npz(tmp_path / "v.npz")
     with np.load(tmp_path / "v.npz", allow_pickle=False) as z:
-        np.testing.assert_array_equal(z["vectors"], panel.vectors[:, [2]])
-        assert list(z["sentence"]) == [2] and list(z["word"]) == ["bank"]
+        np.testing.assert_array_equal(z["vectors"], panel.vectors[:, [1, 2]])
+        assert list(z["sentence"]) == [1, 2] and list(z["word"]) == ["bank", "bank"]
     with qtbot.waitSignal(panel.exported, timeout=5000):
         panel.export_vectors_tsv(tmp_path / "v.tsv", view=1)
-    np.testing.assert_allclose(np.loadtxt(tmp_path / "v.tsv", delimiter="\t").reshape(1, -1),
-                               panel.vectors[1, [2]], rtol=1e-5, atol=1e-6)
-    assert (tmp_path / "v.metadata.tsv").read_text(encoding="utf-8").splitlines()[1].startswith(
-        "2\t1\tbank")
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "v.tsv", delimiter="\t"),
+                               panel.vectors[1, [1, 2]], rtol=1e-5, atol=1e-6)
+    meta = (tmp_path / "v.metadata.tsv").read_text(encoding="utf-8").splitlines()
+    assert meta[0] == "sentence\ttoken\tword\tgroup\ttext" and meta[2].startswith("2\t1\tbank")
     assert len(panel.export_actions()) == 5 and all(a.isEnabled() for a in panel.export_actions())
 
 
@@ -160,12 +180,24 @@ def test_reference_file_joins_the_corpus(panel, qtbot, tmp_path):
     assert panel.ref_label.text() == "ref.txt: 2 sentences"
     # the query token (sentence 0) is still left out of its own neighbours
     assert all((nb.sentence, nb.token) != panel.query for _, nbs in panel.table.layers for nb in nbs)
+    # the anisotropy reference is now the whole corpus (loaded sentences + the reference file)
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_corrected(True)
+    vec = cmp.gather(panel.ws.activations, panel.comparison.occurrences)
+    np.testing.assert_allclose(panel.comparison.matrices,
+                               cmp.compare(vec, None, "both", panel.index.mean).matrices, atol=1e-6)
+    assert not np.allclose(panel.index.mean, cmp.reference_mean(panel.ws.activations))
+    assert f"mean of {loaded + 14:,} tokens" in panel.status.text()
 
 
 def test_new_sentences_recompute_and_signal_ready(panel, qtbot):
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_group(1, "money")
     with qtbot.waitSignal(panel.ready, timeout=20000):
-        panel.ws.set_sentences(SENTENCES[:2] + ["A bank , a bank , my kingdom for a bank ."])
+        panel.ws.set_sentences(["A new first line ."] + SENTENCES[:2]
+                               + ["A bank , a bank , my kingdom for a bank ."])
     assert panel.word == "bank"
-    assert panel.comparison.occurrences == ((0, 4), (1, 6), (2, 1), (2, 4), (2, 10))
+    assert panel.comparison.occurrences == ((1, 4), (2, 6), (3, 1), (3, 4), (3, 10))
+    assert panel.comparison.groups == ("", "money", "", "", "")       # moved with its sentence
     assert panel.comparison.matrices.shape == (4, 5, 5)
     assert panel.index.n_tokens == sum(len(t) for t in panel.ws.tokens)

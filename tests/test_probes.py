@@ -190,3 +190,19 @@ def test_splits_are_seeded_and_disjoint():
     assert split_off(items, 0.1, seed=4) == (a, b)
     sub = subsample(items, 30, seed=1)
     assert len(sub) == 30 and sub == sorted(sub) and subsample(items, 30, seed=1) == sub
+
+
+def test_mlp_probe_solves_what_a_linear_probe_cannot():
+    def xor(n, seed):
+        r = np.random.default_rng(seed)
+        x = r.normal(size=(1, n, 4)).astype(np.float32)
+        y = (x[0, :, 0] > 0) ^ (x[0, :, 1] > 0)                  # XOR: not linearly separable
+        return Examples(x, [str(int(v)) for v in y], [f"w{i}" for i in range(n)])
+
+    tr, dv, te = xor(1200, 0), xor(300, 1), xor(400, 2)
+    lin = run_probe(tr, dv, te, ProbeConfig(epochs=15, batch_size=64))
+    mlp = run_probe(tr, dv, te, ProbeConfig(epochs=30, patience=5, batch_size=64, hidden=32,
+                                            lr=1e-2))
+    assert lin.layers[0].test < 0.65
+    assert mlp.layers[0].test > 0.85
+    assert mlp.config["hidden"] == 32

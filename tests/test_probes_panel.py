@@ -74,6 +74,12 @@ def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
     panel.write_export(tmp_path / "runs.csv", "csv")
     lines = (tmp_path / "runs.csv").read_text("utf-8").splitlines()
     assert lines[0].startswith("run,task,layer,mix weight") and len(lines) == 9
+    from app.export import export_widget
+
+    for ext, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):
+        export_widget(panel.results, tmp_path / f"plots{ext}")
+        assert (tmp_path / f"plots{ext}").read_bytes()[:5].startswith(magic)
+    assert len(panel.export_actions()) == 3
     panel.clear_runs()
     assert panel.bars == [] and panel.table.rowCount() == 0
 
@@ -103,3 +109,19 @@ def test_without_model_shows_the_empty_state_and_is_ready(qtbot):
         assert "does not" in panel.explain.text() or "not say" in panel.explain.text()
     finally:
         assert w.worker.shutdown(timeout_s=5)
+
+
+def test_a_failing_task_shows_the_error_and_frees_the_panel(qtbot, ws):
+    from elmo_engine.errors import InputError
+
+    panel = ProbesPanel(ws, auto_demo=False)
+    qtbot.addWidget(panel)
+
+    def broken():
+        raise InputError("expected 2 fields", path="bad.tsv", line=7)
+
+    with qtbot.waitSignal(panel.ready, timeout=20000):
+        panel.run_tasks([ProbeTask("broken", "tsv", broken)])
+    assert "bad.tsv:7" in panel.status.text()
+    assert panel.train_button.isEnabled() and not panel.cancel_button.isEnabled()
+    assert panel.runs == []

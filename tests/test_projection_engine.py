@@ -5,6 +5,7 @@ import csv
 import subprocess
 import sys
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -16,7 +17,7 @@ from elmo_engine.projection import (LayerSpec, Projector, TokenSet, UmapParams, 
                                     exact_knn, labelled_tokens, layer_features, load_labelled,
                                     parse_word_list, pca, umap_2d, warm_up, word_tokens,
                                     write_coordinates_csv, write_tensorboard)
-from elmo_engine.projection import compute
+from elmo_engine.projection import compute, umapfit
 
 N_LAYERS, DIM = 3, 24
 
@@ -200,7 +201,7 @@ def test_cache_hit_returns_same_object(shared_fit, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("recomputed despite a cached result")
 
-    monkeypatch.setattr(compute, "umap_2d", boom)
+    monkeypatch.setattr(umapfit, "umap_2d", boom)
     hits = proj.stats["hits"]
     assert proj.umap(acts, tokens, LayerSpec.single(1), params, checksum="m1") is result
     assert proj.stats["hits"] == hits + 1
@@ -232,7 +233,8 @@ def test_run_pca_progress_and_cancel(corpus):
     ts = all_tokens(sents)
     layers = [LayerSpec.single(k) for k in range(N_LAYERS)] + [LayerSpec.mix([1, 1, 1])]
     seen = []
-    out = Projector().run(acts, ts, layers, "pca", state=TaskState(lambda d, t, m: seen.append((d, t))))
+    state = TaskState(lambda d, t, m: seen.append((d, t)))
+    out = Projector().run(acts, ts, layers, "pca", state=state)
     assert [p.layer for p in out] == layers and all(p.coords.shape == (len(ts), 2) for p in out)
     assert seen[0] == (0, 4) and seen[-1] == (4, 4)
     assert 0 < sum(out[1].explained) <= 1
@@ -299,3 +301,37 @@ def test_engine_projection_does_not_import_qt():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+@pytest.mark.slow
+def test_umap_cancel_between_epochs_and_progress(shared_fit):
+    import numba
+
+    tokens, acts, *_ = shared_fit
+    x = layer_features(acts, tokens, LayerSpec.single(2))
+    seen = []
+    state = TaskState()
+
+    def progress(done, total, message):
+        seen.append((done, total, message))
+        if message.startswith("UMAP epoch") and done >= 20:
+            state.cancel()
+
+    state._on_progress = progress
+    threads = numba.get_num_threads()
+    with pytest.raises(CancelledError):
+        umap_2d(x, UmapParams(n_neighbors=10, n_epochs=3000, random_state=1), state)
+    epochs = [d for d, t, m in seen if m.startswith("UMAP epoch")]
+    assert epochs and max(epochs) < 3000 and all(t == 3000 for d, t, m in seen if m.startswith("UMAP"))
+    assert numba.get_num_threads() == threads
+    from tqdm.auto import tqdm                 # the bar's lock is free for other threads again
+    free = []
+    t = threading.Thread(target=lambda: free.append(tqdm.get_lock().locks[-1].acquire(False)))
+    t.start()
+    t.join()
+    assert free == [True]
+    tqdm.get_lock().locks[-1].release()
+    short = umap_2d(x, UmapParams(n_neighbors=10, n_epochs=30, random_state=1))
+    assert short.shape == (len(tokens), 2) and np.all(np.isfinite(short))
+    with pytest.raises(InputError):
+        UmapParams(n_epochs=5)

@@ -1,4 +1,4 @@
-"""The projection view (pytest-qt, offscreen): linked selection, legend, search, UMAP run, exports."""
+"""The projection view (pytest-qt, offscreen): linked selection, legend, search, UMAP, exports."""
 from __future__ import annotations
 
 import csv
@@ -106,7 +106,8 @@ def test_shift_drag_selects_with_the_mouse(pca_panel, qtbot):
         send(QMouseEvent.Type.MouseButtonRelease, b, Qt.MouseButton.NoButton)
     sel = sig.args[0]
     c = p.shown[2].coords
-    lo, hi = lp.view.mapSceneToView(p.plots.mapToScene(a)), lp.view.mapSceneToView(p.plots.mapToScene(b))
+    lo = lp.view.mapSceneToView(p.plots.mapToScene(a))
+    hi = lp.view.mapSceneToView(p.plots.mapToScene(b))
     box = QRectF(lo, hi).normalized()
     expected = np.flatnonzero((c[:, 0] >= box.left()) & (c[:, 0] <= box.right())
                               & (c[:, 1] >= box.top()) & (c[:, 1] <= box.bottom()))
@@ -134,7 +135,8 @@ def test_colour_by_legend_entries(pca_panel, qtbot):
     p.controls.set_colour_by("word")
     assert p.legend.entries()[:2] == ["the", "bank"]
     p.legend.entry_clicked.emit(1)                                  # click "bank"
-    np.testing.assert_array_equal(p.plots.overlay_indices(3, "selected"), p.tokens.find("bank", True))
+    np.testing.assert_array_equal(p.plots.overlay_indices(3, "selected"),
+                                  p.tokens.find("bank", True))
 
 
 def test_search_and_workspace_selection_highlight(pca_panel, ws):

@@ -28,7 +28,8 @@ from app.panels.contexts_widgets import MixWeights, NeighboursView, OccurrenceTa
 from app.panels.heatmap import HeatmapGrid
 from app.workspace import TokenRef
 from elmo_engine import compare as cmp
-from elmo_engine.neighbours import IndexCache
+from elmo_engine.neighbour_corpus import IndexCache
+from elmo_engine.neighbours import NeighbourTable
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         self._index_sig = None
         self._reference_size = 0
         self._generation = 0
+        self._sentences_seen: List[str] = []
         self._index_cache = IndexCache()         # used on the worker thread only
         self._pending = {"compare", "neighbours"}
         self._ready = False
@@ -115,8 +117,8 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         self.direction_box.setToolTip("both halves, or only the forward (left-context) or "
                                       "backward (right-context) LSTM half of every layer")
         self.correct_box = QCheckBox("anisotropy correction")
-        self.correct_box.setToolTip("subtract the mean vector of all loaded tokens (per layer) "
-                                    "before the cosine")
+        self.correct_box.setToolTip("subtract the mean vector of the reference tokens (the loaded "
+                                    "sentences + the reference text), per layer, before the cosine")
         self.k_box = QSpinBox()
         self.k_box.setRange(1, 100)
         self.k_box.setValue(8)
@@ -140,9 +142,11 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         top.addStretch(1)
         self.heatmaps = HeatmapGrid()
         self.heatmaps.setMinimumHeight(220)
-        self.hover_label = QLabel("Hover over a cell to read its value.")
+        self.hover_label = QLabel("Hover over a cell to read its value; click it to see the "
+                                  "row's neighbours.")
         self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.heatmaps.hovered.connect(lambda t: t and self.hover_label.setText(t))
+        self.heatmaps.cell_clicked.connect(lambda _k, i, _j: self.select_occurrence(i))
         maps = _vbox(self.heatmaps, self.hover_label, stretch=0)
         self.occ_table = OccurrenceTable()
         self.occ_table.groups_edited.connect(self._on_groups_edited)
@@ -181,11 +185,11 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         lay.addWidget(self.status)
 
     def _make_actions(self) -> List[QAction]:
-        spec = [("Contexts: heatmap (PNG/SVG/PDF)…", self._ask_export_heatmap),
-                ("Contexts: similarity matrices (CSV)…", self._ask_export_matrices),
-                ("Contexts: nearest neighbours (CSV)…", self._ask_export_neighbours),
-                ("Contexts: occurrence vectors (npz)…", self._ask_export_npz),
-                ("Contexts: occurrence vectors (TSV)…", self._ask_export_tsv)]
+        spec = [("Heatmap (PNG/SVG/PDF)…", self._ask_export_heatmap),
+                ("Similarity matrices (CSV)…", self._ask_export_matrices),
+                ("Nearest neighbours (CSV)…", self._ask_export_neighbours),
+                ("Occurrence vectors (npz)…", self._ask_export_npz),
+                ("Occurrence vectors (TSV)…", self._ask_export_tsv)]
         actions = []
         for text, slot in spec:
             act = QAction(text, self)
@@ -220,9 +224,12 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
     def _on_sentences_changed(self) -> None:
         self._generation += 1                          # results of older jobs are dropped
         self._reset_ready()
+        self._carry_groups()
         self._update_completer()
         self.comparison = None
         self.index, self._index_sig = None, None       # rebuilt (or found in the cache)
+        for act in self._actions:
+            act.setEnabled(False)
         if self.ws.model_info is None and not self.ws.is_loading():
             self._show_status("Load a model to compare contexts.")
             self._done("compare")
@@ -238,6 +245,19 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         if self.comparison is None and self.word:
             self._request_compare()
         self._request_index()
+
+    def _carry_groups(self) -> None:
+        """Keep the user's group labels on sentences that are still there (found by text)."""
+        old, new = self._sentences_seen, list(self.ws.sentences)
+        if old == new:
+            return
+        where: Dict[str, int] = {}
+        for i, text in enumerate(new):
+            where.setdefault(text, i)
+        self._groups = {w: {(where[old[s]], t): g for (s, t), g in labels.items()
+                            if s < len(old) and old[s] in where}
+                        for w, labels in self._groups.items()}
+        self._sentences_seen = new
 
     def _update_completer(self) -> None:
         counts = Counter(t for s in self.ws.tokens for t in s)
@@ -271,6 +291,7 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
             return
         self.word = word
         self.comparison = None
+        self.ws.worker.cancel_group("contexts-neighbours")    # they were for the old word
         self._request_compare()
 
     def set_direction(self, direction: str) -> None:
@@ -311,7 +332,6 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         center = index.mean if corrected and index is not None else None
         n_ref = index.n_tokens if center is not None else sum(len(t) for t in tokens)
         self._reference_size = n_ref
-
         gen = self._generation
 
         def job(state):
@@ -329,7 +349,7 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         self.comparison, self.vectors = comp, vectors
         if comp is None:
             self.occ_table.set_occurrences([], tokens, {})
-            self.heatmaps.clear_data()
+            self.heatmaps.clear_data(f"'{word}' does not occur in the loaded sentences")
             self.summary.setColumnCount(0)
             self._show_status(f"'{word}' does not occur in the loaded sentences; below are the "
                               "nearest known words to its character-CNN vector (layer 0) and "

@@ -49,6 +49,8 @@ class ContextsExports:
 
     def export_matrices_csv(self, path) -> None:
         comp = self.comparison
+        if comp is None:
+            raise LookupError("nothing to export yet: pick a word that occurs in the sentences")
         self._submit_write("similarity matrices", path, lambda p: cmp.write_matrices_csv(p, comp))
 
     def export_neighbours_csv(self, path) -> None:
@@ -56,21 +58,23 @@ class ContextsExports:
         self._submit_write("neighbours", path, lambda p: write_neighbours_csv(p, rows))
 
     def _selected(self):
+        """Rows to export: the selected ones when several are selected, else all."""
         comp = self.comparison
-        rows = self.occ_table.selected_rows() or list(range(len(comp.occurrences)))
+        if comp is None:
+            raise LookupError("nothing to export yet: pick a word that occurs in the sentences")
+        rows = self.occ_table.selected_rows()
         rows = [r for r in rows if r < len(comp.occurrences)]
+        if len(rows) < 2:
+            rows = list(range(len(comp.occurrences)))
         tokens = self.ws.tokens
         occ = [comp.occurrences[r] for r in rows]
         meta = [[s, t, tokens[s][t], comp.groups[r], " ".join(tokens[s])]
                 for r, (s, t) in zip(rows, occ)]
         return rows, occ, meta
 
-    def export_vectors_npz(self, path, all_rows: bool = False) -> None:
-        """Vectors (all layers, both halves) of the selected occurrences (or all)."""
+    def export_vectors_npz(self, path) -> None:
+        """Vectors (all layers, both halves) of the selected occurrences (all if ≤ 1 selected)."""
         rows, occ, meta = self._selected()
-        if all_rows:
-            self.occ_table.clearSelection()
-            rows, occ, meta = self._selected()
         vec = self.vectors[:, rows]
         self._submit_write("vectors", path, lambda p: cmp.write_vectors_npz(
             p, vec, occ, [m[2] for m in meta], [m[4] for m in meta], [m[3] for m in meta]))
@@ -94,6 +98,9 @@ class ContextsExports:
         self._submit_write("vectors", path, write)
 
     def _ask_view(self, allow_all: bool) -> Optional[int]:
+        if self.comparison is None:
+            self._show_error("nothing to export yet: pick a word that occurs in the sentences")
+            return None
         names = list(self.comparison.names) + (["all side by side"] if allow_all else [])
         item, ok = QInputDialog.getItem(self, "Which view?", "View:", names, len(names) - 1, False)
         if not ok:
@@ -112,6 +119,9 @@ class ContextsExports:
                 self.export_heatmap(path, None if view < 0 else view)
 
     def _ask_export_matrices(self) -> None:
+        if self.comparison is None:
+            self._show_error("nothing to export yet: pick a word that occurs in the sentences")
+            return
         path = self._ask_path("Export similarity matrices", "CSV (*.csv)")
         if path:
             self.export_matrices_csv(path)
@@ -122,6 +132,9 @@ class ContextsExports:
             self.export_neighbours_csv(path)
 
     def _ask_export_npz(self) -> None:
+        if self.comparison is None:
+            self._show_error("nothing to export yet: pick a word that occurs in the sentences")
+            return
         path = self._ask_path("Export occurrence vectors", "NumPy archive (*.npz)")
         if path:
             self.export_vectors_npz(path)

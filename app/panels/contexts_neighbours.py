@@ -14,7 +14,8 @@ from typing import List, Optional
 from PySide6.QtWidgets import QFileDialog
 
 from app.panels.contexts_widgets import neighbours_html
-from elmo_engine.neighbours import NeighbourTable, neighbour_table, read_corpus, read_vocabulary
+from elmo_engine.neighbour_corpus import read_corpus, read_vocabulary
+from elmo_engine.neighbours import NeighbourTable, neighbour_table
 
 
 def vocabulary_file(info) -> Optional[Path]:
@@ -112,11 +113,12 @@ class ContextsNeighbours:
             return neighbour_table(index, vec, word, k, direction, exclude)
 
         ws.worker.submit(f"Nearest neighbours of '{word}'", job,
-                         on_result=lambda t: index is self.index and self._on_neighbours(
-                             t, query, index),
+                         on_result=lambda t: self._on_neighbours(t, query, index),
                          on_error=self._on_neighbours_failed, group="contexts-neighbours")
 
     def _on_neighbours(self, table: NeighbourTable, query, index) -> None:
+        if index is not self.index or table.query != self.word:
+            return                               # stale: a newer index or word is coming
         self.table = table
         where = ""
         if query is not None:

@@ -14,14 +14,15 @@ from typing import List, Optional, Sequence
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtGui import QFont, QFontMetrics
 
 #: matrices up to this size show their values in the cells (when a cell is wide enough)
 MAX_CELL_TEXT = 12
 #: smallest cell width (pixels) that shows its value
 MIN_CELL_PX = 23
-#: at most this many tick labels per axis
-MAX_TICKS = 24
+#: smallest spacing (pixels) between row labels / column numbers
+ROW_LABEL_PX = 14
+COL_LABEL_PX = 18
 
 
 def short_label(label: str, context: int = 1) -> str:
@@ -39,9 +40,11 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
     Signals
     -------
     hovered(str) : the read-out of the cell under the mouse ("" when over none)
+    cell_clicked(int, int, int) : view, row, column of a clicked cell
     """
 
     hovered = Signal(str)
+    cell_clicked = Signal(int, int, int)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -56,6 +59,7 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         self.labels: List[str] = []
         self.levels = (0.0, 1.0)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
+        self.scene().sigMouseClicked.connect(self._on_mouse_clicked)
 
     # ---- drawing ------------------------------------------------------------------------------
     def _build(self, names: Sequence[str]) -> None:
@@ -69,13 +73,15 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
             plot.setMouseEnabled(False, False)
             plot.invertY(True)                     # row 0 at the top, like a matrix
             plot.setAspectLocked(True)
-            plot.getAxis("left").setPen("k")
-            plot.getAxis("left").setTextPen("k")
-            plot.getAxis("bottom").setPen("k")
-            plot.getAxis("bottom").setTextPen("k")
+            for side in ("left", "bottom"):
+                axis = plot.getAxis(side)
+                axis.setPen("k")
+                axis.setTextPen("k")
+                # the labels are thinned out here (_on_resized), not by pyqtgraph's text budget
+                axis.setStyle(textFillLimits=[(0, 1.0)], hideOverlappingLabels=False)
             img = pg.ImageItem()
             plot.addItem(img)
-            plot.getViewBox().sigResized.connect(self._update_text_visibility)
+            plot.getViewBox().sigResized.connect(self._on_resized)
             self.plots.append(plot)
             self.images.append(img)
         self.bar = pg.ColorBarItem(values=self.levels, colorMap=self.cmap, interactive=False,
@@ -102,17 +108,11 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         for plot, text in self._texts:
             plot.removeItem(text)
         self._texts = []
-        step = max(1, math.ceil(n / MAX_TICKS))
-        numbers = [(i + 0.5, str(i + 1)) for i in range(0, n, step)]
-        snippets = [(i + 0.5, f"{short_label(lab)} {i + 1}") for i, lab in enumerate(self.labels)
-                    if i % step == 0]
         font = QFont()
         font.setPointSize(7)
         for k, (plot, img) in enumerate(zip(self.plots, self.images)):
             img.setImage(matrices[k].T, levels=self.levels, autoLevels=False)   # x = column
             img.setRect(0, 0, n, n)
-            plot.getAxis("bottom").setTicks([numbers, []])
-            plot.getAxis("left").setTicks([snippets if k == 0 else numbers, []])
             plot.setRange(xRange=(0, n), yRange=(0, n), padding=0.02)
             if 0 < n <= MAX_CELL_TEXT:
                 mid = (self.levels[0] + self.levels[1]) / 2
@@ -127,21 +127,46 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
                         self._texts.append((plot, t))
         if self.bar is not None:
             self.bar.setLevels(self.levels)
-        self._update_text_visibility()
+        self._on_resized()
 
-    def _update_text_visibility(self, *_args) -> None:
-        """Show cell values only where a cell is wide enough on screen to hold them."""
+    def _cell_px(self, plot) -> float:
+        """On-screen size of one cell (the aspect is locked: the shorter side decides)."""
         n = self.matrices.shape[1] if self.matrices.ndim == 3 else 0
-        for plot, text in self._texts:
-            px = plot.getViewBox().width() / max(n, 1)
-            text.setVisible(px >= MIN_CELL_PX)
+        vb = plot.getViewBox()
+        return min(vb.width(), vb.height()) / max(n * 1.04, 1)
 
-    def clear_data(self) -> None:
-        """Remove every heatmap (nothing to show)."""
+    def _on_resized(self, *_args) -> None:
+        """Thin out tick labels and hide cell values so that nothing overlaps at this size."""
+        n = self.matrices.shape[1] if self.matrices.ndim == 3 else 0
+        for k, plot in enumerate(self.plots):
+            px = max(self._cell_px(plot), 1e-3)
+            row_step = max(1, math.ceil(ROW_LABEL_PX / px))
+            col_step = max(1, math.ceil(COL_LABEL_PX / px))
+            if k == 0:
+                rows = [(i + 0.5, f"{short_label(lab)} {i + 1}")
+                        for i, lab in enumerate(self.labels) if i % row_step == 0]
+            else:
+                rows = [(i + 0.5, str(i + 1)) for i in range(0, n, row_step)]
+            left = plot.getAxis("left")
+            left.setTicks([rows, []])
+            # wide enough for every label (pyqtgraph drops labels that do not fit)
+            metrics = QFontMetrics(left.style.get("tickFont") or QFont())
+            width = max([metrics.horizontalAdvance(t) for _, t in rows] or [0]) + 16
+            if abs(left.width() - width) > 1:
+                left.setWidth(width)
+            plot.getAxis("bottom").setTicks([[(j + 0.5, str(j + 1)) for j in range(0, n, col_step)],
+                                             []])
+        for plot, text in self._texts:
+            text.setVisible(self._cell_px(plot) >= MIN_CELL_PX)
+
+    def clear_data(self, message: str = "") -> None:
+        """Remove every heatmap; show ``message`` in their place."""
         self.clear()
         self.plots, self.images, self._texts, self.names = [], [], [], []
         self.matrices = np.zeros((0, 0, 0))
         self.bar = None
+        if message:
+            self.addLabel(message, color="#444", size="11pt")
 
     # ---- hover ----------------------------------------------------------------------------------
     def hover_text(self, view: int, i: int, j: int) -> str:
@@ -173,3 +198,8 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         text = "" if cell is None else self.hover_text(*cell)
         self.setToolTip(text)
         self.hovered.emit(text)
+
+    def _on_mouse_clicked(self, event) -> None:
+        cell = self.cell_at(event.scenePos())
+        if cell is not None:
+            self.cell_clicked.emit(*cell)

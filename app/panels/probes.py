@@ -8,9 +8,6 @@ as PNG/SVG/PDF, CSV and JSON.
 """
 from __future__ import annotations
 
-import csv
-import io
-import json
 import logging
 from typing import Dict, List, Optional
 
@@ -21,8 +18,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
                                QMenu, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
                                QToolButton, QVBoxLayout, QWidget)
 
-from elmo_engine.atomic import atomic_write_text
-from elmo_engine.probe_cli import RESULT_COLUMNS, ProbeTask, demo_task, file_task, results_rows
+from elmo_engine.probe_cli import (RESULT_COLUMNS, ProbeTask, demo_task, file_task, results_rows,
+                                   write_results_csv, write_results_json)
 from elmo_engine.probes import ProbeConfig, ProbeResult, probe_sentences
 
 log = logging.getLogger(__name__)
@@ -61,6 +58,7 @@ class ProbesPanel(QWidget):
         self.auto_demo = auto_demo
         self._ready = False
         self._shown = False
+        self._auto_done = False
         self._job: Optional[int] = None
         self._token = 0
         self._curves: Dict[str, List[List[float]]] = {}
@@ -71,6 +69,7 @@ class ProbesPanel(QWidget):
         workspace.model_load_failed.connect(lambda *_: self._set_ready())
         workspace.worker.job_progress.connect(self._on_progress)
         workspace.worker.job_finished.connect(self._on_finished)
+        workspace.worker.job_failed.connect(lambda job_id, _msg: self._on_finished(job_id))
         self._redraw()
 
     # ---- widgets ----------------------------------------------------------------------------
@@ -113,7 +112,7 @@ class ProbesPanel(QWidget):
 
         self.results = QWidget()                  # the exported picture: both plots
         self.weight_plot = pg.PlotWidget(title="Scalar-mix layer weights (softmax-normalised)")
-        self.acc_plot = pg.PlotWidget(title="Test score per layer (band: control task)")
+        self.acc_plot = pg.PlotWidget(title="Test score per layer (band: up to the control task)")
         for p in (self.weight_plot, self.acc_plot):
             p.setBackground("w")
             p.showGrid(y=True, alpha=0.3)
@@ -177,16 +176,19 @@ class ProbesPanel(QWidget):
 
     def _on_model(self) -> None:
         self.status.setText(f"model: {getattr(self.workspace.model_info, 'name', '')}")
+        self._ready = False                      # a new model: ready again once its jobs are done
         self._maybe_auto_run()
 
     def _maybe_auto_run(self) -> None:
-        """On first show with a model: run the demo POS and word-sense probes (seconds on the
-        demo model); without a model the empty-state explanation is the initial picture."""
-        if self._ready or not self._shown:
+        """On first show with a model: run the demo POS and word-sense probes once (seconds on
+        the demo model); otherwise the current picture (or the empty-state text) is final."""
+        if self._job is not None:
             return
-        if self.auto_demo and self.workspace.embedder is not None and not self.runs:
+        if (self._shown and self.auto_demo and not self._auto_done
+                and self.workspace.embedder is not None):
+            self._auto_done = True
             self.run_demo()
-        elif self.workspace.embedder is None and not self.workspace.is_loading():
+        elif not self.workspace.is_loading():
             self._set_ready()
 
     # ---- running ----------------------------------------------------------------------------
@@ -223,6 +225,7 @@ class ProbesPanel(QWidget):
         self._job = ws.worker.submit("Training probes: " + ", ".join(t.name for t in tasks), job,
                                      on_result=self._on_results, on_error=self._on_error,
                                      group="probes")
+        self._ready = False
         self._busy(True)
         return self._job
 
@@ -315,8 +318,13 @@ class ProbesPanel(QWidget):
             if run.layers[0].control_test is not None:
                 ctl = self.acc_plot.plot(ks, [lay.control_test for lay in run.layers],
                                          pen=pg.mkPen(colour, width=1, style=Qt.DashLine))
-                band = pg.FillBetweenItem(line, ctl, brush=pg.mkBrush(colour + "40"))
+                band = pg.FillBetweenItem(line, ctl, brush=pg.mkBrush(colour + "30"))
                 self.acc_plot.addItem(band)
+            if run.layers[0].centroid_test is not None:        # WSD: the paper's measure
+                self.acc_plot.plot(ks + [k_max], [lay.centroid_test for lay in run.layers]
+                                   + [run.mix.centroid_test], symbol="t", symbolBrush=colour,
+                                   pen=pg.mkPen(colour, width=1, style=Qt.DotLine),
+                                   name=f"{run.name} (sense centroids)")
         self.weight_plot.setXRange(-0.6, k_max - 0.4, padding=0)
         self.acc_plot.setXRange(-0.3, k_max + 0.3, padding=0)
         self._fill_table()
@@ -346,19 +354,16 @@ class ProbesPanel(QWidget):
                "tsv": "TSV (*.tsv *.txt *.gz);;All files (*)",
                "wsd": "WSD XML (*.xml *.xml.gz);;All files (*)"}[task]
         keys = "Gold keys (*.txt *.gz);;All files (*)"
-        train, _ = QFileDialog.getOpenFileName(self, "Training data", "", flt)
-        if not train:
-            return
-        test, _ = QFileDialog.getOpenFileName(self, "Test data", "", flt)
-        if not test:
-            return
-        tk = sk = ""
+        asks = [("Training data", flt), ("Test data", flt)]
         if task == "wsd":
-            tk, _ = QFileDialog.getOpenFileName(self, "Gold keys of the training data", "", keys)
-            sk, _ = QFileDialog.getOpenFileName(self, "Gold keys of the test data", "", keys)
-            if not tk or not sk:
+            asks += [("Gold keys of the training data", keys), ("Gold keys of the test data", keys)]
+        names = []
+        for title, f in asks:
+            name, _ = QFileDialog.getOpenFileName(self, title, "", f)
+            if not name:
                 return
-        self.add_task(file_task(task, train, test, tk, sk))
+            names.append(name)
+        self.add_task(file_task(task, *names))
 
     def add_task(self, task: ProbeTask) -> None:
         """Offer a task in the chooser and select it."""
@@ -383,15 +388,7 @@ class ProbesPanel(QWidget):
 
     def write_export(self, path, kind: str) -> None:
         """Write every run as CSV (the table) or JSON (a list of results.json objects)."""
-        if kind == "csv":
-            buf = io.StringIO()
-            w = csv.writer(buf)
-            w.writerow(RESULT_COLUMNS)
-            w.writerows(self.table_rows())
-            atomic_write_text(path, buf.getvalue())
-        else:
-            atomic_write_text(path, json.dumps([r.to_dict() for r in self.runs], indent=2,
-                                               ensure_ascii=False) + "\n")
+        (write_results_csv if kind == "csv" else write_results_json)(self.runs, path)
 
     def _guard(self, fn) -> None:
         try:

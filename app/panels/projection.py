@@ -62,6 +62,7 @@ class ProjectionPanel(ProjectionExports, QWidget):
         self._current_plot = 0
         self._warm_submitted = False
         self._legend_codes: Optional[np.ndarray] = None
+        self._job_label = ""
 
         self.controls = ProjectionControls(self)
         self.plots = ProjectionPlots(self)
@@ -82,7 +83,8 @@ class ProjectionPanel(ProjectionExports, QWidget):
         bottom.setContentsMargins(4, 0, 4, 2)
         bottom.addWidget(self.info, 3)
         bottom.addWidget(self.controls.status, 2)
-        self.controls.status.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        self.controls.status.setAlignment(Qt.AlignmentFlag.AlignRight
+                                          | Qt.AlignmentFlag.AlignVCenter)
         lay.addLayout(bottom)
 
         c = self.controls
@@ -164,7 +166,7 @@ class ProjectionPanel(ProjectionExports, QWidget):
         super().showEvent(event)
         self._maybe_auto()
 
-    # ---- running ----------------------------------------------------------------------------------
+    # ---- running ------------------------------------------------------------------------------
     def _request(self):
         """The tokens, their activations (None: embed on the worker) and layers, or a message."""
         ws = self.ws
@@ -281,8 +283,10 @@ class ProjectionPanel(ProjectionExports, QWidget):
         proj = self.projector
         total = len(self.layers)
 
+        self._job_label = f"UMAP of {layer.name} ({k + 1}/{total}, {len(tokens):,} tokens)"
+
         def job(state):
-            state.report(k, total, f"UMAP of {layer.name} ({k + 1}/{total})")
+            state.report(0, 1, self._job_label)
             return proj.umap(acts, tokens, layer, params, checksum, state)
 
         self.controls.set_running(True)
@@ -297,7 +301,7 @@ class ProjectionPanel(ProjectionExports, QWidget):
         """Stop the running projection; what is drawn stays."""
         self.ws.worker.cancel_group(GROUP)
         self._gen += 1
-        self._message("Cancelled (UMAP cannot stop inside a layer's fit; it stops after it).")
+        self._message("Cancelled; the plots keep what was drawn.")
         self._set_ready()
 
     def _on_error(self, message: str) -> None:
@@ -306,7 +310,8 @@ class ProjectionPanel(ProjectionExports, QWidget):
 
     def _on_progress(self, job_id: int, done: int, total: int, message: str) -> None:
         if job_id == self._job and message:
-            self._message(message)
+            epoch = message.startswith("UMAP epoch")
+            self._message(f"{self._job_label}: {message[5:]}" if epoch else message)
 
     # ---- drawing --------------------------------------------------------------------------------
     def _draw(self, k: int, p: Projection) -> None:

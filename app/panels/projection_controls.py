@@ -92,6 +92,13 @@ class ProjectionControls(QWidget):
         self.seed.setSpecialValueText("random")
         self.seed.setToolTip("A fixed seed reproduces the picture (single-threaded); "
                              "'random' (-1) runs multi-threaded")
+        self.epochs = QSpinBox()
+        self.epochs.setRange(0, 5000)
+        self.epochs.setSingleStep(50)
+        self.epochs.setValue(0)
+        self.epochs.setSpecialValueText("auto")
+        self.epochs.setToolTip("Layout epochs; 'auto' = umap's rule (500 up to 10,000 tokens, "
+                               "200 above). Time grows with it.")
         self.mix = QLineEdit()
         self.mix.setPlaceholderText("equal")
         self.mix.setToolTip("Scalar-mix weights, one per layer (normalised to sum 1), e.g. "
@@ -112,14 +119,16 @@ class ProjectionControls(QWidget):
 
         row2 = QHBoxLayout()
         for w in (QLabel("UMAP  neighbours"), self.n_neighbors, QLabel("min dist"), self.min_dist,
-                  QLabel("seed"), self.seed, QLabel("mix weights"), self.mix, self.run_button,
+                  QLabel("seed"), self.seed, QLabel("epochs"), self.epochs,
+                  QLabel("mix weights"), self.mix, self.run_button,
                   self.cancel_button, self.select_button, self.clear_button):
             row2.addWidget(w)
         row2.addStretch(1)
         g.addLayout(row2, 1, 0)
 
         self.source.currentIndexChanged.connect(self._on_source)
-        self.colour.currentIndexChanged.connect(lambda _i: self.colour_changed.emit(self.colour_by()))
+        self.colour.currentIndexChanged.connect(
+            lambda _i: self.colour_changed.emit(self.colour_by()))
         self.search.textChanged.connect(self.search_changed)
         self.words.returnPressed.connect(self.run_requested)
         self.run_button.clicked.connect(self.run_requested)
@@ -148,8 +157,10 @@ class ProjectionControls(QWidget):
     def params(self) -> UmapParams:
         """The UMAP settings (raises InputError on a bad value)."""
         seed = self.seed.value()
+        epochs = self.epochs.value()
         return UmapParams(n_neighbors=self.n_neighbors.value(), min_dist=self.min_dist.value(),
-                          random_state=None if seed < 0 else seed)
+                          random_state=None if seed < 0 else seed,
+                          n_epochs=max(10, epochs) if epochs else None)
 
     def mix_weights(self, n_layers: int) -> List[float]:
         """The scalar-mix weights for ``n_layers`` layers (equal when the field is empty)."""

@@ -13,94 +13,17 @@ import io
 from typing import List, Optional
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QModelIndex, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QFont, QFontDatabase, QTextCursor
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QPlainTextEdit, QSplitter,
                                QTableView, QVBoxLayout, QWidget)
 
+from app.panels.token_table import TokenTableModel, char_id_count
 from app.workspace import TokenRef, Workspace
 from elmo_engine.atomic import atomic_write_text
 
 EDIT_PAUSE_MS = 400
 FILL_CHARS = 50_000          # characters put into the editor per event-loop turn
-
-
-def char_id_count(token: str, max_chars: int = 50) -> int:
-    """Character ids the model reads for ``token``: its UTF-8 bytes (at most max-2) + 2 markers."""
-    return min(len(token.encode("utf-8", errors="ignore")), max_chars - 2) + 2
-
-
-class TokenTableModel(QAbstractTableModel):
-    """Rows: the tokens of one sentence. Columns: token, char ids, ‖layer k‖ for each layer."""
-
-    def __init__(self, parent=None):
-        super().__init__(parent)
-        self._tokens: List[str] = []
-        self._tokens_src: Optional[List[str]] = None
-        self._norms: Optional[np.ndarray] = None        # (n, L+1) or None while pending
-        self._n_layers = 0
-        self._max_chars = 50
-
-    def set_sentence(self, tokens: List[str], norms: Optional[np.ndarray], n_layers: int,
-                     max_chars: int) -> None:
-        if (tokens is self._tokens_src and norms is self._norms and n_layers == self._n_layers
-                and max_chars == self._max_chars):
-            return                                   # same sentence, same data: keep the view
-        self._tokens_src = tokens
-        self.beginResetModel()
-        self._tokens = list(tokens)
-        self._norms = norms
-        self._n_layers = n_layers
-        self._max_chars = max_chars
-        self.endResetModel()
-
-    def token_count(self) -> int:
-        return len(self._tokens)
-
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
-        return 0 if parent.isValid() else len(self._tokens)
-
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
-        return 0 if parent.isValid() else 2 + self._n_layers
-
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
-        if not index.isValid():
-            return None
-        row, col = index.row(), index.column()
-        token = self._tokens[row]
-        if role == Qt.ItemDataRole.DisplayRole:
-            if col == 0:
-                return token
-            if col == 1:
-                return str(char_id_count(token, self._max_chars))
-            if self._norms is None:
-                return "…"
-            return f"{self._norms[row, col - 2]:.3f}"
-        if role == Qt.ItemDataRole.TextAlignmentRole and col > 0:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        if role == Qt.ItemDataRole.ToolTipRole and col <= 1:
-            n = len(token.encode("utf-8", errors="ignore"))
-            cut = " (cut to fit)" if n > self._max_chars - 2 else ""
-            return f"{token!r}: {len(token)} characters, {n} UTF-8 bytes{cut}"
-        return None
-
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
-        if orientation == Qt.Orientation.Vertical:
-            return str(section + 1) if role == Qt.ItemDataRole.DisplayRole else None
-        if role == Qt.ItemDataRole.DisplayRole:
-            if section == 0:
-                return "Token"
-            if section == 1:
-                return "Char ids"
-            return f"‖L{section - 2}‖"
-        if role == Qt.ItemDataRole.ToolTipRole:
-            if section == 1:
-                return "character ids the model reads: UTF-8 bytes (at most max−2) + begin/end of word"
-            if section >= 2:
-                k = section - 2
-                what = "token layer (char-CNN)" if k == 0 else f"biLSTM layer {k}"
-                return f"Euclidean norm of the {what} vector"
-        return None
 
 
 class SentencesPanel(QWidget):
@@ -126,7 +49,7 @@ class SentencesPanel(QWidget):
         self.editor = QPlainTextEdit(self)
         self.editor.setObjectName("sentenceEditor")
         self.editor.setPlaceholderText("Type sentences here, one per line…")
-        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.NoWrap)
+        self.editor.setLineWrapMode(QPlainTextEdit.LineWrapMode.WidgetWidth)
         self.editor.setTabChangesFocus(True)
         self.header = QLabel(self)
         self.header.setObjectName("tokenTableHeader")
@@ -142,8 +65,9 @@ class SentencesPanel(QWidget):
         self.table.verticalHeader().setDefaultSectionSize(22)
         # no ResizeToContents: it asks the model about every row (seconds for a 5,000-token line)
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.table.setMinimumWidth(280)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.table.horizontalHeader().setStretchLastSection(False)
+        self.table.horizontalHeader().setStretchLastSection(True)
         self.model.modelReset.connect(self._size_columns)
         fixed = QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont)
         fixed.setStyleHint(QFont.StyleHint.Monospace)
@@ -187,14 +111,17 @@ class SentencesPanel(QWidget):
         self._refresh()
 
     def _size_columns(self) -> None:
+        """Token column as wide as its longest token (60–200 px), the numbers just wide enough."""
         header = self.table.horizontalHeader()
         if header.count() == 0:
             return
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
-        width = self.table.fontMetrics().horizontalAdvance("00000.000") + 12
-        for col in range(1, header.count()):
-            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Fixed)
-            header.resizeSection(col, width if col > 1 else width * 3 // 4)
+        fm = self.table.fontMetrics()
+        longest = max((fm.horizontalAdvance(t) for t in self.model.tokens()[:2000]), default=0)
+        widths = [min(200, max(60, longest + 16)), fm.horizontalAdvance("Char ids") + 14]
+        widths += [fm.horizontalAdvance("000.000") + 12] * (header.count() - 2)
+        for col, width in enumerate(widths):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
+            header.resizeSection(col, width)
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
         return QSize(420, 640)

@@ -58,11 +58,12 @@ class LMData:
 
 
 def prepare_data(corpus, dev, out: Path, cfg, device: torch.device,
-                 resumed: Optional[dict] = None) -> LMData:
+                 resumed: Optional[dict] = None, write: bool = True) -> LMData:
     """Read and tokenize both files, build or reload the vocabulary, and index every token.
 
     The vocabulary is written to ``OUT/checkpoint/vocab.txt`` on a fresh start and read from
-    there on resume; a resumed run checks that the corpus still gives the same data.
+    there on resume (``write=False``: every process but the first builds it without writing);
+    a resumed run checks that the corpus still gives the same data.
     """
     train = read_sentences(corpus, cfg.tokenizer, cfg.skip_headers, cfg.split_sentences, "corpus")
     held = read_sentences(dev, cfg.tokenizer, cfg.skip_headers, cfg.split_sentences, "dev file")
@@ -72,7 +73,8 @@ def prepare_data(corpus, dev, out: Path, cfg, device: torch.device,
         vocab = Vocabulary.load(vpath)
     else:
         vocab = Vocabulary.build(counts, cfg.vocab_size, cfg.min_count, source=corpus)
-        vocab.save(vpath)
+        if write:
+            vocab.save(vpath)
     table = TypeTable(cfg.bilm_options().max_characters_per_token)
     table.ids(vocab.tokens)             # softmax words first: stable, readable type ids
     train_framed = frame(table, train)

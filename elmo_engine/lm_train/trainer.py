@@ -179,7 +179,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                          "processes")
     torch.manual_seed(cfg.seed)
     say(f"reading {corpus} and {dev} …")
-    data = prepare_data(corpus, dev, out, cfg, ctx.device, doc)
+    data = prepare_data(corpus, dev, out, cfg, ctx.device, doc, write=ctx.is_main)
     say(f"{data.summary()}")
     opts = cfg.bilm_options()
     model = BiLanguageModel(opts, len(data.vocab)).to(ctx.device)
@@ -278,8 +278,10 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                     f, b = interval[0] / interval[2], interval[1] / interval[2]
                     history["train"].append([step, round(f, 5), round(b, 5)])
                     rate = (tokens - (doc or {}).get("tokens", 0)) / max(time.monotonic() - t0, 1e-9)
-                    bar.write(f"step {step}/{planned} epoch {epoch + 1} loss fwd {f:.4f} bwd {b:.4f}"
-                              f" | {rate:.0f} tok/s | {elapsed() / 60:.1f} min") if ctx.is_main else None
+                    line = (f"step {step}/{planned} epoch {epoch + 1} loss fwd {f:.4f} bwd {b:.4f}"
+                            f" | {rate:.0f} tok/s | {elapsed() / 60:.1f} min")
+                    if ctx.is_main:
+                        (log or bar.write)(line)
                     interval[:] = [0.0, 0.0, 0]
                 cancel = task is not None and task.cancelled
                 over = cfg.max_minutes is not None and elapsed() >= cfg.max_minutes * 60

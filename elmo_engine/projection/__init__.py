@@ -1,13 +1,17 @@
 """Projection of contextual token vectors to 2-D: per layer, PCA first, then UMAP; cached.
 
 * :mod:`~elmo_engine.projection.tokens` — which tokens (:class:`TokenSet` and its builders);
-* :mod:`~elmo_engine.projection.compute` — features, PCA, exact kNN, UMAP, :class:`Projector`
-  (the cache) and :func:`warm_up` (compile umap's kernels once per process, off the GUI thread);
+* :mod:`~elmo_engine.projection.compute` — layer features (single layers and scalar mixes), PCA,
+  exact kNN, and the settings/result types;
+* :mod:`~elmo_engine.projection.umapfit` — UMAP with precomputed neighbours, epoch progress and
+  cancel, and :func:`warm_up` (compile umap's kernels once per process, off the GUI thread);
+* :mod:`~elmo_engine.projection.projector` — :class:`Projector`, the per-layer cache;
 * :mod:`~elmo_engine.projection.export` — coordinates CSV and the TensorBoard projector pair.
 """
 from elmo_engine.projection.compute import (MIN_UMAP_POINTS, LayerSpec, PcaResult, Projection,
-                                            Projector, UmapParams, exact_knn, is_warm,
-                                            layer_features, pca, umap_2d, warm_up)
+                                            UmapParams, exact_knn, layer_features, pca)
+from elmo_engine.projection.projector import Projector
+from elmo_engine.projection.umapfit import is_warm, umap_2d, warm_up
 from elmo_engine.projection.export import (coordinates_table, metadata_columns,
                                            write_coordinates_csv, write_tensorboard)
 from elmo_engine.projection.tokens import (TokenSet, all_tokens, labelled_tokens, load_labelled,

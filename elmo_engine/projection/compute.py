@@ -1,4 +1,4 @@
-"""Per-layer features → PCA → UMAP, cached, with progress and cancel between steps.
+"""Per-layer features, PCA and exact nearest neighbours; the settings and result types.
 
 Pipeline for one layer (or a scalar mix of layers) of a :class:`TokenSet`:
 
@@ -8,24 +8,18 @@ Pipeline for one layer (or a scalar mix of layers) of a :class:`TokenSet`:
    vector), find the exact cosine k nearest neighbours with NumPy (blocked matrix products), and
    give them to umap-learn as ``precomputed_knn``; map the result back to every point.
 
-Step 3 means umap never builds its own neighbour index, so it runs the same numba kernels at every
-size: one tiny fit (:func:`warm_up`) compiles them once per process, for small and large inputs
-alike (umap's own small/large split at 4,096 points, and pynndescent's compile, never happen).
-A fit itself cannot be interrupted; cancel is checked between layers and between the steps.
+Step 3 lives in :mod:`elmo_engine.projection.umapfit`; the cache in
+:mod:`elmo_engine.projection.projector`.
 """
 from __future__ import annotations
 
-import threading
-import time
-import warnings
-from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
 from elmo_engine.errors import InputError
-from elmo_engine.progress import TaskState, check, report
+from elmo_engine.progress import TaskState, check
 from elmo_engine.projection.tokens import TokenSet
 
 #: UMAP needs at least this many distinct points; below it only PCA is offered
@@ -54,7 +48,8 @@ class LayerSpec:
     def mix(cls, weights: Sequence[float]) -> "LayerSpec":
         w = np.asarray(list(weights), dtype=np.float64)
         if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-            raise InputError(f"mix weights must be non-negative and not all zero, got {list(weights)}")
+            raise InputError("mix weights must be non-negative and not all zero, got "
+                             f"{list(weights)}")
         return cls(weights=tuple(float(x) for x in w / w.sum()))
 
     @property
@@ -71,13 +66,18 @@ class LayerSpec:
 
 @dataclass(frozen=True)
 class UmapParams:
-    """UMAP settings. ``random_state=None`` runs multi-threaded but is not reproducible."""
+    """UMAP settings. ``random_state=None`` runs multi-threaded but is not reproducible.
+
+    ``n_epochs=None`` keeps umap's rule (500 up to 10,000 points, 200 above); the layout's time
+    is proportional to it.
+    """
 
     n_neighbors: int = 15
     min_dist: float = 0.1
     random_state: Optional[int] = 42
     pca_dims: int = 50
     metric: str = "cosine"
+    n_epochs: Optional[int] = None
 
     def __post_init__(self) -> None:
         if not 2 <= self.n_neighbors <= 200:
@@ -86,6 +86,8 @@ class UmapParams:
             raise InputError(f"min_dist must be in 0..1, got {self.min_dist}")
         if self.pca_dims < 2:
             raise InputError(f"pca_dims must be >= 2, got {self.pca_dims}")
+        if self.n_epochs is not None and not 10 <= self.n_epochs <= 5000:
+            raise InputError(f"n_epochs must be in 10..5000, got {self.n_epochs}")
         if self.metric not in ("cosine", "euclidean"):
             raise InputError(f"metric must be 'cosine' or 'euclidean', got {self.metric!r}")
 
@@ -191,14 +193,12 @@ def pca(x: np.ndarray, n_components: int) -> PcaResult:
 def _top_eigh(sym: np.ndarray, k: int) -> Tuple[np.ndarray, np.ndarray]:
     """The k largest eigenvalues (descending, clipped at 0) and eigenvectors of a symmetric matrix.
 
-    Runs LAPACK single-threaded: on a busy 2-core machine a multi-threaded ``eigh`` of a 400×400
-    matrix took 2–3 s instead of 0.08 s (OpenBLAS threads fighting for the cores).
+    Runs LAPACK single-threaded (see :func:`_one_blas_thread`).
     """
     import scipy.linalg
-    from threadpoolctl import threadpool_limits
 
     m = sym.shape[0]
-    with threadpool_limits(1):
+    with _one_blas_thread():
         vals, vecs = scipy.linalg.eigh(sym, subset_by_index=[m - k, m - 1], driver="evr")
     return np.clip(vals[::-1], 0.0, None), vecs[:, ::-1]
 
@@ -210,7 +210,7 @@ def _as_2d(coords: np.ndarray) -> np.ndarray:
     return np.hstack([coords, np.zeros_like(coords)])
 
 
-# ---- neighbours and UMAP ------------------------------------------------------------------
+# ---- neighbours ------------------------------------------------------------------------------
 def exact_knn(x: np.ndarray, k: int, metric: str = "cosine", state: Optional[TaskState] = None
               ) -> Tuple[np.ndarray, np.ndarray]:
     """Exact k nearest neighbours of every row of ``x (N, D)``, the point itself first.
@@ -230,205 +230,39 @@ def exact_knn(x: np.ndarray, k: int, metric: str = "cosine", state: Optional[Tas
         sq = np.einsum("ij,ij->i", x, x)                                 # (N,)
     idx = np.empty((n, k), np.int32)
     dist = np.empty((n, k), np.float32)
-    for start in range(0, n, KNN_BLOCK):
-        check(state)
-        stop = min(n, start + KNN_BLOCK)
-        g = y[start:stop] @ y.T                                          # (b, N)
-        if metric == "cosine":
-            d = 1.0 - g
-        else:
-            d = np.maximum(sq[start:stop, None] + sq[None, :] - 2.0 * g, 0.0)
-        rows = np.arange(stop - start)
-        d[rows, start + rows] = -1.0                                     # self first
-        part = np.argpartition(d, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (len(rows), 1))
-        pd = np.take_along_axis(d, part, axis=1)
-        o = np.argsort(pd, axis=1, kind="stable")
-        idx[start:stop] = np.take_along_axis(part, o, axis=1)
-        pd = np.take_along_axis(pd, o, axis=1)
-        pd[:, 0] = 0.0
-        dist[start:stop] = np.sqrt(pd) if metric == "euclidean" else np.clip(pd, 0.0, 2.0)
+    with _one_blas_thread():
+        for start in range(0, n, KNN_BLOCK):
+            _knn_block(y, sq, start, k, metric, idx, dist, state)
     return idx, dist
 
 
-def umap_2d(x: np.ndarray, params: UmapParams, state: Optional[TaskState] = None) -> np.ndarray:
-    """UMAP of ``x (N, d)`` to ``(N, 2)`` float32 with exact precomputed neighbours.
+def _one_blas_thread():
+    """Single-threaded BLAS/LAPACK: on a busy 2-core machine OpenBLAS's threads fight for the
+    cores (a 400×400 ``eigh`` took 2–3 s instead of 0.08 s; the kNN ran 2× slower)."""
+    from threadpoolctl import threadpool_limits
+    return threadpool_limits(1)
 
-    Exact duplicate rows are fitted once and share their coordinates. Raises InputError when there
-    are fewer than :data:`MIN_UMAP_POINTS` distinct points.
-    """
-    x = np.ascontiguousarray(x, dtype=np.float32)
-    uniq, first, inverse = np.unique(x, axis=0, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if uniq.shape[0] < MIN_UMAP_POINTS:
-        raise InputError(f"UMAP needs at least {MIN_UMAP_POINTS} distinct tokens, got "
-                         f"{uniq.shape[0]}")
-    order = np.argsort(first)                    # keep the first-seen order of the rows
-    rank = np.empty_like(order)
-    rank[order] = np.arange(order.size)
-    u = x[np.sort(first)]                                                # (M, d) distinct rows
-    k = min(params.n_neighbors, u.shape[0] - 1)
-    idx, dist = exact_knn(u, k, params.metric, state)
+
+def _knn_block(y: np.ndarray, sq: Optional[np.ndarray], start: int, k: int, metric: str,
+               idx: np.ndarray, dist: np.ndarray, state: Optional[TaskState]) -> None:
+    """Fill rows ``start:start+KNN_BLOCK`` of ``idx``/``dist`` (see :func:`exact_knn`)."""
     check(state)
-    emb = _fit(u, idx, dist, k, params)                                  # (M, 2)
-    _warmed.setdefault(params.random_state is None, 0.0)   # the kernels are compiled now
-    return np.ascontiguousarray(emb[rank[inverse]], dtype=np.float32)    # (N, 2)
-
-
-def _quiet_third_party() -> None:
-    """Inside ``warnings.catch_warnings()``: ignore what umap and its stack warn about.
-
-    umap warns on import (no TensorFlow, so no ParametricUMAP) and on every fit with
-    precomputed neighbours (transform() unavailable without an NNDescent index); neither applies
-    to a one-off 2-D embedding.
-    """
-    for mod in (r"umap(\..*)?", r"pynndescent(\..*)?", r"numba(\..*)?", r"sklearn(\..*)?"):
-        warnings.filterwarnings("ignore", module=mod)
-
-
-def _fit(u: np.ndarray, idx: np.ndarray, dist: np.ndarray, k: int, params: UmapParams
-         ) -> np.ndarray:
-    with warnings.catch_warnings():
-        _quiet_third_party()
-        import umap  # imported here: ~3-20 s the first time (see warm_up)
-
-    model = umap.UMAP(n_neighbors=k, min_dist=params.min_dist, metric=params.metric,
-                      random_state=params.random_state,
-                      n_jobs=1 if params.random_state is not None else -1,
-                      precomputed_knn=(idx, dist), n_components=2, verbose=False)
-    with warnings.catch_warnings():
-        _quiet_third_party()
-        emb = model.fit_transform(u)
-    return np.asarray(emb, dtype=np.float32)
-
-
-_warm_lock = threading.Lock()
-_warmed: Dict[bool, float] = {}
-
-
-def warm_up(parallel: bool = False) -> float:
-    """Import umap and compile its kernels with a tiny fit, once per process.
-
-    The default (seeded, single-threaded) path is what the app uses; ``parallel=True`` also
-    compiles the unseeded multi-threaded layout kernels (~9 s more). Returns the seconds spent
-    (0.0 when already warm). Thread-safe; call it on the worker, never on the GUI thread.
-    """
-    with _warm_lock:
-        if parallel in _warmed:
-            return 0.0
-        t0 = time.perf_counter()
-        x = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
-        umap_2d(x, UmapParams(n_neighbors=8, random_state=None if parallel else 0))
-        _warmed[parallel] = time.perf_counter() - t0
-        return _warmed[parallel]
-
-
-def is_warm(parallel: bool = False) -> bool:
-    return parallel in _warmed
-
-
-# ---- the cached projector -------------------------------------------------------------------
-class Projector:
-    """Computes and caches projections of token sets.
-
-    Results are keyed by (model checksum, token-set digest, layer, method, parameters); a hit
-    returns the very same :class:`Projection` object. Safe to call from one worker thread while
-    another thread reads :meth:`cached`.
-
-    Parameters
-    ----------
-    max_entries : projections (and PCA reductions) kept, least recently used dropped first
-    """
-
-    def __init__(self, max_entries: int = 64):
-        self.max_entries = int(max_entries)
-        self._cache: "OrderedDict[tuple, Any]" = OrderedDict()
-        self._lock = threading.Lock()
-        self.stats = {"hits": 0, "misses": 0}
-
-    def _get(self, key: tuple) -> Any:
-        with self._lock:
-            hit = self._cache.get(key)
-            if hit is not None:
-                self._cache.move_to_end(key)
-            return hit
-
-    def _put(self, key: tuple, value: Any) -> None:
-        with self._lock:
-            self._cache[key] = value
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.max_entries:
-                self._cache.popitem(last=False)
-
-    def cached(self, tokens: TokenSet, layer: LayerSpec, method: str,
-               params: Optional[UmapParams] = None, checksum: str = "") -> Optional[Projection]:
-        """The cached projection, or None (does not count as a hit or miss)."""
-        return self._get((checksum, tokens.digest, layer, method, params if method == "umap" else None))
-
-    def clear(self) -> None:
-        with self._lock:
-            self._cache.clear()
-
-    def _reduced(self, activations, tokens: TokenSet, layer: LayerSpec, dims: int,
-                 checksum: str) -> PcaResult:
-        key = (checksum, tokens.digest, layer, "pca-reduce", dims)
-        hit = self._get(key)
-        if hit is None:
-            hit = pca(layer_features(activations, tokens, layer), dims)
-            self._put(key, hit)
-        return hit
-
-    def pca(self, activations: Sequence[np.ndarray], tokens: TokenSet, layer: LayerSpec,
-            checksum: str = "", dims: int = 50) -> Projection:
-        """The PCA 2-D projection (the first two of ``dims`` components), cached."""
-        key = (checksum, tokens.digest, layer, "pca", None)
-        hit = self._get(key)
-        if hit is not None:
-            self.stats["hits"] += 1
-            return hit
-        self.stats["misses"] += 1
-        t0 = time.perf_counter()
-        red = self._reduced(activations, tokens, layer, dims, checksum)
-        coords = _as_2d(red.coords)
-        coords.setflags(write=False)
-        ex = tuple(float(e) for e in red.explained[:2]) + (0.0,) * max(0, 2 - red.explained.size)
-        proj = Projection(layer, "pca", coords, time.perf_counter() - t0, explained=ex[:2])
-        self._put(key, proj)
-        return proj
-
-    def umap(self, activations: Sequence[np.ndarray], tokens: TokenSet, layer: LayerSpec,
-             params: UmapParams = UmapParams(), checksum: str = "",
-             state: Optional[TaskState] = None) -> Projection:
-        """The UMAP 2-D projection (PCA to ``params.pca_dims`` first), cached."""
-        key = (checksum, tokens.digest, layer, "umap", params)
-        hit = self._get(key)
-        if hit is not None:
-            self.stats["hits"] += 1
-            return hit
-        self.stats["misses"] += 1
-        t0 = time.perf_counter()
-        red = self._reduced(activations, tokens, layer, params.pca_dims, checksum)
-        check(state)
-        coords = umap_2d(red.coords, params, state)
-        coords.setflags(write=False)
-        proj = Projection(layer, "umap", coords, time.perf_counter() - t0, params=params)
-        self._put(key, proj)
-        return proj
-
-    def run(self, activations: Sequence[np.ndarray], tokens: TokenSet,
-            layers: Sequence[LayerSpec], method: str = "umap",
-            params: UmapParams = UmapParams(), checksum: str = "",
-            state: Optional[TaskState] = None) -> List[Projection]:
-        """Project every layer in turn; progress counts layers, cancel is checked between them."""
-        if method not in ("pca", "umap"):
-            raise InputError(f"unknown projection method {method!r} (use 'pca' or 'umap')")
-        out: List[Projection] = []
-        for i, layer in enumerate(layers):
-            report(state, i, len(layers), f"{method.upper()} of {layer.name} "
-                                          f"({len(tokens):,} tokens)")
-            check(state)
-            if method == "pca":
-                out.append(self.pca(activations, tokens, layer, checksum, params.pca_dims))
-            else:
-                out.append(self.umap(activations, tokens, layer, params, checksum, state))
-        report(state, len(layers), len(layers), f"{method.upper()} done")
-        return out
+    n = y.shape[0]
+    stop = min(n, start + KNN_BLOCK)
+    rows = np.arange(stop - start)
+    g = y[start:stop] @ y.T                                              # (b, N)
+    if metric == "cosine":
+        d = 1.0 - g
+    else:
+        d = np.maximum(sq[start:stop, None] + sq[None, :] - 2.0 * g, 0.0)
+    d[rows, start + rows] = -1.0                                         # self first
+    if k < n:
+        part = np.argpartition(d, k - 1, axis=1)[:, :k]                  # (b, k) unordered
+    else:
+        part = np.tile(np.arange(n), (len(rows), 1))
+    pd = np.take_along_axis(d, part, axis=1)
+    o = np.argsort(pd, axis=1, kind="stable")
+    idx[start:stop] = np.take_along_axis(part, o, axis=1)
+    pd = np.take_along_axis(pd, o, axis=1)
+    pd[:, 0] = 0.0
+    dist[start:stop] = np.sqrt(pd) if metric == "euclidean" else np.clip(pd, 0.0, 2.0)

@@ -1,0 +1,1 @@
+"""Bundled data files (demo model, demo sentences, demo probe tasks); no code."""
