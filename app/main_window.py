@@ -32,15 +32,17 @@ TEXT_FILTER = "Text files (*.txt *.txt.gz *.gz);;All files (*)"
 def demo_checkpoint() -> Optional[Path]:
     """The bundled demo model's folder, or None when it is not installed."""
     try:
-        from elmo_engine.resources import demo_checkpoint_path
+        from elmo_engine import resources
     except ImportError:
         return None
     try:
-        path = demo_checkpoint_path()
+        path = Path(resources.demo_checkpoint_path())
+        complete = (resources.demo_checkpoint_available()
+                    if hasattr(resources, "demo_checkpoint_available") else path.exists())
     except Exception:  # a missing demo model is a normal state, not a crash
         log.info("no demo model", exc_info=True)
         return None
-    return Path(path) if path is not None and Path(path).exists() else None
+    return path if complete else None
 
 
 def demo_sentences() -> str:

@@ -7,7 +7,8 @@ through optional methods, each called only when a panel has it:
 * ``probe_runs() -> list[dict]`` / ``restore_probe_runs(list[dict])``: stored probe results
   (without ``probe_runs``, a panel's ``runs`` list of objects with ``to_dict()`` is read);
 * ``report_figures(folder) -> list[Path]``: the panel's publication figures (without it the
-  panel widget itself is exported as PNG at the chosen size and DPI, and as SVG);
+  panel widget itself is exported as PNG at the chosen size and DPI, and as SVG); the folder
+  exists and is empty;
 * ``report_tables() -> list[elmo_engine.report.ReportTable]``.
 
 File work runs on the worker; the GUI thread only collects state and renders figures.
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import QEvent, QObject, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
 from app.figure_export import FigureOptions, ReportDialog, VectorDialog, render_bytes
@@ -75,7 +76,7 @@ class WorkspaceActions(QObject):
         for sig in (self.ws.activations_changed, self.ws.tokens_changed, self.ws.model_changed):
             sig.connect(self._try_finish_restore)
         self.ws.model_load_failed.connect(lambda *_: self._try_finish_restore(force=True))
-        if recover:
+        if recover and QGuiApplication.platformName() != "offscreen":   # nobody to ask offscreen
             QTimer.singleShot(0, self.check_recovery)
 
     # ---- menu -----------------------------------------------------------------------------
@@ -251,16 +252,14 @@ class WorkspaceActions(QObject):
         data = loaded.data
         self.path = (Path(data.source) if data.source else None) if recovered else loaded.path
         self._pending = data
-        self.window.sentences.show_sentences(list(data.sentences))
+        self._saved_fp = "" if recovered else self._fingerprint(data)    # refined once restored
         spec = self.ws.model_spec
         same = (spec is not None and checkpoint is not None and self.ws.model_info is not None
-                and Path(spec.path).resolve() == Path(checkpoint).resolve()
-                and (not data.checkpoint.checksum
-                     or self.ws.model_info.checksum == data.checkpoint.checksum))
-        if checkpoint is not None and not same:
+                and Path(spec.path).resolve() == Path(checkpoint).resolve())
+        if checkpoint is not None and not same:      # first: a model change clears the selection
             ck = data.checkpoint
             self.ws.load_model(ModelSpec(checkpoint, ck.device, ck.precision))
-        self._saved_fp = "" if recovered else self._fingerprint(data)
+        self.window.sentences.show_sentences(list(data.sentences))
         self.opened.emit(str(loaded.path))
         self._try_finish_restore()
 
@@ -309,9 +308,13 @@ class WorkspaceActions(QObject):
                                      on_result=done, on_error=lambda m: log.warning(
                                          "autosave failed: %s", m), group="autosave")
 
-    def check_recovery(self) -> None:
+    def check_recovery(self) -> int:
         """Offer to recover an autosave left by a session that did not end cleanly."""
-        rec = wf.find_recovery(self.autosave_dir)
+        return self.ws.worker.submit("Looking for unsaved work",
+                                     lambda st: wf.find_recovery(self.autosave_dir),
+                                     on_result=self._offer_recovery, group="recovery")
+
+    def _offer_recovery(self, rec: Optional[wf.Recovery]) -> None:
         if rec is None:
             return
         answer = QMessageBox.question(
@@ -422,7 +425,10 @@ class WorkspaceActions(QObject):
         notes: List[str] = []
         for name, panel in self._panels():
             title = getattr(panel, "title", name)
-            own = self._call(panel, "report_figures", tmp / name)
+            own = None
+            if callable(getattr(panel, "report_figures", None)):
+                (tmp / name).mkdir()
+                own = self._call(panel, "report_figures", tmp / name)
             if own:
                 figures += [(Path(p), None, f"{title}: {Path(p).stem.replace('_', ' ')}")
                             for p in own]

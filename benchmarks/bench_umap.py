@@ -5,6 +5,7 @@ Run by hand (not a test)::
     python benchmarks/bench_umap.py                      # demo model, else random vectors
     python benchmarks/bench_umap.py --checkpoint DIR     # any checkpoint
     python benchmarks/bench_umap.py --random             # random clustered vectors, width 256
+    python benchmarks/bench_umap.py --render             # only: draw 20,000 points × 4 plots
 
 Prints, in one run: the one-time compile cost of each path (paid once per process), then the
 time of our pipeline and of the baseline (``umap.UMAP(metric="cosine")`` on the raw vectors,
@@ -34,12 +35,13 @@ TEXT = REPO.parent / "shared" / "data" / "openstax_prose" / "valid.txt"
 
 
 def demo_checkpoint():
+    """The demo model's folder, or None while it is not installed."""
     try:
         from elmo_engine.resources import demo_checkpoint_path
-        return demo_checkpoint_path()
-    except Exception:
+        path = demo_checkpoint_path()
+    except ImportError:
         path = REPO / "resources" / "demo_model"
-        return path if path.exists() else None
+    return path if (path / "options.json").is_file() else None
 
 
 def model_vectors(checkpoint, n_tokens: int):
@@ -97,13 +99,72 @@ def baseline_fit(x: np.ndarray, seed: int = 42) -> np.ndarray:
                          n_jobs=1).fit_transform(x)
 
 
+def bench_render(n_points: int = 20_000, n_plots: int = 4, frames: int = 20) -> None:
+    """Time full repaints of the projection plots (offscreen) while panning and zooming."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from app.panels.projection_plots import ProjectionPlots, categories
+
+    app = QApplication.instance() or QApplication([])
+    plots = ProjectionPlots()
+    plots.resize(1600, 600)
+    plots.set_layers([f"plot {k}" for k in range(n_plots)])
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in rng.integers(0, 500, n_points)]
+    codes, _ = categories(words)
+    t0 = time.perf_counter()
+    plots.set_codes(codes)
+    for k in range(n_plots):
+        plots.set_coords(k, rng.normal(size=(n_points, 2)) * (k + 1), f"plot {k}")
+    t_set = time.perf_counter() - t0
+    plots.show()
+    app.processEvents()
+    plots.grab()
+    times = []
+    for f in range(frames):
+        for lp in plots.plots:
+            lp.view.translateBy(x=0.05, y=0.0)
+            lp.view.scaleBy((0.97, 0.97))
+        t0 = time.perf_counter()
+        plots.grab()                               # a full paint of every plot
+        times.append(time.perf_counter() - t0)
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QImage, QPainter
+
+    one = []                                       # a pan/zoom repaints only its own plot
+    lp = plots.plots[0]
+    rect = lp.plot.sceneBoundingRect()
+    image = QImage(int(rect.width()), int(rect.height()), QImage.Format.Format_ARGB32)
+    for f in range(frames):
+        lp.view.translateBy(x=0.05, y=0.0)
+        lp.view.scaleBy((0.97, 0.97))
+        t0 = time.perf_counter()
+        painter = QPainter(image)
+        plots.scene().render(painter, QRectF(0, 0, rect.width(), rect.height()), rect)
+        painter.end()
+        one.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    plots.set_selection(np.arange(0, n_points, 7))
+    t_sel = time.perf_counter() - t0
+    print(f"render: {n_plots} plots × {n_points:,} points; setData+colours {t_set:.2f} s; "
+          f"repaint of one plot median {1000 * np.median(one):.0f} ms (max {1000 * max(one):.0f}), "
+          f"of all {n_plots} median {1000 * np.median(times):.0f} ms (max "
+          f"{1000 * max(times):.0f}) over {frames} pan/zoom frames; linked selection of "
+          f"{len(plots.selection):,} points {1000 * t_sel:.0f} ms")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoint", help="checkpoint folder (default: the demo model)")
     ap.add_argument("--random", action="store_true", help="random clustered vectors, width 256")
     ap.add_argument("--tokens", type=int, default=10_000)
     ap.add_argument("--layer", type=int, default=1)
+    ap.add_argument("--render", action="store_true", help="only time drawing 20,000 points")
     args = ap.parse_args(argv)
+    if args.render:
+        bench_render()
+        return 0
 
     print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs")
     ckpt = None if args.random else (args.checkpoint or demo_checkpoint())

@@ -121,70 +121,93 @@ def atomic_hdf5(target) -> Iterator["h5py.File"]:
             fh = h5py.File(guard, "w")
             try:
                 yield fh
-            finally:
-                fh.close()
+            except BaseException as e:
+                with contextlib.suppress(Exception):
+                    fh.close()
+                if isinstance(e, Exception):
+                    guard.raise_failure()            # a failed write is the real cause
+                raise
+            fh.close()
             guard.raise_failure()
 
 
 class _SafeWriter:
-    """A binary file for h5py's file-object driver that never reports a failed write."""
+    """A binary file for h5py's file-object driver that never reports a failed write.
+
+    After the first failure nothing more is written, but positions and the file's end move as
+    if it had been, so the library sees a consistent file until it is closed.
+    """
 
     def __init__(self, raw):
         self.raw = raw
         self.error: Optional[OSError] = None
+        self.end = 0                                   # the end of the file as HDF5 believes it
 
     def raise_failure(self) -> None:
         if self.error is not None:
             raise self.error
 
-    def _guard(self, op, *args, default=None):
-        if self.error is None:
-            try:
-                return op(*args)
-            except OSError as e:
-                self.error = e
-        return default
-
     def write(self, data) -> int:
         view = memoryview(data).cast("B")
-
-        def write_all():
-            done = 0
-            while done < len(view):
-                done += self.raw.write(view[done:]) or 0
-            return done
-
-        self._guard(write_all)
+        start = self.raw.tell()
+        if self.error is None:
+            try:
+                done = 0
+                while done < len(view):
+                    done += self.raw.write(view[done:]) or 0
+            except OSError as e:
+                self.error = e
+        self.raw.seek(start + len(view))
+        self.end = max(self.end, start + len(view))
         return len(view)
 
     def readinto(self, buf) -> int:
         view = memoryview(buf).cast("B")
+        start = self.raw.tell()
         done = 0
         while done < len(view):
             n = self.raw.readinto(view[done:])
             if not n:
                 break
             done += n
+        if done < len(view) and self.error is not None:
+            # after a failed write, what HDF5 believes it wrote reads back as zeros
+            want = max(done, min(len(view), self.end - start))
+            view[done:want] = bytes(want - done)
+            done = want
+            self.raw.seek(start + done)
         return done
 
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0:
-            return self.raw.readall()
+            size = max(0, self.end - self.raw.tell())
         buf = bytearray(size)
         return bytes(buf[:self.readinto(buf)])
 
     def seek(self, pos: int, whence: int = 0) -> int:
+        if whence == 2:
+            return self.raw.seek(self.end + pos)
         return self.raw.seek(pos, whence)
 
     def tell(self) -> int:
         return self.raw.tell()
 
     def truncate(self, size: Optional[int] = None) -> int:
-        result = self._guard(self.raw.truncate, size)
-        return size if result is None else result
+        size = self.raw.tell() if size is None else size
+        if self.error is None:
+            try:
+                self.raw.truncate(size)
+            except OSError as e:
+                self.error = e
+        self.end = size
+        return size
 
     def flush(self) -> None:
-        self._guard(self.raw.flush)
+        if self.error is None:
+            try:
+                self.raw.flush()
+            except OSError as e:
+                self.error = e
 
 
 def atomic_write_bytes(target, data: bytes) -> None:

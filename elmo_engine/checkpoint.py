@@ -24,7 +24,7 @@ import torch
 from elmo_engine.atomic import atomic_hdf5, atomic_path, atomic_write_text
 from elmo_engine.bilm import BiLM
 from elmo_engine.errors import CheckpointError
-from elmo_engine.options import BiLMOptions
+from elmo_engine.options import BiLMOptions, _show
 
 NATIVE_FORMAT = "elmo-explorer-bilm"
 NATIVE_CONFIG = "bilm.json"
@@ -318,6 +318,10 @@ def _load_hdf5(opts: BiLMOptions, weights_path: Path, progress=None) -> BiLM:
                                   dataset=name, expected=f"shape {shape}", found="nothing")
         if not isinstance(obj, h5py.Dataset):
             raise CheckpointError(weights_path, "expected a dataset, found a group", dataset=name)
+        if obj.external or obj.is_virtual or obj.file.filename != fh.filename:
+            raise CheckpointError(weights_path, "dataset is stored outside this file (an external "
+                                  "link, external storage or a virtual dataset); only "
+                                  "self-contained weights files are loaded", dataset=name)
         if tuple(obj.shape) != tuple(shape):
             raise CheckpointError(weights_path, "dataset has the wrong shape; the options file does "
                                   "not match these weights", dataset=name,
@@ -393,10 +397,11 @@ def _read_native_config(cfg_path: Path) -> BiLMOptions:
     if not isinstance(d, dict) or d.get("format") != NATIVE_FORMAT:
         raise CheckpointError(cfg_path, "not an ELMo Explorer model config", dataset="format",
                               expected=NATIVE_FORMAT,
-                              found=d.get("format") if isinstance(d, dict) else type(d).__name__)
+                              found=(_show(d.get("format")) if isinstance(d, dict)
+                                     else type(d).__name__))
     if d.get("version") != 1:
         raise CheckpointError(cfg_path, "unsupported model config version", dataset="version",
-                              expected=1, found=d.get("version"))
+                              expected=1, found=_show(d.get("version")))
     return BiLMOptions.from_json_dict(d.get("options"), cfg_path)
 
 

@@ -200,7 +200,9 @@ class Embedder:
             self.dtype, self.precision = torch.float32, "fp32"
         self.model.to(device, self.dtype)
         self._types = {t: v.to(device, self.dtype) for t, v in self._types.items()}
-        self._slots = None
+        if self._slots is not None:              # the stateful protocol keeps its state
+            self._slots = [(c.to(device, self.dtype), h.to(device, self.dtype))
+                           for c, h in self._slots]
 
     def _warn(self, msg: str) -> None:
         log.warning(msg)
@@ -242,13 +244,41 @@ class Embedder:
             batch = sents[start:start + batch_size]
             self._grow_slots(len(batch))
             init = [(c[:, :len(batch)], h[:, :len(batch)]) for c, h in self._slots]
-            layers, final = self._forward(batch, init)
+            arrays, final = self._stateful_rows(batch, init)
             self._slots = [(torch.cat([cf, c[:, len(batch):]], 1), torch.cat([hf, h[:, len(batch):]], 1))
                            for (cf, hf), (c, h) in zip(final, self._slots)]
-            for r, s in enumerate(batch):
-                out.append(layers[:, r, 1:len(s) + 1].float().cpu().numpy())
+            out.extend(arrays)
             report(state, min(start + batch_size, total), total, "embedding (stateful)")
         return out
+
+    def _stateful_rows(self, batch, init: LSTMState, fell_back: bool = False):
+        """One stateful batch → (arrays, final state). Each row has its own state slot, so a
+        batch that runs out of GPU memory is split by rows, then moved to the CPU."""
+        try:
+            layers, final = self._forward(batch, init)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            if len(batch) > 1:
+                self._warn(f"GPU out of memory on a batch of {len(batch)} sentences; retrying in "
+                           "smaller batches")
+                h = len(batch) // 2
+                a, fa = self._stateful_rows(batch[:h], [(c[:, :h], x[:, :h]) for c, x in init],
+                                            fell_back)
+                b, fb = self._stateful_rows(batch[h:], [(c[:, h:], x[:, h:]) for c, x in init],
+                                            fell_back)
+                dev = fb[0][0].device                # the second half may have moved to the CPU
+                return a + b, [(torch.cat([ca.to(dev), cb], 1), torch.cat([ha.to(dev), hb], 1))
+                               for (ca, ha), (cb, hb) in zip(fa, fb)]
+            if fell_back:
+                raise InputError(f"out of memory on a sentence of {len(batch[0])} tokens even on "
+                                 "the CPU; split it into shorter sentences") from None
+            self._warn("GPU out of memory on a single sentence of "
+                       f"{len(batch[0])} tokens; falling back to the CPU")
+            self._move(torch.device("cpu"))
+            init = [(c.to(self.device, self.dtype), x.to(self.device, self.dtype)) for c, x in init]
+            return self._stateful_rows(batch, init, fell_back=True)
+        arrays = [layers[:, r, 1:len(s) + 1].float().cpu().numpy() for r, s in enumerate(batch)]
+        return arrays, final
 
     def _grow_slots(self, n: int) -> None:
         if self._slots is None:

@@ -206,8 +206,8 @@ def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Op
     spec = ReportSpec(
         title=f"ELMo Explorer report: {Path(source).name or source}",
         model=info or {"model": "none loaded"},
-        data={"workspace": source, "saved": data.saved_at,
-              "sentences": len(tokens), "tokens": int(sum(len(t) for t in tokens))},
+        data={"workspace": source} | ({"saved": data.saved_at} if data.saved_at else {})
+        | {"sentences": len(tokens), "tokens": int(sum(len(t) for t in tokens))},
         parameters={"selected word": word or "(none)", "views": data.views},
         notes=notes + ([data.notes] if data.notes else []))
     if word and acts and all(a is not None for a in acts):

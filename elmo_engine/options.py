@@ -114,18 +114,18 @@ class BiLMOptions:
             if (not isinstance(f, (list, tuple)) or len(f) != 2
                     or not all(_is_int(v) and v > 0 for v in f)):
                 raise CheckpointError(path, f"char_cnn.filters[{i}] must be [width, count] with "
-                                      "positive integers", found=f)
+                                      "positive integers", found=_show(f))
             filters.append((int(f[0]), _pos_int(f[1], path, f"char_cnn.filters[{i}] count")))
         emb = _get(cc, "embedding", dict, path, "char_cnn.embedding")
         m = _pos_int(cc.get("max_characters_per_token", 50), path, "char_cnn.max_characters_per_token")
         for w, _ in filters:
             if w > m:
                 raise CheckpointError(path, "a convolution is wider than the token",
-                                      expected=f"width <= {m}", found=w)
+                                      expected=f"width <= {m}", found=_show(w))
         activation = cc.get("activation", "relu")
         if activation not in ("relu", "tanh"):
             raise CheckpointError(path, "char_cnn.activation must be 'relu' or 'tanh'",
-                                  found=activation)
+                                  found=_show(activation))
         n_chars = _pos_int(cc.get("n_characters", 262), path, "char_cnn.n_characters")
         if n_chars not in (261, 262):
             raise CheckpointError(path, "char_cnn.n_characters must be 262 (261 while training)",
@@ -135,7 +135,7 @@ class BiLMOptions:
             n_highway = 0
         if not _is_int(n_highway) or not 0 <= n_highway <= MAX_DEPTH:
             raise CheckpointError(path, "char_cnn.n_highway must be an integer from 0 to "
-                                  f"{MAX_DEPTH}", found=n_highway)
+                                  f"{MAX_DEPTH}", found=_show(n_highway))
         n_layers = _pos_int(ls.get("n_layers", 1), path, "lstm.n_layers")
         if n_layers > MAX_DEPTH:
             raise CheckpointError(path, "lstm.n_layers is implausibly large",
@@ -145,7 +145,7 @@ class BiLMOptions:
             skip = False
         if not isinstance(skip, bool):
             raise CheckpointError(path, "lstm.use_skip_connections must be true or false",
-                                  found=skip)
+                                  found=_show(skip))
         extra = {k: v for k, v in d.items() if k not in ("char_cnn", "lstm")}
         return cls(
             filters=tuple(filters),
@@ -189,6 +189,13 @@ class BiLMOptions:
         return cls.from_json_dict(d, path)
 
 
+def _show(v):
+    """A value from the file as it goes into a message: short values as they are, long ones
+    (a 5,000-digit number, a nested structure) cut to a readable length."""
+    text = repr(v)
+    return v if len(text) <= 120 else f"{text[:100]}… ({len(text)} characters)"
+
+
 def _is_int(v) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
@@ -206,10 +213,10 @@ def _get(d, key, typ, path, name=None):
 
 def _pos_int(v, path, name) -> int:
     if not _is_int(v) or v <= 0:
-        raise CheckpointError(path, f"'{name}' must be a positive integer", found=v)
+        raise CheckpointError(path, f"'{name}' must be a positive integer", found=_show(v))
     if v > 1 << 20:
         raise CheckpointError(path, f"'{name}' is implausibly large", expected="<= 1048576",
-                              found=v)
+                              found=_show(v))
     return int(v)
 
 
@@ -217,5 +224,6 @@ def _clip(v, path, name) -> Optional[float]:
     if v is None:
         return None
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-        raise CheckpointError(path, f"'{name}' must be a positive number or null", found=v)
+        raise CheckpointError(path, f"'{name}' must be a positive number or null",
+                              found=_show(v))
     return float(v)

@@ -99,6 +99,17 @@ def table_csv(table: ReportTable) -> str:
     return buf.getvalue()
 
 
+def _param(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}"
+    if isinstance(v, (list, tuple)):
+        shown = ", ".join(_param(x) for x in v[:12])
+        return f"[{len(v)} values] {shown}, …" if len(v) > 12 else shown
+    if isinstance(v, dict):
+        return "(none)" if not v else ", ".join(f"{k}: {_param(x)}" for k, x in v.items())
+    return "" if v is None else str(v)
+
+
 def _flat(d: Dict[str, Any], prefix: str = "") -> List[tuple]:
     """Nested parameters → ``[("views.contexts.direction", "both"), …]``."""
     out: List[tuple] = []
@@ -106,12 +117,24 @@ def _flat(d: Dict[str, Any], prefix: str = "") -> List[tuple]:
         key = f"{prefix}{k}"
         if isinstance(v, dict) and v:
             out += _flat(v, key + ".")
-        elif isinstance(v, (list, tuple)) and len(v) > 12:
-            out.append((key, f"[{len(v)} values] " + ", ".join(_cell(x) for x in v[:12]) + ", …"))
-        elif isinstance(v, (list, tuple)):
-            out.append((key, ", ".join(_cell(x) for x in v)))
         else:
-            out.append((key, _cell(v)))
+            out.append((key, _param(v)))
+    return out
+
+
+def _figure_groups(figures: List[tuple]) -> List[tuple]:
+    """One entry per figure: the same figure in several formats (same file stem) is shown once
+    (PNG preferred, else SVG) with a link to every format. Returns ``(shown or None, files,
+    caption)``."""
+    groups: Dict[str, list] = {}
+    for rel, caption in figures:
+        groups.setdefault(str(Path(rel).with_suffix("")), []).append((rel, caption))
+    out = []
+    for items in groups.values():
+        files = [r for r, _c in items]
+        shown = next((r for r in files if r.lower().endswith(".png")),
+                     next((r for r in files if r.lower().endswith(".svg")), None))
+        out.append((shown, files, items[0][1]))
     return out
 
 
@@ -155,10 +178,11 @@ def render_markdown(spec: ReportSpec, tables: Dict[str, str], figures: List[tupl
             out += [f"Full table: [{rel}]({rel})", ""]
     if figures:
         out += ["## Figures", ""]
-        for rel, caption in figures:
-            if rel.lower().endswith((".png", ".svg")):
-                out += [f"![{_md(caption)}]({rel})", ""]
-            out += [f"{_md(caption)} ([{Path(rel).name}]({rel}))", ""]
+        for shown, files, caption in _figure_groups(figures):
+            if shown:
+                out += [f"![{_md(caption)}]({shown})", ""]
+            links = ", ".join(f"[{Path(r).suffix[1:].upper()}]({r})" for r in files)
+            out += [f"{_md(caption)} ({links})", ""]
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -224,12 +248,12 @@ def render_html(spec: ReportSpec, tables: Dict[str, str], figures: List[tuple]) 
             out.append(f"<p class='meta'>Full table: <a href='{e(rel, quote=True)}'>{e(rel)}</a></p>")
     if figures:
         out.append("<h2>Figures</h2>")
-        for rel, caption in figures:
-            href = e(rel, quote=True)
-            img = (f"<img src='{href}' alt='{e(caption, quote=True)}'>"
-                   if rel.lower().endswith((".png", ".svg")) else "")
-            out.append(f"<figure>{img}<figcaption>{e(caption)} "
-                       f"(<a href='{href}'>{e(Path(rel).name)}</a>)</figcaption></figure>")
+        for shown, files, caption in _figure_groups(figures):
+            img = (f"<img src='{e(shown, quote=True)}' alt='{e(caption, quote=True)}'>"
+                   if shown else "")
+            links = ", ".join(f"<a href='{e(r, quote=True)}'>{e(Path(r).suffix[1:].upper())}</a>"
+                              for r in files)
+            out.append(f"<figure>{img}<figcaption>{e(caption)} ({links})</figcaption></figure>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
 

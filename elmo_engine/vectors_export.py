@@ -23,7 +23,6 @@ behind.
 from __future__ import annotations
 
 import contextlib
-import csv
 import errno
 import io
 import json
@@ -308,21 +307,30 @@ def _write_hdf5(tmp: Path, tokens, activations, layers, refs, state) -> None:
         ds[0] = _sentence_index(tokens)
 
 
-def _fmt(v: np.ndarray) -> List[str]:
-    return [f"{x:.7g}" for x in v.tolist()]
+def _row_format(dim: int, sep: str) -> str:
+    return sep.join(["%.7g"] * dim)
+
+
+def _csv_field(text) -> str:
+    text = str(text)
+    if any(c in text for c in ',"\r\n'):
+        return '"' + text.replace('"', '""') + '"'
+    return text
 
 
 def _write_csv(tmp: Path, tokens, activations, layers, refs, state) -> None:
     dim = activations[0].shape[2]
+    row = _row_format(dim, ",")
     with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        out = csv.writer(fh, lineterminator="\n")
-        out.writerow(["sentence", "token", "word", "layer", *[f"d{k}" for k in range(dim)]])
+        fh.write(",".join(["sentence", "token", "word", "layer", *[f"d{k}" for k in range(dim)]]))
+        fh.write("\n")
         for s, t, word, vec in _rows(tokens, activations, layers, refs, state):
+            head = f"{s},{t},{_csv_field(word)},"
             if layers.mode == "each":
-                for k in range(vec.shape[0]):
-                    out.writerow([s, t, word, k, *_fmt(vec[k])])
+                for k, v in enumerate(vec.tolist()):
+                    fh.write(f"{head}{k},{row % tuple(v)}\n")
             else:
-                out.writerow([s, t, word, layers.label(), *_fmt(vec)])
+                fh.write(f"{head}{_csv_field(layers.label())},{row % tuple(vec.tolist())}\n")
 
 
 def _tsv_cell(text: str) -> str:
@@ -333,14 +341,15 @@ def _write_tsv(folder: Path, tokens, activations, layers, refs, state) -> List[P
     n_out = activations[0].shape[0] if layers.mode == "each" else 1
     names = ([f"vectors_layer{k}.tsv" for k in range(n_out)] if layers.mode == "each"
              else ["vectors.tsv"])
+    row = _row_format(activations[0].shape[2], "\t")
     vec_files = [open(folder / n, "w", encoding="utf-8", newline="") for n in names]
     try:
         meta = io.StringIO()
         meta.write("word\tsentence\ttoken\tcontext\n")     # header: more than one column
         for s, t, word, vec in _rows(tokens, activations, layers, refs, state):
             rows = vec if layers.mode == "each" else vec[None]
-            for fh, row in zip(vec_files, rows):
-                fh.write("\t".join(_fmt(row)) + "\n")
+            for fh, v in zip(vec_files, rows.tolist()):
+                fh.write(row % tuple(v) + "\n")
             ctx = " ".join(tokens[s][max(0, t - 3):t] + [f"[{word}]"] + list(tokens[s][t + 1:t + 4]))
             meta.write(f"{_tsv_cell(word)}\t{s}\t{t}\t{_tsv_cell(ctx)}\n")
         (folder / "metadata.tsv").write_text(meta.getvalue(), encoding="utf-8")

@@ -258,3 +258,20 @@ def test_a_5000_token_line_keeps_the_gui_live(qtbot, window):
     # one-time: shaping the 30 KB mixed-script line when it is put into the editor (~0.2 s)
     assert max(gaps) < 400, f"GUI blocked for {max(gaps)} ms"
     assert sorted(gaps)[-2] < 150, f"GUI blocked: worst gaps {sorted(gaps)[-3:]} ms"
+
+
+def test_first_launch_uses_the_demo_model(qtbot, app_settings_dir, tiny_checkpoint, errors,
+                                          monkeypatch):
+    import app.main_window as mw
+
+    monkeypatch.setattr(mw, "demo_checkpoint", lambda: tiny_checkpoint)
+    w = MainWindow(AppSettings(app_settings_dir), views=())
+    qtbot.addWidget(w)
+    w.show()
+    w.start()                                    # no checkpoint, no last one: the demo model
+    qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
+    assert w.workspace.model_spec.path == str(tiny_checkpoint)
+    assert len(w.workspace.sentences) == 20                      # resources/demo_sentences.txt
+    assert w.workspace.occurrences("bank") and w.workspace.occurrences("play")
+    assert not w.banner.isVisible() and errors == []
+    w.workspace.worker.shutdown()

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import csv
+import json
+import re
 
 import numpy as np
 import pytest
@@ -9,7 +11,9 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QImage  # noqa: E402
 
+from app.figure_export import FigureOptions  # noqa: E402
 from app.panels.contexts import ContextsPanel  # noqa: E402
 from app.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
 from elmo_engine import compare as cmp  # noqa: E402
@@ -51,7 +55,15 @@ def test_bank_first_matrices_and_summary(panel):
     ref = cmp.compare(cmp.gather(ws.activations, comp.occurrences), None)
     np.testing.assert_allclose(comp.matrices, ref.matrices, atol=1e-6)
     assert len(panel.heatmaps.images) == 4
-    np.testing.assert_allclose(panel.heatmaps.images[2].image, comp.matrices[2].T)
+    image = panel.heatmaps.images[2].image                 # each cell a block of f × f pixels
+    f = image.shape[0] // 4
+    assert image.shape == (4 * f, 4 * f) and f >= 2
+    np.testing.assert_allclose(image[::f, ::f], comp.matrices[2].T)
+    # every heatmap labelled the same way and drawn the same size (layer 0 included)
+    lefts = [p.getAxis("left") for p in panel.heatmaps.plots]
+    assert all(a._tickLevels == lefts[0]._tickLevels for a in lefts)
+    widths = [p.getViewBox().width() for p in panel.heatmaps.plots]
+    assert max(widths) - min(widths) <= 2 and min(widths) > 100
     assert panel.summary.columnCount() == 4
     assert panel.summary.item(0, 1).text() == f"{comp.self_sim[1]:.3f}"
     assert panel.occ_table.rowCount() == 4
@@ -201,3 +213,153 @@ def test_new_sentences_recompute_and_signal_ready(panel, qtbot):
     assert panel.comparison.groups == ("", "money", "", "", "")       # moved with its sentence
     assert panel.comparison.matrices.shape == (4, 5, 5)
     assert panel.index.n_tokens == sum(len(t) for t in panel.ws.tokens)
+
+
+def test_view_state_round_trip(panel, qtbot):
+    ws = panel.ws
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_weights([0, 1, 2])
+    panel.set_direction("backward")
+    panel.k_box.setValue(5)
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_corrected(True)
+    for row, label in ((0, "river"), (1, "money")):
+        with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+            panel.set_group(row, label)
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        panel.select_occurrence(2)
+    state = json.loads(json.dumps(panel.view_state()))              # JSON values only
+    assert state["word"] == "bank" and state["weights"] == [0.0, 1.0, 2.0]
+    assert state["direction"] == "backward" and state["corrected"] is True and state["k"] == 5
+    assert state["selected"] == {"sentence": 2, "token": 1}
+    assert state["groups"] == {"bank": [{"sentence": 0, "token": 4, "group": "river"},
+                                        {"sentence": 1, "token": 6, "group": "money"}]}
+    # somewhere else entirely, then back
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        ws.select(TokenRef(1, 4))                                   # "into"
+    panel.set_weights([1, 1, 1])
+    panel.set_direction("both")
+    panel.set_corrected(False)
+    panel.k_box.setValue(8)
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        panel.restore_view_state(dict(state, unknown_key=[1, 2]))
+        ws.select(TokenRef(0, 1))        # the workspace's selection, applied right after: "sat"
+    qtbot.waitUntil(lambda: panel.comparison is not None and panel.comparison.word == "bank")
+    comp = panel.comparison
+    assert panel.word == "bank" and panel.mix.weights() == [0.0, 1.0, 2.0]
+    assert comp.direction == "backward" and comp.corrected and panel.k_box.value() == 5
+    assert comp.groups == ("river", "money", "", "")
+    np.testing.assert_allclose(comp.weights, [0, 1 / 3, 2 / 3], atol=1e-6)
+    vec = cmp.gather(ws.activations, comp.occurrences)
+    ref = cmp.compare(vec, [0, 1, 2], "backward", panel.index.mean, comp.groups)
+    np.testing.assert_allclose(comp.matrices, ref.matrices, atol=1e-6)
+    assert panel.query == (2, 1) and all(len(nbs) == 5 for _, nbs in panel.table.layers)
+    assert panel.view_state() == state
+
+
+def test_restore_view_state_tolerates_bad_values(panel, qtbot):
+    before = panel.view_state()
+    panel.restore_view_state(None)
+    panel.restore_view_state("not a dict")
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.restore_view_state({"weights": [1, 2], "direction": "sideways", "k": "many",
+                                  "corrected": "yes", "selected": {"sentence": 99, "token": 0},
+                                  "groups": {"bank": [{"sentence": 9, "token": 0, "group": "x"},
+                                                      {"sentence": 1, "token": 0, "group": "x"},
+                                                      "junk"], "7": 3},
+                                  "reference_file": "/no/such/file.txt", "version": 99})
+    assert panel.view_state() == before
+    assert panel.comparison.groups == ("", "", "", "")
+
+
+def test_report_figures_and_tables(panel, tmp_path):
+    comp = panel.comparison
+    opts = FigureOptions(width_in=6.5, height_in=5.0, dpi=20, keep_aspect=False)
+    files = panel.report_figures(tmp_path, opts)
+    views = ["layer_0", "layer_1", "layer_2", "mix"]
+    assert [f.name for f in files] == [f"heatmap_bank_{v}.{e}" for v in views
+                                       for e in ("png", "svg")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f.name for f in files)
+    for f in files[::2]:
+        img = QImage(str(f))
+        assert (img.width(), img.height()) == (130, 100)
+        assert round(img.dotsPerMeterX() * 0.0254) == 20
+        colours = {img.pixel(x, y) for x in range(0, 130, 3) for y in range(0, 100, 3)}
+        assert len(colours) > 10                                    # drawn, not blank
+    for f, view in zip(files[1::2], ("layer 0 (character CNN)", "layer 1 (biLSTM)",
+                                     "layer 2 (biLSTM)", "scalar mix (0.33, 0.33, 0.33)")):
+        text = f.read_text(encoding="utf-8")
+        assert re.search(r'viewBox ?= ?"0 0 624 480"', text), f.name    # nothing cut off
+        for label in (f"in 4 contexts: {view}", "occurrence (context)", "cosine similarity",
+                      "The [bank] raised its 4", ">1.00<", ">0.80<"):
+            assert label in text, (f.name, label)
+    # a narrow figure, height fitted: short title, numbers for rows, still nothing cut off
+    (tmp_path / "narrow").mkdir()
+    narrow = panel.report_figures(tmp_path / "narrow", FigureOptions(
+        2.0, 1.0, 20, keep_aspect=True, formats=("svg", "pdf")))
+    assert len(narrow) == 8 and all(p.read_bytes()[:5] == b"%PDF-" for p in narrow[1::2])
+    text = narrow[2].read_text(encoding="utf-8")
+    assert re.search(r'viewBox ?= ?"0 0 192 \d+"', text) and "layer 1" in text
+    assert "in 4 contexts" not in text and "[bank]" not in text
+    tables = {t.name: t for t in panel.report_tables()}
+    assert set(tables) == {"contexts_view_summary", "contexts_view_similarity",
+                           "contexts_neighbours"}
+    summary = tables["contexts_view_summary"].rows
+    assert [r["view"] for r in summary] == ["layer 0", "layer 1", "layer 2", "mix"]
+    assert summary[2]["self-similarity"] == pytest.approx(comp.self_sim[2], abs=1e-6)
+    assert summary[2]["within groups"] is None                     # no groups yet
+    sim = tables["contexts_view_similarity"].rows
+    assert len(sim) == 16 and sim[13]["view"] == "mix"
+    assert sim[13]["3"] == pytest.approx(comp.matrices[3, 1, 2], abs=1e-6)
+    neigh = tables["contexts_neighbours"].rows
+    assert len(neigh) == 8 + 2 * 8 and neigh[8]["view"] == "layer 1"
+    assert neigh[8]["source"] == "loaded sentences" and "[" in neigh[8]["context"]
+
+
+def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint, tmp_path):
+    """Through the real File → Save/Open workspace and Export report of the main window."""
+    import app.workspace_actions as wa
+    from app.main_window import MainWindow
+    from app.settings import AppSettings
+
+    w = MainWindow(AppSettings(app_settings_dir), views=("contexts",))
+    qtbot.addWidget(w)
+    w.show()
+    errors = []
+    w.show_error = lambda title, msg: errors.append((title, msg))
+    panel = w.panels["contexts"]
+    try:
+        with qtbot.waitSignal(panel.ready, timeout=30000):
+            w.start(str(tiny_checkpoint), "\n".join(SENTENCES) + "\n")
+        actions = wa.install_workspace_actions(w, recover=False)
+        with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+            panel.set_direction("forward")
+        with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+            panel.set_group(0, "river")
+        path = tmp_path / "a.elmows.json"
+        with qtbot.waitSignal(actions.saved, timeout=10000):
+            actions.save_workspace(path)
+        saved = json.loads(path.read_text(encoding="utf-8"))["views"]["contexts"]
+        assert saved["word"] == "bank" and saved["direction"] == "forward"
+        with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+            panel.set_word("river")
+        with qtbot.waitSignal(actions.restored, timeout=20000):
+            actions.open_workspace(path)
+        qtbot.waitUntil(lambda: panel.comparison is not None and panel.comparison.word == "bank",
+                        timeout=10000)
+        assert panel.comparison.direction == "forward" and panel.comparison.groups[0] == "river"
+        out = tmp_path / "report"
+        with qtbot.waitSignal(actions.exported, timeout=30000):
+            actions.export_report(out, FigureOptions(3.0, 2.4, 30, keep_aspect=False))
+        views = ("layer_0", "layer_1", "layer_2", "mix")
+        assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(
+            f"heatmap_bank_{v}.{e}" for v in views for e in ("png", "svg"))
+        tables = {p.name for p in (out / "tables").iterdir()}
+        assert {"contexts_view_summary.csv", "contexts_view_groups.csv",
+                "contexts_view_similarity.csv", "contexts_neighbours.csv"} <= tables
+        page = (out / "report.html").read_text(encoding="utf-8")
+        assert "figures/heatmap_bank_layer_1.png" in page and "Contexts view: &#x27;bank&#x27;" \
+            in page
+        assert errors == []
+    finally:
+        w.workspace.worker.shutdown()

@@ -100,7 +100,7 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
         assert ("occurrence" in text and "cosine" in text) or ("biLM layer" in text
                                                              and "POS (demo)" in text)
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert "direction" in page and "forward" in page and "0.0000, 0.5000, 0.5000" in page
+    assert "direction" in page and "forward" in page and "0, 0.5, 0.5" in page
     assert "figures/contexts_heatmaps.svg" in (out / "report.md").read_text(encoding="utf-8")
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert main(["export", "report", str(ws), str(out)]) == 1                # exists, no --force

@@ -2,19 +2,17 @@
 from __future__ import annotations
 
 import errno
-import json
 import resource
 import signal
 import subprocess
 import sys
 
-import h5py
 import numpy as np
 import pytest
 import torch
 
 from elmo_engine import cli
-from elmo_engine.atomic import WriteError, atomic_path, atomic_write_text
+from elmo_engine.atomic import WriteError, atomic_hdf5, atomic_path, atomic_write_text
 from elmo_engine.checkpoint import load_checkpoint
 from elmo_engine.embedder import MAX_SENTENCE_TOKENS, Embedder
 from elmo_engine.errors import ElmoError, InputError
@@ -111,6 +109,29 @@ def test_oom_even_on_the_cpu_is_a_clear_error_not_a_recursion(model, monkeypatch
     assert len(warnings) == 1 and "falling back to the CPU" in warnings[0]
 
 
+def test_stateful_oom_splits_rows_keeps_each_rows_state_and_falls_back(model, monkeypatch):
+    """Row r keeps state slot r through the split and the move to the CPU: the second call
+    (which starts from the state the first one left) still matches a normal run."""
+    ref = Embedder(model)
+    expected = [ref.embed_stateful(SENTS, batch_size=4), ref.embed_stateful(SENTS[::-1], batch_size=4)]
+    warnings = []
+    _flaky(model, monkeypatch, fail_above=1, fail_singles=1)
+    emb = Embedder(model, on_warning=warnings.append)
+    got = [emb.embed_stateful(SENTS, batch_size=4), emb.embed_stateful(SENTS[::-1], batch_size=4)]
+    for exp_call, got_call in zip(expected, got):
+        assert len(exp_call) == len(got_call) == len(SENTS)
+        for a, b in zip(exp_call, got_call):
+            np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+    assert any("smaller batches" in w for w in warnings)
+    assert sum("falling back to the CPU" in w for w in warnings) == 1
+
+
+def test_stateful_oom_even_on_the_cpu_is_a_clear_error(model, monkeypatch):
+    _flaky(model, monkeypatch, fail_above=0)
+    with pytest.raises(InputError, match="even on the CPU"):
+        Embedder(model).embed_stateful(SENTS, batch_size=4)
+
+
 # ---- disk full -----------------------------------------------------------------------------------
 def _enospc(*_a, **_k):
     raise OSError(errno.ENOSPC, "No space left on device")
@@ -131,6 +152,35 @@ def test_atomic_write_on_a_full_disk(tmp_path, monkeypatch):
     with pytest.raises(ValueError):                # other errors pass through unchanged
         with atomic_path(target):
             raise ValueError("x")
+
+
+def test_atomic_hdf5_survives_a_real_write_failure(tmp_path):
+    """HDF5 keeps writing (400 datasets) after the kernel refused a write: no crash, no h5py
+    traceback (pytest turns those into errors), one WriteError at the end, nothing left."""
+    target = tmp_path / "big.hdf5"
+    with atomic_hdf5(target) as fh:
+        fh["x"] = np.arange(10, dtype=np.float32)
+    before = target.read_bytes()
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, hard))
+    try:
+        with pytest.raises(WriteError, match="File too large") as e:
+            with atomic_hdf5(target) as fh:
+                for i in range(400):
+                    fh.create_dataset(str(i), data=np.full((3, 10, 32), i, np.float32))
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old_handler)
+    assert e.value.errno == errno.EFBIG
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.hdf5"]
+    with pytest.raises(KeyError):                   # other errors pass through unchanged
+        with atomic_hdf5(target) as fh:
+            fh["y"] = np.zeros(3, np.float32)
+            raise KeyError("stop")
+    assert target.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["big.hdf5"]
 
 
 @pytest.fixture()

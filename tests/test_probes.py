@@ -206,3 +206,21 @@ def test_mlp_probe_solves_what_a_linear_probe_cannot():
     assert lin.layers[0].test < 0.65
     assert mlp.layers[0].test > 0.85
     assert mlp.config["hidden"] == 32
+
+
+def test_cancel_stops_training_with_cancelled_error():
+    from elmo_engine.errors import CancelledError
+    from elmo_engine.progress import TaskState
+
+    state = TaskState()
+    seen = []
+
+    def on_event(e):
+        seen.append(e["epoch"])
+        state.cancel()                        # cancel after the first epoch
+
+    with pytest.raises(CancelledError):
+        run_probe(_synthetic(300, 0), _synthetic(100, 1), _synthetic(100, 2),
+                  ProbeConfig(epochs=50, patience=50, batch_size=32), state=state,
+                  on_event=on_event)
+    assert seen == [1]

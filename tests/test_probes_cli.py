@@ -99,3 +99,24 @@ def test_missing_arguments_are_clear_errors(tmp_path):
         _main(["probe", "--checkpoint", str(FIXTURE), "--task", "pos", "--train", str(bad),
                "--test", str(bad), "--out", str(tmp_path / "x.json")])
     assert not (tmp_path / "x.json").exists()
+
+
+def test_demo_tasks_load_and_run(tmp_path):
+    from types import SimpleNamespace
+
+    from elmo_engine.datasets.records import WsdSentence
+
+    _need(FIXTURE)
+    try:
+        wsd = probe_cli.load_task_data(SimpleNamespace(task="demo-wsd"))
+    except Exception as e:  # the demo files are part of the repo; say so if they are missing
+        pytest.fail(f"demo tasks not loadable: {e}")
+    assert isinstance(wsd["train"][0], WsdSentence) and wsd["train"][0].instances[0].candidates
+    inst = wsd["test"][0].instances[0]
+    assert wsd["first_sense_fn"](inst.lemma, inst.pos) == inst.candidates[0]
+    out = tmp_path / "demo.json"
+    assert _main(["probe", "--checkpoint", str(FIXTURE), "--task", "demo-pos",
+                  "--max-sentences", "150", "--epochs", "3", "--out", str(out)]) == 0
+    d = json.loads(out.read_text("utf-8"))
+    assert d["task"] == "demo-pos" and d["counts"]["labels"] <= 4
+    assert d["config"]["max_train_sentences"] == 150

@@ -116,6 +116,16 @@ def test_load_labelled_tsv_and_conllu(tmp_path):
                       "2\tbark\tbark\tVERB\tVBP\t_\t0\troot\t_\t_\n\n", encoding="utf-8")
     ts = labelled_tokens(load_labelled(conllu))
     assert ts.words == ("Dogs", "bark") and ts.labels == ("NOUN", "VERB")
+    xml = tmp_path / "tiny.data.xml"
+    xml.write_text('<?xml version="1.0" encoding="UTF-8" ?>\n<corpus lang="en" source="t">\n'
+                   '<text id="d000">\n<sentence id="d000.s000">\n'
+                   '<wf lemma="the" pos="DET">The</wf>\n'
+                   '<instance id="d000.s000.t000" lemma="bank" pos="NOUN">bank</instance>\n'
+                   '<instance id="d000.s000.t001" lemma="fail" pos="VERB">failed</instance>\n'
+                   '</sentence>\n</text>\n</corpus>\n', encoding="utf-8")
+    (tmp_path / "tiny.gold.key.txt").write_text("d000.s000.t000 bank%1:14:00::\n", "utf-8")
+    ts = labelled_tokens(load_labelled(xml))
+    assert ts.words == ("bank",) and ts.labels == ("bank%1:14:00::",)    # t001 has no gold key
     bad = tmp_path / "bad.tsv"
     bad.write_text("a\tX\nb c d\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"bad\.tsv:2"):
@@ -322,16 +332,43 @@ def test_umap_cancel_between_epochs_and_progress(shared_fit):
     with pytest.raises(CancelledError):
         umap_2d(x, UmapParams(n_neighbors=10, n_epochs=3000, random_state=1), state)
     epochs = [d for d, t, m in seen if m.startswith("UMAP epoch")]
-    assert epochs and max(epochs) < 3000 and all(t == 3000 for d, t, m in seen if m.startswith("UMAP"))
+    assert epochs and max(epochs) < 3000
+    assert all(t == 3000 for d, t, m in seen if m.startswith("UMAP"))
     assert numba.get_num_threads() == threads
     from tqdm.auto import tqdm                 # the bar's lock is free for other threads again
     free = []
-    t = threading.Thread(target=lambda: free.append(tqdm.get_lock().locks[-1].acquire(False)))
+
+    def try_lock():
+        lock = tqdm.get_lock()
+        got = all(lk.acquire(timeout=5) for lk in lock.locks)
+        free.append(got)
+        if got:
+            lock.release()
+
+    t = threading.Thread(target=try_lock)
     t.start()
     t.join()
     assert free == [True]
-    tqdm.get_lock().locks[-1].release()
     short = umap_2d(x, UmapParams(n_neighbors=10, n_epochs=30, random_state=1))
     assert short.shape == (len(tokens), 2) and np.all(np.isfinite(short))
     with pytest.raises(InputError):
         UmapParams(n_epochs=5)
+
+
+@pytest.mark.slow
+def test_warm_up_is_paid_once_per_process(shared_fit):
+    from elmo_engine.projection import is_warm
+
+    assert is_warm()
+    cancelled = TaskState()
+    cancelled.cancel()
+    assert warm_up() == 0.0 and warm_up(state=cancelled) == 0.0      # nothing left to do
+
+
+def test_run_falls_back_to_pca_when_too_few_distinct(corpus):
+    sents, acts = corpus
+    ts = word_tokens(sents, ["w1", "w2"])                 # layer 0: two distinct vectors
+    with pytest.raises(InputError, match="distinct"):
+        Projector().run(acts, ts, [LayerSpec.single(0)], "umap")
+    out = Projector().run(acts, ts, [LayerSpec.single(0)], "umap", pca_fallback=True)
+    assert out[0].method == "pca" and out[0].coords.shape == (len(ts), 2)

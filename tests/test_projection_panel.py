@@ -65,7 +65,7 @@ def test_pca_drawn_for_every_layer(pca_panel, ws):
         xs, ys = lp.points.getData()
         assert len(xs) == n
         np.testing.assert_allclose(xs, p.shown[k].coords[:, 0], rtol=1e-6)
-    assert "PCA" in p.plots.plots[1].plot.titleLabel.text
+    assert "PCA" in p.plots.plots[1].title_text()
 
 
 def test_box_selection_links_all_plots(pca_panel, qtbot):
@@ -185,6 +185,9 @@ def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
     assert (tmp_path / "tb" / "metadata.tsv").read_text().splitlines()[0].startswith("token\t")
     png = p.export_plot(1, tmp_path / "p.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert p.export_all(tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
+    svg = p.export_plot(0, tmp_path / "one.svg").read_text(encoding="utf-8")
+    assert "<svg" in svg and svg.count("<path") + svg.count("<rect") >= len(p.tokens) // 2
     monkey_declined = []
     p.confirm = lambda msg: monkey_declined.append(msg) or False
     projection_mod_export = __import__("app.panels.projection_export", fromlist=["x"])
@@ -213,7 +216,8 @@ def test_labelled_dataset_source(pca_panel, qtbot, tmp_path):
 def test_warm_up_runs_on_the_worker(qtbot, ws, monkeypatch):
     seen = []
     monkeypatch.setattr(projection_mod, "is_warm", lambda: bool(seen))
-    monkeypatch.setattr(projection_mod, "warm_up", lambda: seen.append(threading.current_thread()))
+    monkeypatch.setattr(projection_mod, "warm_up",
+                        lambda state: seen.append(threading.current_thread()))
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
     qtbot.waitUntil(lambda: bool(seen), timeout=10000)
@@ -230,7 +234,7 @@ def test_umap_replaces_pca_and_uses_the_cache(qtbot, ws):
     with qtbot.waitSignal(panel.ready, timeout=120000):
         panel.show()
     assert [panel.shown[k].method for k in range(4)] == ["umap"] * 4
-    assert all("UMAP" in lp.plot.titleLabel.text for lp in panel.plots.plots)
+    assert all("UMAP" in lp.title_text() for lp in panel.plots.plots)
     assert sum(name.startswith("Projection: UMAP") for name in started) == 4
     first = {k: panel.shown[k] for k in range(4)}
     started.clear()
@@ -246,3 +250,15 @@ def test_categories_other_bucket():
     assert codes.tolist() == [0, 0, 0, 1, 1, 2, 2]
     assert legend[:2] == [("a", PALETTE[0], 3), ("b", PALETTE[1], 2)]
     assert legend[2][0] == "2 others" and legend[2][2] == 2
+
+
+@pytest.mark.slow
+def test_layer_with_too_few_distinct_vectors_keeps_pca(qtbot, ws):
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    panel.controls.set_source("words")
+    panel.controls.words.setText("bank the")          # layer 0: only 3 distinct vectors
+    with qtbot.waitSignal(panel.ready, timeout=120000):
+        panel.run()
+    assert [panel.shown[k].method for k in range(4)] == ["pca", "umap", "umap", "umap"]
+    assert "PCA kept for layer 0" in panel.controls.status.text()

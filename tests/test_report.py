@@ -78,7 +78,7 @@ def test_html_is_self_contained_and_escaped(tmp_path):
     assert p.srcs == ["figures/heat map.png", "figures/bars.svg"]
     for ref in p.srcs + [h for h in p.hrefs if h]:
         assert not re.match(r"^[a-z]+:", ref) and (out / ref).is_file()    # relative, present
-    assert "0.6000" in page and "options.lstm.dim" in page and "0.2000, 0.3000, 0.5000" in page
+    assert "0.6000" in page and "options.lstm.dim" in page and "0.2, 0.3, 0.5" in page
     assert "tables/big.csv" in page and "<th>a</th>" not in page              # CSV-only table
 
 
@@ -126,3 +126,18 @@ def test_missing_figure_and_duplicate_tables(tmp_path):
     with pytest.raises(InputError, match="same name"):
         write_report(tmp_path / "r", spec)
     assert not (tmp_path / "r").exists()
+
+
+def test_one_figure_in_several_formats_is_shown_once(tmp_path):
+    spec = make_spec(tmp_path)
+    svg = tmp_path / "src" / "heat map.svg"
+    svg.write_text("<svg xmlns='http://www.w3.org/2000/svg' width='10' height='10'/>")
+    spec.figures.insert(1, ReportFigure(svg, "Heat <map>"))
+    write_report(tmp_path / "r", spec)
+    page = (tmp_path / "r" / "report.html").read_text(encoding="utf-8")
+    p = _Collector()
+    p.feed(page)
+    assert p.srcs == ["figures/heat map.png", "figures/bars.svg"]
+    assert "figures/heat map.svg" in p.hrefs and page.count("<figure>") == 2
+    md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "([PNG](figures/heat map.png), [SVG](figures/heat map.svg))" in md

@@ -105,6 +105,12 @@ def test_csv_parses_back(tmp_path, acts):
     assert len(rows) == 1 + 2 * 3
     assert rows[3][:4] == ["0", "4", "river", "2"]
     np.testing.assert_allclose([float(x) for x in rows[3][4:]], acts[0][2, 4], rtol=1e-6)
+    odd = [["1,000", 'say"hi']]                                      # fields that need quoting
+    export_vectors(tmp_path / "odd.csv", odd, [acts[1]], layers=LayerChoice("top"))
+    with open(tmp_path / "odd.csv", encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert [r[:4] for r in rows[1:]] == [["0", "0", "1,000", "top"], ["0", "1", 'say"hi', "top"]]
+    assert all(len(r) == 12 for r in rows)
 
 
 def test_refuses_to_overwrite_unless_asked(tmp_path, acts):

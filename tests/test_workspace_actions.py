@@ -61,7 +61,7 @@ class FakePanel(QWidget):
         self.restored = state
 
     def _own(self, folder):
-        folder.mkdir(parents=True, exist_ok=True)
+        assert folder.is_dir()                                # made for the panel
         p = folder / "own_plot.svg"
         p.write_text("<svg xmlns='http://www.w3.org/2000/svg' width='4' height='4'/>")
         return [p]
@@ -254,3 +254,49 @@ def test_render_png_and_pdf_at_size(qtbot, tmp_path):
         Path(os.environ["ELMO_KEEP_FIGURES"]).mkdir(parents=True, exist_ok=True)
         Path(os.environ["ELMO_KEEP_FIGURES"], "plot.png").write_bytes(png)
         Path(os.environ["ELMO_KEEP_FIGURES"], "plot.pdf").write_bytes(pdf)
+
+
+def test_open_loads_the_workspace_model_then_selects(qtbot, window, tmp_path):
+    from conftest import write_tiny_checkpoint
+
+    other = write_tiny_checkpoint(tmp_path / "other", seed=1)
+    path = tmp_path / "o.elmows.json"
+    wf.save_workspace(path, wf.WorkspaceData(
+        sentences=["A bank of fog rolled in."], selection={"sentence": 0, "token": 1, "word": "bank"},
+        checkpoint=wf.CheckpointRef(str(other), wf.checkpoint_checksum(other), "other")))
+    with qtbot.waitSignal(window.actions_.restored, timeout=20000):
+        window.actions_.open_workspace(path)
+    ws = window.workspace
+    assert ws.model_spec.path == str(other) and ws.model_info.checksum == wf.checkpoint_checksum(other)
+    assert ws.all_embedded() and ws.selection == TokenRef(0, 1) and window.errors == []
+
+
+def test_dialogs_return_their_choices(qtbot, window):
+    from app.figure_export import ReportDialog, VectorDialog
+    from elmo_engine.errors import InputError
+
+    rd = ReportDialog(FigureOptions(), window)
+    qtbot.addWidget(rd)
+    assert not rd.height_in.isEnabled()
+    rd.keep.setChecked(False)
+    rd.width_in.setValue(3.5)
+    rd.height_in.setValue(2.5)
+    rd.dpi.setValue(600)
+    rd.pdf.setChecked(True)
+    assert rd.height_in.isEnabled()
+    assert rd.options() == FigureOptions(3.5, 2.5, 600, False, ("png", "svg", "pdf"))
+    window.workspace.select(TokenRef(0, 4))
+    vd = VectorDialog(window.workspace, [0.2, 0.3, 0.5], window)
+    qtbot.addWidget(vd)
+    assert [vd.scope.itemData(i) for i in range(vd.scope.count())] == ["all", "word", "token"]
+    assert "'bank' (2)" in vd.scope.itemText(1) and vd.weights.text() == "0.2, 0.3, 0.5"
+    vd.layers.setCurrentIndex(vd.layers.findData("mix"))
+    vd.fmt.setCurrentIndex(vd.fmt.findData("tsv"))
+    vd.scope.setCurrentIndex(1)
+    assert vd.options() == {"fmt": "tsv", "layers": "mix", "weights": [0.2, 0.3, 0.5],
+                            "gamma": 1.0, "scope": "word"}
+    vd.weights.setText("1, 2")
+    with pytest.raises(InputError, match="give 3 non-negative mix weights"):
+        vd.options()
+    vd.accept()                                               # refused: the problem is shown
+    assert vd.result() == 0 and "give 3" in vd.problem.text()

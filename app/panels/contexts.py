@@ -24,7 +24,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QCompleter, QHBoxLayout, QH
 
 from app.panels.contexts_export import ContextsExports
 from app.panels.contexts_neighbours import ContextsNeighbours
-from app.panels.contexts_widgets import MixWeights, NeighboursView, OccurrenceTable
+from app.panels.contexts_report import ContextsReport
+from app.panels.contexts_widgets import MixWeights, NeighboursView, OccurrenceTable, vbox
 from app.panels.heatmap import HeatmapGrid
 from app.workspace import TokenRef
 from elmo_engine import compare as cmp
@@ -49,20 +50,7 @@ def default_word(tokens: List[List[str]]) -> str:
     return next(iter(counts), "")
 
 
-def _vbox(*items, stretch: int) -> QWidget:
-    """A margin-less column of widgets/layouts; item ``stretch`` takes the spare room."""
-    box = QWidget()
-    lay = QVBoxLayout(box)
-    lay.setContentsMargins(0, 0, 0, 0)
-    for i, item in enumerate(items):
-        if isinstance(item, QWidget):
-            lay.addWidget(item, 1 if i == stretch else 0)
-        else:
-            lay.addLayout(item)
-    return box
-
-
-class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
+class ContextsPanel(ContextsNeighbours, ContextsExports, ContextsReport, QWidget):
     """Cross-context similarity of one word and contextual nearest neighbours."""
 
     title = "Contexts"
@@ -89,6 +77,7 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         self._generation = 0
         self._sentences_seen: List[str] = []
         self._index_cache = IndexCache()         # used on the worker thread only
+        self._keep_word: Optional[str] = None    # set while a saved view is being restored
         self._pending = {"compare", "neighbours"}
         self._ready = False
         self._build_ui()
@@ -147,7 +136,7 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.heatmaps.hovered.connect(lambda t: t and self.hover_label.setText(t))
         self.heatmaps.cell_clicked.connect(lambda _k, i, _j: self.select_occurrence(i))
-        maps = _vbox(self.heatmaps, self.hover_label, stretch=0)
+        maps = vbox(self.heatmaps, self.hover_label, stretch=0)
         self.occ_table = OccurrenceTable()
         self.occ_table.groups_edited.connect(self._on_groups_edited)
         self.occ_table.occurrence_clicked.connect(lambda s, t: self.ws.select(TokenRef(s, t)))
@@ -159,7 +148,7 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         self.summary.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.summary.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.summary.setFixedHeight(4 * 22 + 30)
-        left = _vbox(self.occ_table, self.summary, stretch=0)
+        left = vbox(self.occ_table, self.summary, stretch=0)
         self.neigh_title = QLabel("Nearest neighbours")
         self.neigh_title.setWordWrap(True)
         self.neighbours = NeighboursView()
@@ -167,7 +156,7 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
         for w in (self.k_box, self.ref_button, self.ref_label):
             head.addWidget(w)
         head.addStretch(1)
-        right = _vbox(self.neigh_title, head, self.neighbours, stretch=2)
+        right = vbox(self.neigh_title, head, self.neighbours, stretch=2)
         lower = QSplitter(Qt.Orientation.Horizontal)
         lower.addWidget(left)
         lower.addWidget(right)
@@ -270,6 +259,8 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, QWidget):
             return
         word = self.ws.word_at(ref)
         occ = (ref.sentence, ref.token)
+        if self._keep_word is not None and word != self._keep_word:
+            return                      # a restored view keeps its word, not the selection's
         if word != self.word and not (self.case_box.isChecked()
                                       and word.casefold() == self.word.casefold()):
             self.query = occ

@@ -37,11 +37,21 @@ class ContextsExports:
         self.exported.emit(str(path))
 
     def export_heatmap(self, path, view: Optional[int] = None) -> None:
-        """One heatmap (``view`` index) or all side by side (None) as PNG/SVG/PDF."""
+        """One heatmap (``view`` index) as a figure with title, axis labels and its own colour
+        bar at the report figure size/DPI, or all side by side (None) as on screen; PNG, SVG or
+        PDF by extension."""
         from app.export import export_widget
-        target = self.heatmaps if view is None else self.heatmaps.plots[view]
+        from app.panels.contexts_report import write_figure
         try:
-            export_widget(target, path)
+            if view is None:
+                export_widget(self.heatmaps, path)
+            else:
+                fig = self.heatmap_figure(view)
+                try:
+                    write_figure(fig, path, self.figure_options())
+                finally:
+                    fig.close()
+                    fig.deleteLater()
         except Exception as exc:                     # noqa: BLE001 - shown to the user
             self._show_error(f"could not export the heatmap: {exc}")
             return

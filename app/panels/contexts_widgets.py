@@ -12,11 +12,25 @@ from PySide6.QtCore import QSize, Qt, Signal
 from PySide6.QtGui import QAbstractTextDocumentLayout, QPalette, QTextDocument
 from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QHBoxLayout, QHeaderView,
                                QLabel, QStyle, QStyledItemDelegate, QStyleOptionViewItem,
-                               QTableWidget, QTableWidgetItem, QTextBrowser, QWidget)
+                               QTableWidget, QTableWidgetItem, QTextBrowser, QVBoxLayout,
+                               QWidget)
 
 from elmo_engine.neighbours import highlight_html
 
 Occ = Tuple[int, int]
+
+
+def vbox(*items, stretch: int) -> QWidget:
+    """A margin-less column of widgets/layouts; item ``stretch`` takes the spare room."""
+    box = QWidget()
+    lay = QVBoxLayout(box)
+    lay.setContentsMargins(0, 0, 0, 0)
+    for i, item in enumerate(items):
+        if isinstance(item, QWidget):
+            lay.addWidget(item, 1 if i == stretch else 0)
+        else:
+            lay.addLayout(item)
+    return box
 
 
 class HtmlDelegate(QStyledItemDelegate):

@@ -1,19 +1,23 @@
-"""Side-by-side similarity heatmaps with one shared colour bar and a hover read-out.
+"""Similarity heatmaps: side by side on screen, and one per figure for export.
 
 :class:`HeatmapGrid` draws K square matrices (one per view: layer 0 … layer L, mix) as pyqtgraph
-``ImageItem``s in a row, row 0 at the top, the first one labelled with sentence snippets, the
-others with occurrence numbers. Small matrices also show their values in the cells. Moving the
-mouse over a cell emits :attr:`HeatmapGrid.hovered` with a sentence naming both occurrences and
-the cosine.
+``ImageItem``s in a row sharing one colour bar, row 0 at the top. Every heatmap is labelled the
+same way and has the same size: rows with sentence snippets and numbers when there is room, else
+with occurrence numbers only (the occurrence list and the hover read-out give the sentences).
+Small matrices also show their values in the cells. Moving the mouse over a cell emits
+:attr:`HeatmapGrid.hovered` with a sentence naming both occurrences and the cosine.
+
+:class:`HeatmapFigure` is one view's heatmap for a publication figure: black title, axes and
+axis labels, its own labelled colour bar, rows labelled with numbers and sentence snippets.
 """
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QPointF, Qt, Signal
 from PySide6.QtGui import QFont, QFontMetrics
 
 #: matrices up to this size show their values in the cells (when a cell is wide enough)
@@ -23,6 +27,8 @@ MIN_CELL_PX = 23
 #: smallest spacing (pixels) between row labels / column numbers
 ROW_LABEL_PX = 14
 COL_LABEL_PX = 18
+#: heatmap images are upsampled to at least this many pixels a side (sharp cells in SVG/PDF)
+UPSAMPLE_PX = 480
 
 
 def short_label(label: str, context: int = 1) -> str:
@@ -32,6 +38,110 @@ def short_label(label: str, context: int = 1) -> str:
     if at is None:
         return label[:20]
     return " ".join(words[max(0, at - context):at + 1 + context])
+
+
+def shared_levels(matrices: np.ndarray) -> Tuple[float, float]:
+    """One colour scale for all views: from the lowest value (rounded down to 0.1, at most 0.9)
+    to 1."""
+    lo = float(np.nanmin(matrices)) if np.size(matrices) else 0.0
+    return min(math.floor(lo * 10) / 10, 0.9), 1.0
+
+
+def _heatmap_plot(plot: pg.PlotItem) -> pg.ImageItem:
+    """Make ``plot`` a fixed matrix view (row 0 at the top, black axes); return its image."""
+    plot.setMenuEnabled(False)
+    plot.hideButtons()
+    plot.setMouseEnabled(False, False)
+    plot.invertY(True)                             # row 0 at the top, like a matrix
+    plot.setAspectLocked(True)
+    for side in ("left", "bottom"):
+        axis = plot.getAxis(side)
+        axis.setPen("k")
+        axis.setTextPen("k")
+        axis.enableAutoSIPrefix(False)
+        # the labels are thinned out by the caller, not by pyqtgraph's text budget
+        axis.setStyle(textFillLimits=[(0, 1.0)], hideOverlappingLabels=False)
+    img = pg.ImageItem()
+    plot.addItem(img)
+    return img
+
+
+def _colour_bar(levels: Tuple[float, float], label: str, images) -> pg.ColorBarItem:
+    """A fixed (non-interactive) viridis colour bar with black frame, ticks and label."""
+    bar = pg.ColorBarItem(values=levels, colorMap=pg.colormap.get("viridis"), interactive=False,
+                          colorMapMenu=False, pen="k")
+    bar.setImageItem(images)
+    axis = bar.getAxis("right")
+    axis.setPen("k")
+    axis.setTextPen("k")
+    axis.enableAutoSIPrefix(False)
+    axis.setStyle(hideOverlappingLabels=False)     # the end values sit on the bar's edges
+    axis.setLabel(label, color="k")
+    _bar_ticks(bar, levels)
+    return bar
+
+
+def _bar_ticks(bar: pg.ColorBarItem, levels: Tuple[float, float]) -> None:
+    """Set the colour scale and label it at round steps that include both ends."""
+    bar.setLevels(levels)
+    lo, hi = levels
+    step = next((s for s in (0.02, 0.05, 0.1, 0.2, 0.25, 0.5) if (hi - lo) / s <= 6), 1.0)
+    first = math.ceil(lo / step - 1e-9)
+    ticks = [round(k * step, 6) for k in range(first, math.floor(hi / step + 1e-9) + 1)]
+    minor = [round(k * step / 5, 6) for k in range(math.ceil(lo * 5 / step - 1e-9),
+                                                      math.floor(hi * 5 / step + 1e-9) + 1)]
+    bar.getAxis("right").setTicks([[(t, f"{t:.2f}") for t in ticks],
+                                   [(t, "") for t in minor if t not in ticks]])
+
+
+def _show_matrix(plot: pg.PlotItem, img: pg.ImageItem, matrix: np.ndarray,
+                 levels: Tuple[float, float], point_size: int) -> list:
+    """Draw ``matrix`` ``(n, n)`` (cell (i, j) at x = j, y = i); return its value TextItems.
+
+    The image is upsampled to blocks of at least ``UPSAMPLE_PX`` pixels in all so that viewers
+    that smooth embedded images (SVG, PDF) still show sharp cells.
+    """
+    n = matrix.shape[0]
+    f = max(1, math.ceil(UPSAMPLE_PX / max(n, 1)))
+    img.setImage(np.kron(matrix, np.ones((f, f))).T, levels=levels, autoLevels=False)
+    img.setRect(0, 0, n, n)
+    plot.setRange(xRange=(0, n), yRange=(0, n), padding=0.02)
+    texts = []
+    if 0 < n <= MAX_CELL_TEXT:
+        font = QFont()
+        font.setPointSize(point_size)
+        mid = (levels[0] + levels[1]) / 2
+        for i in range(n):
+            for j in range(n):
+                v = matrix[i, j]
+                t = pg.TextItem(f"{v:.2f}", color="k" if v > mid else "w", anchor=(0.5, 0.5))
+                t.setFont(font)
+                t.setPos(j + 0.5, i + 0.5)
+                plot.addItem(t)
+                texts.append(t)
+    return texts
+
+
+def _place_ticks(plot: pg.PlotItem, n: int, rows: List[Tuple[int, str]], width: int) -> float:
+    """Row labels ``rows`` (index, text) and column numbers, thinned so that none overlap, on a
+    left axis ``width`` pixels wide; returns the on-screen cell size (pixels)."""
+    vb = plot.getViewBox()
+    px = max(min(vb.width(), vb.height()) / max(n * 1.04, 1), 1e-3)   # the aspect is locked
+    row_step = max(1, math.ceil(ROW_LABEL_PX / px))
+    col_step = max(1, math.ceil(COL_LABEL_PX / px))
+    left = plot.getAxis("left")
+    left.setTicks([[(i + 0.5, t) for i, t in rows if i % row_step == 0], []])
+    if abs(left.width() - width) > 1:
+        left.setWidth(width)
+    plot.getAxis("bottom").setTicks([[(j + 0.5, str(j + 1)) for j in range(0, n, col_step)], []])
+    return px
+
+
+def _label_width(plot: pg.PlotItem, texts: Sequence[str]) -> int:
+    """Pixels a left axis needs to show every one of ``texts`` (pyqtgraph drops the others)."""
+    left = plot.getAxis("left")
+    metrics = QFontMetrics(left.style.get("tickFont") or QFont())
+    return max([metrics.horizontalAdvance(t) for t in texts] or [0]) + 16
 
 
 class HeatmapGrid(pg.GraphicsLayoutWidget):
@@ -49,7 +159,6 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.setBackground("w")
-        self.cmap = pg.colormap.get("viridis")
         self.plots: List[pg.PlotItem] = []
         self.images: List[pg.ImageItem] = []
         self.bar: Optional[pg.ColorBarItem] = None
@@ -58,6 +167,7 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         self.matrices = np.zeros((0, 0, 0))
         self.labels: List[str] = []
         self.levels = (0.0, 1.0)
+        self.snippets = False             # rows labelled with snippets (else numbers only)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
         self.scene().sigMouseClicked.connect(self._on_mouse_clicked)
 
@@ -68,30 +178,11 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         for k, name in enumerate(names):
             plot = self.addPlot(row=0, col=k)
             plot.setTitle(name, color="k", size="10pt")
-            plot.setMenuEnabled(False)
-            plot.hideButtons()
-            plot.setMouseEnabled(False, False)
-            plot.invertY(True)                     # row 0 at the top, like a matrix
-            plot.setAspectLocked(True)
-            for side in ("left", "bottom"):
-                axis = plot.getAxis(side)
-                axis.setPen("k")
-                axis.setTextPen("k")
-                # the labels are thinned out here (_on_resized), not by pyqtgraph's text budget
-                axis.setStyle(textFillLimits=[(0, 1.0)], hideOverlappingLabels=False)
-            img = pg.ImageItem()
-            plot.addItem(img)
+            self.images.append(_heatmap_plot(plot))
             plot.getViewBox().sigResized.connect(self._on_resized)
             self.plots.append(plot)
-            self.images.append(img)
-        self.bar = pg.ColorBarItem(values=self.levels, colorMap=self.cmap, interactive=False,
-                                   colorMapMenu=False)
-        self.bar.setImageItem(self.images)
+        self.bar = _colour_bar(self.levels, "cosine", self.images)
         self.addItem(self.bar, row=0, col=len(names))
-        axis = self.bar.getAxis("right")
-        axis.setTextPen("k")
-        axis.setPen("k")
-        axis.setLabel("cosine", color="k")
         self.names = list(names)
 
     def set_data(self, names: Sequence[str], matrices: np.ndarray, labels: Sequence[str]) -> None:
@@ -101,63 +192,38 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
             self._build(names)
         self.matrices = matrices
         self.labels = list(labels)
-        n = matrices.shape[1]
-        lo = float(np.nanmin(matrices)) if matrices.size else 0.0
-        lo = min(math.floor(lo * 10) / 10, 0.9)
-        self.levels = (lo, 1.0)
+        self.levels = shared_levels(matrices)
         for plot, text in self._texts:
             plot.removeItem(text)
         self._texts = []
-        font = QFont()
-        font.setPointSize(7)
         for k, (plot, img) in enumerate(zip(self.plots, self.images)):
-            img.setImage(matrices[k].T, levels=self.levels, autoLevels=False)   # x = column
-            img.setRect(0, 0, n, n)
-            plot.setRange(xRange=(0, n), yRange=(0, n), padding=0.02)
-            if 0 < n <= MAX_CELL_TEXT:
-                mid = (self.levels[0] + self.levels[1]) / 2
-                for i in range(n):
-                    for j in range(n):
-                        v = matrices[k, i, j]
-                        t = pg.TextItem(f"{v:.2f}", color="k" if v > mid else "w",
-                                        anchor=(0.5, 0.5))
-                        t.setFont(font)
-                        t.setPos(j + 0.5, i + 0.5)
-                        plot.addItem(t)
-                        self._texts.append((plot, t))
+            self._texts += [(plot, t) for t in _show_matrix(plot, img, matrices[k], self.levels, 7)]
         if self.bar is not None:
-            self.bar.setLevels(self.levels)
+            _bar_ticks(self.bar, self.levels)
         self._on_resized()
 
-    def _cell_px(self, plot) -> float:
-        """On-screen size of one cell (the aspect is locked: the shorter side decides)."""
-        n = self.matrices.shape[1] if self.matrices.ndim == 3 else 0
-        vb = plot.getViewBox()
-        return min(vb.width(), vb.height()) / max(n * 1.04, 1)
+    def row_labels(self, snippets: bool) -> List[str]:
+        """The row label of every occurrence: ``"the [bank] of 3"`` or ``"3"``."""
+        return [f"{short_label(lab)} {i + 1}" if snippets else str(i + 1)
+                for i, lab in enumerate(self.labels)]
 
     def _on_resized(self, *_args) -> None:
-        """Thin out tick labels and hide cell values so that nothing overlaps at this size."""
+        """Label every heatmap the same way, give every left axis the same width (so that the
+        heatmaps have the same size), thin out tick labels and hide cell values that would not
+        fit. Snippets are used when they take at most 40 % of a heatmap's share of the width."""
         n = self.matrices.shape[1] if self.matrices.ndim == 3 else 0
-        for k, plot in enumerate(self.plots):
-            px = max(self._cell_px(plot), 1e-3)
-            row_step = max(1, math.ceil(ROW_LABEL_PX / px))
-            col_step = max(1, math.ceil(COL_LABEL_PX / px))
-            if k == 0:
-                rows = [(i + 0.5, f"{short_label(lab)} {i + 1}")
-                        for i, lab in enumerate(self.labels) if i % row_step == 0]
-            else:
-                rows = [(i + 0.5, str(i + 1)) for i in range(0, n, row_step)]
-            left = plot.getAxis("left")
-            left.setTicks([rows, []])
-            # wide enough for every label (pyqtgraph drops labels that do not fit)
-            metrics = QFontMetrics(left.style.get("tickFont") or QFont())
-            width = max([metrics.horizontalAdvance(t) for _, t in rows] or [0]) + 16
-            if abs(left.width() - width) > 1:
-                left.setWidth(width)
-            plot.getAxis("bottom").setTicks([[(j + 0.5, str(j + 1)) for j in range(0, n, col_step)],
-                                             []])
+        if not self.plots:
+            return
+        per_plot = max(self.width() - 90, 1) / len(self.plots)
+        texts = self.row_labels(True)
+        self.snippets = bool(texts) and _label_width(self.plots[0], texts) <= 0.4 * per_plot
+        texts = texts if self.snippets else self.row_labels(False)
+        width = _label_width(self.plots[0], texts)
+        cells = {}
+        for plot in self.plots:
+            cells[id(plot)] = _place_ticks(plot, n, list(enumerate(texts)), width)
         for plot, text in self._texts:
-            text.setVisible(self._cell_px(plot) >= MIN_CELL_PX)
+            text.setVisible(cells[id(plot)] >= MIN_CELL_PX)
 
     def clear_data(self, message: str = "") -> None:
         """Remove every heatmap; show ``message`` in their place."""
@@ -203,3 +269,99 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         cell = self.cell_at(event.scenePos())
         if cell is not None:
             self.cell_clicked.emit(*cell)
+
+
+class HeatmapFigure(pg.GraphicsLayoutWidget):
+    """One view's heatmap as a stand-alone figure for PNG/SVG/PDF export.
+
+    Black title, axes, tick labels and axis labels, rows labelled ``"the [bank] of 3"`` and
+    columns with occurrence numbers, values in the cells of small matrices, and a colour bar
+    with a label. Give every view of one comparison the same ``levels`` so that colours compare.
+    :meth:`lay_out` fits it to a size: the longest title and colour-bar label that fit are used,
+    and rows are labelled with numbers only when the snippets would take over 38 % of the width.
+
+    Parameters
+    ----------
+    matrix : ``(n, n)`` cosine similarities, row/column i = occurrence i
+    labels : a sentence snippet per occurrence (``compare.snippet``: "…the [bank] of…")
+    titles : the plot title, or variants of it from the longest to the shortest
+    levels : the colour scale ``(lo, hi)``
+    bar_labels : the colour bar's label, or variants from the longest to the shortest
+    """
+
+    #: height / width that suits one square heatmap with row labels and a colour bar
+    ASPECT = 0.8
+    TITLE_PT = 11
+
+    def __init__(self, matrix: np.ndarray, labels: Sequence[str], titles: Sequence[str] | str,
+                 levels: Tuple[float, float] = (0.0, 1.0),
+                 bar_labels: Sequence[str] | str = "cosine similarity", parent=None):
+        super().__init__(parent)
+        self.setBackground("w")
+        self.matrix = np.asarray(matrix, dtype=np.float64)
+        self.titles = [titles] if isinstance(titles, str) else list(titles)
+        self.bar_labels = [bar_labels] if isinstance(bar_labels, str) else list(bar_labels)
+        self.snippet_rows = [f"{short_label(lab, 2)} {i + 1}" for i, lab in enumerate(labels)]
+        self.rows = self.snippet_rows
+        # the title spans the colour bar too: a long one does not widen the heatmap's column
+        self.title = self.addLabel(self.titles[0], row=0, col=0, colspan=2, color="k",
+                                   size=f"{self.TITLE_PT}pt")
+        self.plot = self.addPlot(row=1, col=0)
+        self.image = _heatmap_plot(self.plot)
+        self.texts = _show_matrix(self.plot, self.image, self.matrix, tuple(levels), 8)
+        self.plot.setLabel("bottom", "occurrence", color="k")
+        self.bar = _colour_bar(tuple(levels), self.bar_labels[0], self.image)
+        self.addItem(self.bar, row=1, col=1)
+        self._width = 0
+        self.plot.getViewBox().sigResized.connect(self._on_resized)
+        self._configure(624, round(624 * self.ASPECT))
+        self.resize(624, round(624 * self.ASPECT))
+
+    def _configure(self, width: int, height: int) -> None:
+        """Pick the title, row labels and colour-bar label that fit ``width`` × ``height``."""
+        font = QFont()
+        font.setPointSize(self.TITLE_PT)
+        fm = QFontMetrics(font)
+        title = next((t for t in self.titles if fm.horizontalAdvance(t) <= width - 16), None)
+        if title is None:
+            title = fm.elidedText(self.titles[-1], Qt.TextElideMode.ElideRight, width - 16)
+        self.title.setText(title)
+        snippets = _label_width(self.plot, self.snippet_rows) <= 0.38 * width
+        self.rows = self.snippet_rows if snippets else [
+            str(i + 1) for i in range(len(self.snippet_rows))]
+        self.plot.setLabel("left", "occurrence (context)" if snippets else "occurrence",
+                           color="k")
+        # the tick labels and, beside them, the rotated axis label
+        self._width = _label_width(self.plot, self.rows) + QFontMetrics(QFont()).height() + 10
+        small = QFontMetrics(QFont())
+        bar = next((b for b in self.bar_labels if small.horizontalAdvance(b) <= height - 70),
+                   self.bar_labels[-1])
+        self.bar.getAxis("right").setLabel(bar, color="k")
+        self._on_resized()
+
+    def _on_resized(self, *_args) -> None:
+        px = _place_ticks(self.plot, self.matrix.shape[0], list(enumerate(self.rows)), self._width)
+        for t in self.texts:
+            t.setVisible(px >= MIN_CELL_PX)
+
+    def _resize(self, width: int, height: int) -> None:
+        self._configure(width, height)
+        self.resize(width, height)
+        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest.value)
+
+    def lay_out(self, width: int, height: Optional[int] = None) -> Tuple[int, int]:
+        """Lay the figure out at ``width`` × ``height`` logical pixels without showing it on
+        screen; ``height=None`` picks the height that leaves no empty band above and below the
+        square heatmap. Returns the size used."""
+        if not self.isVisible():
+            self.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+            self.show()
+        fit = height is None
+        height = round(width * self.ASPECT) if fit else height
+        self._resize(width, height)
+        if fit:
+            vb = self.plot.getViewBox()
+            extra = vb.height() - vb.width()              # the aspect is locked to 1
+            height = max(round(0.4 * width), min(round(1.5 * width), round(height - extra)))
+            self._resize(width, height)
+        return width, height

@@ -9,21 +9,19 @@ tokens in all, the legend colours by word, label or sentence, and the search box
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import (QFileDialog, QHBoxLayout, QLabel, QSplitter, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from app.panels.projection_controls import LegendList, ProjectionControls
 from app.panels.projection_export import ProjectionExports
+from app.panels.projection_interaction import ProjectionInteraction
 from app.panels.projection_plots import ProjectionPlots, categories
 from elmo_engine.errors import ElmoError
 from elmo_engine.projection import (LayerSpec, Projection, Projector, TokenSet, UmapParams,
-                                    all_tokens, is_warm, labelled_tokens, load_labelled, warm_up,
-                                    word_tokens)
+                                    all_tokens, is_warm, warm_up, word_tokens)
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +30,7 @@ INLINE_PCA_MAX = 400_000       # tokens × dims up to which PCA runs on the GUI 
 GROUP = "projection"
 
 
-class ProjectionPanel(ProjectionExports, QWidget):
+class ProjectionPanel(ProjectionInteraction, ProjectionExports, QWidget):
     """UMAP (and instant PCA) of token vectors per layer, with linked plots.
 
     Signals
@@ -63,6 +61,8 @@ class ProjectionPanel(ProjectionExports, QWidget):
         self._warm_submitted = False
         self._legend_codes: Optional[np.ndarray] = None
         self._job_label = ""
+        self._compiled_here = False
+        self._umap_errors: List[str] = []
 
         self.controls = ProjectionControls(self)
         self.plots = ProjectionPlots(self)
@@ -128,16 +128,21 @@ class ProjectionPanel(ProjectionExports, QWidget):
         """Compile umap's kernels on the worker once it is first idle (not before the model)."""
         if self._warm_submitted or is_warm():
             return
-        if self.ws.worker.is_busy():
+        if self.ws.worker.is_busy() or self._run_imminent():
             self.ws.worker.idle.connect(self._warm_when_idle)
             return
         self._warm_submitted = True
-        self.ws.worker.submit("Preparing UMAP (one-time compile)", lambda s: warm_up(),
+        self.ws.worker.submit("Preparing UMAP (one-time compile)", lambda s: warm_up(state=s),
                               group="projection-warmup")
 
+    def _run_imminent(self) -> bool:
+        """A projection is about to start (its first UMAP fit then compiles instead)."""
+        return self._auto.isActive() or (self._dirty and self.isVisible()
+                                         and self.ws.all_embedded())
+
     def _warm_when_idle(self) -> None:
-        if self._auto.isActive() or (self._dirty and self.isVisible() and self.ws.all_embedded()):
-            return              # a projection is about to start: its first UMAP compiles instead
+        if self._run_imminent():
+            return
         self.ws.worker.idle.disconnect(self._warm_when_idle)
         self._schedule_warm_up()
 
@@ -217,9 +222,9 @@ class ProjectionPanel(ProjectionExports, QWidget):
         layers = [LayerSpec.single(k) for k in range(n)]
         if n > 1:
             layers.append(LayerSpec.mix(weights))
-        self._dirty = False
         self._ready = False
         self._gen += 1
+        self.ws.worker.cancel_group(GROUP)          # an older run's jobs are stale now
         gen, emb, proj, params = self._gen, self.ws.embedder, self.projector, self.params
         checksum = self.ws.model_info.checksum if self.ws.model_info is not None else ""
         with_umap = not auto or len(tokens) <= AUTO_UMAP_MAX
@@ -254,12 +259,14 @@ class ProjectionPanel(ProjectionExports, QWidget):
         self.plots.set_layers([lay.name for lay in layers])
         self.plots.set_select_mode(self.controls.select_button.isChecked())
         self._add_plot_menus()
-        self._apply_colours(redraw=False)
+        self._apply_colours()
         for k, p in enumerate(projections):
             self._draw(k, p)
         self.search(self.controls.search.text())
         self._on_ws_selection(self.ws.selection)
         if with_umap:
+            self._compiled_here = False
+            self._umap_errors = []
             self._umap_step(gen, 0)
         else:
             self._message(f"PCA of {len(tokens):,} tokens shown; press Run UMAP for UMAP.")
@@ -270,7 +277,10 @@ class ProjectionPanel(ProjectionExports, QWidget):
             return
         if k >= len(self.layers):
             secs = sum(p.seconds for p in self.shown.values() if p.method == "umap")
-            self._message(f"UMAP of {len(self.tokens):,} tokens done ({secs:.1f} s of compute).")
+            note = (f" PCA kept for {'; '.join(self._umap_errors)}" if self._umap_errors else "")
+            self._message(f"UMAP of {len(self.tokens):,} tokens done ({secs:.1f} s"
+                          f"{', with the one-time compile' if self._compiled_here else ''})."
+                          + note)
             self._set_ready()
             return
         layer, tokens, acts, params, checksum = (self.layers[k], self.tokens, self.acts,
@@ -283,19 +293,21 @@ class ProjectionPanel(ProjectionExports, QWidget):
         proj = self.projector
         total = len(self.layers)
 
-        self._job_label = f"UMAP of {layer.name} ({k + 1}/{total}, {len(tokens):,} tokens)"
+        label = f"UMAP of {layer.name} ({k + 1}/{total}, {len(tokens):,} tokens)"
+        self._job_label = label
 
         def job(state):
-            state.report(0, 1, self._job_label)
+            state.report(0, 1, label)
             return proj.umap(acts, tokens, layer, params, checksum, state)
 
         self.controls.set_running(True)
         if not is_warm():
+            self._compiled_here = True
             self._message("UMAP: compiling its kernels once for this session (10–40 s)…")
         self._job = self.ws.worker.submit(
             f"Projection: UMAP {layer.name}", job, group=GROUP,
             on_result=lambda p: (self._draw(k, p), self._umap_step(gen, k + 1)),
-            on_error=self._on_error)
+            on_error=lambda m: self._on_umap_error(gen, k, m))
 
     def cancel(self) -> None:
         """Stop the running projection; what is drawn stays."""
@@ -303,6 +315,14 @@ class ProjectionPanel(ProjectionExports, QWidget):
         self._gen += 1
         self._message("Cancelled; the plots keep what was drawn.")
         self._set_ready()
+
+    def _on_umap_error(self, gen: int, k: int, message: str) -> None:
+        """One layer failed (e.g. too few distinct vectors): keep its PCA, go on with the next."""
+        if gen != self._gen:
+            return
+        log.info("UMAP of %s failed: %s", self.layers[k].name, message)
+        self._umap_errors.append(f"{self.layers[k].name}: {message}")
+        self._umap_step(gen, k + 1)
 
     def _on_error(self, message: str) -> None:
         self._message(f"Projection failed: {message}")
@@ -333,7 +353,7 @@ class ProjectionPanel(ProjectionExports, QWidget):
     def _message(self, text: str) -> None:
         self.controls.status.setText(text)
 
-    def _apply_colours(self, *_args, redraw: bool = True) -> None:
+    def _apply_colours(self, *_args) -> None:
         t = self.tokens
         if t is None:
             return
@@ -348,89 +368,3 @@ class ProjectionPanel(ProjectionExports, QWidget):
         self._legend_codes = codes
         self.plots.set_codes(codes)
         self.legend.set_entries(legend)
-
-    # ---- interaction ----------------------------------------------------------------------------
-    def search(self, text: str) -> np.ndarray:
-        """Mark every point whose token is ``text`` (case-insensitive) in all plots."""
-        text = text.strip()
-        hits = self.tokens.find(text) if (self.tokens is not None and text) else np.zeros(0, int)
-        self.plots.set_highlight(hits)
-        if text and self.tokens is not None:
-            self.info.setText(f"'{text}': {len(hits):,} of {len(self.tokens):,} tokens")
-        return hits
-
-    def describe(self, i: int, k: int = -1) -> str:
-        t = self.tokens
-        where = f"{self.layers[k].name} · " if 0 <= k < len(self.layers) else ""
-        label = f" · {t.label_of(i)}" if t.label_of(i) else ""
-        return (f"{where}'{t.words[i]}'{label} · sentence {int(t.sentence[i]) + 1}: "
-                f"{t.context(i, 12)}")
-
-    def _on_hover(self, k: int, i: int) -> None:
-        if k >= 0:
-            self._current_plot = k
-        if i >= 0 and self.tokens is not None:
-            self.info.setText(self.describe(i, k))
-
-    def _on_click(self, k: int, i: int) -> None:
-        if i < 0 or self.tokens is None:
-            return
-        self.info.setText(self.describe(i, k))
-        if self._from_loaded():
-            from app.workspace import TokenRef
-            self.ws.select(TokenRef(int(self.tokens.sentence[i]), int(self.tokens.position[i])))
-
-    def _on_selection(self, idx: np.ndarray) -> None:
-        if self.tokens is None:
-            return
-        words = sorted({self.tokens.words[i] for i in idx.tolist()})
-        more = "…" if len(words) > 12 else ""
-        self.info.setText(f"{len(idx):,} tokens selected: {', '.join(words[:12])}{more}")
-
-    def _on_legend(self, row: int) -> None:
-        codes = self._legend_codes
-        if codes is None:
-            return
-        idx = np.flatnonzero(codes == row)
-        self.plots.set_selection(idx)
-        self._on_selection(idx)
-
-    def _from_loaded(self) -> bool:
-        return (self.tokens is not None and self.controls.source_key() != "dataset"
-                and len(self.tokens.sentences) == len(self.ws.tokens))
-
-    def _on_ws_selection(self, ref) -> None:
-        if ref is None or not self._from_loaded() or self.controls.search.text().strip():
-            return
-        t = self.tokens
-        hit = np.flatnonzero((t.sentence == ref.sentence) & (t.position == ref.token))
-        self.plots.set_highlight(hit)
-        if len(hit):
-            self.info.setText(self.describe(int(hit[0])))
-
-    # ---- data set -------------------------------------------------------------------------------
-    def ask_open_dataset(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(
-            self, "Open a labelled data set", "",
-            "Labelled data (*.conllu *.conllu.gz *.xml *.tsv *.txt *.gz);;All files (*)")
-        if path:
-            self.open_dataset(path)
-
-    def open_dataset(self, path) -> int:
-        """Read a labelled data set on the worker, then project its labelled tokens."""
-        path = Path(path)
-
-        def job(state):
-            state.report(0, 1, f"reading {path.name}")
-            return labelled_tokens(load_labelled(path), source=path.name)
-
-        def done(tokens: TokenSet) -> None:
-            self.dataset = tokens
-            self.controls.dataset_label.setText(f"{path.name}: {len(tokens):,} labelled tokens")
-            self.controls.set_colour_by("label")
-            self.controls.set_source("dataset")
-            self.run(auto=False)
-
-        return self.ws.worker.submit(f"Reading {path.name}", job, on_result=done,
-                                     on_error=lambda m: self._message(f"Cannot open: {m}"),
-                                     group="projection-data")

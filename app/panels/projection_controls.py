@@ -5,9 +5,9 @@ from typing import List, Sequence, Tuple
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QGridLayout, QHBoxLayout, QLabel,
-                               QLineEdit, QListWidget, QListWidgetItem, QPushButton, QSpinBox,
-                               QToolButton, QWidget)
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGridLayout, QHBoxLayout,
+                               QLabel, QLineEdit, QListWidget, QListWidgetItem, QMenu,
+                               QPushButton, QSpinBox, QToolButton, QWidget, QWidgetAction)
 
 from elmo_engine.errors import InputError
 from elmo_engine.projection import UmapParams, parse_word_list
@@ -63,6 +63,7 @@ class ProjectionControls(QWidget):
         self.max_points.setValue(DEFAULT_MAX_POINTS)
         self.max_points.setGroupSeparatorShown(True)
         self.max_points.setToolTip("At most this many tokens (a fixed random sample beyond it)")
+        self.max_points.setMaximumWidth(110)
         self.colour = QComboBox()
         for key, text in COLOUR_BY:
             self.colour.addItem(text, key)
@@ -72,10 +73,10 @@ class ProjectionControls(QWidget):
 
         row = QHBoxLayout()
         for w in (QLabel("Tokens:"), self.source, self.words, self.open_button, self.dataset_label,
-                  QLabel("max"), self.max_points, QLabel("Colour by:"), self.colour, self.search):
+                  QLabel("at most"), self.max_points):
             row.addWidget(w)
-        row.setStretchFactor(self.words, 2)
-        row.setStretchFactor(self.search, 1)
+        row.setStretchFactor(self.words, 1)
+        row.addStretch(0)
         g.addLayout(row, 0, 0)
 
         self.n_neighbors = QSpinBox()
@@ -87,7 +88,7 @@ class ProjectionControls(QWidget):
         self.min_dist.setDecimals(2)
         self.min_dist.setValue(0.1)
         self.seed = QSpinBox()
-        self.seed.setRange(-1, 2_147_483_647)
+        self.seed.setRange(-1, 999_999)
         self.seed.setValue(42)
         self.seed.setSpecialValueText("random")
         self.seed.setToolTip("A fixed seed reproduces the picture (single-threaded); "
@@ -112,18 +113,36 @@ class ProjectionControls(QWidget):
         self.select_button.setCheckable(True)
         self.select_button.setToolTip("Drag a box to select tokens (or Shift+drag at any time)")
         self.clear_button = QToolButton()
-        self.clear_button.setText("Clear selection")
+        self.clear_button.setText("Clear")
+        self.clear_button.setToolTip("Clear the selection")
         self.status = QLabel("")            # placed by the panel, under the plots
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.status.setWordWrap(True)
 
+        self.settings_button = QToolButton()
+        self.settings_button.setText("Settings")
+        self.settings_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        form_widget = QWidget()
+        form = QFormLayout(form_widget)
+        form.addRow("UMAP neighbours", self.n_neighbors)
+        form.addRow("UMAP min dist", self.min_dist)
+        form.addRow("UMAP seed", self.seed)
+        form.addRow("UMAP epochs", self.epochs)
+        form.addRow("Mix weights", self.mix)
+        menu = QMenu(self.settings_button)
+        action = QWidgetAction(menu)
+        action.setDefaultWidget(form_widget)
+        menu.addAction(action)
+        menu.aboutToHide.connect(self._update_settings_tip)
+        self.settings_button.setMenu(menu)
+        self._update_settings_tip()
+
         row2 = QHBoxLayout()
-        for w in (QLabel("UMAP  neighbours"), self.n_neighbors, QLabel("min dist"), self.min_dist,
-                  QLabel("seed"), self.seed, QLabel("epochs"), self.epochs,
-                  QLabel("mix weights"), self.mix, self.run_button,
-                  self.cancel_button, self.select_button, self.clear_button):
+        for w in (self.run_button, self.cancel_button, self.settings_button,
+                  QLabel("Colour by:"), self.colour, self.search, self.select_button,
+                  self.clear_button):
             row2.addWidget(w)
-        row2.addStretch(1)
+        row2.setStretchFactor(self.search, 1)
         g.addLayout(row2, 1, 0)
 
         self.source.currentIndexChanged.connect(self._on_source)
@@ -175,6 +194,16 @@ class ProjectionControls(QWidget):
             raise InputError(f"{len(w)} mix weights for {n_layers} layers")
         return w
 
+    def settings_text(self) -> str:
+        """The UMAP settings in one line (the Settings button's tooltip)."""
+        seed = self.seed.value()
+        return (f"neighbours {self.n_neighbors.value()}, min dist {self.min_dist.value():.2f}, "
+                f"seed {'random' if seed < 0 else seed}, epochs {self.epochs.text()}, "
+                f"mix weights {self.mix.text().strip() or 'equal'}")
+
+    def _update_settings_tip(self) -> None:
+        self.settings_button.setToolTip("UMAP and scalar-mix settings: " + self.settings_text())
+
     def set_running(self, running: bool) -> None:
         self.cancel_button.setEnabled(running)
 
@@ -196,8 +225,10 @@ class LegendList(QListWidget):
 
     def __init__(self, parent=None):
         super().__init__(parent)
-        self.setMinimumWidth(150)
-        self.setMaximumWidth(260)
+        self.setMinimumWidth(120)
+        self.setMaximumWidth(220)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.setToolTip("Click an entry to select its tokens in every plot")
         self.itemClicked.connect(lambda item: self.entry_clicked.emit(self.row(item)))
         self._icons = {}
@@ -207,6 +238,7 @@ class LegendList(QListWidget):
         for name, colour, count in entries:
             item = QListWidgetItem(self._icon(colour), f"{name}  ({count:,})")
             item.setData(Qt.ItemDataRole.UserRole, name)
+            item.setToolTip(f"{name}: {count:,} tokens")
             self.addItem(item)
 
     def entries(self) -> List[str]:

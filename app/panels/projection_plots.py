@@ -84,7 +84,14 @@ class LayerPlot:
 
     def __init__(self, layout: pg.GraphicsLayout, column: int, title: str):
         self.view = SelectViewBox()
-        self.plot = layout.addPlot(row=0, col=column, viewBox=self.view, title=title)
+        self.plot = layout.addPlot(row=0, col=column, viewBox=self.view)
+        # the title sits inside the view: a PlotItem title would set the plot's minimum width to
+        # the text's, and four long titles overflow a narrow window
+        self.title = pg.TextItem(title, color="#333333", anchor=(0, 0),
+                                 fill=pg.mkBrush(255, 255, 255, 200))
+        self.title.setParentItem(self.view)
+        self.title.setPos(2, 2)
+        self.title.setZValue(20)
         self.plot.showAxes(True, showValues=False)      # a frame, no numbers: units are arbitrary
         self.plot.setMenuEnabled(True)
         self.view.setAspectLocked(False)
@@ -103,7 +110,10 @@ class LayerPlot:
                       "hover": np.zeros(0, np.int64)}     # indices each overlay draws
 
     def set_title(self, title: str) -> None:
-        self.plot.setTitle(title)
+        self.title.setText(title, color="#333333")
+
+    def title_text(self) -> str:
+        return self.title.toPlainText()
 
     def set_points(self, coords: np.ndarray, brushes: Sequence[QBrush]) -> None:
         self.coords = np.asarray(coords, dtype=np.float64)

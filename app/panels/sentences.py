@@ -14,9 +14,9 @@ from typing import List, Optional
 
 import numpy as np
 from PySide6.QtCore import QModelIndex, QSize, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QFont, QFontDatabase, QTextCursor
+from PySide6.QtGui import QAction, QFont, QFontDatabase, QPalette, QTextCursor, QTextFormat
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QPlainTextEdit, QSplitter,
-                               QTableView, QVBoxLayout, QWidget)
+                               QTableView, QTextEdit, QVBoxLayout, QWidget)
 
 from app.panels.token_table import TokenTableModel, char_id_count
 from app.workspace import TokenRef, Workspace
@@ -268,6 +268,24 @@ class SentencesPanel(QWidget):
         self.current_sentence_changed.emit(sentence)
         self._refresh()
 
+    def _highlight_line(self) -> None:
+        """Shade the editor line of the sentence shown in the token table."""
+        s = self._current
+        if s < 0 or s >= len(self._line_of) or self._fill_lines is not None:
+            self.editor.setExtraSelections([])
+            return
+        block = self.editor.document().findBlockByNumber(self._line_of[s])
+        if not block.isValid():
+            self.editor.setExtraSelections([])
+            return
+        sel = QTextEdit.ExtraSelection()
+        sel.format.setBackground(self.palette().color(QPalette.ColorRole.Highlight).lighter(185))
+        sel.format.setProperty(QTextFormat.Property.FullWidthSelection, True)
+        cursor = QTextCursor(block)
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        sel.cursor = cursor                           # the whole line, also when wrapped
+        self.editor.setExtraSelections([sel])
+
     def _norms(self, sentence: int) -> Optional[np.ndarray]:
         act = self.workspace.activations[sentence]
         if act is None:
@@ -289,6 +307,7 @@ class SentencesPanel(QWidget):
             self.header.setText("No sentences: type one per line above.")
             return
         s = self._current
+        self._highlight_line()
         tokens = ws.tokens[s]
         norms = self._norms(s)
         previous_row = self.table.currentIndex().row()

@@ -9,6 +9,7 @@ here touches ``torch.distributed``.
 """
 from __future__ import annotations
 
+import datetime
 import os
 from dataclasses import dataclass
 from typing import List
@@ -64,7 +65,9 @@ def setup(device: str = "auto") -> DistContext:
         dev = torch.device("cuda", local)
         torch.cuda.set_device(dev)
     if not dist.is_initialized():
-        dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo")
+        # generous timeout: the other processes wait while the first evaluates the dev set
+        dist.init_process_group(backend="nccl" if dev.type == "cuda" else "gloo",
+                                timeout=datetime.timedelta(hours=2))
     return DistContext(rank=rank, world_size=world, local_rank=local, device=dev,
                        initialized=True)
 

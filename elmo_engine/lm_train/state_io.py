@@ -136,7 +136,7 @@ def restore_model(model: torch.nn.Module, tensors: Dict[str, Tensor], path) -> N
 
 
 def restore_carry(tensors: Dict[str, Tensor], n_layers: int) -> Optional[List[Tuple[Tensor, Tensor]]]:
-    if f"carry.0.c" not in tensors:
+    if "carry.0.c" not in tensors:
         return None
     return [(tensors[f"carry.{i}.c"], tensors[f"carry.{i}.h"]) for i in range(n_layers)]
 

@@ -15,9 +15,8 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, Optional
 
-import numpy as np
 import torch
 
 from elmo_engine.errors import CancelledError, InputError

@@ -107,8 +107,12 @@ class Projector:
     def run(self, activations: Sequence[np.ndarray], tokens: TokenSet,
             layers: Sequence[LayerSpec], method: str = "umap",
             params: UmapParams = UmapParams(), checksum: str = "",
-            state: Optional[TaskState] = None) -> List[Projection]:
-        """Project every layer in turn; progress counts layers, cancel is checked between them."""
+            state: Optional[TaskState] = None, pca_fallback: bool = False) -> List[Projection]:
+        """Project every layer in turn; progress counts layers, cancel is checked between them.
+
+        With ``pca_fallback`` a layer with too few distinct vectors for UMAP (a short word list
+        at layer 0, where each word has one vector) gets its PCA projection instead.
+        """
         if method not in ("pca", "umap"):
             raise InputError(f"unknown projection method {method!r} (use 'pca' or 'umap')")
         out: List[Projection] = []
@@ -119,6 +123,11 @@ class Projector:
             if method == "pca":
                 out.append(self.pca(activations, tokens, layer, checksum, params.pca_dims))
             else:
-                out.append(self.umap(activations, tokens, layer, params, checksum, state))
+                try:
+                    out.append(self.umap(activations, tokens, layer, params, checksum, state))
+                except InputError:
+                    if not pca_fallback:
+                        raise
+                    out.append(self.pca(activations, tokens, layer, checksum, params.pca_dims))
         report(state, len(layers), len(layers), f"{method.upper()} done")
         return out

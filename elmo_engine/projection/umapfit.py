@@ -18,7 +18,7 @@ from typing import Dict, Optional
 import numpy as np
 
 from elmo_engine.errors import CancelledError, InputError
-from elmo_engine.progress import TaskState, check
+from elmo_engine.progress import TaskState, check, report
 from elmo_engine.projection.compute import MIN_UMAP_POINTS, UmapParams, exact_knn
 
 
@@ -123,17 +123,26 @@ _warm_lock = threading.Lock()
 _warmed: Dict[bool, float] = {}
 
 
-def warm_up(parallel: bool = False) -> float:
+def warm_up(parallel: bool = False, state: Optional[TaskState] = None) -> float:
     """Import umap and compile its kernels with a tiny fit, once per process.
 
-    The default (seeded, single-threaded) path is what the app uses; ``parallel=True`` also
-    compiles the unseeded multi-threaded layout kernels (~9 s more). Returns the seconds spent
-    (0.0 when already warm). Thread-safe; call it on the worker, never on the GUI thread.
+    The default (seeded, single-threaded) path is what the app uses; ``parallel=True`` compiles
+    the unseeded multi-threaded layout kernels instead (~9 s). Returns the seconds spent (0.0
+    when already warm). Two steps that cannot be interrupted themselves — the import (3–21 s)
+    and the compiling fit (12–30 s on a busy 2-core machine) — with a cancel check between them.
+    Thread-safe; call it on the worker, never on the GUI thread.
     """
     with _warm_lock:
         if parallel in _warmed:
             return 0.0
         t0 = time.perf_counter()
+        check(state)
+        report(state, 0, 2, "UMAP: loading umap-learn")
+        with warnings.catch_warnings():
+            _quiet_third_party()
+            import umap  # noqa: F401
+        check(state)
+        report(state, 1, 2, "UMAP: compiling its kernels (once per session)")
         x = np.random.default_rng(0).normal(size=(64, 8)).astype(np.float32)
         umap_2d(x, UmapParams(n_neighbors=8, random_state=None if parallel else 0))
         _warmed[parallel] = time.perf_counter() - t0
