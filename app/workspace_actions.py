@@ -19,6 +19,7 @@ import hashlib
 import json
 import logging
 import shutil
+import inspect
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -428,7 +429,9 @@ class WorkspaceActions(QObject):
             own = None
             if callable(getattr(panel, "report_figures", None)):
                 (tmp / name).mkdir()
-                own = self._call(panel, "report_figures", tmp / name)
+                wants_options = len(inspect.signature(panel.report_figures).parameters) >= 2
+                args = (tmp / name, options) if wants_options else (tmp / name,)
+                own = self._call(panel, "report_figures", *args)
             if own:
                 figures += [(Path(p), None, f"{title}: {Path(p).stem.replace('_', ' ')}")
                             for p in own]

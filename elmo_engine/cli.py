@@ -70,6 +70,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ElmoError as e:
         print(f"elmo-explorer {args.command}: error: {e}", file=sys.stderr)
         return 1
+    except OSError as e:  # an unwritable folder, a vanished file: one line, no traceback
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        print(f"elmo-explorer {args.command}: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 1
 
 
 def _version() -> str:
@@ -111,6 +115,7 @@ def default_checkpoint() -> Path:
 
 def read_sentence_lines(path: Path, tokenize: bool) -> List[List[str]]:
     """One sentence per line; an empty line or undecodable byte is an error naming the line."""
+    from elmo_engine.embedder import MAX_SENTENCE_TOKENS
     from elmo_engine.tokenize import tokenize as tok_fn, whitespace_tokenize
 
     split = tok_fn if tokenize else whitespace_tokenize
@@ -129,6 +134,9 @@ def read_sentence_lines(path: Path, tokenize: bool) -> List[List[str]]:
         toks = split(text)
         if not toks:
             raise InputError("empty line: every line must hold a sentence", path=path, line=i)
+        if len(toks) > MAX_SENTENCE_TOKENS:
+            raise InputError(f"{len(toks)} tokens; the limit is {MAX_SENTENCE_TOKENS} per "
+                             "sentence (split the line)", path=path, line=i)
         sentences.append(toks)
     if not sentences:
         raise InputError("the input file has no sentences", path=path)
@@ -139,7 +147,7 @@ def run_embed(args) -> int:
     import numpy as np
     from tqdm import tqdm
 
-    from elmo_engine.atomic import atomic_path
+    from elmo_engine.atomic import atomic_hdf5, atomic_path, cleanup_stale_parts
     from elmo_engine.checkpoint import load_checkpoint
     from elmo_engine.embedder import Embedder, pick_device
     from elmo_engine.progress import TaskState
@@ -171,8 +179,9 @@ def run_embed(args) -> int:
 
     index = {}
     chunk = 2000 if not args.stateful else args.batch_size * 32
-    with atomic_path(args.output) as tmp:
-        writer = _Writer(tmp, fmt)
+    cleanup_stale_parts(args.output.parent, target=args.output.name)
+    with (atomic_hdf5(args.output) if fmt == "hdf5" else atomic_path(args.output)) as dest:
+        writer = _Writer(dest, fmt)
         try:
             for start in range(0, len(sentences), chunk):
                 part = sentences[start:start + chunk]
@@ -196,16 +205,18 @@ def run_embed(args) -> int:
 
 
 class _Writer:
-    """Writes datasets "0", "1", … and ``sentence_to_index`` to HDF5 (streaming) or npz."""
+    """Writes datasets "0", "1", … and ``sentence_to_index`` to HDF5 (streaming) or npz.
 
-    def __init__(self, path: Path, fmt: str):
+    ``dest`` is an open ``h5py.File`` (from :func:`atomic_hdf5`, which closes it) or, for npz, the
+    temporary path to write.
+    """
+
+    def __init__(self, dest, fmt: str):
         self.fmt = fmt
-        self.path = path
         if fmt == "hdf5":
-            import h5py
-
-            self.fh = h5py.File(path, "w")
+            self.fh = dest
         else:
+            self.path = dest
             self.arrays = {}
 
     def add(self, key, arr) -> None:
@@ -227,8 +238,7 @@ class _Writer:
                 np.savez(fh, sentence_to_index=np.array(index_json), **self.arrays)
 
     def close(self) -> None:
-        if self.fmt == "hdf5":
-            self.fh.close()
+        self.arrays = {}
 
 
 # ---- info ------------------------------------------------------------------------------------

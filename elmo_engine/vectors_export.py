@@ -36,7 +36,7 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from elmo_engine.atomic import atomic_path
+from elmo_engine.atomic import atomic_hdf5, atomic_path
 from elmo_engine.errors import ElmoError, InputError
 from elmo_engine.progress import TaskState, check, report
 
@@ -218,9 +218,13 @@ def export_vectors(path, tokens: Sequence[Sequence[str]], activations: Sequence[
             files = _write_folder(path, lambda d: _write_tsv(d, tokens, activations, layers, refs,
                                                              state), overwrite)
         else:
-            writer = {"npz": _write_npz, "hdf5": _write_hdf5, "csv": _write_csv}[fmt]
-            with atomic_path(path) as tmp:
-                writer(tmp, tokens, activations, layers, refs, state)
+            if fmt == "hdf5":                    # HDF5 through the crash-safe writer
+                with atomic_hdf5(path) as fh:
+                    _write_hdf5(fh, tokens, activations, layers, refs, state)
+            else:
+                writer = {"npz": _write_npz, "csv": _write_csv}[fmt]
+                with atomic_path(path) as tmp:
+                    writer(tmp, tokens, activations, layers, refs, state)
             files = [path]
     n_vec = len(refs) if refs is not None else sum(len(t) for t in tokens)
     n_sent = len({s for s, _ in refs}) if refs is not None else len(tokens)
@@ -287,24 +291,24 @@ def _write_npz(tmp: Path, tokens, activations, layers, refs, state) -> None:
         np.savez(fh, **arrays)
 
 
-def _write_hdf5(tmp: Path, tokens, activations, layers, refs, state) -> None:
+def _write_hdf5(fh, tokens, activations, layers, refs, state) -> None:
+    """Fill an open ``h5py.File`` (from :func:`elmo_engine.atomic.atomic_hdf5`)."""
     import h5py
 
-    with h5py.File(tmp, "w") as fh:
-        fh.attrs["layers"] = layers.label()
-        if refs is not None:
-            arrays = _selection_arrays(tokens, activations, layers, refs, state)
-            for key in ("vectors", "sentence", "token"):
-                fh.create_dataset(key, data=arrays[key])
-            fh.create_dataset("word", data=[w.encode("utf-8") for w in arrays["word"]],
-                              dtype=h5py.string_dtype("utf-8"))
-            return
-        for i, act in enumerate(activations):
-            check(state)
-            fh.create_dataset(str(i), data=layers.apply(act))
-            report(state, i + 1, len(activations), "writing vectors")
-        ds = fh.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype("utf-8"))
-        ds[0] = _sentence_index(tokens)
+    fh.attrs["layers"] = layers.label()
+    if refs is not None:
+        arrays = _selection_arrays(tokens, activations, layers, refs, state)
+        for key in ("vectors", "sentence", "token"):
+            fh.create_dataset(key, data=arrays[key])
+        fh.create_dataset("word", data=[w.encode("utf-8") for w in arrays["word"]],
+                          dtype=h5py.string_dtype("utf-8"))
+        return
+    for i, act in enumerate(activations):
+        check(state)
+        fh.create_dataset(str(i), data=layers.apply(act))
+        report(state, i + 1, len(activations), "writing vectors")
+    ds = fh.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype("utf-8"))
+    ds[0] = _sentence_index(tokens)
 
 
 def _row_format(dim: int, sep: str) -> str:

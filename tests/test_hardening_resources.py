@@ -219,9 +219,6 @@ def _limit_file_size(limit: int):
     return pre
 
 
-@pytest.mark.xfail(strict=True, reason="cli._Writer opens the output with h5py.File(path, 'w'): a "
-                   "real write failure inside HDF5 2.0 prints h5py tracebacks and then crashes the "
-                   "process (SIGSEGV); writing through elmo_engine.atomic.atomic_hdf5 fixes it")
 def test_embed_hits_a_real_file_size_limit(tmp_path, sentence_file):
     """A real failure inside the HDF5 library: RLIMIT_FSIZE makes the kernel refuse writes past
     1 MB (EFBIG) while the ~1.5 MB output is written; an existing output stays intact."""

@@ -332,7 +332,7 @@ class HeatmapFigure(pg.GraphicsLayoutWidget):
         self.plot.setLabel("left", "occurrence (context)" if snippets else "occurrence",
                            color="k")
         # the tick labels and, beside them, the rotated axis label
-        self._width = _label_width(self.plot, self.rows) + QFontMetrics(QFont()).height() + 10
+        self._width = _label_width(self.plot, self.rows) + QFontMetrics(QFont()).height() + 2
         small = QFontMetrics(QFont())
         bar = next((b for b in self.bar_labels if small.horizontalAdvance(b) <= height - 70),
                    self.bar_labels[-1])
