@@ -38,38 +38,63 @@ class Split:
 
 
 class Heads(nn.Module):
-    """``H`` independent classifiers on ``(H, B, D)`` input → ``(H, B, M)`` logits."""
+    """``H`` independent classifiers on ``(H, B, D)`` input → ``(H, B, M)`` logits.
 
-    def __init__(self, n_heads: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0):
+    With ``restricted=True`` (word senses: each example scores only its candidate classes) the
+    class weights are sparse embeddings, one per head, so a step touches only the rows of the
+    batch's candidates (SparseAdam) instead of every one of tens of thousands of senses.
+    """
+
+    def __init__(self, n_heads: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0,
+                 restricted: bool = False):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
         self.hidden = hidden
+        self.restricted = restricted
         width = dim
         if hidden:
             self.w1 = nn.Parameter(torch.randn(n_heads, dim, hidden, generator=g) * (2.0 / dim) ** 0.5)
             self.b1 = nn.Parameter(torch.zeros(n_heads, hidden))
             width = hidden
-        self.w = nn.Parameter(torch.randn(n_heads, n_classes, width, generator=g) * 0.01)
-        self.b = nn.Parameter(torch.zeros(n_heads, n_classes))
+        w0 = torch.randn(n_heads, n_classes, width, generator=g) * 0.01
+        if restricted:
+            self.w_emb = nn.ModuleList(nn.Embedding(n_classes, width, sparse=True)
+                                       for _ in range(n_heads))
+            self.b_emb = nn.ModuleList(nn.Embedding(n_classes, 1, sparse=True)
+                                       for _ in range(n_heads))
+            with torch.no_grad():
+                for h in range(n_heads):
+                    self.w_emb[h].weight.copy_(w0[h])
+                    self.b_emb[h].weight.zero_()
+        else:
+            self.w = nn.Parameter(w0)
+            self.b = nn.Parameter(torch.zeros(n_heads, n_classes))
 
     def forward(self, x: torch.Tensor, cand: Optional[torch.Tensor]) -> torch.Tensor:
         # x: (H, B, D); cand: (B, M) or None
         if self.hidden:
             x = torch.relu(torch.einsum("hbd,hde->hbe", x, self.w1) + self.b1[:, None])  # (H, B, E)
         if cand is None:
+            if self.restricted:
+                raise ValueError("restricted heads need candidate classes")
             return torch.einsum("hbd,hcd->hbc", x, self.w) + self.b[:, None]         # (H, B, C)
         idx = cand.clamp(min=0)                                                        # (B, M)
-        wc = self.w[:, idx]                                                            # (H, B, M, E)
-        logits = torch.einsum("hbd,hbmd->hbm", x, wc) + self.b[:, idx]                 # (H, B, M)
+        if self.restricted:
+            wc = torch.stack([e(idx) for e in self.w_emb])                             # (H, B, M, E)
+            bc = torch.stack([e(idx).squeeze(-1) for e in self.b_emb])                 # (H, B, M)
+        else:
+            wc, bc = self.w[:, idx], self.b[:, idx]
+        logits = torch.einsum("hbd,hbmd->hbm", x, wc) + bc                             # (H, B, M)
         return logits.masked_fill(cand[None] < 0, NEG)
 
 
 class LayerProbes(nn.Module):
     """One head per layer: head k sees only layer k."""
 
-    def __init__(self, n_layers: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0):
+    def __init__(self, n_layers: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0,
+                 restricted: bool = False):
         super().__init__()
-        self.heads = Heads(n_layers, dim, n_classes, hidden, seed)
+        self.heads = Heads(n_layers, dim, n_classes, hidden, seed, restricted)
 
     def forward(self, x: torch.Tensor, cand: Optional[torch.Tensor]) -> torch.Tensor:
         return self.heads(x, cand)                                                     # (K, B, M)
@@ -78,10 +103,11 @@ class LayerProbes(nn.Module):
 class MixProbe(nn.Module):
     """``γ · Σ softmax(s)_k h_k`` followed by one head, trained together (one "head" of output)."""
 
-    def __init__(self, n_layers: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0):
+    def __init__(self, n_layers: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0,
+                 restricted: bool = False):
         super().__init__()
         self.mix = ScalarMix(n_layers)
-        self.heads = Heads(1, dim, n_classes, hidden, seed)
+        self.heads = Heads(1, dim, n_classes, hidden, seed, restricted)
 
     def forward(self, x: torch.Tensor, cand: Optional[torch.Tensor]) -> torch.Tensor:
         return self.heads(self.mix(x).unsqueeze(0), cand)                              # (1, B, M)
@@ -138,7 +164,7 @@ def predict(model: nn.Module, split: Split, norm: Normaliser, batch_size: int = 
     with torch.no_grad():
         for a in range(0, len(split), batch_size):
             xb = norm.torch(split.x[:, a:a + batch_size])
-            cb = None if split.cand is None else split.cand[a:a + batch_size]
+            cb = None if split.cand is None else _trim(split.cand[a:a + batch_size])
             out.append(model(xb, cb).argmax(-1))
     model.train()
     return torch.cat(out, dim=1) if out else torch.zeros(0, 0, dtype=torch.long)
@@ -159,12 +185,17 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
     ``dev`` (lists over epochs of per-head values), ``best_dev`` and ``best_epoch`` per head.
     """
     torch.manual_seed(settings.seed)
-    mix_params = [p for n, p in model.named_parameters() if n.startswith("mix.")]
-    head_params = [p for n, p in model.named_parameters() if not n.startswith("mix.")]
-    groups = [{"params": head_params, "lr": settings.lr, "weight_decay": settings.weight_decay}]
+    named = list(model.named_parameters())
+    mix_params = [p for n, p in named if n.startswith("mix.")]
+    sparse = [p for n, p in named if "_emb." in n]
+    dense = [p for n, p in named if not n.startswith("mix.") and "_emb." not in n]
+    groups = [{"params": dense, "lr": settings.lr, "weight_decay": settings.weight_decay}]
     if mix_params:
         groups.append({"params": mix_params, "lr": settings.mix_lr, "weight_decay": 0.0})
-    opt = torch.optim.Adam(groups)
+    groups = [g for g in groups if g["params"]]
+    opts = [torch.optim.Adam(groups)] if groups else []
+    if sparse:                                 # sense weights: only the batch's rows move
+        opts.append(torch.optim.SparseAdam(sparse, lr=settings.lr))
     gen = torch.Generator().manual_seed(settings.seed)
     n = len(train)
     best = np.full(n_heads, -1.0)
@@ -179,16 +210,18 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
             check(state)
             idx = perm[a:a + settings.batch_size]
             xb = norm.torch(train.x[:, idx])                                           # (K, B, D)
-            cb = None if train.cand is None else train.cand[idx]
+            cb = None if train.cand is None else _trim(train.cand[idx])
             logits = model(xb, cb)                                                     # (H, B, M)
             yb = train.y[idx]                                                          # (B,)
             per = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.repeat(n_heads),
                                   ignore_index=-1, reduction="none").view(n_heads, -1)  # (H, B)
             valid = max(int((yb >= 0).sum()), 1)
             loss_h = per.sum(dim=1) / valid                                            # (H,)
-            opt.zero_grad()
+            for opt in opts:
+                opt.zero_grad()
             loss_h.sum().backward()
-            opt.step()
+            for opt in opts:
+                opt.step()
             total += loss_h.detach().double() * len(idx)
         loss = (total / max(n, 1)).tolist()
         dev_acc = accuracy(model, dev, norm)
@@ -214,12 +247,22 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
     return history
 
 
+def _trim(cand: torch.Tensor) -> torch.Tensor:
+    """Drop the padding columns no example of this batch needs: (B, M) → (B, M_batch)."""
+    width = int((cand >= 0).sum(dim=1).max()) if cand.numel() else 0
+    return cand[:, :max(width, 1)]
+
+
 def _take_snapshot(model: nn.Module, snapshot: Dict[str, torch.Tensor], improved: np.ndarray,
                    n_heads: int) -> None:
-    """Copy the improved heads' parameters (every parameter is per-head when ``n_heads > 1``)."""
+    """Copy the improved heads' parameters: dense ones have the head as their first axis, the
+    sparse sense embeddings one module per head (``heads.w_emb.<h>.weight``)."""
     for name, value in model.state_dict().items():
         if n_heads == 1:
             snapshot[name] = value.detach().clone()
+        elif "_emb." in name:
+            if improved[int(name.split("_emb.")[1].split(".")[0])]:
+                snapshot[name] = value.detach().clone()
         else:
             for h in np.flatnonzero(improved):
                 snapshot[name][h] = value[h].detach()

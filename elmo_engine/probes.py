@@ -291,7 +291,8 @@ def _train_all(train: Examples, dev: Examples, test: Examples, norm: Normaliser,
     enc = _Encoder(train, restricted=wsd)
     s_tr, s_dev, s_te = (enc.split(e, config.device) for e in (train, dev, test))
     n_cls = len(enc.classes)
-    per_layer = LayerProbes(k, dim, n_cls, config.hidden, config.seed).to(config.device)
+    restricted = s_tr.cand is not None
+    per_layer = LayerProbes(k, dim, n_cls, config.hidden, config.seed, restricted).to(config.device)
     hist = fit(per_layer, k, s_tr, s_dev, norm, settings, prefix + "layers", state, on_event)
     out: dict = {"history": hist, "test": [], "per_label": [], "dev": []}
     pos_te, pos_dev = predict(per_layer, s_te, norm), predict(per_layer, s_dev, norm)
@@ -300,7 +301,7 @@ def _train_all(train: Examples, dev: Examples, test: Examples, norm: Normaliser,
         out["test"].append(_score(test.gold, pred, wsd))
         out["per_label"].append(_per_pos(test, pred) if wsd else out["test"][-1]["per_label"])
         out["dev"].append(_score(dev.gold, enc.labels(s_dev, pos_dev[h], dev), wsd)["main"])
-    mixp = MixProbe(k, dim, n_cls, config.hidden, config.seed).to(config.device)
+    mixp = MixProbe(k, dim, n_cls, config.hidden, config.seed, restricted).to(config.device)
     out["mix_history"] = fit(mixp, 1, s_tr, s_dev, norm, settings, prefix + "mix", state, on_event)
     out["weights"] = mixp.mix.weights_numpy().tolist()
     out["gamma"] = float(mixp.mix.gamma.detach().cpu())

@@ -19,7 +19,7 @@ def _candidates() -> List[Path]:
         from importlib.resources import files
 
         out.append(Path(str(files("resources"))) / DEMO_DIR)
-    except (ImportError, ModuleNotFoundError, TypeError, ValueError):
+    except Exception:  # no such package, or a namespace package in an odd place
         pass
     repo = Path(__file__).resolve().parents[1] / "resources" / DEMO_DIR
     if repo not in out:

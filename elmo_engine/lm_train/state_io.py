@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from elmo_engine.atomic import atomic_path, atomic_write_text
+from elmo_engine.checkpoint import save_published
 from elmo_engine.errors import CheckpointError
 
 STATE_FORMAT = "elmo-explorer-lm-train-state"
@@ -144,8 +145,6 @@ def restore_carry(tensors: Dict[str, Tensor], n_layers: int) -> Optional[List[Tu
 def export_model(bilm, out: Path, vocab, metadata: dict, extra_options: dict) -> Tuple[Path, Path]:
     """Write ``options.json`` + ``lm_weights.hdf5`` (published layout), ``vocab.txt`` and
     ``training.json`` into ``out``."""
-    from elmo_engine.checkpoint import save_published
-
     out = Path(out)
     options, weights = save_published(bilm, out, extra_options=extra_options)
     vocab.save(out / "vocab.txt")

@@ -204,6 +204,8 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
         if saved_carry is not None:
             carry = [(c[:, rows].to(ctx.device), h[:, rows].to(ctx.device)) for c, h in saved_carry]
         say(f"resuming at step {step} (epoch {epoch + 1}, window {window})")
+    first_command = (doc or {}).get("command") or command
+    resumed_with = list((doc or {}).get("resumed_with") or []) + ([command] if doc else [])
     net = ddp.wrap(model, ctx)
     sampler = LogUniformSampler(len(data.vocab), cfg.n_negative)
     logq = sampler.log_expected.to(ctx.device)
@@ -226,7 +228,8 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     def checkpoint() -> None:
         full = [(ddp.gather_rows(c, ctx), ddp.gather_rows(h, ctx)) for c, h in carry]
         if ctx.is_main:
-            info = {"step": step, "epoch": epoch, "window": window, "tokens": tokens,
+            info = {"command": first_command, "resumed_with": resumed_with,
+                    "step": step, "epoch": epoch, "window": window, "tokens": tokens,
                     "train_seconds": elapsed(), "config": asdict(cfg), "history": history,
                     "data": data.fingerprint(), "world_size": ctx.world_size}
             state_io.save_state(out, model, opt, full, gen, info)
@@ -236,6 +239,9 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                cfg.batch_size * cfg.unroll, unit="tok", unit_scale=True, dynamic_ncols=True,
                disable=not (show_progress and ctx.is_main), mininterval=1.0 if sys.stderr.isatty() else 30.0,
                desc="train-lm")
+    spent = cfg.max_minutes is not None and elapsed() >= cfg.max_minutes * 60
+    if ddp.broadcast_flag(spent, ctx):      # resuming a run whose time budget is used up
+        stop = "time_budget"
     with _StopFlag() as sigint:
         while epoch < cfg.epochs and stop is None:
             streams = Streams(data.train_framed, cfg.batch_size, cfg.unroll,
@@ -320,7 +326,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     checkpoint()
     dev_result = history["dev"][-1]
     if ctx.is_main:
-        meta = {"command": command, "stopped": stop, "steps": step, "tokens": tokens,
+        meta = {"command": first_command, "resumed_with": resumed_with, "stopped": stop, "steps": step, "tokens": tokens,
                 "epochs_done": round(epoch + window / n_windows, 4),
                 "train_seconds": round(train_seconds, 1), "dev_perplexity": dev_result,
                 "config": asdict(cfg), "data": data.fingerprint(), "world_size": ctx.world_size,
