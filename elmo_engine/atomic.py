@@ -58,6 +58,7 @@ def atomic_path(target, suffix: str = "") -> Iterator[Path]:
                                suffix=(suffix or target.suffix) + PART_SUFFIX, dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
+    os.chmod(tmp_path, 0o644)          # mkstemp makes 0600; a saved file is an ordinary file
     try:
         yield tmp_path
         with open(tmp_path, "rb+") as fh:

@@ -23,6 +23,7 @@ SUBCOMMAND_MODULES = {
     "probe": "elmo_engine.probe_cli",
     "export": "elmo_engine.export_cli",
     "contexts": "elmo_engine.compare_cli",
+    "project": "elmo_engine.projection.cli",
 }
 
 
@@ -59,8 +60,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
+    func = getattr(args, "func", None) or importlib.import_module(
+        SUBCOMMAND_MODULES[args.command]).run
     try:
-        return int(args.func(args) or 0)
+        return int(func(args) or 0)
     except CancelledError:
         print("elmo-explorer: cancelled; nothing was written", file=sys.stderr)
         return 130
