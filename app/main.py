@@ -94,6 +94,9 @@ def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
     from app.main_window import MainWindow
 
     window = MainWindow(settings)
+    from app.workspace_actions import install_workspace_actions
+
+    install_workspace_actions(window, recover=not args.screenshot)
     worker = window.workspace.worker
     try:
         if not args.screenshot:

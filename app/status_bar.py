@@ -10,6 +10,9 @@ from app.dialogs import human_bytes, human_count
 from app.worker import Worker
 
 
+JOB_TEXT_PX = 300
+
+
 class StatusArea:
     """Fills a :class:`QStatusBar` and follows a :class:`Worker`'s signals."""
 
@@ -18,7 +21,7 @@ class StatusArea:
         self.worker = worker
         self.job_label = QLabel(parent)
         self.job_label.setObjectName("jobLabel")
-        self.job_label.setMaximumWidth(360)
+        self.job_label.setMinimumWidth(JOB_TEXT_PX + 8)
         self.progress = QProgressBar(parent)
         self.progress.setObjectName("jobProgress")
         self.progress.setMaximumWidth(160)
@@ -52,7 +55,7 @@ class StatusArea:
     def _on_started(self, job_id: int, name: str) -> None:
         self._current = job_id
         self._set_busy(True)
-        self.job_label.setText(name if len(name) <= 60 else name[:57] + "…")
+        self._set_job_text(name)
         self.job_label.setToolTip(name)
         self.progress.setRange(0, 0)                       # busy until the first report
 
@@ -64,7 +67,12 @@ class StatusArea:
             self.progress.setRange(0, total // scale)
             self.progress.setValue(min(done, total) // scale)
         if message:
-            self.job_label.setText(message if len(message) <= 60 else message[:57] + "…")
+            self._set_job_text(message)
+
+    def _set_job_text(self, text: str) -> None:
+        """Elide long job names at the end ("Indexing the neighbour c…"), never mid-glyph."""
+        fm = self.job_label.fontMetrics()
+        self.job_label.setText(fm.elidedText(text, Qt.TextElideMode.ElideRight, JOB_TEXT_PX))
 
     def _on_failed(self, job_id: int, message: str) -> None:
         self.bar.showMessage(f"Failed: {message.splitlines()[0] if message else ''}", 15000)
