@@ -166,7 +166,9 @@ class LSTMStack(nn.Module):
             w_rec = self.w_rec[layer]
             wp = self.wp[layer] if opts.has_lstm_projection else None
             bias = (self.b[layer] + self.forget_bias).unsqueeze(1)    # (2, 1, 4D)
-            xp = torch.baddbmm(bias, layer_in, self.w_in[layer])      # (2, total, 4D)
+            xp = self._scratch(2 * total * 4 * d, layer_in).view(2, total, 4 * d)
+            torch.bmm(layer_in, self.w_in[layer], out=xp)             # (2, total, 4D)
+            xp += bias
             c = state[layer][0].clone()
             h = state[layer][1].clone()
             out_dim = h.shape[-1]
@@ -194,7 +196,6 @@ class LSTMStack(nn.Module):
                 else:
                     h_t.copy_(m)
                 h[:, :n] = h_t
-            del xp
             if opts.use_skip_connections and layer > 0:
                 out += layer_in
             padded = out.new_zeros(2, steps * bsz, out_dim)
@@ -202,7 +203,18 @@ class LSTMStack(nn.Module):
             outputs.append(padded.view(2, steps, bsz, out_dim).transpose(1, 2))  # (2, B, T, out)
             new_state.append((c, h))
             layer_in = out
+        if self._scratch_buf.numel() * self._scratch_buf.element_size() > (512 << 20):
+            self._scratch_buf = None                 # do not hold on to a huge one-off buffer
         return outputs, new_state
+
+    def _scratch(self, numel: int, like: Tensor) -> Tensor:
+        """A reusable buffer for the input projections: a fresh multi-hundred-MB allocation per
+        call costs more in page faults than its GEMM saves (measured on the full model)."""
+        buf = getattr(self, "_scratch_buf", None)
+        if buf is None or buf.numel() < numel or buf.device != like.device or buf.dtype != like.dtype:
+            self._scratch_buf = None
+            buf = self._scratch_buf = like.new_empty(numel)
+        return buf[:numel]
 
     def _run_autograd(self, layer: int, xp: Tensor, n_active: Sequence[int], state):
         """Training: the same computation with out-of-place ops only."""

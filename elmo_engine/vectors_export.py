@@ -1,6 +1,6 @@
 """Export ELMo vectors of sentences (or of chosen tokens) as npz, HDF5, projector TSV or CSV.
 
-Layouts (``docs/notes/workspaces.md`` has the full description):
+Layouts (``docs/guide/workspaces.md`` has the full description):
 
 * **all sentences, npz / HDF5** — the AllenNLP ``elmo`` command's layout
   (``docs/elmo-checkpoint-format.md`` §11.1): one float32 dataset per sentence named by its 0-based

@@ -3,7 +3,7 @@
 A workspace holds the checkpoint (path and SHA-256), the sentences, the selected token, every
 view's parameters (a JSON object per view, opaque here), and the probe runs with their results.
 Large arrays, when there are any, go to a sibling ``<name>.<digest>.npz`` (loaded with
-``allow_pickle=False``) that the JSON names. ``docs/notes/workspaces.md`` documents each field.
+``allow_pickle=False``) that the JSON names. ``docs/guide/workspaces.md`` documents each field.
 
 Saving is atomic: the npz is written first under a name derived from its content, then the JSON
 replaces the old one in one rename, then npz files no longer named are removed. Loading checks

@@ -125,3 +125,14 @@ def test_a_failing_task_shows_the_error_and_frees_the_panel(qtbot, ws):
     assert "bad.tsv:7" in panel.status.text()
     assert panel.train_button.isEnabled() and not panel.cancel_button.isEnabled()
     assert panel.runs == []
+
+
+def test_first_show_runs_a_quick_demo_preview(qtbot, ws):
+    panel = ProbesPanel(ws)
+    qtbot.addWidget(panel)
+    with qtbot.waitSignal(panel.ready, timeout=120000):
+        panel.show()
+    assert [r.task for r in panel.runs] == ["demo-pos", "demo-wsd"]
+    assert all("preview" in r.name and r.config["max_train_sentences"] == 600 for r in panel.runs)
+    assert panel.runs[1].layers[0].centroid_test is not None
+    assert len(panel.bars) == 2 and panel.is_ready()

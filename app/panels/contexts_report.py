@@ -175,7 +175,7 @@ class ContextsReport:
 
     # ---- view state ------------------------------------------------------------------------
     def view_state(self) -> Dict[str, Any]:
-        """The view's parameters as JSON values (see docs/notes/contexts.md)."""
+        """The view's parameters as JSON values (see docs/guide/contexts.md)."""
         groups = {w: [{"sentence": s, "token": t, "group": g}
                       for (s, t), g in sorted(labels.items())]
                   for w, labels in self._groups.items() if labels}

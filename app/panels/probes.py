@@ -39,6 +39,7 @@ EMPTY_TEXT = ("No probe has run yet. Pick a task and press <b>Train</b> — the 
               "(WordNet example sentences) need no data of your own.")
 SEMANTIC_COLOURS = ["#c0392b", "#e67e22", "#8e44ad", "#d35400"]
 SYNTAX_COLOURS = ["#2471a3", "#17a589", "#2e4053", "#5dade2"]
+QUICK_SENTENCES = 600            # training sentences of the automatic first-show preview
 LAYER_COLOURS = ["#7f8c8d", "#2471a3", "#c0392b", "#27ae60", "#8e44ad", "#f39c12"]
 
 
@@ -89,7 +90,8 @@ class ProbesPanel(QWidget):
         self.control_box.setToolTip("Also train on word types mapped to random labels and report "
                                     "selectivity (task accuracy − control accuracy)")
         self.train_button = QPushButton("Train", clicked=self.train_selected)
-        self.demo_button = QPushButton("Run demo (POS + word sense)", clicked=self.run_demo)
+        self.demo_button = QPushButton("Run demo (POS + word sense)",
+                                       clicked=lambda: self.run_demo())
         self.cancel_button = QPushButton("Cancel", clicked=self.cancel, enabled=False)
         self.clear_button = QPushButton("Clear runs", clicked=self.clear_runs)
         self.status = QLabel("")
@@ -187,7 +189,7 @@ class ProbesPanel(QWidget):
         if (self._shown and self.auto_demo and not self._auto_done
                 and self.workspace.embedder is not None):
             self._auto_done = True
-            self.run_demo()
+            self.run_demo(quick=True)
         elif not self.workspace.is_loading():
             self._set_ready()
 
@@ -195,8 +197,14 @@ class ProbesPanel(QWidget):
     def train_selected(self) -> None:
         self.run_tasks([self.tasks[self.task_box.currentIndex()]])
 
-    def run_demo(self) -> None:
-        self.run_tasks([self.tasks[0], self.tasks[1]])
+    def run_demo(self, quick: bool = False) -> None:
+        """Train the demo POS and word-sense probes; ``quick``: a preview on a seeded subset of
+        the training sentences (what runs by itself on first show, in seconds)."""
+        tasks = [self.tasks[0], self.tasks[1]]
+        if quick:
+            tasks = [ProbeTask(f"{t.name} (preview, {QUICK_SENTENCES} sentences)", t.task, t.load,
+                               t.semantic, {"max_train_sentences": QUICK_SENTENCES}) for t in tasks]
+        self.run_tasks(tasks, ProbeConfig(epochs=10, patience=2, control=True) if quick else None)
 
     def run_tasks(self, tasks: List[ProbeTask], config: Optional[ProbeConfig] = None) -> int:
         """Train the tasks one after another in one worker job; returns the job id (0: no model)."""

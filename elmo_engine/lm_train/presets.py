@@ -32,7 +32,7 @@ PRESETS: Dict[str, dict] = {
                  optimizer="adam", lr=0.01, dropout=0.0, epochs=1,
                  options={"char_cnn": _cnn([[1, 8], [2, 8], [3, 16]], 1, 8),
                           "lstm": _lstm(32, 16)}),
-    # measured on the shared 2-core machine (docs/notes/training.md): ~230 tokens/s on one
+    # measured on the shared 2-core machine (docs/guide/training.md): ~230 tokens/s on one
     # thread under load, so about 0.7 M tokens (a third of an epoch of openstax_prose) an hour
     "demo": dict(_BASE, vocab_size=25000, min_count=3, batch_size=32, unroll=20,
                  n_negative=2048, optimizer="adam", lr=2e-3, clip_norm=5.0, dropout=0.0,
