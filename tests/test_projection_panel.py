@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt  # noqa: E402
-from PySide6.QtGui import QMouseEvent  # noqa: E402
+from PySide6.QtGui import QImage, QMouseEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 import app.panels.projection as projection_mod  # noqa: E402
@@ -262,3 +262,88 @@ def test_layer_with_too_few_distinct_vectors_keeps_pca(qtbot, ws):
         panel.run()
     assert [panel.shown[k].method for k in range(4)] == ["pca", "umap", "umap", "umap"]
     assert "PCA kept for layer 0" in panel.controls.status.text()
+
+
+# ---- workspace / report hooks (app/panels/projection_report.py) ------------------------------
+def test_view_state_round_trip(pca_panel, qtbot, ws):
+    import json
+
+    p = pca_panel
+    c = p.controls
+    c.set_source("words")
+    c.words.setText("bank, play")
+    c.max_points.setValue(5000)
+    c.set_colour_by("sentence")
+    c.n_neighbors.setValue(7)
+    c.min_dist.setValue(0.35)
+    c.seed.setValue(123)
+    c.epochs.setValue(150)
+    c.mix.setText("0.2, 0.3, 0.5")
+    c.search.setText("bank")
+    state = json.loads(json.dumps(p.view_state()))          # JSON values only
+    assert state["source"] == "words" and state["words"] == "bank, play"
+    assert state["umap"] == {"n_neighbors": 7, "min_dist": 0.35, "seed": 123, "epochs": 150}
+    assert state["mix_weights"] == [0.2, 0.3, 0.5] and state["colour_by"] == "sentence"
+    assert state["search"] == "bank" and state["max_points"] == 5000
+
+    other = ProjectionPanel(ws)
+    qtbot.addWidget(other)
+    other.resize(1100, 500)
+    other.restore_view_state(state)
+    assert other.view_state() == state
+    assert other.controls.words.isVisibleTo(other)          # the word-list field is shown
+    assert other.controls.params().n_neighbors == 7
+    assert other.controls.mix_weights(3) == [0.2, 0.3, 0.5]
+    with qtbot.waitSignal(other.ready, timeout=20000):      # the usual scheduled run
+        other.show()
+    n_words = sum(w in ("bank", "play") for t in ws.tokens for w in t)
+    assert len(other.tokens) == n_words == 6
+    assert len(other.plots.highlight) == 4                  # search "bank" marked
+
+
+def test_restore_view_state_tolerates_bad_input(pca_panel):
+    p = pca_panel
+    before = p.view_state()
+    p.restore_view_state({"source": "nowhere", "words": 3, "max_points": "many",
+                          "colour_by": 1, "umap": {"n_neighbors": True, "min_dist": "x",
+                                                   "seed": 2.5}, "mix_weights": [1, "a"],
+                          "search": None, "unknown": {"x": 1}, "dataset_file": 7})
+    assert p.view_state() == before
+    p.restore_view_state("not a dict")
+    p.restore_view_state({"umap": {"n_neighbors": 10_000}, "mix_weights": None})
+    state = p.view_state()
+    assert state["umap"]["n_neighbors"] == 200 and state["mix_weights"] is None   # clamped
+
+
+def test_report_figures_png_and_svg_per_layer(pca_panel, tmp_path):
+    from app.figure_export import FigureOptions
+
+    p = pca_panel
+    opts = FigureOptions(width_in=5.0, height_in=3.0, dpi=150, keep_aspect=False)
+    files = p.report_figures(tmp_path, opts)
+    names = [f.name for f in files]
+    assert len(files) == 2 * len(p.layers) == 8
+    for lay in p.layers:
+        assert f"projection_{lay.key}_pca.png" in names and f"projection_{lay.key}_pca.svg" in names
+    for f in files:
+        assert f.stat().st_size > 1000
+    img = QImage(str(tmp_path / f"projection_{p.layers[1].key}_pca.png"))
+    assert (img.width(), img.height()) == (750, 450)
+    svg = (tmp_path / f"projection_{p.layers[0].key}_pca.svg").read_text(encoding="utf-8")
+    assert "<svg" in svg and "PC 1" in svg and "layer 0" in svg
+    assert "bank (4)" in svg                                 # the legend, by word
+    (tmp_path / "pdf").mkdir()
+    pdf = p.report_figures(tmp_path / "pdf", FigureOptions(formats=("png", "svg", "pdf")))
+    assert sum(f.suffix == ".pdf" for f in pdf) == len(p.layers)
+    assert all(f.read_bytes()[:5] == b"%PDF-" for f in pdf if f.suffix == ".pdf")
+    tables = p.report_tables()
+    assert len(tables) == 1 and len(tables[0].rows) == len(p.tokens)
+    assert tables[0].rows[0]["token"] == p.tokens.words[0] and "mix_pca_x" in tables[0].header()
+
+
+def test_report_figures_empty_before_a_projection(qtbot, ws, monkeypatch, tmp_path):
+    monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    assert panel.report_figures(tmp_path) == [] and not any(tmp_path.iterdir())
+    assert panel.report_tables() == []

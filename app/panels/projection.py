@@ -9,6 +9,7 @@ tokens in all, the legend colours by word, label or sentence, and the search box
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
@@ -19,6 +20,7 @@ from app.panels.projection_controls import LegendList, ProjectionControls
 from app.panels.projection_export import ProjectionExports
 from app.panels.projection_interaction import ProjectionInteraction
 from app.panels.projection_plots import ProjectionPlots, categories
+from app.panels.projection_report import ProjectionReport
 from elmo_engine.errors import ElmoError
 from elmo_engine.projection import (LayerSpec, Projection, Projector, TokenSet, UmapParams,
                                     all_tokens, is_warm, warm_up, word_tokens)
@@ -30,7 +32,7 @@ INLINE_PCA_MAX = 400_000       # tokens × dims up to which PCA runs on the GUI 
 GROUP = "projection"
 
 
-class ProjectionPanel(ProjectionInteraction, ProjectionExports, QWidget):
+class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport, QWidget):
     """UMAP (and instant PCA) of token vectors per layer, with linked plots.
 
     Signals
@@ -50,6 +52,7 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, QWidget):
         self.layers: List[LayerSpec] = []
         self.shown: Dict[int, Projection] = {}
         self.dataset: Optional[TokenSet] = None
+        self.dataset_path: Optional[Path] = None
         self.params = UmapParams()
         self.confirm: Callable[[str], bool] = self._ask_confirm
         self._checksum = ""
@@ -353,18 +356,21 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, QWidget):
     def _message(self, text: str) -> None:
         self.controls.status.setText(text)
 
-    def _apply_colours(self, *_args) -> None:
+    def _colour_categories(self):
+        """``(codes, legend)`` of the drawn tokens for the colour-by choice (see categories)."""
         t = self.tokens
-        if t is None:
-            return
         by = self.controls.colour_by()
         if by == "label" and t.labels is not None:
-            codes, legend = categories([t.label_of(i) or "(none)" for i in range(len(t))])
-        elif by == "sentence":
-            codes, legend = categories([f"{s + 1}: {' '.join(t.sentences[s][:6])}"
-                                        for s in t.sentence.tolist()], by_frequency=False)
-        else:
-            codes, legend = categories(t.words)
+            return categories([t.label_of(i) or "(none)" for i in range(len(t))])
+        if by == "sentence":
+            return categories([f"{s + 1}: {' '.join(t.sentences[s][:6])}"
+                               for s in t.sentence.tolist()], by_frequency=False)
+        return categories(t.words)
+
+    def _apply_colours(self, *_args) -> None:
+        if self.tokens is None:
+            return
+        codes, legend = self._colour_categories()
         self._legend_codes = codes
         self.plots.set_codes(codes)
         self.legend.set_entries(legend)

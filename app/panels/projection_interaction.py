@@ -82,8 +82,9 @@ class ProjectionInteraction:
         if path:
             self.open_dataset(path)
 
-    def open_dataset(self, path) -> int:
-        """Read a labelled data set on the worker, then project its labelled tokens."""
+    def open_dataset(self, path, colour: str = "label", run: bool = True) -> int:
+        """Read a labelled data set on the worker, then (``run``) project its labelled tokens
+        coloured by ``colour``."""
         path = Path(path)
 
         def job(state):
@@ -91,11 +92,12 @@ class ProjectionInteraction:
             return labelled_tokens(load_labelled(path), source=path.name)
 
         def done(tokens: TokenSet) -> None:
-            self.dataset = tokens
+            self.dataset, self.dataset_path = tokens, path
             self.controls.dataset_label.setText(f"{path.name}: {len(tokens):,} labelled tokens")
-            self.controls.set_colour_by("label")
-            self.controls.set_source("dataset")
-            self.run(auto=False)
+            if run:
+                self.controls.set_colour_by(colour)
+                self.controls.set_source("dataset")
+                self.run(auto=False)
 
         return self.ws.worker.submit(f"Reading {path.name}", job, on_result=done,
                                      on_error=lambda m: self._message(f"Cannot open: {m}"),
