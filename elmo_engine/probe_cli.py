@@ -301,5 +301,6 @@ def write_results_json(results, path) -> None:
                                        ensure_ascii=False) + "\n")
 
 
-__all__ = ["RESULT_COLUMNS", "write_results_csv", "write_results_json", "results_rows", "ProbeTask", "TASKS", "add_parser", "demo_task", "file_task", "load_task_data", "run",
-           "summary"]
+__all__ = ["RESULT_COLUMNS", "TASKS", "ProbeTask", "add_parser", "demo_task", "file_task",
+           "load_task_data", "results_rows", "run", "summary", "write_results_csv",
+           "write_results_json"]

@@ -80,8 +80,13 @@ def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
         export_widget(panel.results, tmp_path / f"plots{ext}")
         assert (tmp_path / f"plots{ext}").read_bytes()[:5].startswith(magic)
     assert len(panel.export_actions()) == 3
+    saved = json.loads(json.dumps(panel.probe_runs()))      # as a workspace file stores them
     panel.clear_runs()
     assert panel.bars == [] and panel.table.rowCount() == 0
+    panel.restore_probe_runs(saved)
+    assert len(panel.bars) == 2 and panel.table.rowCount() == 8
+    np.testing.assert_allclose(np.asarray(panel.bars[1].opts["height"]),
+                               panel.runs[1].mix.weights)
 
 
 def test_cancel_stops_training(qtbot, ws):

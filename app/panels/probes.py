@@ -349,6 +349,16 @@ class ProbesPanel(QWidget):
                 self.table.setItem(r, c, QTableWidgetItem(text))
         self.table.resizeColumnsToContents()
 
+    def probe_runs(self) -> List[dict]:
+        """The session's runs as ``results.json`` objects (saved with a workspace)."""
+        return [r.to_dict() for r in self.runs]
+
+    def restore_probe_runs(self, runs: List[dict]) -> None:
+        """Show runs saved with a workspace (replacing the current ones)."""
+        self.runs = [ProbeResult.from_dict(d) for d in runs]
+        self._redraw()
+        self.runs_changed.emit()
+
     def clear_runs(self) -> None:
         self.runs.clear()
         self._curves = {}
