@@ -43,6 +43,19 @@ QUICK_SENTENCES = 600            # training sentences of the automatic first-sho
 LAYER_COLOURS = ["#7f8c8d", "#2471a3", "#c0392b", "#27ae60", "#8e44ad", "#f39c12"]
 
 
+def _print_style(widget) -> None:
+    """Black title, axes and tick labels, no automatic SI prefixes (exports are for print)."""
+    item = widget.getPlotItem()
+    item.setTitle(item.titleLabel.text, color="k")
+    for name in ("left", "bottom"):
+        axis = item.getAxis(name)
+        axis.setPen("k")
+        axis.setTextPen("k")
+        axis.enableAutoSIPrefix(False)
+    if item.legend is not None:
+        item.legend.setLabelTextColor("k")
+
+
 class ProbesPanel(QWidget):
     """Train probes and compare their layer weights across tasks."""
 
@@ -122,6 +135,10 @@ class ProbesPanel(QWidget):
             p.addLegend(offset=(5, 5))
         self.weight_plot.setLabel("left", "weight")
         self.acc_plot.setLabel("left", "accuracy / F1")
+        self.loss_plot.setLabel("left", "loss")
+        self.dev_plot.setLabel("left", "dev accuracy")
+        for p in (self.loss_plot, self.dev_plot, self.weight_plot, self.acc_plot):
+            _print_style(p)                       # black text and axes: readable in exports
         res = QHBoxLayout(self.results)
         res.setContentsMargins(0, 0, 0, 0)
         res.addWidget(self.weight_plot)
