@@ -72,7 +72,7 @@ class Embedder:
     def __init__(self, model: BiLM, device: Optional[str] = None, precision: str = "fp32",
                  token_budget: int = 2048, cache_size: int = 20_000,
                  cache_dir=None, on_warning: Optional[Callable[[str], None]] = None,
-                 max_batch_rows: int = 512):
+                 max_batch_rows: int = 512, max_types: int = 200_000):
         if precision not in PRECISIONS:
             raise InputError(f"unknown precision '{precision}' (use fp32, fp16 or bf16)")
         self.device = pick_device(device)
@@ -93,14 +93,23 @@ class Embedder:
         self.cache_dir = Path(cache_dir) / self.checksum[:16] / precision if cache_dir else None
         if self.cache_dir is not None:           # temporary files of a killed earlier run
             cleanup_stale_parts(self.cache_dir, recursive=True)
-        self._types: Dict[str, torch.Tensor] = {}
+        # word type → token-layer vector, least recently used first; bounded so that a long
+        # session over a large corpus does not grow without limit
+        self._types: "OrderedDict[str, torch.Tensor]" = OrderedDict()
+        self.max_types = max(10_000, int(max_types))
         self._sentences: "OrderedDict[Tuple[str, ...], np.ndarray]" = OrderedDict()
         self._slots: Optional[LSTMState] = None
         self.stats = {"sentence_hits": 0, "sentence_misses": 0, "types_computed": 0}
 
     # ---- token layer -----------------------------------------------------------------------
     def _ensure_types(self, types: Sequence[str]) -> None:
-        missing = [t for t in dict.fromkeys(types) if t not in self._types]
+        """Make sure every type has its vector cached (and mark them as recently used)."""
+        missing = []
+        for t in dict.fromkeys(types):
+            if t in self._types:
+                self._types.move_to_end(t)
+            else:
+                missing.append(t)
         if not missing:
             return
         m = self.opts.max_characters_per_token
@@ -112,14 +121,21 @@ class Embedder:
                 for t, v in zip(chunk, vecs):
                     self._types[t] = v
         self.stats["types_computed"] += len(missing)
+        while len(self._types) > self.max_types:      # the types just used are at the end
+            self._types.popitem(last=False)
 
     def token_vectors(self, types: Sequence[str]) -> np.ndarray:
         """Context-free token-layer vectors ``(len(types), P)`` (float32)."""
         types = list(types)
-        self._ensure_types(types)
         if not types:
             return np.zeros((0, self.opts.projection_dim), np.float32)
-        return torch.stack([self._types[t] for t in types]).float().cpu().numpy()
+        parts = []
+        step = self.max_types // 2                    # a chunk never evicts its own types
+        for start in range(0, len(types), step):
+            chunk = types[start:start + step]
+            self._ensure_types(chunk)
+            parts.append(torch.stack([self._types[t] for t in chunk]).float().cpu().numpy())
+        return np.concatenate(parts)
 
     # ---- stateless --------------------------------------------------------------------------
     def embed(self, sentences: Sequence[Sequence[str]], state: Optional[TaskState] = None
@@ -199,7 +215,7 @@ class Embedder:
         if device.type == "cpu" and self.dtype != torch.float32:
             self.dtype, self.precision = torch.float32, "fp32"
         self.model.to(device, self.dtype)
-        self._types = {t: v.to(device, self.dtype) for t, v in self._types.items()}
+        self._types = OrderedDict((t, v.to(device, self.dtype)) for t, v in self._types.items())
         if self._slots is not None:              # the stateful protocol keeps its state
             self._slots = [(c.to(device, self.dtype), h.to(device, self.dtype))
                            for c, h in self._slots]
@@ -211,9 +227,7 @@ class Embedder:
 
     def _forward(self, batch: Sequence[Sequence[str]], init: Optional[LSTMState]):
         """Framed batch → (layers (L+1, B, T, 2·out), final state)."""
-        self._ensure_types([BOS_TOKEN, EOS_TOKEN])
-        for s in batch:
-            self._ensure_types(s)
+        self._ensure_types([BOS_TOKEN, EOS_TOKEN, *(t for s in batch for t in s)])
         steps = max(len(s) for s in batch) + 2
         p = self.opts.projection_dim
         tok = torch.zeros(len(batch), steps, p, device=self.device, dtype=self.dtype)

@@ -99,3 +99,12 @@ def test_progress_and_cancel(model):
 def test_half_precision_refused_on_cpu(model):
     with pytest.raises(InputError, match="GPU"):
         Embedder(model, device="cpu", precision="fp16")
+
+
+def test_type_cache_is_bounded_and_exact(model):
+    emb = Embedder(model, max_types=10_000)
+    words = [f"w{i}" for i in range(12_000)]
+    first = emb.token_vectors(words[:5])
+    emb.embed([words[i:i + 40] for i in range(0, 12_000, 40)])
+    assert len(emb._types) <= 10_000
+    np.testing.assert_array_equal(emb.token_vectors(words[:5]), first)   # recomputed, same
