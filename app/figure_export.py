@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, 
                                QFormLayout, QGraphicsView, QLabel, QLineEdit, QSpinBox,
                                QWidget)
 
+from elmo_engine.atomic import atomic_write_bytes
 from elmo_engine.errors import InputError
 
 LOGICAL_DPI = 96.0                 # Qt's logical pixels per inch for laying the widget out
@@ -309,3 +310,33 @@ class VectorDialog(QDialog):
 
 __all__ = ["FigureOptions", "ReportDialog", "VectorDialog", "render_bytes", "render_pdf",
            "render_png", "render_svg"]
+
+
+def write_figure(fig, path, options: FigureOptions) -> Path:
+    """Write ``fig`` to ``path`` (.png/.svg/.pdf by extension), atomically.
+
+    The figure is laid out at ``width_in × 96`` logical pixels (the height fitted to the square
+    heatmap when ``options.keep_aspect``, else ``height_in``), so fonts keep their point size at
+    print size; PNG is drawn at ``options.dpi``.
+    """
+    from app.export import export_widget
+
+    path = Path(path)
+    ext = path.suffix.lower()
+    if ext not in (".png", ".svg", ".pdf"):
+        raise InputError(f"cannot export to '{path.suffix}': use .png, .svg or .pdf", path=path)
+    width, height = fig.lay_out(round(options.width_in * LOGICAL_DPI),
+                                None if options.keep_aspect
+                                else round(options.height_in * LOGICAL_DPI))
+    sized = FigureOptions(width / LOGICAL_DPI, height / LOGICAL_DPI, options.dpi, False)
+    if ext == ".svg":
+        return export_widget(fig, path)
+    atomic_write_bytes(path, render_png(fig, sized) if ext == ".png" else render_pdf(fig, sized))
+    return path
+
+
+def panel_figure_options(widget) -> FigureOptions:
+    """The report dialog's size/DPI for a panel's figures (File → Export report), else defaults."""
+    actions = getattr(widget.window(), "workspace_actions", None)
+    opts = getattr(actions, "figure_options", None)
+    return opts if isinstance(opts, FigureOptions) else FigureOptions()

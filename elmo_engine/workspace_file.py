@@ -204,6 +204,10 @@ def load_workspace(path, verify_checksum: bool = True) -> LoadedWorkspace:
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         line = getattr(e, "lineno", None)
         raise InputError(f"not a valid JSON workspace file ({e})", path=path, line=line) from None
+    except ValueError as e:              # a number over Python's 4300-digit conversion limit
+        raise InputError(f"not a valid JSON workspace file ({e})", path=path) from None
+    except RecursionError:
+        raise InputError("not a valid JSON workspace file (nested too deeply)", path=path) from None
     data, session = _parse(obj, path)
     loaded = LoadedWorkspace(data, path, session=session)
     if data.checkpoint is not None and data.checkpoint.path:
@@ -320,7 +324,7 @@ def _parse(obj: Any, path: Path):
 def _load_arrays(path: Path, spec: dict) -> Dict[str, np.ndarray]:
     name = _need(spec, "file", str, path, "arrays.")
     keys = _need(spec, "keys", dict, path, "arrays.")
-    if Path(name).name != name:
+    if Path(name).name != name or name in ("", ".", "..") or "\0" in name:
         raise InputError(f"key 'arrays.file' must be a file name beside the workspace, found "
                          f"'{name}'", path=path)
     npz = path.with_name(name)

@@ -41,7 +41,7 @@ class ContextsExports:
         bar at the report figure size/DPI, or all side by side (None) as on screen; PNG, SVG or
         PDF by extension."""
         from app.export import export_widget
-        from app.panels.contexts_report import write_figure
+        from app.figure_export import write_figure
         try:
             if view is None:
                 export_widget(self.heatmaps, path)

@@ -20,11 +20,9 @@ from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import QTimer
 
-from app.figure_export import LOGICAL_DPI, FigureOptions, render_pdf, render_png
+from app.figure_export import FigureOptions, panel_figure_options, write_figure
 from app.panels.heatmap import HeatmapFigure
 from elmo_engine import compare as cmp
-from elmo_engine.atomic import atomic_write_bytes
-from elmo_engine.errors import InputError
 from elmo_engine.report import ReportTable
 
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
@@ -41,39 +39,14 @@ def _safe(text: str) -> str:
     return keep[:40] or "word"
 
 
-def write_figure(fig: HeatmapFigure, path, options: FigureOptions) -> Path:
-    """Write ``fig`` to ``path`` (.png/.svg/.pdf by extension), atomically.
-
-    The figure is laid out at ``width_in × 96`` logical pixels (the height fitted to the square
-    heatmap when ``options.keep_aspect``, else ``height_in``), so fonts keep their point size at
-    print size; PNG is drawn at ``options.dpi``.
-    """
-    from app.export import export_widget
-
-    path = Path(path)
-    ext = path.suffix.lower()
-    if ext not in (".png", ".svg", ".pdf"):
-        raise InputError(f"cannot export to '{path.suffix}': use .png, .svg or .pdf", path=path)
-    width, height = fig.lay_out(round(options.width_in * LOGICAL_DPI),
-                                None if options.keep_aspect
-                                else round(options.height_in * LOGICAL_DPI))
-    sized = FigureOptions(width / LOGICAL_DPI, height / LOGICAL_DPI, options.dpi, False)
-    if ext == ".svg":
-        return export_widget(fig, path)
-    atomic_write_bytes(path, render_png(fig, sized) if ext == ".png" else render_pdf(fig, sized))
-    return path
-
-
 class ContextsReport:
     """The workspace/report methods of the contexts panel."""
 
-    # ---- figures --------------------------------------------------------------------------
     def figure_options(self) -> FigureOptions:
         """The report dialog's size/DPI (File → Export report), else the defaults."""
-        actions = getattr(self.window(), "workspace_actions", None)
-        opts = getattr(actions, "figure_options", None)
-        return opts if isinstance(opts, FigureOptions) else FigureOptions()
+        return panel_figure_options(self)
 
+    # ---- figures --------------------------------------------------------------------------
     def heatmap_figure(self, view: int) -> HeatmapFigure:
         """The publication figure of one view (0 … L, L+1 = mix) of the current comparison."""
         comp = self.comparison

@@ -24,11 +24,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, Qt
 from PySide6.QtWidgets import QSizePolicy
 
-from app.figure_export import LOGICAL_DPI, FigureOptions, render_pdf, render_png
+from app.figure_export import FigureOptions, panel_figure_options, write_figure
 from app.panels.projection_controls import COLOUR_BY, SOURCES
 from app.panels.projection_plots import OTHER_COLOUR, PALETTE
-from elmo_engine.atomic import atomic_write_bytes
-from elmo_engine.errors import InputError
 from elmo_engine.projection import Projection
 from elmo_engine.projection.export import coordinates_table
 from elmo_engine.report import ReportTable
@@ -133,35 +131,14 @@ class ProjectionFigure(pg.GraphicsLayoutWidget):
         return width, height
 
 
-def write_figure(fig: ProjectionFigure, path, options: FigureOptions) -> Path:
-    """Write ``fig`` to ``path`` (.png/.svg/.pdf by extension), atomically, at the size of
-    ``options`` (width in inches × 96 logical pixels; PNG drawn at ``options.dpi``)."""
-    from app.export import export_widget
-
-    path = Path(path)
-    ext = path.suffix.lower()
-    if ext not in (".png", ".svg", ".pdf"):
-        raise InputError(f"cannot export to '{path.suffix}': use .png, .svg or .pdf", path=path)
-    width, height = fig.lay_out(round(options.width_in * LOGICAL_DPI),
-                                None if options.keep_aspect
-                                else round(options.height_in * LOGICAL_DPI))
-    sized = FigureOptions(width / LOGICAL_DPI, height / LOGICAL_DPI, options.dpi, False)
-    if ext == ".svg":
-        return export_widget(fig, path)
-    atomic_write_bytes(path, render_png(fig, sized) if ext == ".png" else render_pdf(fig, sized))
-    return path
-
-
 class ProjectionReport:
     """The workspace/report methods of the projection panel."""
 
-    # ---- figures --------------------------------------------------------------------------
     def figure_options(self) -> FigureOptions:
         """The report dialog's size/DPI (File → Export report), else the defaults."""
-        actions = getattr(self.window(), "workspace_actions", None)
-        opts = getattr(actions, "figure_options", None)
-        return opts if isinstance(opts, FigureOptions) else FigureOptions()
+        return panel_figure_options(self)
 
+    # ---- figures --------------------------------------------------------------------------
     def projection_figure(self, k: int) -> ProjectionFigure:
         """The publication figure of plot ``k`` as drawn now (PCA or UMAP)."""
         p: Projection = self.shown[k]

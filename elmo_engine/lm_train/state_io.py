@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 import torch
 from torch import Tensor
 
-from elmo_engine.atomic import atomic_path, atomic_write_text
+from elmo_engine.atomic import atomic_write_bytes, atomic_write_text
 from elmo_engine.checkpoint import save_published
 from elmo_engine.errors import CheckpointError
 
@@ -27,6 +27,7 @@ STATE_FORMAT = "elmo-explorer-lm-train-state"
 STATE_DIR = "checkpoint"
 STATE_JSON = "state.json"
 STATE_TENSORS = "state.safetensors"
+_EMBEDDED = "elmo_explorer_state"      # safetensors metadata key holding the state JSON
 
 
 def _sha256(path: Path) -> str:
@@ -69,8 +70,13 @@ def restore_optimizer(opt: torch.optim.Optimizer, tensors: Dict[str, Tensor], me
 def save_state(out: Path, model: torch.nn.Module, opt: torch.optim.Optimizer,
                carry: List[Tuple[Tensor, Tensor]], generator: torch.Generator,
                info: dict) -> Path:
-    """Write the resumable state (tensors then JSON, each atomically); return the JSON path."""
-    from safetensors.torch import save_file
+    """Write the resumable state (tensors then JSON, each atomically); return the JSON path.
+
+    The tensors file also carries the JSON document (less its checksum) in its safetensors
+    metadata, so a process killed between the two writes leaves a tensors file that
+    :func:`load_state` can resume from on its own.
+    """
+    from safetensors.torch import save
 
     folder = Path(out) / STATE_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -84,10 +90,12 @@ def save_state(out: Path, model: torch.nn.Module, opt: torch.optim.Optimizer,
     tensors["rng.train"] = generator.get_state()
     tensors["rng.torch"] = torch.get_rng_state()
     weights = folder / STATE_TENSORS
-    with atomic_path(weights) as tmp:
-        save_file(tensors, str(tmp))
-    doc = dict(info, format=STATE_FORMAT, version=1, optimizer=opt_meta,
-               tensors_sha256=_sha256(weights))
+    doc = dict(info, format=STATE_FORMAT, version=1, optimizer=opt_meta)
+    # serialised in memory: safetensors' save_file writes its own hidden temporary file, which a
+    # killed process would leave behind
+    blob = save(tensors, metadata={_EMBEDDED: json.dumps(doc)})
+    atomic_write_bytes(weights, blob)
+    doc["tensors_sha256"] = hashlib.sha256(blob).hexdigest()
     path = folder / STATE_JSON
     atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
     return path
@@ -113,13 +121,29 @@ def load_state(out: Path) -> Tuple[dict, Dict[str, Tensor]]:
         raise CheckpointError(path, "unsupported training state version", expected=1,
                               found=doc.get("version"))
     if _sha256(weights) != doc.get("tensors_sha256"):
-        raise CheckpointError(weights, "training tensors do not match state.json (a write was "
-                              "interrupted or the file was changed)")
+        doc = _embedded_doc(weights)          # killed between the two writes: the newer state
+        if doc is None:
+            raise CheckpointError(weights, "training tensors do not match state.json (a write "
+                                  "was interrupted or the file was changed)")
     try:
         tensors = load_file(str(weights))
     except Exception as e:
         raise CheckpointError(weights, f"cannot read training tensors ({e})") from None
     return doc, tensors
+
+
+def _embedded_doc(weights: Path) -> Optional[dict]:
+    """The state document saved inside the tensors file's metadata, or None."""
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(weights), framework="pt") as fh:
+            text = (fh.metadata() or {}).get(_EMBEDDED)
+        doc = json.loads(text) if text else None
+    except Exception:
+        return None
+    ok = isinstance(doc, dict) and doc.get("format") == STATE_FORMAT and doc.get("version") == 1
+    return doc if ok else None
 
 
 def restore_model(model: torch.nn.Module, tensors: Dict[str, Tensor], path) -> None:
