@@ -327,6 +327,9 @@ def _load_arrays(path: Path, spec: dict) -> Dict[str, np.ndarray]:
     if Path(name).name != name or name in ("", ".", "..") or "\0" in name:
         raise InputError(f"key 'arrays.file' must be a file name beside the workspace, found "
                          f"'{name}'", path=path)
+    if len(name.encode("utf-8", "surrogatepass")) > 255:
+        raise InputError(f"key 'arrays.file' is not a usable file name ({len(name)} characters)",
+                         path=path)
     npz = path.with_name(name)
     try:
         with np.load(npz, allow_pickle=False) as z:

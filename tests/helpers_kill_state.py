@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 import helpers_kill
-from helpers_kill import REPO, ForkServer, make_model
+from helpers_kill import REPO, ForkServer
 
-WS_ROWS = 600_000                      # float32 (WS_ROWS, 4): ~10 MB of npz per save
+WS_ROWS = 1_500_000                    # float32 (WS_ROWS, 4): ~24 MB of npz per save
 
 
 def workspace_data(seed: int):
@@ -26,30 +26,36 @@ def workspace_data(seed: int):
 
     from elmo_engine.workspace_file import WorkspaceData
 
-    rng = np.random.default_rng(seed)
     return WorkspaceData(
         sentences=[f"sentence {seed} number {i} ." for i in range(200)],
         selection={"sentence": seed % 5, "token": 1, "word": str(seed)},
         views={"projection": {"seed": seed, "method": "pca"}},
         probe_runs=[{"seed": seed, "accuracy": 0.5}],
-        arrays={"points": rng.standard_normal((WS_ROWS, 4)).astype(np.float32),
+        arrays={"points": np.arange(WS_ROWS * 4, dtype=np.float32).reshape(WS_ROWS, 4) * seed,
                 "labels": np.arange(seed, seed + 1000, dtype=np.int64)},
         notes=f"seed {seed}", saved_at="2026-01-01T00:00:00Z")
 
 
 def state_parts(seed: int):
-    """Model, optimizer (with Adam moments), carried LSTM state and generator for ``seed``."""
+    """Model, optimizer (with Adam moments), carried LSTM state and generator for ``seed``.
+
+    Filled cheaply (no random init) so that most of a job's time is the save itself: ~4.2M
+    parameters, ~50 MB of state with the Adam moments.
+    """
     import torch
 
-    model = make_model(seed)                     # ~2.5M parameters: ~30 MB of state
+    model = torch.nn.Module()
+    for name, shape in (("proj", (2048, 1536)), ("out", (512, 2048)), ("bias", (512,))):
+        n = int(torch.tensor(shape).prod())
+        model.register_parameter(name, torch.nn.Parameter(
+            torch.arange(n, dtype=torch.float32).reshape(shape) * (1e-7 * seed)))
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    gen = torch.Generator().manual_seed(seed)
     for p in model.parameters():
-        p.grad = torch.randn(p.shape, generator=gen)
+        p.grad = p.detach() * 0.5 + seed
     opt.step()
     carry = [(torch.full((2, 512), float(seed)), torch.full((2, 128), -float(seed)))
              for _ in range(2)]
-    return model, opt, carry, gen
+    return model, opt, carry, torch.Generator().manual_seed(seed)
 
 
 def job_workspace(args: dict) -> int:
@@ -89,5 +95,15 @@ if __name__ == "__main__":
         sys.exit("usage: python tests/helpers_kill_state.py serve")
     import elmo_engine.lm_train.state_io  # noqa: F401  (imported once, before any fork)
     import elmo_engine.workspace_file  # noqa: F401
+    import safetensors.torch  # noqa: F401
 
+    import tempfile
+
+    import numpy as np
+
+    from elmo_engine.workspace_file import WorkspaceData, save_workspace
+
+    state_parts(0)            # warm up once (optimizer, lazy imports) so a job is mostly its save
+    with tempfile.TemporaryDirectory() as warm:
+        save_workspace(Path(warm) / "warm.elmows.json", WorkspaceData(arrays={"a": np.ones(2)}))
     helpers_kill.serve()

@@ -3,8 +3,9 @@
 Training state lives in ``OUT/checkpoint/``: ``state.safetensors`` (model weights including the
 softmax, optimizer tensors, the LSTM state carried into the next window, generator states) and
 ``state.json`` (step, position in the data, configuration, optimizer hyperparameters, history,
-and the sha256 of the tensors file it belongs to). Both are written atomically, tensors first, so
-an interrupted write leaves the previous complete checkpoint. Nothing is pickled.
+and the sha256 of the tensors file it belongs to). Both are written atomically, tensors first; the
+tensors file also holds the state document in its metadata, so a write killed at any moment
+leaves the previous complete checkpoint or the new one. Nothing is pickled.
 
 The inference export is the published layout (``options.json`` + ``lm_weights.hdf5``) written by
 :func:`elmo_engine.checkpoint.save_published`, plus ``vocab.txt`` and ``training.json``.
