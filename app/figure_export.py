@@ -335,6 +335,23 @@ def write_figure(fig, path, options: FigureOptions) -> Path:
     return path
 
 
+def write_figures(figures, folder, options: FigureOptions) -> List[Path]:
+    """Write each ``(stem, make_figure)`` in every format of ``options`` into ``folder``.
+
+    ``make_figure()`` builds one figure widget; it is closed and deleted once written.
+    """
+    files: List[Path] = []
+    for stem, make_figure in figures:
+        fig = make_figure()
+        try:
+            for ext in options.formats:
+                files.append(write_figure(fig, Path(folder) / f"{stem}.{ext}", options))
+        finally:
+            fig.close()
+            fig.deleteLater()
+    return files
+
+
 def panel_figure_options(widget) -> FigureOptions:
     """The report dialog's size/DPI for a panel's figures (File → Export report), else defaults."""
     actions = getattr(widget.window(), "workspace_actions", None)

@@ -79,6 +79,16 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 1
 
 
+def parse_floats(text: Optional[str], option: str) -> Optional[List[float]]:
+    """``"0,1,1"`` → ``[0.0, 1.0, 1.0]`` for a comma-separated option; ``None`` stays ``None``."""
+    if text is None:
+        return None
+    try:
+        return [float(v) for v in text.split(",")]
+    except ValueError:
+        raise InputError(f"{option} must be comma-separated numbers, got {text!r}") from None
+
+
 def _version() -> str:
     try:
         from importlib.metadata import version

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from elmo_engine import compare as cmp
+from elmo_engine.cli import parse_floats
 from elmo_engine.errors import InputError
 
 
@@ -56,15 +57,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _floats(text: Optional[str], what: str) -> Optional[List[float]]:
-    if text is None:
-        return None
-    try:
-        return [float(v) for v in text.split(",")]
-    except ValueError:
-        raise InputError(f"--{what} must be comma-separated numbers, got {text!r}") from None
-
-
 def _sentences(path: Optional[Path]) -> List[List[str]]:
     from elmo_engine.neighbour_corpus import read_corpus
     if path is None:
@@ -102,7 +94,7 @@ def run(args) -> int:
                          f"'{args.word}'")
     groups = dict(zip(occ, labels))
     center = index.mean if (args.correct and index is not None) else None
-    weights = _floats(args.weights, "weights")
+    weights = parse_floats(args.weights, "--weights")
     comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
                                             args.correct, groups, args.ignore_case, 10 ** 6,
                                             center)

@@ -24,6 +24,7 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
+from elmo_engine.cli import parse_floats
 from elmo_engine.errors import InputError
 from elmo_engine.report import ReportFigure, ReportSpec, ReportTable, write_report
 from elmo_engine.vectors_export import FORMATS, LAYER_MODES, LayerChoice, export_vectors
@@ -78,15 +79,6 @@ def run(args) -> int:
     return run_report(args)
 
 
-def _floats(text: Optional[str], what: str) -> Optional[List[float]]:
-    if text is None:
-        return None
-    try:
-        return [float(v) for v in text.split(",")]
-    except ValueError:
-        raise InputError(f"{what} must be comma-separated numbers, got {text!r}") from None
-
-
 def _embedder(checkpoint, device):
     from elmo_engine.checkpoint import load_checkpoint
     from elmo_engine.embedder import Embedder
@@ -107,7 +99,7 @@ def run_vectors(args) -> int:
         raise InputError("--layers mix needs --mix-weights (one weight per layer)")
     if args.layers != "mix" and args.mix_weights is not None:
         raise InputError("--mix-weights only applies with --layers mix")
-    weights = _floats(args.mix_weights, "--mix-weights")
+    weights = parse_floats(args.mix_weights, "--mix-weights")
     choice = LayerChoice(args.layers, tuple(weights) if weights else None, args.mix_gamma,
                          args.pre_softmax)
     if args.output.exists() and not args.force:

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import QTimer
 
-from app.figure_export import FigureOptions, panel_figure_options, write_figure
+from app.figure_export import FigureOptions, panel_figure_options, write_figures
 from app.panels.heatmap import HeatmapFigure
 from elmo_engine import compare as cmp
 from elmo_engine.report import ReportTable
@@ -74,19 +74,10 @@ class ContextsReport:
         comp = self.comparison
         if comp is None:
             return []
-        options = options or self.figure_options()
-        folder = Path(folder)
-        files: List[Path] = []
-        for view, name in enumerate(comp.names):
-            fig = self.heatmap_figure(view)
-            try:
-                stem = f"heatmap_{_safe(comp.word)}_{name.replace(' ', '_')}"
-                for ext in options.formats:
-                    files.append(write_figure(fig, folder / f"{stem}.{ext}", options))
-            finally:
-                fig.close()
-                fig.deleteLater()
-        return files
+        return write_figures(
+            [(f"heatmap_{_safe(comp.word)}_{name.replace(' ', '_')}",
+              lambda view=view: self.heatmap_figure(view)) for view, name in enumerate(comp.names)],
+            folder, options or self.figure_options())
 
     # ---- tables ---------------------------------------------------------------------------
     def report_tables(self) -> List[ReportTable]:

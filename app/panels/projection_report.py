@@ -24,7 +24,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, Qt
 from PySide6.QtWidgets import QSizePolicy
 
-from app.figure_export import FigureOptions, panel_figure_options, write_figure
+from app.figure_export import FigureOptions, panel_figure_options, write_figures
 from app.panels.projection_controls import COLOUR_BY, SOURCES
 from app.panels.projection_plots import OTHER_COLOUR, PALETTE
 from elmo_engine.projection import Projection
@@ -162,20 +162,10 @@ class ProjectionReport:
         list) before a projection is drawn."""
         if self.tokens is None or not self.shown:
             return []
-        options = options or self.figure_options()
-        folder = Path(folder)
-        files: List[Path] = []
-        for k in sorted(self.shown):
-            p = self.shown[k]
-            fig = self.projection_figure(k)
-            try:
-                stem = f"projection_{p.layer.key}_{p.method}"
-                for ext in options.formats:
-                    files.append(write_figure(fig, folder / f"{stem}.{ext}", options))
-            finally:
-                fig.close()
-                fig.deleteLater()
-        return files
+        return write_figures(
+            [(f"projection_{self.shown[k].layer.key}_{self.shown[k].method}",
+              lambda k=k: self.projection_figure(k)) for k in sorted(self.shown)],
+            folder, options or self.figure_options())
 
     # ---- tables ---------------------------------------------------------------------------
     def report_tables(self) -> List[ReportTable]:
