@@ -6,14 +6,27 @@ at run time), so loading and exporting are plain copies. The same module is used
 (``torch.no_grad``) and for training (:mod:`elmo_engine.lm_train`): every operation is
 autograd-safe.
 
-Speed (see ``benchmarks/bench_bilm.py``): the input half of every LSTM kernel is applied to all
-time steps in one GEMM; both directions advance together in one batched matmul per step; rows are
-sorted by length so that a step only computes the rows still running (no padding waste); the
-token layer is computed once per distinct word type.
+Speed (see ``benchmarks/bench_bilm.py``), all exact up to float rounding:
+
+- token layer: once per distinct word type; the convolutions pool only the windows that touch the
+  word plus one window of pure padding (all such windows are equal), as one GEMM per chunk of
+  words of similar length;
+- LSTM inputs: layer 0's input projection once per distinct token vector, every other layer's for
+  all steps in one GEMM; no ``h @ W_rec`` at the first step from a zero state;
+- rows sorted by length and packed time-major, so no GEMM touches padding, and no per-step
+  allocation;
+- the forward and backward LMs share nothing but their input: on the CPU they run side by side
+  in two threads for batches of ``PARALLEL_MIN_ROWS`` rows or more (compute bound), one after
+  the other with every core below that (bound by streaming the weights);
+- when the caller drops the ``<S>``/``</S>`` positions, the forward step at ``</S>`` and the
+  backward step at ``<S>`` are skipped (nothing else depends on them).
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import Callable, List, Optional, Sequence, Tuple, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +36,52 @@ from elmo_engine.options import BiLMOptions
 
 # (c, h) per layer; each of shape (2 directions, B, D) and (2, B, P)
 LSTMState = List[Tuple[Tensor, Tensor]]
+
+T_ = TypeVar("T_")
+# Below this many rows a step's GEMMs are bound by streaming the weights, not by arithmetic: the
+# directions then run one after the other, each with every core, so that only one layer's
+# weights (40 MB in the full model) are streamed at a time and mostly stay in the last-level
+# cache. On a shared 2-core Xeon the crossover fell between 16 and 64 rows, depending on how
+# busy the machine's memory was (benchmarks/bench_bilm.py --crossover).
+PARALLEL_MIN_ROWS = 32
+_pool: Optional[Tuple[int, ThreadPoolExecutor]] = None      # (owning process, pool)
+_pool_lock = threading.Lock()
+
+
+def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: bool = True
+                    ) -> List[T_]:
+    """``[fn(0), fn(1)]``: on the CPU, run concurrently in two threads, each with half of the
+    caller's intra-op threads.
+
+    The two directions are independent sequential recurrences; two of them side by side with
+    a core each beat one after the other with both cores on every small per-step GEMM
+    (measured with ``benchmarks/bench_bilm.py``). The workers keep their own grad/inference
+    mode from the caller. ``torch.set_num_threads`` also sets the default that threads created
+    later start from, so the caller's count is restored afterwards.
+    """
+    threads = torch.get_num_threads()
+    if device.type != "cpu" or threads < 2 or not parallel:
+        return [fn(0), fn(1)]
+    global _pool
+    with _pool_lock:
+        if _pool is None or _pool[0] != os.getpid():   # a forked child has no pool threads
+            _pool = (os.getpid(), ThreadPoolExecutor(2, thread_name_prefix="bilm-direction"))
+        pool = _pool[1]
+    inference = torch.is_inference_mode_enabled()
+    grad = torch.is_grad_enabled()
+
+    def task(direction: int) -> T_:
+        torch.get_num_threads()             # initialise this thread's own setting first, so
+        torch.set_num_threads(max(1, threads // 2))  # that this one is not overwritten later
+        with torch.inference_mode(inference), torch.set_grad_enabled(grad):
+            return fn(direction)
+
+    try:
+        futures = [pool.submit(task, d) for d in (0, 1)]
+        wait(futures)
+        return [f.result() for f in futures]
+    finally:
+        torch.set_num_threads(threads)
 
 
 class CharCNN(nn.Module):
@@ -56,15 +115,27 @@ class CharCNN(nn.Module):
         """``char_ids`` (n, M) int64 → token vectors (n, P)."""
         table = torch.cat([self.char_embed.new_zeros(1, self.char_embed.shape[1]),
                            self.char_embed], 0)                       # (262, C)
-        emb = F.embedding(char_ids, table).transpose(1, 2)            # (n, C, M)
-        act = torch.relu if self.opts.activation == "relu" else torch.tanh
-        pooled = []
-        for w, b in zip(self.conv_w, self.conv_b):
-            # file kernel (1, w, C, k) → conv1d weight (k, C, w); cross-correlation, no flip
-            kernel = w[0].permute(2, 1, 0)
-            y = F.conv1d(emb, kernel, b)                              # (n, k, M-w+1)
-            pooled.append(act(y.amax(dim=2)))                         # (n, k)
-        x = torch.cat(pooled, 1)                                      # (n, N)
+        n, m = char_ids.shape
+        # A window that holds only a row's trailing padding gives the same value wherever it
+        # sits, so the max over positions needs the windows that touch the word plus one of
+        # those: the first `used + widest` characters of a row whose last non-padding character
+        # is at `used - 1`. Rows are sorted by that length and pooled in chunks, each cut to its
+        # longest row (a typical word needs ~20 of the 50 positions).
+        positions = torch.arange(1, m + 1, device=char_ids.device)
+        used = ((char_ids != char_ids[:, -1:]) * positions).amax(1) if n else positions[:0]
+        order = torch.argsort(used)
+        lengths = used[order].tolist()
+        widest = max(w for w, _ in self.opts.filters)
+        kernel = self._kernel(widest)                                 # (widest·C, N)
+        bias = torch.cat(list(self.conv_b))
+        parts = []
+        for start in range(0, n, self.CHUNK):
+            rows = order[start:start + self.CHUNK]
+            span = min(m, lengths[min(start + self.CHUNK, n) - 1] + widest)
+            parts.append(self._pool(F.embedding(char_ids[rows, :span], table), kernel, span))
+        pooled = torch.cat(parts) if parts else table.new_zeros(0, kernel.shape[1])
+        pooled = pooled[torch.argsort(order)] + bias
+        x = torch.relu(pooled) if self.opts.activation == "relu" else torch.tanh(pooled)
         for wc, bc, wt, bt in zip(self.w_carry, self.b_carry, self.w_transform, self.b_transform):
             g = torch.sigmoid(torch.addmm(bc, x, wc))
             t = torch.relu(torch.addmm(bt, x, wt))
@@ -73,9 +144,40 @@ class CharCNN(nn.Module):
             x = torch.addmm(self.b_proj, x, self.w_proj)              # (n, P)
         return x
 
+    CHUNK = 128   # rows pooled at once: their conv outputs stay in the last-level cache
+
+    def _kernel(self, widest: int) -> Tensor:
+        """Every filter bank as one (widest·C, N) matrix, narrower kernels padded with zeros:
+        the convolutions become one GEMM over windows of ``widest`` characters."""
+        c = self.opts.char_embed_dim
+        blocks = []
+        for w in self.conv_w:                                         # file layout (1, w, C, k)
+            width, k = w.shape[1], w.shape[3]
+            block = w[0].reshape(width * c, k)                        # row index = i·C + channel
+            blocks.append(F.pad(block, (0, 0, 0, (widest - width) * c)))
+        return torch.cat(blocks, 1)
+
+    def _pool(self, emb: Tensor, kernel: Tensor, span: int) -> Tensor:
+        """Max over positions of every filter (cross-correlation, no flip), before the bias.
+
+        ``emb`` (r, span, C): the first ``span`` characters of r rows. A filter of width w has
+        ``span - w + 1`` valid positions; the windows past them read zero padding and are left
+        out of its max."""
+        r, _, c = emb.shape
+        widest = kernel.shape[0] // c
+        padded = F.pad(emb, (0, 0, 0, widest - 1))                    # (r, span+widest-1, C)
+        windows = padded.unfold(1, widest, 1).transpose(2, 3)         # (r, span, widest, C)
+        y = (windows.reshape(r * span, widest * c) @ kernel).view(r, span, -1)
+        pooled = []
+        col = 0
+        for width, k in self.opts.filters:
+            pooled.append(y[:, :span - width + 1, col:col + k].amax(1))
+            col += k
+        return torch.cat(pooled, 1)
+
 
 class LSTMStack(nn.Module):
-    """L layers of TensorFlow ``LSTMCell`` with projection, for both directions at once (§7)."""
+    """L layers of TensorFlow ``LSTMCell`` with projection, forward and backward (§7)."""
 
     def __init__(self, opts: BiLMOptions):
         super().__init__()
@@ -146,74 +248,133 @@ class LSTMStack(nn.Module):
 
     def _forward_packed(self, x: Tensor, n_active: Sequence[int], state: LSTMState
                         ) -> Tuple[List[Tensor], LSTMState]:
-        """Inference path. Sequences are packed time-major (step t holds its n_t running rows),
-        so no GEMM touches padding; every step works in place in preallocated memory."""
-        opts = self.opts
-        d = opts.lstm_dim
+        """Inference path: :meth:`run_packed`, its outputs put back in the (2, B, T, out) layout."""
+        _, bsz, steps, _ = x.shape
+        packed, new_state, pos = self.run_packed(x, n_active, state)
+        outputs: List[Tensor] = []
+        for out in packed:
+            padded = out.new_zeros(2, steps * bsz, out.shape[-1])
+            padded[:, pos] = out
+            outputs.append(padded.view(2, steps, bsz, -1).transpose(1, 2))  # (2, B, T, out)
+        return outputs, new_state
+
+    def run_packed(self, x: Tensor, n_active: Sequence[int], state: LSTMState
+                   ) -> Tuple[List[Tensor], LSTMState, Tensor]:
+        """Inference over sequences packed time-major: step t holds its n_t running rows, so no
+        GEMM touches padding, and every step works in place in preallocated memory. The
+        forward and backward LMs share nothing but their input, so each runs its whole stack on
+        its own (on the CPU, in two threads; see :func:`both_directions`).
+
+        Same arguments as :meth:`forward`. Returns per layer the (2, total, out) packed outputs,
+        the final state, and ``pos``: packed row k is time-major index ``pos[k] = t·B + r``.
+        """
         _, bsz, steps, _ = x.shape
         offsets = [0]
         for n in n_active:
             offsets.append(offsets[-1] + n)
         total = offsets[-1]
-        # packed position k = (t, r) with r < n_t  →  index t*B + r of the time-major layout
         pos = torch.cat([torch.arange(n, device=x.device) + t * bsz
                          for t, n in enumerate(n_active) if n]) if total else \
             torch.zeros(0, dtype=torch.long, device=x.device)
         layer_in = x.transpose(1, 2).reshape(2, steps * bsz, -1)[:, pos]  # (2, total, P)
-        outputs: List[Tensor] = []
-        new_state: LSTMState = []
+        # Layer 0's input is the token layer, a function of the word type: its input projection
+        # is computed once per distinct row (both directions read the same rows, reordered).
+        distinct, inverse = torch.unique(layer_in.reshape(2 * total, -1), dim=0,
+                                         return_inverse=True)
+        if distinct.shape[0] > 0.9 * total:
+            distinct = inverse = None
+        else:
+            inverse = inverse.view(2, total)
+
+        def run(direction: int):
+            return self._direction(direction, layer_in[direction], distinct,
+                                   None if inverse is None else inverse[direction],
+                                   offsets, n_active, state)
+
+        per_direction = both_directions(run, x.device, parallel=bsz >= PARALLEL_MIN_ROWS)
+        packed = [torch.stack([per_direction[0][0][layer], per_direction[1][0][layer]])
+                  for layer in range(self.opts.n_layers)]
+        new_state: LSTMState = [
+            (torch.stack([per_direction[0][1][layer][0], per_direction[1][1][layer][0]]),
+             torch.stack([per_direction[0][1][layer][1], per_direction[1][1][layer][1]]))
+            for layer in range(self.opts.n_layers)]
+        return packed, new_state, pos
+
+    def _direction(self, d: int, inp: Tensor, distinct: Optional[Tensor],
+                   inverse: Optional[Tensor], offsets: Sequence[int], n_active: Sequence[int],
+                   state: LSTMState) -> Tuple[List[Tensor], List[Tuple[Tensor, Tensor]]]:
+        """Every layer of direction ``d`` (0 forward, 1 backward) over packed rows ``inp``
+        (total, P). Returns the per-layer outputs (total, out) and final (c, h) of each layer."""
+        opts = self.opts
+        dim = opts.lstm_dim
+        total = inp.shape[0]
+        outs: List[Tensor] = []
+        states: List[Tuple[Tensor, Tensor]] = []
         for layer in range(opts.n_layers):
-            w_rec = self.w_rec[layer]
-            wp = self.wp[layer] if opts.has_lstm_projection else None
-            bias = (self.b[layer] + self.forget_bias).unsqueeze(1)    # (2, 1, 4D)
-            xp = self._scratch(2 * total * 4 * d, layer_in).view(2, total, 4 * d)
-            torch.bmm(layer_in, self.w_in[layer], out=xp)             # (2, total, 4D)
-            xp += bias
-            c = state[layer][0].clone()
-            h = state[layer][1].clone()
-            out_dim = h.shape[-1]
-            out = xp.new_empty(2, total, out_dim)
-            tj_buf = xp.new_empty(2 * bsz * d)
-            m_buf = xp.new_empty(2 * bsz * d)
-            for t in range(steps):
-                n = n_active[t]
+            w_rec = self.w_rec[layer][d]
+            wp = self.wp[layer][d] if opts.has_lstm_projection else None
+            bias = self.b[layer][d] + self.forget_bias[0]
+            c = state[layer][0][d].clone()
+            h = state[layer][1][d].clone()
+            rows = h.shape[0]
+            if layer == 0 and distinct is not None:
+                # one row per distinct token vector, gathered step by step into a small buffer
+                source = torch.addmm(bias, distinct, self.w_in[layer][d])
+                z_buf = source.new_empty(rows, 4 * dim)
+                xp = None
+            else:
+                xp = self._scratch(d, total * 4 * dim, inp).view(total, 4 * dim)
+                torch.addmm(bias, inp, self.w_in[layer][d], out=xp)   # every step in one GEMM
+            out = c.new_empty(total, h.shape[-1])
+            tj_buf = c.new_empty(rows * dim)
+            m_buf = c.new_empty(rows * dim)
+            h_zero = not bool(h.any())          # a fresh state: the first step has no h @ W_rec
+            for t, n in enumerate(n_active):
                 if n == 0:
                     continue
-                z = xp[:, offsets[t]:offsets[t + 1]]                  # (2, n, 4D): i j f o
-                z.baddbmm_(h[:, :n], w_rec)
-                tj = torch.tanh(z[..., d:2 * d], out=tj_buf[:2 * n * d].view(2, n, d))
-                z.sigmoid_()
-                c_n = c[:, :n]
-                c_n.mul_(z[..., 2 * d:3 * d]).addcmul_(z[..., :d], tj)  # σ(f)c + σ(i)tanh(j)
+                if xp is None:
+                    z = torch.index_select(source, 0, inverse[offsets[t]:offsets[t + 1]],
+                                           out=z_buf[:n])
+                else:
+                    z = xp[offsets[t]:offsets[t + 1]]                 # (n, 4D): i j f o
+                if h_zero:
+                    h_zero = False
+                else:
+                    z.addmm_(h[:n], w_rec)
+                tj = torch.tanh(z[:, dim:2 * dim], out=tj_buf[:n * dim].view(n, dim))
+                z[:, :dim].sigmoid_()
+                z[:, 2 * dim:].sigmoid_()
+                c_n = c[:n]
+                c_n.mul_(z[:, 2 * dim:3 * dim]).addcmul_(z[:, :dim], tj)  # σ(f)c + σ(i)tanh(j)
                 if opts.cell_clip is not None:
                     c_n.clamp_(-opts.cell_clip, opts.cell_clip)
-                m = torch.tanh(c_n, out=m_buf[:2 * n * d].view(2, n, d)).mul_(z[..., 3 * d:])
-                h_t = out[:, offsets[t]:offsets[t + 1]]               # (2, n, out)
+                m = torch.tanh(c_n, out=m_buf[:n * dim].view(n, dim)).mul_(z[:, 3 * dim:])
+                h_t = out[offsets[t]:offsets[t + 1]]                  # (n, out)
                 if wp is not None:
-                    torch.bmm(m, wp, out=h_t)
+                    torch.mm(m, wp, out=h_t)
                     if opts.proj_clip is not None:
                         h_t.clamp_(-opts.proj_clip, opts.proj_clip)
                 else:
                     h_t.copy_(m)
-                h[:, :n] = h_t
+                h[:n] = h_t
             if opts.use_skip_connections and layer > 0:
-                out += layer_in
-            padded = out.new_zeros(2, steps * bsz, out_dim)
-            padded[:, pos] = out
-            outputs.append(padded.view(2, steps, bsz, out_dim).transpose(1, 2))  # (2, B, T, out)
-            new_state.append((c, h))
-            layer_in = out
-        if self._scratch_buf.numel() * self._scratch_buf.element_size() > (512 << 20):
-            self._scratch_buf = None                 # do not hold on to a huge one-off buffer
-        return outputs, new_state
+                out += inp
+            outs.append(out)
+            states.append((c, h))
+            inp = out
+        buf = self._scratch_bufs.get(d)
+        if buf is not None and buf.numel() * buf.element_size() > (256 << 20):
+            del self._scratch_bufs[d]                # do not hold on to a huge one-off buffer
+        return outs, states
 
-    def _scratch(self, numel: int, like: Tensor) -> Tensor:
+    def _scratch(self, key: int, numel: int, like: Tensor) -> Tensor:
         """A reusable buffer for the input projections: a fresh multi-hundred-MB allocation per
         call costs more in page faults than its GEMM saves (measured on the full model)."""
-        buf = getattr(self, "_scratch_buf", None)
+        bufs = self.__dict__.setdefault("_scratch_bufs", {})
+        buf = bufs.get(key)
         if buf is None or buf.numel() < numel or buf.device != like.device or buf.dtype != like.dtype:
-            self._scratch_buf = None
-            buf = self._scratch_buf = like.new_empty(numel)
+            bufs.pop(key, None)
+            buf = bufs[key] = like.new_empty(numel)
         return buf[:numel]
 
     def _run_autograd(self, layer: int, xp: Tensor, n_active: Sequence[int], state):
@@ -275,8 +436,8 @@ class BiLM(nn.Module):
         """(n, M) ids → (n, P) context-free token vectors."""
         return self.char_cnn(char_ids)
 
-    def contextual(self, tok: Tensor, lengths: Tensor, state: Optional[LSTMState] = None
-                   ) -> Tuple[Tensor, LSTMState]:
+    def contextual(self, tok: Tensor, lengths: Tensor, state: Optional[LSTMState] = None,
+                   boundaries: bool = True) -> Tuple[Tensor, Optional[LSTMState]]:
         """Run the biLSTM over framed sequences.
 
         Parameters
@@ -284,12 +445,18 @@ class BiLM(nn.Module):
         tok : (B, T, P) token vectors of framed sentences (``<S>`` … ``</S>``), any padding after
         lengths : (B,) int64, each row's framed length (n + 2)
         state : initial state per layer, rows in the same order as ``tok``; zeros if None
+        boundaries : False when the caller drops the ``<S>`` and ``</S>`` positions (inference
+            only): nothing depends on the forward LM's step at ``</S>`` nor on the backward
+            LM's step at ``<S>``, so both are skipped (one step in every row and layer). The
+            biLSTM layers at those two positions are then not meaningful, and no state is
+            returned.
 
         Returns
         -------
         layers : (L+1, B, T, 2·out) float — layer 0 = [tok, tok], layer l+1 = [fwd_l, bwd_l];
             positions past a row's length are zero
-        state : each row's state after its last valid step (same row order)
+        state : each row's state after its last valid step (same row order); None when
+            ``boundaries`` is False
         """
         bsz, steps, _ = tok.shape
         if state is None:
@@ -301,10 +468,18 @@ class BiLM(nn.Module):
         lens_sorted = lengths[order]
         tok_s = tok[order]
         state_s = [(c[:, order], h[:, order]) for c, h in state]
-        lens_list = lens_sorted.tolist()
-        n_active = [sum(1 for ln in lens_list if ln > t) for t in range(steps)]
         rev = reverse_index(lens_sorted, steps)                       # (B, T)
         tok_b = tok_s.gather(1, rev[:, :, None].expand_as(tok_s))
+        if not torch.is_grad_enabled():
+            skip = 0 if boundaries else 1
+            run = [max(0, ln - skip) for ln in lens_sorted.tolist()]
+            n_active = [sum(1 for ln in run if ln > t) for t in range(steps - skip)]
+            x = torch.stack([tok_s[:, :steps - skip], tok_b[:, :steps - skip]])
+            layers, state_out = self._contextual_packed(tok, x, n_active, state_s, order, inv,
+                                                        rev, lengths)
+            return layers, (state_out if boundaries else None)
+        lens_list = lens_sorted.tolist()
+        n_active = [sum(1 for ln in lens_list if ln > t) for t in range(steps)]
         x = torch.stack([tok_s, tok_b])                               # (2, B, T, P)
         outs, new_state = self.lstm(x, n_active, state_s)
         mask = (torch.arange(steps, device=tok.device)[None, :] < lens_sorted[:, None])
@@ -317,6 +492,30 @@ class BiLM(nn.Module):
         stacked = torch.stack(layers)[:, inv]                         # (L+1, B, T, 2·out)
         state_out = [(c[:, inv], h[:, inv]) for c, h in new_state]
         return stacked, state_out
+
+    def _contextual_packed(self, tok: Tensor, x: Tensor, n_active: Sequence[int],
+                           state_s: LSTMState, order: Tensor, inv: Tensor, rev: Tensor,
+                           lengths: Tensor) -> Tuple[Tensor, LSTMState]:
+        """Inference: every packed output row is copied once, straight to its place in the
+        result (rows in the caller's order, backward outputs back in forward time). ``x`` may
+        be a step shorter than ``tok`` (see ``boundaries`` in :meth:`contextual`)."""
+        bsz, steps, p = tok.shape
+        packed, new_state, pos = self.lstm.run_packed(x, n_active, state_s)
+        out_dim = self.opts.output_dim
+        layers = tok.new_zeros(self.opts.n_layers + 1, bsz * steps, 2 * out_dim)
+        mask = (torch.arange(steps, device=tok.device)[None, :] < lengths[:, None])
+        tok_masked = (tok * mask.to(tok.dtype)[:, :, None]).reshape(bsz * steps, p)
+        layers[0, :, :p] = tok_masked
+        layers[0, :, p:] = tok_masked
+        t, r = pos // bsz, pos % bsz                                  # sorted row r at step t
+        base = order[r] * steps
+        to_fwd = base + t
+        to_bwd = base + rev[r, t]
+        for layer, out in enumerate(packed, start=1):
+            layers[layer, :, :out_dim].index_copy_(0, to_fwd, out[0])
+            layers[layer, :, out_dim:].index_copy_(0, to_bwd, out[1])
+        state_out = [(c[:, inv], h[:, inv]) for c, h in new_state]
+        return layers.view(-1, bsz, steps, 2 * out_dim), state_out
 
     def forward(self, char_ids: Tensor, state: Optional[LSTMState] = None
                 ) -> Tuple[Tensor, Tensor, LSTMState]:

@@ -190,7 +190,7 @@ class Embedder:
     def _run_stateless(self, batch: List[Tuple[str, ...]], fell_back: bool = False
                        ) -> List[np.ndarray]:
         try:
-            layers, _ = self._forward(batch, None)
+            layers, _ = self._forward(batch, None, boundaries=False)
         except torch.cuda.OutOfMemoryError:
             return self._retry_smaller(batch, fell_back)
         return [layers[:, r, 1:len(s) + 1].float().cpu().numpy() for r, s in enumerate(batch)]
@@ -225,8 +225,11 @@ class Embedder:
         if self.on_warning is not None:
             self.on_warning(msg)
 
-    def _forward(self, batch: Sequence[Sequence[str]], init: Optional[LSTMState]):
-        """Framed batch → (layers (L+1, B, T, 2·out), final state)."""
+    def _forward(self, batch: Sequence[Sequence[str]], init: Optional[LSTMState],
+                 boundaries: bool = True):
+        """Framed batch → (layers (L+1, B, T, 2·out), final state). With ``boundaries``
+        False the ``<S>``/``</S>`` positions are not meaningful and the state is None (see
+        :meth:`BiLM.contextual`)."""
         self._ensure_types([BOS_TOKEN, EOS_TOKEN, *(t for s in batch for t in s)])
         steps = max(len(s) for s in batch) + 2
         p = self.opts.projection_dim
@@ -236,7 +239,7 @@ class Embedder:
             tok[r, :len(framed)] = torch.stack([self._types[t] for t in framed])
         lengths = torch.tensor([len(s) + 2 for s in batch], device=self.device)
         with torch.inference_mode():
-            return self.model.contextual(tok, lengths, init)
+            return self.model.contextual(tok, lengths, init, boundaries=boundaries)
 
     # ---- stateful (reference protocol, spec §8) ------------------------------------------------
     def reset_state(self) -> None:

@@ -62,7 +62,7 @@ def _flaky(model, monkeypatch, fail_above: int, fail_singles: int = 0):
     real = model.contextual
     seen = {"rows": [], "singles": 0}
 
-    def contextual(tok, lengths, init=None):
+    def contextual(tok, lengths, init=None, **kw):
         rows = tok.shape[0]
         seen["rows"].append(rows)
         if rows > fail_above:
@@ -70,7 +70,7 @@ def _flaky(model, monkeypatch, fail_above: int, fail_singles: int = 0):
         if rows == 1 and seen["singles"] < fail_singles:
             seen["singles"] += 1
             raise _oom()
-        return real(tok, lengths, init)
+        return real(tok, lengths, init, **kw)
 
     monkeypatch.setattr(model, "contextual", contextual)
     return seen

@@ -1,0 +1,180 @@
+"""The inference shortcuts of the engine give the same numbers as the plain computation.
+
+Each shortcut (pooled char-CNN windows, layer-0 input projection per distinct token vector,
+directions in two threads, skipped boundary steps, direct scatter of packed outputs) is checked
+against a straightforward path on inputs chosen to hit its edge cases.
+"""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from elmo_engine import bilm as bilm_mod
+from elmo_engine.bilm import BiLM, both_directions
+from elmo_engine.chars import char_ids_for_types
+from elmo_engine.checkpoint import load_checkpoint
+from elmo_engine.embedder import Embedder
+from elmo_engine.options import BiLMOptions
+from elmo_engine.reference import ReferenceBiLM
+
+
+def random_model(seed: int = 0, **kw) -> BiLM:
+    opts = dict(filters=((1, 8), (2, 8), (3, 16), (5, 8)), char_embed_dim=4, n_highway=2,
+                projection_dim=16, lstm_dim=32, n_layers=2)
+    opts.update(kw)
+    model = BiLM(BiLMOptions(**opts))
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+    return model.eval()
+
+
+def conv1d_token_layer(cc, char_ids: torch.Tensor) -> torch.Tensor:
+    """The char-CNN as written in the spec: every filter over every position, then max."""
+    table = torch.cat([cc.char_embed.new_zeros(1, cc.char_embed.shape[1]), cc.char_embed], 0)
+    emb = F.embedding(char_ids, table).transpose(1, 2)
+    act = torch.relu if cc.opts.activation == "relu" else torch.tanh
+    x = torch.cat([act(F.conv1d(emb, w[0].permute(2, 1, 0), b).amax(2))
+                   for w, b in zip(cc.conv_w, cc.conv_b)], 1)
+    for wc, bc, wt, bt in zip(cc.w_carry, cc.b_carry, cc.w_transform, cc.b_transform):
+        g = torch.sigmoid(torch.addmm(bc, x, wc))
+        x = g * torch.relu(torch.addmm(bt, x, wt)) + (1.0 - g) * x
+    return torch.addmm(cc.b_proj, x, cc.w_proj) if cc.w_proj is not None else x
+
+
+@pytest.mark.parametrize("activation", ["relu", "tanh"])
+def test_pooled_windows_equal_full_convolution(activation):
+    model = random_model(activation=activation)
+    words = ["a", "", "bank", "Überraschungsei", "x" * 49, "y" * 50, "z" * 80,
+             "don't", "U.S.", "🙂", "<S>", "</S>"] + [f"w{i}" * (i % 9 + 1) for i in range(300)]
+    ids = torch.from_numpy(char_ids_for_types(words, model.opts.max_characters_per_token))
+    gen = torch.Generator().manual_seed(1)
+    noise = torch.randint(1, 262, (7, ids.shape[1]), generator=gen)    # no padding at all
+    ids = torch.cat([ids, torch.zeros(3, ids.shape[1], dtype=torch.long), noise])
+    ids = ids[torch.randperm(len(ids), generator=gen)]
+    with torch.inference_mode():
+        fast = model.char_cnn(ids)
+        plain = conv1d_token_layer(model.char_cnn, ids)
+    assert fast.shape == plain.shape == (len(ids), 16)
+    assert float((fast - plain).abs().max()) <= 1e-5 * float(plain.abs().max())
+    with torch.inference_mode():                      # rows are independent of their batch
+        alone = model.char_cnn(ids[:1])
+    assert float((alone[0] - fast[0]).abs().max()) <= 1e-5
+
+
+def test_pooled_windows_train_like_the_convolution():
+    model = random_model()
+    ids = torch.from_numpy(char_ids_for_types(["river", "bank", "a", "x" * 60], 50))
+    model.char_cnn(ids).square().sum().backward()
+    fast = [p.grad.clone() for p in model.char_cnn.parameters()]
+    model.zero_grad()
+    conv1d_token_layer(model.char_cnn, ids).square().sum().backward()
+    for a, p in zip(fast, model.char_cnn.parameters()):
+        assert torch.allclose(a, p.grad, atol=1e-5, rtol=1e-4)
+
+
+def batch(model, lengths, vocab, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    p = model.opts.projection_dim
+    table = torch.randn(vocab, p, generator=gen)
+    tok = torch.zeros(len(lengths), max(lengths), p)
+    for r, n in enumerate(lengths):
+        tok[r, :n] = table[torch.randint(0, vocab, (n,), generator=gen)]
+    return tok, torch.tensor(lengths)
+
+
+@pytest.mark.parametrize("vocab", [3, 10_000])      # layer-0 projection shared / not shared
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("fresh", [True, False])    # zero initial state (first step skips h·W)
+def test_packed_inference_equals_autograd_path(vocab, threads, fresh, monkeypatch):
+    model = random_model(use_skip_connections=True)
+    tok, lengths = batch(model, [9, 3, 12, 12, 1, 7, 2, 11, 5, 8], vocab)
+    init = None
+    if not fresh:
+        gen = torch.Generator().manual_seed(5)
+        init = [(torch.randn(2, 10, 32, generator=gen), torch.randn(2, 10, 16, generator=gen))
+                for _ in range(2)]
+    monkeypatch.setattr(bilm_mod, "PARALLEL_MIN_ROWS", 1)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with torch.no_grad():
+            fast, state = model.contextual(tok, lengths, init)
+        plain, plain_state = model.contextual(tok, lengths, init)  # grad on: the autograd path
+    finally:
+        torch.set_num_threads(before)
+    assert torch.get_num_threads() == before
+    assert fast.shape == plain.shape == (3, 10, 12, 32)
+    assert float((fast - plain.detach()).abs().max()) < 1e-5
+    for (c, h), (pc, ph) in zip(state, plain_state):
+        assert float((c - pc.detach()).abs().max()) < 1e-5
+        assert float((h - ph.detach()).abs().max()) < 1e-5
+
+
+def test_skipping_boundary_steps_keeps_every_inner_position():
+    model = random_model()
+    lengths = [2, 3, 9, 4, 14, 3]
+    tok, lens = batch(model, lengths, 50, seed=3)
+    with torch.inference_mode():
+        full, state = model.contextual(tok, lens)
+        inner, none = model.contextual(tok, lens, boundaries=False)
+    assert none is None and state is not None
+    for r, n in enumerate(lengths):
+        assert torch.equal(inner[0, r], full[0, r])
+        diff = (inner[1:, r, 1:n - 1] - full[1:, r, 1:n - 1]).abs().numpy()
+        assert diff.max(initial=0.0) < 1e-6
+        assert not inner[:, r, n:].any()                                # padding stays zero
+
+
+def test_embedder_matches_reference_in_both_thread_modes(tiny_checkpoint, monkeypatch):
+    model = load_checkpoint(tiny_checkpoint)
+    ref = ReferenceBiLM(model)
+    sents = [["the", "river", "bank"], ["a"], ["the", "bank", "lent", "the", "money", "."] * 3,
+             ["bank", "bank", "bank"]]
+    expected = [ref.embed(s) for s in sents]
+    before = torch.get_num_threads()
+    for rows in (1, 10 ** 6):                           # parallel directions / sequential
+        monkeypatch.setattr(bilm_mod, "PARALLEL_MIN_ROWS", rows)
+        torch.set_num_threads(2)
+        try:
+            got = Embedder(model, device="cpu").embed(sents)
+        finally:
+            torch.set_num_threads(before)
+        for g, e in zip(got, expected):
+            assert g.shape == e.shape
+            np.testing.assert_allclose(g, e, atol=1e-5)
+
+
+def test_both_directions_runs_in_two_threads_and_restores_settings():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    seen = {}
+    both_started = threading.Barrier(2, timeout=30)   # fails unless the two run side by side
+
+    def job(d):
+        both_started.wait()
+        seen[d] = (threading.get_ident(), torch.get_num_threads(),
+                   torch.is_inference_mode_enabled())
+        if d == 1:
+            raise ValueError("direction 1 failed")
+        return d
+
+    try:
+        with torch.inference_mode():
+            with pytest.raises(ValueError, match="direction 1 failed"):
+                both_directions(job, torch.device("cpu"))
+        assert torch.get_num_threads() == 2
+        assert seen[0][0] != seen[1][0] != threading.get_ident()
+        assert seen[0][1:] == seen[1][1:] == (1, True)
+        with torch.no_grad():
+            assert both_directions(lambda d: (d, torch.is_grad_enabled()),
+                                   torch.device("cpu")) == [(0, False), (1, False)]
+        assert both_directions(lambda d: threading.get_ident(), torch.device("cpu"),
+                               parallel=False) == [threading.get_ident()] * 2
+    finally:
+        torch.set_num_threads(before)
