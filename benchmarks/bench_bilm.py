@@ -31,6 +31,7 @@ from elmo_engine.chars import batch_to_ids  # noqa: E402
 from elmo_engine.checkpoint import load_checkpoint, save_published  # noqa: E402
 from elmo_engine.embedder import Embedder  # noqa: E402
 from elmo_engine.options import BiLMOptions  # noqa: E402
+from elmo_engine.reference import conv1d_token_layer  # noqa: E402
 
 FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 MODELS = {
@@ -86,19 +87,6 @@ def sentences(n: int, length: int, seed: int = 0):
             for _ in range(n)]
 
 
-def plain_char_cnn(cc, char_ids):
-    """The char-CNN as the spec writes it: every filter over all 50 positions, then max."""
-    import torch.nn.functional as F
-    table = torch.cat([cc.char_embed.new_zeros(1, cc.char_embed.shape[1]), cc.char_embed], 0)
-    emb = F.embedding(char_ids, table).transpose(1, 2)
-    x = torch.cat([torch.relu(F.conv1d(emb, w[0].permute(2, 1, 0), b).amax(2))
-                   for w, b in zip(cc.conv_w, cc.conv_b)], 1)
-    for wc, bc, wt, bt in zip(cc.w_carry, cc.b_carry, cc.w_transform, cc.b_transform):
-        g = torch.sigmoid(torch.addmm(bc, x, wc))
-        x = g * torch.relu(torch.addmm(bt, x, wt)) + (1.0 - g) * x
-    return torch.addmm(cc.b_proj, x, cc.w_proj)
-
-
 @torch.no_grad()
 def baseline(model: BiLM, sents):
     """Straightforward batched biLM: every token through the char-CNN, W_0 on concat(x, h)."""
@@ -107,7 +95,7 @@ def baseline(model: BiLM, sents):
     bsz, steps, m = ids.shape
     mask = (ids > 0).any(-1)
     lengths = mask.sum(1)
-    tok = plain_char_cnn(model.char_cnn, ids.reshape(-1, m)).reshape(bsz, steps, -1)
+    tok = conv1d_token_layer(model.char_cnn, ids.reshape(-1, m)).reshape(bsz, steps, -1)
     tok = tok * mask[..., None]
     outs = [torch.cat([tok, tok], -1)]
     dir_outputs = []

@@ -10,10 +10,28 @@ from typing import List, Sequence
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from elmo_engine.bilm import BiLM
 from elmo_engine.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
 from elmo_engine.checkpoint import model_tensors
+
+
+def conv1d_token_layer(char_cnn, char_ids: torch.Tensor) -> torch.Tensor:
+    """The token layer as the spec writes it, on a model's own (differentiable) parameters:
+    every filter over all ``M`` character positions with ``conv1d``, then max, highway and
+    projection. ``char_ids`` (n, M) → (n, P). The benchmark's baseline and the tests of the
+    pooled fast path in :class:`elmo_engine.bilm.CharCNN` use it."""
+    cc = char_cnn
+    table = torch.cat([cc.char_embed.new_zeros(1, cc.char_embed.shape[1]), cc.char_embed], 0)
+    emb = F.embedding(char_ids, table).transpose(1, 2)                # (n, C, M)
+    act = torch.relu if cc.opts.activation == "relu" else torch.tanh
+    x = torch.cat([act(F.conv1d(emb, w[0].permute(2, 1, 0), b).amax(2))
+                   for w, b in zip(cc.conv_w, cc.conv_b)], 1)
+    for wc, bc, wt, bt in zip(cc.w_carry, cc.b_carry, cc.w_transform, cc.b_transform):
+        g = torch.sigmoid(torch.addmm(bc, x, wc))
+        x = g * torch.relu(torch.addmm(bt, x, wt)) + (1.0 - g) * x
+    return torch.addmm(cc.b_proj, x, cc.w_proj) if cc.w_proj is not None else x
 
 
 class ReferenceBiLM:

@@ -11,7 +11,6 @@ import threading
 import numpy as np
 import pytest
 import torch
-import torch.nn.functional as F
 
 from elmo_engine import bilm as bilm_mod
 from elmo_engine.bilm import BiLM, both_directions
@@ -19,7 +18,7 @@ from elmo_engine.chars import char_ids_for_types
 from elmo_engine.checkpoint import load_checkpoint
 from elmo_engine.embedder import Embedder
 from elmo_engine.options import BiLMOptions
-from elmo_engine.reference import ReferenceBiLM
+from elmo_engine.reference import ReferenceBiLM, conv1d_token_layer
 
 
 def random_model(seed: int = 0, **kw) -> BiLM:
@@ -34,25 +33,15 @@ def random_model(seed: int = 0, **kw) -> BiLM:
     return model.eval()
 
 
-def conv1d_token_layer(cc, char_ids: torch.Tensor) -> torch.Tensor:
-    """The char-CNN as written in the spec: every filter over every position, then max."""
-    table = torch.cat([cc.char_embed.new_zeros(1, cc.char_embed.shape[1]), cc.char_embed], 0)
-    emb = F.embedding(char_ids, table).transpose(1, 2)
-    act = torch.relu if cc.opts.activation == "relu" else torch.tanh
-    x = torch.cat([act(F.conv1d(emb, w[0].permute(2, 1, 0), b).amax(2))
-                   for w, b in zip(cc.conv_w, cc.conv_b)], 1)
-    for wc, bc, wt, bt in zip(cc.w_carry, cc.b_carry, cc.w_transform, cc.b_transform):
-        g = torch.sigmoid(torch.addmm(bc, x, wc))
-        x = g * torch.relu(torch.addmm(bt, x, wt)) + (1.0 - g) * x
-    return torch.addmm(cc.b_proj, x, cc.w_proj) if cc.w_proj is not None else x
-
-
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
 def test_pooled_windows_equal_full_convolution(activation):
     model = random_model(activation=activation)
     words = ["a", "", "bank", "Überraschungsei", "x" * 49, "y" * 50, "z" * 80,
              "don't", "U.S.", "🙂", "<S>", "</S>"] + [f"w{i}" * (i % 9 + 1) for i in range(300)]
     ids = torch.from_numpy(char_ids_for_types(words, model.opts.max_characters_per_token))
+    with torch.inference_mode():                      # the spec, written position by position
+        spec = ReferenceBiLM(model).token_layer(words[:40])
+        assert float((model.char_cnn(ids[:40]) - spec).abs().max()) <= 1e-5
     gen = torch.Generator().manual_seed(1)
     noise = torch.randint(1, 262, (7, ids.shape[1]), generator=gen)    # no padding at all
     ids = torch.cat([ids, torch.zeros(3, ids.shape[1], dtype=torch.long), noise])
