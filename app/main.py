@@ -96,7 +96,9 @@ def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
     window = MainWindow(settings)
     from app.workspace_actions import install_workspace_actions
 
-    install_workspace_actions(window, recover=not args.screenshot)
+    actions = install_workspace_actions(window, recover=not args.screenshot)
+    if args.screenshot:
+        actions.prompt_on_close = False          # a picture run never stops to ask
     worker = window.workspace.worker
     try:
         if not args.screenshot:

@@ -31,6 +31,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 from app.figure_export import FigureOptions, ReportDialog, VectorDialog, render_bytes
 from app.workspace import ModelSpec, TokenRef
 from elmo_engine import workspace_file as wf
+from elmo_engine.errors import ElmoError
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ class WorkspaceActions(QObject):
         self._saved_fp = self._autosaved_fp = self._fingerprint(self.collect())
         self._pending: Optional[wf.WorkspaceData] = None
         self.figure_options = FigureOptions()
+        # ask before quitting with unsaved work (not offscreen: nobody there to answer)
+        self.prompt_on_close = QGuiApplication.platformName() != "offscreen"
         self._build_menu()
         self.timer = QTimer(self)
         self.timer.setInterval(autosave_ms)
@@ -330,12 +333,60 @@ class WorkspaceActions(QObject):
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override
         if obj is self.window and event.type() == QEvent.Type.Close:
+            if not self.confirm_close():
+                event.ignore()                           # the user chose to stay
+                return True
             self.timer.stop()
             try:
                 wf.discard_autosave(self.autosave_dir)      # a clean exit leaves no autosave
             except OSError as e:
                 log.warning("cannot remove the autosave: %s", e)
         return False
+
+    def confirm_close(self) -> bool:
+        """Before quitting: offer to save work that would otherwise be lost. True to quit.
+
+        Asks when a saved or opened workspace has changed since, or when probe results (minutes
+        of work) were never saved. Unsaved sentences alone do not ask: the next session brings
+        them back. Save writes at once, in this thread (a workspace file is small), so that
+        nothing is left to a worker that is about to stop; if the save fails, the window stays.
+        """
+        if not self.prompt_on_close:
+            return True
+        data = self.collect()
+        if self._fingerprint(data) == self._saved_fp or not (self.path or data.probe_runs):
+            return True
+        n = len(data.probe_runs)
+        if self.path:
+            text = (f"The workspace {self.path.name} has changed since it was saved or opened. "
+                    "Save the changes before quitting?")
+        else:
+            runs = "1 probe run that was" if n == 1 else f"{n} probe runs that were"
+            text = f"This analysis holds {runs} never saved. Save a workspace before quitting?"
+        buttons = (QMessageBox.StandardButton.Save | QMessageBox.StandardButton.Discard
+                   | QMessageBox.StandardButton.Cancel)
+        answer = QMessageBox.question(self.window, "Save changes?", text, buttons,
+                                      QMessageBox.StandardButton.Save)
+        if answer == QMessageBox.StandardButton.Discard:
+            return True
+        if answer != QMessageBox.StandardButton.Save:
+            return False
+        target = self.path
+        if target is None:
+            target = self._ask_target("Save workspace", WORKSPACE_FILTER)
+            if target is None:
+                return False
+            if not target.name.endswith(".json"):
+                target = target.with_name(target.name + wf.SUFFIX)
+        data.source = ""
+        try:
+            wf.save_workspace(target, data)
+        except (ElmoError, OSError) as e:
+            self._error("Cannot save the workspace", str(e))
+            return False
+        self.path, self._saved_fp = target, self._fingerprint(data)
+        self.saved.emit(str(target))
+        return True
 
     # ---- export vectors ---------------------------------------------------------------------
     def _confirm_overwrite(self, path: Path) -> Optional[bool]:

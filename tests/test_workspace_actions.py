@@ -300,3 +300,83 @@ def test_dialogs_return_their_choices(qtbot, window):
         vd.options()
     vd.accept()                                               # refused: the problem is shown
     assert vd.result() == 0 and "give 3" in vd.problem.text()
+
+
+class FakeRun:
+    def __init__(self, task):
+        self.task = task
+
+    def to_dict(self):
+        return {"task": self.task, "weights": [0.4, 0.4, 0.2]}
+
+
+Save, Discard, Cancel = (QMessageBox.StandardButton.Save, QMessageBox.StandardButton.Discard,
+                         QMessageBox.StandardButton.Cancel)
+
+
+def _answer(monkeypatch, button, asked):
+    def question(parent, title, text, *args, **kw):
+        asked.append(text)
+        return button
+    monkeypatch.setattr(QMessageBox, "question", question)
+
+
+def test_quitting_with_unsaved_probe_runs_asks_and_cancel_keeps_the_window(qtbot, window,
+                                                                          monkeypatch):
+    actions, asked = window.actions_, []
+    actions.prompt_on_close = True
+    window.panels["fake"].runs = [FakeRun("pos")]
+    _answer(monkeypatch, Cancel, asked)
+    assert not window.close() and window.isVisible()
+    assert len(asked) == 1 and "holds 1 probe run that was never saved" in asked[0]
+    assert actions.timer.isActive()                          # autosave goes on
+    _answer(monkeypatch, Discard, asked)
+    assert window.close() and not window.isVisible() and len(asked) == 2
+
+
+def test_save_on_quit_asks_for_a_file_and_writes_it(qtbot, window, tmp_path, monkeypatch):
+    actions, asked = window.actions_, []
+    actions.prompt_on_close = True
+    window.panels["fake"].runs = [FakeRun("wsd")]
+    _answer(monkeypatch, Save, asked)
+    monkeypatch.setattr(wa.QFileDialog, "getSaveFileName", lambda *a, **k: ("", ""))
+    assert not window.close() and window.isVisible()         # no file chosen: stay
+    target = tmp_path / "quit"
+    monkeypatch.setattr(wa.QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    assert window.close()
+    saved = tmp_path / ("quit" + wf.SUFFIX)
+    obj = json.loads(saved.read_text(encoding="utf-8"))
+    assert obj["probe_runs"] == [{"task": "wsd", "weights": [0.4, 0.4, 0.2]}]
+    assert obj["sentences"] == TEXT.strip().split("\n") and actions.path == saved
+
+
+def test_a_changed_saved_workspace_is_saved_in_place_on_quit(qtbot, window, tmp_path,
+                                                             monkeypatch):
+    actions, asked = window.actions_, []
+    actions.prompt_on_close = True
+    path = tmp_path / "w.elmows.json"
+    with qtbot.waitSignal(actions.saved, timeout=10000):
+        actions.save_workspace(path)
+    window.workspace.select(TokenRef(1, 6))
+    monkeypatch.setattr(wa.wf, "save_workspace", _raise_disk_full)
+    _answer(monkeypatch, Save, asked)
+    assert not window.close() and window.isVisible()         # a failed save keeps the window
+    assert window.errors and "No space left" in window.errors[-1][1]
+    assert "w.elmows.json" in asked[0]
+    monkeypatch.undo()
+    _answer(monkeypatch, Save, asked)
+    assert window.close()
+    assert json.loads(path.read_text(encoding="utf-8"))["selection"]["word"] == "bank"
+
+
+def _raise_disk_full(path, data):
+    raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+
+def test_unsaved_sentences_alone_do_not_ask(qtbot, window, monkeypatch):
+    window.actions_.prompt_on_close = True
+    window.sentences.set_text("Only new sentences.\n")
+    qtbot.waitUntil(window.workspace.all_embedded, timeout=10000)
+    assert window.actions_.is_dirty()
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: pytest.fail("asked"))
+    assert window.close()
