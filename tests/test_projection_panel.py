@@ -224,6 +224,24 @@ def test_warm_up_runs_on_the_worker(qtbot, ws, monkeypatch):
     assert seen[0] is not threading.main_thread()
 
 
+def test_warm_up_waits_for_the_job_queued_right_after_a_load(qtbot, ws, monkeypatch):
+    """A model load ends with the worker idle for an instant before the embedding is queued:
+    the one-time compile must not take that slot and hold the first vectors back."""
+    import time
+
+    seen = []
+    monkeypatch.setattr(projection_mod, "is_warm", lambda: bool(seen))
+    monkeypatch.setattr(projection_mod, "warm_up", lambda state: seen.append("warm-up"))
+    started = []
+    ws.worker.job_started.connect(lambda _i, name: started.append(name))
+    ws.worker.submit("load", lambda s: time.sleep(0.3),
+                     on_result=lambda _r: ws.worker.submit("embed", lambda s: time.sleep(0.3)))
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    qtbot.waitUntil(lambda: bool(seen), timeout=10000)
+    assert started == ["load", "embed", "Preparing UMAP (one-time compile)"]
+
+
 @pytest.mark.slow
 def test_umap_replaces_pca_and_uses_the_cache(qtbot, ws):
     panel = ProjectionPanel(ws)

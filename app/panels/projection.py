@@ -2,7 +2,8 @@
 
 PCA is drawn at once; UMAP then runs on the worker one layer at a time (group "projection"), each
 plot switching from PCA to UMAP as its layer completes. umap's numba kernels are compiled once per
-process by a warm-up job submitted when the worker first goes idle (never on the GUI thread).
+process by a warm-up job submitted once the worker has stayed idle for a moment (never on the GUI
+thread, never between a model load and the embedding it triggers).
 Hover shows a token in its sentence, box selection (Shift+drag) in one plot highlights the same
 tokens in all, the legend colours by word, label or sentence, and the search box marks a token.
 """
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 AUTO_UMAP_MAX = 5_000          # with more tokens an automatic run stops at PCA (press Run)
 INLINE_PCA_MAX = 400_000       # tokens × dims up to which PCA runs on the GUI thread (~10 ms)
 GROUP = "projection"
+WARM_UP_QUIET_MS = 1500        # the worker stays idle this long before the UMAP compile starts
 
 
 class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport, QWidget):
@@ -144,10 +146,13 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport
                                          and self.ws.all_embedded())
 
     def _warm_when_idle(self) -> None:
+        """The worker went idle: try again once it has stayed idle for a moment. A model load
+        ends with the worker idle for an instant before the embedding is queued; the compile
+        must not slip in there and hold the first vectors back."""
         if self._run_imminent():
             return
         self.ws.worker.idle.disconnect(self._warm_when_idle)
-        self._schedule_warm_up()
+        QTimer.singleShot(WARM_UP_QUIET_MS, self._schedule_warm_up)
 
     # ---- data changes -------------------------------------------------------------------------
     def _on_data_changed(self, *_args) -> None:
