@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -49,16 +49,10 @@ DESCRIPTION = (
 
 
 @dataclass
-class ProbeConfig:
-    """How to train. ``hidden > 0`` gives a one-hidden-layer MLP instead of softmax regression."""
+class ProbeConfig(TrainSettings):
+    """How to train: the optimiser's :class:`TrainSettings` plus the probe's own choices.
+    ``hidden > 0`` gives a one-hidden-layer MLP instead of softmax regression."""
 
-    seed: int = 0
-    epochs: int = 30
-    patience: int = 3
-    batch_size: int = 256
-    lr: float = 3e-3
-    mix_lr: float = 3e-2
-    weight_decay: float = 1e-6
     hidden: int = 0
     layer_norm: bool = True
     control: bool = False
@@ -66,8 +60,7 @@ class ProbeConfig:
     device: str = "cpu"
 
     def settings(self) -> TrainSettings:
-        return TrainSettings(self.epochs, self.patience, self.batch_size, self.lr, self.mix_lr,
-                             self.weight_decay, self.seed)
+        return TrainSettings(**{f.name: getattr(self, f.name) for f in fields(TrainSettings)})
 
 
 @dataclass

@@ -58,6 +58,12 @@ class Projector:
         with self._lock:
             self._cache.clear()
 
+    def _counted(self, key):
+        """The cached projection for ``key``, counted in ``stats`` as a hit, or None (a miss)."""
+        hit = self._get(key)
+        self.stats["hits" if hit is not None else "misses"] += 1
+        return hit
+
     def _reduced(self, activations, tokens: TokenSet, layer: LayerSpec, dims: int,
                  checksum: str) -> PcaResult:
         key = (checksum, tokens.digest, layer, "pca-reduce", dims)
@@ -71,11 +77,9 @@ class Projector:
             checksum: str = "", dims: int = 50) -> Projection:
         """The PCA 2-D projection (the first two of ``dims`` components), cached."""
         key = (checksum, tokens.digest, layer, "pca", None)
-        hit = self._get(key)
+        hit = self._counted(key)
         if hit is not None:
-            self.stats["hits"] += 1
             return hit
-        self.stats["misses"] += 1
         t0 = time.perf_counter()
         red = self._reduced(activations, tokens, layer, dims, checksum)
         coords = _as_2d(red.coords)
@@ -90,11 +94,9 @@ class Projector:
              state: Optional[TaskState] = None) -> Projection:
         """The UMAP 2-D projection (PCA to ``params.pca_dims`` first), cached."""
         key = (checksum, tokens.digest, layer, "umap", params)
-        hit = self._get(key)
+        hit = self._counted(key)
         if hit is not None:
-            self.stats["hits"] += 1
             return hit
-        self.stats["misses"] += 1
         t0 = time.perf_counter()
         red = self._reduced(activations, tokens, layer, params.pca_dims, checksum)
         check(state)
