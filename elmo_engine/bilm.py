@@ -41,7 +41,7 @@ T_ = TypeVar("T_")
 # Below this many rows a step's GEMMs are bound by streaming the weights, not by arithmetic: the
 # directions then run one after the other, each with every core, so that only one layer's
 # weights (40 MB in the full model) are streamed at a time and mostly stay in the last-level
-# cache. On a shared 2-core Xeon the crossover fell between 16 and 64 rows, depending on how
+# cache. On a shared 2-core Xeon the crossover fell between 8 and 64 rows, depending on how
 # busy the machine's memory was (benchmarks/bench_bilm.py --crossover).
 PARALLEL_MIN_ROWS = 32
 _pool: Optional[Tuple[int, ThreadPoolExecutor]] = None      # (owning process, pool)
