@@ -362,9 +362,10 @@ class LSTMStack(nn.Module):
             outs.append(out)
             states.append((c, h))
             inp = out
-        buf = self._scratch_bufs.get(d)
+        bufs = self.__dict__.get("_scratch_bufs", {})
+        buf = bufs.get(d)
         if buf is not None and buf.numel() * buf.element_size() > (256 << 20):
-            del self._scratch_bufs[d]                # do not hold on to a huge one-off buffer
+            del bufs[d]                              # do not hold on to a huge one-off buffer
         return outs, states
 
     def _scratch(self, key: int, numel: int, like: Tensor) -> Tensor:

@@ -105,6 +105,20 @@ def test_packed_inference_equals_autograd_path(vocab, threads, fresh, monkeypatc
         assert float((h - ph.detach()).abs().max()) < 1e-5
 
 
+@pytest.mark.parametrize("n_layers", [1, 3])
+def test_other_depths_and_no_projection(n_layers):
+    """One layer (only the shared layer-0 projection, no per-call buffer) and three; a model
+    without LSTM projection (h is the cell output)."""
+    for model in (random_model(n_layers=n_layers, use_skip_connections=True),
+                  random_model(n_layers=n_layers, lstm_dim=16, projection_dim=16)):
+        tok, lengths = batch(model, [6, 4, 6, 1], 3)
+        with torch.no_grad():
+            fast, _ = model.contextual(tok, lengths)
+        plain, _ = model.contextual(tok, lengths)
+        assert fast.shape == (n_layers + 1, 4, 6, 2 * model.opts.output_dim)
+        assert float((fast - plain.detach()).abs().max()) < 1e-5
+
+
 def test_skipping_boundary_steps_keeps_every_inner_position():
     model = random_model()
     lengths = [2, 3, 9, 4, 14, 3]
