@@ -57,7 +57,8 @@ def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: boo
     a core each beat one after the other with both cores on every small per-step GEMM
     (measured with ``benchmarks/bench_bilm.py``). The workers keep their own grad/inference
     mode from the caller. ``torch.set_num_threads`` also sets the default that threads created
-    later start from, so the caller's count is restored afterwards.
+    later start from: the caller puts its own count back as soon as both workers have set
+    theirs, before either starts ``fn``.
     """
     threads = torch.get_num_threads()
     if device.type != "cpu" or threads < 2 or not parallel:
@@ -69,19 +70,29 @@ def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: boo
         pool = _pool[1]
     inference = torch.is_inference_mode_enabled()
     grad = torch.is_grad_enabled()
+    per_worker = max(1, threads // 2)
+    configured = [threading.Event(), threading.Event()]
+    restored = threading.Event()
 
     def task(direction: int) -> T_:
-        torch.get_num_threads()             # initialise this thread's own setting first, so
-        torch.set_num_threads(max(1, threads // 2))  # that this one is not overwritten later
+        try:
+            if torch.get_num_threads() != per_worker:  # (the get initialises this thread's
+                torch.set_num_threads(per_worker)      # own setting, so the set sticks)
+        finally:
+            configured[direction].set()
+        restored.wait()
         with torch.inference_mode(inference), torch.set_grad_enabled(grad):
             return fn(direction)
 
+    futures = [pool.submit(task, d) for d in (0, 1)]
     try:
-        futures = [pool.submit(task, d) for d in (0, 1)]
-        wait(futures)
-        return [f.result() for f in futures]
-    finally:
+        for event in configured:
+            event.wait()
         torch.set_num_threads(threads)
+    finally:
+        restored.set()
+    wait(futures)
+    return [f.result() for f in futures]
 
 
 class CharCNN(nn.Module):

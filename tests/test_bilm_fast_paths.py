@@ -161,8 +161,12 @@ def test_both_directions_runs_in_two_threads_and_restores_settings():
 
     def job(d):
         both_started.wait()
+        newcomer = []                                 # a thread started meanwhile gets the
+        t = threading.Thread(target=lambda: newcomer.append(torch.get_num_threads()))
+        t.start()                                     # caller's count, not the workers' half
+        t.join()
         seen[d] = (threading.get_ident(), torch.get_num_threads(),
-                   torch.is_inference_mode_enabled())
+                   torch.is_inference_mode_enabled(), newcomer[0])
         if d == 1:
             raise ValueError("direction 1 failed")
         return d
@@ -173,7 +177,7 @@ def test_both_directions_runs_in_two_threads_and_restores_settings():
                 both_directions(job, torch.device("cpu"))
         assert torch.get_num_threads() == 2
         assert seen[0][0] != seen[1][0] != threading.get_ident()
-        assert seen[0][1:] == seen[1][1:] == (1, True)
+        assert seen[0][1:] == seen[1][1:] == (1, True, 2)
         with torch.no_grad():
             assert both_directions(lambda d: (d, torch.is_grad_enabled()),
                                    torch.device("cpu")) == [(0, False), (1, False)]
