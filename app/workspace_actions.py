@@ -172,13 +172,19 @@ class WorkspaceActions(QObject):
 
     # ---- save -------------------------------------------------------------------------------
     def ask_save(self) -> None:
+        path = self._ask_workspace_path()
+        if path is not None:
+            self.save_workspace(path)
+
+    def _ask_workspace_path(self) -> Optional[Path]:
+        """Where to save the workspace (the workspace suffix added when missing); None if the
+        dialog was cancelled."""
         start = str(self.path) if self.path else self.window.settings.last_dir
         name, _ = QFileDialog.getSaveFileName(self.window, "Save workspace", start, WORKSPACE_FILTER)
-        if name:
-            path = Path(name)
-            if not path.name.endswith(".json"):
-                path = path.with_name(path.name + wf.SUFFIX)
-            self.save_workspace(path)
+        if not name:
+            return None
+        path = Path(name)
+        return path if path.name.endswith(".json") else path.with_name(path.name + wf.SUFFIX)
 
     def save_workspace(self, path) -> int:
         """Save the current analysis to ``path`` on the worker."""
@@ -371,13 +377,9 @@ class WorkspaceActions(QObject):
             return True
         if answer != QMessageBox.StandardButton.Save:
             return False
-        target = self.path
+        target = self.path or self._ask_workspace_path()
         if target is None:
-            target = self._ask_target("Save workspace", WORKSPACE_FILTER)
-            if target is None:
-                return False
-            if not target.name.endswith(".json"):
-                target = target.with_name(target.name + wf.SUFFIX)
+            return False
         data.source = ""
         try:
             wf.save_workspace(target, data)
