@@ -302,13 +302,11 @@ class LSTMStack(nn.Module):
                                    None if inverse is None else inverse[direction],
                                    offsets, n_active, state)
 
-        per_direction = both_directions(run, x.device, parallel=bsz >= PARALLEL_MIN_ROWS)
-        packed = [torch.stack([per_direction[0][0][layer], per_direction[1][0][layer]])
-                  for layer in range(self.opts.n_layers)]
-        new_state: LSTMState = [
-            (torch.stack([per_direction[0][1][layer][0], per_direction[1][1][layer][0]]),
-             torch.stack([per_direction[0][1][layer][1], per_direction[1][1][layer][1]]))
-            for layer in range(self.opts.n_layers)]
+        (fwd_out, fwd_state), (bwd_out, bwd_state) = both_directions(
+            run, x.device, parallel=bsz >= PARALLEL_MIN_ROWS)
+        packed = [torch.stack(pair) for pair in zip(fwd_out, bwd_out)]   # per layer (2, total, out)
+        new_state: LSTMState = [(torch.stack([fc, bc]), torch.stack([fh, bh]))
+                                for (fc, fh), (bc, bh) in zip(fwd_state, bwd_state)]
         return packed, new_state, pos
 
     def _direction(self, d: int, inp: Tensor, distinct: Optional[Tensor],
@@ -482,17 +480,15 @@ class BiLM(nn.Module):
         state_s = [(c[:, order], h[:, order]) for c, h in state]
         rev = reverse_index(lens_sorted, steps)                       # (B, T)
         tok_b = tok_s.gather(1, rev[:, :, None].expand_as(tok_s))
-        if not torch.is_grad_enabled():
-            skip = 0 if boundaries else 1
-            run = [max(0, ln - skip) for ln in lens_sorted.tolist()]
-            n_active = [sum(1 for ln in run if ln > t) for t in range(steps - skip)]
-            x = torch.stack([tok_s[:, :steps - skip], tok_b[:, :steps - skip]])
+        inference = not torch.is_grad_enabled()
+        skip = 0 if boundaries or not inference else 1                # steps dropped per row
+        run = [max(0, ln - skip) for ln in lens_sorted.tolist()]
+        n_active = [sum(1 for ln in run if ln > t) for t in range(steps - skip)]
+        x = torch.stack([tok_s[:, :steps - skip], tok_b[:, :steps - skip]])  # (2, B, T', P)
+        if inference:
             layers, state_out = self._contextual_packed(tok, x, n_active, state_s, order, inv,
                                                         rev, lengths)
             return layers, (state_out if boundaries else None)
-        lens_list = lens_sorted.tolist()
-        n_active = [sum(1 for ln in lens_list if ln > t) for t in range(steps)]
-        x = torch.stack([tok_s, tok_b])                               # (2, B, T, P)
         outs, new_state = self.lstm(x, n_active, state_s)
         mask = (torch.arange(steps, device=tok.device)[None, :] < lens_sorted[:, None])
         mask = mask.to(tok.dtype)[:, :, None]                         # (B, T, 1)
