@@ -258,6 +258,7 @@ def main() -> None:
             (t_ours, out_ours), (t_base, out_base) = timed_pair(
                 ours, lambda: baseline(model, sents), args.repeats)
             diff = max(float(np.abs(a - b).max()) for a, b in zip(out_ours, out_base))
+
             def single():
                 emb.clear_cache()
                 return emb.embed(one)

@@ -14,6 +14,18 @@ FIXTURES = SHARED / "fixtures" / "elmo"
 DATA = SHARED / "data"
 
 
+def json_paths(obj, prefix=()):
+    """Every path into a JSON-like object (dict keys and list indexes), the root ``()`` first:
+    the places the fuzz tests mutate."""
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from json_paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from json_paths(v, prefix + (i,))
+
+
 def need(path: Path) -> Path:
     """Return ``path`` or skip the test, saying what is missing."""
     if not path.exists():

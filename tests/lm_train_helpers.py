@@ -24,9 +24,10 @@ def write_corpus(path: Path, n: int, seed: int) -> Path:
     return path
 
 
-def tiny_config(**kw) -> TrainConfig:
+def tiny_config(batch_size: int = 4, **kw) -> TrainConfig:
+    """The "tiny" preset, unrolled 5 steps, logging every step; ``kw`` overrides any field."""
     cfg = TrainConfig.from_dict(preset("tiny"))
-    cfg.batch_size, cfg.unroll, cfg.log_every, cfg.checkpoint_every = 4, 5, 1, 1000
+    cfg.batch_size, cfg.unroll, cfg.log_every, cfg.checkpoint_every = batch_size, 5, 1, 1000
     for k, v in kw.items():
         setattr(cfg, k, v)
     return cfg

@@ -28,7 +28,7 @@ from elmo_engine.checkpoint import expected_layout, load_checkpoint, save_native
 from elmo_engine.errors import CheckpointError
 from elmo_engine.options import BiLMOptions
 
-from conftest import FIXTURES, need
+from conftest import FIXTURES, json_paths, need
 
 EXAMPLES = int(os.environ.get("ELMO_FUZZ_EXAMPLES", "100"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -96,17 +96,7 @@ json_value = st.recursive(
     max_leaves=12)
 
 
-def _paths(obj, prefix=()):
-    yield prefix
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, prefix + (i,))
-
-
-ALL_PATHS = list(_paths(OPTIONS))
+ALL_PATHS = list(json_paths(OPTIONS))
 
 
 @st.composite

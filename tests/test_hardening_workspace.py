@@ -34,6 +34,7 @@ from elmo_engine.lm_train import state_io
 from elmo_engine.workspace_file import (CheckpointRef, WorkspaceData, load_workspace,
                                         save_workspace)
 
+from conftest import json_paths
 from helpers_kill_state import StateForkServer, workspace_data
 
 EXAMPLES = int(os.environ.get("ELMO_FUZZ_EXAMPLES", "100"))
@@ -66,17 +67,7 @@ def fuzz_ws(tmp_path_factory):
 ORIGINAL = _valid().to_json("fuzz.000000000000.npz")
 
 
-def _paths(obj, prefix=()):
-    yield prefix
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _paths(v, prefix + (k,))
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _paths(v, prefix + (i,))
-
-
-ALL_PATHS = list(_paths(ORIGINAL))
+ALL_PATHS = list(json_paths(ORIGINAL))
 leaf = st.one_of(
     st.none(), st.booleans(), st.integers(-2 ** 70, 2 ** 70),
     st.sampled_from([0, -1, 1, 2, 10 ** 30, 1 << 63]), st.floats(allow_nan=False),

@@ -12,20 +12,18 @@ from elmo_engine.checkpoint import load_checkpoint
 from elmo_engine.lm_train import state_io
 from elmo_engine.lm_train.data import Streams, TypeTable, frame, read_sentences, split_sentences
 from elmo_engine.lm_train.model import BiLanguageModel, LogUniformSampler
-from elmo_engine.lm_train.presets import preset
 from elmo_engine.lm_train.trainer import TrainConfig, train
 from elmo_engine.lm_train.vocab import Vocabulary
+
+import lm_train_helpers as helpers
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 BILM_TF_DATA = SHARED / "fixtures" / "elmo" / "bilm-tf" / "train" / "data.txt"
 
 
 def tiny_config(**kw) -> TrainConfig:
-    cfg = TrainConfig.from_dict(preset("tiny"))
-    cfg.batch_size, cfg.unroll, cfg.log_every, cfg.checkpoint_every = 2, 5, 1, 1000
-    for k, v in kw.items():
-        setattr(cfg, k, v)
-    return cfg
+    """The shared tiny configuration with batches of 2 (these tests' small corpora)."""
+    return helpers.tiny_config(**{"batch_size": 2, **kw})
 
 
 @pytest.fixture(scope="module")
