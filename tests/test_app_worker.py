@@ -140,3 +140,13 @@ def test_broken_callback_is_reported_not_raised(qtbot, worker):
     with qtbot.waitSignal(worker.unhandled_error, timeout=5000) as blocker:
         worker.submit("cb", lambda st: 1, on_result=bad_callback)
     assert "KeyError" in blocker.args[1]
+
+
+def test_worker_shortens_the_gil_switch_interval(worker):
+    """A pure-Python job on the worker must not keep the GUI thread waiting 5 ms (Python's
+    default) at each of the GUI's calls into Python: see test_big_file_does_not_block_the_gui."""
+    import sys
+
+    from app.worker import GIL_SWITCH_S
+    assert GIL_SWITCH_S <= 0.001
+    assert sys.getswitchinterval() <= GIL_SWITCH_S + 1e-9
