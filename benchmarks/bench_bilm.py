@@ -8,6 +8,8 @@ the ratio, the max |difference|, the latency of one 10-token sentence, and the p
 loading the model (in a fresh process) relative to the weights' size.
 
     python benchmarks/bench_bilm.py [--models original small] [--threads 2] [--repeats 3]
+    python benchmarks/bench_bilm.py --crossover    # directions side by side or one after the other
+    python benchmarks/bench_bilm.py --gemm         # one recurrent GEMM, plain or MKL-packed
 """
 from __future__ import annotations
 
@@ -213,6 +215,35 @@ def crossover(args) -> None:
                   flush=True)
 
 
+@torch.no_grad()
+def gemm(args) -> None:
+    """One step's recurrent GEMM of the full model, ``z += h·W_rec`` (rows × 512 by 512 × 16384),
+    plain against MKL's pre-packed weights (what the engine uses), on one core and on all."""
+    from elmo_engine import bilm
+    if not bilm._mkl_packing():
+        raise SystemExit("this torch build has no MKL packed GEMM")
+    gen = torch.Generator().manual_seed(0)
+    w = torch.randn(512, 16384, generator=gen) * 0.02
+    for threads in sorted({1, args.threads}):
+        torch.set_num_threads(threads)
+        for rows in (1, 2, 4, 8, 16, 32, 64, 128):
+            h = torch.randn(rows, 512, generator=gen)
+            z = torch.zeros(rows, 16384)
+            packed = torch.ops.mkl._mkl_reorder_linear_weight(w.t(), rows)
+            t0 = time.perf_counter()
+            torch.ops.mkl._mkl_reorder_linear_weight(w.t(), rows)
+            t_pack = time.perf_counter() - t0
+
+            def packed_step():
+                z.add_(torch.ops.mkl._mkl_linear(h, packed, w.t(), None, rows))
+
+            (t_plain, _), (t_packed, _) = timed_pair(lambda: z.addmm_(h, w), packed_step,
+                                                     args.repeats + 7)
+            print(f"{threads} thread(s) {rows:4d} rows: plain {1000 * t_plain:6.2f} ms, packed "
+                  f"{1000 * t_packed:6.2f} ms ({t_plain / t_packed:.2f}x); packing once "
+                  f"{1000 * t_pack:.0f} ms", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["original", "small"], choices=list(MODELS))
@@ -227,10 +258,15 @@ def main() -> None:
     ap.add_argument("--crossover", action="store_true",
                     help="only time batches of 1-64 rows with the directions side by side "
                          "and one after the other (sets elmo_engine.bilm.PARALLEL_MIN_ROWS)")
+    ap.add_argument("--gemm", action="store_true",
+                    help="only time one step's recurrent GEMM, plain and with MKL-packed weights")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.crossover:
         crossover(args)
+        return
+    if args.gemm:
+        gemm(args)
         return
     if args.text == "corpus":
         pool = corpus_sentences(args.batch + 1, args.length)

@@ -16,8 +16,10 @@ Speed (see ``benchmarks/bench_bilm.py``), all exact up to float rounding:
 - rows sorted by length and packed time-major, so no GEMM touches padding, and no per-step
   allocation;
 - the forward and backward LMs share nothing but their input: on the CPU they run side by side
-  in two threads for batches of ``PARALLEL_MIN_ROWS`` rows or more (compute bound), one after
-  the other with every core below that (bound by streaming the weights);
+  in two threads for batches of ``PARALLEL_MIN_ROWS`` rows or more, one after the other with
+  every core for a single sentence (bound by streaming the weights);
+- on the CPU, the recurrent weights are pre-packed once into MKL's GEMM layout for the batch's
+  row count, instead of being re-packed by every step's GEMM;
 - when the caller drops the ``<S>``/``</S>`` positions, the forward step at ``</S>`` and the
   backward step at ``<S>`` are skipped (nothing else depends on them).
 """
@@ -38,14 +40,63 @@ from elmo_engine.options import BiLMOptions
 LSTMState = List[Tuple[Tensor, Tensor]]
 
 T_ = TypeVar("T_")
-# Below this many rows a step's GEMMs are bound by streaming the weights, not by arithmetic: the
-# directions then run one after the other, each with every core, so that only one layer's
-# weights (40 MB in the full model) are streamed at a time and mostly stay in the last-level
-# cache. On a shared 2-core Xeon the crossover fell between 8 and 64 rows, depending on how
-# busy the machine's memory was (benchmarks/bench_bilm.py --crossover).
-PARALLEL_MIN_ROWS = 32
+# From this many rows on, the directions run side by side, a core each; a single row runs them
+# one after the other with every core, so that only one layer's weights (40 MB in the full model)
+# are streamed at a time. With packed recurrent weights (PACK_MIN_ROWS), side by side won from 2
+# rows on a shared 2-core Xeon (benchmarks/bench_bilm.py --crossover: 205 against 296 ms at 2
+# rows, 729 against 1,081 ms at 64); without them the crossover had fallen between 8 and 64 rows.
+PARALLEL_MIN_ROWS = 2
+# Batches of at least this many rows use MKL's pre-packed recurrent weights (see
+# LSTMStack._prepacked_rec); a single row is a matrix-vector product, which packing does not speed
+# up. The weights are packed for the row count rounded up to a multiple of PACK_ROW_STEP, so that
+# batches of similar size share one packed copy (at a few rows a GEMM's time is set by streaming
+# the weights, so the padding rows cost little).
+PACK_MIN_ROWS = 2
+PACK_ROW_STEP = 8
 _pool: Optional[Tuple[int, ThreadPoolExecutor]] = None      # (owning process, pool)
 _pool_lock = threading.Lock()
+_mkl_pack_ok: Optional[bool] = None
+
+
+def _mkl_packing() -> bool:
+    """Whether this torch build has MKL's packed GEMM (x86 builds with MKL), checked once on a
+    small matrix against a plain product."""
+    global _mkl_pack_ok
+    if _mkl_pack_ok is None:
+        try:
+            w = torch.arange(48, dtype=torch.float32).view(6, 8) / 7
+            a = torch.arange(18, dtype=torch.float32).view(3, 6) / 5
+            packed = torch.ops.mkl._mkl_reorder_linear_weight(w.t(), 3)
+            got = torch.ops.mkl._mkl_linear(a, packed, w.t(), None, 3)
+            _mkl_pack_ok = bool(torch.backends.mkl.is_available()) and torch.allclose(got, a @ w)
+        except (AttributeError, RuntimeError, NotImplementedError):
+            _mkl_pack_ok = False
+    return _mkl_pack_ok
+
+
+def prepacked_rows(rows: int) -> int:
+    """The row count the recurrent weights are packed for, for a batch of ``rows`` rows."""
+    return -(-rows // PACK_ROW_STEP) * PACK_ROW_STEP
+
+
+def distinct_rows(rows: Tensor) -> Tuple[Tensor, Tensor]:
+    """``torch.unique(rows, dim=0, return_inverse=True)`` up to the order of the distinct rows,
+    in a fraction of its time: rows are grouped by an integer hash of their bits (one 1-D
+    unique instead of a lexicographic sort of whole rows), and the grouping is checked exactly,
+    falling back to ``torch.unique`` should two different rows ever share a hash."""
+    if rows.shape[0] == 0 or rows.dtype not in (torch.float32, torch.int32):
+        return torch.unique(rows, dim=0, return_inverse=True)
+    gen = torch.Generator(device="cpu").manual_seed(0x5eed)
+    coeff = torch.randint(1, 2 ** 31 - 1, (rows.shape[1],), generator=gen,
+                          dtype=torch.int32).to(rows.device) | 1
+    keys = (rows.contiguous().view(torch.int32) * coeff).sum(1)     # int32 products, int64 sum
+    _, inverse = torch.unique(keys, return_inverse=True)
+    first = torch.empty(int(inverse.max()) + 1, dtype=torch.long, device=rows.device)
+    first.scatter_(0, inverse, torch.arange(rows.shape[0], device=rows.device))
+    distinct = rows[first]
+    if not torch.equal(distinct[inverse], rows):
+        return torch.unique(rows, dim=0, return_inverse=True)
+    return distinct, inverse
 
 
 def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: bool = True
@@ -290,8 +341,7 @@ class LSTMStack(nn.Module):
         layer_in = x.transpose(1, 2).reshape(2, steps * bsz, -1)[:, pos]  # (2, total, P)
         # Layer 0's input is the token layer, a function of the word type: its input projection
         # is computed once per distinct row (both directions read the same rows, reordered).
-        distinct, inverse = torch.unique(layer_in.reshape(2 * total, -1), dim=0,
-                                         return_inverse=True)
+        distinct, inverse = distinct_rows(layer_in.reshape(2 * total, -1))
         if distinct.shape[0] > 0.9 * total:
             distinct = inverse = None
         else:
@@ -324,11 +374,19 @@ class LSTMStack(nn.Module):
             wp = self.wp[layer][d] if opts.has_lstm_projection else None
             bias = self.b[layer][d] + self.forget_bias[0]
             c = state[layer][0][d].clone()
-            h = state[layer][1][d].clone()
-            rows = h.shape[0]
+            rows = c.shape[0]
+            prepacked = self._prepacked_rec(layer, d, rows)
+            # with prepacked weights, h has the rows they were packed for: rows past ``rows``
+            # stay zero, and rows that have ended keep their last state; their results are dropped
+            pack_rows = rows if prepacked is None else prepacked_rows(rows)
+            h_all = state[layer][1][d].new_zeros(pack_rows, state[layer][1].shape[-1])
+            h = h_all[:rows]
+            h.copy_(state[layer][1][d])
             if layer == 0 and distinct is not None:
                 # one row per distinct token vector, gathered step by step into a small buffer
-                source = torch.addmm(bias, distinct, self.w_in[layer][d])
+                # (the scratch buffer: layers 1+ use it only after this layer is done)
+                source = self._scratch(d, distinct.shape[0] * 4 * dim, inp).view(-1, 4 * dim)
+                torch.addmm(bias, distinct, self.w_in[layer][d], out=source)
                 z_buf = source.new_empty(rows, 4 * dim)
                 xp = None
             else:
@@ -348,6 +406,9 @@ class LSTMStack(nn.Module):
                     z = xp[offsets[t]:offsets[t + 1]]                 # (n, 4D): i j f o
                 if h_zero:
                     h_zero = False
+                elif prepacked is not None and 4 * n >= pack_rows:
+                    z.add_(torch.ops.mkl._mkl_linear(h_all, prepacked, w_rec.t(), None,
+                                                     pack_rows)[:n])
                 else:
                     z.addmm_(h[:n], w_rec)
                 tj = torch.tanh(z[:, dim:2 * dim], out=tj_buf[:n * dim].view(n, dim))
@@ -376,6 +437,41 @@ class LSTMStack(nn.Module):
         if buf is not None and buf.numel() * buf.element_size() > (256 << 20):
             del bufs[d]                              # do not hold on to a huge one-off buffer
         return outs, states
+
+    def _prepacked_rec(self, layer: int, d: int, rows: int) -> Optional[Tensor]:
+        """MKL's pre-packed copy of ``W_rec`` of ``layer``, direction ``d``, for GEMMs of
+        :func:`prepacked_rows` (``rows``) rows; None where it does not apply (fewer than
+        ``PACK_MIN_ROWS`` rows, not a float32 CPU tensor, no MKL).
+
+        A plain GEMM of a few dozen rows by the P×4D ``W_rec`` spends most of its time
+        re-packing the weights into MKL's blocked layout, at every step; packed once, the same
+        GEMM ran 2-2.6× faster on one core of a Xeon (``benchmarks/bench_bilm.py --gemm``). One
+        copy (about 1.5× the size of ``W_rec``) is kept per layer and direction, and packed
+        again, for about what three steps save, when the row count's bucket or the weights
+        change (a new tensor, or an in-place update that bumps its version counter; writes
+        through ``.data`` do not, and need :meth:`drop_packed`). Packing the projection too was
+        measured and gained nothing."""
+        param = self.w_rec[layer]
+        if rows < PACK_MIN_ROWS or not _mkl_packing() or param.device.type != "cpu" \
+                or param.dtype != torch.float32:
+            return None
+        try:
+            version = param._version       # bumped by in-place updates (optimizer, load, copy_)
+        except RuntimeError:                # an inference tensor: can change only in that mode
+            version = -1
+        packs = self.__dict__.setdefault("_prepacked", {})
+        key = (prepacked_rows(rows), version, param.data_ptr())
+        held = packs.get((layer, d))
+        if held is None or held[0] != key:
+            packs.pop((layer, d), None)                    # free the old copy before packing
+            w_t = param.detach()[d].t()                    # (4D, P), the layout MKL packs
+            held = packs[(layer, d)] = (
+                key, torch.ops.mkl._mkl_reorder_linear_weight(w_t, key[0]))
+        return held[1]
+
+    def drop_packed(self) -> None:
+        """Free the packed copies of the recurrent weights (they are rebuilt on the next batch)."""
+        self.__dict__.pop("_prepacked", None)
 
     def _scratch(self, key: int, numel: int, like: Tensor) -> Tensor:
         """A reusable buffer for the input projections: a fresh multi-hundred-MB allocation per

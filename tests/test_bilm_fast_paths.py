@@ -1,7 +1,8 @@
 """The inference shortcuts of the engine give the same numbers as the plain computation.
 
 Each shortcut (pooled char-CNN windows, layer-0 input projection per distinct token vector,
-directions in two threads, skipped boundary steps, direct scatter of packed outputs) is checked
+directions in two threads, skipped boundary steps, direct scatter of packed outputs, MKL-packed
+recurrent weights) is checked
 against a straightforward path on inputs chosen to hit its edge cases.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 from elmo_engine import bilm as bilm_mod
-from elmo_engine.bilm import BiLM, both_directions
+from elmo_engine.bilm import BiLM, both_directions, distinct_rows
 from elmo_engine.chars import char_ids_for_types
 from elmo_engine.checkpoint import load_checkpoint
 from elmo_engine.embedder import Embedder
@@ -117,6 +118,88 @@ def test_other_depths_and_no_projection(n_layers):
         plain, _ = model.contextual(tok, lengths)
         assert fast.shape == (n_layers + 1, 4, 6, 2 * model.opts.output_dim)
         assert float((fast - plain.detach()).abs().max()) < 1e-5
+
+
+needs_mkl_packing = pytest.mark.skipif(
+    not bilm_mod._mkl_packing(), reason="this torch build has no MKL packed GEMM (non-x86 or no MKL)")
+
+
+def prepacked_rows(model) -> dict:
+    """{(layer, direction): row count} of the packed recurrent weights the model holds."""
+    return {k: v[0][0] for k, v in model.lstm.__dict__.get("_prepacked", {}).items()}
+
+
+@needs_mkl_packing
+@pytest.mark.parametrize("parallel", [True, False])
+def test_packed_recurrent_weights_equal_plain_gemm(parallel, monkeypatch):
+    """The packed GEMM runs on 16 rows (10 rounded up to a multiple of 8): 6 rows of zeros, and
+    rows that ended early with their last state; their results are dropped. Once fewer than a
+    quarter of its rows run, the plain GEMM takes over."""
+    model = random_model(use_skip_connections=True)
+    tok, lengths = batch(model, [12, 11, 3, 12, 1, 7, 2, 12, 5, 9], 10_000)
+    monkeypatch.setattr(bilm_mod, "PARALLEL_MIN_ROWS", 1 if parallel else 10 ** 9)
+    monkeypatch.setattr(bilm_mod, "PACK_MIN_ROWS", 10 ** 9)
+    with torch.no_grad():
+        plain, plain_state = model.contextual(tok, lengths)
+    assert prepacked_rows(model) == {}
+    monkeypatch.setattr(bilm_mod, "PACK_MIN_ROWS", 2)
+    with torch.no_grad():
+        fast, state = model.contextual(tok, lengths)
+    assert prepacked_rows(model) == {(layer, d): 16 for layer in range(2) for d in range(2)}
+    assert float((fast - plain).abs().max()) < 1e-5
+    for (c, h), (pc, ph) in zip(state, plain_state):
+        assert float((c - pc).abs().max()) < 1e-5 and float((h - ph).abs().max()) < 1e-5
+    with torch.no_grad():                      # a single row: a matrix-vector product, no packing
+        model.lstm.drop_packed()
+        model.contextual(tok[:1], lengths[:1])
+    assert prepacked_rows(model) == {}
+
+
+@needs_mkl_packing
+def test_packed_weights_follow_the_weights_and_the_row_count(monkeypatch):
+    model = random_model()
+    tok, lengths = batch(model, [6, 4, 6, 5], 50)
+
+    def plain():
+        monkeypatch.setattr(bilm_mod, "PACK_MIN_ROWS", 10 ** 9)
+        try:
+            with torch.no_grad():
+                return model.contextual(tok, lengths)[0]
+        finally:
+            monkeypatch.setattr(bilm_mod, "PACK_MIN_ROWS", 2)
+
+    with torch.no_grad():
+        first = model.contextual(tok, lengths)[0]
+        assert torch.allclose(first, plain(), atol=1e-5)
+        for w in model.lstm.w_rec:                 # an in-place update, as an optimizer makes
+            w.mul_(-0.5)
+        second = model.contextual(tok, lengths)[0]
+    assert float((second - first).abs().max()) > 1e-2
+    assert torch.allclose(second, plain(), atol=1e-5)
+    assert set(prepacked_rows(model).values()) == {8}
+    with torch.no_grad():                         # 3 rows share the copy packed for 8
+        three = model.contextual(tok[:3], lengths[:3])[0]
+        assert set(prepacked_rows(model).values()) == {8}
+        assert torch.allclose(three, second[:, :3], atol=1e-5)
+        wide = torch.cat([tok] * 3)                # 12 rows: packed again, for 16
+        twelve = model.contextual(wide, torch.cat([lengths] * 3))[0]
+    assert set(prepacked_rows(model).values()) == {16}
+    assert torch.allclose(twelve, torch.cat([second] * 3, 1), atol=1e-5)
+
+
+def test_distinct_rows_groups_like_unique():
+    gen = torch.Generator().manual_seed(2)
+    table = torch.randn(40, 24, generator=gen)
+    table[1] = table[0]
+    table[1, 5] = torch.nextafter(table[0, 5], torch.tensor(9.0))     # one ulp apart
+    rows = table[torch.randint(0, 40, (500,), generator=gen)]
+    distinct, inverse = distinct_rows(rows)
+    expected, _ = torch.unique(rows, dim=0, return_inverse=True)
+    assert distinct.shape == expected.shape
+    assert torch.equal(distinct[inverse], rows)
+    assert torch.equal(torch.unique(distinct, dim=0), expected)
+    empty, inv = distinct_rows(rows[:0])
+    assert empty.shape == (0, 24) and inv.shape == (0,)
 
 
 def test_skipping_boundary_steps_keeps_every_inner_position():
