@@ -469,6 +469,14 @@ class LSTMStack(nn.Module):
                 key, torch.ops.mkl._mkl_reorder_linear_weight(w_t, key[0]))
         return held[1]
 
+    def __getstate__(self):
+        """Copies (``copy.deepcopy``) leave the per-instance caches behind: the packed weights
+        are opaque MKL tensors that cannot be copied, and both are rebuilt on demand."""
+        state = self.__dict__.copy()
+        state.pop("_prepacked", None)
+        state.pop("_scratch_bufs", None)
+        return state
+
     def drop_packed(self) -> None:
         """Free the packed copies of the recurrent weights (they are rebuilt on the next batch)."""
         self.__dict__.pop("_prepacked", None)

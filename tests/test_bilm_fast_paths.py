@@ -7,6 +7,7 @@ against a straightforward path on inputs chosen to hit its edge cases.
 """
 from __future__ import annotations
 
+import copy
 import threading
 
 import numpy as np
@@ -185,6 +186,10 @@ def test_packed_weights_follow_the_weights_and_the_row_count(monkeypatch):
         twelve = model.contextual(wide, torch.cat([lengths] * 3))[0]
     assert set(prepacked_rows(model).values()) == {16}
     assert torch.allclose(twelve, torch.cat([second] * 3, 1), atol=1e-5)
+    twin = copy.deepcopy(model)                   # the opaque packed copies stay behind
+    assert prepacked_rows(twin) == {} and len(prepacked_rows(model)) == 4
+    with torch.no_grad():
+        assert torch.allclose(twin.contextual(tok, lengths)[0], second, atol=1e-5)
 
 
 def test_distinct_rows_groups_like_unique():
