@@ -10,6 +10,7 @@ loading the model (in a fresh process) relative to the weights' size.
     python benchmarks/bench_bilm.py [--models original small] [--threads 2] [--repeats 3]
     python benchmarks/bench_bilm.py --crossover    # directions side by side or one after the other
     python benchmarks/bench_bilm.py --gemm         # one recurrent GEMM, plain or MKL-packed
+    python benchmarks/bench_bilm.py --varied 300   # real sentences of 1-59 tokens, default batching
 """
 from __future__ import annotations
 
@@ -61,8 +62,8 @@ def random_checkpoint(name: str, folder: Path) -> Path:
 CORPUS = ROOT.parent / "shared" / "data" / "openstax_prose" / "valid.txt"
 
 
-def corpus_sentences(n: int, length: int, path: Path = CORPUS):
-    """The first ``n`` sentences of real prose with ``length`` ± 3 tokens (1B-Word tokenized):
+def corpus_sentences(n: int, length: int, path: Path = CORPUS, spread: int = 3):
+    """The first ``n`` sentences of real prose with ``length`` ± ``spread`` tokens (1B-Word tokenized):
     real text repeats word types far less than a small synthetic vocabulary, so the per-type
     caches save what they would save on a user's text."""
     import re
@@ -75,11 +76,11 @@ def corpus_sentences(n: int, length: int, path: Path = CORPUS):
                 continue
             for sent in re.split(r"(?<=[.!?])\s+(?=[A-Z])", line.strip()):
                 toks = tokenize(sent)
-                if abs(len(toks) - length) <= 3:
+                if abs(len(toks) - length) <= spread:
                     found.append(toks)
                     if len(found) == n:
                         return found
-    raise SystemExit(f"{path} has only {len(found)} sentences of {length} ± 3 tokens")
+    raise SystemExit(f"{path} has only {len(found)} sentences of {length} ± {spread} tokens")
 
 
 def sentences(n: int, length: int, seed: int = 0):
@@ -244,6 +245,28 @@ def gemm(args) -> None:
                   f"{1000 * t_pack:.0f} ms", flush=True)
 
 
+def varied(args) -> None:
+    """The app's kind of job: real sentences of 1-59 tokens through the embedder with its default
+    batching (a token budget, so batches of many different row counts), every cache emptied
+    before each timed call."""
+    sents = corpus_sentences(args.varied, 30, spread=29)
+    n_tok = sum(len(s) for s in sents)
+    with tempfile.TemporaryDirectory() as tmp:
+        model = load_checkpoint(random_checkpoint("original", Path(tmp)))
+        emb = Embedder(model, device="cpu")
+        emb.embed(sents[:3])
+        best = float("inf")
+        for _ in range(args.repeats):
+            emb.clear_cache()
+            t0 = time.perf_counter()
+            emb.embed(sents)
+            best = min(best, time.perf_counter() - t0)
+        batches = len(list(emb._batches(sorted((tuple(s) for s in sents), key=len, reverse=True))))
+    print(f"[original] {len(sents)} corpus sentences of 1-59 tokens, {n_tok} tokens, {batches} "
+          f"batches (token budget {emb.token_budget}), {args.threads} threads: "
+          f"{n_tok / best:.0f} tokens/s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["original", "small"], choices=list(MODELS))
@@ -260,6 +283,9 @@ def main() -> None:
                          "and one after the other (sets elmo_engine.bilm.PARALLEL_MIN_ROWS)")
     ap.add_argument("--gemm", action="store_true",
                     help="only time one step's recurrent GEMM, plain and with MKL-packed weights")
+    ap.add_argument("--varied", type=int, metavar="N",
+                    help="only time N real sentences of 1-59 tokens with the embedder's default "
+                         "batching")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     if args.crossover:
@@ -267,6 +293,9 @@ def main() -> None:
         return
     if args.gemm:
         gemm(args)
+        return
+    if args.varied:
+        varied(args)
         return
     if args.text == "corpus":
         pool = corpus_sentences(args.batch + 1, args.length)
