@@ -9,7 +9,7 @@ loading the model (in a fresh process) relative to the weights' size.
 
     python benchmarks/bench_bilm.py [--models original small] [--threads 2] [--repeats 3]
     python benchmarks/bench_bilm.py --crossover    # directions side by side or one after the other
-    python benchmarks/bench_bilm.py --gemm         # one recurrent GEMM, plain or MKL-packed
+    python benchmarks/bench_bilm.py --gemm         # GEMMs by one LSTM weight, plain or packed
     python benchmarks/bench_bilm.py --varied 300   # real sentences of 1-59 tokens, default batching
 """
 from __future__ import annotations
@@ -218,31 +218,36 @@ def crossover(args) -> None:
 
 @torch.no_grad()
 def gemm(args) -> None:
-    """One step's recurrent GEMM of the full model, ``z += h·W_rec`` (rows × 512 by 512 × 16384),
-    plain against MKL's pre-packed weights (what the engine uses), on one core and on all."""
+    """The full model's GEMMs by a 512 × 16,384 weight, plain against the weight pre-packed for
+    oneDNN (what the engine uses on the CPU), on one core and on all: one step's recurrent GEMM
+    with the step's input projection added (``z + h·W_rec``), and an input projection with its
+    bias (``b + x·W_in``)."""
     from elmo_engine import bilm
-    if not bilm._mkl_packing():
-        raise SystemExit("this torch build has no MKL packed GEMM")
+    if not bilm.onednn_packing():
+        raise SystemExit("this torch build cannot pre-pack weights for oneDNN")
     gen = torch.Generator().manual_seed(0)
     w = torch.randn(512, 16384, generator=gen) * 0.02
+    bias = torch.randn(16384, generator=gen)
+    t0 = time.perf_counter()
+    packed = torch.ops.mkldnn._reorder_linear_weight(w.t().contiguous())
+    print(f"packing the weight once: {1000 * (time.perf_counter() - t0):.0f} ms")
     for threads in sorted({1, args.threads}):
         torch.set_num_threads(threads)
-        for rows in (1, 2, 4, 8, 16, 32, 64, 128):
+        for rows in (1, 2, 4, 8, 11, 16, 32, 64, 128, 256):
             h = torch.randn(rows, 512, generator=gen)
-            z = torch.zeros(rows, 16384)
-            packed = torch.ops.mkl._mkl_reorder_linear_weight(w.t(), rows)
-            t0 = time.perf_counter()
-            torch.ops.mkl._mkl_reorder_linear_weight(w.t(), rows)
-            t_pack = time.perf_counter() - t0
-
-            def packed_step():
-                z.add_(torch.ops.mkl._mkl_linear(h, packed, w.t(), None, rows))
-
-            (t_plain, _), (t_packed, _) = timed_pair(lambda: z.addmm_(h, w), packed_step,
-                                                     args.repeats + 7)
-            print(f"{threads} thread(s) {rows:4d} rows: plain {1000 * t_plain:6.2f} ms, packed "
-                  f"{1000 * t_packed:6.2f} ms ({t_plain / t_packed:.2f}x); packing once "
-                  f"{1000 * t_pack:.0f} ms", flush=True)
+            z = torch.randn(rows, 16384, generator=gen)
+            (t_plain, _), (t_packed, _) = timed_pair(
+                lambda: torch.addmm(z, h, w),
+                lambda: torch.ops.mkldnn._linear_pointwise.binary(h, z, packed, None, "add"),
+                args.repeats + 7)
+            (t_in, _), (t_in_packed, _) = timed_pair(
+                lambda: torch.addmm(bias, h, w),
+                lambda: torch.ops.mkldnn._linear_pointwise(h, packed, bias, "none", [], ""),
+                args.repeats + 7)
+            print(f"{threads} thread(s) {rows:4d} rows: recurrent step plain {1000 * t_plain:6.2f}"
+                  f" ms, packed {1000 * t_packed:6.2f} ms ({t_plain / t_packed:.2f}x); input "
+                  f"projection plain {1000 * t_in:6.2f} ms, packed {1000 * t_in_packed:6.2f} ms "
+                  f"({t_in / t_in_packed:.2f}x)", flush=True)
 
 
 def varied(args) -> None:
@@ -282,7 +287,8 @@ def main() -> None:
                     help="only time batches of 1-64 rows with the directions side by side "
                          "and one after the other (sets elmo_engine.bilm.PARALLEL_MIN_ROWS)")
     ap.add_argument("--gemm", action="store_true",
-                    help="only time one step's recurrent GEMM, plain and with MKL-packed weights")
+                    help="only time the GEMMs by one LSTM weight, plain and with the weight "
+                         "pre-packed for oneDNN")
     ap.add_argument("--varied", type=int, metavar="N",
                     help="only time N real sentences of 1-59 tokens with the embedder's default "
                          "batching")

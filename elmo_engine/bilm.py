@@ -18,8 +18,9 @@ Speed (see ``benchmarks/bench_bilm.py``), all exact up to float rounding:
 - the forward and backward LMs share nothing but their input: on the CPU they run side by side
   in two threads for batches of ``PARALLEL_MIN_ROWS`` rows or more, one after the other with
   every core for a single sentence (bound by streaming the weights);
-- on the CPU, the recurrent weights are pre-packed once into MKL's GEMM layout for the batch's
-  row count, instead of being re-packed by every step's GEMM;
+- on the CPU, GEMMs of a few rows (every step's recurrent GEMM, the input projections of
+  short inputs) use weights pre-packed once into oneDNN's GEMM layout, instead of re-packing
+  them at every call;
 - when the caller drops the ``<S>``/``</S>`` positions, the forward step at ``</S>`` and the
   backward step at ``<S>`` are skipped (nothing else depends on them).
 """
@@ -42,41 +43,40 @@ LSTMState = List[Tuple[Tensor, Tensor]]
 T_ = TypeVar("T_")
 # From this many rows on, the directions run side by side, a core each; a single row runs them
 # one after the other with every core, so that only one layer's weights (40 MB in the full model)
-# are streamed at a time. With packed recurrent weights (PACK_MIN_ROWS), side by side won from 2
-# rows on a shared 2-core Xeon (benchmarks/bench_bilm.py --crossover: 205 against 296 ms at 2
-# rows, 729 against 1,081 ms at 64); without them the crossover had fallen between 8 and 64 rows.
+# are streamed at a time. With packed weights (PACKED_WEIGHTS), side by side won from 2 rows on a
+# shared 2-core Xeon (benchmarks/bench_bilm.py --crossover: 202 against 214 ms at 2 rows, 831
+# against 917 ms at 64); without them the crossover had fallen between 8 and 64 rows.
 PARALLEL_MIN_ROWS = 2
-# Batches of at least this many rows use MKL's pre-packed recurrent weights (see
-# LSTMStack._prepacked_rec); a single row is a matrix-vector product, which packing does not speed
-# up. The weights are packed for the row count rounded up to a multiple of PACK_ROW_STEP, so that
-# batches of similar size share one packed copy (at a few rows a GEMM's time is set by streaming
-# the weights, so the padding rows cost little).
-PACK_MIN_ROWS = 2
-PACK_ROW_STEP = 8
+# On the CPU, GEMMs of a few rows by the LSTM weights use copies of the weights pre-packed into
+# oneDNN's blocked layout (see LSTMStack._packed): the recurrent GEMM of every step that has at
+# least PACKED_MIN_ROWS running rows (one row is a matrix-vector product, which packing does not
+# speed up), and input projections of at most PACKED_INPUT_MAX_ROWS rows (larger GEMMs amortise
+# the packing themselves). False: plain GEMMs only.
+PACKED_WEIGHTS = True
+PACKED_MIN_ROWS = 2
+PACKED_INPUT_MAX_ROWS = 128
 _pool: Optional[Tuple[int, ThreadPoolExecutor]] = None      # (owning process, pool)
 _pool_lock = threading.Lock()
-_mkl_pack_ok: Optional[bool] = None
+_onednn_ok: Optional[bool] = None
 
 
-def _mkl_packing() -> bool:
-    """Whether this torch build has MKL's packed GEMM (x86 builds with MKL), checked once on a
-    small matrix against a plain product."""
-    global _mkl_pack_ok
-    if _mkl_pack_ok is None:
+def onednn_packing() -> bool:
+    """Whether this torch build can pre-pack weights for oneDNN's GEMM (CPU builds with
+    oneDNN/mkldnn), checked once on small matrices against plain products."""
+    global _onednn_ok
+    if _onednn_ok is None:
         try:
-            w = torch.arange(48, dtype=torch.float32).view(6, 8) / 7
+            w = torch.arange(48, dtype=torch.float32).view(6, 8) / 7       # (in, out)
             a = torch.arange(18, dtype=torch.float32).view(3, 6) / 5
-            packed = torch.ops.mkl._mkl_reorder_linear_weight(w.t(), 3)
-            got = torch.ops.mkl._mkl_linear(a, packed, w.t(), None, 3)
-            _mkl_pack_ok = bool(torch.backends.mkl.is_available()) and torch.allclose(got, a @ w)
+            other = torch.ones(3, 8)
+            packed = torch.ops.mkldnn._reorder_linear_weight(w.t().contiguous(), 3)
+            plain = torch.ops.mkldnn._linear_pointwise(a, packed, other[0], "none", [], "")
+            summed = torch.ops.mkldnn._linear_pointwise.binary(a, other, packed, None, "add")
+            _onednn_ok = (bool(torch.backends.mkldnn.is_available())
+                          and torch.allclose(plain, a @ w + 1) and torch.allclose(summed, a @ w + 1))
         except (AttributeError, RuntimeError, NotImplementedError):
-            _mkl_pack_ok = False
-    return _mkl_pack_ok
-
-
-def prepacked_rows(rows: int) -> int:
-    """The row count the recurrent weights are packed for, for a batch of ``rows`` rows."""
-    return -(-rows // PACK_ROW_STEP) * PACK_ROW_STEP
+            _onednn_ok = False
+    return _onednn_ok
 
 
 def distinct_rows(rows: Tensor) -> Tuple[Tensor, Tensor]:
@@ -374,24 +374,17 @@ class LSTMStack(nn.Module):
             wp = self.wp[layer][d] if opts.has_lstm_projection else None
             bias = self.b[layer][d] + self.forget_bias[0]
             c = state[layer][0][d].clone()
-            rows = c.shape[0]
-            prepacked = self._prepacked_rec(layer, d, rows)
-            # with prepacked weights, h has the rows they were packed for: rows past ``rows``
-            # stay zero, and rows that have ended keep their last state; their results are dropped
-            pack_rows = rows if prepacked is None else prepacked_rows(rows)
-            h_all = state[layer][1][d].new_zeros(pack_rows, state[layer][1].shape[-1])
-            h = h_all[:rows]
-            h.copy_(state[layer][1][d])
+            h = state[layer][1][d].clone()
+            rows = h.shape[0]
+            rec_packed = self._packed("w_rec", layer, d) if rows >= PACKED_MIN_ROWS else None
             if layer == 0 and distinct is not None:
                 # one row per distinct token vector, gathered step by step into a small buffer
-                # (the scratch buffer: layers 1+ use it only after this layer is done)
-                source = self._scratch(d, distinct.shape[0] * 4 * dim, inp).view(-1, 4 * dim)
-                torch.addmm(bias, distinct, self.w_in[layer][d], out=source)
+                # (into the scratch buffer: layers 1+ use it only after this layer is done)
+                source = self._input_projection(layer, d, distinct, bias)
                 z_buf = source.new_empty(rows, 4 * dim)
                 xp = None
             else:
-                xp = self._scratch(d, total * 4 * dim, inp).view(total, 4 * dim)
-                torch.addmm(bias, inp, self.w_in[layer][d], out=xp)   # every step in one GEMM
+                xp = self._input_projection(layer, d, inp, bias)   # every step in one GEMM
             out = c.new_empty(total, h.shape[-1])
             tj_buf = c.new_empty(rows * dim)
             m_buf = c.new_empty(rows * dim)
@@ -406,9 +399,8 @@ class LSTMStack(nn.Module):
                     z = xp[offsets[t]:offsets[t + 1]]                 # (n, 4D): i j f o
                 if h_zero:
                     h_zero = False
-                elif prepacked is not None and 4 * n >= pack_rows:
-                    z.add_(torch.ops.mkl._mkl_linear(h_all, prepacked, w_rec.t(), None,
-                                                     pack_rows)[:n])
+                elif rec_packed is not None and n >= PACKED_MIN_ROWS:
+                    z = torch.ops.mkldnn._linear_pointwise.binary(h[:n], z, rec_packed, None, "add")
                 else:
                     z.addmm_(h[:n], w_rec)
                 tj = torch.tanh(z[:, dim:2 * dim], out=tj_buf[:n * dim].view(n, dim))
@@ -438,48 +430,59 @@ class LSTMStack(nn.Module):
             del bufs[d]                              # do not hold on to a huge one-off buffer
         return outs, states
 
-    def _prepacked_rec(self, layer: int, d: int, rows: int) -> Optional[Tensor]:
-        """MKL's pre-packed copy of ``W_rec`` of ``layer``, direction ``d``, for GEMMs of
-        :func:`prepacked_rows` (``rows``) rows; None where it does not apply (fewer than
-        ``PACK_MIN_ROWS`` rows, not a float32 CPU tensor, no MKL).
+    def _input_projection(self, layer: int, d: int, x: Tensor, bias: Tensor) -> Tensor:
+        """``bias + x @ W_in`` of ``layer``, direction ``d``: with the packed weights for a few
+        rows, else into the direction's reusable scratch buffer."""
+        dim4 = self.w_in[layer].shape[-1]
+        if x.shape[0] <= PACKED_INPUT_MAX_ROWS:
+            packed = self._packed("w_in", layer, d)
+            if packed is not None:
+                return torch.ops.mkldnn._linear_pointwise(x.contiguous(), packed, bias, "none",
+                                                          [], "")
+        out = self._scratch(d, x.shape[0] * dim4, x).view(-1, dim4)
+        return torch.addmm(bias, x, self.w_in[layer][d], out=out)
 
-        A plain GEMM of a few dozen rows by the P×4D ``W_rec`` spends most of its time
-        re-packing the weights into MKL's blocked layout, at every step; packed once, the same
-        GEMM ran 2-2.6× faster on one core of a Xeon (``benchmarks/bench_bilm.py --gemm``). One
-        copy (about 1.5× the size of ``W_rec``) is kept per layer and direction, and packed
-        again, for about what three steps save, when the row count's bucket or the weights
-        change (a new tensor, or an in-place update that bumps its version counter; writes
-        through ``.data`` do not, and need :meth:`drop_packed`). Packing the projection too was
-        measured and gained nothing."""
-        param = self.w_rec[layer]
-        if rows < PACK_MIN_ROWS or not _mkl_packing() or param.device.type != "cpu" \
-                or param.dtype != torch.float32:
+    def _packed(self, name: str, layer: int, d: int) -> Optional[Tensor]:
+        """Weight ``name`` (``"w_rec"`` or ``"w_in"``) of ``layer``, direction ``d``, pre-packed
+        into oneDNN's blocked GEMM layout; None where that does not apply (``PACKED_WEIGHTS``
+        off, not a float32 CPU tensor, a torch build without oneDNN).
+
+        A plain GEMM of a few rows by a 512×16384 weight spends most of its time re-packing the
+        weight, at every call: packed once, the recurrent step's GEMM (with the input projection
+        added in the same call) ran 1.5-2.6× faster on one core of a Xeon at 2-128 rows, and an
+        11-row input projection 2.3-3.2× faster (``benchmarks/bench_bilm.py --gemm``). A packed
+        copy works for any number of rows. It is kept per weight, layer and direction, and
+        packed again (~30 ms) when the weight changes: a new tensor, or an in-place update that
+        bumps its version counter (writes through ``.data`` do not, and need
+        :meth:`drop_packed`)."""
+        param = getattr(self, name)[layer]
+        if not PACKED_WEIGHTS or param.device.type != "cpu" or param.dtype != torch.float32 \
+                or not onednn_packing():
             return None
         try:
             version = param._version       # bumped by in-place updates (optimizer, load, copy_)
         except RuntimeError:                # an inference tensor: can change only in that mode
             version = -1
-        packs = self.__dict__.setdefault("_prepacked", {})
-        key = (prepacked_rows(rows), version, param.data_ptr())
-        held = packs.get((layer, d))
+        packs = self.__dict__.setdefault("_packed_weights", {})
+        key = (version, param.data_ptr())
+        held = packs.get((name, layer, d))
         if held is None or held[0] != key:
-            packs.pop((layer, d), None)                    # free the old copy before packing
-            w_t = param.detach()[d].t()                    # (4D, P), the layout MKL packs
-            held = packs[(layer, d)] = (
-                key, torch.ops.mkl._mkl_reorder_linear_weight(w_t, key[0]))
+            packs.pop((name, layer, d), None)              # free the old copy before packing
+            w_t = param.detach()[d].t().contiguous()       # (out, in), the layout oneDNN packs
+            held = packs[(name, layer, d)] = (key, torch.ops.mkldnn._reorder_linear_weight(w_t))
         return held[1]
 
     def __getstate__(self):
         """Copies (``copy.deepcopy``) leave the per-instance caches behind: the packed weights
         are opaque MKL tensors that cannot be copied, and both are rebuilt on demand."""
         state = self.__dict__.copy()
-        state.pop("_prepacked", None)
+        state.pop("_packed_weights", None)
         state.pop("_scratch_bufs", None)
         return state
 
     def drop_packed(self) -> None:
-        """Free the packed copies of the recurrent weights (they are rebuilt on the next batch)."""
-        self.__dict__.pop("_prepacked", None)
+        """Free the packed copies of the weights (they are rebuilt when next needed)."""
+        self.__dict__.pop("_packed_weights", None)
 
     def _scratch(self, key: int, numel: int, like: Tensor) -> Tensor:
         """A reusable buffer for the input projections: a fresh multi-hundred-MB allocation per

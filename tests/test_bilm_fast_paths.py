@@ -1,8 +1,8 @@
 """The inference shortcuts of the engine give the same numbers as the plain computation.
 
 Each shortcut (pooled char-CNN windows, layer-0 input projection per distinct token vector,
-directions in two threads, skipped boundary steps, direct scatter of packed outputs, MKL-packed
-recurrent weights) is checked
+directions in two threads, skipped boundary steps, direct scatter of packed outputs, weights
+pre-packed for oneDNN) is checked
 against a straightforward path on inputs chosen to hit its edge cases.
 """
 from __future__ import annotations
@@ -121,73 +121,72 @@ def test_other_depths_and_no_projection(n_layers):
         assert float((fast - plain.detach()).abs().max()) < 1e-5
 
 
-needs_mkl_packing = pytest.mark.skipif(
-    not bilm_mod._mkl_packing(), reason="this torch build has no MKL packed GEMM (non-x86 or no MKL)")
+needs_packing = pytest.mark.skipif(
+    not bilm_mod.onednn_packing(), reason="this torch build cannot pre-pack weights for oneDNN")
+ALL_PACKED = {(name, layer, d) for name in ("w_rec", "w_in") for layer in range(2) for d in range(2)}
 
 
-def prepacked_rows(model) -> dict:
-    """{(layer, direction): row count} of the packed recurrent weights the model holds."""
-    return {k: v[0][0] for k, v in model.lstm.__dict__.get("_prepacked", {}).items()}
+def packed(model) -> set:
+    """{(weight, layer, direction)} of the packed weights the model holds."""
+    return set(model.lstm.__dict__.get("_packed_weights", {}))
 
 
-@needs_mkl_packing
+@needs_packing
 @pytest.mark.parametrize("parallel", [True, False])
-def test_packed_recurrent_weights_equal_plain_gemm(parallel, monkeypatch):
-    """The packed GEMM runs on 16 rows (10 rounded up to a multiple of 8): 6 rows of zeros, and
-    rows that ended early with their last state; their results are dropped. Once fewer than a
-    quarter of its rows run, the plain GEMM takes over."""
+def test_packed_weights_equal_plain_gemm(parallel, monkeypatch):
+    """10 rows of 1-12 tokens: the packed recurrent GEMM while 2 or more rows run, the plain
+    one for the last row; every input projection (at most 72 rows) with packed weights."""
     model = random_model(use_skip_connections=True)
-    tok, lengths = batch(model, [12, 11, 3, 12, 1, 7, 2, 12, 5, 9], 10_000)
+    tok, lengths = batch(model, [12, 11, 3, 12, 1, 7, 2, 9, 5, 9], 10_000)
     monkeypatch.setattr(bilm_mod, "PARALLEL_MIN_ROWS", 1 if parallel else 10 ** 9)
-    monkeypatch.setattr(bilm_mod, "PACK_MIN_ROWS", 10 ** 9)
+    monkeypatch.setattr(bilm_mod, "PACKED_WEIGHTS", False)
     with torch.no_grad():
         plain, plain_state = model.contextual(tok, lengths)
-    assert prepacked_rows(model) == {}
-    monkeypatch.setattr(bilm_mod, "PACK_MIN_ROWS", 2)
+    assert packed(model) == set()
+    monkeypatch.setattr(bilm_mod, "PACKED_WEIGHTS", True)
     with torch.no_grad():
         fast, state = model.contextual(tok, lengths)
-    assert prepacked_rows(model) == {(layer, d): 16 for layer in range(2) for d in range(2)}
+    assert packed(model) == ALL_PACKED
     assert float((fast - plain).abs().max()) < 1e-5
     for (c, h), (pc, ph) in zip(state, plain_state):
         assert float((c - pc).abs().max()) < 1e-5 and float((h - ph).abs().max()) < 1e-5
-    with torch.no_grad():                      # a single row: a matrix-vector product, no packing
+    with torch.no_grad():                      # one row: matrix-vector products, W_rec not packed
         model.lstm.drop_packed()
-        model.contextual(tok[:1], lengths[:1])
-    assert prepacked_rows(model) == {}
+        one, _ = model.contextual(tok[:1], lengths[:1])
+    assert packed(model) == {k for k in ALL_PACKED if k[0] == "w_in"}
+    assert float((one[:, 0] - plain[:, 0]).abs().max()) < 1e-5
+    monkeypatch.setattr(bilm_mod, "PACKED_INPUT_MAX_ROWS", 4)   # larger inputs: plain GEMM
+    model.lstm.drop_packed()
+    with torch.no_grad():
+        again, _ = model.contextual(tok, lengths)
+    assert packed(model) == {k for k in ALL_PACKED if k[0] == "w_rec"}
+    assert float((again - plain).abs().max()) < 1e-5
 
 
-@needs_mkl_packing
-def test_packed_weights_follow_the_weights_and_the_row_count(monkeypatch):
+@needs_packing
+def test_packed_weights_follow_the_weights(monkeypatch):
     model = random_model()
     tok, lengths = batch(model, [6, 4, 6, 5], 50)
 
     def plain():
-        monkeypatch.setattr(bilm_mod, "PACK_MIN_ROWS", 10 ** 9)
+        monkeypatch.setattr(bilm_mod, "PACKED_WEIGHTS", False)
         try:
             with torch.no_grad():
                 return model.contextual(tok, lengths)[0]
         finally:
-            monkeypatch.setattr(bilm_mod, "PACK_MIN_ROWS", 2)
+            monkeypatch.setattr(bilm_mod, "PACKED_WEIGHTS", True)
 
     with torch.no_grad():
         first = model.contextual(tok, lengths)[0]
         assert torch.allclose(first, plain(), atol=1e-5)
-        for w in model.lstm.w_rec:                 # an in-place update, as an optimizer makes
+        for w in list(model.lstm.w_rec) + list(model.lstm.w_in):   # in place, as an optimizer
             w.mul_(-0.5)
         second = model.contextual(tok, lengths)[0]
     assert float((second - first).abs().max()) > 1e-2
     assert torch.allclose(second, plain(), atol=1e-5)
-    assert set(prepacked_rows(model).values()) == {8}
-    with torch.no_grad():                         # 3 rows share the copy packed for 8
-        three = model.contextual(tok[:3], lengths[:3])[0]
-        assert set(prepacked_rows(model).values()) == {8}
-        assert torch.allclose(three, second[:, :3], atol=1e-5)
-        wide = torch.cat([tok] * 3)                # 12 rows: packed again, for 16
-        twelve = model.contextual(wide, torch.cat([lengths] * 3))[0]
-    assert set(prepacked_rows(model).values()) == {16}
-    assert torch.allclose(twelve, torch.cat([second] * 3, 1), atol=1e-5)
+    assert packed(model) == ALL_PACKED
     twin = copy.deepcopy(model)                   # the opaque packed copies stay behind
-    assert prepacked_rows(twin) == {} and len(prepacked_rows(model)) == 4
+    assert packed(twin) == set() and packed(model) == ALL_PACKED
     with torch.no_grad():
         assert torch.allclose(twin.contextual(tok, lengths)[0], second, atol=1e-5)
 
