@@ -452,7 +452,7 @@ class LSTMStack(nn.Module):
         added in the same call) ran 1.5-2.6× faster on one core of a Xeon at 2-128 rows, and an
         11-row input projection 2.3-3.2× faster (``benchmarks/bench_bilm.py --gemm``). A packed
         copy works for any number of rows. It is kept per weight, layer and direction, and
-        packed again (~30 ms) when the weight changes: a new tensor, or an in-place update that
+        packed again (30-50 ms) when the weight changes: a new tensor, or an in-place update that
         bumps its version counter (writes through ``.data`` do not, and need
         :meth:`drop_packed`)."""
         param = getattr(self, name)[layer]
