@@ -13,8 +13,8 @@ Speed (see ``benchmarks/bench_bilm.py``), all exact up to float rounding:
   words of similar length;
 - LSTM inputs: layer 0's input projection once per distinct token vector, every other layer's for
   all steps in one GEMM; no ``h @ W_rec`` at the first step from a zero state;
-- rows sorted by length and packed time-major, so no GEMM touches padding, and no per-step
-  allocation;
+- rows sorted by length and packed time-major, so no GEMM touches padding; each step works in
+  preallocated buffers, but for the output of the packed recurrent GEMM;
 - the forward and backward LMs share nothing but their input: on the CPU they run side by side
   in two threads for batches of ``PARALLEL_MIN_ROWS`` rows or more, one after the other with
   every core for a single sentence (bound by streaming the weights);
@@ -323,7 +323,8 @@ class LSTMStack(nn.Module):
     def run_packed(self, x: Tensor, n_active: Sequence[int], state: LSTMState
                    ) -> Tuple[List[Tensor], LSTMState, Tensor]:
         """Inference over sequences packed time-major: step t holds its n_t running rows, so no
-        GEMM touches padding, and every step works in place in preallocated memory. The
+        GEMM touches padding, and every step works in preallocated buffers (the packed
+        recurrent GEMM alone returns a new tensor, the step's input projection added). The
         forward and backward LMs share nothing but their input, so each runs its whole stack on
         its own (on the CPU, in two threads; see :func:`both_directions`).
 
@@ -379,7 +380,8 @@ class LSTMStack(nn.Module):
             rec_packed = self._packed("w_rec", layer, d) if rows >= PACKED_MIN_ROWS else None
             if layer == 0 and distinct is not None:
                 # one row per distinct token vector, gathered step by step into a small buffer
-                # (into the scratch buffer: layers 1+ use it only after this layer is done)
+                # (a large projection goes to the scratch buffer, which layers 1+ use only
+                # after this layer is done)
                 source = self._input_projection(layer, d, distinct, bias)
                 z_buf = source.new_empty(rows, 4 * dim)
                 xp = None
@@ -449,8 +451,8 @@ class LSTMStack(nn.Module):
 
         A plain GEMM of a few rows by a 512×16384 weight spends most of its time re-packing the
         weight, at every call: packed once, the recurrent step's GEMM (with the input projection
-        added in the same call) ran 1.5-2.6× faster on one core of a Xeon at 2-128 rows, and an
-        11-row input projection 2.3-3.2× faster (``benchmarks/bench_bilm.py --gemm``). A packed
+        added in the same call) ran 1.9-2.9× faster on one core of a Xeon at 2-128 rows, and an
+        11-row input projection 2.4× faster (``benchmarks/bench_bilm.py --gemm``). A packed
         copy works for any number of rows. It is kept per weight, layer and direction, and
         packed again (30-50 ms) when the weight changes: a new tensor, or an in-place update that
         bumps its version counter (writes through ``.data`` do not, and need
@@ -474,7 +476,7 @@ class LSTMStack(nn.Module):
 
     def __getstate__(self):
         """Copies (``copy.deepcopy``) leave the per-instance caches behind: the packed weights
-        are opaque MKL tensors that cannot be copied, and both are rebuilt on demand."""
+        are opaque oneDNN tensors that cannot be copied, and both are rebuilt on demand."""
         state = self.__dict__.copy()
         state.pop("_packed_weights", None)
         state.pop("_scratch_bufs", None)

@@ -2,8 +2,8 @@
 
 Each shortcut (pooled char-CNN windows, layer-0 input projection per distinct token vector,
 directions in two threads, skipped boundary steps, direct scatter of packed outputs, weights
-pre-packed for oneDNN) is checked
-against a straightforward path on inputs chosen to hit its edge cases.
+pre-packed for oneDNN) is checked against a straightforward path on inputs chosen to hit its
+edge cases.
 """
 from __future__ import annotations
 
