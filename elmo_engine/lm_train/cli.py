@@ -31,8 +31,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def configure(p: argparse.ArgumentParser) -> None:
     from elmo_engine.lm_train.presets import PRESETS
 
-    p.add_argument("corpus", help="training text file (UTF-8, optionally .gz)")
-    p.add_argument("--dev", required=True, help="held-out text file for perplexity")
+    p.add_argument("corpus", nargs="+",
+                   help="training text file(s) (UTF-8, optionally .gz); several are mixed by "
+                        "document")
+    p.add_argument("--dev", required=True, nargs="+",
+                   help="held-out text file(s) for perplexity, each evaluated on its own")
     p.add_argument("--out", required=True, help="output folder")
     p.add_argument("--preset", default="demo", choices=sorted(PRESETS),
                    help="architecture + hyperparameters (default: demo)")
@@ -56,9 +59,20 @@ def configure(p: argparse.ArgumentParser) -> None:
                             ("dropout", float, "dropout"), ("seed", int, "random seed"),
                             ("checkpoint-every", int, "checkpoint every N steps"),
                             ("checkpoint-minutes", float, "checkpoint at least this often"),
-                            ("log-every", int, "log a line every N steps")):
+                            ("log-every", int, "log a line every N steps"),
+                            ("eval-minutes", float, "dev perplexity and a model snapshot "
+                                                    "(OUT/snapshots/) every M minutes of training; "
+                                                    "the best snapshot is exported"),
+                            ("patience", int, "stop after N evaluations without a better dev "
+                                              "perplexity")):
         p.add_argument(f"--{name}", type=typ, help=f"{what} (default: from the preset)")
     p.add_argument("--optimizer", choices=["adam", "adagrad"], help="default: from the preset")
+    p.add_argument("--shuffle", choices=["documents", "sentences"],
+                   help="epoch order: documents shuffled, each kept in order (default), or "
+                        "sentences shuffled")
+    p.add_argument("--autograd-lstm", action="store_true",
+                   help="run the LSTM through the biLM's autograd path instead of the fused "
+                        "training layer (slower; the same result up to rounding)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -76,11 +90,14 @@ def build_config(args):
                "unroll": "unroll", "negatives": "n_negative", "lr": "lr", "clip_norm": "clip_norm",
                "dropout": "dropout", "seed": "seed", "checkpoint_every": "checkpoint_every",
                "checkpoint_minutes": "checkpoint_minutes", "log_every": "log_every",
-               "optimizer": "optimizer"}
+               "optimizer": "optimizer", "eval_minutes": "eval_minutes", "patience": "patience",
+               "shuffle": "shuffle"}
     for arg, attr in mapping.items():
         val = getattr(args, arg, None)
         if val is not None:
             setattr(cfg, attr, val)
+    if getattr(args, "autograd_lstm", False):
+        cfg.fused = False
     return cfg
 
 

@@ -54,15 +54,19 @@ def split_sentences(tokens: Sequence[str]) -> List[List[str]]:
     return out
 
 
-def read_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
-                   sentences: bool = True, what: str = "corpus") -> List[List[str]]:
-    """Read a corpus file into tokenized sentences.
+def read_documents(path, tokenizer: str = "regex", skip_headers: bool = True,
+                   sentences: bool = True, what: str = "corpus") -> List[List[List[str]]]:
+    """Read a corpus file into documents of tokenized sentences.
+
+    A document ends at a ``= … =`` header line or an empty line (a chapter or module of the
+    shipped corpora). A file with no such boundary has one document per line, so that a file of
+    one sentence per line is shuffled by sentence as before.
 
     Parameters
     ----------
     path : text file, UTF-8, optionally gzip-compressed (``.gz``)
     tokenizer : ``"regex"`` (:func:`elmo_engine.tokenize.tokenize`) or ``"whitespace"``
-    skip_headers : drop ``= … =`` header lines
+    skip_headers : drop ``= … =`` header lines (they still end a document)
     sentences : split paragraphs into sentences
 
     Raises
@@ -75,7 +79,9 @@ def read_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
     path = Path(path)
     if path.is_dir():
         raise InputError(f"the {what} must be a text file, not a folder", path=path)
-    out: List[List[str]] = []
+    docs: List[List[List[str]]] = []
+    lines: List[List[List[str]]] = []            # the same sentences, a document per line
+    cur: List[List[str]] = []
     opener = gzip.open if path.suffix == ".gz" else open
     lineno = 0
     try:
@@ -86,12 +92,19 @@ def read_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
                 except UnicodeDecodeError as e:
                     raise InputError(f"the {what} is not UTF-8 text (bad byte at column "
                                      f"{e.start + 1})", path=path, line=lineno) from None
-                if skip_headers and HEADER_RE.match(line):
-                    continue
+                header = HEADER_RE.match(line) is not None
+                if not line.strip() or header:
+                    if cur:
+                        docs.append(cur)
+                        cur = []
+                    if header and skip_headers:
+                        continue
                 toks = split(line)
                 if not toks:
                     continue
-                out.extend(split_sentences(toks) if sentences else [toks])
+                sents = split_sentences(toks) if sentences else [toks]
+                cur.extend(sents)
+                lines.append(sents)
     except OSError as e:
         if isinstance(e, gzip.BadGzipFile) or "gzip" in str(e).lower():
             raise InputError(f"the {what} is not a valid gzip file ({e})", path=path) from None
@@ -99,10 +112,19 @@ def read_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
     except (EOFError, zlib.error) as e:
         raise InputError(f"the {what} is a truncated or corrupt gzip file ({e})", path=path,
                          line=lineno or None) from None
-    if not out:
+    if cur:
+        docs.append(cur)
+    if not docs:
         raise InputError(f"the {what} is empty: no tokens"
                          + (" outside '= … =' header lines" if skip_headers else ""), path=path)
-    return out
+    return docs if len(docs) > 1 else lines
+
+
+def read_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
+                   sentences: bool = True, what: str = "corpus") -> List[List[str]]:
+    """Every sentence of :func:`read_documents`, in file order."""
+    return [s for doc in read_documents(path, tokenizer, skip_headers, sentences, what)
+            for s in doc]
 
 
 class TypeTable:
@@ -181,6 +203,17 @@ class Streams:
             yield self.window(k)
 
 
-def epoch_order(n_sentences: int, seed: int, epoch: int) -> np.ndarray:
-    """The sentence permutation of an epoch; a function of (seed, epoch) only."""
-    return np.random.default_rng([seed, epoch]).permutation(n_sentences)
+def epoch_order(n_sentences: int, seed: int, epoch: int,
+                doc_starts: Optional[np.ndarray] = None) -> np.ndarray:
+    """The sentence order of an epoch; a function of (seed, epoch) only.
+
+    Without ``doc_starts`` a permutation of the sentences. With it (the index of each
+    document's first sentence, ascending, starting at 0) the documents are shuffled and each
+    keeps its sentences in order, so that the carried LSTM state reads documents of several
+    corpora mixed, each as written."""
+    rng = np.random.default_rng([seed, epoch])
+    if doc_starts is None:
+        return rng.permutation(n_sentences)
+    bounds = np.append(np.asarray(doc_starts, dtype=np.int64), n_sentences)
+    docs = rng.permutation(len(bounds) - 1)
+    return np.concatenate([np.arange(bounds[i], bounds[i + 1]) for i in docs])

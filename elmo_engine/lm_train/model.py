@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from elmo_engine.bilm import BiLM, LSTMState
+from elmo_engine.lm_train.fused_lstm import fused_lstm_stack
 from elmo_engine.options import BiLMOptions
 
 
@@ -32,9 +33,12 @@ class BiLanguageModel(nn.Module):
     vocab_size : V, rows of the softmax
     """
 
-    def __init__(self, opts: BiLMOptions, vocab_size: int):
+    def __init__(self, opts: BiLMOptions, vocab_size: int, fused: bool = True):
         super().__init__()
         self.opts = opts
+        # True: the LSTM layers run as one hand-differentiated function per layer
+        # (:mod:`elmo_engine.lm_train.fused_lstm`); False: the biLM's autograd path
+        self.fused = fused
         self.vocab_size = vocab_size
         self.bilm = BiLM(opts)
         p = opts.output_dim
@@ -92,12 +96,29 @@ class BiLanguageModel(nn.Module):
     def top(self, type_chars: Tensor, inputs: Tensor, state: LSTMState,
             in_mask: Optional[Tensor] = None) -> Tuple[Tensor, LSTMState]:
         """Top-layer outputs (2, B, T, P) of both directions and the carried state."""
+        if self.fused and torch.is_grad_enabled():
+            return self._top_fused(type_chars, inputs, state, in_mask)
         x = self.token_layer(type_chars, inputs)                      # (2, B, T, P)
         if in_mask is not None:
             x = x * in_mask
         steps, bsz = inputs.shape[2], inputs.shape[1]
         outs, new_state = self.bilm.lstm(x, [bsz] * steps, state)
         return outs[-1], new_state
+
+    def _top_fused(self, type_chars: Tensor, inputs: Tensor, state: LSTMState,
+                   in_mask: Optional[Tensor]) -> Tuple[Tensor, LSTMState]:
+        """:meth:`top` through :func:`fused_lstm_stack`: layer 0's input projection per type
+        (or per position, when an input dropout mask makes positions of a type differ)."""
+        _, bsz, steps = inputs.shape
+        uniq, inverse = torch.unique(inputs, return_inverse=True)
+        tok = self.bilm.char_cnn(type_chars[uniq])                    # (U, P)
+        idx = inverse.transpose(1, 2).reshape(2, steps * bsz)        # time-major
+        if in_mask is not None:
+            mask = in_mask.transpose(1, 2).reshape(2, steps * bsz, -1)
+            tok, idx = tok[idx] * mask, None                          # (2, T·B, P)
+        outs, new_state = fused_lstm_stack(self.bilm.lstm, tok, idx, steps, state)
+        top = outs[-1].view(2, steps, bsz, -1).transpose(1, 2)        # (2, B, T, P)
+        return top, new_state
 
     def forward(self, type_chars: Tensor, inputs: Tensor, targets: Tensor, state: LSTMState,
                 negatives: Tensor, neg_logq: Tensor, target_logq: Tensor,
@@ -127,11 +148,17 @@ class BiLanguageModel(nn.Module):
         w_true = self.softmax_w[y]                                    # (2, N, P)
         true_logit = (h * w_true).sum(-1) + self.softmax_b[y] - target_logq.reshape(2, -1)
         w_neg = self.softmax_w[negatives]                             # (K, P)
-        neg_logit = h @ w_neg.t() + (self.softmax_b[negatives] - neg_logq)   # (2, N, K)
-        hits = y[..., None] == negatives[None, None, :]               # (2, N, K)
-        neg_logit = neg_logit.masked_fill(hits, float("-inf"))
-        logits = torch.cat([true_logit[..., None], neg_logit], -1)    # (2, N, 1+K)
-        loss = torch.logsumexp(logits, -1) - true_logit               # (2, N)
+        neg_logit = torch.addmm(self.softmax_b[negatives] - neg_logq, h.reshape(-1, h.shape[-1]),
+                                w_neg.t()).view(2, -1, negatives.shape[0])   # (2, N, K)
+        # accidental hits: a target among the (sorted, distinct) negatives scores -inf there
+        k = negatives.shape[0]
+        pos = torch.searchsorted(negatives, y).clamp_(max=k - 1)      # (2, N)
+        hit = negatives[pos] == y
+        if bool(hit.any()):
+            d, r = hit.nonzero(as_tuple=True)
+            neg_logit = neg_logit.index_put((d, r, pos[d, r]),
+                                            neg_logit.new_tensor(float("-inf")))
+        loss = torch.logaddexp(torch.logsumexp(neg_logit, -1), true_logit) - true_logit
         return loss.mean(1), new_state
 
     @torch.no_grad()

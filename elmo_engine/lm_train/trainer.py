@@ -29,7 +29,7 @@ from elmo_engine.progress import TaskState
 
 # settings that may change when a run is resumed; every other one must match the checkpoint
 RUN_CONTROL = ("epochs", "max_steps", "max_minutes", "checkpoint_every", "checkpoint_minutes",
-               "log_every")
+               "log_every", "eval_minutes", "patience", "fused")
 
 
 @dataclass
@@ -56,6 +56,15 @@ class TrainConfig:
     checkpoint_every: int = 500
     checkpoint_minutes: float = 10.0
     log_every: int = 50
+    # every eval_minutes of training: dev perplexity on every dev file and a snapshot of the
+    # model in OUT/snapshots/; the export at the end is the snapshot with the best dev
+    # perplexity; patience: stop after this many evaluations without a better one
+    eval_minutes: Optional[float] = None
+    patience: Optional[int] = None
+    # the LSTM layers through lm_train.fused_lstm (False: the biLM's autograd path)
+    fused: bool = True
+    # sentence order per epoch: "documents" (shuffled by document, each in order) or "sentences"
+    shuffle: str = "documents"
 
     def bilm_options(self) -> BiLMOptions:
         return BiLMOptions.from_json_dict(self.options, "training options")
@@ -76,6 +85,12 @@ class TrainConfig:
             raise InputError(f"dropout must be in [0, 1) (got {self.dropout})")
         if not self.lr > 0 or not self.clip_norm > 0:
             raise InputError("lr and clip_norm must be positive")
+        if self.shuffle not in ("documents", "sentences"):
+            raise InputError(f"shuffle must be documents or sentences (got {self.shuffle!r})")
+        if self.eval_minutes is not None and not self.eval_minutes > 0:
+            raise InputError(f"eval_minutes must be positive (got {self.eval_minutes})")
+        if self.patience is not None and int(self.patience) < 1:
+            raise InputError(f"patience must be at least 1 (got {self.patience})")
 
 
 @dataclass
@@ -83,7 +98,7 @@ class TrainResult:
     out: Path
     steps: int
     tokens: int
-    stopped: str                     # finished | max_steps | time_budget | interrupted
+    stopped: str     # finished | max_steps | time_budget | early_stopped | interrupted
     train_seconds: float
     dev: Optional[dict] = None
     history: dict = field(default_factory=dict)
@@ -118,28 +133,50 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Opti
 
 
 @torch.no_grad()
+def perplexity(model: BiLanguageModel, framed, type_chars, type2vocab, batch_size: int,
+               unroll: int, device: torch.device, path=None) -> dict:
+    """Full-softmax perplexity per direction of framed sentences (file order, state carried
+    across windows): ``fwd``, ``bwd``, their average ``mean`` (as in the ELMo paper), and the
+    number of positions per direction."""
+    total = sum(len(s) for s in framed)
+    bsz = max(1, min(batch_size, (total - 1) // (unroll + 1)))
+    streams = Streams(framed, bsz, unroll)
+    if streams.n_windows == 0:
+        raise InputError(f"the dev set is too small: {total} tokens with framing, need at least "
+                         f"{unroll + 1}", path=path)
+    carry = model.bilm.lstm.zero_state(bsz, device)
+    nll = torch.zeros(2, dtype=torch.float64)
+    for w in streams.windows():
+        inputs = torch.from_numpy(w.inputs).to(device)
+        y = type2vocab[torch.from_numpy(w.targets).to(device)]
+        s, carry = model.full_nll(type_chars, inputs, y, carry)
+        nll += s.double().cpu()
+    count = streams.n_windows * bsz * unroll
+    fwd, bwd = (math.exp(v / count) for v in nll.tolist())
+    return {"fwd": fwd, "bwd": bwd, "mean": (fwd + bwd) / 2, "tokens": count}
+
+
+@torch.no_grad()
 def evaluate(model: BiLanguageModel, data: LMData, batch_size: int, unroll: int,
              device: torch.device) -> dict:
     """Full-softmax dev perplexity per direction (file order, state carried across windows).
 
     ``mean`` is the average of the forward and backward perplexities (as in the ELMo paper).
+    With several dev files each is evaluated on its own (``sets``, by name) and ``fwd``,
+    ``bwd`` and ``mean`` are the averages over the files (each corpus counts the same, whatever
+    its size); ``tokens`` is their sum.
     """
-    total = sum(len(s) for s in data.dev_framed)
-    bsz = max(1, min(batch_size, (total - 1) // (unroll + 1)))
-    streams = Streams(data.dev_framed, bsz, unroll)
-    if streams.n_windows == 0:
-        raise InputError(f"the dev set is too small: {total} tokens with framing, need at least "
-                         f"{unroll + 1}", path=data.dev_path)
-    carry = model.bilm.lstm.zero_state(bsz, device)
-    nll = torch.zeros(2, dtype=torch.float64)
-    for w in streams.windows():
-        inputs = torch.from_numpy(w.inputs).to(device)
-        y = data.type2vocab[torch.from_numpy(w.targets).to(device)]
-        s, carry = model.full_nll(data.type_chars, inputs, y, carry)
-        nll += s.double().cpu()
-    count = streams.n_windows * bsz * unroll
-    fwd, bwd = (math.exp(v / count) for v in nll.tolist())
-    return {"fwd": fwd, "bwd": bwd, "mean": (fwd + bwd) / 2, "tokens": count}
+    sets = data.dev_sets or [(str(data.dev_path), data.dev_framed)]
+    paths = data.dev_paths or [data.dev_path]
+    per = {name: perplexity(model, framed, data.type_chars, data.type2vocab, batch_size, unroll,
+                            device, path)
+           for (name, framed), path in zip(sets, paths)}
+    if len(per) == 1:
+        return dict(next(iter(per.values())))
+    res = {k: sum(r[k] for r in per.values()) / len(per) for k in ("fwd", "bwd", "mean")}
+    res["tokens"] = sum(r["tokens"] for r in per.values())
+    res["sets"] = per
+    return res
 
 
 def train(corpus, dev, out, cfg: TrainConfig, resume: bool = False, device: str = "auto",
@@ -181,7 +218,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     data = prepare_data(corpus, dev, out, cfg, ctx.device, doc, write=ctx.is_main)
     say(f"{data.summary()}")
     opts = cfg.bilm_options()
-    model = BiLanguageModel(opts, len(data.vocab)).to(ctx.device)
+    model = BiLanguageModel(opts, len(data.vocab), fused=cfg.fused).to(ctx.device)
     gen = torch.Generator().manual_seed(cfg.seed)
     with torch.no_grad():
         cpu_model = BiLanguageModel(opts, len(data.vocab))
@@ -221,9 +258,27 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     last_ckpt = t0
     stop: Optional[str] = None
     interval = [0.0, 0.0, 0]
+    paused = [0.0]                  # seconds spent evaluating: not training time
 
     def elapsed() -> float:
-        return elapsed_before + time.monotonic() - t0
+        return elapsed_before + time.monotonic() - t0 - paused[0]
+
+    last_eval = [elapsed()]
+
+    def periodic_eval() -> Optional[str]:
+        """Dev perplexity + a snapshot; "early_stopped" when patience ran out."""
+        began = time.monotonic()
+        entry = _dev_entry(model, data, cfg, ctx, step, epoch + window / n_windows, say)
+        history["dev"].append(entry)
+        if ctx.is_main:
+            snap = out / SNAPSHOT_DIR / f"step-{step:07d}"
+            state_io.export_model(model.bilm, snap, data.vocab, {
+                "step": step, "tokens": tokens, "train_seconds": round(elapsed(), 1),
+                "dev_perplexity": entry, "config": asdict(cfg)}, {})
+        verdict = _track_best(history, entry, cfg.patience)
+        paused[0] += time.monotonic() - began
+        last_eval[0] = elapsed()
+        return verdict
 
     def checkpoint() -> None:
         full = [(ddp.gather_rows(c, ctx), ddp.gather_rows(h, ctx)) for c, h in carry]
@@ -244,8 +299,9 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
         stop = "time_budget"
     with _StopFlag() as sigint:
         while epoch < cfg.epochs and stop is None:
+            docs = data.train_doc_starts if cfg.shuffle == "documents" else None
             streams = Streams(data.train_framed, cfg.batch_size, cfg.unroll,
-                              epoch_order(len(data.train_framed), cfg.seed, epoch))
+                              epoch_order(len(data.train_framed), cfg.seed, epoch, docs))
             for k in range(window, streams.n_windows):
                 if cfg.max_steps is not None and step >= cfg.max_steps:
                     stop = "max_steps"
@@ -297,6 +353,11 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                     stop = "time_budget"
                 elif cfg.max_steps is not None and step >= cfg.max_steps:
                     stop = "max_steps"
+                if (stop is None and cfg.eval_minutes is not None and ddp.broadcast_flag(
+                        elapsed() - last_eval[0] >= cfg.eval_minutes * 60, ctx)):
+                    if ddp.broadcast_flag(periodic_eval() is not None, ctx):
+                        stop = "early_stopped"
+                        checkpoint()
                 due = (step % cfg.checkpoint_every == 0
                        or time.monotonic() - last_ckpt >= cfg.checkpoint_minutes * 60)
                 if ddp.broadcast_flag(due, ctx) and stop is None:
@@ -306,6 +367,8 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                     break
             if stop is None:
                 history["dev"].append(_dev_entry(model, data, cfg, ctx, step, epoch + 1, say))
+                if cfg.eval_minutes is not None:
+                    _track_best(history, history["dev"][-1], None)
                 epoch, window = epoch + 1, 0
                 carry = model.bilm.lstm.zero_state(bsz_local, ctx.device)
                 checkpoint()
@@ -323,8 +386,20 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     if not history["dev"] or history["dev"][-1]["step"] != step:
         history["dev"].append(_dev_entry(model, data, cfg, ctx, step, epoch + window / n_windows,
                                          say))
+        if cfg.eval_minutes is not None:
+            _track_best(history, history["dev"][-1], None)
     checkpoint()
     dev_result = history["dev"][-1]
+    export_bilm = model.bilm
+    best = history.get("best")
+    if best is not None and best["step"] != step:
+        # the best dev perplexity was reached at an earlier snapshot: that is the model
+        from elmo_engine.checkpoint import load_checkpoint
+
+        export_bilm = load_checkpoint(out / SNAPSHOT_DIR / f"step-{best['step']:07d}")
+        dev_result = next(e for e in history["dev"] if e["step"] == best["step"])
+        say(f"exporting the snapshot of step {best['step']}, the best dev perplexity "
+            f"({best['mean']:.2f})")
     if ctx.is_main:
         meta = {"command": first_command, "resumed_with": resumed_with, "stopped": stop, "steps": step, "tokens": tokens,
                 "epochs_done": round(epoch + window / n_windows, 4),
@@ -337,10 +412,31 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                  "batch_size": cfg.batch_size, "n_negative_samples_batch": cfg.n_negative,
                  "dropout": cfg.dropout, "all_clip_norm_val": cfg.clip_norm, "bidirectional": True,
                  "n_epochs": cfg.epochs, "n_train_tokens": data.n_train_tokens}
-        state_io.export_model(model.bilm, out, data.vocab, meta, extra)
+        if export_bilm is not model.bilm:
+            meta["exported_step"] = best["step"]
+        state_io.export_model(export_bilm, out, data.vocab, meta, extra)
         say(f"exported {out / 'options.json'} and {out / 'lm_weights.hdf5'}")
     ddp.barrier(ctx)
     return TrainResult(out, step, tokens, stop, train_seconds, dev_result, history)
+
+
+SNAPSHOT_DIR = "snapshots"
+
+
+def _track_best(history: dict, entry: dict, patience: Optional[int]) -> Optional[str]:
+    """Record ``entry`` as the best dev result if it is; "early_stopped" once ``patience``
+    evaluations in a row brought no better one."""
+    best = history.get("best")
+    if "mean" not in entry:
+        return None
+    if best is None or entry["mean"] < best["mean"]:
+        history["best"] = {"step": entry["step"], "mean": entry["mean"]}
+        history["since_best"] = 0
+        return None
+    history["since_best"] = history.get("since_best", 0) + 1
+    if patience is not None and history["since_best"] >= patience:
+        return "early_stopped"
+    return None
 
 
 def _dev_entry(model, data, cfg, ctx, step, epoch, say) -> dict:
@@ -350,5 +446,7 @@ def _dev_entry(model, data, cfg, ctx, step, epoch, say) -> dict:
         res = evaluate(model, data, cfg.batch_size, cfg.unroll, ctx.device)
         say(f"dev perplexity at step {step}: forward {res['fwd']:.2f}, backward "
             f"{res['bwd']:.2f}, mean {res['mean']:.2f} ({res['tokens']} tokens)")
+        for name, r in (res.get("sets") or {}).items():
+            say(f"  {name}: forward {r['fwd']:.2f}, backward {r['bwd']:.2f}, mean {r['mean']:.2f}")
     ddp.barrier(ctx)
     return {"step": step, "epoch": round(float(epoch), 4), **(res or {})}
