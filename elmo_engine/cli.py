@@ -20,6 +20,7 @@ SUBCOMMAND_MODULES = {
     "embed": "elmo_engine.cli",
     "info": "elmo_engine.cli",
     "train-lm": "elmo_engine.lm_train.cli",
+    "eval-lm": "elmo_engine.lm_train.eval_cli",
     "probe": "elmo_engine.probe_cli",
     "export": "elmo_engine.export_cli",
     "contexts": "elmo_engine.compare_cli",

@@ -1,288 +1,214 @@
 #!/usr/bin/env python
-"""Build the built-in demo probe tasks (resources/demo_tasks/) from WordNet 3.0's gloss examples.
+"""Build the built-in demo probe tasks (``resources/demo_tasks/``) from UD English EWT and SemCor.
 
-Source: Princeton WordNet 3.0 as packaged by Debian (``apt-get install wordnet-base``; files in
-``/usr/share/wordnet``: ``data.*``, ``index.*``, ``*.exc``). For each polysemous word in
-:data:`WORDS`, each of its senses (synsets) in WordNet's sense order and each quoted example in the
-synset's gloss, the example is tokenized with the engine's tokenizer and the first token whose
-base form (WordNet's morphy: exception lists + suffix rules) is the word becomes the target. That
-one token is labelled, every other token gets ``_`` (context only):
+Two tasks a first-time user can train in under a minute, each with a signal to find:
 
-* ``pos/``        — the target's part of speech, as a UD UPOS tag (NOUN, VERB, ADJ, ADV);
-* ``wsd/``        — its WordNet 3.0 sense key (``bank%1:17:01::``);
-* ``supersense/`` — its lexicographer file (``noun.object``).
+* ``pos/`` — part of speech (UD UPOS, 17 tags) of **every token** of a seeded sample of
+  sentences of the UD English Web Treebank: train from EWT's train split, dev and test from its
+  dev split (EWT's test split is not used).
+* ``wsd/`` — word sense of frequent ambiguous SemCor nouns and verbs: lemmas whose senses each
+  have at least ``MIN_PER_SENSE`` instances in SemCor (first gold key), at most ``PER_SENSE``
+  instances of each such sense, split per sense into train / dev / test. One target token per
+  sentence, labelled with its WordNet 3.0 sense key; the other tokens are context.
+* ``supersense/`` — the same sentences and targets as ``wsd/``, labelled with the sense's
+  lexicographer file (``noun.object``, ``verb.motion`` …).
 
-The three tasks share the same sentences and the same deterministic train/dev/test split (see
-:func:`assign_splits`). ``senses.tsv`` lists the senses of every demo word (sense number, supersense,
-gloss), so the WSD demo has candidates and a first-sense baseline without WordNet installed.
+``senses.tsv`` lists every WordNet sense of the chosen lemmas (sense number, supersense, gloss), so
+the WSD task has candidates and a first-sense baseline without WordNet installed.
 
-Usage::
+Sources (read from ``../shared/data``): ``ud_english_ewt/`` (CC BY-SA 4.0), ``semcor30/``
+(Raganato et al.'s XML + keys; WordNet licence), ``wordnet30/`` (WordNet 3.0, NLTK zip).
 
-    python scripts/make_demo_tasks.py [--wordnet /usr/share/wordnet] [--out resources/demo_tasks]
+    python scripts/make_demo_tasks.py [--data ../shared/data] [--out resources/demo_tasks]
 """
 from __future__ import annotations
 
 import argparse
 import hashlib
 import json
+import random
 import re
+import shutil
 import sys
+import zipfile
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from elmo_engine.atomic import atomic_write_text  # noqa: E402
+from elmo_engine.datasets.conllu import read_conllu  # noqa: E402
 from elmo_engine.datasets.records import LabelledSentence  # noqa: E402
 from elmo_engine.datasets.tsv import write_tsv  # noqa: E402
-from elmo_engine.datasets.wordnet import LEXNAMES  # noqa: E402
-from elmo_engine.tokenize import tokenize  # noqa: E402
+from elmo_engine.datasets.wordnet import WordNet, supersense  # noqa: E402
+from elmo_engine.datasets.wsd import read_wsd  # noqa: E402
 
-#: the polysemous words of the demo (each has senses in two or more parts of speech, or many senses)
-WORDS = (
-    "bank", "bass", "bat", "bear", "bow", "break", "case", "cell", "change", "charge", "clear",
-    "close", "court", "crane", "current", "cut", "date", "deep", "draw", "dry", "fair", "fall",
-    "fast", "file", "fire", "fly", "free", "hard", "head", "hold", "iron", "key", "lead", "leave",
-    "letter", "light", "line", "match", "mine", "note", "order", "park", "party", "pitch", "plant",
-    "play", "point", "pool", "post", "present", "press", "range", "record", "rest", "right", "ring",
-    "rock", "rule", "run", "scale", "seal", "set", "sharp", "show", "sound", "space", "spring",
-    "stand", "star", "state", "stick", "strike", "suit", "table", "tie", "top", "train", "turn",
-    "watch", "wave", "well", "work",
-    "act", "air", "ball", "bar", "base", "bill", "block", "board", "call", "carry", "catch",
-    "check", "class", "club", "cover", "cross", "deal", "drop", "face", "field", "figure", "form",
-    "game", "ground", "hand", "land", "mark", "pass", "pick", "place", "plate", "power", "pull",
-    "raise", "return", "round", "serve", "sign", "spot", "square", "stock", "term", "trip",
-    "view", "will", "wind",
-)
-POS_FILES = {"n": "noun", "v": "verb", "a": "adj", "r": "adv"}
-SS_TYPE_NUM = {"n": "1", "v": "2", "a": "3", "r": "4", "s": "5"}
-UPOS = {"n": "NOUN", "v": "VERB", "a": "ADJ", "s": "ADJ", "r": "ADV"}
-MORPHY_RULES = {
-    "n": [("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
-          ("men", "man"), ("ies", "y")],
-    "v": [("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"),
-          ("ing", "")],
-    "a": [("er", ""), ("est", ""), ("er", "e"), ("est", "e")],
-    "r": [],
-}
-#: split of a sense's 2nd, 3rd … examples, in percent (test, dev; the rest is train); a sense's
-#: first example (in hash order) always goes to train, so every dev/test sense is seen in training
-TEST_PCT, DEV_PCT = 50, 25
+SEED = 20261203
+#: POS: sentences per split (train from EWT train; dev and test from EWT dev), 5-40 tokens long
+POS_SIZES = {"train": 1200, "dev": 200, "test": 500}
+#: WSD: a sense enters with this many SemCor instances; at most PER_SENSE of them are kept, of at
+#: most SENSES_PER_LEMMA senses (the most frequent) of each lemma; LEMMAS nouns and verbs whose
+#: two most frequent senses lie in different lexicographer files (coarse distinctions, as
+#: between the senses of "bank"), the most frequent second senses first, light verbs left out
+MIN_PER_SENSE, PER_SENSE, SENSES_PER_LEMMA = 30, 24, 3
+LEMMAS = {"NOUN": 12, "VERB": 8}
+LIGHT_VERBS = {"be", "have", "make", "do", "get", "go", "take", "become", "say", "come", "give"}
+#: per sense, in percent of its instances: test, dev (the rest is train)
+TEST_PCT, DEV_PCT = 25, 15
+DATA_POS = {"NOUN": "noun", "VERB": "verb"}
 
 
-class Synset:
-    """One line of a WNDB ``data.<pos>`` file (the parts the demo needs)."""
-
-    def __init__(self, line: str) -> None:
-        head, _, gloss = line.partition(" | ")
-        f = head.split()
-        self.offset, self.lex_filenum, self.ss_type = f[0], int(f[1]), f[2]
-        n_words = int(f[3], 16)
-        self.words: List[Tuple[str, int]] = []
-        i = 4
-        for _ in range(n_words):
-            word = re.sub(r"\((a|p|ip)\)$", "", f[i])
-            self.words.append((word, int(f[i + 1], 16)))
-            i += 2
-        n_ptr = int(f[i])
-        i += 1
-        self.similar_to: Optional[str] = None
-        for _ in range(n_ptr):
-            if f[i] == "&" and self.similar_to is None:
-                self.similar_to = f[i + 1]
-            i += 4
-        self.gloss = gloss.strip()
-
-    def definition(self) -> str:
-        return self.gloss.split('; "', 1)[0].strip()
-
-    def examples(self) -> List[str]:
-        return [m.strip() for m in re.findall(r'"([^"]+)"', self.gloss) if m.strip()]
+def _hash(text: str) -> int:
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)
 
 
-def load_data(wn: Path, pos: str) -> Dict[str, Synset]:
-    out: Dict[str, Synset] = {}
-    with open(wn / f"data.{POS_FILES[pos]}", encoding="utf-8") as fh:
-        for line in fh:
-            if not line.startswith("  "):
-                syn = Synset(line)
-                out[syn.offset] = syn
+def build_pos(data: Path) -> Dict[str, List[LabelledSentence]]:
+    ewt = data / "ud_english_ewt"
+    rng = random.Random(SEED)
+
+    def sample(path: Path, n: int, skip: int = 0) -> List[LabelledSentence]:
+        sents = [s for s in read_conllu(path, label="upos") if 5 <= len(s) <= 40]
+        rng.shuffle(sents)
+        return sents[skip:skip + n]
+
+    dev_pool = ewt / "en_ewt-ud-dev.conllu"
+    out = {"train": sample(ewt / "en_ewt-ud-train.conllu.gz", POS_SIZES["train"])}
+    rng.seed(SEED + 1)
+    both = sample(dev_pool, POS_SIZES["dev"] + POS_SIZES["test"])
+    out["dev"], out["test"] = both[:POS_SIZES["dev"]], both[POS_SIZES["dev"]:]
+    for split, sents in out.items():
+        out[split] = [LabelledSentence(s.tokens, s.labels,
+                                       {"id": s.meta.get("sent_id", f"{split}-{i}")})
+                      for i, s in enumerate(sents)]
     return out
 
 
-def load_index(wn: Path, pos: str) -> Dict[str, List[str]]:
-    """lemma -> synset offsets in sense-number order."""
-    out: Dict[str, List[str]] = {}
-    with open(wn / f"index.{POS_FILES[pos]}", encoding="utf-8") as fh:
-        for line in fh:
-            if line.startswith("  "):
-                continue
-            f = line.split()
-            n_synsets, n_ptr = int(f[2]), int(f[3])
-            out[f[0]] = f[4 + n_ptr + 2:4 + n_ptr + 2 + n_synsets]
-    return out
-
-
-def load_exceptions(wn: Path, pos: str) -> Dict[str, List[str]]:
-    out: Dict[str, List[str]] = defaultdict(list)
-    with open(wn / f"{POS_FILES[pos]}.exc", encoding="utf-8") as fh:
-        for line in fh:
-            f = line.split()
-            out[f[0]].extend(f[1:])
-    return out
-
-
-def base_forms(word: str, pos: str, exc: Dict[str, List[str]]) -> set:
-    """Possible base forms of an inflected ``word`` (WordNet morphy, plus doubled consonants)."""
-    w = word.lower()
-    forms = {w, *exc.get(w, ())}
-    for suffix, ending in MORPHY_RULES[pos]:
-        if w.endswith(suffix) and len(w) > len(suffix):
-            stem = w[: len(w) - len(suffix)] + ending
-            forms.add(stem)
-            if ending == "" and len(stem) > 2 and stem[-1] == stem[-2]:
-                forms.add(stem[:-1])  # running -> runn -> run
-    return forms
-
-
-def sense_key(lemma: str, syn: Synset, lex_id: int, data: Dict[str, Synset]) -> str:
-    head = ""
-    if syn.ss_type == "s":
-        target = data[syn.similar_to]
-        word, head_id = target.words[0]
-        head = f"{word.lower()}:{head_id:02d}"
-    else:
-        head = ":"
-    return f"{lemma}%{SS_TYPE_NUM[syn.ss_type]}:{syn.lex_filenum:02d}:{lex_id:02d}:{head}"
-
-
-def example_hash(key: str, sentence: str) -> int:
-    """A stable 32-bit hash of one example (its sense key and text)."""
-    return int(hashlib.sha256(f"{key}\t{sentence}".encode("utf-8")).hexdigest()[:8], 16)
-
-
-def assign_splits(examples: List[dict]) -> Dict[str, List[dict]]:
-    """Deterministic, sense-stratified split.
-
-    The examples of each sense are ordered by :func:`example_hash`; the first goes to train (so a
-    sense in dev or test always has a training example); each later one goes to test, dev or train
-    by its hash modulo 100 (``TEST_PCT`` / ``DEV_PCT`` / the rest). Within a split, examples keep
-    the build order (word list order, then sense number).
-    """
-    by_key: Dict[str, List[dict]] = defaultdict(list)
-    for ex in examples:
-        by_key[ex["key"]].append(ex)
-    split_of: Dict[str, str] = {}
-    for exs in by_key.values():
-        ranked = sorted(exs, key=lambda e: (example_hash(e["key"], e["text"]), e["text"]))
-        for i, ex in enumerate(ranked):
-            bucket = example_hash(ex["key"], ex["text"]) % 100
-            split_of[ex["id"]] = ("train" if i == 0 else "test" if bucket < TEST_PCT
-                                  else "dev" if bucket < TEST_PCT + DEV_PCT else "train")
+def build_wsd(data: Path) -> Dict[str, List[dict]]:
+    semcor = data / "semcor30"
+    found: Dict[str, List[dict]] = defaultdict(list)
+    for sent in read_wsd(semcor / "semcor.data.xml.gz", semcor / "semcor.gold.key.txt.gz"):
+        for inst in sent.instances:
+            if inst.pos in DATA_POS and inst.keys and inst.stop == inst.start + 1:
+                found[f"{inst.lemma}#{inst.pos}"].append(
+                    {"tokens": list(sent.tokens), "target": inst.start, "key": inst.keys[0],
+                     "lemma": inst.lemma, "pos": inst.pos, "id": inst.id})
+    ranked: Dict[str, list] = {"NOUN": [], "VERB": []}
+    for lemma, items in found.items():
+        word, pos = lemma.rsplit("#", 1)
+        counts = Counter(it["key"] for it in items)
+        senses = [k for k, c in counts.most_common() if c >= MIN_PER_SENSE][:SENSES_PER_LEMMA]
+        if (len(senses) >= 2 and supersense(senses[0]) != supersense(senses[1])
+                and word not in LIGHT_VERBS):
+            ranked[pos].append((-counts[senses[1]], lemma, senses))
+    chosen = [r for pos, n in LEMMAS.items() for r in sorted(ranked[pos])[:n]]
+    rng = random.Random(SEED)
     out: Dict[str, List[dict]] = {"train": [], "dev": [], "test": []}
-    for ex in examples:
-        out[split_of[ex["id"]]].append(ex)
+    for _, lemma, senses in chosen:
+        for key in senses:
+            items = sorted((it for it in found[lemma] if it["key"] == key),
+                           key=lambda it: _hash(it["id"]))
+            rng.shuffle(items)
+            items = items[:PER_SENSE]
+            n_test = round(len(items) * TEST_PCT / 100)
+            n_dev = round(len(items) * DEV_PCT / 100)
+            out["test"] += items[:n_test]
+            out["dev"] += items[n_test:n_test + n_dev]
+            out["train"] += items[n_test + n_dev:]
+    for items in out.values():
+        items.sort(key=lambda it: it["id"])
     return out
 
 
-def build(wn: Path) -> Tuple[Dict[str, List[dict]], List[dict], Counter]:
-    """The examples (by split) and the sense inventory of the demo words."""
-    data = {p: load_data(wn, p) for p in POS_FILES}
-    index = {p: load_index(wn, p) for p in POS_FILES}
-    exc = {p: load_exceptions(wn, p) for p in POS_FILES}
-    examples: List[dict] = []
-    senses: List[dict] = []
-    stats: Counter = Counter()
-    seen = set()
-    for lemma in WORDS:
-        for pos in POS_FILES:
-            for number, offset in enumerate(index[pos].get(lemma, ()), 1):
-                syn = data[pos][offset]
-                lex_ids = [lid for w, lid in syn.words if w.lower() == lemma]
-                if not lex_ids:
-                    raise SystemExit(f"{lemma} not among the words of synset {offset} ({pos})")
-                key = sense_key(lemma, syn, lex_ids[0], data[pos])
-                lexname = LEXNAMES[syn.lex_filenum]
-                senses.append({"key": key, "lemma": lemma, "pos": UPOS[syn.ss_type],
-                               "number": number, "supersense": lexname,
-                               "gloss": syn.definition()})
-                for text in syn.examples():
-                    stats["examples"] += 1
-                    tokens = tokenize(text)
-                    hits = [i for i, t in enumerate(tokens) if lemma in base_forms(t, pos, exc[pos])]
-                    if not hits or (text, key) in seen:
-                        stats["skipped (word not in example)" if not hits else "duplicates"] += 1
-                        continue
-                    seen.add((text, key))
-                    examples.append({
-                        "id": f"{lemma}.{example_hash(key, text):08x}", "text": text,
-                        "tokens": tokens, "target": hits[0],
-                        "upos": UPOS[syn.ss_type], "key": key, "supersense": lexname,
-                        "lemma": lemma, "sense_number": number})
-                    stats["kept"] += 1
-    return assign_splits(examples), senses, stats
+def glosses(wordnet_zip: Path) -> Dict[str, str]:
+    """Synset offset (``n00001740``-style key: POS letter + offset) → definition."""
+    out = {}
+    with zipfile.ZipFile(wordnet_zip) as zf:
+        for pos in DATA_POS.values():
+            name = next(n for n in zf.namelist() if n.endswith(f"/data.{pos}"))
+            for line in zf.read(name).decode("utf-8").splitlines():
+                if line.startswith("  "):
+                    continue
+                head, _, gloss = line.partition(" | ")
+                out[pos[0] + head.split()[0]] = gloss.split('; "', 1)[0].strip()
+    return out
 
 
-def to_sentences(examples: List[dict], field: str) -> List[LabelledSentence]:
+def sense_rows(wsd: Dict[str, List[dict]], wordnet_zip: Path) -> List[str]:
+    wn = WordNet(wordnet_zip)
+    offsets = {}
+    with zipfile.ZipFile(wordnet_zip) as zf:
+        name = next(n for n in zf.namelist() if n.endswith("/index.sense"))
+        for line in zf.read(name).decode("utf-8").splitlines():
+            f = line.split()
+            if len(f) == 4:
+                offsets[f[0]] = f[1]
+    gl = glosses(wordnet_zip)
+    rows = ["key\tlemma\tpos\tsense_number\tsupersense\tgloss"]
+    lemmas = sorted({(it["lemma"], it["pos"]) for items in wsd.values() for it in items})
+    for lemma, pos in lemmas:
+        for number, key in enumerate(wn.candidates(lemma, pos), 1):
+            gloss = gl.get(DATA_POS[pos][0] + offsets[key], "")
+            rows.append(f"{key}\t{lemma}\t{pos}\t{number}\t{supersense(key)}\t{gloss}")
+    return rows
+
+
+def to_sentences(items: List[dict], label: str) -> List[LabelledSentence]:
     out = []
-    for ex in examples:
-        labels = [None] * len(ex["tokens"])
-        labels[ex["target"]] = ex[field]
-        out.append(LabelledSentence(tuple(ex["tokens"]), tuple(labels),
-                                    {"id": ex["id"], "target": ex["target"]}))
+    for it in items:
+        labels = [None] * len(it["tokens"])
+        labels[it["target"]] = it["key"] if label == "key" else supersense(it["key"])
+        out.append(LabelledSentence(tuple(it["tokens"]), tuple(labels),
+                                    {"id": it["id"], "target": it["target"]}))
     return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--wordnet", type=Path, default=Path("/usr/share/wordnet"),
-                    help="folder of WordNet 3.0 WNDB files (Debian wordnet-base)")
-    ap.add_argument("--license", type=Path,
-                    default=Path("/usr/share/doc/wordnet-base/copyright"),
-                    help="Debian copyright file holding the WordNet 3.0 licence")
+    ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
     ap.add_argument("--out", type=Path, default=REPO / "resources" / "demo_tasks")
     args = ap.parse_args(argv)
-
-    examples, senses, stats = build(args.wordnet)
-    counts: Dict[str, dict] = {}
-    for task, field in (("pos", "upos"), ("wsd", "key"), ("supersense", "supersense")):
-        counts[task] = {}
-        for split, exs in examples.items():
-            write_tsv(to_sentences(exs, field), args.out / task / f"{split}.tsv",
-                      meta_keys=["id", "target"])
-            counts[task][split] = {"sentences": len(exs),
-                                   "labels": len({ex[field] for ex in exs})}
-    lines = ["key\tlemma\tpos\tsense_number\tsupersense\tgloss"]
-    lines += [f"{s['key']}\t{s['lemma']}\t{s['pos']}\t{s['number']}\t{s['supersense']}\t"
-              f"{s['gloss']}" for s in senses]
-    atomic_write_text(args.out / "senses.tsv", "\n".join(lines) + "\n")
-    atomic_write_text(args.out / "LICENSE", _wordnet_license(args.license))
-    summary = {"words": list(WORDS), "senses": len(senses), "examples_seen": stats["examples"],
-               "examples_kept": stats["kept"], "skipped": {k: v for k, v in stats.items()
-                                                           if k not in ("examples", "kept")},
-               "split": "per sense: first example (hash order) to train; later ones "
-                        f"{TEST_PCT}% test, {DEV_PCT}% dev, {100 - TEST_PCT - DEV_PCT}% train",
+    wordnet_zip = args.data / "wordnet30" / "nltk_data" / "corpora" / "wordnet.zip"
+    pos = build_pos(args.data)
+    wsd = build_wsd(args.data)
+    if args.out.exists():
+        for sub in ("pos", "wsd", "supersense"):
+            shutil.rmtree(args.out / sub, ignore_errors=True)
+    counts: Dict[str, dict] = {"pos": {}, "wsd": {}, "supersense": {}}
+    for split, sents in pos.items():
+        write_tsv(sents, args.out / "pos" / f"{split}.tsv", meta_keys=["id"])
+        counts["pos"][split] = {"sentences": len(sents),
+                                "tokens": sum(len(s) for s in sents),
+                                "labels": len({lab for s in sents for lab in s.labels})}
+    for task, label in (("wsd", "key"), ("supersense", "supersense")):
+        for split, items in wsd.items():
+            sents = to_sentences(items, label)
+            write_tsv(sents, args.out / task / f"{split}.tsv", meta_keys=["id", "target"])
+            counts[task][split] = {"sentences": len(sents),
+                                   "labels": len({s.labels[s.meta["target"]] for s in sents})}
+    atomic_write_text(args.out / "senses.tsv", "\n".join(sense_rows(wsd, wordnet_zip)) + "\n")
+    lemmas = Counter(f"{it['lemma']}#{it['pos']}" for items in wsd.values() for it in items)
+    for src, dst in (("wordnet30/LICENSE", "LICENSE-WordNet"),
+                     ("semcor30/LICENSE", "LICENSE-SemCor"),
+                     ("ud_english_ewt/LICENSE.txt", "LICENSE-EWT-CC-BY-SA-4.0")):
+        shutil.copyfile(args.data / src, args.out / dst)
+    old = args.out / "LICENSE"
+    if old.exists():
+        old.unlink()
+    summary = {"seed": SEED, "pos_sizes": POS_SIZES,
+               "wsd": {"min_per_sense": MIN_PER_SENSE, "per_sense": PER_SENSE,
+                       "senses_per_lemma": SENSES_PER_LEMMA, "lemmas_per_pos": LEMMAS,
+                       "light_verbs_left_out": sorted(LIGHT_VERBS),
+                       "test_pct": TEST_PCT, "dev_pct": DEV_PCT,
+                       "lemmas": dict(sorted(lemmas.items()))},
                "counts": counts}
     atomic_write_text(args.out / "summary.json", json.dumps(summary, indent=1) + "\n")
     for path in args.out.rglob("*"):
         if path.is_file():
-            path.chmod(0o644)  # the atomic writer makes 0600 temp files; these are shipped data
-    print(json.dumps({k: v for k, v in summary.items() if k != "words"}, indent=1))
+            path.chmod(0o644)
+    print(json.dumps(counts, indent=1))
     return 0
-
-
-def _wordnet_license(copyright_file: Path) -> str:
-    """The WordNet 3.0 licence paragraph of Debian's copyright file, as plain text."""
-    text = copyright_file.read_text("utf-8")
-    m = re.search(r"^License: WordNet3\.0\n((?: .*\n)+)", text, re.M)
-    if m is None:
-        raise SystemExit(f"no 'License: WordNet3.0' section in {copyright_file}")
-    body = [ln[1:] for ln in m.group(1).splitlines()]
-    body = ["" if ln == "." else ln for ln in body]
-    return ("WordNet 3.0 licence (from Debian's wordnet-base package, "
-            f"{copyright_file})\n\n" + "\n".join(body) + "\n")
 
 
 if __name__ == "__main__":

@@ -64,7 +64,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                                                     "(OUT/snapshots/) every M minutes of training; "
                                                     "the best snapshot is exported"),
                             ("patience", int, "stop after N evaluations without a better dev "
-                                              "perplexity")):
+                                              "perplexity"),
+                            ("eval-tokens", int, "the periodic evaluations read the first N "
+                                                 "tokens of each dev file")):
         p.add_argument(f"--{name}", type=typ, help=f"{what} (default: from the preset)")
     p.add_argument("--optimizer", choices=["adam", "adagrad"], help="default: from the preset")
     p.add_argument("--shuffle", choices=["documents", "sentences"],
@@ -90,7 +92,7 @@ def build_config(args):
                "unroll": "unroll", "negatives": "n_negative", "lr": "lr", "clip_norm": "clip_norm",
                "dropout": "dropout", "seed": "seed", "checkpoint_every": "checkpoint_every",
                "checkpoint_minutes": "checkpoint_minutes", "log_every": "log_every",
-               "optimizer": "optimizer", "eval_minutes": "eval_minutes", "patience": "patience",
+               "optimizer": "optimizer", "eval_minutes": "eval_minutes", "patience": "patience", "eval_tokens": "eval_tokens",
                "shuffle": "shuffle"}
     for arg, attr in mapping.items():
         val = getattr(args, arg, None)

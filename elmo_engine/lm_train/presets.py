@@ -1,6 +1,6 @@
 """Named training presets: an architecture plus the training hyperparameters.
 
-``demo`` is the bundled demo model (sized for about an hour on a 2-core CPU and ≤ 25 MB on
+``demo`` is the bundled demo model (sized for a few hours on a 2-core CPU and ≤ 25 MB on
 disk); ``small`` and ``original`` are the published architectures with bilm-tf's training
 settings (format doc §12); ``tiny`` is for tests and smoke runs.
 """
@@ -32,13 +32,14 @@ PRESETS: Dict[str, dict] = {
                  optimizer="adam", lr=0.01, dropout=0.0, epochs=1,
                  options={"char_cnn": _cnn([[1, 8], [2, 8], [3, 16]], 1, 8),
                           "lstm": _lstm(32, 16)}),
-    # measured on the shared 2-core machine (docs/guide/training.md): ~230 tokens/s on one
-    # thread under load, so about 0.7 M tokens (a third of an epoch of openstax_prose) an hour
-    "demo": dict(_BASE, vocab_size=25000, min_count=3, batch_size=32, unroll=20,
+    # the bundled demo model: chosen by 8-minute runs on both shipped corpora (README,
+    # docs/guide/training.md); about 2,000 tokens/s with the fused trainer on 2 cores
+    "demo": dict(_BASE, vocab_size=25000, min_count=3, batch_size=64, unroll=20,
                  n_negative=2048, optimizer="adam", lr=2e-3, clip_norm=5.0, dropout=0.0,
-                 epochs=1, checkpoint_every=200, checkpoint_minutes=10.0, log_every=25,
+                 epochs=3, checkpoint_every=500, checkpoint_minutes=10.0, log_every=50,
+                 eval_minutes=30.0, eval_tokens=100_000,
                  options={"char_cnn": _cnn([[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], 1),
-                          "lstm": _lstm(1024, 128)}),
+                          "lstm": _lstm(512, 256)}),
     "small": dict(_BASE, options={"char_cnn": _cnn(SMALL_FILTERS, 1), "lstm": _lstm(1024, 128)}),
     "medium": dict(_BASE, options={"char_cnn": _cnn(SMALL_FILTERS, 1), "lstm": _lstm(2048, 256)}),
     "original": dict(_BASE, vocab_size=800000, min_count=1,

@@ -29,7 +29,7 @@ from elmo_engine.progress import TaskState
 
 # settings that may change when a run is resumed; every other one must match the checkpoint
 RUN_CONTROL = ("epochs", "max_steps", "max_minutes", "checkpoint_every", "checkpoint_minutes",
-               "log_every", "eval_minutes", "patience", "fused")
+               "log_every", "eval_minutes", "patience", "eval_tokens", "fused")
 
 
 @dataclass
@@ -61,6 +61,9 @@ class TrainConfig:
     # perplexity; patience: stop after this many evaluations without a better one
     eval_minutes: Optional[float] = None
     patience: Optional[int] = None
+    # the periodic evaluations read the first eval_tokens tokens of each dev file (None: all);
+    # the evaluation at the end of the run reads every dev file whole
+    eval_tokens: Optional[int] = None
     # the LSTM layers through lm_train.fused_lstm (False: the biLM's autograd path)
     fused: bool = True
     # sentence order per epoch: "documents" (shuffled by document, each in order) or "sentences"
@@ -134,7 +137,8 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Opti
 
 @torch.no_grad()
 def perplexity(model: BiLanguageModel, framed, type_chars, type2vocab, batch_size: int,
-               unroll: int, device: torch.device, path=None) -> dict:
+               unroll: int, device: torch.device, path=None,
+               progress: Optional[Callable[[int, int], None]] = None) -> dict:
     """Full-softmax perplexity per direction of framed sentences (file order, state carried
     across windows): ``fwd``, ``bwd``, their average ``mean`` (as in the ELMo paper), and the
     number of positions per direction."""
@@ -151,14 +155,29 @@ def perplexity(model: BiLanguageModel, framed, type_chars, type2vocab, batch_siz
         y = type2vocab[torch.from_numpy(w.targets).to(device)]
         s, carry = model.full_nll(type_chars, inputs, y, carry)
         nll += s.double().cpu()
+        if progress is not None:
+            progress(w.index + 1, streams.n_windows)
     count = streams.n_windows * bsz * unroll
     fwd, bwd = (math.exp(v / count) for v in nll.tolist())
     return {"fwd": fwd, "bwd": bwd, "mean": (fwd + bwd) / 2, "tokens": count}
 
 
+def _head(framed, max_tokens: Optional[int]):
+    """The leading sentences of ``framed`` holding about ``max_tokens`` tokens (all if None)."""
+    if max_tokens is None:
+        return framed
+    out, n = [], 0
+    for s in framed:
+        if n >= max_tokens:
+            break
+        out.append(s)
+        n += len(s)
+    return out
+
+
 @torch.no_grad()
 def evaluate(model: BiLanguageModel, data: LMData, batch_size: int, unroll: int,
-             device: torch.device) -> dict:
+             device: torch.device, max_tokens: Optional[int] = None) -> dict:
     """Full-softmax dev perplexity per direction (file order, state carried across windows).
 
     ``mean`` is the average of the forward and backward perplexities (as in the ELMo paper).
@@ -168,8 +187,8 @@ def evaluate(model: BiLanguageModel, data: LMData, batch_size: int, unroll: int,
     """
     sets = data.dev_sets or [(str(data.dev_path), data.dev_framed)]
     paths = data.dev_paths or [data.dev_path]
-    per = {name: perplexity(model, framed, data.type_chars, data.type2vocab, batch_size, unroll,
-                            device, path)
+    per = {name: perplexity(model, _head(framed, max_tokens), data.type_chars, data.type2vocab,
+                            batch_size, unroll, device, path)
            for (name, framed), path in zip(sets, paths)}
     if len(per) == 1:
         return dict(next(iter(per.values())))
@@ -268,13 +287,15 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     def periodic_eval() -> Optional[str]:
         """Dev perplexity + a snapshot; "early_stopped" when patience ran out."""
         began = time.monotonic()
-        entry = _dev_entry(model, data, cfg, ctx, step, epoch + window / n_windows, say)
+        entry = _dev_entry(model, data, cfg, ctx, step, epoch + window / n_windows, say,
+                           cfg.eval_tokens)
         history["dev"].append(entry)
         if ctx.is_main:
             snap = out / SNAPSHOT_DIR / f"step-{step:07d}"
             state_io.export_model(model.bilm, snap, data.vocab, {
                 "step": step, "tokens": tokens, "train_seconds": round(elapsed(), 1),
-                "dev_perplexity": entry, "config": asdict(cfg)}, {})
+                "dev_perplexity": entry, "config": asdict(cfg)}, {},
+                softmax=(model.softmax_w, model.softmax_b))
         verdict = _track_best(history, entry, cfg.patience)
         paused[0] += time.monotonic() - began
         last_eval[0] = elapsed()
@@ -383,23 +404,36 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
             raise CancelledError("training cancelled")
         return TrainResult(out, step, tokens, stop, train_seconds, None, history)
     stop = stop or "finished"
+    periodic = cfg.eval_minutes is not None
     if not history["dev"] or history["dev"][-1]["step"] != step:
         history["dev"].append(_dev_entry(model, data, cfg, ctx, step, epoch + window / n_windows,
-                                         say))
-        if cfg.eval_minutes is not None:
+                                         say, cfg.eval_tokens if periodic else None))
+        if periodic:
             _track_best(history, history["dev"][-1], None)
     checkpoint()
     dev_result = history["dev"][-1]
-    export_bilm = model.bilm
+    export_model, export_bilm = model, model.bilm
+    softmax = (model.softmax_w, model.softmax_b)
     best = history.get("best")
-    if best is not None and best["step"] != step:
+    if periodic and best is not None and best["step"] != step:
         # the best dev perplexity was reached at an earlier snapshot: that is the model
         from elmo_engine.checkpoint import load_checkpoint
 
-        export_bilm = load_checkpoint(out / SNAPSHOT_DIR / f"step-{best['step']:07d}")
-        dev_result = next(e for e in history["dev"] if e["step"] == best["step"])
+        snap = out / SNAPSHOT_DIR / f"step-{best['step']:07d}"
+        export_bilm = load_checkpoint(snap)
+        softmax = state_io.load_softmax(snap / state_io.SOFTMAX_FILE, len(data.vocab),
+                                        opts.output_dim)
+        export_model = BiLanguageModel(opts, len(data.vocab), fused=False)
+        export_model.bilm = export_bilm.to(ctx.device)
+        export_model.softmax_w = torch.nn.Parameter(softmax[0].to(ctx.device), requires_grad=False)
+        export_model.softmax_b = torch.nn.Parameter(softmax[1].to(ctx.device), requires_grad=False)
         say(f"exporting the snapshot of step {best['step']}, the best dev perplexity "
             f"({best['mean']:.2f})")
+    if periodic and (cfg.eval_tokens is not None or export_model is not model):
+        # the exported model on every dev file whole
+        dev_result = _dev_entry(export_model, data, cfg, ctx, best["step"] if best else step,
+                                dev_result["epoch"], say)
+        history["final"] = dev_result
     if ctx.is_main:
         meta = {"command": first_command, "resumed_with": resumed_with, "stopped": stop, "steps": step, "tokens": tokens,
                 "epochs_done": round(epoch + window / n_windows, 4),
@@ -414,7 +448,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                  "n_epochs": cfg.epochs, "n_train_tokens": data.n_train_tokens}
         if export_bilm is not model.bilm:
             meta["exported_step"] = best["step"]
-        state_io.export_model(export_bilm, out, data.vocab, meta, extra)
+        state_io.export_model(export_bilm, out, data.vocab, meta, extra, softmax=softmax)
         say(f"exported {out / 'options.json'} and {out / 'lm_weights.hdf5'}")
     ddp.barrier(ctx)
     return TrainResult(out, step, tokens, stop, train_seconds, dev_result, history)
@@ -439,14 +473,18 @@ def _track_best(history: dict, entry: dict, patience: Optional[int]) -> Optional
     return None
 
 
-def _dev_entry(model, data, cfg, ctx, step, epoch, say) -> dict:
+def _dev_entry(model, data, cfg, ctx, step, epoch, say, max_tokens=None) -> dict:
     res = None
     if ctx.is_main:
-        say("evaluating dev perplexity (full softmax) …")
-        res = evaluate(model, data, cfg.batch_size, cfg.unroll, ctx.device)
+        part = "" if max_tokens is None else f", the first {max_tokens} tokens of each file"
+        say(f"evaluating dev perplexity (full softmax{part}) …")
+        res = evaluate(model, data, cfg.batch_size, cfg.unroll, ctx.device, max_tokens)
         say(f"dev perplexity at step {step}: forward {res['fwd']:.2f}, backward "
             f"{res['bwd']:.2f}, mean {res['mean']:.2f} ({res['tokens']} tokens)")
         for name, r in (res.get("sets") or {}).items():
             say(f"  {name}: forward {r['fwd']:.2f}, backward {r['bwd']:.2f}, mean {r['mean']:.2f}")
     ddp.barrier(ctx)
-    return {"step": step, "epoch": round(float(epoch), 4), **(res or {})}
+    entry = {"step": step, "epoch": round(float(epoch), 4), **(res or {})}
+    if max_tokens is not None:
+        entry["eval_tokens"] = max_tokens
+    return entry
