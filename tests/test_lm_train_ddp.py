@@ -47,5 +47,5 @@ def test_two_processes_match_one(tmp_path):
     files = sorted(p.relative_to(tmp_path / "two").as_posix()
                    for p in (tmp_path / "two").rglob("*") if p.is_file())
     assert files == ["checkpoint/state.json", "checkpoint/state.safetensors",
-                     "checkpoint/vocab.txt", "lm_weights.hdf5", "options.json", "training.json",
-                     "vocab.txt"]
+                     "checkpoint/vocab.txt", "lm_weights.hdf5", "options.json",
+                     "softmax.safetensors", "training.json", "vocab.txt"]
