@@ -61,12 +61,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
-    from app.logging_setup import close_logging, route_qt_messages, setup_logging
-    from app.settings import AppSettings
+    from elmo_explorer.logging_setup import close_logging, route_qt_messages, setup_logging
+    from elmo_explorer.settings import AppSettings
 
     sentences_text = None
     if args.sentences:
-        from elmo_engine.datasets.sentences import read_sentences
+        from elmo_engine.io.datasets.sentences import read_sentences
         from elmo_engine.errors import InputError
 
         try:
@@ -90,11 +90,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
-    from app.logging_setup import install_excepthooks
-    from app.main_window import MainWindow
+    from elmo_explorer.logging_setup import install_excepthooks
+    from elmo_explorer.main_window import MainWindow
 
     window = MainWindow(settings)
-    from app.workspace_actions import install_workspace_actions
+    from elmo_explorer.workspace_actions import install_workspace_actions
 
     actions = install_workspace_actions(window, recover=not args.screenshot)
     if args.screenshot:
@@ -115,7 +115,7 @@ def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
                 return 1
         shooter = None
         if args.screenshot:
-            from app.screenshot import Screenshot
+            from elmo_explorer.screenshot import Screenshot
 
             shooter = Screenshot(window, args.screenshot, args.view, args.timeout)
         app.aboutToQuit.connect(worker.shutdown)
@@ -138,7 +138,7 @@ def _exit_now(worker) -> None:
     Destroying a running QThread aborts the process, so the process ends here, after the log and
     the standard streams are flushed (the settings were saved when the window closed).
     """
-    from app.logging_setup import close_logging
+    from elmo_explorer.logging_setup import close_logging
 
     log.error("quitting while %r is still running; not waiting for it", worker.current_job())
     close_logging()

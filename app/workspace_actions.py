@@ -9,7 +9,7 @@ through optional methods, each called only when a panel has it:
 * ``report_figures(folder) -> list[Path]``: the panel's publication figures (without it the
   panel widget itself is exported as PNG at the chosen size and DPI, and as SVG); the folder
   exists and is empty;
-* ``report_tables() -> list[elmo_engine.report.ReportTable]``.
+* ``report_tables() -> list[elmo_engine.io.report.ReportTable]``.
 
 File work runs on the worker; the GUI thread only collects state and renders figures.
 """
@@ -28,9 +28,10 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu, QMessageBox
 
-from app.figure_export import FigureOptions, ReportDialog, VectorDialog, render_bytes
-from app.workspace import ModelSpec, TokenRef
-from elmo_engine import workspace_file as wf
+from elmo_explorer.figure_export import FigureOptions, ReportDialog, VectorDialog, render_bytes
+from elmo_explorer.workspace import ModelSpec, TokenRef
+from elmo_engine.io import recovery
+from elmo_engine.io import workspace_file as wf
 from elmo_engine.errors import ElmoError
 
 log = logging.getLogger(__name__)
@@ -308,7 +309,7 @@ class WorkspaceActions(QObject):
         if not data.sentences or fp in (self._saved_fp, self._autosaved_fp) \
                 or self.ws.worker.is_stopped():
             return None
-        target = wf.autosave_path(self.autosave_dir)
+        target = recovery.autosave_path(self.autosave_dir)
 
         def done(_r) -> None:
             self._autosaved_fp = fp
@@ -321,10 +322,10 @@ class WorkspaceActions(QObject):
     def check_recovery(self) -> int:
         """Offer to recover an autosave left by a session that did not end cleanly."""
         return self.ws.worker.submit("Looking for unsaved work",
-                                     lambda st: wf.find_recovery(self.autosave_dir),
+                                     lambda st: recovery.find_recovery(self.autosave_dir),
                                      on_result=self._offer_recovery, group="recovery")
 
-    def _offer_recovery(self, rec: Optional[wf.Recovery]) -> None:
+    def _offer_recovery(self, rec: Optional[recovery.Recovery]) -> None:
         if rec is None:
             return
         answer = QMessageBox.question(
@@ -335,7 +336,7 @@ class WorkspaceActions(QObject):
         if answer == QMessageBox.StandardButton.Yes:
             self.open_workspace(rec.path, recovered=True)
         else:
-            wf.discard_autosave(self.autosave_dir)
+            recovery.discard_autosave(self.autosave_dir)
 
     def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override
         if obj is self.window and event.type() == QEvent.Type.Close:
@@ -344,7 +345,7 @@ class WorkspaceActions(QObject):
                 return True
             self.timer.stop()
             try:
-                wf.discard_autosave(self.autosave_dir)      # a clean exit leaves no autosave
+                recovery.discard_autosave(self.autosave_dir)      # a clean exit leaves no autosave
             except OSError as e:
                 log.warning("cannot remove the autosave: %s", e)
         return False
@@ -432,7 +433,7 @@ class WorkspaceActions(QObject):
 
     def export_vectors(self, path, opts: Dict[str, Any], overwrite: bool = False) -> int:
         """Export on the worker. ``opts``: fmt, layers, weights, gamma, scope (all|word|token)."""
-        from elmo_engine.vectors_export import LayerChoice, export_vectors
+        from elmo_engine.io.vectors import LayerChoice, export_vectors
 
         ws, path = self.ws, Path(path)
         tokens, acts = [list(t) for t in ws.tokens], list(ws.activations)
@@ -502,8 +503,8 @@ class WorkspaceActions(QObject):
         source = str(self.path) if self.path else "ELMo Explorer session (not saved)"
 
         def job(state):
-            from elmo_engine.export_cli import report_spec
-            from elmo_engine.report import ReportFigure, write_report
+            from elmo_engine.analysis.report import report_spec
+            from elmo_engine.io.report import ReportFigure, write_report
 
             try:
                 for path, blob, _caption in figures:

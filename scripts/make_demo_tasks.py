@@ -35,10 +35,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from elmo_engine.atomic import atomic_write_text  # noqa: E402
-from elmo_engine.datasets.records import LabelledSentence  # noqa: E402
-from elmo_engine.datasets.tsv import write_tsv  # noqa: E402
-from elmo_engine.datasets.wordnet import LEXNAMES  # noqa: E402
-from elmo_engine.tokenize import tokenize  # noqa: E402
+from elmo_engine.io.datasets.records import LabelledSentence  # noqa: E402
+from elmo_engine.io.datasets.tsv import write_tsv  # noqa: E402
+from elmo_engine.io.datasets.wordnet import LEXNAMES  # noqa: E402
+from elmo_engine.model.tokenize import tokenize  # noqa: E402
 
 #: the polysemous words of the demo (each has senses in two or more parts of speech, or many senses)
 WORDS = (

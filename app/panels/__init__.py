@@ -30,7 +30,7 @@ def load_panel_classes(views=None) -> Tuple[List[Tuple[str, type]], List[str]]:
     found: List[Tuple[str, type]] = []
     problems: List[str] = []
     for view in (VIEWS if views is None else views):
-        module_name = f"app.panels.{view}"
+        module_name = f"elmo_explorer.panels.{view}"
         try:
             module = importlib.import_module(module_name)
             found.append((view, getattr(module, panel_class_name(view))))

@@ -5,7 +5,7 @@ sentences are listed, and one cosine-similarity heatmap per layer (0…L and a u
 is drawn side by side, with self-similarity and within/between-group similarity per layer. The
 selected occurrence's nearest neighbours per layer come from an index over the loaded sentences
 plus an optional reference text file. All computation runs on the workspace's worker
-(``elmo_engine.compare`` / ``elmo_engine.neighbours``); this module only wires and draws.
+(``elmo_engine.analysis.compare`` / ``elmo_engine.analysis.neighbours``); this module only wires and draws.
 """
 from __future__ import annotations
 
@@ -22,15 +22,15 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QCompleter, QHBoxLayout, QH
                                QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from app.panels.contexts_export import ContextsExports
-from app.panels.contexts_neighbours import ContextsNeighbours
-from app.panels.contexts_report import ContextsReport
-from app.panels.contexts_widgets import MixWeights, NeighboursView, OccurrenceTable, vbox
-from app.panels.heatmap import HeatmapGrid
-from app.workspace import TokenRef
-from elmo_engine import compare as cmp
-from elmo_engine.neighbour_corpus import IndexCache
-from elmo_engine.neighbours import NeighbourTable
+from elmo_explorer.panels.contexts_export import ContextsExports
+from elmo_explorer.panels.contexts_neighbours import ContextsNeighbours
+from elmo_explorer.panels.contexts_report import ContextsReport
+from elmo_explorer.panels.contexts_widgets import MixWeights, NeighboursView, OccurrenceTable, vbox
+from elmo_explorer.panels.heatmap import HeatmapGrid
+from elmo_explorer.workspace import TokenRef
+from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.neighbour_corpus import IndexCache
+from elmo_engine.analysis.neighbours import NeighbourTable
 
 log = logging.getLogger(__name__)
 

@@ -1,10 +1,10 @@
 """Exports of the contexts panel: heatmaps (PNG/SVG/PDF), matrices and neighbours (CSV), and
 the vectors of selected occurrences (npz, projector TSV).
 
-:class:`ContextsExports` is mixed into :class:`app.panels.contexts.ContextsPanel`; it uses the
+:class:`ContextsExports` is mixed into :class:`elmo_explorer.panels.contexts.ContextsPanel`; it uses the
 panel's ``comparison``, ``vectors``, ``table``/``index``, ``occ_table`` and ``heatmaps``. Files
 are written on the worker (atomically, by the engine's writers); pictures are rendered on the GUI
-thread by :func:`app.export.export_widget`.
+thread by :func:`elmo_explorer.export.export_widget`.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from typing import List, Optional
 
 from PySide6.QtWidgets import QInputDialog
 
-from elmo_engine import compare as cmp
-from elmo_engine.neighbours import write_neighbours_csv
+from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.neighbours import write_neighbours_csv
 
 IMAGE_FILTERS = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
 
@@ -40,8 +40,8 @@ class ContextsExports:
         """One heatmap (``view`` index) as a figure with title, axis labels and its own colour
         bar at the report figure size/DPI, or all side by side (None) as on screen; PNG, SVG or
         PDF by extension."""
-        from app.export import export_widget
-        from app.figure_export import write_figure
+        from elmo_explorer.export import export_widget
+        from elmo_explorer.figure_export import write_figure
         try:
             if view is None:
                 export_widget(self.heatmaps, path)
@@ -118,7 +118,7 @@ class ContextsExports:
         return -1 if item == "all side by side" else names.index(item)
 
     def _ask_path(self, title: str, filters: str):
-        from app.export import ask_save_path
+        from elmo_explorer.export import ask_save_path
         return ask_save_path(self, title, filters)
 
     def _ask_export_heatmap(self) -> None:

@@ -1,8 +1,8 @@
 """Nearest neighbours in the contexts panel: the reference corpus, its index, the table.
 
-:class:`ContextsNeighbours` is mixed into :class:`app.panels.contexts.ContextsPanel`. The corpus is
+:class:`ContextsNeighbours` is mixed into :class:`elmo_explorer.panels.contexts.ContextsPanel`. The corpus is
 the loaded sentences (first, so their indices match the workspace's) plus an optional text file;
-the index (``elmo_engine.neighbours``) is built on the worker with progress and cancel, and cached
+the index (``elmo_engine.analysis.neighbours``) is built on the worker with progress and cancel, and cached
 by checkpoint checksum + corpus tokens + vocabulary. Layer 0 answers with known words (the
 corpus's types plus a ``vocab.txt`` beside the checkpoint or the demo model's).
 """
@@ -13,9 +13,9 @@ from typing import List, Optional
 
 from PySide6.QtWidgets import QFileDialog
 
-from app.panels.contexts_widgets import neighbours_html
-from elmo_engine.neighbour_corpus import read_corpus, read_vocabulary
-from elmo_engine.neighbours import NeighbourTable, neighbour_table
+from elmo_explorer.panels.contexts_widgets import neighbours_html
+from elmo_engine.analysis.neighbour_corpus import read_corpus, read_vocabulary
+from elmo_engine.analysis.neighbours import NeighbourTable, neighbour_table
 
 
 def vocabulary_file(info) -> Optional[Path]:

@@ -1,7 +1,7 @@
 """Workspace and report hooks of the contexts panel: view state, report figures and tables.
 
-:class:`ContextsReport` is mixed into :class:`app.panels.contexts.ContextsPanel`; it gives
-:mod:`app.workspace_actions` the optional panel methods it looks for:
+:class:`ContextsReport` is mixed into :class:`elmo_explorer.panels.contexts.ContextsPanel`; it gives
+:mod:`elmo_explorer.workspace_actions` the optional panel methods it looks for:
 
 * ``view_state() -> dict`` / ``restore_view_state(dict)``: word, ignore-case, groups, mix weights,
   direction, anisotropy correction, selected occurrence, k and the reference text file;
@@ -20,10 +20,10 @@ from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import QTimer
 
-from app.figure_export import FigureOptions, panel_figure_options, write_figures
-from app.panels.heatmap import HeatmapFigure
-from elmo_engine import compare as cmp
-from elmo_engine.report import ReportTable
+from elmo_explorer.figure_export import FigureOptions, panel_figure_options, write_figures
+from elmo_explorer.panels.heatmap import HeatmapFigure
+from elmo_engine.analysis import compare as cmp
+from elmo_engine.io.report import ReportTable
 
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
 STATE_VERSION = 1

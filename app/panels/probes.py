@@ -18,9 +18,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QFileDialog, QHBoxLayout, Q
                                QMenu, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
                                QToolButton, QVBoxLayout, QWidget)
 
-from elmo_engine.probe_cli import (RESULT_COLUMNS, ProbeTask, demo_task, file_task, results_rows,
-                                   write_results_csv, write_results_json)
-from elmo_engine.probes import ProbeConfig, ProbeResult, probe_sentences
+from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult, probe_sentences
+from elmo_engine.analysis.probes.tables import (RESULT_COLUMNS, results_rows, write_results_csv,
+                                                write_results_json)
+from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task, file_task
 
 log = logging.getLogger(__name__)
 
@@ -407,14 +408,14 @@ class ProbesPanel(QWidget):
         self.task_box.setCurrentIndex(len(self.tasks) - 1)
 
     def _export_plots(self) -> None:
-        from app.export import IMAGE_FILTERS, ask_save_path, export_widget
+        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path, export_widget
 
         path = ask_save_path(self, "Export probe plots", IMAGE_FILTERS)
         if path is not None:
             self._guard(lambda: export_widget(self.results, path))
 
     def _export_text(self, kind: str) -> None:
-        from app.export import ask_save_path
+        from elmo_explorer.export import ask_save_path
 
         flt = "CSV (*.csv)" if kind == "csv" else "JSON (*.json)"
         path = ask_save_path(self, f"Export probe {kind.upper()}", flt)
@@ -430,6 +431,6 @@ class ProbesPanel(QWidget):
             fn()
         except Exception as e:  # show, never crash the GUI
             log.exception("probe export failed")
-            from app.dialogs import show_error
+            from elmo_explorer.dialogs import show_error
 
             show_error(self, "Export failed", str(e))

@@ -17,14 +17,14 @@ import numpy as np
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from app.panels.projection_controls import LegendList, ProjectionControls
-from app.panels.projection_export import ProjectionExports
-from app.panels.projection_interaction import ProjectionInteraction
-from app.panels.projection_plots import ProjectionPlots, categories
-from app.panels.projection_report import ProjectionReport
+from elmo_explorer.panels.projection_controls import LegendList, ProjectionControls
+from elmo_explorer.panels.projection_export import ProjectionExports
+from elmo_explorer.panels.projection_interaction import ProjectionInteraction
+from elmo_explorer.panels.projection_plots import ProjectionPlots, categories
+from elmo_explorer.panels.projection_report import ProjectionReport
 from elmo_engine.errors import ElmoError
-from elmo_engine.projection import (LayerSpec, Projection, Projector, TokenSet, UmapParams,
-                                    all_tokens, is_warm, warm_up, word_tokens)
+from elmo_engine.analysis.projection import (LayerSpec, Projection, Projector, TokenSet, UmapParams,
+                                             all_tokens, is_warm, warm_up, word_tokens)
 
 log = logging.getLogger(__name__)
 

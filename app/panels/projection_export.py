@@ -1,6 +1,6 @@
 """Exports of the projection view: plot images, coordinates CSV, TensorBoard projector TSV.
 
-A mixin for :class:`app.panels.projection.ProjectionPanel`; it uses the panel's ``tokens``,
+A mixin for :class:`elmo_explorer.panels.projection.ProjectionPanel`; it uses the panel's ``tokens``,
 ``acts``, ``layers``, ``shown`` (drawn projections by plot), ``plots`` and ``ws``.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from elmo_engine.errors import ElmoError
-from elmo_engine.projection import layer_features, write_coordinates_csv, write_tensorboard
+from elmo_engine.analysis.projection import layer_features, write_coordinates_csv, write_tensorboard
 
 SVG_WARN_POINTS = 5_000        # an SVG of more points is slow and large (ENVIRONMENT.md)
 
@@ -58,14 +58,14 @@ class ProjectionExports:
 
     def export_plot(self, k: int, path) -> Optional[Path]:
         """Write plot ``k`` as PNG/SVG/PDF (by extension); None when the user declines."""
-        from app.export import export_widget
+        from elmo_explorer.export import export_widget
         path = Path(path)
         if not self._svg_ok(path):
             return None
         return export_widget(self.plots.plots[k].plot, path)
 
     def export_all(self, path) -> Optional[Path]:
-        from app.export import export_widget
+        from elmo_explorer.export import export_widget
         path = Path(path)
         if not self._svg_ok(path):
             return None
@@ -99,7 +99,7 @@ class ProjectionExports:
         return True
 
     def _ask_image(self, title: str) -> Optional[Path]:
-        from app.export import IMAGE_FILTERS, ask_save_path
+        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path
         return ask_save_path(self, title, IMAGE_FILTERS)
 
     def ask_export_all(self) -> None:
@@ -125,7 +125,7 @@ class ProjectionExports:
             self._export_failed(str(e))
 
     def ask_export_csv(self) -> None:
-        from app.export import ask_save_path
+        from elmo_explorer.export import ask_save_path
         if self._has_plot() and (path := ask_save_path(self, "Export coordinates", "CSV (*.csv)")):
             self.export_csv(path, lambda p: self._message(f"Saved {p}"))
 

@@ -1,6 +1,6 @@
 """Linked interaction of the projection view: search, hover, click, selection, legend, data sets.
 
-A mixin for :class:`app.panels.projection.ProjectionPanel`; it uses the panel's ``tokens``,
+A mixin for :class:`elmo_explorer.panels.projection.ProjectionPanel`; it uses the panel's ``tokens``,
 ``layers``, ``plots``, ``legend``, ``info``, ``controls`` and ``ws``.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PySide6.QtWidgets import QFileDialog
 
-from elmo_engine.projection import TokenSet, labelled_tokens, load_labelled
+from elmo_engine.analysis.projection import TokenSet, labelled_tokens, load_labelled
 
 
 class ProjectionInteraction:
@@ -43,7 +43,7 @@ class ProjectionInteraction:
             return
         self.info.setText(self.describe(i, k))
         if self._from_loaded():
-            from app.workspace import TokenRef
+            from elmo_explorer.workspace import TokenRef
             self.ws.select(TokenRef(int(self.tokens.sentence[i]), int(self.tokens.position[i])))
 
     def _on_selection(self, idx: np.ndarray) -> None:

@@ -1,7 +1,7 @@
 """Workspace and report hooks of the projection panel: view state, report figures and tables.
 
-:class:`ProjectionReport` is mixed into :class:`app.panels.projection.ProjectionPanel`; it gives
-:mod:`app.workspace_actions` the optional panel methods it looks for:
+:class:`ProjectionReport` is mixed into :class:`elmo_explorer.panels.projection.ProjectionPanel`; it gives
+:mod:`elmo_explorer.workspace_actions` the optional panel methods it looks for:
 
 * ``view_state() -> dict`` / ``restore_view_state(dict)``: token source (loaded sentences, word
   list, labelled data set file), the point cap, colour-by, UMAP settings, mix weights and the
@@ -24,12 +24,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, Qt
 from PySide6.QtWidgets import QSizePolicy
 
-from app.figure_export import FigureOptions, panel_figure_options, write_figures
-from app.panels.projection_controls import COLOUR_BY, SOURCES
-from app.panels.projection_plots import OTHER_COLOUR, PALETTE
-from elmo_engine.projection import Projection
-from elmo_engine.projection.export import coordinates_table
-from elmo_engine.report import ReportTable
+from elmo_explorer.figure_export import FigureOptions, panel_figure_options, write_figures
+from elmo_explorer.panels.projection_controls import COLOUR_BY, SOURCES
+from elmo_explorer.panels.projection_plots import OTHER_COLOUR, PALETTE
+from elmo_engine.analysis.projection import Projection
+from elmo_engine.analysis.projection.export import coordinates_table
+from elmo_engine.io.report import ReportTable
 
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
 STATE_VERSION = 1
@@ -58,7 +58,7 @@ class ProjectionFigure(pg.GraphicsLayoutWidget):
     ----------
     coords : ``(N, 2)`` point coordinates
     codes : ``(N,)`` palette index per point (``len(PALETTE)`` or more: the grey "other")
-    legend : ``[(name, colour, count), …]`` as :func:`app.panels.projection_plots.categories`
+    legend : ``[(name, colour, count), …]`` as :func:`elmo_explorer.panels.projection_plots.categories`
     title : the figure title
     axis_labels : the x and y axis labels
     """

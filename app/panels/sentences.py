@@ -18,8 +18,8 @@ from PySide6.QtGui import QAction, QFont, QFontDatabase, QPalette, QTextCursor, 
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QPlainTextEdit, QSplitter,
                                QTableView, QTextEdit, QVBoxLayout, QWidget)
 
-from app.panels.token_table import TokenTableModel, char_id_count
-from app.workspace import TokenRef, Workspace
+from elmo_explorer.panels.token_table import TokenTableModel, char_id_count
+from elmo_explorer.workspace import TokenRef, Workspace
 from elmo_engine.atomic import atomic_write_text
 
 EDIT_PAUSE_MS = 400
@@ -367,7 +367,7 @@ class SentencesPanel(QWidget):
 
     # ---- export ------------------------------------------------------------------------------
     def _export_csv(self) -> None:
-        from app.export import ask_save_path
+        from elmo_explorer.export import ask_save_path
 
         path = ask_save_path(self, "Export token table", "CSV (*.csv)")
         if path is not None:
