@@ -45,15 +45,6 @@ def _parse_size(text: str):
     return w, h
 
 
-def _torch_threads() -> None:
-    """Leave one core to the GUI thread unless the user chose the thread count."""
-    if os.environ.get("OMP_NUM_THREADS"):
-        return
-    import torch
-
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the app; ``argv`` excludes the program name. Returns the exit code."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
@@ -63,6 +54,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     from elmo_explorer.logging_setup import close_logging, route_qt_messages, setup_logging
     from elmo_explorer.settings import AppSettings
+    from elmo_explorer.startup import configure_process
 
     sentences_text = None
     if args.sentences:
@@ -81,7 +73,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     log_path = setup_logging(settings.log_dir())
     previous_handler = route_qt_messages()
     log.info("starting; log file %s", log_path)
-    _torch_threads()
+    configure_process()
     try:
         return _run(app, args, settings, size, sentences_text)
     finally:
