@@ -170,6 +170,20 @@ def test_pca_matches_numpy_svd(n, d):
     np.testing.assert_allclose(res.coords.mean(0), 0.0, atol=1e-4)
 
 
+def test_pca_sign_convention_and_degenerate_inputs():
+    rng = np.random.default_rng(3)
+    x = (rng.normal(size=(300, 24)) * np.linspace(4, 0.5, 24)).astype(np.float32)
+    res = pca(x, 4)
+    big = np.argmax(np.abs(res.components), axis=1)           # largest loading positive
+    assert (res.components[np.arange(4), big] > 0).all()
+    np.testing.assert_array_equal(pca(x, 4).coords, res.coords)           # deterministic
+    same = pca(np.ones((10, 16), np.float32), 2)                # no variance at all
+    assert not same.coords.any() and not same.components.any() and not same.explained.any()
+    rank2 = pca(np.repeat(rng.normal(size=(3, 40)).astype(np.float32), 4, axis=0), 6)
+    assert rank2.explained[2:].tolist() == [0.0] * 4 and not rank2.components[2:].any()
+    assert not rank2.coords[:, 2:].any() and rank2.explained[:2].sum() == pytest.approx(1.0)
+
+
 def test_exact_knn_matches_brute_force():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(300, 12)).astype(np.float32)
