@@ -1,15 +1,16 @@
-"""The engine never imports Qt (ARCHITECTURE.md): import every module with Qt blocked."""
+"""The engine never imports Qt nor the app: import every module with them blocked (the static
+check of every import statement is tests/engine/test_import_contract.py)."""
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from conftest import REPO
 
 CODE = r"""
 import importlib, pkgutil, sys
 class Block:
     def find_spec(self, name, path=None, target=None):
-        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'superqt', 'qtpy', 'app'):
+        if name.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'superqt', 'qtpy', 'app',
+                                  'elmo_explorer'):
             raise ImportError('blocked: ' + name)
 sys.meta_path.insert(0, Block())
 import elmo_engine

@@ -34,7 +34,8 @@ def _sources():
     skip = {".git", ".venv", "venv", "build", "dist", "node_modules", "__pycache__"}
     for f in sorted(REPO.rglob("*.py")):
         rel = f.relative_to(REPO)
-        if not any(part in skip or part.endswith(".egg-info") for part in rel.parts):
+        if not any(part in skip or part.endswith(".egg-info") or part.startswith(".venv")
+                   for part in rel.parts):
             yield f, rel
 
 
