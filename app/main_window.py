@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QM
 
 from elmo_explorer import dialogs
 from elmo_explorer.panels import load_panel_classes
+from elmo_explorer.panels.protocol import AnalysisPanel
 from elmo_explorer.panels.sentences import SentencesPanel
 from elmo_explorer.settings import AppSettings
 from elmo_explorer.menus import build_menus, fill_export, fill_recent
@@ -74,7 +75,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget(self)
         self.tabs.setObjectName("views")
         self.tabs.setDocumentMode(True)
-        self.panels: Dict[str, QWidget] = {}
+        self.panels: Dict[str, AnalysisPanel] = {}
         self.view_problems: List[str] = []
         self._add_panels(views)
         central = QWidget(self)
@@ -106,9 +107,14 @@ class MainWindow(QMainWindow):
                 log.exception("the %s view failed to start", view)
                 self.view_problems.append(f"the {view} view failed to start: {e}")
                 continue
+            if not isinstance(panel, AnalysisPanel):
+                self.view_problems.append(f"the {view} view lacks part of the AnalysisPanel "
+                                          "protocol (elmo_explorer.panels.protocol)")
+                panel.deleteLater()
+                continue
             panel.setObjectName(f"{view}Panel")
             self.panels[view] = panel
-            self.tabs.addTab(panel, getattr(cls, "title", view.capitalize()))
+            self.tabs.addTab(panel, panel.title)
         for p in self.view_problems:
             log.warning(p)
 

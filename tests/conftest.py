@@ -26,6 +26,16 @@ DATA = SHARED / "data"
 runtime.configure()          # as every entry point does: strict float32 (see elmo_engine.runtime)
 
 
+def pytest_collection_finish(session):
+    """The app's tests run under the app's process-wide settings (elmo_explorer.startup): the
+    short GIL switch interval its responsiveness tests depend on. Torch's thread count is left
+    as the engine's tests have it."""
+    if any(item.nodeid.startswith("tests/app/") for item in session.items):
+        from elmo_explorer.startup import GIL_SWITCH_S
+
+        runtime.configure(gil_switch_s=GIL_SWITCH_S)
+
+
 def json_paths(obj, prefix=()):
     """Every path into a JSON-like object (dict keys and list indexes), the root ``()`` first:
     the places the fuzz tests mutate."""

@@ -137,6 +137,13 @@ class ContextsReport:
                     f"({self.direction_box.currentText()} halves) in a corpus of "
                     f"{index.n_tokens:,} tokens; layer 0: nearest known words (character CNN).")
 
+    # ---- probe runs (none in this view) -------------------------------------------------------
+    def probe_runs(self) -> List[dict]:
+        return []
+
+    def restore_probe_runs(self, runs: List[dict]) -> None:
+        """This view shows no probe runs."""
+
     # ---- view state ------------------------------------------------------------------------
     def view_state(self) -> Dict[str, Any]:
         """The view's parameters as JSON values (see docs/guide/contexts.md)."""

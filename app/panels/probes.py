@@ -9,7 +9,8 @@ as PNG/SVG/PDF, CSV and JSON.
 from __future__ import annotations
 
 import logging
-from typing import Dict, List, Optional
+from pathlib import Path
+from typing import Any, Dict, List, Optional
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
@@ -22,6 +23,8 @@ from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult, pro
 from elmo_engine.analysis.probes.tables import (RESULT_COLUMNS, results_rows, write_results_csv,
                                                 write_results_json)
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task, file_task
+from elmo_engine.io.report import ReportTable
+from elmo_explorer.figure_export import FigureOptions
 
 log = logging.getLogger(__name__)
 
@@ -366,6 +369,20 @@ class ProbesPanel(QWidget):
             for c, text in enumerate(row):
                 self.table.setItem(r, c, QTableWidgetItem(text))
         self.table.resizeColumnsToContents()
+
+    def view_state(self) -> Dict[str, Any]:
+        """The view keeps no parameters in a workspace (its runs are saved as probe runs)."""
+        return {}
+
+    def restore_view_state(self, state: Dict[str, Any]) -> None:
+        """Nothing to restore (see :meth:`view_state`)."""
+
+    def report_figures(self, folder: Path, options: FigureOptions) -> List[Path]:
+        """No figures of its own: the report shows the view as it is on screen."""
+        return []
+
+    def report_tables(self) -> List[ReportTable]:
+        return []
 
     def probe_runs(self) -> List[dict]:
         """The session's runs as ``results.json`` objects (saved with a workspace)."""

@@ -183,6 +183,13 @@ class ProjectionReport:
                     f"UMAP settings: {self.controls.settings_text()}. sentence and position are "
                     "0-based.", show=False)]
 
+    # ---- probe runs (none in this view) -------------------------------------------------------
+    def probe_runs(self) -> List[dict]:
+        return []
+
+    def restore_probe_runs(self, runs: List[dict]) -> None:
+        """This view shows no probe runs."""
+
     # ---- view state ------------------------------------------------------------------------
     def view_state(self) -> Dict[str, Any]:
         """The view's parameters as JSON values (see docs/guide/projection.md)."""

@@ -160,3 +160,8 @@ def test_app_start_up_shortens_the_gil_switch_interval():
     limit, interval, threads = float(out[0]), float(out[1]), int(out[2])
     assert limit <= 0.001 and interval <= limit + 1e-9
     assert threads == max(1, (os.cpu_count() or 2) - 1)
+
+
+def test_the_app_tests_run_under_the_apps_gil_switch_interval():
+    from elmo_explorer.startup import GIL_SWITCH_S
+    assert sys.getswitchinterval() <= GIL_SWITCH_S + 1e-9         # tests/conftest.py

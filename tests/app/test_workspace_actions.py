@@ -14,11 +14,15 @@ import pytest
 pytest.importorskip("pytestqt")
 
 import pyqtgraph as pg  # noqa: E402
+from PySide6.QtCore import Signal  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
-from PySide6.QtWidgets import QMenu, QMessageBox, QVBoxLayout, QWidget  # noqa: E402
+from PySide6.QtWidgets import (QFileDialog, QMenu, QMessageBox, QVBoxLayout,  # noqa: E402
+                               QWidget)
 
 import elmo_explorer.workspace_actions as wa  # noqa: E402
-from elmo_explorer.figure_export import FigureOptions, render_pdf, render_png  # noqa: E402
+from elmo_explorer.panels.protocol import AnalysisPanel  # noqa: E402
+from elmo_explorer.figure_export import (FigureOptions, VectorDialog, render_pdf,  # noqa: E402
+                                         render_png)
 from elmo_explorer.main_window import MainWindow  # noqa: E402
 from elmo_explorer.settings import AppSettings  # noqa: E402
 from elmo_explorer.workspace import TokenRef  # noqa: E402
@@ -32,14 +36,18 @@ Yes, No = QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.No
 
 
 class FakePanel(QWidget):
-    """A view with a labelled plot, view state and (optionally) its own report figures."""
+    """A view with a labelled plot, view state, probe runs and (optionally) its own report
+    figures: the AnalysisPanel protocol."""
 
     title = "Fake"
+    ready = Signal()
 
     def __init__(self, own_figures: bool = False):
         super().__init__()
         self.state = {"layer": 2, "umap": {"n_neighbors": 15}}
         self.restored = None
+        self.runs = []
+        self.own_figures = own_figures
         self.plot = pg.PlotWidget(background="w")
         self.plot.setTitle("Similarity per layer", color="k")
         self.plot.addLegend(labelTextColor="k")
@@ -52,8 +60,12 @@ class FakePanel(QWidget):
             axis.setTextPen("k")
             self.plot.setLabel(side, label, color="k")
         QVBoxLayout(self).addWidget(self.plot)
-        if own_figures:
-            self.report_figures = self._own
+
+    def is_ready(self):
+        return True
+
+    def export_actions(self):
+        return []
 
     def view_state(self):
         return dict(self.state)
@@ -61,11 +73,22 @@ class FakePanel(QWidget):
     def restore_view_state(self, state):
         self.restored = state
 
-    def _own(self, folder):
-        assert folder.is_dir()                                # made for the panel
+    def probe_runs(self):
+        return [r.to_dict() for r in self.runs]
+
+    def restore_probe_runs(self, runs):
+        pass
+
+    def report_figures(self, folder, options):
+        if not self.own_figures:
+            return []                                         # the report draws the view
+        assert folder.is_dir() and isinstance(options, FigureOptions)   # made for the panel
         p = folder / "own_plot.svg"
         p.write_text("<svg xmlns='http://www.w3.org/2000/svg' width='4' height='4'/>")
         return [p]
+
+    def report_tables(self):
+        return []
 
 
 @pytest.fixture
@@ -81,6 +104,10 @@ def window(qtbot, app_settings_dir, tiny_checkpoint):
     w.actions_ = wa.install_workspace_actions(w, recover=False)
     yield w
     w.workspace.worker.shutdown()
+
+
+def test_the_fake_panel_is_an_analysis_panel(window):
+    assert isinstance(window.panels["fake"], AnalysisPanel)
 
 
 def test_menu_entries_and_shortcuts(window):
@@ -154,8 +181,8 @@ def test_export_vectors_asks_before_overwriting(qtbot, window, tmp_path, monkeyp
         assert fh["vectors"].shape == (2, 32) and list(fh["sentence"][()]) == [0, 1]
         np.testing.assert_array_equal(fh["vectors"][1], ws.activations[1][-1, 6])
     before = out.read_bytes()
-    monkeypatch.setattr(wa.VectorDialog, "exec", lambda self: 1)
-    monkeypatch.setattr(wa.QFileDialog, "getSaveFileName", lambda *a, **k: (str(out), ""))
+    monkeypatch.setattr(VectorDialog, "exec", lambda self: 1)
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(out), ""))
     asked = []
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or No)
     actions.ask_export_vectors()
@@ -340,10 +367,10 @@ def test_save_on_quit_asks_for_a_file_and_writes_it(qtbot, window, tmp_path, mon
     actions.prompt_on_close = True
     window.panels["fake"].runs = [FakeRun("wsd")]
     _answer(monkeypatch, Save, asked)
-    monkeypatch.setattr(wa.QFileDialog, "getSaveFileName", lambda *a, **k: ("", ""))
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: ("", ""))
     assert not window.close() and window.isVisible()         # no file chosen: stay
     target = tmp_path / "quit"
-    monkeypatch.setattr(wa.QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
     assert window.close()
     saved = tmp_path / ("quit" + wf.SUFFIX)
     obj = json.loads(saved.read_text(encoding="utf-8"))
