@@ -47,39 +47,39 @@ def panel(qtbot, tiny_checkpoint):
 
 def test_bank_first_matrices_and_summary(panel):
     ws = panel.ws
-    assert panel.is_ready() and panel.word == "bank"
-    comp = panel.comparison
+    assert panel.is_ready() and panel.model.word == "bank"
+    comp = panel.model.comparison
     assert comp.occurrences == ((0, 4), (1, 6), (2, 1), (3, 1))
-    assert comp.matrices.shape == (4, 4, 4) and panel.vectors.shape == (3, 4, 32)
+    assert comp.matrices.shape == (4, 4, 4) and panel.model.vectors.shape == (3, 4, 32)
     np.testing.assert_allclose(comp.matrices[0], 1.0, atol=1e-6)
     ref = cmp.compare(cmp.gather(ws.activations, comp.occurrences), None)
     np.testing.assert_allclose(comp.matrices, ref.matrices, atol=1e-6)
-    assert len(panel.heatmaps.images) == 4
-    image = panel.heatmaps.images[2].image                 # each cell a block of f × f pixels
+    assert len(panel.view.heatmaps.images) == 4
+    image = panel.view.heatmaps.images[2].image                 # each cell a block of f × f pixels
     f = image.shape[0] // 4
     assert image.shape == (4 * f, 4 * f) and f >= 2
     np.testing.assert_allclose(image[::f, ::f], comp.matrices[2].T)
     # every heatmap labelled the same way and drawn the same size (layer 0 included)
-    lefts = [p.getAxis("left") for p in panel.heatmaps.plots]
+    lefts = [p.getAxis("left") for p in panel.view.heatmaps.plots]
     assert all(a._tickLevels == lefts[0]._tickLevels for a in lefts)
-    widths = [p.getViewBox().width() for p in panel.heatmaps.plots]
+    widths = [p.getViewBox().width() for p in panel.view.heatmaps.plots]
     assert max(widths) - min(widths) <= 2 and min(widths) > 100
-    assert panel.summary.columnCount() == 4
-    assert panel.summary.item(0, 1).text() == f"{comp.self_sim[1]:.3f}"
-    assert panel.occ_table.rowCount() == 4
-    assert "<b>bank</b>" in panel.occ_table.item(1, 2).text()
+    assert panel.view.summary.columnCount() == 4
+    assert panel.view.summary.item(0, 1).text() == f"{comp.self_sim[1]:.3f}"
+    assert panel.view.occ_table.rowCount() == 4
+    assert "<b>bank</b>" in panel.view.occ_table.item(1, 2).text()
     # neighbours of the first occurrence, per contextual layer, the token itself left out
-    table = panel.table
+    table = panel.model.table
     assert [name for name, _ in table.layers] == ["layer 1", "layer 2"]
     assert all(len(nbs) == 8 for _, nbs in table.layers)
     assert all((nb.sentence, nb.token) != (0, 4) for _, nbs in table.layers for nb in nbs)
     assert "bank" not in [w for w, _ in table.words]
-    assert "<b>" in panel.neighbours.toHtml() or "font-weight" in panel.neighbours.toHtml()
+    assert "<b>" in panel.view.neighbours.toHtml() or "font-weight" in panel.view.neighbours.toHtml()
 
 
 def test_hover_text(panel, qtbot):
-    grid = panel.heatmaps
-    comp = panel.comparison
+    grid = panel.view.heatmaps
+    comp = panel.model.comparison
     pos = grid.scene_pos_of(1, 0, 2)
     assert grid.cell_at(pos) == (1, 0, 2)
     with qtbot.waitSignal(grid.hovered, timeout=2000) as sig:
@@ -87,7 +87,7 @@ def test_hover_text(panel, qtbot):
     text = sig.args[0]
     assert text.startswith("layer 1: #1 ") and "#3 " in text
     assert text.endswith(f"{comp.matrices[1, 0, 2]:.4f}")
-    assert panel.hover_label.text() == text
+    assert panel.view.hover_label.text() == text
     # a real mouse move over another cell
     view_pos = grid.mapFromScene(grid.scene_pos_of(3, 2, 1))
     with qtbot.waitSignal(grid.hovered, timeout=2000,
@@ -97,84 +97,84 @@ def test_hover_text(panel, qtbot):
     # clicking a cell selects its row's occurrence (for the neighbour table)
     with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
         qtbot.mouseClick(grid.viewport(), Qt.MouseButton.LeftButton, pos=view_pos)
-    assert panel.query == comp.occurrences[2] and panel.ws.selection == TokenRef(2, 1)
+    assert panel.model.query == comp.occurrences[2] and panel.ws.selection == TokenRef(2, 1)
 
 
 def test_toggles_groups_and_selection(panel, qtbot):
     acts = panel.ws.activations
-    vec = cmp.gather(acts, panel.comparison.occurrences)
+    vec = cmp.gather(acts, panel.model.comparison.occurrences)
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_direction("forward")
-    np.testing.assert_allclose(panel.comparison.matrices,
+    np.testing.assert_allclose(panel.model.comparison.matrices,
                                cmp.compare(vec, None, "forward").matrices, atol=1e-6)
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_corrected(True)
     mean = cmp.reference_mean(acts)
-    np.testing.assert_allclose(panel.comparison.matrices,
+    np.testing.assert_allclose(panel.model.comparison.matrices,
                                cmp.compare(vec, None, "forward", mean).matrices, atol=1e-6)
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_weights([0, 0, 1])
-    np.testing.assert_allclose(panel.comparison.matrices[3], panel.comparison.matrices[2], atol=1e-6)
+    np.testing.assert_allclose(panel.model.comparison.matrices[3], panel.model.comparison.matrices[2], atol=1e-6)
     for row, label in enumerate(["river", "money", "river"]):
         with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
             panel.set_group(row, label)
-    comp = panel.comparison
+    comp = panel.model.comparison
     assert comp.groups == ("river", "money", "river", "")
     m = comp.matrices[2]
     assert comp.within[2] == pytest.approx(m[0, 2])
     assert comp.between[2] == pytest.approx((m[0, 1] + m[1, 2]) / 2)
-    assert panel.summary.item(1, 2).text() == f"{m[0, 2]:.3f}"
+    assert panel.view.summary.item(1, 2).text() == f"{m[0, 2]:.3f}"
     # clicking a token elsewhere in the app picks its word and that occurrence
     with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
         panel.ws.select(TokenRef(1, 4))                          # "into"
-    assert panel.word == "into" and panel.query == (1, 4)
-    assert panel.comparison.matrices.shape == (4, 1, 1)
+    assert panel.model.word == "into" and panel.model.query == (1, 4)
+    assert panel.model.comparison.matrices.shape == (4, 1, 1)
 
 
 def test_unknown_word_gets_layer0_neighbours(panel, qtbot):
     with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
         panel.set_word("recieve")
-    assert panel.comparison is None
-    assert [len(nbs) for _, nbs in panel.table.layers] == [8, 8]
-    assert len(panel.table.words) == 8 and "recieve" not in [w for w, _ in panel.table.words]
-    assert "does not occur" in panel.status.text()
+    assert panel.model.comparison is None
+    assert [len(nbs) for _, nbs in panel.model.table.layers] == [8, 8]
+    assert len(panel.model.table.words) == 8 and "recieve" not in [w for w, _ in panel.model.table.words]
+    assert "does not occur" in panel.view.status.text()
 
 
 def test_exports_write_files(panel, qtbot, tmp_path):
     png = tmp_path / "layer1.png"
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.export_heatmap(png, view=1)
+        panel.exports.export_heatmap(png, view=1)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.export_heatmap(tmp_path / "all.svg")
+        panel.exports.export_heatmap(tmp_path / "all.svg")
     assert b"<svg" in (tmp_path / "all.svg").read_bytes()[:2000]
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.export_matrices_csv(tmp_path / "m.csv")
+        panel.exports.export_matrices_csv(tmp_path / "m.csv")
     back = cmp.read_matrices_csv(tmp_path / "m.csv")
-    np.testing.assert_allclose(back["mix"], panel.comparison.matrices[3], atol=1e-6)
+    np.testing.assert_allclose(back["mix"], panel.model.comparison.matrices[3], atol=1e-6)
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.export_neighbours_csv(tmp_path / "n.csv")
+        panel.exports.export_neighbours_csv(tmp_path / "n.csv")
     with open(tmp_path / "n.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["view"] for r in rows} == {"layer 0", "layer 1", "layer 2"} and len(rows) == 24
     with qtbot.waitSignal(panel.exported, timeout=5000):      # one row selected: all rows
-        panel.export_vectors_npz(tmp_path / "all.npz")
+        panel.exports.export_vectors_npz(tmp_path / "all.npz")
     with np.load(tmp_path / "all.npz", allow_pickle=False) as z:
-        np.testing.assert_array_equal(z["vectors"], panel.vectors)
-    sel = panel.occ_table.selectionModel()
-    model = panel.occ_table.model()
-    panel.occ_table.clearSelection()
+        np.testing.assert_array_equal(z["vectors"], panel.model.vectors)
+    sel = panel.view.occ_table.selectionModel()
+    model = panel.view.occ_table.model()
+    panel.view.occ_table.clearSelection()
     for r in (1, 2):
         sel.select(model.index(r, 0), sel.SelectionFlag.Select | sel.SelectionFlag.Rows)
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.export_vectors_npz(tmp_path / "v.npz")
+        panel.exports.export_vectors_npz(tmp_path / "v.npz")
     with np.load(tmp_path / "v.npz", allow_pickle=False) as z:
-        np.testing.assert_array_equal(z["vectors"], panel.vectors[:, [1, 2]])
+        np.testing.assert_array_equal(z["vectors"], panel.model.vectors[:, [1, 2]])
         assert list(z["sentence"]) == [1, 2] and list(z["word"]) == ["bank", "bank"]
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.export_vectors_tsv(tmp_path / "v.tsv", view=1)
+        panel.exports.export_vectors_tsv(tmp_path / "v.tsv", view=1)
     np.testing.assert_allclose(np.loadtxt(tmp_path / "v.tsv", delimiter="\t"),
-                               panel.vectors[1, [1, 2]], rtol=1e-5, atol=1e-6)
+                               panel.model.vectors[1, [1, 2]], rtol=1e-5, atol=1e-6)
     meta = (tmp_path / "v.metadata.tsv").read_text(encoding="utf-8").splitlines()
     assert meta[0] == "sentence\ttoken\tword\tgroup\ttext" and meta[2].startswith("2\t1\tbank")
     assert len(panel.export_actions()) == 5 and all(a.isEnabled() for a in panel.export_actions())
@@ -185,21 +185,21 @@ def test_reference_file_joins_the_corpus(panel, qtbot, tmp_path):
     ref.write_text("The bank of the canal was steep .\n\nA bank loan is money .\n", encoding="utf-8")
     loaded = sum(len(t) for t in panel.ws.tokens)
     panel.set_reference_file(ref)
-    qtbot.waitUntil(lambda: panel.index is not None and panel.index.n_tokens == loaded + 14
-                    and f"{loaded + 14:,} tokens" in panel.neighbours.toPlainText(), timeout=20000)
-    assert panel.index.tokens[4:] == [["The", "bank", "of", "the", "canal", "was", "steep", "."],
+    qtbot.waitUntil(lambda: panel.model.index is not None and panel.model.index.n_tokens == loaded + 14
+                    and f"{loaded + 14:,} tokens" in panel.view.neighbours.toPlainText(), timeout=20000)
+    assert panel.model.index.tokens[4:] == [["The", "bank", "of", "the", "canal", "was", "steep", "."],
                                       ["A", "bank", "loan", "is", "money", "."]]
-    assert panel.ref_label.text() == "ref.txt: 2 sentences"
+    assert panel.view.ref_label.text() == "ref.txt: 2 sentences"
     # the query token (sentence 0) is still left out of its own neighbours
-    assert all((nb.sentence, nb.token) != panel.query for _, nbs in panel.table.layers for nb in nbs)
+    assert all((nb.sentence, nb.token) != panel.model.query for _, nbs in panel.model.table.layers for nb in nbs)
     # the anisotropy reference is now the whole corpus (loaded sentences + the reference file)
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_corrected(True)
-    vec = cmp.gather(panel.ws.activations, panel.comparison.occurrences)
-    np.testing.assert_allclose(panel.comparison.matrices,
-                               cmp.compare(vec, None, "both", panel.index.mean).matrices, atol=1e-6)
-    assert not np.allclose(panel.index.mean, cmp.reference_mean(panel.ws.activations))
-    assert f"mean of {loaded + 14:,} tokens" in panel.status.text()
+    vec = cmp.gather(panel.ws.activations, panel.model.comparison.occurrences)
+    np.testing.assert_allclose(panel.model.comparison.matrices,
+                               cmp.compare(vec, None, "both", panel.model.index.mean).matrices, atol=1e-6)
+    assert not np.allclose(panel.model.index.mean, cmp.reference_mean(panel.ws.activations))
+    assert f"mean of {loaded + 14:,} tokens" in panel.view.status.text()
 
 
 def test_new_sentences_recompute_and_signal_ready(panel, qtbot):
@@ -208,11 +208,11 @@ def test_new_sentences_recompute_and_signal_ready(panel, qtbot):
     with qtbot.waitSignal(panel.ready, timeout=20000):
         panel.ws.set_sentences(["A new first line ."] + SENTENCES[:2]
                                + ["A bank , a bank , my kingdom for a bank ."])
-    assert panel.word == "bank"
-    assert panel.comparison.occurrences == ((1, 4), (2, 6), (3, 1), (3, 4), (3, 10))
-    assert panel.comparison.groups == ("", "money", "", "", "")       # moved with its sentence
-    assert panel.comparison.matrices.shape == (4, 5, 5)
-    assert panel.index.n_tokens == sum(len(t) for t in panel.ws.tokens)
+    assert panel.model.word == "bank"
+    assert panel.model.comparison.occurrences == ((1, 4), (2, 6), (3, 1), (3, 4), (3, 10))
+    assert panel.model.comparison.groups == ("", "money", "", "", "")       # moved with its sentence
+    assert panel.model.comparison.matrices.shape == (4, 5, 5)
+    assert panel.model.index.n_tokens == sum(len(t) for t in panel.ws.tokens)
 
 
 def test_view_state_round_trip(panel, qtbot):
@@ -220,7 +220,7 @@ def test_view_state_round_trip(panel, qtbot):
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_weights([0, 1, 2])
     panel.set_direction("backward")
-    panel.k_box.setValue(5)
+    panel.view.k_box.setValue(5)
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_corrected(True)
     for row, label in ((0, "river"), (1, "money")):
@@ -240,20 +240,20 @@ def test_view_state_round_trip(panel, qtbot):
     panel.set_weights([1, 1, 1])
     panel.set_direction("both")
     panel.set_corrected(False)
-    panel.k_box.setValue(8)
+    panel.view.k_box.setValue(8)
     with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
         panel.restore_view_state(dict(state, unknown_key=[1, 2]))
         ws.select(TokenRef(0, 1))        # the workspace's selection, applied right after: "sat"
-    qtbot.waitUntil(lambda: panel.comparison is not None and panel.comparison.word == "bank")
-    comp = panel.comparison
-    assert panel.word == "bank" and panel.mix.weights() == [0.0, 1.0, 2.0]
-    assert comp.direction == "backward" and comp.corrected and panel.k_box.value() == 5
+    qtbot.waitUntil(lambda: panel.model.comparison is not None and panel.model.comparison.word == "bank")
+    comp = panel.model.comparison
+    assert panel.model.word == "bank" and panel.view.mix.weights() == [0.0, 1.0, 2.0]
+    assert comp.direction == "backward" and comp.corrected and panel.view.k_box.value() == 5
     assert comp.groups == ("river", "money", "", "")
     np.testing.assert_allclose(comp.weights, [0, 1 / 3, 2 / 3], atol=1e-6)
     vec = cmp.gather(ws.activations, comp.occurrences)
-    ref = cmp.compare(vec, [0, 1, 2], "backward", panel.index.mean, comp.groups)
+    ref = cmp.compare(vec, [0, 1, 2], "backward", panel.model.index.mean, comp.groups)
     np.testing.assert_allclose(comp.matrices, ref.matrices, atol=1e-6)
-    assert panel.query == (2, 1) and all(len(nbs) == 5 for _, nbs in panel.table.layers)
+    assert panel.model.query == (2, 1) and all(len(nbs) == 5 for _, nbs in panel.model.table.layers)
     assert panel.view_state() == state
 
 
@@ -269,11 +269,11 @@ def test_restore_view_state_tolerates_bad_values(panel, qtbot):
                                                       "junk"], "7": 3},
                                   "reference_file": "/no/such/file.txt", "version": 99})
     assert panel.view_state() == before
-    assert panel.comparison.groups == ("", "", "", "")
+    assert panel.model.comparison.groups == ("", "", "", "")
 
 
 def test_report_figures_and_tables(panel, tmp_path):
-    comp = panel.comparison
+    comp = panel.model.comparison
     opts = FigureOptions(width_in=6.5, height_in=5.0, dpi=20, keep_aspect=False)
     files = panel.report_figures(tmp_path, opts)
     views = ["layer_0", "layer_1", "layer_2", "mix"]
@@ -345,9 +345,9 @@ def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint
             panel.set_word("river")
         with qtbot.waitSignal(actions.restored, timeout=20000):
             actions.open_workspace(path)
-        qtbot.waitUntil(lambda: panel.comparison is not None and panel.comparison.word == "bank",
+        qtbot.waitUntil(lambda: panel.model.comparison is not None and panel.model.comparison.word == "bank",
                         timeout=10000)
-        assert panel.comparison.direction == "forward" and panel.comparison.groups[0] == "river"
+        assert panel.model.comparison.direction == "forward" and panel.model.comparison.groups[0] == "river"
         out = tmp_path / "report"
         with qtbot.waitSignal(actions.exported, timeout=30000):
             actions.export_report(out, FigureOptions(3.0, 2.4, 30, keep_aspect=False))
