@@ -13,6 +13,7 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt  # noqa: E402
 from PySide6.QtGui import QImage, QMouseEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
+from elmo_explorer.figure_export import FigureOptions  # noqa: E402
 import elmo_explorer.panels.projection as projection_mod  # noqa: E402
 from elmo_explorer.panels.projection import ProjectionPanel  # noqa: E402
 from elmo_explorer.panels.projection_plots import PALETTE, categories  # noqa: E402
@@ -59,142 +60,142 @@ def pca_panel(qtbot, ws, monkeypatch):
 def test_pca_drawn_for_every_layer(pca_panel, ws):
     p = pca_panel
     n = sum(len(t) for t in ws.tokens)
-    assert len(p.tokens) == n and len(p.plots.plots) == ws.n_layers + 1 == 4
-    assert [p.shown[k].method for k in range(4)] == ["pca"] * 4
-    for k, lp in enumerate(p.plots.plots):
+    assert len(p.model.tokens) == n and len(p.view.plots.plots) == ws.n_layers + 1 == 4
+    assert [p.model.shown[k].method for k in range(4)] == ["pca"] * 4
+    for k, lp in enumerate(p.view.plots.plots):
         xs, ys = lp.points.getData()
         assert len(xs) == n
-        np.testing.assert_allclose(xs, p.shown[k].coords[:, 0], rtol=1e-6)
-    assert "PCA" in p.plots.plots[1].title_text()
+        np.testing.assert_allclose(xs, p.model.shown[k].coords[:, 0], rtol=1e-6)
+    assert "PCA" in p.view.plots.plots[1].title_text()
 
 
 def test_box_selection_links_all_plots(pca_panel, qtbot):
     p = pca_panel
-    c = p.shown[1].coords
+    c = p.model.shown[1].coords
     x0, x1 = np.percentile(c[:, 0], [10, 60])
     y0, y1 = np.percentile(c[:, 1], [10, 90])
-    with qtbot.waitSignal(p.plots.selection_made) as sig:
-        p.plots.select_in_rect(1, QRectF(QPointF(x0, y0), QPointF(x1, y1)))
+    with qtbot.waitSignal(p.view.plots.selection_made) as sig:
+        p.view.plots.select_in_rect(1, QRectF(QPointF(x0, y0), QPointF(x1, y1)))
     expected = np.flatnonzero((c[:, 0] >= x0) & (c[:, 0] <= x1) & (c[:, 1] >= y0) & (c[:, 1] <= y1))
     assert len(expected) >= 5
     np.testing.assert_array_equal(sig.args[0], expected)
-    for k, lp in enumerate(p.plots.plots):
-        np.testing.assert_array_equal(p.plots.overlay_indices(k, "selected"), expected)
+    for k, lp in enumerate(p.view.plots.plots):
+        np.testing.assert_array_equal(p.view.plots.overlay_indices(k, "selected"), expected)
         xs, ys = lp.selected.getData()
-        np.testing.assert_allclose(xs, p.shown[k].coords[expected, 0], rtol=1e-6)
-    assert p.info.text().startswith(f"{len(expected)} tokens selected")
+        np.testing.assert_allclose(xs, p.model.shown[k].coords[expected, 0], rtol=1e-6)
+    assert p.view.info.text().startswith(f"{len(expected)} tokens selected")
 
 
 def test_shift_drag_selects_with_the_mouse(pca_panel, qtbot):
     p = pca_panel
-    lp = p.plots.plots[2]
-    vp = p.plots.viewport()
+    lp = p.view.plots.plots[2]
+    vp = p.view.plots.viewport()
     rect = lp.view.sceneBoundingRect()
-    a = p.plots.mapFromScene(rect.center() - QPointF(rect.width() * 0.3, rect.height() * 0.3))
-    b = p.plots.mapFromScene(rect.center() + QPointF(rect.width() * 0.3, rect.height() * 0.3))
+    a = p.view.plots.mapFromScene(rect.center() - QPointF(rect.width() * 0.3, rect.height() * 0.3))
+    b = p.view.plots.mapFromScene(rect.center() + QPointF(rect.width() * 0.3, rect.height() * 0.3))
     shift, left = Qt.KeyboardModifier.ShiftModifier, Qt.MouseButton.LeftButton
 
     def send(kind, pos, buttons):
         ev = QMouseEvent(kind, QPointF(pos), QPointF(vp.mapToGlobal(pos)), left, buttons, shift)
         QApplication.sendEvent(vp, ev)
 
-    with qtbot.waitSignal(p.plots.selection_made, timeout=5000) as sig:
+    with qtbot.waitSignal(p.view.plots.selection_made, timeout=5000) as sig:
         send(QMouseEvent.Type.MouseButtonPress, a, left)
         for t in np.linspace(0.1, 1.0, 6):
             send(QMouseEvent.Type.MouseMove, QPoint(int(a.x() + t * (b.x() - a.x())),
                                                     int(a.y() + t * (b.y() - a.y()))), left)
         send(QMouseEvent.Type.MouseButtonRelease, b, Qt.MouseButton.NoButton)
     sel = sig.args[0]
-    c = p.shown[2].coords
-    lo = lp.view.mapSceneToView(p.plots.mapToScene(a))
-    hi = lp.view.mapSceneToView(p.plots.mapToScene(b))
+    c = p.model.shown[2].coords
+    lo = lp.view.mapSceneToView(p.view.plots.mapToScene(a))
+    hi = lp.view.mapSceneToView(p.view.plots.mapToScene(b))
     box = QRectF(lo, hi).normalized()
     expected = np.flatnonzero((c[:, 0] >= box.left()) & (c[:, 0] <= box.right())
                               & (c[:, 1] >= box.top()) & (c[:, 1] <= box.bottom()))
     assert len(sel) > 0
     np.testing.assert_array_equal(sel, expected)
-    np.testing.assert_array_equal(p.plots.overlay_indices(0, "selected"), expected)
+    np.testing.assert_array_equal(p.view.plots.overlay_indices(0, "selected"), expected)
 
 
 def test_colour_by_legend_entries(pca_panel, qtbot):
     p = pca_panel
-    p.controls.set_source("words")
-    p.controls.words.setText("bank, the, play")
+    p.view.controls.set_source("words")
+    p.view.controls.words.setText("bank, the, play")
     with qtbot.waitSignal(p.ready, timeout=20000):
         p.run()
-    assert set(p.tokens.words) == {"bank", "the", "The", "play"}
-    p.controls.set_colour_by("label")
-    assert p.legend.entries() == ["the", "bank", "play"]          # by frequency: 10, 4, 2
-    counts = [p.legend.item(i).text() for i in range(3)]
+    assert set(p.model.tokens.words) == {"bank", "the", "The", "play"}
+    p.view.controls.set_colour_by("label")
+    assert p.view.legend.entries() == ["the", "bank", "play"]          # by frequency: 10, 4, 2
+    counts = [p.view.legend.item(i).text() for i in range(3)]
     assert counts[0].endswith("(11)") and counts[1].endswith("(4)") and counts[2].endswith("(2)")
-    i_bank = p.tokens.words.index("bank")
-    assert p.plots.point_colour(i_bank) == PALETTE[1]
-    p.controls.set_colour_by("sentence")
-    entries = p.legend.entries()
+    i_bank = p.model.tokens.words.index("bank")
+    assert p.view.plots.point_colour(i_bank) == PALETTE[1]
+    p.view.controls.set_colour_by("sentence")
+    entries = p.view.legend.entries()
     assert len(entries) == len(SENTENCES) and entries[0].startswith("1: He sat on")
-    p.controls.set_colour_by("word")
-    assert p.legend.entries()[:2] == ["the", "bank"]
-    p.legend.entry_clicked.emit(1)                                  # click "bank"
-    np.testing.assert_array_equal(p.plots.overlay_indices(3, "selected"),
-                                  p.tokens.find("bank", True))
+    p.view.controls.set_colour_by("word")
+    assert p.view.legend.entries()[:2] == ["the", "bank"]
+    p.view.legend.entry_clicked.emit(1)                                  # click "bank"
+    np.testing.assert_array_equal(p.view.plots.overlay_indices(3, "selected"),
+                                  p.model.tokens.find("bank", True))
 
 
 def test_search_and_workspace_selection_highlight(pca_panel, ws):
     p = pca_panel
-    p.controls.search.setText("BANK")
-    expected = [i for i, w in enumerate(p.tokens.words) if w.lower() == "bank"]
+    p.view.controls.search.setText("BANK")
+    expected = [i for i, w in enumerate(p.model.tokens.words) if w.lower() == "bank"]
     assert len(expected) == 4
     for k in range(4):
-        np.testing.assert_array_equal(p.plots.overlay_indices(k, "found"), expected)
-    assert p.info.text().startswith("'BANK': 4 of")
-    p.controls.search.setText("")
-    assert len(p.plots.overlay_indices(0, "found")) == 0
+        np.testing.assert_array_equal(p.view.plots.overlay_indices(k, "found"), expected)
+    assert p.view.info.text().startswith("'BANK': 4 of")
+    p.view.controls.search.setText("")
+    assert len(p.view.plots.overlay_indices(0, "found")) == 0
     ws.select(TokenRef(1, 6))                                       # "bank" in sentence 2
-    i = int(np.flatnonzero((p.tokens.sentence == 1) & (p.tokens.position == 6))[0])
+    i = int(np.flatnonzero((p.model.tokens.sentence == 1) & (p.model.tokens.position == 6))[0])
     for k in range(4):
-        assert p.plots.overlay_indices(k, "found").tolist() == [i]
-    assert "[bank]" in p.info.text()
-    p.plots.point_clicked.emit(0, 0)                                 # click a point → selects it
+        assert p.view.plots.overlay_indices(k, "found").tolist() == [i]
+    assert "[bank]" in p.view.info.text()
+    p.view.plots.point_clicked.emit(0, 0)                                 # click a point → selects it
     assert ws.selection == TokenRef(0, 0)
 
 
 def test_hover_shows_token_in_sentence(pca_panel):
     p = pca_panel
-    lp = p.plots.plots[1]
+    lp = p.view.plots.plots[1]
     i = 5
-    scene = lp.view.mapViewToScene(QPointF(*p.shown[1].coords[i].astype(float)))
-    p.plots._on_mouse_moved(scene)
-    assert p.plots.hover_index == i
-    assert p.info.text().startswith(f"layer 1 · '{p.tokens.words[i]}'")
-    assert f"[{p.tokens.words[i]}]" in p.info.text()
+    scene = lp.view.mapViewToScene(QPointF(*p.model.shown[1].coords[i].astype(float)))
+    p.view.plots._on_mouse_moved(scene)
+    assert p.view.plots.hover_index == i
+    assert p.view.info.text().startswith(f"layer 1 · '{p.model.tokens.words[i]}'")
+    assert f"[{p.model.tokens.words[i]}]" in p.view.info.text()
     for k in range(4):
-        assert p.plots.overlay_indices(k, "hover").tolist() == [i]
+        assert p.view.plots.overlay_indices(k, "hover").tolist() == [i]
 
 
 def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
     p = pca_panel
     done = []
-    p.export_csv(tmp_path / "c.csv", done.append)
-    p.export_tensorboard(tmp_path / "tb", 2, done.append)
+    p.exports.export_csv(tmp_path / "c.csv", done.append)
+    p.exports.export_tensorboard(tmp_path / "tb", 2, done.append)
     qtbot.waitUntil(lambda: len(done) == 2, timeout=20000)
     with open(tmp_path / "c.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == len(p.tokens) and "mix_pca_x" in rows[0]
+    assert len(rows) == len(p.model.tokens) and "mix_pca_x" in rows[0]
     vec = np.loadtxt(tmp_path / "tb" / "vectors.tsv", delimiter="\t")
-    assert vec.shape == (len(p.tokens), 32)
+    assert vec.shape == (len(p.model.tokens), 32)
     assert (tmp_path / "tb" / "metadata.tsv").read_text().splitlines()[0].startswith("token\t")
-    png = p.export_plot(1, tmp_path / "p.png")
+    png = p.exports.export_plot(1, tmp_path / "p.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert p.export_all(tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
-    svg = p.export_plot(0, tmp_path / "one.svg").read_text(encoding="utf-8")
-    assert "<svg" in svg and svg.count("<path") + svg.count("<rect") >= len(p.tokens) // 2
+    assert p.exports.export_all(tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
+    svg = p.exports.export_plot(0, tmp_path / "one.svg").read_text(encoding="utf-8")
+    assert "<svg" in svg and svg.count("<path") + svg.count("<rect") >= len(p.model.tokens) // 2
     monkey_declined = []
     p.confirm = lambda msg: monkey_declined.append(msg) or False
     projection_mod_export = __import__("elmo_explorer.panels.projection_export", fromlist=["x"])
     old = projection_mod_export.SVG_WARN_POINTS
     projection_mod_export.SVG_WARN_POINTS = 10
     try:
-        assert p.export_all(tmp_path / "all.svg") is None            # declined: nothing written
+        assert p.exports.export_all(tmp_path / "all.svg") is None            # declined: nothing written
     finally:
         projection_mod_export.SVG_WARN_POINTS = old
     assert monkey_declined and not (tmp_path / "all.svg").exists()
@@ -206,11 +207,11 @@ def test_labelled_dataset_source(pca_panel, qtbot, tmp_path):
     f = tmp_path / "pos.tsv"
     f.write_text("The\tDET\nbank\tNOUN\nfell\tVERB\n\nA\tDET\nbank\tNOUN\nrose\t_\n", "utf-8")
     with qtbot.waitSignal(p.ready, timeout=30000):
-        p.open_dataset(f)
-    assert p.controls.source_key() == "dataset" and p.controls.colour_by() == "label"
-    assert p.tokens.words == ("The", "bank", "fell", "A", "bank")
-    assert p.legend.entries() == ["DET", "NOUN", "VERB"]
-    assert all(p.shown[k].coords.shape == (5, 2) for k in range(4))
+        p.interaction.open_dataset(f)
+    assert p.view.controls.source_key() == "dataset" and p.view.controls.colour_by() == "label"
+    assert p.model.tokens.words == ("The", "bank", "fell", "A", "bank")
+    assert p.view.legend.entries() == ["DET", "NOUN", "VERB"]
+    assert all(p.model.shown[k].coords.shape == (5, 2) for k in range(4))
 
 
 def test_warm_up_runs_on_the_worker(qtbot, ws, monkeypatch):
@@ -251,16 +252,16 @@ def test_umap_replaces_pca_and_uses_the_cache(qtbot, ws):
     ws.worker.job_started.connect(lambda _i, name: started.append(name))
     with qtbot.waitSignal(panel.ready, timeout=120000):
         panel.show()
-    assert [panel.shown[k].method for k in range(4)] == ["umap"] * 4
-    assert all("UMAP" in lp.title_text() for lp in panel.plots.plots)
+    assert [panel.model.shown[k].method for k in range(4)] == ["umap"] * 4
+    assert all("UMAP" in lp.title_text() for lp in panel.view.plots.plots)
     assert sum(name.startswith("Projection: UMAP") for name in started) == 4
-    first = {k: panel.shown[k] for k in range(4)}
+    first = {k: panel.model.shown[k] for k in range(4)}
     started.clear()
     with qtbot.waitSignal(panel.ready, timeout=20000):
-        panel._ready = False
+        panel.model.ready = False
         panel.run()
     assert not any(name.startswith("Projection: UMAP") for name in started)
-    assert all(panel.shown[k] is first[k] for k in range(4))
+    assert all(panel.model.shown[k] is first[k] for k in range(4))
 
 
 def test_categories_other_bucket():
@@ -274,12 +275,12 @@ def test_categories_other_bucket():
 def test_layer_with_too_few_distinct_vectors_keeps_pca(qtbot, ws):
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
-    panel.controls.set_source("words")
-    panel.controls.words.setText("bank the")          # layer 0: only 3 distinct vectors
+    panel.view.controls.set_source("words")
+    panel.view.controls.words.setText("bank the")          # layer 0: only 3 distinct vectors
     with qtbot.waitSignal(panel.ready, timeout=120000):
         panel.run()
-    assert [panel.shown[k].method for k in range(4)] == ["pca", "umap", "umap", "umap"]
-    assert "PCA kept for layer 0" in panel.controls.status.text()
+    assert [panel.model.shown[k].method for k in range(4)] == ["pca", "umap", "umap", "umap"]
+    assert "PCA kept for layer 0" in panel.view.controls.status.text()
 
 
 # ---- workspace / report hooks (app/panels/projection_report.py) ------------------------------
@@ -287,7 +288,7 @@ def test_view_state_round_trip(pca_panel, qtbot, ws):
     import json
 
     p = pca_panel
-    c = p.controls
+    c = p.view.controls
     c.set_source("words")
     c.words.setText("bank, play")
     c.max_points.setValue(5000)
@@ -309,14 +310,14 @@ def test_view_state_round_trip(pca_panel, qtbot, ws):
     other.resize(1100, 500)
     other.restore_view_state(state)
     assert other.view_state() == state
-    assert other.controls.words.isVisibleTo(other)          # the word-list field is shown
-    assert other.controls.params().n_neighbors == 7
-    assert other.controls.mix_weights(3) == [0.2, 0.3, 0.5]
+    assert other.view.controls.words.isVisibleTo(other)          # the word-list field is shown
+    assert other.view.controls.params().n_neighbors == 7
+    assert other.view.controls.mix_weights(3) == [0.2, 0.3, 0.5]
     with qtbot.waitSignal(other.ready, timeout=20000):      # the usual scheduled run
         other.show()
     n_words = sum(w in ("bank", "play") for t in ws.tokens for w in t)
-    assert len(other.tokens) == n_words == 6
-    assert len(other.plots.highlight) == 4                  # search "bank" marked
+    assert len(other.model.tokens) == n_words == 6
+    assert len(other.view.plots.highlight) == 4                  # search "bank" marked
 
 
 def test_restore_view_state_tolerates_bad_input(pca_panel):
@@ -334,34 +335,32 @@ def test_restore_view_state_tolerates_bad_input(pca_panel):
 
 
 def test_report_figures_png_and_svg_per_layer(pca_panel, tmp_path):
-    from elmo_explorer.figure_export import FigureOptions
-
     p = pca_panel
     opts = FigureOptions(width_in=5.0, height_in=3.0, dpi=150, keep_aspect=False)
     files = p.report_figures(tmp_path, opts)
     names = [f.name for f in files]
-    assert len(files) == 2 * len(p.layers) == 8
-    for lay in p.layers:
+    assert len(files) == 2 * len(p.model.layers) == 8
+    for lay in p.model.layers:
         assert f"projection_{lay.key}_pca.png" in names and f"projection_{lay.key}_pca.svg" in names
     for f in files:
         assert f.stat().st_size > 1000
-    img = QImage(str(tmp_path / f"projection_{p.layers[1].key}_pca.png"))
+    img = QImage(str(tmp_path / f"projection_{p.model.layers[1].key}_pca.png"))
     assert (img.width(), img.height()) == (750, 450)
-    svg = (tmp_path / f"projection_{p.layers[0].key}_pca.svg").read_text(encoding="utf-8")
+    svg = (tmp_path / f"projection_{p.model.layers[0].key}_pca.svg").read_text(encoding="utf-8")
     assert "<svg" in svg and "PC 1" in svg and "layer 0" in svg
     assert "bank (4)" in svg                                 # the legend, by word
     (tmp_path / "pdf").mkdir()
     pdf = p.report_figures(tmp_path / "pdf", FigureOptions(formats=("png", "svg", "pdf")))
-    assert sum(f.suffix == ".pdf" for f in pdf) == len(p.layers)
+    assert sum(f.suffix == ".pdf" for f in pdf) == len(p.model.layers)
     assert all(f.read_bytes()[:5] == b"%PDF-" for f in pdf if f.suffix == ".pdf")
     tables = p.report_tables()
-    assert len(tables) == 1 and len(tables[0].rows) == len(p.tokens)
-    assert tables[0].rows[0]["token"] == p.tokens.words[0] and "mix_pca_x" in tables[0].header()
+    assert len(tables) == 1 and len(tables[0].rows) == len(p.model.tokens)
+    assert tables[0].rows[0]["token"] == p.model.tokens.words[0] and "mix_pca_x" in tables[0].header()
 
 
 def test_report_figures_empty_before_a_projection(qtbot, ws, monkeypatch, tmp_path):
     monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
-    assert panel.report_figures(tmp_path) == [] and not any(tmp_path.iterdir())
+    assert panel.report_figures(tmp_path, FigureOptions()) == [] and not any(tmp_path.iterdir())
     assert panel.report_tables() == []
