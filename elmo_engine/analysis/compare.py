@@ -2,7 +2,7 @@
 
 Everything here is plain NumPy on the arrays the embedder returns: per sentence ``(L+1, n, 2P)``
 float32, where layer 0 is ``[token, token]`` and layer ``l ≥ 1`` is ``[forward_l, backward_l]``
-(``docs/elmo-checkpoint-format.md`` §9). The first half of a layer is what the forward LSTM saw
+(``docs/checkpoint-format.md`` §9). The first half of a layer is what the forward LSTM saw
 (left context only), the second half the backward LSTM (right context only).
 
 The views compared are the layers ``0..L`` plus a user-weighted scalar mix ``Σ_k w_k h_k`` with

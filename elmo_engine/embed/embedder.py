@@ -1,7 +1,7 @@
 """Sentences → per-token layer vectors, fast and cached.
 
 :class:`Embedder` turns tokenized sentences into arrays of shape ``(L+1, n_tokens, 2P)``
-(``docs/elmo-checkpoint-format.md`` §9). It is **stateless** by default: a sentence gets the same
+(``docs/checkpoint-format.md`` §9). It is **stateless** by default: a sentence gets the same
 vectors whatever batch it is in. :meth:`Embedder.embed_stateful` reproduces the reference tools'
 stateful protocol (§8) with :meth:`Embedder.reset_state`.
 
@@ -230,7 +230,7 @@ class Embedder:
         with torch.inference_mode():
             return self.model.contextual(tok, lengths, init, boundaries=boundaries)
 
-    # ---- stateful (reference protocol, spec §8) ------------------------------------------------
+    # ---- stateful (reference protocol, docs/checkpoint-format.md §8) -------------------------
     def reset_state(self) -> None:
         """Set every LSTM state slot back to zero."""
         self._slots = None

@@ -3,7 +3,7 @@
 Layouts (``docs/guide/workspaces.md`` has the full description):
 
 * **all sentences, npz / HDF5** — the AllenNLP ``elmo`` command's layout
-  (``docs/elmo-checkpoint-format.md`` §11.1): one float32 dataset per sentence named by its 0-based
+  (``docs/checkpoint-format.md`` §11.1): one float32 dataset per sentence named by its 0-based
   index (``"0"``, ``"1"``, …), shape ``(L+1, n, 2P)`` for ``each`` or ``(n, 2P)`` otherwise, and
   ``sentence_to_index``: a JSON object mapping each sentence's text (tokens joined by one space)
   to its key (for duplicate sentences the last one wins, as in AllenNLP).

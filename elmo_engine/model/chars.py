@@ -1,4 +1,4 @@
-"""Tokens → ELMo character ids (spec §4) and sentence framing (spec §5).
+"""Tokens → ELMo character ids and sentence framing (docs/checkpoint-format.md §4, §5).
 
 Ids are as fed to the model: UTF-8 byte b → b+1; 257 <S>, 258 </S>, 259 begin-of-word,
 260 end-of-word, 261 character padding; a row of zeros is a padding token.

@@ -1,4 +1,5 @@
-"""ScalarMix — the ELMo weighting ``γ · Σ_k softmax(s)_k · h_k`` (spec §10).
+"""ScalarMix — the ELMo weighting ``γ · Σ_k softmax(s)_k · h_k`` (docs/checkpoint-format.md
+§10).
 
 Two implementations of the same computation:
 

@@ -1,6 +1,6 @@
 """The biLM hyperparameters (``options.json``), parsed and checked.
 
-See ``docs/elmo-checkpoint-format.md`` §2 for every key. Unknown top-level keys (training
+See ``docs/checkpoint-format.md`` §2 for every key. Unknown top-level keys (training
 left-overs such as ``n_tokens_vocab``) are kept in ``extra`` and otherwise ignored.
 """
 from __future__ import annotations

@@ -21,7 +21,7 @@ directions) and computes the same gradients itself:
 
 The computation is exactly that of :class:`elmo_engine.model.bilm.LSTMStack` (TensorFlow's
 ``LSTMCell`` with projection: gate order i, j, f, o, forget bias +1, cell clip, projection clip),
-up to float rounding; ``tests/test_lm_train_fused.py`` checks outputs and every gradient against
+up to float rounding; ``tests/engine/test_lm_train_fused.py`` checks outputs and every gradient against
 the autograd path. Clipped values pass no gradient, as with ``torch.clamp`` (a value exactly
 on the bound passes it). Windows have every row running at every step (the trainer's streams),
 so there is no ragged batch here; the final state is returned for carrying to the next window

@@ -1,4 +1,4 @@
-"""A fork server for the kill tests (``tests/test_hardening_faults.py``).
+"""A fork server for the kill tests (``tests/engine/test_hardening_faults.py``).
 
 Starting Python and importing torch takes seconds on a busy machine, so the server imports the
 engine once and forks one worker process per trial. The test kills that worker with SIGKILL at
@@ -7,7 +7,7 @@ left on disk. Protocol, one JSON object per line: the test writes ``{"job": NAME
 the server answers ``{"pid": N}`` right after the fork and ``{"pid": N, "status": ..., "seconds":
 ...}`` when the worker has ended (``status`` is the exit code, or ``-SIGNAL``).
 
-Run as ``python tests/helpers_kill.py serve``; :class:`ForkServer` does that for the tests.
+Run as ``python tests/engine/helpers_kill.py serve``; :class:`ForkServer` does that for the tests.
 """
 from __future__ import annotations
 
@@ -172,5 +172,5 @@ class ForkServer:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["serve"]:
-        sys.exit("usage: python tests/helpers_kill.py serve")
+        sys.exit("usage: python tests/engine/helpers_kill.py serve")
     serve()

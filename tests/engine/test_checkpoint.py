@@ -1,4 +1,4 @@
-"""Loading, validation and saving of checkpoints (spec §2, §3)."""
+"""Loading, validation and saving of checkpoints (docs/checkpoint-format.md §2, §3)."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""``elmo-explorer embed`` end to end (spec §11.1 layout)."""
+"""``elmo-explorer embed`` end to end (docs/checkpoint-format.md §11.1 layout)."""
 from __future__ import annotations
 
 import json

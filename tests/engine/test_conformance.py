@@ -1,4 +1,4 @@
-"""The engine against the published reference outputs (spec §8, §13)."""
+"""The engine against the published reference outputs (docs/checkpoint-format.md §8, §13)."""
 from __future__ import annotations
 
 import json
@@ -53,7 +53,8 @@ def test_bilm_tf_reference_outputs_stateful(bilm_tf):
 
 
 def test_stateless_differs_from_reference_protocol(bilm_tf):
-    """The state really matters on this model (spec §8): stateless ≠ stateful after batch 1."""
+    """The state really matters on this model (docs/checkpoint-format.md §8): stateless ≠
+    stateful after batch 1."""
     lists = _lists(FIXTURES / "bilm-tf" / "model" / "lm_embeddings_sentences.json")
     emb = Embedder(bilm_tf)
     order = [lists[k][i] for i in range(3) for k in range(3)]

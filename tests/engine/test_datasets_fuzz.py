@@ -1,7 +1,7 @@
 """Fuzzing every data reader: each corrupted input parses or raises InputError — nothing else.
 
 Short in CI (``ELMO_FUZZ_EXAMPLES``, default 200 per reader, derandomized so runs are repeatable);
-run longer by hand, e.g. ``ELMO_FUZZ_EXAMPLES=5000 pytest tests/test_datasets_fuzz.py``.
+run longer by hand, e.g. ``ELMO_FUZZ_EXAMPLES=5000 pytest tests/engine/test_datasets_fuzz.py``.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ readable length) or in a correct load — never another exception, a hang, or a 
 memory (a declared size is checked before anything is allocated).
 
 Short in CI (derandomized, ``ELMO_FUZZ_EXAMPLES`` per target, default 100); longer by hand, e.g.
-``ELMO_FUZZ_EXAMPLES=2000 pytest tests/test_hardening_checkpoint_fuzz.py``.
+``ELMO_FUZZ_EXAMPLES=2000 pytest tests/engine/test_hardening_checkpoint_fuzz.py``.
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 swapped into keys, wrong types, deep nesting, huge numbers, non-UTF-8, a 10 MB line) ends in the
 engine's :class:`InputError` naming the file, or in a correct load. Derandomized and short in CI
 (``ELMO_FUZZ_EXAMPLES``, default 100); longer by hand, e.g.
-``ELMO_FUZZ_EXAMPLES=2000 pytest tests/test_hardening_workspace.py -k fuzz``.
+``ELMO_FUZZ_EXAMPLES=2000 pytest tests/engine/test_hardening_workspace.py -k fuzz``.
 
 (b) After each kill the workspace (JSON + npz) or ``checkpoint/state.*`` is the old or the new
 complete save, never a corrupt one; what is left over is a hidden ``.NAME.*.part`` file (and,

@@ -125,9 +125,9 @@ class TrainSettings:
 
 
 class Normaliser:
-    """Per-layer scalar mean/std over the training vectors (spec §10's layer norm with the whole
-    training set as the batch), applied to every split so that layers of different scale start
-    equal in the mix."""
+    """Per-layer scalar mean/std over the training vectors (the layer norm of
+    docs/checkpoint-format.md §10 with the whole training set as the batch), applied to every
+    split so that layers of different scale start equal in the mix."""
 
     def __init__(self, x: np.ndarray, enabled: bool = True):
         k = x.shape[0]
