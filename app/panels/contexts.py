@@ -34,12 +34,13 @@ from elmo_explorer.panels.contexts_model import (MAX_OCCURRENCES, ContextsModel,
 from elmo_explorer.panels.contexts_neighbours import ContextsNeighbours
 from elmo_explorer.panels.contexts_report import ContextsReport
 from elmo_explorer.panels.contexts_view import ContextsView
+from elmo_explorer.panels.protocol import PanelDefaults
 from elmo_explorer.workspace import TokenRef
 
 __all__ = ["ContextsPanel", "default_word"]
 
 
-class ContextsPanel(QWidget):
+class ContextsPanel(PanelDefaults, QWidget):
     """Cross-context similarity of one word and contextual nearest neighbours."""
 
     title = "Contexts"
@@ -117,12 +118,6 @@ class ContextsPanel(QWidget):
         if isinstance(ref, str) and ref and Path(ref).is_file() and (
                 m.reference_path is None or Path(ref) != m.reference_path):
             self.nearest.set_reference_file(ref)
-
-    def probe_runs(self) -> List[dict]:
-        return []
-
-    def restore_probe_runs(self, runs: List[dict]) -> None:
-        """This view shows no probe runs."""
 
     def report_figures(self, folder: Path, options: FigureOptions) -> List[Path]:
         return self.report.figures(folder, options)

@@ -13,8 +13,7 @@ workspace's worker and provides the :class:`~.protocol.AnalysisPanel` protocol.
 from __future__ import annotations
 
 import logging
-from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import List, Optional
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
@@ -23,10 +22,9 @@ from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult, probe_sentences
 from elmo_engine.analysis.probes.tables import write_results_csv, write_results_json
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task, file_task
-from elmo_engine.io.report import ReportTable
-from elmo_explorer.figure_export import FigureOptions
 from elmo_explorer.panels.probes_model import ProbesModel
 from elmo_explorer.panels.probes_view import ProbesView
+from elmo_explorer.panels.protocol import PanelDefaults
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +36,7 @@ FILE_FILTERS = {"pos": "CoNLL-U (*.conllu *.conllu.gz);;All files (*)",
 KEYS_FILTER = "Gold keys (*.txt *.gz);;All files (*)"
 
 
-class ProbesPanel(QWidget):
+class ProbesPanel(PanelDefaults, QWidget):
     """Train probes and compare their layer weights across tasks.
 
     Signals
@@ -98,13 +96,6 @@ class ProbesPanel(QWidget):
             out.append(a)
         return out
 
-    def view_state(self) -> Dict[str, Any]:
-        """The view keeps no parameters in a workspace (its runs are saved as probe runs)."""
-        return {}
-
-    def restore_view_state(self, state: Dict[str, Any]) -> None:
-        """Nothing to restore (see :meth:`view_state`)."""
-
     def probe_runs(self) -> List[dict]:
         """The session's runs as ``results.json`` objects (saved with a workspace)."""
         return self.model.to_dicts()
@@ -114,13 +105,6 @@ class ProbesPanel(QWidget):
         self.model.restore(runs)
         self._redraw()
         self.runs_changed.emit()
-
-    def report_figures(self, folder: Path, options: FigureOptions) -> List[Path]:
-        """No figures of its own: the report shows the view as it is on screen."""
-        return []
-
-    def report_tables(self) -> List[ReportTable]:
-        return []
 
     # ---- workspace events ---------------------------------------------------------------------
     def showEvent(self, event) -> None:  # noqa: N802 - Qt override

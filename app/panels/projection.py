@@ -34,6 +34,7 @@ from elmo_explorer.panels.projection_model import ProjectionModel
 from elmo_explorer.panels.projection_plots import categories
 from elmo_explorer.panels.projection_report import ProjectionReport
 from elmo_explorer.panels.projection_view import ProjectionView
+from elmo_explorer.panels.protocol import PanelDefaults
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ GROUP = "projection"
 WARM_UP_QUIET_MS = 1500        # the worker stays idle this long before the UMAP compile starts
 
 
-class ProjectionPanel(QWidget):
+class ProjectionPanel(PanelDefaults, QWidget):
     """UMAP (and instant PCA) of token vectors per layer, with linked plots.
 
     Signals
@@ -115,12 +116,6 @@ class ProjectionPanel(QWidget):
     def restore_view_state(self, state: Dict[str, Any]) -> None:
         """Apply a ``view_state()`` dict (see :meth:`ProjectionReport.restore_view_state`)."""
         self.report.restore_view_state(state)
-
-    def probe_runs(self) -> List[dict]:
-        return []
-
-    def restore_probe_runs(self, runs: List[dict]) -> None:
-        """This view shows no probe runs."""
 
     def report_figures(self, folder: Path, options: FigureOptions) -> List[Path]:
         return self.report.figures(folder, options)

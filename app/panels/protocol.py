@@ -67,3 +67,27 @@ class AnalysisPanel(Protocol):
     def report_tables(self) -> List["ReportTable"]:
         """The view's results as report tables (``[]``: none)."""
         ...
+
+
+class PanelDefaults:
+    """The protocol's "nothing" answers, for a view without such a part: no saved parameters,
+    no probe runs, no figures of its own (the report shows the view as it is), no tables.
+    A panel lists it before ``QWidget`` among its bases and overrides what it has."""
+
+    def view_state(self) -> Dict[str, Any]:
+        return {}
+
+    def restore_view_state(self, state: Dict[str, Any]) -> None:
+        """Nothing to restore."""
+
+    def probe_runs(self) -> List[dict]:
+        return []
+
+    def restore_probe_runs(self, runs: List[dict]) -> None:
+        """This view shows no probe runs."""
+
+    def report_figures(self, folder: Path, options: "FigureOptions") -> List[Path]:
+        return []
+
+    def report_tables(self) -> List["ReportTable"]:
+        return []

@@ -15,6 +15,8 @@ the source with :mod:`ast`, so an import that only runs in some code path is cau
    names are ``elmo_explorer`` and ``elmo_engine.resources``.
 5. The engine's tests import neither Qt nor the app (CI runs them where PySide6 is not
    installed).
+6. The app's panel models (``app/panels/*_model.py``) import no Qt: a view's state is plain
+   Python, its widgets live in the view.
 """
 from __future__ import annotations
 
@@ -137,6 +139,14 @@ def test_the_engine_tests_import_neither_qt_nor_the_app():
     bad = [f"{f.name}:{line} imports {name}"
            for f in sorted((REPO / "tests" / "engine").rglob("*.py"))
            for line, name in imported(f) if top(name) in QT + ("elmo_explorer", "app")]
+    assert bad == []
+
+
+def test_the_panel_models_import_no_qt():
+    models = sorted((REPO / "app" / "panels").glob("*_model.py"))
+    assert len(models) >= 3
+    bad = [f"{f.name}:{line} imports {name}" for f in models
+           for line, name in imported(f) if top(name) in QT or name.startswith("pyqtgraph")]
     assert bad == []
 
 
