@@ -1,4 +1,4 @@
-"""Headless commands over the engine: ``elmo-explorer embed|info|train-lm|probe|contexts|project|export``.
+"""Headless commands over the engine: ``elmo-explorer embed|info|train-lm|probe|contexts|…``.
 
 Argument parsing only: each subcommand is a module here with ``add_parser(subparsers)`` and
 ``run(args) -> int`` that checks its arguments and calls the engine's domain modules

@@ -219,7 +219,8 @@ class FastKernels:
         """A reusable buffer for the input projections: a fresh multi-hundred-MB allocation per
         call costs more in page faults than its GEMM saves (measured on the full model)."""
         buf = self._scratch.get(key)
-        if buf is None or buf.numel() < numel or buf.device != like.device or buf.dtype != like.dtype:
+        if (buf is None or buf.numel() < numel or buf.device != like.device
+                or buf.dtype != like.dtype):
             self._scratch.pop(key, None)
             buf = self._scratch[key] = like.new_empty(numel)
         return buf[:numel]

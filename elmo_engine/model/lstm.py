@@ -29,7 +29,7 @@ class LSTMStack(nn.Module):
     def __init__(self, opts: BiLMOptions, fast: FastPath = FastPath()):
         super().__init__()
         self.opts = opts
-        self.kernels = FastKernels(fast)      # the CPU fast path's switches, packed weights, buffers
+        self.kernels = FastKernels(fast)      # the CPU fast path: switches, packed weights
         d, p, out = opts.lstm_dim, opts.projection_dim, opts.output_dim
         # per layer, forward (RNN_0) and backward (RNN_1) stacked on axis 0. The file's W_0 is
         # [w_in; w_rec] along its rows: see elmo_engine.model.layout.

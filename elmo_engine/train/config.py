@@ -1,4 +1,4 @@
-"""The settings of a training run (:class:`TrainConfig`) and what it produced (:class:`TrainResult`)."""
+"""A training run's settings (:class:`TrainConfig`) and what it produced (:class:`TrainResult`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields

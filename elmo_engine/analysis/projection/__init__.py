@@ -1,12 +1,12 @@
 """Projection of contextual token vectors to 2-D: per layer, PCA first, then UMAP; cached.
 
-* :mod:`~elmo_engine.analysis.projection.tokens` — which tokens (:class:`TokenSet` and its builders);
-* :mod:`~elmo_engine.analysis.projection.compute` — layer features (single layers and scalar mixes), PCA,
-  exact kNN, and the settings/result types;
-* :mod:`~elmo_engine.analysis.projection.umapfit` — UMAP with precomputed neighbours, epoch progress and
-  cancel, and :func:`warm_up` (compile umap's kernels once per process, off the GUI thread);
-* :mod:`~elmo_engine.analysis.projection.projector` — :class:`Projector`, the per-layer cache;
-* :mod:`~elmo_engine.analysis.projection.export` — coordinates CSV and the TensorBoard projector pair.
+* :mod:`.tokens` — which tokens (:class:`TokenSet` and its builders);
+* :mod:`.compute` — layer features (single layers and scalar mixes), PCA, exact kNN, and the
+  settings/result types;
+* :mod:`.umapfit` — UMAP with precomputed neighbours, epoch progress and cancel, and
+  :func:`warm_up` (compile umap's kernels once per process, off the GUI thread);
+* :mod:`.projector` — :class:`Projector`, the per-layer cache;
+* :mod:`.export` — coordinates CSV and the TensorBoard projector pair.
 """
 from elmo_engine.analysis.projection.compute import (MIN_UMAP_POINTS, LayerSpec, PcaResult,
                                                      Projection, UmapParams, exact_knn,

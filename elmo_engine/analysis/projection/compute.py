@@ -167,9 +167,9 @@ def pca(x: np.ndarray, n_components: int) -> PcaResult:
     scikit-learn's convention, which makes the result deterministic: the largest-magnitude
     loading of each component is positive. Components beyond the data's rank are set to zero
     (with their coordinates and explained variance), where an SVD would give arbitrary
-    directions; so are all of them when every point is the same. Against the NumPy eigen-decomposition this replaced, the coordinates agree to
-    float32 rounding (at most 1.5e-9 of their largest value, measured on 40–20,000 points of
-    256–1024 dimensions).
+    directions; so are all of them when every point is the same. Against the NumPy
+    eigen-decomposition this replaced, the coordinates agree to float32 rounding (at most 1.5e-9
+    of their largest value, measured on 40–20,000 points of 256–1024 dimensions).
     """
     from sklearn.decomposition import PCA
 
