@@ -36,7 +36,7 @@ def human_count(n: int) -> str:
 
 
 def model_info_html(info, device_label: str, precision: str) -> str:
-    """An HTML summary of a :class:`~elmo_engine.checkpoint.CheckpointInfo`."""
+    """An HTML summary of a :class:`~elmo_engine.model.checkpoint.CheckpointInfo`."""
     esc = html.escape
     rows = [("Name", info.name), ("Format", info.format), ("Options", info.options_path),
             ("Weights", info.weights_path), ("Weights size", human_bytes(info.weights_bytes)),

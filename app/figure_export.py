@@ -5,7 +5,7 @@ PNG and PDF get the size asked for: the widget is laid out at ``inches × 96`` l
 fonts keep their on-screen point size relative to the figure: readable at print size) and drawn
 scaled to the DPI, with crisp text. A widget that is not visible cannot be laid out again; it is
 drawn at its current layout, scaled to fit, on a white page. SVG is drawn by
-:func:`app.export.export_widget`'s vector path at the widget's size.
+:func:`elmo_explorer.export.export_widget`'s vector path at the widget's size.
 """
 from __future__ import annotations
 
@@ -177,8 +177,8 @@ def render_pdf(obj, options: FigureOptions) -> bytes:
 
 
 def render_svg(obj) -> bytes:
-    """SVG of ``obj`` through :func:`app.export.export_widget` (vector, the view's size)."""
-    from app.export import export_widget
+    """SVG of ``obj`` through :func:`elmo_explorer.export.export_widget` (vector, the view's size)."""
+    from elmo_explorer.export import export_widget
 
     with tempfile.TemporaryDirectory() as d:
         path = export_widget(obj, Path(d) / "figure.svg")
@@ -319,7 +319,7 @@ def write_figure(fig, path, options: FigureOptions) -> Path:
     heatmap when ``options.keep_aspect``, else ``height_in``), so fonts keep their point size at
     print size; PNG is drawn at ``options.dpi``.
     """
-    from app.export import export_widget
+    from elmo_explorer.export import export_widget
 
     path = Path(path)
     ext = path.suffix.lower()

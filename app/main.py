@@ -45,15 +45,6 @@ def _parse_size(text: str):
     return w, h
 
 
-def _torch_threads() -> None:
-    """Leave one core to the GUI thread unless the user chose the thread count."""
-    if os.environ.get("OMP_NUM_THREADS"):
-        return
-    import torch
-
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the app; ``argv`` excludes the program name. Returns the exit code."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
@@ -61,12 +52,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
-    from app.logging_setup import close_logging, route_qt_messages, setup_logging
-    from app.settings import AppSettings
+    from elmo_explorer.logging_setup import close_logging, route_qt_messages, setup_logging
+    from elmo_explorer.settings import AppSettings
+    from elmo_explorer.startup import configure_process
 
     sentences_text = None
     if args.sentences:
-        from elmo_engine.datasets.sentences import read_sentences
+        from elmo_engine.io.datasets.sentences import read_sentences
         from elmo_engine.errors import InputError
 
         try:
@@ -81,7 +73,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     log_path = setup_logging(settings.log_dir())
     previous_handler = route_qt_messages()
     log.info("starting; log file %s", log_path)
-    _torch_threads()
+    configure_process()
     try:
         return _run(app, args, settings, size, sentences_text)
     finally:
@@ -90,11 +82,11 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 
 def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
-    from app.logging_setup import install_excepthooks
-    from app.main_window import MainWindow
+    from elmo_explorer.logging_setup import install_excepthooks
+    from elmo_explorer.main_window import MainWindow
 
     window = MainWindow(settings)
-    from app.workspace_actions import install_workspace_actions
+    from elmo_explorer.workspace_actions import install_workspace_actions
 
     actions = install_workspace_actions(window, recover=not args.screenshot)
     if args.screenshot:
@@ -115,7 +107,7 @@ def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
                 return 1
         shooter = None
         if args.screenshot:
-            from app.screenshot import Screenshot
+            from elmo_explorer.screenshot import Screenshot
 
             shooter = Screenshot(window, args.screenshot, args.view, args.timeout)
         app.aboutToQuit.connect(worker.shutdown)
@@ -138,7 +130,7 @@ def _exit_now(worker) -> None:
     Destroying a running QThread aborts the process, so the process ends here, after the log and
     the standard streams are flushed (the settings were saved when the window closed).
     """
-    from app.logging_setup import close_logging
+    from elmo_explorer.logging_setup import close_logging
 
     log.error("quitting while %r is still running; not waiting for it", worker.current_job())
     close_logging()

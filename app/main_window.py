@@ -11,19 +11,18 @@ from PySide6.QtGui import QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from app import dialogs
-from app.panels import load_panel_classes
-from app.panels.sentences import SentencesPanel
-from app.settings import AppSettings
-from app.menus import build_menus, fill_export, fill_recent
-from app.status_bar import StatusArea
-from app.workspace import ModelSpec, Workspace
+from elmo_explorer import dialogs
+from elmo_explorer.panels import load_panel_classes
+from elmo_explorer.panels.protocol import AnalysisPanel
+from elmo_explorer.panels.sentences import SentencesPanel
+from elmo_explorer.settings import AppSettings
+from elmo_explorer.menus import build_menus, fill_export, fill_recent
+from elmo_explorer.status_bar import StatusArea
+from elmo_explorer.workspace import ModelSpec, Workspace
 from elmo_engine.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
 
-REPO_RESOURCES = Path(__file__).resolve().parents[1] / "resources"
-DEMO_SENTENCES = REPO_RESOURCES / "demo_sentences.txt"
 CHECKPOINT_FILTER = "Checkpoints (*.json *.hdf5 *.h5 *.safetensors);;All files (*)"
 SHUTDOWN_WAIT_S = 5.0        # how long quitting waits for a job that cannot be interrupted
 TEXT_FILTER = "Text files (*.txt *.txt.gz *.gz);;All files (*)"
@@ -31,23 +30,16 @@ TEXT_FILTER = "Text files (*.txt *.txt.gz *.gz);;All files (*)"
 
 def demo_checkpoint() -> Optional[Path]:
     """The bundled demo model's folder, or None when it is not installed."""
-    try:
-        from elmo_engine import resources
-    except ImportError:
-        return None
-    try:
-        path = Path(resources.demo_checkpoint_path())
-        complete = (resources.demo_checkpoint_available()
-                    if hasattr(resources, "demo_checkpoint_available") else path.exists())
-    except Exception:  # a missing demo model is a normal state, not a crash
-        log.info("no demo model", exc_info=True)
-        return None
-    return path if complete else None
+    from elmo_engine import resources
+
+    return resources.demo_checkpoint_path() if resources.demo_checkpoint_available() else None
 
 
 def demo_sentences() -> str:
+    from elmo_engine.resources import demo_sentences_path
+
     try:
-        return DEMO_SENTENCES.read_text(encoding="utf-8")
+        return demo_sentences_path().read_text(encoding="utf-8")
     except OSError:
         return "He sat on the bank of the river.\nShe deposited the check at the bank.\n"
 
@@ -83,7 +75,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget(self)
         self.tabs.setObjectName("views")
         self.tabs.setDocumentMode(True)
-        self.panels: Dict[str, QWidget] = {}
+        self.panels: Dict[str, AnalysisPanel] = {}
         self.view_problems: List[str] = []
         self._add_panels(views)
         central = QWidget(self)
@@ -115,9 +107,14 @@ class MainWindow(QMainWindow):
                 log.exception("the %s view failed to start", view)
                 self.view_problems.append(f"the {view} view failed to start: {e}")
                 continue
+            if not isinstance(panel, AnalysisPanel):
+                self.view_problems.append(f"the {view} view lacks part of the AnalysisPanel "
+                                          "protocol (elmo_explorer.panels.protocol)")
+                panel.deleteLater()
+                continue
             panel.setObjectName(f"{view}Panel")
             self.panels[view] = panel
-            self.tabs.addTab(panel, getattr(cls, "title", view.capitalize()))
+            self.tabs.addTab(panel, panel.title)
         for p in self.view_problems:
             log.warning(p)
 
@@ -255,7 +252,7 @@ class MainWindow(QMainWindow):
 
     def open_sentences(self, path) -> int:
         """Read a file of sentences (one per line) on the worker, then show and embed them."""
-        from elmo_engine.datasets.sentences import read_sentences
+        from elmo_engine.io.datasets.sentences import read_sentences
 
         def job(state):
             state.report(0, 1, f"reading {path}")
@@ -270,7 +267,7 @@ class MainWindow(QMainWindow):
                                             group="sentences-file")
 
     def ask_save_sentences(self) -> None:
-        from app.export import ask_save_path
+        from elmo_explorer.export import ask_save_path
 
         path = ask_save_path(self, "Save sentences", "Text files (*.txt)", self.settings.last_dir)
         if path is not None:

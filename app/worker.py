@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 import logging
 import os
-import sys
 import threading
 import time
 import traceback
@@ -46,7 +45,6 @@ class _Job:
 
 
 WORKER_NICE = 5        # the worker yields the CPU to the GUI thread when the machine is busy
-GIL_SWITCH_S = 0.0005  # how long the worker may keep the GIL while the GUI thread waits for it
 
 
 def _lower_priority() -> None:
@@ -117,12 +115,7 @@ class Worker(QObject):
         self._started.connect(self._on_started)
         self._done.connect(self._on_done)
         self._progress.connect(self._on_progress)
-        # The worker's pure-Python stretches (tokenizing a big file) hold the GIL for Python's
-        # switch interval, 5 ms by default, every time the GUI thread needs it, and painting
-        # one table calls into Python a hundred times: a 5 ms interval froze the window for up
-        # to a second while a 2 MB file was tokenized (tests/test_app_window.py). At 0.5 ms the
-        # GUI waits a tenth as long; the worker loses nothing while the GUI does not ask.
-        sys.setswitchinterval(min(sys.getswitchinterval(), GIL_SWITCH_S))
+        # (the GIL switch interval the app needs is set at start-up: elmo_explorer.startup)
         self._thread = _Thread(self)
         self._thread.setObjectName("elmo-worker")
         self._thread.start()

@@ -20,11 +20,11 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
-from app.worker import Worker
-from elmo_engine.embedder import MAX_SENTENCE_TOKENS
+from elmo_explorer.worker import Worker
+from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import CancelledError
 from elmo_engine.progress import TaskState
-from elmo_engine.tokenize import tokenize
+from elmo_engine.model.tokenize import tokenize
 
 log = logging.getLogger(__name__)
 
@@ -124,8 +124,8 @@ class Workspace(QObject):
 
         Returns the job id. Emits ``model_changed`` or ``model_load_failed``.
         """
-        from elmo_engine.checkpoint import load_checkpoint
-        from elmo_engine.embedder import Embedder, device_name, pick_device
+        from elmo_engine.model.checkpoint import load_checkpoint
+        from elmo_engine.embed.embedder import Embedder, device_name, pick_device
 
         warn = self._warning.emit
 

@@ -29,12 +29,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from elmo_engine.bilm import BiLM  # noqa: E402
-from elmo_engine.chars import batch_to_ids  # noqa: E402
-from elmo_engine.checkpoint import load_checkpoint, save_published  # noqa: E402
-from elmo_engine.embedder import Embedder  # noqa: E402
-from elmo_engine.options import BiLMOptions  # noqa: E402
-from elmo_engine.reference import conv1d_token_layer  # noqa: E402
+from elmo_engine import runtime  # noqa: E402
+from elmo_engine.model.bilm import BiLM  # noqa: E402
+from elmo_engine.model.chars import batch_to_ids  # noqa: E402
+from elmo_engine.model.checkpoint import load_checkpoint, save_published  # noqa: E402
+from elmo_engine.embed.embedder import Embedder  # noqa: E402
+from elmo_engine.model.options import BiLMOptions  # noqa: E402
+from elmo_engine.model.reference import conv1d_token_layer  # noqa: E402
 
 FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 MODELS = {
@@ -68,7 +69,7 @@ def corpus_sentences(n: int, length: int, path: Path = CORPUS, spread: int = 3):
     caches save what they would save on a user's text."""
     import re
 
-    from elmo_engine.tokenize import tokenize
+    from elmo_engine.model.tokenize import tokenize
     found = []
     with open(path, encoding="utf-8") as fh:
         for line in fh:
@@ -180,7 +181,7 @@ def peak_load_memory(path: Path) -> tuple:
     """
     code = ("import sys; sys.path.insert(0, %r)\n"
             "import torch, h5py, numpy\n"
-            "from elmo_engine.checkpoint import load_checkpoint\n"
+            "from elmo_engine.model.checkpoint import load_checkpoint\n"
             "torch.nn.Linear(4, 4)(torch.zeros(2, 4)).sum()  # torch's own one-time set-up\n"
             "def hwm():\n"
             "    for line in open('/proc/self/status'):\n"
@@ -196,7 +197,8 @@ def peak_load_memory(path: Path) -> tuple:
 
 def crossover(args) -> None:
     """Time the full model on batches of 1..64 sentences of ~12 tokens, both ways."""
-    from elmo_engine import bilm
+    import dataclasses
+
     with tempfile.TemporaryDirectory() as tmp:
         model = load_checkpoint(random_checkpoint("original", Path(tmp)))
         emb = Embedder(model, device="cpu", token_budget=10 ** 6)
@@ -207,8 +209,9 @@ def crossover(args) -> None:
             best = {}
             for _ in range(args.repeats + 2):
                 for mode, threshold in (("side by side", 0), ("one after the other", 10 ** 9)):
-                    bilm.PARALLEL_MIN_ROWS = threshold
-                    emb._sentences.clear()
+                    model.fast_path = dataclasses.replace(model.fast_path,
+                                                          parallel_min_rows=threshold)
+                    emb.sentence_cache.clear()
                     t0 = time.perf_counter()
                     emb.embed(sents)
                     best[mode] = min(best.get(mode, float("inf")), time.perf_counter() - t0)
@@ -222,8 +225,8 @@ def gemm(args) -> None:
     oneDNN (what the engine uses on the CPU), on one core and on all: one step's recurrent GEMM
     with the step's input projection added (``z + h·W_rec``), and an input projection with its
     bias (``b + x·W_in``)."""
-    from elmo_engine import bilm
-    if not bilm.onednn_packing():
+    from elmo_engine.model.cpu_fast import onednn_packing
+    if not onednn_packing():
         raise SystemExit("this torch build cannot pre-pack weights for oneDNN")
     gen = torch.Generator().manual_seed(0)
     w = torch.randn(512, 16384, generator=gen) * 0.02
@@ -285,7 +288,7 @@ def main() -> None:
                          "present) or random draws from a small vocabulary")
     ap.add_argument("--crossover", action="store_true",
                     help="only time batches of 1-64 rows with the directions side by side "
-                         "and one after the other (sets elmo_engine.bilm.PARALLEL_MIN_ROWS)")
+                         "and one after the other (sets the model's FastPath.parallel_min_rows)")
     ap.add_argument("--gemm", action="store_true",
                     help="only time the GEMMs by one LSTM weight, plain and with the weight "
                          "pre-packed for oneDNN")
@@ -293,7 +296,7 @@ def main() -> None:
                     help="only time N real sentences of 1-59 tokens with the embedder's default "
                          "batching")
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    runtime.configure(threads=args.threads)
     if args.crossover:
         crossover(args)
         return
@@ -339,7 +342,7 @@ def main() -> None:
             emb.embed(one)
 
             def single_known_words():                   # the app's case: types already seen
-                emb._sentences.clear()
+                emb.sentence_cache.clear()
                 return emb.embed(one)
 
             (t_one_warm, _), _ = timed_pair(single_known_words, lambda: None, args.repeats + 2)

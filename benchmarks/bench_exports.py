@@ -20,8 +20,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from elmo_engine.vectors_export import LayerChoice, export_vectors  # noqa: E402
-from elmo_engine.workspace_file import WorkspaceData, load_workspace, save_workspace  # noqa: E402
+from elmo_engine.io.vectors import LayerChoice, export_vectors  # noqa: E402
+from elmo_engine.io.workspace_file import (WorkspaceData, load_workspace,  # noqa: E402
+                                           save_workspace)
 
 
 def size_mb(path: Path) -> float:

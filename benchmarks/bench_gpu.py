@@ -17,8 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_bilm import random_checkpoint, sentences  # noqa: E402
-from elmo_engine.checkpoint import load_checkpoint  # noqa: E402
-from elmo_engine.embedder import Embedder  # noqa: E402
+from elmo_engine import runtime  # noqa: E402
+from elmo_engine.embed.embedder import Embedder  # noqa: E402
+from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
 
 
 def main():
@@ -27,6 +28,7 @@ def main():
     ap.add_argument("--length", type=int, default=25)
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
+    runtime.configure()                          # strict float32: no TF32 on the GPU
     with tempfile.TemporaryDirectory() as tmp:
         path = random_checkpoint("original", Path(tmp))
         sents = sentences(args.batch, args.length)

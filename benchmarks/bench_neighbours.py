@@ -1,6 +1,6 @@
 """Contextual nearest-neighbour queries over 100,000 reference tokens: index vs naive.
 
-The index (``elmo_engine.neighbours.NeighbourIndex``) keeps L2-normalised float32 halves and takes
+The index (``elmo_engine.analysis.neighbours.NeighbourIndex``) keeps L2-normalised float32 halves and takes
 the top k with ``np.argpartition``; the naive baseline normalises the float64 matrix at query time
 and sorts every score. Vectors are random with the width 2P of the demo model (or the shared
 fixture model when the demo model is absent, or ``--dim``); with ``--corpus FILE`` they are the
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elmo_engine.neighbours import NeighbourIndex
+from elmo_engine.analysis.neighbours import NeighbourIndex
 
 
 def default_checkpoint() -> Path:
@@ -28,18 +28,18 @@ def default_checkpoint() -> Path:
     from elmo_engine.resources import demo_checkpoint_available, demo_checkpoint_path
     if demo_checkpoint_available():
         return Path(demo_checkpoint_path())
-    return Path(__file__).resolve().parents[2] / "shared/fixtures/elmo/allennlp"
+    return Path(__file__).resolve().parents[1] / "tests/fixtures/elmo/allennlp"
 
 
 def real_index(path: str, checkpoint: str, n_tokens: int):
     """Embed the first ``n_tokens`` tokens of a text file and index them; (index, seconds)."""
-    import torch
+    from elmo_engine import runtime
 
-    from elmo_engine.checkpoint import load_checkpoint
-    from elmo_engine.embedder import Embedder
-    from elmo_engine.neighbour_corpus import build_index, read_corpus
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.analysis.neighbour_corpus import build_index, read_corpus
 
-    torch.set_num_threads(1)
+    runtime.configure(threads=1)
     sents, total = [], 0
     for s in read_corpus(path, max_tokens=10 ** 8):
         s = s[: n_tokens - total]
@@ -66,7 +66,7 @@ def model_width() -> tuple:
                 return 2 * int(lstm["projection_dim"]), f"demo model ({folder})"
     except (ImportError, OSError, KeyError, ValueError):
         pass
-    fixture = Path(__file__).resolve().parents[2] / "shared/fixtures/elmo/allennlp/options.json"
+    fixture = Path(__file__).resolve().parents[1] / "tests/fixtures/elmo/allennlp/options.json"
     if fixture.is_file():
         p = json.loads(fixture.read_text(encoding="utf-8"))["lstm"]["projection_dim"]
         return 2 * int(p), "shared fixture model"

@@ -1,13 +1,13 @@
 """Training speed of ``train-lm``: the fused trainer against the trainer it replaced, in one run.
 
-Both run the same training step as ``elmo_engine.lm_train.trainer`` (sampled softmax, backward,
+Both run the same training step as ``elmo_engine.train.trainer`` (sampled softmax, backward,
 gradient clipping, Adam) on windows of real text (the two shipped corpora's dev files, so that
 the word types per window are realistic) with the same architecture:
 
 - baseline: the biLM's autograd LSTM path and the sampled softmax as first written (negatives'
   logits concatenated to the true logit, accidental hits found by comparing every target with
   every negative), at the batch size of the preset it was tuned with (32 rows);
-- fused: :mod:`elmo_engine.lm_train.fused_lstm` and the current softmax, at the preset's batch
+- fused: :mod:`elmo_engine.train.fused_lstm` and the current softmax, at the preset's batch
   size; also at the baseline's batch size, to show what the batch size alone gives.
 
 Rounds alternate (baseline, fused, fused at the old batch, …) so that a change in the machine's
@@ -28,11 +28,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from elmo_engine.lm_train.data import Streams  # noqa: E402
-from elmo_engine.lm_train.dataset import prepare_data  # noqa: E402
-from elmo_engine.lm_train.model import BiLanguageModel, LogUniformSampler  # noqa: E402
-from elmo_engine.lm_train.presets import preset  # noqa: E402
-from elmo_engine.lm_train.trainer import TrainConfig, make_optimizer  # noqa: E402
+from elmo_engine import runtime  # noqa: E402
+from elmo_engine.train.data import Streams  # noqa: E402
+from elmo_engine.train.dataset import prepare_data  # noqa: E402
+from elmo_engine.train.model import BiLanguageModel, LogUniformSampler  # noqa: E402
+from elmo_engine.train.presets import preset  # noqa: E402
+from elmo_engine.train.trainer import TrainConfig, make_optimizer  # noqa: E402
 
 SHARED = ROOT.parent / "shared" / "data"
 TEXTS = [SHARED / "pd_fiction" / "valid.txt", SHARED / "openstax_prose" / "valid.txt"]
@@ -96,7 +97,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    runtime.configure(threads=args.threads)
     cfg = TrainConfig.from_dict(preset(args.preset))
     missing = [p for p in TEXTS if not p.is_file()]
     if missing:

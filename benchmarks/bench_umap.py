@@ -27,9 +27,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from elmo_engine.projection import (LayerSpec, Projector, all_tokens, exact_knn,  # noqa: E402
-                                    layer_features, pca, warm_up)
-from elmo_engine.projection.umapfit import _fit, _quiet_third_party  # noqa: E402
+from elmo_engine.analysis.projection import (LayerSpec, Projector, all_tokens,  # noqa: E402
+                                             exact_knn, layer_features, pca, warm_up)
+from elmo_engine.analysis.projection.umapfit import _fit, _quiet_third_party  # noqa: E402
 
 TEXT = REPO.parent / "shared" / "data" / "openstax_prose" / "valid.txt"
 
@@ -46,13 +46,13 @@ def demo_checkpoint():
 
 def model_vectors(checkpoint, n_tokens: int):
     """Tokens of the OpenStax validation text and their activations under ``checkpoint``."""
-    import torch
+    from elmo_engine import runtime
 
-    from elmo_engine.checkpoint import load_checkpoint
-    from elmo_engine.embedder import Embedder
-    from elmo_engine.tokenize import tokenize
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.model.tokenize import tokenize
 
-    torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
+    runtime.configure(threads=max(1, (os.cpu_count() or 2) - 1))
     sents, total = [], 0
     with open(TEXT, encoding="utf-8") as fh:
         for line in fh:
@@ -104,7 +104,7 @@ def bench_render(n_points: int = 20_000, n_plots: int = 4, frames: int = 20) -> 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from app.panels.projection_plots import ProjectionPlots, categories
+    from elmo_explorer.panels.projection_plots import ProjectionPlots, categories
 
     app = QApplication.instance() or QApplication([])
     plots = ProjectionPlots()
@@ -185,7 +185,7 @@ def main(argv=None) -> int:
 
     red, t_pca = timed(pca, x, 50)
     (idx, dist), t_knn = timed(exact_knn, red.coords, 15)
-    from elmo_engine.projection import UmapParams
+    from elmo_engine.analysis.projection import UmapParams
     _, t_fit = timed(_fit, red.coords, idx, dist, 15, UmapParams())
     ours = t_pca + t_knn + t_fit
     print(f"ours: PCA→50 {t_pca:5.2f} s + exact kNN {t_knn:5.2f} s + umap {t_fit:5.2f} s "

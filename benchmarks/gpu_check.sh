@@ -9,5 +9,5 @@ assert torch.cuda.is_available(), "no CUDA device: this check needs a GPU"
 print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__)
 PY
 # The Embedder picks CUDA when it is available, so the conformance tests run on the GPU here.
-python -m pytest -q -p no:cacheprovider tests/test_conformance.py tests/test_embedder.py
+python -m pytest -q -p no:cacheprovider tests/engine/test_conformance.py tests/engine/test_embedder.py
 python benchmarks/bench_gpu.py --batch 256

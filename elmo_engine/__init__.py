@@ -8,11 +8,11 @@ The public surface most callers need::
     arrays = emb.embed([["The", "bank", "of", "the", "river"]])   # [(3, 5, 2P) float32]
 """
 from elmo_engine.errors import (
-    CancelledError,
-    CheckpointError,
-    ElmoError,
-    InputError,
-)
+                                CancelledError,
+                                CheckpointError,
+                                ElmoError,
+                                InputError,
+                                )
 
 __all__ = [
     "CancelledError",
@@ -26,11 +26,11 @@ __all__ = [
 
 def __getattr__(name):  # lazy: importing the package must not import torch
     if name == "load_checkpoint":
-        from elmo_engine.checkpoint import load_checkpoint
+        from elmo_engine.model.checkpoint import load_checkpoint
 
         return load_checkpoint
     if name == "Embedder":
-        from elmo_engine.embedder import Embedder
+        from elmo_engine.embed.embedder import Embedder
 
         return Embedder
     raise AttributeError(name)

@@ -1,1 +1,38 @@
-"""Bundled data files (demo model, demo sentences, demo probe tasks); no code."""
+"""The bundled data files: the demo model, the demo sentences and the demo probe tasks.
+
+This folder is installed as the package ``elmo_engine.resources`` (``pyproject.toml``
+``package-dir``), so the files are found next to this module both in a source checkout and in
+an installed copy; it holds no other code.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DEMO_DIR = "demo_model"
+DEMO_FILES = ("options.json", "lm_weights.hdf5")
+
+
+def demo_checkpoint_path() -> Path:
+    """The folder of the bundled demo biLM (``options.json`` + ``lm_weights.hdf5``).
+
+    When its files are missing (a broken installation), loading it gives a clear "no such
+    file" error naming the place.
+    """
+    return HERE / DEMO_DIR
+
+
+def demo_checkpoint_available() -> bool:
+    """True when the demo model's files are installed."""
+    folder = demo_checkpoint_path()
+    return all((folder / name).is_file() for name in DEMO_FILES)
+
+
+def demo_sentences_path() -> Path:
+    """The 20 demo sentences (``bank``, ``play``, …), one per line."""
+    return HERE / "demo_sentences.txt"
+
+
+def demo_tasks_dir() -> Path:
+    """The folder of the built-in demo probe tasks (``pos``, ``wsd``, ``supersense``)."""
+    return HERE / "demo_tasks"

@@ -33,12 +33,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from elmo_engine.checkpoint import load_checkpoint  # noqa: E402
-from elmo_engine.datasets.conllu import read_conllu  # noqa: E402
-from elmo_engine.datasets.wordnet import load_wordnet, supersense  # noqa: E402
-from elmo_engine.datasets.wsd import read_wsd  # noqa: E402
-from elmo_engine.embedder import Embedder  # noqa: E402
-from elmo_engine.probes import ProbeConfig, probe_sentences  # noqa: E402
+from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
+from elmo_engine.io.datasets.conllu import read_conllu  # noqa: E402
+from elmo_engine.io.datasets.wordnet import load_wordnet, supersense  # noqa: E402
+from elmo_engine.io.datasets.wsd import read_wsd  # noqa: E402
+from elmo_engine.embed.embedder import Embedder  # noqa: E402
+from elmo_engine.analysis.probes.experiment import ProbeConfig, probe_sentences  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data"
 EWT_TRAIN = DATA / "ud_english_ewt" / "en_ewt-ud-train.conllu.gz"
@@ -132,7 +132,7 @@ def check_demo_sentences(embedder) -> dict:
     """Leave-one-out nearest-sense-centroid accuracy per layer over the grouped demo sentences
     (``resources/demo_sentences.tsv``: bank river/money, play theatre/game/instrument …), per
     word and pooled over the words' occurrences."""
-    from elmo_engine.tokenize import tokenize
+    from elmo_engine.model.tokenize import tokenize
 
     rows = [ln.split("\t", 1) for ln in
             (ROOT / "resources" / "demo_sentences.tsv").read_text("utf-8").splitlines()

@@ -39,11 +39,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from elmo_engine.atomic import atomic_write_text  # noqa: E402
-from elmo_engine.datasets.conllu import read_conllu  # noqa: E402
-from elmo_engine.datasets.records import LabelledSentence  # noqa: E402
-from elmo_engine.datasets.tsv import write_tsv  # noqa: E402
-from elmo_engine.datasets.wordnet import WordNet, supersense  # noqa: E402
-from elmo_engine.datasets.wsd import read_wsd  # noqa: E402
+from elmo_engine.io.datasets.conllu import read_conllu  # noqa: E402
+from elmo_engine.io.datasets.records import LabelledSentence  # noqa: E402
+from elmo_engine.io.datasets.tsv import write_tsv  # noqa: E402
+from elmo_engine.io.datasets.wordnet import WordNet, supersense  # noqa: E402
+from elmo_engine.io.datasets.wsd import read_wsd  # noqa: E402
 
 SEED = 20261203
 #: POS: sentences per split (train from EWT train; dev and test from EWT dev), 5-40 tokens long

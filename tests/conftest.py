@@ -1,4 +1,12 @@
-"""Test setup shared by every test: offscreen Qt, paths to ../shared, small torch thread use."""
+"""Test setup shared by every test: offscreen Qt, the fixtures, the optional data sets, the
+process-wide settings, small torch thread use.
+
+``tests/engine/`` tests the engine and never imports Qt (CI runs it again in a venv without
+PySide6); ``tests/app/`` tests the desktop app (pytest-qt, offscreen). The published test
+checkpoints are vendored under ``tests/fixtures/elmo/``; only the large data sets are read from
+``../shared/data`` beside the checkout, and the tests that need them skip, saying so, when it is
+not there.
+"""
 from __future__ import annotations
 
 import os
@@ -8,10 +16,24 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
+from elmo_engine import runtime  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO / "tests" / "fixtures" / "elmo"          # vendored; see its SOURCE.md
 SHARED = REPO.parent / "shared"
-FIXTURES = SHARED / "fixtures" / "elmo"
 DATA = SHARED / "data"
+
+runtime.configure()          # as every entry point does: strict float32 (see elmo_engine.runtime)
+
+
+def pytest_collection_finish(session):
+    """The app's tests run under the app's process-wide settings (elmo_explorer.startup): the
+    short GIL switch interval its responsiveness tests depend on. Torch's thread count is left
+    as the engine's tests have it."""
+    if any(item.nodeid.startswith("tests/app/") for item in session.items):
+        from elmo_explorer.startup import GIL_SWITCH_S
+
+        runtime.configure(gil_switch_s=GIL_SWITCH_S)
 
 
 def json_paths(obj, prefix=()):
@@ -27,15 +49,17 @@ def json_paths(obj, prefix=()):
 
 
 def need(path: Path) -> Path:
-    """Return ``path`` or skip the test, saying what is missing."""
+    """Return ``path`` (a file of the optional data sets in ../shared/data) or skip the test,
+    saying what is missing and why."""
     if not path.exists():
-        pytest.skip(f"shared test data not found: {path} (the repo expects ../shared beside it)")
+        pytest.skip(f"optional data set not found: {path} (a large data set kept outside the "
+                    "repository; put the shared data folder beside the checkout as ../shared)")
     return path
 
 
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
-    return need(FIXTURES)
+    return FIXTURES
 
 
 @pytest.fixture(scope="session")
@@ -63,9 +87,9 @@ def write_tiny_checkpoint(folder: Path, seed: int = 0, n_layers: int = 2) -> Pat
     """A small random biLM in the published layout (options.json + lm_weights.hdf5)."""
     import torch
 
-    from elmo_engine.bilm import BiLM
-    from elmo_engine.checkpoint import save_published
-    from elmo_engine.options import BiLMOptions
+    from elmo_engine.model.bilm import BiLM
+    from elmo_engine.model.checkpoint import save_published
+    from elmo_engine.model.options import BiLMOptions
 
     opts = BiLMOptions(filters=((1, 8), (2, 8), (3, 16)), char_embed_dim=4, n_highway=1,
                        projection_dim=16, lstm_dim=32, n_layers=n_layers)

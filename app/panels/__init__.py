@@ -1,8 +1,9 @@
 """Analysis panels. Each view lives in ``app/panels/<view>.py`` as ``<View>Panel(QWidget)``.
 
-A panel takes ``(workspace, parent=None)``, has a class attribute ``title``, a method
-``export_actions() -> list[QAction]``, a ``ready`` signal and ``is_ready() -> bool`` (see
-``/work/app_contract.md``). The main window shows them as tabs, in :data:`VIEWS` order.
+A panel takes ``(workspace, parent=None)`` and provides the
+:class:`~elmo_explorer.panels.protocol.AnalysisPanel` protocol (title, ``ready``, exports,
+view state, probe runs, report parts). The main window shows them as tabs, in :data:`VIEWS`
+order.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ def load_panel_classes(views=None) -> Tuple[List[Tuple[str, type]], List[str]]:
     found: List[Tuple[str, type]] = []
     problems: List[str] = []
     for view in (VIEWS if views is None else views):
-        module_name = f"app.panels.{view}"
+        module_name = f"elmo_explorer.panels.{view}"
         try:
             module = importlib.import_module(module_name)
             found.append((view, getattr(module, panel_class_name(view))))

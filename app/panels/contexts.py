@@ -5,52 +5,42 @@ sentences are listed, and one cosine-similarity heatmap per layer (0…L and a u
 is drawn side by side, with self-similarity and within/between-group similarity per layer. The
 selected occurrence's nearest neighbours per layer come from an index over the loaded sentences
 plus an optional reference text file. All computation runs on the workspace's worker
-(``elmo_engine.compare`` / ``elmo_engine.neighbours``); this module only wires and draws.
+(``elmo_engine.analysis.compare`` / ``elmo_engine.analysis.neighbours``).
+
+Model, view, controller: :class:`~.contexts_model.ContextsModel` (the word, its comparison, the
+neighbour corpus; no Qt), :class:`~.contexts_view.ContextsView` (the widgets) and
+:class:`ContextsPanel`, which computes on the worker; its neighbour, export and report parts
+are :class:`~.contexts_neighbours.ContextsNeighbours`, :class:`~.contexts_export.ContextsExports`
+and :class:`~.contexts_report.ContextsReport`.
 """
 from __future__ import annotations
 
-import logging
-import math
 from collections import Counter
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List
 
-import numpy as np
-from PySide6.QtCore import QStringListModel, Qt, QTimer, Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QCompleter, QHBoxLayout, QHeaderView, QLabel,
-                               QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from app.panels.contexts_export import ContextsExports
-from app.panels.contexts_neighbours import ContextsNeighbours
-from app.panels.contexts_report import ContextsReport
-from app.panels.contexts_widgets import MixWeights, NeighboursView, OccurrenceTable, vbox
-from app.panels.heatmap import HeatmapGrid
-from app.workspace import TokenRef
-from elmo_engine import compare as cmp
-from elmo_engine.neighbour_corpus import IndexCache
-from elmo_engine.neighbours import NeighbourTable
+from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.neighbour_corpus import IndexCache
+from elmo_engine.io.report import ReportTable
+from elmo_explorer.figure_export import FigureOptions
+from elmo_explorer.panels.contexts_export import ContextsExports
+from elmo_explorer.panels.contexts_model import (MAX_OCCURRENCES, ContextsModel, default_word,
+                                                 groups_from_state, settings_from_state,
+                                                 valid_ref)
+from elmo_explorer.panels.contexts_neighbours import ContextsNeighbours
+from elmo_explorer.panels.contexts_report import ContextsReport
+from elmo_explorer.panels.contexts_view import ContextsView
+from elmo_explorer.panels.protocol import PanelDefaults
+from elmo_explorer.workspace import TokenRef
 
-log = logging.getLogger(__name__)
-
-DEFAULT_WORD = "bank"
-MAX_OCCURRENCES = 300
-Occ = Tuple[int, int]
+__all__ = ["ContextsPanel", "default_word"]
 
 
-def default_word(tokens: List[List[str]]) -> str:
-    """"bank" when present, else the most frequent word of 4+ letters seen twice, else ""."""
-    counts = Counter(t for s in tokens for t in s)
-    if counts.get(DEFAULT_WORD):
-        return DEFAULT_WORD
-    for word, n in counts.most_common():
-        if n >= 2 and len(word) >= 4 and word.isalpha():
-            return word
-    return next(iter(counts), "")
-
-
-class ContextsPanel(ContextsNeighbours, ContextsExports, ContextsReport, QWidget):
+class ContextsPanel(PanelDefaults, QWidget):
     """Cross-context similarity of one word and contextual nearest neighbours."""
 
     title = "Contexts"
@@ -63,25 +53,28 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, ContextsReport, QWidget
     def __init__(self, workspace, parent=None):
         super().__init__(parent)
         self.ws = workspace
-        self.word = ""
-        self.comparison: Optional[cmp.Comparison] = None
-        self.vectors = None                      # (L+1, n, 2P) of the compared occurrences
-        self.query: Optional[Occ] = None         # the occurrence whose neighbours are shown
-        self.index = None
-        self.table: Optional[NeighbourTable] = None
-        self.reference_path: Optional[Path] = None
-        self._reference_tokens: List[List[str]] = []
-        self._groups: Dict[str, Dict[Occ, str]] = {}
-        self._index_sig = None
-        self._reference_size = 0
-        self._generation = 0
-        self._sentences_seen: List[str] = []
-        self._index_cache = IndexCache()         # used on the worker thread only
-        self._keep_word: Optional[str] = None    # set while a saved view is being restored
-        self._pending = {"compare", "neighbours"}
-        self._ready = False
-        self._build_ui()
-        self._actions = self._make_actions()
+        self.model = ContextsModel()
+        self.view = ContextsView(self)
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.view)
+        self.index_cache = IndexCache()          # used on the worker thread only
+        self.nearest = ContextsNeighbours(self)
+        self.exports = ContextsExports(self)
+        self.report = ContextsReport(self)
+        self._actions = self.exports.make_actions()
+        v = self.view
+        v.word_edit.returnPressed.connect(lambda: self.set_word(v.word_edit.text()))
+        v.completer.activated[str].connect(self.set_word)
+        for w in (v.case_box, v.correct_box):
+            w.toggled.connect(lambda _c: self.request_compare())
+        v.direction_box.currentTextChanged.connect(lambda _t: self._recompute_all())
+        v.k_box.valueChanged.connect(lambda _v: self.nearest.request_neighbours())
+        v.mix.changed.connect(lambda _w: self.request_compare())
+        v.ref_button.clicked.connect(self.nearest.ask_reference)
+        v.heatmaps.cell_clicked.connect(lambda _k, i, _j: self.select_occurrence(i))
+        v.occ_table.groups_edited.connect(self._on_groups_edited)
+        v.occ_table.occurrence_clicked.connect(lambda s, t: self.ws.select(TokenRef(s, t)))
         ws = self.ws
         ws.model_changed.connect(self._on_model_changed)
         ws.sentences_changed.connect(self._on_sentences_changed)
@@ -90,240 +83,167 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, ContextsReport, QWidget
         ws.selection_changed.connect(self._on_selection_changed)
         QTimer.singleShot(0, self, self._on_model_changed)
 
-    # ---- UI ---------------------------------------------------------------------------------
-    def _build_ui(self) -> None:
-        self.word_edit = QLineEdit()
-        self.word_edit.setPlaceholderText("word, e.g. bank")
-        self._completion = QStringListModel(self)
-        completer = QCompleter(self._completion, self)
-        completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
-        self.word_edit.setCompleter(completer)
-        self.word_edit.returnPressed.connect(lambda: self.set_word(self.word_edit.text()))
-        completer.activated[str].connect(self.set_word)
-        self.case_box = QCheckBox("ignore case")
-        self.direction_box = QComboBox()
-        self.direction_box.addItems(list(cmp.DIRECTIONS))
-        self.direction_box.setToolTip("both halves, or only the forward (left-context) or "
-                                      "backward (right-context) LSTM half of every layer")
-        self.correct_box = QCheckBox("anisotropy correction")
-        self.correct_box.setToolTip("subtract the mean vector of the reference tokens (the loaded "
-                                    "sentences + the reference text), per layer, before the cosine")
-        self.k_box = QSpinBox()
-        self.k_box.setRange(1, 100)
-        self.k_box.setValue(8)
-        self.k_box.setPrefix("k = ")
-        self.ref_button = QPushButton("Reference text…")
-        self.ref_button.setToolTip("add a text file (one sentence per line) to the neighbour "
-                                   "corpus")
-        self.ref_label = QLabel("")
-        self.mix = MixWeights()
-        for w in (self.case_box, self.correct_box):
-            w.toggled.connect(lambda _c: self._request_compare())
-        self.direction_box.currentTextChanged.connect(lambda _t: self._recompute_all())
-        self.k_box.valueChanged.connect(lambda _v: self._request_neighbours())
-        self.mix.changed.connect(lambda _w: self._request_compare())
-        self.ref_button.clicked.connect(self._ask_reference)
-
-        top = QHBoxLayout()
-        for w in (QLabel("Word:"), self.word_edit, self.case_box, QLabel("direction:"),
-                  self.direction_box, self.correct_box, self.mix):
-            top.addWidget(w)
-        top.addStretch(1)
-        self.heatmaps = HeatmapGrid()
-        self.heatmaps.setMinimumHeight(220)
-        self.hover_label = QLabel("Hover over a cell to read its value; click it to see the "
-                                  "row's neighbours.")
-        self.hover_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.heatmaps.hovered.connect(lambda t: t and self.hover_label.setText(t))
-        self.heatmaps.cell_clicked.connect(lambda _k, i, _j: self.select_occurrence(i))
-        maps = vbox(self.heatmaps, self.hover_label, stretch=0)
-        self.occ_table = OccurrenceTable()
-        self.occ_table.groups_edited.connect(self._on_groups_edited)
-        self.occ_table.occurrence_clicked.connect(lambda s, t: self.ws.select(TokenRef(s, t)))
-        self.summary = QTableWidget(4, 0)
-        self.summary.setVerticalHeaderLabels(["self-similarity", "within groups",
-                                              "between groups", "within − between"])
-        self.summary.verticalHeader().setDefaultSectionSize(22)
-        self.summary.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.summary.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.summary.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.summary.setFixedHeight(4 * 22 + 30)
-        left = vbox(self.occ_table, self.summary, stretch=0)
-        self.neigh_title = QLabel("Nearest neighbours")
-        self.neigh_title.setWordWrap(True)
-        self.neighbours = NeighboursView()
-        head = QHBoxLayout()
-        for w in (self.k_box, self.ref_button, self.ref_label):
-            head.addWidget(w)
-        head.addStretch(1)
-        right = vbox(self.neigh_title, head, self.neighbours, stretch=2)
-        lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(left)
-        lower.addWidget(right)
-        lower.setSizes([460, 440])
-        split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(maps)
-        split.addWidget(lower)
-        split.setSizes([330, 400])
-        self.status = QLabel("")
-        self.status.setWordWrap(True)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(4, 4, 4, 4)
-        lay.addLayout(top)
-        lay.addWidget(split, 1)
-        lay.addWidget(self.status)
-
-    def _make_actions(self) -> List[QAction]:
-        spec = [("Heatmap (PNG/SVG/PDF)…", self._ask_export_heatmap),
-                ("Similarity matrices (CSV)…", self._ask_export_matrices),
-                ("Nearest neighbours (CSV)…", self._ask_export_neighbours),
-                ("Occurrence vectors (npz)…", self._ask_export_npz),
-                ("Occurrence vectors (TSV)…", self._ask_export_tsv)]
-        actions = []
-        for text, slot in spec:
-            act = QAction(text, self)
-            act.triggered.connect(slot)
-            act.setEnabled(False)
-            actions.append(act)
-        return actions
+    # ---- the AnalysisPanel protocol -----------------------------------------------------------
+    def is_ready(self) -> bool:
+        return self.model.ready
 
     def export_actions(self) -> List[QAction]:
         return list(self._actions)
 
-    def is_ready(self) -> bool:
-        return self._ready
+    def view_state(self) -> Dict[str, Any]:
+        """The view's parameters as JSON values (see docs/guide/contexts.md)."""
+        return self.model.view_state(self.view.settings())
 
-    # ---- workspace events -------------------------------------------------------------------
-    def _reset_ready(self) -> None:
-        self._ready = False
-        self._pending = {"compare", "neighbours"}
-
-    def _done(self, what: str) -> None:
-        self._pending.discard(what)
-        if not self._pending and not self._ready:
-            self._ready = True
-            self.ready.emit()
-
-    def _on_model_changed(self) -> None:
-        self._reset_ready()
-        self.index, self._index_sig, self.table = None, None, None
-        self.mix.set_layers(self.ws.n_layers)
-        self._on_sentences_changed()
-
-    def _on_sentences_changed(self) -> None:
-        self._generation += 1                          # results of older jobs are dropped
-        self._reset_ready()
-        self._carry_groups()
-        self._update_completer()
-        self.comparison = None
-        self.index, self._index_sig = None, None       # rebuilt (or found in the cache)
-        for act in self._actions:
-            act.setEnabled(False)
-        if self.ws.model_info is None and not self.ws.is_loading():
-            self._show_status("Load a model to compare contexts.")
-            self._done("compare")
-            self._done("neighbours")
-        self._on_activations_changed()
-
-    def _on_activations_changed(self) -> None:
-        if not self.word:
-            word = default_word(self.ws.tokens)
-            if word:
-                self.word = word
-                self.word_edit.setText(word)
-        if self.comparison is None and self.word:
-            self._request_compare()
-        self._request_index()
-
-    def _carry_groups(self) -> None:
-        """Keep the user's group labels on sentences that are still there (found by text)."""
-        old, new = self._sentences_seen, list(self.ws.sentences)
-        if old == new:
+    def restore_view_state(self, state: Dict[str, Any]) -> None:
+        """Apply a ``view_state()`` dict; missing, unknown or invalid keys are ignored."""
+        if not isinstance(state, dict):
             return
-        where: Dict[str, int] = {}
-        for i, text in enumerate(new):
-            where.setdefault(text, i)
-        self._groups = {w: {(where[old[s]], t): g for (s, t), g in labels.items()
-                            if s < len(old) and old[s] in where}
-                        for w, labels in self._groups.items()}
-        self._sentences_seen = new
-
-    def _update_completer(self) -> None:
-        counts = Counter(t for s in self.ws.tokens for t in s)
-        self._completion.setStringList([w for w, _ in counts.most_common()])
-        if not self.word and self.ws.tokens:
-            self._on_activations_changed()
-
-    def _on_selection_changed(self, ref) -> None:
-        if ref is None:
-            return
-        word = self.ws.word_at(ref)
-        occ = (ref.sentence, ref.token)
-        if self._keep_word is not None and word != self._keep_word:
-            return                      # a restored view keeps its word, not the selection's
-        if word != self.word and not (self.case_box.isChecked()
-                                      and word.casefold() == self.word.casefold()):
-            self.query = occ
+        m, tokens = self.model, self.ws.tokens
+        self.view.apply_settings(settings_from_state(state, self.view.settings()))
+        groups = groups_from_state(state.get("groups"), tokens)
+        if groups is not None:
+            m.groups = groups
+        sel = state.get("selected")
+        if isinstance(sel, dict) and valid_ref(tokens, sel.get("sentence"), sel.get("token")):
+            m.query = (sel["sentence"], sel["token"])
+        word = state.get("word")
+        if isinstance(word, str) and word.strip():
+            m.keep_word = word.strip()           # the workspace's selection follows in this call
+            QTimer.singleShot(0, self, lambda: setattr(m, "keep_word", None))
+            m.word = ""                          # recompute even when it is the same word
             self.set_word(word)
-            return
-        if occ != self.query:
-            self.query = occ
-            self.occ_table.select_occurrence(occ)
-            self._request_neighbours()
+        else:
+            self._recompute_all()
+        ref = state.get("reference_file")
+        if isinstance(ref, str) and ref and Path(ref).is_file() and (
+                m.reference_path is None or Path(ref) != m.reference_path):
+            self.nearest.set_reference_file(ref)
 
-    # ---- user actions (also the API the tests drive) -----------------------------------------
+    def report_figures(self, folder: Path, options: FigureOptions) -> List[Path]:
+        return self.report.figures(folder, options)
+
+    def report_tables(self) -> List[ReportTable]:
+        return self.report.tables()
+
+    # ---- what the tests and scripts drive -----------------------------------------------------
     def set_word(self, word: str) -> None:
         """Compare the occurrences of ``word`` (and show its neighbours)."""
         word = word.strip()
         if " " in word:
             word = word.split()[0]
-        self.word_edit.setText(word)
-        if word == self.word and self.comparison is not None:
+        self.view.word_edit.setText(word)
+        if word == self.model.word and self.model.comparison is not None:
             return
-        self.word = word
-        self.comparison = None
+        self.model.word = word
+        self.model.comparison = None
         self.ws.worker.cancel_group("contexts-neighbours")    # they were for the old word
-        self._request_compare()
+        self.request_compare()
 
     def set_direction(self, direction: str) -> None:
-        self.direction_box.setCurrentText(direction)
+        self.view.direction_box.setCurrentText(direction)
 
     def set_corrected(self, on: bool) -> None:
-        self.correct_box.setChecked(on)
+        self.view.correct_box.setChecked(on)
 
     def set_weights(self, weights) -> None:
-        self.mix.set_weights(weights)
+        self.view.mix.set_weights(weights)
 
     def set_group(self, row: int, label: str) -> None:
-        self.occ_table.set_group(row, label)
+        self.view.occ_table.set_group(row, label)
 
     def select_occurrence(self, row: int) -> None:
-        s, t = self.occ_table.occurrences[row]
+        s, t = self.view.occ_table.occurrences[row]
         self.ws.select(TokenRef(s, t))
 
+    def set_reference_file(self, path) -> None:
+        """Add a text file's sentences to the neighbour corpus (read on the worker)."""
+        self.nearest.set_reference_file(path)
+
+    # ---- workspace events -------------------------------------------------------------------
+    def done(self, what: str) -> None:
+        """A job of the current data finished ("compare" or "neighbours")."""
+        if self.model.done(what):
+            self.ready.emit()
+
+    def _on_model_changed(self) -> None:
+        self.model.reset_ready()
+        self.model.index, self.model.index_sig, self.model.table = None, None, None
+        self.view.mix.set_layers(self.ws.n_layers)
+        self._on_sentences_changed()
+
+    def _on_sentences_changed(self) -> None:
+        m = self.model
+        m.generation += 1                              # results of older jobs are dropped
+        m.reset_ready()
+        m.carry_groups(self.ws.sentences)
+        self._update_completer()
+        m.comparison = None
+        m.index, m.index_sig = None, None              # rebuilt (or found in the cache)
+        for act in self._actions:
+            act.setEnabled(False)
+        if self.ws.model_info is None and not self.ws.is_loading():
+            self.view.show_status("Load a model to compare contexts.")
+            self.done("compare")
+            self.done("neighbours")
+        self._on_activations_changed()
+
+    def _on_activations_changed(self) -> None:
+        m = self.model
+        if not m.word:
+            word = default_word(self.ws.tokens)
+            if word:
+                m.word = word
+                self.view.word_edit.setText(word)
+        if m.comparison is None and m.word:
+            self.request_compare()
+        self.nearest.request_index()
+
+    def _update_completer(self) -> None:
+        counts = Counter(t for s in self.ws.tokens for t in s)
+        self.view.completion.setStringList([w for w, _ in counts.most_common()])
+        if not self.model.word and self.ws.tokens:
+            self._on_activations_changed()
+
+    def _on_selection_changed(self, ref) -> None:
+        if ref is None:
+            return
+        m = self.model
+        word = self.ws.word_at(ref)
+        occ = (ref.sentence, ref.token)
+        if m.keep_word is not None and word != m.keep_word:
+            return                      # a restored view keeps its word, not the selection's
+        if word != m.word and not (self.view.case_box.isChecked()
+                                   and word.casefold() == m.word.casefold()):
+            m.query = occ
+            self.set_word(word)
+            return
+        if occ != m.query:
+            m.query = occ
+            self.view.occ_table.select_occurrence(occ)
+            self.nearest.request_neighbours()
+
     def _on_groups_edited(self) -> None:
-        self._groups[self.word] = self.occ_table.groups()
-        self._request_compare()
+        self.model.groups[self.model.word] = self.view.occ_table.groups()
+        self.request_compare()
 
     def _recompute_all(self) -> None:
-        self._request_compare()
-        self._request_neighbours()
+        self.request_compare()
+        self.nearest.request_neighbours()
 
-    # ---- comparison -----------------------------------------------------------------------------
-    def _request_compare(self) -> None:
-        ws = self.ws
-        if not self.word or not ws.all_embedded():
+    # ---- comparison -------------------------------------------------------------------------
+    def request_compare(self) -> None:
+        ws, m = self.ws, self.model
+        if not m.word or not ws.all_embedded():
             return                                   # activations_changed will ask again
         tokens, acts = list(ws.tokens), list(ws.activations)
-        word, ignore = self.word, self.case_box.isChecked()
-        weights = self.mix.weights() or None
-        direction, corrected = self.direction_box.currentText(), self.correct_box.isChecked()
-        groups = dict(self._groups.get(word, {}))
-        index = self.index
+        s = self.view.settings()
+        word, ignore, weights = m.word, s.ignore_case, s.weights or None
+        direction, corrected = s.direction, s.corrected
+        groups = dict(m.groups.get(word, {}))
+        index = m.index
         center = index.mean if corrected and index is not None else None
-        n_ref = index.n_tokens if center is not None else sum(len(t) for t in tokens)
-        self._reference_size = n_ref
-        gen = self._generation
+        m.reference_size = index.n_tokens if center is not None else sum(len(t) for t in tokens)
+        gen = m.generation
 
         def job(state):
             return cmp.compare_word(tokens, acts, word, weights, direction, corrected, groups,
@@ -334,63 +254,43 @@ class ContextsPanel(ContextsNeighbours, ContextsExports, ContextsReport, QWidget
                          on_error=self._on_compare_failed, group="contexts")
 
     def _on_compared(self, word: str, tokens, result, generation: int) -> None:
-        if word != self.word or generation != self._generation:
+        m, v = self.model, self.view
+        if word != m.word or generation != m.generation:
             return
         comp, vectors, total = result
-        self.comparison, self.vectors = comp, vectors
+        m.comparison, m.vectors = comp, vectors
         if comp is None:
-            self.occ_table.set_occurrences([], tokens, {})
-            self.heatmaps.clear_data(f"'{word}' does not occur in the loaded sentences")
-            self.summary.setColumnCount(0)
-            self._show_status(f"'{word}' does not occur in the loaded sentences; below are the "
-                              "nearest known words to its character-CNN vector (layer 0) and "
-                              "the neighbours of the word on its own in the other layers.")
+            v.occ_table.set_occurrences([], tokens, {})
+            v.heatmaps.clear_data(f"'{word}' does not occur in the loaded sentences")
+            v.summary.setColumnCount(0)
+            v.show_status(f"'{word}' does not occur in the loaded sentences; below are the "
+                          "nearest known words to its character-CNN vector (layer 0) and "
+                          "the neighbours of the word on its own in the other layers.")
         else:
-            self.occ_table.set_occurrences(comp.occurrences, tokens,
-                                           self._groups.get(word, {}))
-            self.heatmaps.set_data(comp.names, comp.matrices, comp.labels)
-            self._fill_summary(comp)
+            v.occ_table.set_occurrences(comp.occurrences, tokens, m.groups.get(word, {}))
+            v.heatmaps.set_data(comp.names, comp.matrices, comp.labels)
+            v.fill_summary(comp)
             more = f" (the first {len(comp.occurrences)} of {total})" if total > len(
                 comp.occurrences) else ""
-            corr = (f", corrected by the mean of {self._reference_size:,} tokens"
+            corr = (f", corrected by the mean of {m.reference_size:,} tokens"
                     if comp.corrected else "")
-            self._show_status(f"'{word}': {len(comp.occurrences)} occurrences{more}; "
-                              f"{comp.direction} halves{corr}; mix weights "
-                              + " ".join(f"{w:.2f}" for w in comp.weights))
-            if self.query not in comp.occurrences:
-                self.query = comp.occurrences[0]
-            self.occ_table.select_occurrence(self.query)
+            v.show_status(f"'{word}': {len(comp.occurrences)} occurrences{more}; "
+                          f"{comp.direction} halves{corr}; mix weights "
+                          + " ".join(f"{w:.2f}" for w in comp.weights))
+            if m.query not in comp.occurrences:
+                m.query = comp.occurrences[0]
+            v.occ_table.select_occurrence(m.query)
         for act in self._actions:
             act.setEnabled(comp is not None)
-        self._actions[2].setEnabled(self.table is not None)
+        self._actions[2].setEnabled(m.table is not None)
         self.comparison_drawn.emit()
-        self._done("compare")
-        self._request_neighbours()
+        self.done("compare")
+        self.nearest.request_neighbours()
 
     def _on_compare_failed(self, message: str) -> None:
-        self._show_error(message)
-        self._done("compare")
+        self.show_error(message)
+        self.done("compare")
 
-    def _fill_summary(self, comp: cmp.Comparison) -> None:
-        self.summary.setColumnCount(len(comp.names))
-        self.summary.setHorizontalHeaderLabels(list(comp.names))
-        for r, (_name, values) in enumerate(comp.summary_rows()):
-            for c, v in enumerate(values):
-                item = QTableWidgetItem("—" if math.isnan(v) else f"{v:.3f}")
-                item.setTextAlignment(Qt.AlignmentFlag.AlignCenter)
-                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
-                self.summary.setItem(r, c, item)
-        if np.isnan(comp.within).all():
-            self.summary.setToolTip("type group labels (e.g. senses) in the occurrence list to "
-                                    "see within- vs between-group similarity")
-
-    # ---- messages -------------------------------------------------------------------------------
-    def _show_status(self, text: str) -> None:
-        self.status.setStyleSheet("")
-        self.status.setText(text)
-
-    def _show_error(self, message: str) -> None:
-        log.warning("contexts: %s", message)
-        self.status.setStyleSheet("color: #b00020;")
-        self.status.setText(message)
+    def show_error(self, message: str) -> None:
+        self.view.show_error(message)
         self.failed.emit(message)

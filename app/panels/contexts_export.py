@@ -1,66 +1,91 @@
-"""Exports of the contexts panel: heatmaps (PNG/SVG/PDF), matrices and neighbours (CSV), and
+"""Exports of the contexts view: heatmaps (PNG/SVG/PDF), matrices and neighbours (CSV), and
 the vectors of selected occurrences (npz, projector TSV).
 
-:class:`ContextsExports` is mixed into :class:`app.panels.contexts.ContextsPanel`; it uses the
-panel's ``comparison``, ``vectors``, ``table``/``index``, ``occ_table`` and ``heatmaps``. Files
-are written on the worker (atomically, by the engine's writers); pictures are rendered on the GUI
-thread by :func:`app.export.export_widget`.
+:class:`ContextsExports` is the part of the contexts controller
+(:class:`elmo_explorer.panels.contexts.ContextsPanel`) that does this, from the panel's model
+(comparison, vectors, neighbour table) and view (selected occurrences, heatmaps). Files are
+written on the worker (atomically, by the engine's writers); pictures are rendered on the GUI
+thread by :func:`elmo_explorer.export.export_widget`.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QInputDialog
 
-from elmo_engine import compare as cmp
-from elmo_engine.neighbours import write_neighbours_csv
+from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.neighbours import write_neighbours_csv
+
+if TYPE_CHECKING:
+    from elmo_explorer.panels.contexts import ContextsPanel
 
 IMAGE_FILTERS = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
+NOTHING_YET = "nothing to export yet: pick a word that occurs in the sentences"
 
 
 class ContextsExports:
-    """Export methods (``export_*``: no dialogs, for tests and scripts; ``_ask_*``: dialogs)."""
+    """Export methods (``export_*``: no dialogs, for tests and scripts; ``ask_*``: dialogs)."""
+
+    def __init__(self, panel: "ContextsPanel"):
+        self.panel = panel
+
+    def make_actions(self) -> List[QAction]:
+        """File → Export entries (disabled until there is something to export)."""
+        spec = [("Heatmap (PNG/SVG/PDF)…", self.ask_export_heatmap),
+                ("Similarity matrices (CSV)…", self.ask_export_matrices),
+                ("Nearest neighbours (CSV)…", self.ask_export_neighbours),
+                ("Occurrence vectors (npz)…", self.ask_export_npz),
+                ("Occurrence vectors (TSV)…", self.ask_export_tsv)]
+        actions = []
+        for text, slot in spec:
+            act = QAction(text, self.panel)
+            act.triggered.connect(slot)
+            act.setEnabled(False)
+            actions.append(act)
+        return actions
 
     def neighbour_rows(self) -> List[list]:
         """The shown neighbour table as CSV rows (empty when none is shown)."""
-        return [] if self.table is None or self.index is None else self.table.csv_rows(self.index)
+        m = self.panel.model
+        return [] if m.table is None or m.index is None else m.table.csv_rows(m.index)
 
     def _submit_write(self, what: str, path, fn) -> None:
         path = Path(path)
-        self.ws.worker.submit(f"Writing {what}", lambda state: fn(path),
-                              on_result=lambda _r: self._exported(path),
-                              on_error=self._show_error)
+        self.panel.ws.worker.submit(f"Writing {what}", lambda state: fn(path),
+                                    on_result=lambda _r: self._exported(path),
+                                    on_error=self.panel.show_error)
 
     def _exported(self, path: Path) -> None:
-        self._show_status(f"wrote {path}")
-        self.exported.emit(str(path))
+        self.panel.view.show_status(f"wrote {path}")
+        self.panel.exported.emit(str(path))
 
     def export_heatmap(self, path, view: Optional[int] = None) -> None:
         """One heatmap (``view`` index) as a figure with title, axis labels and its own colour
         bar at the report figure size/DPI, or all side by side (None) as on screen; PNG, SVG or
         PDF by extension."""
-        from app.export import export_widget
-        from app.figure_export import write_figure
+        from elmo_explorer.export import export_widget
+        from elmo_explorer.figure_export import write_figure
         try:
             if view is None:
-                export_widget(self.heatmaps, path)
+                export_widget(self.panel.view.heatmaps, path)
             else:
-                fig = self.heatmap_figure(view)
+                fig = self.panel.report.heatmap_figure(view)
                 try:
-                    write_figure(fig, path, self.figure_options())
+                    write_figure(fig, path, self.panel.report.figure_options())
                 finally:
                     fig.close()
                     fig.deleteLater()
         except Exception as exc:                     # noqa: BLE001 - shown to the user
-            self._show_error(f"could not export the heatmap: {exc}")
+            self.panel.show_error(f"could not export the heatmap: {exc}")
             return
         self._exported(Path(path))
 
     def export_matrices_csv(self, path) -> None:
-        comp = self.comparison
+        comp = self.panel.model.comparison
         if comp is None:
-            raise LookupError("nothing to export yet: pick a word that occurs in the sentences")
+            raise LookupError(NOTHING_YET)
         self._submit_write("similarity matrices", path, lambda p: cmp.write_matrices_csv(p, comp))
 
     def export_neighbours_csv(self, path) -> None:
@@ -69,14 +94,14 @@ class ContextsExports:
 
     def _selected(self):
         """Rows to export: the selected ones when several are selected, else all."""
-        comp = self.comparison
+        comp = self.panel.model.comparison
         if comp is None:
-            raise LookupError("nothing to export yet: pick a word that occurs in the sentences")
-        rows = self.occ_table.selected_rows()
+            raise LookupError(NOTHING_YET)
+        rows = self.panel.view.occ_table.selected_rows()
         rows = [r for r in rows if r < len(comp.occurrences)]
         if len(rows) < 2:
             rows = list(range(len(comp.occurrences)))
-        tokens = self.ws.tokens
+        tokens = self.panel.ws.tokens
         occ = [comp.occurrences[r] for r in rows]
         meta = [[s, t, tokens[s][t], comp.groups[r], " ".join(tokens[s])]
                 for r, (s, t) in zip(rows, occ)]
@@ -85,17 +110,17 @@ class ContextsExports:
     def export_vectors_npz(self, path) -> None:
         """Vectors (all layers, both halves) of the selected occurrences (all if ≤ 1 selected)."""
         rows, occ, meta = self._selected()
-        vec = self.vectors[:, rows]
+        vec = self.panel.model.vectors[:, rows]
         self._submit_write("vectors", path, lambda p: cmp.write_vectors_npz(
             p, vec, occ, [m[2] for m in meta], [m[4] for m in meta], [m[3] for m in meta]))
 
     def export_vectors_tsv(self, path, view: int = -1) -> None:
         """One view's vectors (current direction) as projector TSV + ``.metadata.tsv``."""
         rows, _occ, meta = self._selected()
-        comp = self.comparison
-        n_layers = self.vectors.shape[0]
+        comp, vectors = self.panel.model.comparison, self.panel.model.vectors
+        n_layers = vectors.shape[0]
         view = view % (n_layers + 1)
-        sel = self.vectors[:, rows]
+        sel = vectors[:, rows]
         data = sel[view] if view < n_layers else cmp.mix_layers(sel, comp.weights)
         data = cmp.half(data, comp.direction)
         p = str(path)
@@ -107,49 +132,54 @@ class ContextsExports:
 
         self._submit_write("vectors", path, write)
 
+    def _nothing_yet(self) -> bool:
+        if self.panel.model.comparison is None:
+            self.panel.show_error(NOTHING_YET)
+            return True
+        return False
+
     def _ask_view(self, allow_all: bool) -> Optional[int]:
-        if self.comparison is None:
-            self._show_error("nothing to export yet: pick a word that occurs in the sentences")
+        if self._nothing_yet():
             return None
-        names = list(self.comparison.names) + (["all side by side"] if allow_all else [])
-        item, ok = QInputDialog.getItem(self, "Which view?", "View:", names, len(names) - 1, False)
+        names = list(self.panel.model.comparison.names) + (["all side by side"] if allow_all
+                                                            else [])
+        item, ok = QInputDialog.getItem(self.panel, "Which view?", "View:", names,
+                                        len(names) - 1, False)
         if not ok:
             return None
         return -1 if item == "all side by side" else names.index(item)
 
     def _ask_path(self, title: str, filters: str):
-        from app.export import ask_save_path
-        return ask_save_path(self, title, filters)
+        from elmo_explorer.export import ask_save_path
+        return ask_save_path(self.panel, title, filters)
 
-    def _ask_export_heatmap(self) -> None:
+    def ask_export_heatmap(self) -> None:
         view = self._ask_view(True)
         if view is not None:
             path = self._ask_path("Export heatmap", IMAGE_FILTERS)
             if path:
                 self.export_heatmap(path, None if view < 0 else view)
 
-    def _ask_export_matrices(self) -> None:
-        if self.comparison is None:
-            self._show_error("nothing to export yet: pick a word that occurs in the sentences")
+    def ask_export_matrices(self) -> None:
+        if self._nothing_yet():
             return
         path = self._ask_path("Export similarity matrices", "CSV (*.csv)")
         if path:
             self.export_matrices_csv(path)
 
-    def _ask_export_neighbours(self) -> None:
+    def ask_export_neighbours(self) -> None:
         path = self._ask_path("Export nearest neighbours", "CSV (*.csv)")
         if path:
             self.export_neighbours_csv(path)
 
-    def _ask_export_npz(self) -> None:
-        if self.comparison is None:
-            self._show_error("nothing to export yet: pick a word that occurs in the sentences")
+    def ask_export_npz(self) -> None:
+        if self._nothing_yet():
             return
         path = self._ask_path("Export occurrence vectors", "NumPy archive (*.npz)")
         if path:
             self.export_vectors_npz(path)
 
-    def _ask_export_tsv(self) -> None:
+    def ask_export_tsv(self) -> None:
         view = self._ask_view(False)
         if view is not None:
             path = self._ask_path("Export occurrence vectors (TSV)", "TSV (*.tsv)")

@@ -1,21 +1,26 @@
-"""Nearest neighbours in the contexts panel: the reference corpus, its index, the table.
+"""Nearest neighbours in the contexts view: the reference corpus, its index, the table.
 
-:class:`ContextsNeighbours` is mixed into :class:`app.panels.contexts.ContextsPanel`. The corpus is
-the loaded sentences (first, so their indices match the workspace's) plus an optional text file;
-the index (``elmo_engine.neighbours``) is built on the worker with progress and cancel, and cached
-by checkpoint checksum + corpus tokens + vocabulary. Layer 0 answers with known words (the
-corpus's types plus a ``vocab.txt`` beside the checkpoint or the demo model's).
+:class:`ContextsNeighbours` is the part of the contexts controller
+(:class:`elmo_explorer.panels.contexts.ContextsPanel`) that does this. The corpus is the loaded
+sentences (first, so their indices match the workspace's) plus an optional text file; the index
+(``elmo_engine.analysis.neighbours``) is built on the worker with progress and cancel, and
+cached by checkpoint checksum + corpus tokens + vocabulary. Layer 0 answers with known words
+(the corpus's types plus a ``vocab.txt`` beside the checkpoint or the demo model's).
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import TYPE_CHECKING, Optional
 
 from PySide6.QtWidgets import QFileDialog
 
-from app.panels.contexts_widgets import neighbours_html
-from elmo_engine.neighbour_corpus import read_corpus, read_vocabulary
-from elmo_engine.neighbours import NeighbourTable, neighbour_table
+from elmo_engine.analysis.neighbour_corpus import read_corpus, read_vocabulary
+from elmo_engine.analysis.neighbours import NeighbourTable, neighbour_table
+from elmo_engine.resources import demo_checkpoint_path
+from elmo_explorer.panels.contexts_widgets import neighbours_html
+
+if TYPE_CHECKING:
+    from elmo_explorer.panels.contexts import ContextsPanel
 
 
 def vocabulary_file(info) -> Optional[Path]:
@@ -24,16 +29,15 @@ def vocabulary_file(info) -> Optional[Path]:
         f = Path(info.options_path).parent / "vocab.txt"
         if f.is_file():
             return f
-    try:
-        from elmo_engine.resources import demo_checkpoint_path
-        f = Path(demo_checkpoint_path()) / "vocab.txt"
-        return f if f.is_file() else None
-    except (ImportError, OSError):
-        return None
+    f = demo_checkpoint_path() / "vocab.txt"
+    return f if f.is_file() else None
 
 
 class ContextsNeighbours:
     """Reference corpus, neighbour index and neighbour table of the contexts panel."""
+
+    def __init__(self, panel: "ContextsPanel"):
+        self.panel = panel
 
     def set_reference_file(self, path) -> None:
         """Add a text file's sentences to the neighbour corpus (read on the worker)."""
@@ -43,68 +47,68 @@ class ContextsNeighbours:
             return read_corpus(path)
 
         def done(tokens):
-            self.reference_path, self._reference_tokens = path, tokens
-            self.ref_label.setText(f"{path.name}: {len(tokens):,} sentences")
-            self._request_index()
+            m.reference_path, m.reference_tokens = path, tokens
+            self.panel.view.ref_label.setText(f"{path.name}: {len(tokens):,} sentences")
+            self.request_index()
 
-        self.ws.worker.submit(f"Reading {path.name}", job, on_result=done,
-                              on_error=self._show_error, group="contexts-reference")
+        m = self.panel.model
+        self.panel.ws.worker.submit(f"Reading {path.name}", job, on_result=done,
+                                    on_error=self.panel.show_error, group="contexts-reference")
 
-    def _ask_reference(self) -> None:
-        name, _ = QFileDialog.getOpenFileName(self, "Reference text (one sentence per line)", "",
+    def ask_reference(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self.panel,
+                                              "Reference text (one sentence per line)", "",
                                               "Text (*.txt *.txt.gz);;All files (*)")
         if name:
             self.set_reference_file(name)
 
-    def _corpus(self) -> List[List[str]]:
-        return [list(t) for t in self.ws.tokens] + self._reference_tokens
-
-    def _request_index(self) -> None:
-        ws = self.ws
+    def request_index(self) -> None:
+        ws, m = self.panel.ws, self.panel.model
         if ws.embedder is None or not ws.all_embedded():
             return
-        corpus = self._corpus()
+        corpus = m.corpus(ws.tokens)
         sig = (ws.model_info.checksum if ws.model_info else "", tuple(map(tuple, corpus)))
-        if sig == self._index_sig:
+        if sig == m.index_sig:
             return
-        self._index_sig = sig
-        emb, cache, vocab = ws.embedder, self._index_cache, vocabulary_file(ws.model_info)
+        m.index_sig = sig
+        emb, cache, vocab = ws.embedder, self.panel.index_cache, vocabulary_file(ws.model_info)
 
         def job(state):
             words = read_vocabulary(vocab) if vocab is not None else []
             return cache.get_or_build(emb, corpus, words, state)
 
         def done(index):
-            if sig != self._index_sig:
+            if sig != m.index_sig:
                 return                           # the model or the corpus changed meanwhile
-            self.index = index
-            if self.correct_box.isChecked():
-                self._request_compare()          # the corpus mean is the better reference
-            self._request_neighbours()
+            m.index = index
+            if self.panel.view.correct_box.isChecked():
+                self.panel.request_compare()     # the corpus mean is the better reference
+            self.request_neighbours()
 
         def failed(message: str):
-            self._index_sig = None
-            self._show_error(message)
-            self._done("neighbours")
+            m.index_sig = None
+            self.panel.show_error(message)
+            self.panel.done("neighbours")
 
         ws.worker.submit("Indexing the neighbour corpus", job, on_result=done, on_error=failed,
                          group="contexts-index")
 
-    def _request_neighbours(self) -> None:
-        ws, index = self.ws, self.index
-        if index is None or not self.word:
+    def request_neighbours(self) -> None:
+        ws, m, v = self.panel.ws, self.panel.model, self.panel.view
+        index = m.index
+        if index is None or not m.word:
             return                                   # the index job asks again when it is done
         vec, exclude = None, []
-        if self.comparison is not None and self.query in self.comparison.occurrences:
-            s, t = self.query
+        if m.comparison is not None and m.query in m.comparison.occurrences:
+            s, t = m.query
             act = ws.activations[s] if s < len(ws.activations) else None
             if act is None:
                 return
             vec = act[:, t].copy()                                  # (L+1, 2P)
-            exclude = [self.query]
-        emb, word, k = ws.embedder, self.word, self.k_box.value()
-        direction = self.direction_box.currentText()
-        query = self.query if vec is not None else None
+            exclude = [m.query]
+        emb, word, k = ws.embedder, m.word, v.k_box.value()
+        direction = v.direction_box.currentText()
+        query = m.query if vec is not None else None
 
         def job(state):
             if vec is None:                   # not in the sentences: the word on its own
@@ -117,26 +121,27 @@ class ContextsNeighbours:
                          on_error=self._on_neighbours_failed, group="contexts-neighbours")
 
     def _on_neighbours(self, table: NeighbourTable, query, index) -> None:
-        if index is not self.index or table.query != self.word:
+        panel, m, v = self.panel, self.panel.model, self.panel.view
+        if index is not m.index or table.query != m.word:
             return                               # stale: a newer index or word is coming
-        self.table = table
+        m.table = table
         where = ""
         if query is not None:
             where = (f" (the occurrence in sentence {query[0] + 1}; "
-                     f"{self.direction_box.currentText()} halves)")
-        self.neigh_title.setText(f"Nearest neighbours of '{table.query}'{where}")
+                     f"{v.direction_box.currentText()} halves)")
+        v.neigh_title.setText(f"Nearest neighbours of '{table.query}'{where}")
         layers = [(name, [(nb.score, index.tokens[nb.sentence], nb.token) for nb in nbs])
                   for name, nbs in table.layers]
         note = "" if query is not None else (
             "not in the loaded sentences: the word on its own (no context); add a sentence "
             "with it to see its neighbours in context")
-        self.neighbours.setHtml(neighbours_html(f"corpus: {index.n_tokens:,} tokens, "
+        v.neighbours.setHtml(neighbours_html(f"corpus: {index.n_tokens:,} tokens, "
                                                 f"{len(index.words or [])} known words",
                                                 table.words, layers, note))
-        self._actions[2].setEnabled(True)
-        self.neighbours_drawn.emit()
-        self._done("neighbours")
+        panel.export_actions()[2].setEnabled(True)
+        panel.neighbours_drawn.emit()
+        panel.done("neighbours")
 
     def _on_neighbours_failed(self, message: str) -> None:
-        self._show_error(message)
-        self._done("neighbours")
+        self.panel.show_error(message)
+        self.panel.done("neighbours")

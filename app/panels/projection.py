@@ -6,25 +6,35 @@ process by a warm-up job submitted once the worker has stayed idle for a moment 
 thread, never between a model load and the embedding it triggers).
 Hover shows a token in its sentence, box selection (Shift+drag) in one plot highlights the same
 tokens in all, the legend colours by word, label or sentence, and the search box marks a token.
+
+Model, view, controller: :class:`~.projection_model.ProjectionModel` (what is projected and
+drawn; no Qt), :class:`~.projection_view.ProjectionView` (controls, plots, legend) and
+:class:`ProjectionPanel`, which runs the projections on the worker; its interaction, export and
+report parts are :class:`~.projection_interaction.ProjectionInteraction`,
+:class:`~.projection_export.ProjectionExports` and :class:`~.projection_report.ProjectionReport`.
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List
 
-import numpy as np
-from PySide6.QtCore import Qt, QTimer, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtCore import QTimer, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from app.panels.projection_controls import LegendList, ProjectionControls
-from app.panels.projection_export import ProjectionExports
-from app.panels.projection_interaction import ProjectionInteraction
-from app.panels.projection_plots import ProjectionPlots, categories
-from app.panels.projection_report import ProjectionReport
+from elmo_engine.analysis.projection import (LayerSpec, Projection, Projector, all_tokens,
+                                             is_warm, warm_up, word_tokens)
 from elmo_engine.errors import ElmoError
-from elmo_engine.projection import (LayerSpec, Projection, Projector, TokenSet, UmapParams,
-                                    all_tokens, is_warm, warm_up, word_tokens)
+from elmo_engine.io.report import ReportTable
+from elmo_explorer.figure_export import FigureOptions
+from elmo_explorer.panels.projection_export import ProjectionExports
+from elmo_explorer.panels.projection_interaction import ProjectionInteraction
+from elmo_explorer.panels.projection_model import ProjectionModel
+from elmo_explorer.panels.projection_plots import categories
+from elmo_explorer.panels.projection_report import ProjectionReport
+from elmo_explorer.panels.projection_view import ProjectionView
+from elmo_explorer.panels.protocol import PanelDefaults
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +44,7 @@ GROUP = "projection"
 WARM_UP_QUIET_MS = 1500        # the worker stays idle this long before the UMAP compile starts
 
 
-class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport, QWidget):
+class ProjectionPanel(PanelDefaults, QWidget):
     """UMAP (and instant PCA) of token vectors per layer, with linked plots.
 
     Signals
@@ -49,100 +59,85 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport
         super().__init__(parent)
         self.ws = workspace
         self.projector = Projector()
-        self.tokens: Optional[TokenSet] = None
-        self.acts: Optional[list] = None
-        self.layers: List[LayerSpec] = []
-        self.shown: Dict[int, Projection] = {}
-        self.dataset: Optional[TokenSet] = None
-        self.dataset_path: Optional[Path] = None
-        self.params = UmapParams()
-        self.confirm: Callable[[str], bool] = self._ask_confirm
-        self._checksum = ""
-        self._gen = 0
-        self._job: Optional[int] = None
-        self._dirty = True
-        self._ready = False
-        self._current_plot = 0
-        self._warm_submitted = False
-        self._legend_codes: Optional[np.ndarray] = None
-        self._job_label = ""
-        self._compiled_here = False
-        self._umap_errors: List[str] = []
-
-        self.controls = ProjectionControls(self)
-        self.plots = ProjectionPlots(self)
-        self.legend = LegendList(self)
-        self.info = QLabel("Hover a point to see its token in context; Shift+drag to select.")
-        self.info.setWordWrap(True)
-        self.info.setTextFormat(Qt.TextFormat.PlainText)
-        self.info.setMinimumHeight(self.info.fontMetrics().height() * 2 + 4)
-        split = QSplitter(Qt.Orientation.Horizontal)
-        split.addWidget(self.plots)
-        split.addWidget(self.legend)
-        split.setStretchFactor(0, 1)
+        self.model = ProjectionModel()
+        self.view = ProjectionView(self)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.controls)
-        lay.addWidget(split, 1)
-        bottom = QHBoxLayout()
-        bottom.setContentsMargins(4, 0, 4, 2)
-        bottom.addWidget(self.info, 3)
-        bottom.addWidget(self.controls.status, 2)
-        self.controls.status.setAlignment(Qt.AlignmentFlag.AlignRight
-                                          | Qt.AlignmentFlag.AlignVCenter)
-        lay.addLayout(bottom)
+        lay.addWidget(self.view)
+        self.interaction = ProjectionInteraction(self)
+        self.exports = ProjectionExports(self)
+        self.report = ProjectionReport(self)
+        #: asked before a slow export (an SVG of many points); tests answer it themselves
+        self.confirm: Callable[[str], bool] = self.exports.ask_confirm
 
-        c = self.controls
+        c, plots = self.view.controls, self.view.plots
         c.run_requested.connect(lambda: self.run(auto=False))
         c.cancel_requested.connect(self.cancel)
-        c.open_dataset_requested.connect(self.ask_open_dataset)
+        c.open_dataset_requested.connect(self.interaction.ask_open_dataset)
         c.source_changed.connect(self._on_source_changed)
-        c.colour_changed.connect(lambda _k: self._apply_colours())
-        c.search_changed.connect(self.search)
-        c.select_mode_toggled.connect(self.plots.set_select_mode)
-        c.clear_selection_requested.connect(lambda: self.plots.set_selection([]))
-        self.plots.hovered.connect(self._on_hover)
-        self.plots.point_clicked.connect(self._on_click)
-        self.plots.selection_made.connect(self._on_selection)
-        self.legend.entry_clicked.connect(self._on_legend)
+        c.colour_changed.connect(lambda _k: self.apply_colours())
+        c.search_changed.connect(self.interaction.search)
+        c.select_mode_toggled.connect(plots.set_select_mode)
+        c.clear_selection_requested.connect(lambda: plots.set_selection([]))
+        plots.hovered.connect(self.interaction.on_hover)
+        plots.point_clicked.connect(self.interaction.on_click)
+        plots.selection_made.connect(self.interaction.on_selection)
+        self.view.legend.entry_clicked.connect(self.interaction.on_legend)
         ws = self.ws
         ws.model_changed.connect(self._on_data_changed)
         ws.sentences_changed.connect(self._on_loaded_changed)
         ws.activations_changed.connect(self._on_loaded_changed)
-        ws.selection_changed.connect(self._on_ws_selection)
+        ws.selection_changed.connect(self.interaction.on_ws_selection)
         ws.worker.job_progress.connect(self._on_progress)
         self._auto = QTimer(self)
         self._auto.setSingleShot(True)
         self._auto.setInterval(250)
         self._auto.timeout.connect(lambda: self.run(auto=True))
-        self._actions = self._make_actions()
+        self._actions = self.exports.make_actions()
         QTimer.singleShot(0, self._schedule_warm_up)
 
-    # ---- contract -------------------------------------------------------------------------------
+    # ---- the AnalysisPanel protocol -----------------------------------------------------------
     def is_ready(self) -> bool:
-        return self._ready
+        return self.model.ready
 
     def _set_ready(self) -> None:
-        self.controls.set_running(False)
-        if not self._ready:
-            self._ready = True
+        self.view.controls.set_running(False)
+        if not self.model.ready:
+            self.model.ready = True
             self.ready.emit()
+
+    def export_actions(self) -> List[QAction]:
+        return list(self._actions)
+
+    def view_state(self) -> Dict[str, Any]:
+        """The view's parameters as JSON values (see docs/guide/projection.md)."""
+        return self.report.view_state()
+
+    def restore_view_state(self, state: Dict[str, Any]) -> None:
+        """Apply a ``view_state()`` dict (see :meth:`ProjectionReport.restore_view_state`)."""
+        self.report.restore_view_state(state)
+
+    def report_figures(self, folder: Path, options: FigureOptions) -> List[Path]:
+        return self.report.figures(folder, options)
+
+    def report_tables(self) -> List[ReportTable]:
+        return self.report.tables()
 
     # ---- warm-up ------------------------------------------------------------------------------
     def _schedule_warm_up(self) -> None:
         """Compile umap's kernels on the worker once it is first idle (not before the model)."""
-        if self._warm_submitted or is_warm():
+        if self.model.warm_submitted or is_warm():
             return
         if self.ws.worker.is_busy() or self._run_imminent():
             self.ws.worker.idle.connect(self._warm_when_idle)
             return
-        self._warm_submitted = True
+        self.model.warm_submitted = True
         self.ws.worker.submit("Preparing UMAP (one-time compile)", lambda s: warm_up(state=s),
                               group="projection-warmup")
 
     def _run_imminent(self) -> bool:
         """A projection is about to start (its first UMAP fit then compiles instead)."""
-        return self._auto.isActive() or (self._dirty and self.isVisible()
+        return self._auto.isActive() or (self.model.dirty and self.isVisible()
                                          and self.ws.all_embedded())
 
     def _warm_when_idle(self) -> None:
@@ -156,28 +151,28 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport
 
     # ---- data changes -------------------------------------------------------------------------
     def _on_data_changed(self, *_args) -> None:
-        self._dirty = True
-        self._ready = False
-        self._maybe_auto()
+        self.model.dirty = True
+        self.model.ready = False
+        self.maybe_auto()
 
     def _on_loaded_changed(self, *_args) -> None:
-        if self.controls.source_key() != "dataset":
+        if self.view.controls.source_key() != "dataset":
             self._on_data_changed()
 
     def _on_source_changed(self, key: str) -> None:
-        if key == "dataset" and self.dataset is None:
+        if key == "dataset" and self.model.dataset is None:
             return
-        self._dirty = True
-        if key != "words" or self.controls.word_list():
-            self._maybe_auto()
+        self.model.dirty = True
+        if key != "words" or self.view.controls.word_list():
+            self.maybe_auto()
 
-    def _maybe_auto(self) -> None:
-        if self._dirty and self.isVisible():
+    def maybe_auto(self) -> None:
+        if self.model.dirty and self.isVisible():
             self._auto.start()
 
     def showEvent(self, event) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
-        self._maybe_auto()
+        self.maybe_auto()
 
     # ---- running ------------------------------------------------------------------------------
     def _request(self):
@@ -185,16 +180,16 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport
         ws = self.ws
         if ws.embedder is None or ws.n_layers == 0:
             return "Load a model to project tokens."
-        key = self.controls.source_key()
-        cap = self.controls.max_points.value()
+        key = self.view.controls.source_key()
+        cap = self.view.controls.max_points.value()
         if key == "dataset":
-            if self.dataset is None:
+            if self.model.dataset is None:
                 return "Open a labelled data set (CoNLL-U, WSD XML or token<TAB>label TSV)."
-            return self.dataset.sample(cap).compact(), None
+            return self.model.dataset.sample(cap).compact(), None
         if not ws.all_embedded():
             return None
         if key == "words":
-            words = self.controls.word_list()
+            words = self.view.controls.word_list()
             if not words:
                 return "Type the words to project."
             tokens = word_tokens(ws.tokens, words)
@@ -204,19 +199,21 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport
 
     def run(self, auto: bool = False) -> None:
         """Project the chosen tokens: PCA at once, then UMAP layer by layer on the worker."""
+        m = self.model
         self._auto.stop()
         try:
             req = self._request()
-            self.params = self.controls.params()
-            weights = self.controls.mix_weights(self.ws.n_layers) if self.ws.n_layers else []
+            m.params = self.view.controls.params()
+            weights = (self.view.controls.mix_weights(self.ws.n_layers) if self.ws.n_layers
+                       else [])
         except ElmoError as e:
-            self._message(str(e))
+            self.view.message(str(e))
             self._set_ready()
             return
         if req is None:
-            self._message("Waiting for the sentences to be embedded…")
+            self.view.message("Waiting for the sentences to be embedded…")
             return
-        self._dirty = False
+        m.dirty = False
         if isinstance(req, str):
             self._clear(req)
             self._set_ready()
@@ -230,10 +227,10 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport
         layers = [LayerSpec.single(k) for k in range(n)]
         if n > 1:
             layers.append(LayerSpec.mix(weights))
-        self._ready = False
-        self._gen += 1
+        m.ready = False
+        m.gen += 1
         self.ws.worker.cancel_group(GROUP)          # an older run's jobs are stale now
-        gen, emb, proj, params = self._gen, self.ws.embedder, self.projector, self.params
+        gen, emb, proj, params = m.gen, self.ws.embedder, self.projector, m.params
         checksum = self.ws.model_info.checksum if self.ws.model_info is not None else ""
         with_umap = not auto or len(tokens) <= AUTO_UMAP_MAX
 
@@ -251,120 +248,112 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport
             a = acts if acts is not None else emb.embed(tokens.sentences, state)
             return a, proj.run(a, tokens, layers, "pca", params, checksum, state)
 
-        self.controls.set_running(True)
-        self._message(f"PCA of {len(tokens):,} tokens…")
-        self._job = self.ws.worker.submit(
+        self.view.controls.set_running(True)
+        self.view.message(f"PCA of {len(tokens):,} tokens…")
+        m.job = self.ws.worker.submit(
             "Projection: PCA", job, group=GROUP,
             on_result=lambda r: self._on_pca(gen, tokens, layers, checksum, with_umap, r),
             on_error=self._on_error)
 
     def _on_pca(self, gen, tokens, layers, checksum, with_umap, result) -> None:
-        if gen != self._gen:
+        m, v = self.model, self.view
+        if gen != m.gen:
             return
         acts, projections = result
-        self.tokens, self.acts, self.layers, self._checksum = tokens, acts, layers, checksum
-        self.shown = {}
-        self.plots.set_layers([lay.name for lay in layers])
-        self.plots.set_select_mode(self.controls.select_button.isChecked())
-        self._add_plot_menus()
-        self._apply_colours()
+        m.tokens, m.acts, m.layers, m.checksum = tokens, acts, layers, checksum
+        m.shown = {}
+        v.plots.set_layers([lay.name for lay in layers])
+        v.plots.set_select_mode(v.controls.select_button.isChecked())
+        self.exports.add_plot_menus()
+        self.apply_colours()
         for k, p in enumerate(projections):
             self._draw(k, p)
-        self.search(self.controls.search.text())
-        self._on_ws_selection(self.ws.selection)
+        self.interaction.search(v.controls.search.text())
+        self.interaction.on_ws_selection(self.ws.selection)
         if with_umap:
-            self._compiled_here = False
-            self._umap_errors = []
+            m.compiled_here = False
+            m.umap_errors = []
             self._umap_step(gen, 0)
         else:
-            self._message(f"PCA of {len(tokens):,} tokens shown; press Run UMAP for UMAP.")
+            v.message(f"PCA of {len(tokens):,} tokens shown; press Run UMAP for UMAP.")
             self._set_ready()
 
     def _umap_step(self, gen: int, k: int) -> None:
-        if gen != self._gen:
+        m = self.model
+        if gen != m.gen:
             return
-        if k >= len(self.layers):
-            secs = sum(p.seconds for p in self.shown.values() if p.method == "umap")
-            note = (f" PCA kept for {'; '.join(self._umap_errors)}" if self._umap_errors else "")
-            self._message(f"UMAP of {len(self.tokens):,} tokens done ({secs:.1f} s"
-                          f"{', with the one-time compile' if self._compiled_here else ''})."
-                          + note)
+        if k >= len(m.layers):
+            secs = sum(p.seconds for p in m.shown.values() if p.method == "umap")
+            note = (f" PCA kept for {'; '.join(m.umap_errors)}" if m.umap_errors else "")
+            self.view.message(f"UMAP of {len(m.tokens):,} tokens done ({secs:.1f} s"
+                              f"{', with the one-time compile' if m.compiled_here else ''})."
+                              + note)
             self._set_ready()
             return
-        layer, tokens, acts, params, checksum = (self.layers[k], self.tokens, self.acts,
-                                                 self.params, self._checksum)
+        layer, tokens, acts, params, checksum = (m.layers[k], m.tokens, m.acts, m.params,
+                                                 m.checksum)
         hit = self.projector.cached(tokens, layer, "umap", params, checksum)
         if hit is not None:
             self._draw(k, hit)
             self._umap_step(gen, k + 1)
             return
         proj = self.projector
-        total = len(self.layers)
+        total = len(m.layers)
 
         label = f"UMAP of {layer.name} ({k + 1}/{total}, {len(tokens):,} tokens)"
-        self._job_label = label
+        m.job_label = label
 
         def job(state):
             state.report(0, 1, label)
             return proj.umap(acts, tokens, layer, params, checksum, state)
 
-        self.controls.set_running(True)
+        self.view.controls.set_running(True)
         if not is_warm():
-            self._compiled_here = True
-            self._message("UMAP: compiling its kernels once for this session (10–40 s)…")
-        self._job = self.ws.worker.submit(
+            m.compiled_here = True
+            self.view.message("UMAP: compiling its kernels once for this session (10–40 s)…")
+        m.job = self.ws.worker.submit(
             f"Projection: UMAP {layer.name}", job, group=GROUP,
             on_result=lambda p: (self._draw(k, p), self._umap_step(gen, k + 1)),
-            on_error=lambda m: self._on_umap_error(gen, k, m))
+            on_error=lambda msg: self._on_umap_error(gen, k, msg))
 
     def cancel(self) -> None:
         """Stop the running projection; what is drawn stays."""
         self.ws.worker.cancel_group(GROUP)
-        self._gen += 1
-        self._message("Cancelled; the plots keep what was drawn.")
+        self.model.gen += 1
+        self.view.message("Cancelled; the plots keep what was drawn.")
         self._set_ready()
 
     def _on_umap_error(self, gen: int, k: int, message: str) -> None:
         """One layer failed (e.g. too few distinct vectors): keep its PCA, go on with the next."""
-        if gen != self._gen:
+        m = self.model
+        if gen != m.gen:
             return
-        log.info("UMAP of %s failed: %s", self.layers[k].name, message)
-        self._umap_errors.append(f"{self.layers[k].name}: {message}")
+        log.info("UMAP of %s failed: %s", m.layers[k].name, message)
+        m.umap_errors.append(f"{m.layers[k].name}: {message}")
         self._umap_step(gen, k + 1)
 
     def _on_error(self, message: str) -> None:
-        self._message(f"Projection failed: {message}")
+        self.view.message(f"Projection failed: {message}")
         self._set_ready()
 
     def _on_progress(self, job_id: int, done: int, total: int, message: str) -> None:
-        if job_id == self._job and message:
+        if job_id == self.model.job and message:
             epoch = message.startswith("UMAP epoch")
-            self._message(f"{self._job_label}: {message[5:]}" if epoch else message)
+            self.view.message(f"{self.model.job_label}: {message[5:]}" if epoch else message)
 
     # ---- drawing --------------------------------------------------------------------------------
     def _draw(self, k: int, p: Projection) -> None:
-        self.shown[k] = p
-        if p.method == "pca":
-            ex = p.explained or (0.0, 0.0)
-            title = f"{p.layer.name} · PCA ({100 * ex[0]:.0f}% + {100 * ex[1]:.0f}%)"
-        else:
-            title = f"{p.layer.name} · UMAP"
-        self.plots.set_coords(k, p.coords, title)
+        self.model.shown[k] = p
+        self.view.draw(k, p)
 
     def _clear(self, message: str) -> None:
-        self._gen += 1
-        self.tokens, self.acts, self.shown = None, None, {}
-        self.plots.set_layers([])
-        self.legend.set_entries([])
-        self._message(message)
+        self.model.clear()
+        self.view.clear(message)
 
-    def _message(self, text: str) -> None:
-        self.controls.status.setText(text)
-
-    def _colour_categories(self):
+    def colour_categories(self):
         """``(codes, legend)`` of the drawn tokens for the colour-by choice (see categories)."""
-        t = self.tokens
-        by = self.controls.colour_by()
+        t = self.model.tokens
+        by = self.view.controls.colour_by()
         if by == "label" and t.labels is not None:
             return categories([t.label_of(i) or "(none)" for i in range(len(t))])
         if by == "sentence":
@@ -372,10 +361,9 @@ class ProjectionPanel(ProjectionInteraction, ProjectionExports, ProjectionReport
                                for s in t.sentence.tolist()], by_frequency=False)
         return categories(t.words)
 
-    def _apply_colours(self, *_args) -> None:
-        if self.tokens is None:
+    def apply_colours(self, *_args) -> None:
+        if self.model.tokens is None:
             return
-        codes, legend = self._colour_categories()
-        self._legend_codes = codes
-        self.plots.set_codes(codes)
-        self.legend.set_entries(legend)
+        codes, legend = self.colour_categories()
+        self.model.legend_codes = codes
+        self.view.set_colours(codes, legend)

@@ -10,7 +10,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGridLayo
                                QPushButton, QSpinBox, QToolButton, QWidget, QWidgetAction)
 
 from elmo_engine.errors import InputError
-from elmo_engine.projection import UmapParams, parse_word_list
+from elmo_engine.analysis.projection import UmapParams, parse_word_list
 
 SOURCES = (("loaded", "Loaded sentences"), ("words", "Word list"), ("dataset", "Labelled data set"))
 COLOUR_BY = (("word", "Word"), ("label", "Label"), ("sentence", "Sentence"))

@@ -1,43 +1,48 @@
 """Exports of the projection view: plot images, coordinates CSV, TensorBoard projector TSV.
 
-A mixin for :class:`app.panels.projection.ProjectionPanel`; it uses the panel's ``tokens``,
-``acts``, ``layers``, ``shown`` (drawn projections by plot), ``plots`` and ``ws``.
+:class:`ProjectionExports` is the part of the projection controller
+(:class:`elmo_explorer.panels.projection.ProjectionPanel`) that does this, from the panel's model
+(the drawn tokens, activations, layers and projections) and view (the plots).
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from elmo_engine.errors import ElmoError
-from elmo_engine.projection import layer_features, write_coordinates_csv, write_tensorboard
+from elmo_engine.analysis.projection import layer_features, write_coordinates_csv, write_tensorboard
 
-SVG_WARN_POINTS = 5_000        # an SVG of more points is slow and large (ENVIRONMENT.md)
+if TYPE_CHECKING:
+    from elmo_explorer.panels.projection import ProjectionPanel
+
+SVG_WARN_POINTS = 5_000        # an SVG of more points is slow and large
 
 
 class ProjectionExports:
     """File → Export actions and the export methods of the projection panel."""
 
-    def export_actions(self) -> List[QAction]:
-        return list(self._actions)
+    def __init__(self, panel: "ProjectionPanel"):
+        self.panel = panel
+        self.model, self.view = panel.model, panel.view
 
-    def _make_actions(self) -> List[QAction]:
+    def make_actions(self) -> List[QAction]:
         acts = []
         for text, slot in (("Projection: all plots as image…", self.ask_export_all),
                            ("Projection: current plot as image…", self.ask_export_plot),
                            ("Projection: coordinates as CSV…", self.ask_export_csv),
                            ("Projection: vectors for TensorBoard projector…",
                             self.ask_export_tensorboard)):
-            a = QAction(text, self)
+            a = QAction(text, self.panel)
             a.triggered.connect(lambda _checked=False, slot=slot: slot())
             acts.append(a)
         return acts
 
-    def _add_plot_menus(self) -> None:
+    def add_plot_menus(self) -> None:
         """Per-plot entries in each plot's right-click menu."""
-        for k, lp in enumerate(self.plots.plots):
+        for k, lp in enumerate(self.view.plots.plots):
             menu = lp.view.menu
             menu.addSeparator()
             menu.addAction("Export this plot (PNG/SVG/PDF)…").triggered.connect(
@@ -45,96 +50,98 @@ class ProjectionExports:
             menu.addAction("Export this layer's vectors for TensorBoard…").triggered.connect(
                 lambda _c=False, k=k: self.ask_export_tensorboard(k))
 
-    def _ask_confirm(self, message: str) -> bool:
-        answer = QMessageBox.question(self, "Slow export", message)
+    def ask_confirm(self, message: str) -> bool:
+        answer = QMessageBox.question(self.panel, "Slow export", message)
         return answer == QMessageBox.StandardButton.Yes
 
     def _svg_ok(self, path: Path) -> bool:
-        n = 0 if self.tokens is None else len(self.tokens)
+        n = 0 if self.model.tokens is None else len(self.model.tokens)
         if path.suffix.lower() != ".svg" or n <= SVG_WARN_POINTS:
             return True
-        return self.confirm(f"An SVG of {n:,} points per plot takes several seconds and many "
+        return self.panel.confirm(f"An SVG of {n:,} points per plot takes several seconds and many "
                             "megabytes (PNG or PDF is faster). Write the SVG anyway?")
 
     def export_plot(self, k: int, path) -> Optional[Path]:
         """Write plot ``k`` as PNG/SVG/PDF (by extension); None when the user declines."""
-        from app.export import export_widget
+        from elmo_explorer.export import export_widget
         path = Path(path)
         if not self._svg_ok(path):
             return None
-        return export_widget(self.plots.plots[k].plot, path)
+        return export_widget(self.view.plots.plots[k].plot, path)
 
     def export_all(self, path) -> Optional[Path]:
-        from app.export import export_widget
+        from elmo_explorer.export import export_widget
         path = Path(path)
         if not self._svg_ok(path):
             return None
-        return export_widget(self.plots, path)
+        return export_widget(self.view.plots, path)
 
     def export_csv(self, path, on_done: Optional[Callable] = None) -> int:
         """Write the drawn coordinates of every plot as CSV (on the worker)."""
-        tokens, projs = self.tokens, [self.shown[k] for k in sorted(self.shown)]
-        return self.ws.worker.submit("Exporting coordinates",
-                                     lambda s: write_coordinates_csv(path, tokens, projs),
-                                     on_result=on_done, on_error=self._export_failed)
+        tokens, projs = self.model.tokens, self.model.drawn()
+        return self.panel.ws.worker.submit("Exporting coordinates",
+                                           lambda s: write_coordinates_csv(path, tokens, projs),
+                                           on_result=on_done, on_error=self._export_failed)
 
     def export_tensorboard(self, folder, k: int, on_done: Optional[Callable] = None) -> int:
         """Write ``vectors.tsv`` + ``metadata.tsv`` of plot ``k``'s layer (on the worker)."""
-        tokens, acts, layer = self.tokens, self.acts, self.layers[k]
+        tokens, acts, layer = self.model.tokens, self.model.acts, self.model.layers[k]
 
         def job(state):
             vec = layer_features(acts, tokens, layer)
             return write_tensorboard(folder, vec, tokens, state=state)
 
-        return self.ws.worker.submit("Exporting vectors", job, on_result=on_done,
-                                     on_error=self._export_failed)
+        return self.panel.ws.worker.submit("Exporting vectors", job, on_result=on_done,
+                                           on_error=self._export_failed)
 
     def _export_failed(self, message: str) -> None:
-        self._message(f"Export failed: {message}")
+        self.view.message(f"Export failed: {message}")
 
     def _has_plot(self) -> bool:
-        if self.tokens is None or not self.shown:
-            self._message("Nothing to export yet: run a projection first.")
+        if self.model.tokens is None or not self.model.shown:
+            self.view.message("Nothing to export yet: run a projection first.")
             return False
         return True
 
     def _ask_image(self, title: str) -> Optional[Path]:
-        from app.export import IMAGE_FILTERS, ask_save_path
-        return ask_save_path(self, title, IMAGE_FILTERS)
+        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path
+        return ask_save_path(self.panel, title, IMAGE_FILTERS)
 
     def ask_export_all(self) -> None:
         if self._has_plot() and (path := self._ask_image("Export the projection plots")):
             self._report_export(self.export_all, path)
 
     def _plot_index(self, k: Optional[int]) -> int:
-        return min(self._current_plot if k is None else k, len(self.plots.plots) - 1)
+        return min(self.model.current_plot if k is None else k, len(self.view.plots.plots) - 1)
 
     def ask_export_plot(self, k: Optional[int] = None) -> None:
         if not self._has_plot():
             return
         k = self._plot_index(k)
-        path = self._ask_image(f"Export the {self.layers[k].name} plot")
+        path = self._ask_image(f"Export the {self.model.layers[k].name} plot")
         if path:
             self._report_export(lambda p: self.export_plot(k, p), path)
 
     def _report_export(self, fn, path) -> None:
         try:
             if fn(path) is not None:
-                self._message(f"Saved {path}")
+                self.view.message(f"Saved {path}")
         except ElmoError as e:
             self._export_failed(str(e))
 
     def ask_export_csv(self) -> None:
-        from app.export import ask_save_path
-        if self._has_plot() and (path := ask_save_path(self, "Export coordinates", "CSV (*.csv)")):
-            self.export_csv(path, lambda p: self._message(f"Saved {p}"))
+        from elmo_explorer.export import ask_save_path
+        if self._has_plot() and (path := ask_save_path(self.panel, "Export coordinates",
+                                                       "CSV (*.csv)")):
+            self.export_csv(path, lambda p: self.view.message(f"Saved {p}"))
 
     def ask_export_tensorboard(self, k: Optional[int] = None) -> None:
         if not self._has_plot():
             return
         k = self._plot_index(k)
+        name = self.model.layers[k].name
         folder = QFileDialog.getExistingDirectory(
-            self, f"Folder for vectors.tsv + metadata.tsv of {self.layers[k].name}")
+            self.panel, f"Folder for vectors.tsv + metadata.tsv of {name}")
         if folder:
-            self.export_tensorboard(folder, k, lambda r: self._message(
-                f"Saved {self.layers[k].name} vectors: {r[0]} and {r[1]}"))
+            self.export_tensorboard(folder, k, lambda r: self.view.message(
+                f"Saved {name} vectors: {r[0]} and {r[1]}"))

@@ -1,15 +1,14 @@
-"""Workspace and report hooks of the projection panel: view state, report figures and tables.
+"""The projection view's report parts and saved state: figures, tables, view state.
 
-:class:`ProjectionReport` is mixed into :class:`app.panels.projection.ProjectionPanel`; it gives
-:mod:`app.workspace_actions` the optional panel methods it looks for:
+:class:`ProjectionReport` is the part of the projection controller
+(:class:`elmo_explorer.panels.projection.ProjectionPanel`) that gives the workspace actions:
 
-* ``view_state() -> dict`` / ``restore_view_state(dict)``: token source (loaded sentences, word
-  list, labelled data set file), the point cap, colour-by, UMAP settings, mix weights and the
-  search text;
-* ``report_figures(folder, options) -> list[Path]``: one publication figure per layer plot
-  (black title and axes, axis labels, a legend), PNG + SVG (+ PDF when asked), at the report
-  dialog's size and DPI;
-* ``report_tables() -> list[ReportTable]``: the drawn coordinates (CSV only), when cheap.
+* ``view_state`` / ``restore_view_state``: token source (loaded sentences, word list, labelled
+  data set file), the point cap, colour-by, UMAP settings, mix weights and the search text;
+* report figures: one publication figure per layer plot (:class:`ProjectionFigure`: black title
+  and axes, axis labels, a legend), PNG + SVG (+ PDF when asked), at the report dialog's size
+  and DPI;
+* report tables: the drawn coordinates (CSV only), when cheap.
 
 Restoring never computes on the GUI thread: it sets the controls and schedules the panel's usual
 automatic run (PCA, then UMAP jobs on the worker); a data set file is read on the worker.
@@ -17,34 +16,28 @@ automatic run (PCA, then UMAP jobs on the worker); a data set file is read on th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, QRectF, Qt
 from PySide6.QtWidgets import QSizePolicy
 
-from app.figure_export import FigureOptions, panel_figure_options, write_figures
-from app.panels.projection_controls import COLOUR_BY, SOURCES
-from app.panels.projection_plots import OTHER_COLOUR, PALETTE
-from elmo_engine.projection import Projection
-from elmo_engine.projection.export import coordinates_table
-from elmo_engine.report import ReportTable
+from elmo_engine.analysis.projection import Projection
+from elmo_engine.analysis.projection.export import coordinates_table
+from elmo_engine.io.report import ReportTable
+from elmo_explorer.figure_export import FigureOptions, panel_figure_options, write_figures
+from elmo_explorer.panels.projection_controls import COLOUR_BY, SOURCES
+from elmo_explorer.panels.projection_model import (STATE_VERSION, as_float, as_int,
+                                                   mix_weights_text, parse_weights)
+from elmo_explorer.panels.projection_plots import OTHER_COLOUR, PALETTE
 
-#: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
-STATE_VERSION = 1
+if TYPE_CHECKING:
+    from elmo_explorer.panels.projection import ProjectionPanel
+
 #: up to this many points the coordinates go into the report as a CSV table
 TABLE_MAX_POINTS = 50_000
 LEGEND_LABEL_CHARS = 40
-
-
-def _int(v: Any) -> Optional[int]:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
-
-
-def _float(v: Any) -> Optional[float]:
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
-    return float(v) if ok else None
 
 
 def _short(text: str, n: int = LEGEND_LABEL_CHARS) -> str:
@@ -58,7 +51,7 @@ class ProjectionFigure(pg.GraphicsLayoutWidget):
     ----------
     coords : ``(N, 2)`` point coordinates
     codes : ``(N,)`` palette index per point (``len(PALETTE)`` or more: the grey "other")
-    legend : ``[(name, colour, count), …]`` as :func:`app.panels.projection_plots.categories`
+    legend : ``[(name, colour, count), …]`` as :func:`elmo_explorer.panels.projection_plots.categories`
     title : the figure title
     axis_labels : the x and y axis labels
     """
@@ -132,19 +125,23 @@ class ProjectionFigure(pg.GraphicsLayoutWidget):
 
 
 class ProjectionReport:
-    """The workspace/report methods of the projection panel."""
+    """The report figures and tables and the saved state of the projection panel."""
+
+    def __init__(self, panel: "ProjectionPanel"):
+        self.panel = panel
+        self.model, self.view = panel.model, panel.view
 
     def figure_options(self) -> FigureOptions:
         """The report dialog's size/DPI (File → Export report), else the defaults."""
-        return panel_figure_options(self)
+        return panel_figure_options(self.panel)
 
     # ---- figures --------------------------------------------------------------------------
     def projection_figure(self, k: int) -> ProjectionFigure:
         """The publication figure of plot ``k`` as drawn now (PCA or UMAP)."""
-        p: Projection = self.shown[k]
-        tokens = self.tokens
-        codes, legend = self._colour_categories()
-        by = dict(COLOUR_BY)[self.controls.colour_by()].lower()
+        p: Projection = self.model.shown[k]
+        tokens = self.model.tokens
+        codes, legend = self.panel.colour_categories()
+        by = dict(COLOUR_BY)[self.view.controls.colour_by()].lower()
         if p.method == "pca":
             ex = p.explained or (0.0, 0.0)
             axes = (f"PC 1 ({100 * ex[0]:.0f}% of variance)",
@@ -156,43 +153,40 @@ class ProjectionReport:
         title = f"{p.layer.name}: {how} of {len(tokens):,} tokens, coloured by {by}"
         return ProjectionFigure(p.coords, codes, legend, title, axes)
 
-    def report_figures(self, folder, options: Optional[FigureOptions] = None) -> List[Path]:
+    def figures(self, folder, options: Optional[FigureOptions] = None) -> List[Path]:
         """Write every drawn layer plot into ``folder`` in the figure formats (PNG and SVG by
         default, PDF on request); return the files in order. Nothing is written (an empty
         list) before a projection is drawn."""
-        if self.tokens is None or not self.shown:
+        shown = self.model.shown
+        if self.model.tokens is None or not shown:
             return []
         return write_figures(
-            [(f"projection_{self.shown[k].layer.key}_{self.shown[k].method}",
-              lambda k=k: self.projection_figure(k)) for k in sorted(self.shown)],
+            [(f"projection_{shown[k].layer.key}_{shown[k].method}",
+              lambda k=k: self.projection_figure(k)) for k in sorted(shown)],
             folder, options or self.figure_options())
 
     # ---- tables ---------------------------------------------------------------------------
-    def report_tables(self) -> List[ReportTable]:
+    def tables(self) -> List[ReportTable]:
         """The drawn coordinates of every plot (CSV only), up to ``TABLE_MAX_POINTS`` points."""
-        tokens = self.tokens
-        if tokens is None or not self.shown or len(tokens) > TABLE_MAX_POINTS:
+        tokens = self.model.tokens
+        if tokens is None or not self.model.shown or len(tokens) > TABLE_MAX_POINTS:
             return []
-        projs = [self.shown[k] for k in sorted(self.shown)]
+        projs = self.model.drawn()
         header, rows = coordinates_table(tokens, projs)
         methods = ", ".join(f"{p.layer.name} {p.method.upper()}" for p in projs)
         return [ReportTable(
             "projection_coordinates", f"Projection coordinates of {len(tokens):,} tokens",
             [dict(zip(header, r)) for r in rows], header,
             caption=f"One row per point ({tokens.source or 'tokens'}); x/y per plot: {methods}. "
-                    f"UMAP settings: {self.controls.settings_text()}. sentence and position are "
+                    f"UMAP settings: {self.view.controls.settings_text()}. sentence and position are "
                     "0-based.", show=False)]
 
     # ---- view state ------------------------------------------------------------------------
     def view_state(self) -> Dict[str, Any]:
         """The view's parameters as JSON values (see docs/guide/projection.md)."""
-        c = self.controls
-        try:
-            text = c.mix.text().replace(";", ",").replace(" ", ",")
-            weights: Optional[List[float]] = [float(v) for v in text.split(",") if v] or None
-        except ValueError:
-            weights = None
-        path = getattr(self, "dataset_path", None)
+        c = self.view.controls
+        weights = parse_weights(c.mix.text())
+        path = self.model.dataset_path
         return {"version": STATE_VERSION, "source": c.source_key(), "words": c.words.text(),
                 "dataset_file": str(path) if path is not None else None,
                 "max_points": c.max_points.value(), "colour_by": c.colour_by(),
@@ -205,7 +199,7 @@ class ProjectionReport:
         projection is recomputed by the usual (scheduled) automatic run."""
         if not isinstance(state, dict):
             return
-        c = self.controls
+        c, m = self.view.controls, self.model
         widgets = (c, c.source, c.words, c.max_points, c.colour, c.search, c.n_neighbors,
                    c.min_dist, c.seed, c.epochs, c.mix)
         blocked = [w.blockSignals(True) for w in widgets]
@@ -216,28 +210,29 @@ class ProjectionReport:
             for w, was in zip(widgets, blocked):
                 w.blockSignals(was)
         c._update_settings_tip()
-        self._apply_colours()
-        self.search(c.search.text())
+        self.panel.apply_colours()
+        self.panel.interaction.search(c.search.text())
         path = state.get("dataset_file")
         if (isinstance(path, str) and path and Path(path).is_file()
-                and (self.dataset is None or Path(path) != getattr(self, "dataset_path", None))):
+                and (m.dataset is None or Path(path) != m.dataset_path)):
             colour = c.colour_by()
-            self.open_dataset(path, colour=colour, run=c.source_key() == "dataset")
-        if c.source_key() == "dataset" and self.dataset is None:
+            self.panel.interaction.open_dataset(path, colour=colour,
+                                                run=c.source_key() == "dataset")
+        if c.source_key() == "dataset" and m.dataset is None:
             if not (isinstance(path, str) and path and Path(path).is_file()):
-                self._message("The saved view used a labelled data set that is not there now: "
-                              "open it with Open data set…")
+                self.view.message("The saved view used a labelled data set that is not there "
+                                  "now: open it with Open data set…")
             return                               # else waits for the data set (worker)
-        self._dirty = True
-        self._maybe_auto()
+        m.dirty = True
+        self.panel.maybe_auto()
 
     def _restore_controls(self, state: Dict[str, Any]) -> None:
-        c = self.controls
+        c = self.view.controls
         if state.get("source") in [k for k, _ in SOURCES]:
             c.set_source(state["source"])
         if isinstance(state.get("words"), str):
             c.words.setText(state["words"])
-        if _int(state.get("max_points")) is not None:
+        if as_int(state.get("max_points")) is not None:
             c.max_points.setValue(state["max_points"])       # clamped to the box's range
         if state.get("colour_by") in [k for k, _ in COLOUR_BY]:
             c.set_colour_by(state["colour_by"])
@@ -247,13 +242,10 @@ class ProjectionReport:
         if isinstance(umap, dict):
             for key, box in (("n_neighbors", c.n_neighbors), ("seed", c.seed),
                              ("epochs", c.epochs)):
-                if _int(umap.get(key)) is not None:
+                if as_int(umap.get(key)) is not None:
                     box.setValue(umap[key])
-            if _float(umap.get("min_dist")) is not None:
+            if as_float(umap.get("min_dist")) is not None:
                 c.min_dist.setValue(umap["min_dist"])
-        w = state.get("mix_weights")
-        if w is None and "mix_weights" in state:
-            c.mix.setText("")                                  # equal weights
-        elif (isinstance(w, list) and w and
-              all(_float(x) is not None and x >= 0 for x in w) and sum(w) > 0):
-            c.mix.setText(", ".join(f"{float(x):g}" for x in w))
+        text = mix_weights_text(state)                         # "": equal weights
+        if text is not None:
+            c.mix.setText(text)

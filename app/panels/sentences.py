@@ -8,8 +8,6 @@ Clicking a token selects it for every view.
 """
 from __future__ import annotations
 
-import csv
-import io
 from typing import List, Optional
 
 import numpy as np
@@ -18,9 +16,8 @@ from PySide6.QtGui import QAction, QFont, QFontDatabase, QPalette, QTextCursor, 
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QPlainTextEdit, QSplitter,
                                QTableView, QTextEdit, QVBoxLayout, QWidget)
 
-from app.panels.token_table import TokenTableModel, char_id_count
-from app.workspace import TokenRef, Workspace
-from elmo_engine.atomic import atomic_write_text
+from elmo_explorer.panels.token_table import TokenTableModel, write_token_table_csv
+from elmo_explorer.workspace import TokenRef, Workspace
 
 EDIT_PAUSE_MS = 400
 FILL_CHARS = 50_000          # characters put into the editor per event-loop turn
@@ -317,8 +314,9 @@ class SentencesPanel(QWidget):
             state = " — no model loaded"
         elif norms is None:
             state = " — embedding…"
-        self.header.setText(f"Sentence {s + 1} of {n} (line {self._line_of[s] + 1 if s < len(self._line_of) else s + 1})"
-                            f" — {len(tokens):,} tokens{state}")
+        line = self._line_of[s] + 1 if s < len(self._line_of) else s + 1
+        self.header.setText(f"Sentence {s + 1} of {n} (line {line}) — {len(tokens):,} tokens"
+                            f"{state}")
         sel = ws.selection
         row = sel.token if sel is not None and sel.sentence == s else previous_row
         if 0 <= row < len(tokens):
@@ -367,7 +365,7 @@ class SentencesPanel(QWidget):
 
     # ---- export ------------------------------------------------------------------------------
     def _export_csv(self) -> None:
-        from app.export import ask_save_path
+        from elmo_explorer.export import ask_save_path
 
         path = ask_save_path(self, "Export token table", "CSV (*.csv)")
         if path is not None:
@@ -382,19 +380,7 @@ class SentencesPanel(QWidget):
         max_chars = ws.model_info.options.max_characters_per_token if ws.model_info else 50
 
         def job(state):
-            buf = io.StringIO()
-            out = csv.writer(buf, lineterminator="\n")
-            out.writerow(["sentence", "token_index", "token", "char_ids"]
-                         + [f"norm_L{k}" for k in range(n_layers)])
-            for i, (toks, act) in enumerate(zip(tokens, acts)):
-                if i % 500 == 0:
-                    state.check()
-                    state.report(i, len(tokens), "exporting the token table")
-                norms = None if act is None else np.linalg.norm(act, axis=2).T
-                for j, t in enumerate(toks):
-                    vals = [""] * n_layers if norms is None else [f"{v:.6g}" for v in norms[j]]
-                    out.writerow([i + 1, j + 1, t, char_id_count(t, max_chars)] + vals)
-            atomic_write_text(path, buf.getvalue())
+            write_token_table_csv(path, tokens, acts, n_layers, max_chars, state)
             return str(path)
 
         return ws.worker.submit("Exporting token table", job,

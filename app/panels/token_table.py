@@ -1,15 +1,38 @@
 """The token table model: one sentence's tokens, their character-id counts and layer norms."""
 from __future__ import annotations
 
-from typing import List, Optional
+import csv
+import io
+from typing import List, Optional, Sequence
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+
+from elmo_engine.atomic import atomic_write_text
 
 
 def char_id_count(token: str, max_chars: int = 50) -> int:
     """Character ids the model reads for ``token``: its UTF-8 bytes (at most max-2) + 2 markers."""
     return min(len(token.encode("utf-8", errors="ignore")), max_chars - 2) + 2
+
+
+def write_token_table_csv(path, tokens: Sequence[Sequence[str]], acts: Sequence, n_layers: int,
+                          max_chars: int, state) -> None:
+    """Every sentence's tokens, char-id counts and layer norms as CSV (atomically); ``state``
+    reports progress and is checked for cancel every 500 sentences."""
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(["sentence", "token_index", "token", "char_ids"]
+                 + [f"norm_L{k}" for k in range(n_layers)])
+    for i, (toks, act) in enumerate(zip(tokens, acts)):
+        if i % 500 == 0:
+            state.check()
+            state.report(i, len(tokens), "exporting the token table")
+        norms = None if act is None else np.linalg.norm(act, axis=2).T
+        for j, t in enumerate(toks):
+            vals = [""] * n_layers if norms is None else [f"{v:.6g}" for v in norms[j]]
+            out.writerow([i + 1, j + 1, t, char_id_count(t, max_chars)] + vals)
+    atomic_write_text(path, buf.getvalue())
 
 
 class TokenTableModel(QAbstractTableModel):

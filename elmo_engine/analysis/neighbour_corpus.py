@@ -1,0 +1,150 @@
+"""Building contextual-neighbour indexes: reference corpora, vocabularies, the index cache.
+
+A reference corpus is a text file with one sentence per line (plain or gzip), tokenized like typed
+text. :func:`build_index` embeds a corpus with an :class:`~elmo_engine.embed.embedder.Embedder` (with
+progress and cancel), indexes its contextual layers and its word types (plus an optional
+vocabulary) and records the corpus mean per layer (the anisotropy reference). :class:`IndexCache`
+keeps built indexes in memory (bounded by count and bytes) and optionally on disk as npz (never
+pickled), keyed by the checkpoint checksum, the corpus tokens and the vocabulary.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+import numpy as np
+from cachetools import LRUCache
+
+from elmo_engine.analysis.compare import reference_mean
+from elmo_engine.io.datasets.textio import iter_lines
+from elmo_engine.errors import InputError
+from elmo_engine.analysis.neighbours import NeighbourIndex, WordIndex
+from elmo_engine.progress import TaskState, check, report
+from elmo_engine.model.tokenize import tokenize
+
+log = logging.getLogger(__name__)
+
+SPECIAL_TOKENS = {"<S>", "</S>", "<UNK>", "<s>", "</s>", "<unk>"}
+MAX_CORPUS_TOKENS = 1_000_000
+MAX_VOCABULARY = 200_000
+
+
+def read_corpus(path, max_tokens: int = MAX_CORPUS_TOKENS) -> List[List[str]]:
+    """A reference text file: one sentence per line (blank lines skipped), tokenized."""
+    sents: List[List[str]] = []
+    total = 0
+    for lineno, line in iter_lines(path):
+        toks = tokenize(line)
+        if not toks:
+            continue
+        total += len(toks)
+        if total > max_tokens:
+            raise InputError(f"more than {max_tokens} tokens; use a smaller reference corpus",
+                             path=path, line=lineno)
+        sents.append(toks)
+    if not sents:
+        raise InputError("no sentences in the reference file", path=path)
+    return sents
+
+
+def read_vocabulary(path, limit: int = MAX_VOCABULARY) -> List[str]:
+    """Word types from a vocabulary file (one per line; a count after a tab/space is ignored)."""
+    words: List[str] = []
+    for _, line in iter_lines(path):
+        parts = line.split()
+        if parts and parts[0] not in SPECIAL_TOKENS:
+            words.append(parts[0])
+            if len(words) >= limit:
+                break
+    return words
+
+
+def index_key(checksum: str, tokens: Sequence[Sequence[str]],
+              vocabulary: Sequence[str] = ()) -> str:
+    """Cache key: the checkpoint checksum, the corpus tokens and the extra vocabulary."""
+    h = hashlib.sha256(checksum.encode())
+    for sent in tokens:
+        h.update(b"\x1e" + "\x1f".join(sent).encode("utf-8", "surrogatepass"))
+    h.update(b"\x1d")
+    for w in vocabulary:
+        h.update(w.encode("utf-8", "surrogatepass") + b"\x1f")
+    return h.hexdigest()
+
+
+def build_index(embedder, tokens: Sequence[Sequence[str]], vocabulary: Sequence[str] = (),
+                state: Optional[TaskState] = None, key: str = "") -> NeighbourIndex:
+    """Embed a corpus and index its contextual layers; index its types (+ vocabulary) in layer 0.
+
+    ``embedder`` is an :class:`elmo_engine.embed.embedder.Embedder`; run this on the worker thread.
+    """
+    tokens = [list(s) for s in tokens]        # empty sentences stay: indices follow the corpus
+    if not any(tokens):
+        raise InputError("the reference corpus is empty")
+    acts = embedder.embed(tokens, state=state)                     # each (L+1, n, 2P)
+    check(state)
+    layers = [np.concatenate([a[k] for a in acts], axis=0)         # (N, 2P)
+              for k in range(1, acts[0].shape[0])]
+    types = list(dict.fromkeys([t for s in tokens for t in s] + list(vocabulary)))
+    vecs = []
+    for start in range(0, len(types), 4096):
+        check(state)
+        vecs.append(embedder.token_vectors(types[start:start + 4096]))   # (chunk, P)
+        report(state, min(start + 4096, len(types)), len(types), "indexing known words")
+    words = WordIndex(types, np.concatenate(vecs, axis=0))
+    report(state, 1, 1, "normalising the neighbour index")
+    return NeighbourIndex(tokens, layers, words, key=key, mean=reference_mean(acts))
+
+
+class IndexCache:
+    """Built indexes, in memory (most recent few) and optionally on disk under ``cache_dir``."""
+
+    def __init__(self, cache_dir=None, max_items: int = 2, max_bytes: int = 1 << 30):
+        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.max_items = max_items
+        self.max_bytes = max_bytes
+        self._mem = LRUCache(maxsize=max(1, max_items))      # the newest always stays
+
+    def _file(self, key: str) -> Optional[Path]:
+        return None if self.cache_dir is None else self.cache_dir / f"neighbours-{key[:32]}.npz"
+
+    def get(self, key: str) -> Optional[NeighbourIndex]:
+        if key in self._mem:
+            return self._mem[key]
+        f = self._file(key)
+        if f is not None and f.is_file():
+            try:
+                idx = NeighbourIndex.load(f)
+            except InputError as exc:
+                log.warning("dropping a damaged neighbour index: %s", exc)
+                f.unlink(missing_ok=True)
+                return None
+            if idx.key == key:
+                self._put_mem(key, idx)
+                return idx
+        return None
+
+    def _put_mem(self, key: str, idx: NeighbourIndex) -> None:
+        self._mem[key] = idx
+        while len(self._mem) > 1 and sum(i.nbytes for i in self._mem.values()) > self.max_bytes:
+            self._mem.popitem()                          # the least recently used first
+
+    def get_or_build(self, embedder, tokens, vocabulary: Sequence[str] = (),
+                     state: Optional[TaskState] = None) -> NeighbourIndex:
+        key = index_key(embedder.checksum, tokens, vocabulary)
+        idx = self.get(key)
+        if idx is not None:
+            return idx
+        idx = build_index(embedder, tokens, vocabulary, state=state, key=key)
+        self._put_mem(key, idx)
+        f = self._file(key)
+        if f is not None:
+            try:
+                idx.save(f)
+            except OSError as exc:                                   # the disk cache is optional
+                log.warning("could not write the neighbour index cache %s: %s", f, exc)
+        return idx
+
+
+__all__ = ["IndexCache", "build_index", "index_key", "read_corpus", "read_vocabulary"]

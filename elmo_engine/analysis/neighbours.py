@@ -1,0 +1,283 @@
+"""Contextual nearest neighbours over a reference corpus, and nearest known words in layer 0.
+
+:class:`NeighbourIndex` holds, for every contextual layer ``1..L`` of every token of a reference
+corpus, the forward and backward halves as L2-normalised float32 matrices ``(N, P)`` plus the
+coefficients that turn two half-cosines into the cosine of the whole vector::
+
+    cos(x, q) = a_x · (x̂_f · q_f/|q|) + b_x · (x̂_b · q_b/|q|),  a_x = |x_f|/|x|, b_x = |x_b|/|x|
+
+so one copy of the data answers "both", "forward" and "backward" queries by matrix–vector
+products, and the top k come from ``np.argpartition`` (``O(N)``, no full sort). Layer 0 is
+context-free, so it is indexed by word *type* instead (:class:`WordIndex`): a vocabulary of known
+words (the corpus's types plus an optional vocabulary file) through the model's character CNN.
+
+Building, reading corpora and caching live in :mod:`elmo_engine.analysis.neighbour_corpus`.
+"""
+from __future__ import annotations
+
+import csv
+import html
+import io
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from elmo_engine.atomic import atomic_path, atomic_write_text
+from elmo_engine.analysis.compare import DIRECTIONS
+from elmo_engine.errors import InputError
+
+INDEX_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """One nearest neighbour: a token of the reference corpus and its cosine to the query."""
+
+    sentence: int
+    token: int
+    score: float
+
+
+def _unit_rows(x: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Rows scaled to unit length (zero rows stay zero) and their norms."""
+    norms = np.linalg.norm(x, axis=1)                              # (N,)
+    safe = np.where(norms > 0, norms, 1.0)
+    return (x / safe[:, None]).astype(np.float32), norms
+
+
+def top_k(scores: np.ndarray, k: int, exclude: Iterable[int] = ()) -> Tuple[np.ndarray, np.ndarray]:
+    """Indices and values of the ``k`` largest scores (best first), skipping ``exclude``."""
+    scores = np.asarray(scores)
+    ex = [i for i in exclude if 0 <= i < scores.shape[0]]
+    if ex:
+        scores = scores.copy()
+        scores[ex] = -np.inf
+    k = max(0, min(int(k), scores.shape[0] - len(ex)))
+    if k == 0:
+        return np.zeros(0, np.int64), np.zeros(0, scores.dtype)
+    idx = np.argpartition(-scores, k - 1)[:k] if k < scores.shape[0] else np.arange(scores.shape[0])
+    idx = idx[np.argsort(-scores[idx], kind="stable")]
+    return idx, scores[idx]
+
+
+class WordIndex:
+    """Nearest known words by cosine of their context-free token vectors (layer 0)."""
+
+    def __init__(self, words: Sequence[str], vectors: np.ndarray):
+        vectors = np.asarray(vectors, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(words):
+            raise InputError(f"{len(words)} words for token vectors of shape {vectors.shape}")
+        self.words = list(words)
+        self.unit, _ = _unit_rows(vectors)                          # (V, P)
+        self._pos = {w: i for i, w in enumerate(self.words)}
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    def query(self, vector: np.ndarray, k: int = 10, exclude: Sequence[str] = ()
+              ) -> List[Tuple[str, float]]:
+        """The ``k`` words nearest to a token vector ``(P,)``, best first, without ``exclude``."""
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        n = float(np.linalg.norm(q))
+        if n == 0 or not len(self.words):
+            return []
+        scores = self.unit @ (q / n)                                 # (V,)
+        idx, vals = top_k(scores, k, [self._pos[w] for w in exclude if w in self._pos])
+        return [(self.words[i], float(v)) for i, v in zip(idx, vals)]
+
+
+class NeighbourIndex:
+    """Contextual layers ``1..L`` of every token of a reference corpus, ready for cosine top-k.
+
+    Parameters
+    ----------
+    tokens : the corpus, tokenized
+    layers : per contextual layer, ``(N, 2P)`` vectors of all corpus tokens in reading order
+    words : the optional layer-0 word index
+    key : the cache key this index was built for
+    mean : ``(L+1, 2P)`` mean vector of all corpus tokens per layer (the anisotropy reference)
+    """
+
+    def __init__(self, tokens: Sequence[Sequence[str]], layers: Sequence[np.ndarray],
+                 words: Optional[WordIndex] = None, key: str = "",
+                 mean: Optional[np.ndarray] = None):
+        self.tokens = [list(s) for s in tokens]
+        lengths = np.array([len(s) for s in self.tokens], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(lengths)])     # (S+1,)
+        n = int(self.offsets[-1])
+        self.fwd: List[np.ndarray] = []
+        self.bwd: List[np.ndarray] = []
+        self.coef: List[np.ndarray] = []
+        for arr in layers:
+            if arr.shape[0] != n:
+                raise InputError(f"layer vectors have {arr.shape[0]} rows for {n} corpus tokens")
+            p = arr.shape[1] // 2
+            f, nf = _unit_rows(arr[:, :p])
+            b, nb = _unit_rows(arr[:, p:])
+            whole = np.sqrt(nf ** 2 + nb ** 2)
+            safe = np.where(whole > 0, whole, 1.0)
+            self.fwd.append(f)
+            self.bwd.append(b)
+            self.coef.append(np.stack([nf / safe, nb / safe]).astype(np.float32))  # (2, N)
+        self.words = words
+        self.key = key
+        self.mean = None if mean is None else np.asarray(mean, dtype=np.float64)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held by the index's arrays."""
+        words = 0 if self.words is None else self.words.unit.nbytes
+        return words + sum(a.nbytes + b.nbytes + c.nbytes
+                           for a, b, c in zip(self.fwd, self.bwd, self.coef))
+
+    @property
+    def n_layers(self) -> int:
+        """Number of layers including layer 0 (L+1)."""
+        return len(self.fwd) + 1
+
+    def flat(self, sentence: int, token: int) -> int:
+        return int(self.offsets[sentence] + token)
+
+    def place(self, flat: int) -> Tuple[int, int]:
+        s = int(np.searchsorted(self.offsets, flat, side="right") - 1)
+        return s, int(flat - self.offsets[s])
+
+    def scores(self, layer: int, vector: np.ndarray, direction: str = "both") -> np.ndarray:
+        """Cosine of a query ``(2P,)`` with every corpus token in contextual ``layer`` ≥ 1."""
+        if not 1 <= layer <= len(self.fwd):
+            raise InputError(f"contextual layer {layer} out of range 1..{len(self.fwd)}")
+        if direction not in DIRECTIONS:
+            raise InputError(f"unknown direction '{direction}'")
+        q = np.asarray(vector, dtype=np.float32).reshape(-1)
+        p = q.shape[0] // 2
+        qf, qb = q[:p], q[p:]
+        i = layer - 1
+        if direction == "forward":
+            n = float(np.linalg.norm(qf))
+            return self.fwd[i] @ (qf / n) if n > 0 else np.zeros(self.n_tokens, np.float32)
+        if direction == "backward":
+            n = float(np.linalg.norm(qb))
+            return self.bwd[i] @ (qb / n) if n > 0 else np.zeros(self.n_tokens, np.float32)
+        n = float(np.linalg.norm(q))
+        if n == 0:
+            return np.zeros(self.n_tokens, np.float32)
+        a, b = self.coef[i]
+        return a * (self.fwd[i] @ (qf / n)) + b * (self.bwd[i] @ (qb / n))
+
+    def query(self, layer: int, vector: np.ndarray, k: int = 10, direction: str = "both",
+              exclude: Sequence[Tuple[int, int]] = ()) -> List[Neighbour]:
+        """The ``k`` corpus tokens nearest to ``vector`` in ``layer``, best first."""
+        scores = self.scores(layer, vector, direction)
+        ex = [self.flat(s, t) for s, t in exclude
+              if 0 <= s < len(self.tokens) and 0 <= t < len(self.tokens[s])]
+        idx, vals = top_k(scores, k, ex)
+        return [Neighbour(*self.place(int(i)), float(v)) for i, v in zip(idx, vals)]
+
+    # ---- npz round trip (no pickle) ----------------------------------------------------------
+    def save(self, path) -> None:
+        arrays = {"format": np.array(INDEX_FORMAT), "key": np.array(self.key),
+                  "flat_tokens": np.array([t for s in self.tokens for t in s], dtype=str),
+                  "lengths": np.diff(self.offsets)}
+        for i in range(len(self.fwd)):
+            arrays[f"fwd{i}"], arrays[f"bwd{i}"], arrays[f"coef{i}"] = \
+                self.fwd[i], self.bwd[i], self.coef[i]
+        if self.words is not None:
+            arrays["words"] = np.array(self.words.words, dtype=str)
+            arrays["word_unit"] = self.words.unit
+        if self.mean is not None:
+            arrays["mean"] = self.mean
+        with atomic_path(path, suffix=".npz") as tmp:
+            with open(tmp, "wb") as fh:
+                np.savez(fh, **arrays)
+
+    @classmethod
+    def load(cls, path) -> "NeighbourIndex":
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                if int(z["format"]) != INDEX_FORMAT:
+                    raise InputError("neighbour index of another format version", path=path)
+                flat = [str(t) for t in z["flat_tokens"]]
+                offs = np.concatenate([[0], np.cumsum(z["lengths"])])
+                tokens = [flat[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
+                self = cls.__new__(cls)
+                self.tokens, self.offsets, self.key = tokens, offs, str(z["key"])
+                n_layers = sum(1 for name in z.files if name.startswith("fwd"))
+                self.fwd = [z[f"fwd{i}"] for i in range(n_layers)]
+                self.bwd = [z[f"bwd{i}"] for i in range(n_layers)]
+                self.coef = [z[f"coef{i}"] for i in range(n_layers)]
+                self.words = None
+                self.mean = z["mean"] if "mean" in z.files else None
+                if "words" in z.files:
+                    words = WordIndex.__new__(WordIndex)
+                    words.words = [str(w) for w in z["words"]]
+                    words.unit = z["word_unit"]
+                    words._pos = {w: i for i, w in enumerate(words.words)}
+                    self.words = words
+        except (OSError, ValueError, KeyError) as exc:
+            raise InputError(f"unreadable neighbour index: {exc}", path=path) from None
+        return self
+
+
+@dataclass(frozen=True)
+class NeighbourTable:
+    """Nearest neighbours of one token: known words in layer 0, corpus tokens per layer ≥ 1."""
+
+    query: str
+    words: Tuple[Tuple[str, float], ...]
+    layers: Tuple[Tuple[str, Tuple[Neighbour, ...]], ...]
+
+    def csv_rows(self, index: "NeighbourIndex") -> List[list]:
+        """Rows for :func:`write_neighbours_csv` (sentence/token are corpus indices)."""
+        rows: List[list] = [["layer 0", r, f"{s:.6f}", w, "", "", ""]
+                            for r, (w, s) in enumerate(self.words, start=1)]
+        for name, nbs in self.layers:
+            for r, nb in enumerate(nbs, start=1):
+                toks = index.tokens[nb.sentence]
+                rows.append([name, r, f"{nb.score:.6f}", toks[nb.token], nb.sentence, nb.token,
+                             " ".join(toks)])
+        return rows
+
+
+def neighbour_table(index: "NeighbourIndex", vectors: Optional[np.ndarray], word: str,
+                    k: int = 10, direction: str = "both", exclude: Sequence[Tuple[int, int]] = (),
+                    token_vector: Optional[np.ndarray] = None) -> NeighbourTable:
+    """Neighbours of one token given its layer vectors ``(L+1, 2P)``.
+
+    Without ``vectors`` (a word typed but not in any sentence) only layer 0 is answered, from
+    ``token_vector`` ``(P,)``. The word itself is left out of the known words.
+    """
+    tok = token_vector if vectors is None else vectors[0, : vectors.shape[1] // 2]
+    words = []
+    if index.words is not None and tok is not None:
+        words = index.words.query(tok, k, exclude=[word])
+    layers = []
+    if vectors is not None:
+        for layer in range(1, vectors.shape[0]):
+            nbs = index.query(layer, vectors[layer], k, direction, exclude)
+            layers.append((f"layer {layer}", tuple(nbs)))
+    return NeighbourTable(word, tuple(words), tuple(layers))
+
+
+def highlight_html(tokens: Sequence[str], index: int) -> str:
+    """The sentence as HTML-escaped text with the token at ``index`` in bold."""
+    return " ".join(f"<b>{html.escape(t)}</b>" if i == index else html.escape(t)
+                    for i, t in enumerate(tokens))
+
+
+def write_neighbours_csv(path, rows: Sequence[Sequence[object]]) -> None:
+    """Neighbour lists as CSV: ``view, rank, score, word, sentence, token, text`` per row."""
+    buf = io.StringIO()
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(["view", "rank", "score", "word", "sentence", "token", "text"])
+    for row in rows:
+        out.writerow(row)
+    atomic_write_text(path, buf.getvalue())
+
+
+__all__ = ["Neighbour", "NeighbourIndex", "NeighbourTable", "WordIndex", "highlight_html",
+           "neighbour_table", "top_k", "write_neighbours_csv"]

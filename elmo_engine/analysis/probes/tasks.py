@@ -1,0 +1,110 @@
+"""Probe tasks: which labelled data a probe trains and is scored on.
+
+A task is either one of the built-in demo tasks (``demo-pos``, ``demo-wsd``,
+``demo-supersense``: WordNet example sentences in ``resources/demo_tasks``) or the user's files:
+CoNLL-U (``pos``), ``token<TAB>label`` TSV (``tsv``) or the WSD framework's XML + gold keys
+(``wsd``). :func:`load_task_data` reads them into the arguments of
+:func:`~elmo_engine.analysis.probes.experiment.probe_sentences`; :class:`ProbeTask` is a task the
+app can offer and load later, on its worker.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Dict, Optional
+
+from elmo_engine.errors import InputError
+
+TASKS = ("pos", "wsd", "tsv", "demo-pos", "demo-wsd", "demo-supersense")
+
+
+@dataclass
+class TaskFiles:
+    """The data of a task: the task name and its files (the ``probe`` command's options)."""
+
+    task: str                                    # one of TASKS
+    train: Optional[Path] = None
+    test: Optional[Path] = None
+    dev: Optional[Path] = None
+    train_keys: Optional[Path] = None            # WSD gold keys of each XML file
+    test_keys: Optional[Path] = None
+    dev_keys: Optional[Path] = None
+    label: str = "upos"                          # CoNLL-U column of the pos task
+    wordnet: Optional[Path] = None               # WSD: WordNet 3.0 (default: found)
+
+
+def _need(path: Optional[Path], flag: str, task: str) -> Path:
+    if path is None:
+        raise InputError(f"--task {task} needs {flag}")
+    return path
+
+
+def load_task_data(files: TaskFiles) -> Dict[str, object]:
+    """Read the train/dev/test sentences ``files`` names; returns a dict for probe_sentences."""
+    from elmo_engine.io.datasets import demo, tsv, wsd
+    from elmo_engine.io.datasets.conllu import read_conllu
+
+    task = files.task
+    if task.startswith("demo-"):
+        name = task[len("demo-"):]
+        if name == "wsd":
+            return {"train": demo.load_demo_wsd("train"), "dev": demo.load_demo_wsd("dev"),
+                    "test": demo.load_demo_wsd("test"), "first_sense_fn": demo.demo_first_sense,
+                    "label": "sense"}
+        return {"train": demo.load_demo_task(name, "train"), "dev": demo.load_demo_task(name, "dev"),
+                "test": demo.load_demo_task(name, "test"), "label": name}
+    train_p, test_p = _need(files.train, "--train", task), _need(files.test, "--test", task)
+    if task == "pos":
+        def read(p):
+            return list(read_conllu(p, label=files.label))
+        label = files.label
+    elif task == "tsv":
+        def read(p):
+            return list(tsv.read_tsv(p))
+        label = "label"
+    else:
+        from elmo_engine.io.datasets.wordnet import load_wordnet
+
+        wn = load_wordnet(files.wordnet)
+        keys = {files.train: _need(files.train_keys, "--train-keys", task),
+                files.test: _need(files.test_keys, "--test-keys", task)}
+        if files.dev is not None:
+            keys[files.dev] = _need(files.dev_keys, "--dev-keys", task)
+
+        def read(p):
+            return list(wsd.read_wsd(p, keys[p], wordnet=wn))
+        return {"train": read(train_p), "test": read(test_p),
+                "dev": read(files.dev) if files.dev else None,
+                "first_sense_fn": wn.first_sense, "label": "sense"}
+    return {"train": read(train_p), "test": read(test_p),
+            "dev": read(files.dev) if files.dev else None, "label": label}
+
+
+@dataclass
+class ProbeTask:
+    """A task the app can train: a name and a loader run on the worker."""
+
+    name: str
+    task: str                                    # "pos", "tsv", "wsd", "demo-pos", …
+    load: Callable[[], Dict[str, object]]
+    semantic: bool = False
+    options: Dict[str, object] = field(default_factory=dict)
+
+
+def demo_task(kind: str) -> ProbeTask:
+    """The built-in demo task ``pos``, ``wsd`` or ``supersense``."""
+    names = {"pos": "Demo: part of speech", "wsd": "Demo: word sense",
+             "supersense": "Demo: supersense"}
+    task = f"demo-{kind}"
+    return ProbeTask(names[kind], task, lambda: load_task_data(TaskFiles(task)),
+                     semantic=kind != "pos")
+
+
+def file_task(task: str, train: str, test: str, train_keys: str = "", test_keys: str = "",
+              label: str = "upos") -> ProbeTask:
+    """A task from the user's files (read on the worker)."""
+    files = TaskFiles(task, train=Path(train), test=Path(test),
+                      train_keys=Path(train_keys) if train_keys else None,
+                      test_keys=Path(test_keys) if test_keys else None, label=label)
+    return ProbeTask(f"{task}: {Path(train).name} → {Path(test).name}", task,
+                     lambda: load_task_data(files), semantic=task == "wsd")

@@ -1,0 +1,26 @@
+"""Projection of contextual token vectors to 2-D: per layer, PCA first, then UMAP; cached.
+
+* :mod:`.tokens` — which tokens (:class:`TokenSet` and its builders);
+* :mod:`.compute` — layer features (single layers and scalar mixes), PCA, exact kNN, and the
+  settings/result types;
+* :mod:`.umapfit` — UMAP with precomputed neighbours, epoch progress and cancel, and
+  :func:`warm_up` (compile umap's kernels once per process, off the GUI thread);
+* :mod:`.projector` — :class:`Projector`, the per-layer cache;
+* :mod:`.export` — coordinates CSV and the TensorBoard projector pair.
+"""
+from elmo_engine.analysis.projection.compute import (MIN_UMAP_POINTS, LayerSpec, PcaResult,
+                                                     Projection, UmapParams, exact_knn,
+                                                     layer_features, pca)
+from elmo_engine.analysis.projection.projector import Projector
+from elmo_engine.analysis.projection.umapfit import is_warm, umap_2d, warm_up
+from elmo_engine.analysis.projection.export import (coordinates_table, metadata_columns,
+                                                    write_coordinates_csv, write_tensorboard)
+from elmo_engine.analysis.projection.tokens import (TokenSet, all_tokens, labelled_tokens,
+                                                    load_labelled, parse_word_list,
+                                                    tokens_from_file, word_tokens)
+
+__all__ = ["MIN_UMAP_POINTS", "LayerSpec", "PcaResult", "Projection", "Projector", "TokenSet",
+           "UmapParams", "all_tokens", "coordinates_table", "exact_knn", "is_warm",
+           "labelled_tokens", "layer_features", "load_labelled", "metadata_columns",
+           "parse_word_list", "pca", "tokens_from_file", "umap_2d", "warm_up", "word_tokens",
+           "write_coordinates_csv", "write_tensorboard"]

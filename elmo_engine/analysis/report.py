@@ -1,0 +1,144 @@
+"""The report of a workspace's analysis: its tables and figures, gathered from the engine.
+
+:func:`report_spec` turns a workspace's state (sentences, selection, view parameters, probe runs)
+into a :class:`~elmo_engine.io.report.ReportSpec`: the selected word compared across its
+occurrences layer by layer (:mod:`elmo_engine.analysis.compare`: summary and similarity tables,
+an SVG heatmap) and the stored probe results (a table and an SVG chart of the scalar-mix
+weights). ``elmo-explorer export report`` and the app's *Export report…* both use it; the app
+adds its own figures. :func:`elmo_engine.io.report.write_report` writes the folder.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.probes.experiment import ProbeResult
+from elmo_engine.analysis.probes.tables import RESULT_COLUMNS, results_rows
+from elmo_engine.errors import InputError
+from elmo_engine.io.svg_figures import svg_bars, svg_heatmaps
+from elmo_engine.io.report import ReportFigure, ReportSpec, ReportTable
+from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
+
+#: at most this many occurrences get a per-layer similarity table shown on the report pages
+MAX_SHOWN_OCCURRENCES = 12
+
+
+def build_report_spec(loaded, emb, word: Optional[str], notes: List[str],
+                      figure_dir: Path) -> ReportSpec:
+    """Embed a loaded workspace's sentences with the embedder ``emb`` and gather the tables and
+    figures of its report."""
+    data = loaded.data
+    tokens = [tokenize(s)[:MAX_SENTENCE_TOKENS] for s in data.sentences]
+    acts = emb.embed(tokens) if tokens else []
+    return report_spec(data, tokens, acts, emb.model.info.describe(), str(loaded.path), word,
+                       notes, figure_dir)
+
+
+def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Optional[str] = None,
+                notes: Sequence[str] = (), figure_dir: Optional[Path] = None) -> ReportSpec:
+    """The report of a workspace's state (Qt-free; the app adds its own figures).
+
+    Parameters
+    ----------
+    data : a :class:`~elmo_engine.io.workspace_file.WorkspaceData`
+    tokens, acts : the tokens and ``(L+1, n, 2P)`` activations of ``data.sentences``
+    model : ``CheckpointInfo.describe()`` of the model used, or None
+    source : where the workspace came from (a path, or "ELMo Explorer session")
+    word : the word to compare (default: the selected token's)
+    figure_dir : write headless SVG figures here (None: tables only)
+    """
+    notes = list(notes)
+    if word is None and data.selection is not None:
+        s, t = data.selection["sentence"], data.selection["token"]
+        if s < len(tokens) and t < len(tokens[s]):
+            word = tokens[s][t]
+            if data.selection.get("word") and data.selection["word"] != word:
+                notes.append(f"The saved selection was '{data.selection['word']}'; the token at "
+                             f"that place is now '{word}' (the tokenizer changed?).")
+    info = {}
+    if model is not None:
+        info = {k: model[k] for k in ("name", "format", "checksum", "options_path", "weights_path")}
+        info |= {"options": model["options"], "parameters": model["parameter_counts"].get("total")}
+    spec = ReportSpec(
+        title=f"ELMo Explorer report: {Path(source).name or source}",
+        model=info or {"model": "none loaded"},
+        data={"workspace": source} | ({"saved": data.saved_at} if data.saved_at else {})
+        | {"sentences": len(tokens), "tokens": int(sum(len(t) for t in tokens))},
+        parameters={"selected word": word or "(none)", "views": data.views},
+        notes=notes + ([data.notes] if data.notes else []))
+    if word and acts and all(a is not None for a in acts):
+        _add_contexts(spec, tokens, acts, word, data.views.get("contexts", {}), figure_dir)
+    if data.probe_runs:
+        _add_probes(spec, data.probe_runs, source, figure_dir)
+    return spec
+
+
+def _num(v) -> Optional[float]:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 6)
+
+
+def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
+                  figure_dir: Optional[Path]) -> None:
+    n_layers = acts[0].shape[0] if acts else 0
+    weights = state.get("weights")
+    if not (isinstance(weights, list) and len(weights) == n_layers
+            and all(isinstance(w, (int, float)) and w >= 0 for w in weights)):
+        weights = None
+    direction = state.get("direction") if state.get("direction") in cmp.DIRECTIONS else "both"
+    corrected = state.get("corrected") is True
+    comp, _vectors, total = cmp.compare_word(tokens, acts, word, weights, direction, corrected)
+    if comp is None:
+        spec.notes.append(f"'{word}' does not occur in the sentences: no similarity tables.")
+        return
+    spec.parameters["contexts"] = {"direction": direction, "anisotropy corrected": corrected,
+                                   "mix weights": [round(float(w), 4) for w in comp.weights],
+                                   "occurrences compared": f"{len(comp.occurrences)} of {total}"}
+    spec.tables.append(ReportTable(
+        "contexts_summary", f"'{word}' across contexts: similarity per layer",
+        [{"view": name, "self-similarity": _num(comp.self_sim[k]),
+          "within groups": _num(comp.within[k]), "between groups": _num(comp.between[k])}
+         for k, name in enumerate(comp.names)],
+        caption="Self-similarity: mean cosine between the word's occurrences (all pairs i ≠ j), "
+                "per layer and for the scalar mix (Ethayarajh 2019)."))
+    spec.tables.append(ReportTable(
+        "contexts_occurrences", f"Occurrences of '{word}'",
+        [{"#": i + 1, "sentence": s + 1, "token": t + 1, "context": comp.labels[i]}
+         for i, (s, t) in enumerate(comp.occurrences)]))
+    show = len(comp.occurrences) <= MAX_SHOWN_OCCURRENCES
+    for k, name in enumerate(comp.names):
+        heads = [f"{i + 1}" for i in range(len(comp.occurrences))]
+        rows = [{"occurrence": f"{i + 1}: {comp.labels[i]}",
+                 **{h: round(float(comp.matrices[k, i, j]), 4) for j, h in enumerate(heads)}}
+                for i in range(len(comp.occurrences))]
+        spec.tables.append(ReportTable(f"contexts_similarity_{name.replace(' ', '')}",
+                                       f"Cosine similarity, {name}", rows,
+                                       ["occurrence", *heads], show=show))
+    if figure_dir is None:
+        return
+    path = figure_dir / "contexts_heatmaps.svg"
+    path.write_text(svg_heatmaps(comp.matrices, list(comp.names), word), encoding="utf-8")
+    spec.figures.append(ReportFigure(path, f"Cosine similarity of the occurrences of '{word}', "
+                                           "per layer and for the mix"))
+
+
+def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optional[Path]) -> None:
+    results = []
+    for i, d in enumerate(runs):
+        try:
+            results.append(ProbeResult.from_dict(d))
+        except (KeyError, TypeError, ValueError) as e:
+            raise InputError(f"key 'probe_runs[{i}]' is not a probe result ({type(e).__name__}: "
+                             f"{e})", path=ws_path) from None
+    rows = [dict(zip(RESULT_COLUMNS, r)) for r in results_rows(results)]
+    spec.tables.append(ReportTable("probe_results", "Probe results", rows, list(RESULT_COLUMNS),
+                                   caption="One row per layer and one for the scalar mix; scores "
+                                           "are fractions in [0, 1]."))
+    if figure_dir is None:
+        return
+    path = figure_dir / "probe_mix_weights.svg"
+    path.write_text(svg_bars([r.mix.weights for r in results], [r.name for r in results]),
+                    encoding="utf-8")
+    spec.figures.append(ReportFigure(path, "Scalar-mix layer weights per probe run "
+                                           "(softmax-normalised, each run sums to 1)"))

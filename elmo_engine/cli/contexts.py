@@ -1,0 +1,148 @@
+"""``elmo-explorer contexts``: one word across sentences, layer by layer, from the command line.
+
+Examples::
+
+    elmo-explorer contexts --word bank
+    elmo-explorer contexts --word bank --sentences my.txt --groups river,river,money,money \\
+        --direction forward --correct --matrices bank.csv --neighbours 5 --reference wiki.txt
+    elmo-explorer contexts --word recieve --neighbours 8      # a misspelling: what the CNN makes of it
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+from typing import List, Optional
+
+from elmo_engine.analysis import compare as cmp
+from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
+from elmo_engine.errors import InputError
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``contexts`` subcommand to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "contexts", help="compare one word's vectors across sentences, layer by layer",
+        description="Cosine similarity of a word's occurrences per layer (0..L and a scalar "
+                    "mix), self-similarity, within/between-group similarity, and contextual "
+                    "nearest neighbours.")
+    p.add_argument("--word", required=True, help="the word to compare (exact spelling)")
+    p.add_argument("--sentences", type=Path, default=None,
+                   help="UTF-8 text, one sentence per line, tokenized like typed text "
+                        "(default: the demo sentences)")
+    p.add_argument("--checkpoint", type=Path, default=None,
+                   help="checkpoint folder or file (default: the bundled demo model)")
+    p.add_argument("--ignore-case", action="store_true", help="match the word in any case")
+    p.add_argument("--direction", choices=cmp.DIRECTIONS, default="both",
+                   help="both halves of every layer, or only the forward / backward LSTM's")
+    p.add_argument("--correct", action="store_true",
+                   help="anisotropy correction: subtract the mean vector of all tokens "
+                        "(of the sentences and the --reference file) before the cosine")
+    p.add_argument("--weights", default=None,
+                   help="mix weights over layers 0..L, comma-separated (default: uniform)")
+    p.add_argument("--groups", default=None,
+                   help="a group label per occurrence in reading order, comma-separated "
+                        "(empty = ungrouped), e.g. river,river,money,money")
+    p.add_argument("--neighbours", type=int, default=0, metavar="K",
+                   help="also list the K nearest neighbours of the first occurrence per layer")
+    p.add_argument("--reference", type=Path, default=None,
+                   help="a text file (one sentence per line) added to the neighbour corpus")
+    p.add_argument("--matrices", type=Path, help="write the similarity matrices as CSV")
+    p.add_argument("--neighbours-csv", type=Path, help="write the neighbour lists as CSV")
+    p.add_argument("--vectors", type=Path, help="write the occurrences' vectors as npz")
+    p.add_argument("--json", type=Path, help="write the summary as JSON")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    p.set_defaults(func=run)
+    return p
+
+
+def _sentences(path: Optional[Path]) -> List[List[str]]:
+    from elmo_engine.analysis.neighbour_corpus import read_corpus
+    if path is None:
+        from elmo_engine.resources import demo_sentences_path
+
+        path = demo_sentences_path()
+        if not path.is_file():
+            raise InputError("no demo sentences installed; pass --sentences FILE")
+    return read_corpus(path)
+
+
+def _fmt(v: float) -> str:
+    return "     —" if math.isnan(v) else f"{v:6.3f}"
+
+
+def run(args) -> int:
+    """Run the ``contexts`` subcommand; print the summary, write the requested files."""
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.analysis.neighbour_corpus import build_index, read_corpus
+    from elmo_engine.analysis.neighbours import neighbour_table, write_neighbours_csv
+
+    tokens = _sentences(args.sentences)
+    emb = Embedder(load_checkpoint(checkpoint_or_demo(args.checkpoint)), device=args.device)
+    acts = emb.embed(tokens)
+    reference = read_corpus(args.reference) if args.reference else []
+    index = None
+    if args.neighbours > 0 or (args.correct and reference):
+        index = build_index(emb, tokens + reference)
+    occ = cmp.find_occurrences(tokens, args.word, args.ignore_case)
+    labels = (args.groups or "").split(",") if args.groups is not None else []
+    if labels and len(labels) != len(occ):
+        raise InputError(f"--groups has {len(labels)} labels for {len(occ)} occurrences of "
+                         f"'{args.word}'")
+    groups = dict(zip(occ, labels))
+    center = index.mean if (args.correct and index is not None) else None
+    weights = parse_floats(args.weights, "--weights")
+    comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
+                                            args.correct, groups, args.ignore_case, 10 ** 6,
+                                            center)
+    summary = {"word": args.word, "occurrences": total, "direction": args.direction,
+               "corrected": bool(args.correct)}
+    if comp is None:
+        print(f"'{args.word}' does not occur in the {len(tokens)} sentences")
+    else:
+        print(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
+              f"{args.direction} halves{', anisotropy-corrected' if args.correct else ''}; "
+              f"mix weights {' '.join(f'{w:.2f}' for w in comp.weights)}")
+        print(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}")
+        for k, name in enumerate(comp.names):
+            print(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
+                  f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}")
+        summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),
+                                   "within": _num(comp.within[k]),
+                                   "between": _num(comp.between[k])}
+                            for k, name in enumerate(comp.names)}
+        if args.matrices:
+            cmp.write_matrices_csv(args.matrices, comp)
+        if args.vectors:
+            cmp.write_vectors_npz(args.vectors, vectors, comp.occurrences,
+                                  [tokens[s][t] for s, t in comp.occurrences],
+                                  [" ".join(tokens[s]) for s, _ in comp.occurrences], comp.groups)
+    if args.neighbours > 0:
+        vec = None if comp is None else vectors[:, 0]
+        exclude = [] if comp is None else [comp.occurrences[0]]
+        if vec is None:
+            vec = emb.embed([[args.word]])[0][:, 0]                # the word on its own
+        table = neighbour_table(index, vec, args.word, args.neighbours, args.direction, exclude)
+        print("layer 0 (nearest known words): "
+              + ", ".join(f"{w} ({s:.3f})" for w, s in table.words))
+        for name, nbs in table.layers:
+            print(f"{name}:")
+            for r, nb in enumerate(nbs, start=1):
+                toks = list(index.tokens[nb.sentence])
+                toks[nb.token] = f"[{toks[nb.token]}]"
+                print(f"  {r:2d}. {nb.score:.3f}  {' '.join(toks)}")
+        if args.neighbours_csv:
+            write_neighbours_csv(args.neighbours_csv, table.csv_rows(index))
+    if args.json:
+        from elmo_engine.atomic import atomic_write_text
+        atomic_write_text(args.json, json.dumps(summary, indent=2) + "\n")
+    return 0
+
+
+def _num(v: float) -> Optional[float]:
+    return None if math.isnan(v) else round(float(v), 6)
+
+
+__all__ = ["add_parser", "run"]

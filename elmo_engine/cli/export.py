@@ -1,0 +1,146 @@
+"""``elmo-explorer export vectors|report``: the app's exports, headless, for batch use.
+
+Examples::
+
+    elmo-explorer export vectors sentences.txt out.hdf5 --layers each
+    elmo-explorer export vectors sentences.txt projector/ --format tsv --layers top --word bank
+    elmo-explorer export vectors sentences.txt mix.npz --layers mix --mix-weights 0.2,0.3,0.5
+    elmo-explorer export report analysis.elmows.json report/ --force
+
+``export report`` rebuilds a report from a saved workspace: it embeds the workspace's sentences
+with its checkpoint, compares the selected word across its occurrences layer by layer
+(tables and an SVG heatmap), and adds the probe results stored in the workspace (table and an SVG
+chart of the scalar-mix weights), with ``report.md`` and ``report.html``.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import List
+
+from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
+from elmo_engine.errors import InputError
+from elmo_engine.io.report import write_report
+from elmo_engine.io.vectors import FORMATS, LAYER_MODES, LayerChoice, export_vectors
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add ``export`` (with ``vectors`` and ``report``) to an argparse subparsers object."""
+    p = subparsers.add_parser("export", help="export vectors or a report (headless)",
+                              description="Write vectors (npz, HDF5, projector TSV, CSV) or a "
+                                          "report folder, as the app's File menu does.")
+    sub = p.add_subparsers(dest="export_what", metavar="WHAT", required=True)
+    v = sub.add_parser("vectors", help="embed a file of sentences and write their vectors")
+    v.add_argument("input", type=Path, help="UTF-8 text, one sentence per line")
+    v.add_argument("output", type=Path, help="file (.npz/.hdf5/.csv) or folder (TSV)")
+    v.add_argument("--checkpoint", type=Path, default=None,
+                   help="checkpoint folder or file (default: the bundled demo model)")
+    v.add_argument("--format", choices=FORMATS, default=None,
+                   help="default: from OUTPUT's extension (a name without one: TSV folder)")
+    v.add_argument("--layers", choices=LAYER_MODES, default="each",
+                   help="each layer, the top one, their plain average, or a scalar mix")
+    v.add_argument("--mix-weights", default=None, metavar="W0,W1,…",
+                   help="with --layers mix: one weight per layer (normalised to sum 1)")
+    v.add_argument("--mix-gamma", type=float, default=1.0, help="the mix's scale γ (default 1)")
+    v.add_argument("--pre-softmax", action="store_true",
+                   help="--mix-weights are a ScalarMix's scalars s (weights = softmax(s))")
+    v.add_argument("--word", default=None,
+                   help="only the occurrences of this word (exact spelling)")
+    v.add_argument("--tokenize", action="store_true",
+                   help="tokenize typed text instead of splitting on spaces")
+    v.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    v.add_argument("--force", action="store_true", help="overwrite OUTPUT if it exists")
+    v.set_defaults(func=run)
+    r = sub.add_parser("report", help="rebuild a report folder from a saved workspace")
+    r.add_argument("workspace", type=Path, help="a saved workspace (.elmows.json)")
+    r.add_argument("outdir", type=Path, help="the report folder to create")
+    r.add_argument("--checkpoint", type=Path, default=None,
+                   help="use this checkpoint instead of the one the workspace names")
+    r.add_argument("--word", default=None, help="compare this word (default: the selected one)")
+    r.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    r.add_argument("--force", action="store_true", help="replace OUTDIR if it exists")
+    r.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    """Dispatch ``export vectors`` / ``export report``."""
+    if args.export_what == "vectors":
+        return run_vectors(args)
+    return run_report(args)
+
+
+def _embedder(checkpoint, device):
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    return Embedder(load_checkpoint(checkpoint_or_demo(checkpoint)), device=device)
+
+
+def run_vectors(args) -> int:
+    from elmo_engine.io.datasets.sentences import read_token_lines
+
+    if args.layers == "mix" and args.mix_weights is None:
+        raise InputError("--layers mix needs --mix-weights (one weight per layer)")
+    if args.layers != "mix" and args.mix_weights is not None:
+        raise InputError("--mix-weights only applies with --layers mix")
+    weights = parse_floats(args.mix_weights, "--mix-weights")
+    choice = LayerChoice(args.layers, tuple(weights) if weights else None, args.mix_gamma,
+                         args.pre_softmax)
+    if args.output.exists() and not args.force:
+        raise InputError("already exists; pass --force to overwrite it", path=args.output)
+    tokens = read_token_lines(args.input, args.tokenize)
+    emb = _embedder(args.checkpoint, args.device)
+    choice.validate(emb.opts.n_output_layers)          # before the (long) embedding
+    acts = emb.embed(tokens)
+    refs = None
+    if args.word is not None:
+        refs = [(s, t) for s, toks in enumerate(tokens) for t, w in enumerate(toks) if w == args.word]
+        if not refs:
+            raise InputError(f"'{args.word}' does not occur in the sentences", path=args.input)
+    summary = export_vectors(args.output, tokens, acts, args.format, choice, refs,
+                             overwrite=args.force)
+    print(f"wrote {summary.n_vectors} vectors of {summary.n_sentences} sentences "
+          f"({choice.label()}, {summary.fmt}) to {args.output}", file=sys.stderr)
+    return 0
+
+
+# ---- report --------------------------------------------------------------------------------
+def run_report(args) -> int:
+    from elmo_engine.analysis.report import build_report_spec
+    from elmo_engine.io.workspace_file import load_workspace
+
+    if args.outdir.exists() and not args.force:
+        raise InputError("already exists; pass --force to replace it", path=args.outdir)
+    loaded = load_workspace(args.workspace, verify_checksum=args.checkpoint is None)
+    data = loaded.data
+    notes: List[str] = []
+    checkpoint = args.checkpoint
+    if checkpoint is None:
+        if data.checkpoint is None:
+            raise InputError("the workspace names no checkpoint; pass --checkpoint",
+                             path=args.workspace)
+        if loaded.checkpoint_missing:
+            raise InputError(f"the workspace's checkpoint {data.checkpoint.path} was not found "
+                             "(moved?); pass --checkpoint", path=args.workspace)
+        checkpoint = loaded.checkpoint_path
+        if loaded.checksum_mismatch:
+            msg = (f"the checkpoint at {checkpoint} differs from the one the workspace was saved "
+                   "with (checksum mismatch): numbers may differ from the saved analysis")
+            print(f"elmo-explorer export report: warning: {msg}", file=sys.stderr)
+            notes.append("Warning: " + msg + ".")
+    args.outdir.parent.mkdir(parents=True, exist_ok=True)
+    tmp_figures = Path(tempfile.mkdtemp(prefix=f".{args.outdir.name}.figures-",
+                                        dir=args.outdir.parent))
+    try:
+        spec = build_report_spec(loaded, _embedder(checkpoint, args.device), args.word, notes,
+                                 tmp_figures)
+        files = write_report(args.outdir, spec, overwrite=args.force)
+    finally:
+        shutil.rmtree(tmp_figures, ignore_errors=True)
+    print(f"wrote a report with {len(spec.tables)} tables and {len(spec.figures)} figures "
+          f"({len(files)} files) to {args.outdir}", file=sys.stderr)
+    return 0

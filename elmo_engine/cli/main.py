@@ -1,0 +1,79 @@
+"""The dispatcher of the headless commands: one parser, one subcommand module per command.
+
+Engine errors become one clear line on stderr and a non-zero exit status.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from typing import List, Optional
+
+from elmo_engine.errors import CancelledError, ElmoError
+
+# subcommand → module providing add_parser/run
+SUBCOMMAND_MODULES = {
+    "embed": "elmo_engine.cli.embed",
+    "info": "elmo_engine.cli.info",
+    "train-lm": "elmo_engine.cli.train_lm",
+    "eval-lm": "elmo_engine.cli.eval_lm",
+    "probe": "elmo_engine.cli.probe",
+    "export": "elmo_engine.cli.export",
+    "contexts": "elmo_engine.cli.contexts",
+    "project": "elmo_engine.cli.project",
+}
+
+
+def subcommand_names() -> List[str]:
+    return list(SUBCOMMAND_MODULES)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="elmo-explorer",
+        description="ELMo Explorer. With no subcommand the desktop app starts "
+                    "(options: --checkpoint PATH, --screenshot PNG, --view NAME).")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module in SUBCOMMAND_MODULES.values():
+        importlib.import_module(module).add_parser(sub)
+    return parser
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    from elmo_engine import runtime
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return 2
+    runtime.configure()
+    func = getattr(args, "func", None) or importlib.import_module(
+        SUBCOMMAND_MODULES[args.command]).run
+    try:
+        return int(func(args) or 0)
+    except CancelledError:
+        print("elmo-explorer: cancelled; nothing was written", file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:
+        print("elmo-explorer: interrupted; nothing half-written was left behind", file=sys.stderr)
+        return 130
+    except ElmoError as e:
+        print(f"elmo-explorer {args.command}: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # an unwritable folder, a vanished file: one line, no traceback
+        where = f" ({e.filename})" if getattr(e, "filename", None) else ""
+        print(f"elmo-explorer {args.command}: error: {e.strerror or e}{where}", file=sys.stderr)
+        return 1
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("elmo-explorer")
+    except Exception:
+        return "unknown"

@@ -1,0 +1,144 @@
+"""``elmo-explorer probe``: per-layer and scalar-mix probes from the command line.
+
+Examples::
+
+    elmo-explorer probe --task pos --train en_ewt-ud-train.conllu.gz \\
+        --test en_ewt-ud-dev.conllu --label upos --control --max-sentences 3000 --out pos.json
+    elmo-explorer probe --task wsd --train semcor.data.xml.gz --train-keys semcor.gold.key.txt.gz \\
+        --test semeval2007.data.xml --test-keys semeval2007.gold.key.txt --out wsd.json
+    elmo-explorer probe --task demo-pos --out demo_pos.json
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from elmo_engine.analysis.probes.tasks import TASKS
+from elmo_engine.errors import InputError
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Add the ``probe`` subcommand to an argparse subparsers object."""
+    p = subparsers.add_parser(
+        "probe", help="train per-layer and scalar-mix probes (POS, word sense, any TSV task)",
+        description="Embed labelled sentences once, train a linear probe on every biLM layer and "
+                    "a scalar-mix probe, and write the scores and layer weights as JSON.")
+    p.add_argument("--checkpoint", type=Path, default=None,
+                   help="checkpoint folder or file (default: the bundled demo model)")
+    p.add_argument("--task", choices=TASKS, required=True,
+                   help="pos: CoNLL-U; wsd: framework XML + keys; tsv: token<TAB>label; "
+                        "demo-*: the built-in WordNet example-sentence tasks")
+    p.add_argument("--train", type=Path, help="training file (not for demo tasks)")
+    p.add_argument("--train-keys", type=Path, help="gold keys of the training XML (wsd)")
+    p.add_argument("--dev", type=Path,
+                   help="dev file for early stopping (default: 10%% of the training sentences)")
+    p.add_argument("--dev-keys", type=Path, help="gold keys of the dev XML (wsd)")
+    p.add_argument("--test", type=Path, help="file the scores are reported on")
+    p.add_argument("--test-keys", type=Path, help="gold keys of the test XML (wsd)")
+    p.add_argument("--label", choices=["upos", "xpos", "deprel"], default="upos",
+                   help="CoNLL-U column to predict (pos task; default upos)")
+    p.add_argument("--wordnet", type=Path, default=None,
+                   help="WordNet 3.0 (wordnet.zip or a folder with index.sense) for WSD candidates "
+                        "and the first-sense fallback (default: $ELMO_WORDNET, ../shared, "
+                        "/usr/share/wordnet)")
+    p.add_argument("--control", action="store_true",
+                   help="also train on a control task (Hewitt & Liang 2019) and report selectivity")
+    p.add_argument("--max-sentences", type=int, default=None,
+                   help="use a seeded random subset of this many training sentences")
+    p.add_argument("--hidden", type=int, default=0,
+                   help="hidden units of an MLP probe (default 0: linear softmax regression)")
+    p.add_argument("--epochs", type=int, default=30, help="most epochs (default 30)")
+    p.add_argument("--patience", type=int, default=3, help="early-stopping patience (default 3)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="examples per Adam step (default 256; 1024 for WSD, whose softmax over "
+                        "every training sense makes each step costly)")
+    p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate of the classifiers")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-layer-norm", action="store_true",
+                   help="do not scale each layer to zero mean / unit variance before probing")
+    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch CPU threads (default: torch's choice; 1 is fastest on a busy machine)")
+    p.add_argument("--out", type=Path, required=True, help="results JSON to write")
+    p.set_defaults(func=run)
+    return p
+
+
+class _Bars:
+    """tqdm bars driven by TaskState reports; a new bar whenever the phase changes."""
+
+    def __init__(self):
+        from tqdm import tqdm
+
+        self._tqdm = tqdm
+        self.bar = None
+        self.phase = None
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        phase = message.split("(")[0].split(":")[0].strip() or "working"
+        if phase != self.phase or self.bar is None:
+            self.close()
+            self.phase = phase
+            self.bar = self._tqdm(total=total, desc=phase, file=sys.stderr, leave=False,
+                                  unit="step", dynamic_ncols=True)
+        self.bar.total = total
+        self.bar.n = done
+        if ":" in message:
+            self.bar.set_postfix_str(message.split(":", 1)[1].strip(), refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+def run(args) -> int:
+    """Run the probe described by parsed arguments; write ``args.out``; return 0."""
+    import torch
+
+    from elmo_engine import runtime
+    from elmo_engine.analysis.probes.experiment import ProbeConfig, probe_sentences
+    from elmo_engine.analysis.probes.tables import summary
+    from elmo_engine.analysis.probes.tasks import TaskFiles, load_task_data
+    from elmo_engine.cli.common import checkpoint_or_demo
+    from elmo_engine.embed.embedder import Embedder, pick_device
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.progress import TaskState
+
+    if args.max_sentences is not None and args.max_sentences < 2:
+        raise InputError("--max-sentences must be at least 2")
+    if args.batch_size is None:
+        args.batch_size = 1024 if args.task.endswith("wsd") else 256
+    if args.epochs < 1 or args.patience < 1 or args.batch_size < 1 or args.hidden < 0:
+        raise InputError("--epochs, --patience and --batch-size must be positive, --hidden >= 0")
+    if args.threads is not None:
+        if args.threads < 1:
+            raise InputError("--threads must be at least 1")
+        runtime.configure(threads=args.threads)
+    data = load_task_data(TaskFiles(args.task, args.train, args.test, args.dev, args.train_keys,
+                                    args.test_keys, args.dev_keys, args.label, args.wordnet))
+    device = pick_device(args.device)
+    model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
+    # a small activation cache: only the labelled tokens' vectors are kept by the probe
+    embedder = Embedder(model, device=str(device), cache_size=512)
+    config = ProbeConfig(seed=args.seed, epochs=args.epochs, patience=args.patience,
+                         batch_size=args.batch_size, lr=args.lr, hidden=args.hidden,
+                         layer_norm=not args.no_layer_norm, control=args.control,
+                         device=str(device))
+    bars = _Bars()
+    state = TaskState(bars)
+    try:
+        result = probe_sentences(
+            embedder, data["train"], data["test"], data.get("dev"), task=args.task, config=config,
+            name=args.task, label=str(data.get("label", "")), max_train_sentences=args.max_sentences,
+            first_sense_fn=data.get("first_sense_fn"), state=state)
+    finally:
+        bars.close()
+    result.config["checkpoint"] = str(args.checkpoint) if args.checkpoint else "demo"
+    result.config["torch_threads"] = torch.get_num_threads()
+    result.write_json(args.out)
+    print(summary(result), file=sys.stderr)
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0

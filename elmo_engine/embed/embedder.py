@@ -1,0 +1,349 @@
+"""Sentences → per-token layer vectors, fast and cached.
+
+:class:`Embedder` turns tokenized sentences into arrays of shape ``(L+1, n_tokens, 2P)``
+(``docs/checkpoint-format.md`` §9). It is **stateless** by default: a sentence gets the same
+vectors whatever batch it is in. :meth:`Embedder.embed_stateful` reproduces the reference tools'
+stateful protocol (§8) with :meth:`Embedder.reset_state`.
+
+Caches (:mod:`.caches`): the context-free token vector of every word type (exact; the char-CNN +
+highway is then computed once per type), and per-sentence activations (in memory, LRU; optionally
+on disk, keyed by the checkpoint hash and the tokens, written atomically, never pickled).
+
+The embedder runs in the process's float32 matmul mode, which
+:func:`elmo_engine.runtime.configure` sets to strict float32 (the entry points call it).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from elmo_engine.embed.caches import SentenceCache, lru, resized
+from elmo_engine.model.bilm import BiLM, LSTMState
+from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
+from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
+from elmo_engine.errors import InputError
+from elmo_engine.progress import TaskState, check, report
+
+log = logging.getLogger(__name__)
+
+PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def pick_device(device: Optional[str] = None) -> torch.device:
+    """``None``/"auto" → CUDA when available, else CPU."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError("CUDA was requested but no CUDA device is available")
+    return dev
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return "CPU"
+
+
+class Embedder:
+    """Run a :class:`BiLM` over sentences.
+
+    Parameters
+    ----------
+    model : a loaded biLM (``elmo_engine.model.checkpoint.load_checkpoint``)
+    device : "cpu", "cuda", "cuda:1", or None for CUDA when available
+    precision : "fp32" (default), or "fp16"/"bf16" on GPU (opt-in, not conformant)
+    token_budget : most padded framed tokens per batch (rows × longest row)
+    cache_size : sentences kept in the in-memory activation cache
+    cache_dir : optional folder for the on-disk activation cache
+    on_warning : called with a message when the embedder has to adapt (out of memory, CPU fallback)
+    """
+
+    def __init__(self, model: BiLM, device: Optional[str] = None, precision: str = "fp32",
+                 token_budget: int = 2048, cache_size: int = 20_000,
+                 cache_dir=None, on_warning: Optional[Callable[[str], None]] = None,
+                 max_batch_rows: int = 512, max_types: int = 200_000):
+        if precision not in PRECISIONS:
+            raise InputError(f"unknown precision '{precision}' (use fp32, fp16 or bf16)")
+        self.device = pick_device(device)
+        if precision != "fp32" and self.device.type != "cuda":
+            raise InputError(f"{precision} is only offered on a GPU; this embedder runs on the CPU")
+        self.precision = precision
+        self.dtype = PRECISIONS[precision]
+        self.model = model.to(self.device, self.dtype).eval()
+        self.model.requires_grad_(False)
+        self.opts = model.opts
+        self.token_budget = max(1, int(token_budget))
+        self.max_batch_rows = max(1, int(max_batch_rows))
+        self.on_warning = on_warning
+        info = getattr(model, "info", None)
+        self.checksum = info.checksum if info is not None else _model_digest(model)
+        opts = self.opts
+        self.sentence_cache = SentenceCache(
+            cache_size, Path(cache_dir) / self.checksum[:16] / precision if cache_dir else None,
+            lambda n: (opts.n_output_layers, n, 2 * opts.output_dim), self._warn)
+        # word type → token-layer vector; bounded so that a long session over a large corpus
+        # does not grow without limit
+        self.max_types = max(10_000, int(max_types))
+        self._types = lru(self.max_types)
+        self._slots: Optional[LSTMState] = None
+        self.stats = {"sentence_hits": 0, "sentence_misses": 0, "types_computed": 0}
+
+    # ---- token layer -----------------------------------------------------------------------
+    def _ensure_types(self, types: Sequence[str]) -> None:
+        """Make sure every type has its vector cached (and mark them as recently used)."""
+        missing = []
+        for t in dict.fromkeys(types):
+            if self._types.get(t) is None:             # (a hit counts as a use)
+                missing.append(t)
+        if not missing:
+            return
+        m = self.opts.max_characters_per_token
+        with torch.inference_mode():
+            for start in range(0, len(missing), 4096):
+                chunk = missing[start:start + 4096]
+                ids = torch.from_numpy(char_ids_for_types(chunk, m)).to(self.device)
+                vecs = self.model.token_vectors(ids)
+                for t, v in zip(chunk, vecs):
+                    self._types[t] = v
+        self.stats["types_computed"] += len(missing)
+
+    def token_vectors(self, types: Sequence[str]) -> np.ndarray:
+        """Context-free token-layer vectors ``(len(types), P)`` (float32)."""
+        types = list(types)
+        if not types:
+            return np.zeros((0, self.opts.projection_dim), np.float32)
+        parts = []
+        step = self.max_types // 2                    # a chunk never evicts its own types
+        for start in range(0, len(types), step):
+            chunk = types[start:start + step]
+            self._ensure_types(chunk)
+            parts.append(torch.stack([self._types[t] for t in chunk]).float().cpu().numpy())
+        return np.concatenate(parts)
+
+    # ---- stateless --------------------------------------------------------------------------
+    def embed(self, sentences: Sequence[Sequence[str]], state: Optional[TaskState] = None
+              ) -> List[np.ndarray]:
+        """Embed tokenized sentences; one ``(L+1, n, 2·out)`` float32 array per sentence.
+
+        Sentences are sorted by length and batched by ``token_budget``; cached sentences are not
+        recomputed. ``state`` reports progress (tokens done / total) and is checked for cancel
+        between batches.
+        """
+        sents = [_validate(s, i) for i, s in enumerate(sentences)]
+        results: List[Optional[np.ndarray]] = [None] * len(sents)
+        todo: Dict[Tuple[str, ...], List[int]] = {}
+        for i, s in enumerate(sents):
+            if not s:
+                results[i] = self._empty()
+                continue
+            hit = self._cache_get(s)
+            if hit is not None:
+                results[i] = hit
+            else:
+                todo.setdefault(s, []).append(i)
+        keys = sorted(todo, key=len, reverse=True)
+        total = sum(len(k) for k in keys)
+        done = 0
+        report(state, 0, total, "embedding")
+        for batch in self._batches(keys):
+            check(state)
+            arrays = self._run_stateless(batch)
+            for key, arr in zip(batch, arrays):
+                self._cache_put(key, arr)
+                for i in todo[key]:
+                    results[i] = arr
+                done += len(key)
+            report(state, done, total, f"embedding ({done}/{total} tokens)")
+        return results  # type: ignore[return-value]
+
+    def _batches(self, keys: List[Tuple[str, ...]]):
+        batch: List[Tuple[str, ...]] = []
+        width = 0
+        for k in keys:                       # longest first: the first row sets the width
+            w = max(width, len(k) + 2)
+            if batch and (w * (len(batch) + 1) > self.token_budget
+                          or len(batch) >= self.max_batch_rows):
+                yield batch
+                batch, w = [], len(k) + 2
+            batch.append(k)
+            width = w
+        if batch:
+            yield batch
+
+    def _run_stateless(self, batch: List[Tuple[str, ...]], fell_back: bool = False
+                       ) -> List[np.ndarray]:
+        try:
+            layers, _ = self._forward(batch, None, boundaries=False)
+        except torch.cuda.OutOfMemoryError:
+            return self._retry_smaller(batch, fell_back)
+        return [layers[:, r, 1:len(s) + 1].float().cpu().numpy() for r, s in enumerate(batch)]
+
+    def _retry_smaller(self, batch, fell_back: bool = False):
+        torch.cuda.empty_cache()
+        if len(batch) > 1:
+            half = len(batch) // 2
+            self._warn(f"GPU out of memory on a batch of {len(batch)} sentences; retrying in "
+                       "smaller batches")
+            return self._run_stateless(batch[:half]) + self._run_stateless(batch[half:])
+        if fell_back:                            # nowhere left to fall back to
+            raise InputError(f"out of memory on a sentence of {len(batch[0])} tokens even on the "
+                             "CPU; split it into shorter sentences")
+        self._warn("GPU out of memory on a single sentence of "
+                   f"{len(batch[0])} tokens; falling back to the CPU")
+        self._move(torch.device("cpu"))
+        return self._run_stateless(batch, fell_back=True)
+
+    def _move(self, device: torch.device) -> None:
+        self.device = device
+        if device.type == "cpu" and self.dtype != torch.float32:
+            self.dtype, self.precision = torch.float32, "fp32"
+        self.model.to(device, self.dtype)
+        self._types = resized(self._types, self.max_types, lambda v: v.to(device, self.dtype))
+        if self._slots is not None:              # the stateful protocol keeps its state
+            self._slots = [(c.to(device, self.dtype), h.to(device, self.dtype))
+                           for c, h in self._slots]
+
+    def _warn(self, msg: str) -> None:
+        log.warning(msg)
+        if self.on_warning is not None:
+            self.on_warning(msg)
+
+    def _forward(self, batch: Sequence[Sequence[str]], init: Optional[LSTMState],
+                 boundaries: bool = True):
+        """Framed batch → (layers (L+1, B, T, 2·out), final state). With ``boundaries``
+        False the ``<S>``/``</S>`` positions are not meaningful and the state is None (see
+        :meth:`BiLM.contextual`)."""
+        self._ensure_types([BOS_TOKEN, EOS_TOKEN, *(t for s in batch for t in s)])
+        steps = max(len(s) for s in batch) + 2
+        p = self.opts.projection_dim
+        tok = torch.zeros(len(batch), steps, p, device=self.device, dtype=self.dtype)
+        for r, s in enumerate(batch):
+            framed = [BOS_TOKEN, *s, EOS_TOKEN]
+            tok[r, :len(framed)] = torch.stack([self._types[t] for t in framed])
+        lengths = torch.tensor([len(s) + 2 for s in batch], device=self.device)
+        with torch.inference_mode():
+            return self.model.contextual(tok, lengths, init, boundaries=boundaries)
+
+    # ---- stateful (reference protocol, docs/checkpoint-format.md §8) -------------------------
+    def reset_state(self) -> None:
+        """Set every LSTM state slot back to zero."""
+        self._slots = None
+
+    def embed_stateful(self, sentences: Sequence[Sequence[str]], batch_size: int = 64,
+                       state: Optional[TaskState] = None) -> List[np.ndarray]:
+        """Run sentences in order, ``batch_size`` at a time; row *r* keeps LSTM state slot *r*.
+
+        The state persists across calls until :meth:`reset_state`. No caching: results depend
+        on history by design.
+        """
+        sents = [_validate(s, i) for i, s in enumerate(sentences)]
+        out: List[np.ndarray] = []
+        total = len(sents)
+        for start in range(0, total, batch_size):
+            check(state)
+            batch = sents[start:start + batch_size]
+            self._grow_slots(len(batch))
+            init = [(c[:, :len(batch)], h[:, :len(batch)]) for c, h in self._slots]
+            arrays, final = self._stateful_rows(batch, init)
+            self._slots = [(torch.cat([cf, c[:, len(batch):]], 1), torch.cat([hf, h[:, len(batch):]], 1))
+                           for (cf, hf), (c, h) in zip(final, self._slots)]
+            out.extend(arrays)
+            report(state, min(start + batch_size, total), total, "embedding (stateful)")
+        return out
+
+    def _stateful_rows(self, batch, init: LSTMState, fell_back: bool = False):
+        """One stateful batch → (arrays, final state). Each row has its own state slot, so a
+        batch that runs out of GPU memory is split by rows, then moved to the CPU."""
+        try:
+            layers, final = self._forward(batch, init)
+        except torch.cuda.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            if len(batch) > 1:
+                self._warn(f"GPU out of memory on a batch of {len(batch)} sentences; retrying in "
+                           "smaller batches")
+                h = len(batch) // 2
+                a, fa = self._stateful_rows(batch[:h], [(c[:, :h], x[:, :h]) for c, x in init],
+                                            fell_back)
+                b, fb = self._stateful_rows(batch[h:], [(c[:, h:], x[:, h:]) for c, x in init],
+                                            fell_back)
+                dev = fb[0][0].device                # the second half may have moved to the CPU
+                return a + b, [(torch.cat([ca.to(dev), cb], 1), torch.cat([ha.to(dev), hb], 1))
+                               for (ca, ha), (cb, hb) in zip(fa, fb)]
+            if fell_back:
+                raise InputError(f"out of memory on a sentence of {len(batch[0])} tokens even on "
+                                 "the CPU; split it into shorter sentences") from None
+            self._warn("GPU out of memory on a single sentence of "
+                       f"{len(batch[0])} tokens; falling back to the CPU")
+            self._move(torch.device("cpu"))
+            init = [(c.to(self.device, self.dtype), x.to(self.device, self.dtype)) for c, x in init]
+            return self._stateful_rows(batch, init, fell_back=True)
+        arrays = [layers[:, r, 1:len(s) + 1].float().cpu().numpy() for r, s in enumerate(batch)]
+        return arrays, final
+
+    def _grow_slots(self, n: int) -> None:
+        if self._slots is None:
+            self._slots = self.model.lstm.zero_state(n, self.device, self.dtype)
+            return
+        have = self._slots[0][0].shape[1]
+        if have < n:
+            extra = self.model.lstm.zero_state(n - have, self.device, self.dtype)
+            self._slots = [(torch.cat([c, ce], 1), torch.cat([h, he], 1))
+                           for (c, h), (ce, he) in zip(self._slots, extra)]
+
+    # ---- caches -------------------------------------------------------------------------------
+    def _empty(self) -> np.ndarray:
+        return np.zeros((self.opts.n_output_layers, 0, 2 * self.opts.output_dim), np.float32)
+
+    @property
+    def cache_size(self) -> int:
+        """Sentences kept in the in-memory activation cache (settable)."""
+        return self.sentence_cache.size
+
+    @cache_size.setter
+    def cache_size(self, size: int) -> None:
+        self.sentence_cache.size = size
+
+    @property
+    def cache_dir(self) -> Optional[Path]:
+        """The on-disk activation cache of this checkpoint and precision (None: off)."""
+        return self.sentence_cache.folder
+
+    def _cache_get(self, key: Tuple[str, ...]) -> Optional[np.ndarray]:
+        arr = self.sentence_cache.get(key)
+        self.stats["sentence_hits" if arr is not None else "sentence_misses"] += 1
+        return arr
+
+    def _cache_put(self, key: Tuple[str, ...], arr: np.ndarray) -> None:
+        self.sentence_cache.put(key, arr)
+
+    def clear_cache(self) -> None:
+        self.sentence_cache.clear()
+        self._types.clear()
+
+
+def _validate(sentence, index: int) -> Tuple[str, ...]:
+    if isinstance(sentence, str):
+        raise InputError(f"sentence {index} is a string; pass a list of tokens (tokenize first)")
+    toks = tuple(sentence)
+    for j, t in enumerate(toks):
+        if not isinstance(t, str):
+            raise InputError(f"sentence {index}, token {j} is not a string: {t!r}")
+        if not t or any(c.isspace() for c in t):
+            raise InputError(f"sentence {index}, token {j} is empty or contains whitespace: {t!r}")
+    if len(toks) > MAX_SENTENCE_TOKENS:
+        raise InputError(f"sentence {index} has {len(toks)} tokens; the limit is "
+                         f"{MAX_SENTENCE_TOKENS} (split it into sentences)")
+    return toks
+
+
+def _model_digest(model: BiLM) -> str:
+    h = hashlib.sha256()
+    for p in model.parameters():
+        h.update(p.detach().float().cpu().numpy().tobytes())
+    return h.hexdigest()

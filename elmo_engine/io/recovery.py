@@ -1,0 +1,76 @@
+"""Autosave and crash recovery of the app's workspace.
+
+The app autosaves the analysis to ``<data dir>/autosave/autosave.elmows.json`` while it has
+changes; a clean exit removes it. At the next start :func:`find_recovery` says whether an
+autosave was left by a session that did not end cleanly (and is not running any more).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from elmo_engine.errors import InputError
+from elmo_engine.io.workspace_file import (AUTOSAVE_NAME, _host, _remove_stale_arrays,
+                                           load_workspace)
+
+
+def autosave_path(folder) -> Path:
+    """Where the app autosaves: ``<folder>/autosave.elmows.json``."""
+    return Path(folder) / AUTOSAVE_NAME
+
+
+def discard_autosave(folder) -> None:
+    """Remove the autosave (and its arrays) after a clean exit or a recovery that was declined."""
+    p = autosave_path(folder)
+    p.unlink(missing_ok=True)
+    _remove_stale_arrays(p, None)
+
+
+@dataclass
+class Recovery:
+    """An autosave that a crashed session left behind."""
+
+    path: Path
+    saved_at: str
+    n_sentences: int
+    source: str                        # the workspace file it belongs to ("" = never saved)
+
+
+def find_recovery(folder) -> Optional[Recovery]:
+    """The autosave to offer for recovery, or None.
+
+    None when there is no autosave, when it belongs to a session still running on this host,
+    when it cannot be read, or when the workspace it belongs to was saved after it.
+    """
+    p = autosave_path(folder)
+    if not p.is_file():
+        return None
+    try:
+        loaded = load_workspace(p, verify_checksum=False)
+    except InputError:
+        return None
+    pid = loaded.session.get("pid")
+    if (loaded.session.get("host") == _host() and isinstance(pid, int) and pid != os.getpid()
+            and _alive(pid)):
+        return None                                  # another window is running and owns it
+    src = loaded.data.source
+    if src and Path(src).is_file() and Path(src).stat().st_mtime >= p.stat().st_mtime:
+        return None                                  # saved explicitly after the autosave
+    return Recovery(p, loaded.data.saved_at, len(loaded.data.sentences), src)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+__all__ = ["Recovery", "autosave_path", "discard_autosave", "find_recovery"]

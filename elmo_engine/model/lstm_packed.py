@@ -1,0 +1,153 @@
+"""The biLSTM's inference path: sequences packed time-major, each direction on its own.
+
+Step t holds its n_t running rows (rows sorted by length), so no GEMM touches padding, and every
+step works in preallocated buffers. Layer 0's input projection is computed once per distinct
+token vector (:func:`distinct_rows`) and gathered step by step; every other layer's input
+projection is one GEMM over all steps. A zero initial state skips ``h @ W_rec`` at the first
+step. The GEMMs themselves go through the model's :class:`~elmo_engine.model.cpu_fast.FastKernels`
+(pre-packed weights on the CPU, plain GEMMs elsewhere). Exact up to float rounding against the
+autograd path (:meth:`LSTMStack.forward` with grad on); see tests/engine/test_bilm_fast_paths.py.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, List, Optional, Sequence, Tuple
+
+import torch
+from torch import Tensor
+
+from elmo_engine.model.cpu_fast import both_directions
+
+if TYPE_CHECKING:
+    from elmo_engine.model.lstm import LSTMState, LSTMStack
+
+
+def distinct_rows(rows: Tensor) -> Tuple[Tensor, Tensor]:
+    """``torch.unique(rows, dim=0, return_inverse=True)`` up to the order of the distinct rows,
+    in a fraction of its time: rows are grouped by an integer hash of their bits (one 1-D
+    unique instead of a lexicographic sort of whole rows), and the grouping is checked exactly,
+    falling back to ``torch.unique`` should two different rows ever share a hash."""
+    if rows.shape[0] == 0 or rows.dtype not in (torch.float32, torch.int32):
+        return torch.unique(rows, dim=0, return_inverse=True)
+    gen = torch.Generator(device="cpu").manual_seed(0x5eed)
+    coeff = torch.randint(1, 2 ** 31 - 1, (rows.shape[1],), generator=gen,
+                          dtype=torch.int32).to(rows.device) | 1
+    keys = (rows.contiguous().view(torch.int32) * coeff).sum(1)     # int32 products, int64 sum
+    _, inverse = torch.unique(keys, return_inverse=True)
+    first = torch.empty(int(inverse.max()) + 1, dtype=torch.long, device=rows.device)
+    first.scatter_(0, inverse, torch.arange(rows.shape[0], device=rows.device))
+    distinct = rows[first]
+    if not torch.equal(distinct[inverse], rows):
+        return torch.unique(rows, dim=0, return_inverse=True)
+    return distinct, inverse
+
+
+def run_packed(stack: "LSTMStack", x: Tensor, n_active: Sequence[int], state: "LSTMState"
+               ) -> Tuple[List[Tensor], "LSTMState", Tensor]:
+    """Inference over sequences packed time-major: step t holds its n_t running rows, so no
+    GEMM touches padding, and every step works in preallocated buffers (the packed
+    recurrent GEMM alone returns a new tensor, the step's input projection added). The
+    forward and backward LMs share nothing but their input, so each runs its whole stack on
+    its own (on the CPU, in two threads; see :func:`both_directions`).
+
+    Same arguments as :meth:`LSTMStack.forward`. Returns per layer the (2, total, out)
+    packed outputs, the final state, and ``pos``: packed row k is time-major index
+    ``pos[k] = t·B + r``.
+    """
+    _, bsz, steps, _ = x.shape
+    offsets = [0]
+    for n in n_active:
+        offsets.append(offsets[-1] + n)
+    total = offsets[-1]
+    pos = torch.cat([torch.arange(n, device=x.device) + t * bsz
+                     for t, n in enumerate(n_active) if n]) if total else \
+        torch.zeros(0, dtype=torch.long, device=x.device)
+    layer_in = x.transpose(1, 2).reshape(2, steps * bsz, -1)[:, pos]  # (2, total, P)
+    # Layer 0's input is the token layer, a function of the word type: its input projection
+    # is computed once per distinct row (both directions read the same rows, reordered).
+    distinct, inverse = distinct_rows(layer_in.reshape(2 * total, -1))
+    if distinct.shape[0] > 0.9 * total:
+        distinct = inverse = None
+    else:
+        inverse = inverse.view(2, total)
+
+    def run(direction: int):
+        return _direction(stack, direction, layer_in[direction], distinct,
+                          None if inverse is None else inverse[direction],
+                          offsets, n_active, state)
+
+    (fwd_out, fwd_state), (bwd_out, bwd_state) = both_directions(
+        run, x.device, parallel=bsz >= stack.kernels.config.parallel_min_rows)
+    packed = [torch.stack(pair) for pair in zip(fwd_out, bwd_out)]   # per layer (2, total, out)
+    new_state: "LSTMState" = [(torch.stack([fc, bc]), torch.stack([fh, bh]))
+                              for (fc, fh), (bc, bh) in zip(fwd_state, bwd_state)]
+    return packed, new_state, pos
+
+
+def _direction(stack: "LSTMStack", d: int, inp: Tensor, distinct: Optional[Tensor],
+               inverse: Optional[Tensor], offsets: Sequence[int], n_active: Sequence[int],
+               state: "LSTMState") -> Tuple[List[Tensor], List[Tuple[Tensor, Tensor]]]:
+    """Every layer of direction ``d`` (0 forward, 1 backward) over packed rows ``inp``
+    (total, P). Returns the per-layer outputs (total, out) and final (c, h) of each layer."""
+    opts = stack.opts
+    kernels = stack.kernels
+    dim = opts.lstm_dim
+    total = inp.shape[0]
+    outs: List[Tensor] = []
+    states: List[Tuple[Tensor, Tensor]] = []
+    for layer in range(opts.n_layers):
+        w_rec = stack.w_rec[layer][d]
+        wp = stack.wp[layer][d] if opts.has_lstm_projection else None
+        bias = stack.b[layer][d] + stack.forget_bias[0]
+        c = state[layer][0][d].clone()
+        h = state[layer][1][d].clone()
+        rows = h.shape[0]
+        rec_packed = kernels.recurrent_weight(layer, d, stack.w_rec[layer], rows)
+        if layer == 0 and distinct is not None:
+            # one row per distinct token vector, gathered step by step into a small buffer
+            # (a large projection goes to the scratch buffer, which layers 1+ use only
+            # after this layer is done)
+            source = kernels.input_projection(layer, d, stack.w_in[layer], distinct, bias)
+            z_buf = source.new_empty(rows, 4 * dim)
+            xp = None
+        else:
+            # every step in one GEMM
+            xp = kernels.input_projection(layer, d, stack.w_in[layer], inp, bias)
+        out = c.new_empty(total, h.shape[-1])
+        tj_buf = c.new_empty(rows * dim)
+        m_buf = c.new_empty(rows * dim)
+        h_zero = not bool(h.any())          # a fresh state: the first step has no h @ W_rec
+        for t, n in enumerate(n_active):
+            if n == 0:
+                continue
+            if xp is None:
+                z = torch.index_select(source, 0, inverse[offsets[t]:offsets[t + 1]],
+                                       out=z_buf[:n])
+            else:
+                z = xp[offsets[t]:offsets[t + 1]]                 # (n, 4D): i j f o
+            if h_zero:
+                h_zero = False
+            else:
+                z = kernels.add_recurrent(z, h[:n], w_rec, rec_packed)
+            tj = torch.tanh(z[:, dim:2 * dim], out=tj_buf[:n * dim].view(n, dim))
+            z[:, :dim].sigmoid_()
+            z[:, 2 * dim:].sigmoid_()
+            c_n = c[:n]
+            c_n.mul_(z[:, 2 * dim:3 * dim]).addcmul_(z[:, :dim], tj)  # σ(f)c + σ(i)tanh(j)
+            if opts.cell_clip is not None:
+                c_n.clamp_(-opts.cell_clip, opts.cell_clip)
+            m = torch.tanh(c_n, out=m_buf[:n * dim].view(n, dim)).mul_(z[:, 3 * dim:])
+            h_t = out[offsets[t]:offsets[t + 1]]                  # (n, out)
+            if wp is not None:
+                torch.mm(m, wp, out=h_t)
+                if opts.proj_clip is not None:
+                    h_t.clamp_(-opts.proj_clip, opts.proj_clip)
+            else:
+                h_t.copy_(m)
+            h[:n] = h_t
+        if opts.use_skip_connections and layer > 0:
+            out += inp
+        outs.append(out)
+        states.append((c, h))
+        inp = out
+    kernels.release_large_scratch(d)
+    return outs, states

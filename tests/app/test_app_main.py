@@ -1,0 +1,177 @@
+"""Entry point (--screenshot), settings persistence, exports, dialogs, logging."""
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtGui import QImage  # noqa: E402
+from PySide6.QtWidgets import QLabel  # noqa: E402
+
+import elmo_explorer.dialogs  # noqa: E402
+from elmo_explorer.main import main  # noqa: E402
+from elmo_explorer.main_window import MainWindow  # noqa: E402
+from elmo_explorer.settings import AppSettings  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+
+@pytest.fixture
+def no_other_views(monkeypatch):
+    """Only the app's own sentences view: the analysis views have their own tests."""
+    import elmo_explorer.panels
+
+    monkeypatch.setattr(elmo_explorer.panels, "VIEWS", ())
+
+
+def test_screenshot_writes_a_png(qtbot, tmp_path, tiny_checkpoint, no_other_views):
+    out = tmp_path / "shots" / "window.png"
+    code = main(["--screenshot", str(out), "--checkpoint", str(tiny_checkpoint), "--view",
+                 "sentences", "--size", "900x600", "--settings-dir", str(tmp_path / "s")])
+    assert code == 0
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (900, 600)
+    assert out.stat().st_size > 10_000
+    # not a blank picture: many distinct colours
+    colours = {image.pixel(x, y) for x in range(0, 900, 7) for y in range(0, 600, 7)}
+    assert len(colours) > 20
+    log_text = (tmp_path / "s" / "data" / "logs" / "elmo-explorer.log").read_text()
+    assert "starting; log file" in log_text
+    assert not list(out.parent.glob("*.part"))
+
+
+def test_screenshot_of_a_bad_checkpoint_fails(qtbot, tmp_path, no_other_views, capsys):
+    out = tmp_path / "never.png"
+    code = main(["--screenshot", str(out), "--checkpoint", str(tmp_path / "missing"),
+                 "--settings-dir", str(tmp_path / "s"), "--timeout", "60"])
+    assert code == 1 and not out.exists()
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def test_screenshot_without_any_model_fails_clearly(qtbot, tmp_path, no_other_views, capsys,
+                                                   monkeypatch):
+    import elmo_explorer.main_window
+
+    monkeypatch.setattr(elmo_explorer.main_window, "demo_checkpoint", lambda: None)
+    out = tmp_path / "never.png"
+    assert main(["--screenshot", str(out), "--settings-dir", str(tmp_path / "s")]) == 1
+    assert "no model to load" in capsys.readouterr().err and not out.exists()
+
+
+def test_unknown_view_and_bad_size(qtbot, tmp_path, no_other_views, capsys):
+    assert main(["--view", "projection", "--settings-dir", str(tmp_path)]) == 1
+    assert "no view 'projection'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--size", "big"])
+
+
+def test_settings_persist_between_windows(qtbot, app_settings_dir, tiny_checkpoint, monkeypatch):
+    monkeypatch.setattr(elmo_explorer.dialogs, "show_error", lambda *a: pytest.fail(f"error dialog: {a}"))
+    s1 = AppSettings()
+    assert s1.folder == app_settings_dir and s1.first_launch
+    w = MainWindow(s1, views=())
+    qtbot.addWidget(w)
+    w.show()
+    w.start(str(tiny_checkpoint), "first sentence\nsecond one")
+    qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
+    w.set_run_option("device", "cpu")
+    qtbot.waitUntil(lambda: not w.workspace.worker.is_busy(), timeout=20000)
+    w.resize(760, 540)
+    w.close()
+
+    s2 = AppSettings(app_settings_dir)                      # a fresh QSettings on the same file
+    assert not s2.first_launch
+    assert s2.device == "cpu" and s2.precision == "fp32"
+    assert s2.last_checkpoint == str(tiny_checkpoint)
+    assert s2.recent_checkpoints() == [str(tiny_checkpoint)]
+    assert not s2.geometry().isEmpty() and not s2.window_state().isEmpty()
+    w2 = MainWindow(s2, views=())
+    qtbot.addWidget(w2)
+    w2.show()
+    w2.start()                                               # last checkpoint + last sentences
+    qtbot.waitUntil(w2.workspace.all_embedded, timeout=20000)
+    assert w2.workspace.sentences == ["first sentence", "second one"]
+    assert w2.workspace.model_spec.path == str(tiny_checkpoint)
+    assert (w2.width(), w2.height()) == (760, 540)
+    w2.close()
+
+
+def test_recent_list_is_typed_and_bounded(app_settings_dir):
+    s = AppSettings()
+    for i in range(12):
+        s.add_recent_checkpoint(f"/models/m{i}")
+    s.add_recent_checkpoint("/models/m5")
+    s.sync()
+    again = AppSettings().recent_checkpoints()
+    assert again[0] == "/models/m5" and len(again) == 8 and len(set(again)) == 8
+    with pytest.raises(ValueError):
+        s.device = "tpu"
+
+
+def test_export_widget_formats(qtbot, tmp_path):
+    import pyqtgraph as pg
+
+    from elmo_explorer.export import export_widget
+    from elmo_engine.errors import InputError
+
+    label = QLabel("hello export")
+    qtbot.addWidget(label)
+    label.resize(200, 80)
+    plot = pg.PlotWidget()
+    qtbot.addWidget(plot)
+    plot.resize(300, 200)
+    plot.plot([0, 1, 2], [3, 1, 2])
+    heads = {".png": b"\x89PNG", ".svg": b"<", ".pdf": b"%PDF"}
+    for obj, name in ((label, "label"), (plot, "plot"), (plot.getPlotItem(), "item")):
+        for ext, head in heads.items():
+            path = export_widget(obj, tmp_path / f"{name}{ext}")
+            data = path.read_bytes()
+            assert data.startswith(head) and len(data) > 200, (name, ext)
+    assert b"<svg" in (tmp_path / "plot.svg").read_bytes()[:2000]
+    with pytest.raises(InputError, match="use .png, .svg or .pdf"):
+        export_widget(label, tmp_path / "x.bmp")
+    assert sorted(p.name for p in tmp_path.iterdir() if ".part" in p.name) == []
+
+
+def test_model_info_dialog_lists_parts(qtbot, tiny_checkpoint):
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    info = load_checkpoint(tiny_checkpoint).info
+    dialog = elmo_explorer.dialogs.ModelInfoDialog(info, "CPU", "fp32")
+    qtbot.addWidget(dialog)
+    text = dialog.browser.toPlainText()
+    assert info.checksum in text and "CPU" in text and "fp32" in text
+    for part in ("char embedding", "convolutions", "highway", "lstm", "total"):
+        assert part in text
+    assert f"{info.parameter_counts['total']:,}" in text
+    assert elmo_explorer.dialogs.human_bytes(1536) == "1.5 KB" and elmo_explorer.dialogs.human_count(93_600_000) == "93.6 M"
+
+
+def test_job_errors_are_logged_with_traceback(qtbot, tmp_path):
+    from elmo_explorer.logging_setup import close_logging, setup_logging
+    from elmo_explorer.worker import Worker
+
+    path = setup_logging(tmp_path / "logs")
+    w = Worker()
+    try:
+        def fail(state):
+            raise ZeroDivisionError("deliberate")
+
+        with qtbot.waitSignal(w.unhandled_error, timeout=5000):
+            w.submit("divide", fail)
+    finally:
+        w.shutdown()
+        close_logging()
+    text = path.read_text()
+    assert "job 'divide' failed" in text and "Traceback" in text and "ZeroDivisionError" in text
+    assert not any(type(h).__name__ == "_AppHandler" for h in logging.getLogger().handlers)
+
+
+def test_missing_views_are_skipped_and_reported():
+    from elmo_explorer.panels import load_panel_classes, panel_class_name
+
+    found, problems = load_panel_classes(["no_such_view"])
+    assert found == [] and problems == ["the no_such_view view is not installed"]
+    assert panel_class_name("projection") == "ProjectionPanel"

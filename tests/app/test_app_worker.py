@@ -1,0 +1,167 @@
+"""The background worker: results, errors, progress, cancel, stale results, shutdown."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from elmo_explorer.worker import Worker  # noqa: E402
+from elmo_engine.errors import InputError  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+
+@pytest.fixture
+def worker(qtbot):
+    w = Worker()
+    yield w
+    assert w.shutdown(timeout_s=5)
+
+
+def test_result_is_delivered_on_the_gui_thread(qtbot, worker):
+    got = []
+    gui_thread = threading.get_ident()
+    job_threads = []
+
+    def fn(state):
+        job_threads.append(threading.get_ident())
+        state.report(1, 2, "half")
+        return 21 * 2
+
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        jid = worker.submit("answer", fn, on_result=lambda v: got.append((v, threading.get_ident())))
+    assert got == [(42, gui_thread)]
+    assert job_threads and job_threads[0] != gui_thread
+    assert jid >= 1 and not worker.is_busy() and worker.pending() == 0
+
+
+def test_signals_in_order(qtbot, worker):
+    events = []
+    worker.job_started.connect(lambda i, n: events.append(("started", n)))
+    worker.job_progress.connect(lambda i, d, t, m: events.append(("progress", d, t, m)))
+    worker.job_finished.connect(lambda i: events.append(("finished",)))
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        worker.submit("count", lambda st: st.report(3, 3, "done"))
+    assert events == [("started", "count"), ("progress", 3, 3, "done"), ("finished",)]
+
+
+def test_engine_error_reaches_on_error(qtbot, worker):
+    errors, results = [], []
+    failed = []
+    worker.job_failed.connect(lambda i, m: failed.append(m))
+
+    def fn(state):
+        raise InputError("bad line", path="x.txt", line=3)
+
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        worker.submit("parse", fn, on_result=results.append, on_error=errors.append)
+    assert results == []
+    assert errors == ["x.txt:3: bad line"]
+    assert failed == errors
+
+
+def test_unexpected_error_without_handler_is_reported(qtbot, worker):
+    def fn(state):
+        raise ValueError("boom")
+
+    with qtbot.waitSignal(worker.unhandled_error, timeout=5000) as blocker:
+        worker.submit("explode", fn)
+    name, message = blocker.args
+    assert name == "explode"
+    assert "ValueError" in message and "boom" in message
+
+
+def test_cancel_stops_a_long_job_within_a_second(qtbot, worker):
+    started = threading.Event()
+    results = []
+    checks = []
+
+    def endless(state):
+        started.set()
+        while True:
+            state.check()
+            checks.append(1)
+            threading.Event().wait(0.002)
+
+    jid = worker.submit("endless", endless, on_result=results.append)
+    assert started.wait(5)
+    with qtbot.waitSignal(worker.job_cancelled, timeout=1000) as blocker:
+        assert worker.cancel(jid)
+    assert blocker.args == [jid]
+    assert results == [] and len(checks) > 0
+    qtbot.waitUntil(lambda: not worker.is_busy(), timeout=1000)
+
+
+def test_newer_job_in_group_drops_older_result(qtbot, worker):
+    release = threading.Event()
+    started = threading.Event()
+    got = []
+
+    def slow_ignoring_cancel(state):
+        started.set()
+        release.wait(5)
+        return "old"
+
+    worker.submit("old", slow_ignoring_cancel, on_result=got.append, on_error=got.append, group="g")
+    assert started.wait(5)
+    queued = worker.submit("queued", lambda st: "middle", on_result=got.append, group="g")
+    worker.submit("other group", lambda st: "other", on_result=got.append, group="h")
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        worker.submit("new", lambda st: "new", on_result=got.append, group="g")
+        release.set()
+    assert got == ["other", "new"]
+    assert queued > 0
+
+
+def test_cancel_all_and_shutdown_while_running(qtbot):
+    w = Worker()
+    started = threading.Event()
+
+    def endless(state):
+        started.set()
+        while True:
+            state.check()
+            threading.Event().wait(0.002)
+
+    w.submit("a", endless)
+    w.submit("b", endless)
+    assert started.wait(5)
+    assert w.shutdown(timeout_s=2)
+    with pytest.raises(RuntimeError):
+        w.submit("late", lambda st: 1)
+
+
+def test_broken_callback_is_reported_not_raised(qtbot, worker):
+    def bad_callback(value):
+        raise KeyError("oops")
+
+    with qtbot.waitSignal(worker.unhandled_error, timeout=5000) as blocker:
+        worker.submit("cb", lambda st: 1, on_result=bad_callback)
+    assert "KeyError" in blocker.args[1]
+
+
+def test_app_start_up_shortens_the_gil_switch_interval():
+    """A pure-Python job on the worker must not keep the GUI thread waiting 5 ms (Python's
+    default) at each of the GUI's calls into Python: see test_big_file_does_not_block_the_gui.
+    The app sets it once at start-up (elmo_explorer.startup), with one torch thread fewer than
+    the cores; checked in a fresh process, as the app starts."""
+    code = ("import os, sys, torch\n"
+            "from elmo_explorer.startup import GIL_SWITCH_S, configure_process\n"
+            "configure_process()\n"
+            "print(GIL_SWITCH_S, sys.getswitchinterval(), torch.get_num_threads())\n")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120, check=True).stdout.split()
+    limit, interval, threads = float(out[0]), float(out[1]), int(out[2])
+    assert limit <= 0.001 and interval <= limit + 1e-9
+    assert threads == max(1, (os.cpu_count() or 2) - 1)
+
+
+def test_the_app_tests_run_under_the_apps_gil_switch_interval():
+    from elmo_explorer.startup import GIL_SWITCH_S
+    assert sys.getswitchinterval() <= GIL_SWITCH_S + 1e-9         # tests/conftest.py

@@ -1,0 +1,365 @@
+"""The contexts panel on a real Workspace with a tiny random checkpoint (offscreen Qt)."""
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import Qt  # noqa: E402
+from PySide6.QtGui import QImage  # noqa: E402
+
+from elmo_explorer.figure_export import FigureOptions  # noqa: E402
+from elmo_explorer.panels.contexts import ContextsPanel  # noqa: E402
+from elmo_explorer.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_engine.analysis import compare as cmp  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+SENTENCES = [
+    "We sat on the bank of the river .",
+    "She paid the money into the bank today .",
+    "The bank of the river was muddy .",
+    "The bank raised its interest rates .",
+]
+
+
+@pytest.fixture
+def panel(qtbot, tiny_checkpoint):
+    ws = Workspace()
+    errors = []
+    ws.worker.unhandled_error.connect(lambda name, msg: errors.append(f"{name}: {msg}"))
+    p = ContextsPanel(ws)
+    qtbot.addWidget(p)
+    p.resize(1200, 800)
+    p.show()
+    with qtbot.waitSignal(p.ready, timeout=30000):
+        ws.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+        ws.set_sentences(SENTENCES)
+    yield p
+    assert ws.worker.shutdown(timeout_s=5)
+    assert errors == []
+
+
+def test_bank_first_matrices_and_summary(panel):
+    ws = panel.ws
+    assert panel.is_ready() and panel.model.word == "bank"
+    comp = panel.model.comparison
+    assert comp.occurrences == ((0, 4), (1, 6), (2, 1), (3, 1))
+    assert comp.matrices.shape == (4, 4, 4) and panel.model.vectors.shape == (3, 4, 32)
+    np.testing.assert_allclose(comp.matrices[0], 1.0, atol=1e-6)
+    ref = cmp.compare(cmp.gather(ws.activations, comp.occurrences), None)
+    np.testing.assert_allclose(comp.matrices, ref.matrices, atol=1e-6)
+    assert len(panel.view.heatmaps.images) == 4
+    image = panel.view.heatmaps.images[2].image                 # each cell a block of f × f pixels
+    f = image.shape[0] // 4
+    assert image.shape == (4 * f, 4 * f) and f >= 2
+    np.testing.assert_allclose(image[::f, ::f], comp.matrices[2].T)
+    # every heatmap labelled the same way and drawn the same size (layer 0 included)
+    lefts = [p.getAxis("left") for p in panel.view.heatmaps.plots]
+    assert all(a._tickLevels == lefts[0]._tickLevels for a in lefts)
+    widths = [p.getViewBox().width() for p in panel.view.heatmaps.plots]
+    assert max(widths) - min(widths) <= 2 and min(widths) > 100
+    assert panel.view.summary.columnCount() == 4
+    assert panel.view.summary.item(0, 1).text() == f"{comp.self_sim[1]:.3f}"
+    assert panel.view.occ_table.rowCount() == 4
+    assert "<b>bank</b>" in panel.view.occ_table.item(1, 2).text()
+    # neighbours of the first occurrence, per contextual layer, the token itself left out
+    table = panel.model.table
+    assert [name for name, _ in table.layers] == ["layer 1", "layer 2"]
+    assert all(len(nbs) == 8 for _, nbs in table.layers)
+    assert all((nb.sentence, nb.token) != (0, 4) for _, nbs in table.layers for nb in nbs)
+    assert "bank" not in [w for w, _ in table.words]
+    assert "<b>" in panel.view.neighbours.toHtml() or "font-weight" in panel.view.neighbours.toHtml()
+
+
+def test_hover_text(panel, qtbot):
+    grid = panel.view.heatmaps
+    comp = panel.model.comparison
+    pos = grid.scene_pos_of(1, 0, 2)
+    assert grid.cell_at(pos) == (1, 0, 2)
+    with qtbot.waitSignal(grid.hovered, timeout=2000) as sig:
+        grid._on_mouse_moved(pos)
+    text = sig.args[0]
+    assert text.startswith("layer 1: #1 ") and "#3 " in text
+    assert text.endswith(f"{comp.matrices[1, 0, 2]:.4f}")
+    assert panel.view.hover_label.text() == text
+    # a real mouse move over another cell
+    view_pos = grid.mapFromScene(grid.scene_pos_of(3, 2, 1))
+    with qtbot.waitSignal(grid.hovered, timeout=2000,
+                          check_params_cb=lambda t: t.startswith("mix: #3 ")) as sig:
+        qtbot.mouseMove(grid.viewport(), view_pos)
+    assert sig.args[0].endswith(f"{comp.matrices[3, 2, 1]:.4f}")
+    # clicking a cell selects its row's occurrence (for the neighbour table)
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        qtbot.mouseClick(grid.viewport(), Qt.MouseButton.LeftButton, pos=view_pos)
+    assert panel.model.query == comp.occurrences[2] and panel.ws.selection == TokenRef(2, 1)
+
+
+def test_toggles_groups_and_selection(panel, qtbot):
+    acts = panel.ws.activations
+    vec = cmp.gather(acts, panel.model.comparison.occurrences)
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_direction("forward")
+    np.testing.assert_allclose(panel.model.comparison.matrices,
+                               cmp.compare(vec, None, "forward").matrices, atol=1e-6)
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_corrected(True)
+    mean = cmp.reference_mean(acts)
+    np.testing.assert_allclose(panel.model.comparison.matrices,
+                               cmp.compare(vec, None, "forward", mean).matrices, atol=1e-6)
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_weights([0, 0, 1])
+    np.testing.assert_allclose(panel.model.comparison.matrices[3], panel.model.comparison.matrices[2], atol=1e-6)
+    for row, label in enumerate(["river", "money", "river"]):
+        with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+            panel.set_group(row, label)
+    comp = panel.model.comparison
+    assert comp.groups == ("river", "money", "river", "")
+    m = comp.matrices[2]
+    assert comp.within[2] == pytest.approx(m[0, 2])
+    assert comp.between[2] == pytest.approx((m[0, 1] + m[1, 2]) / 2)
+    assert panel.view.summary.item(1, 2).text() == f"{m[0, 2]:.3f}"
+    # clicking a token elsewhere in the app picks its word and that occurrence
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        panel.ws.select(TokenRef(1, 4))                          # "into"
+    assert panel.model.word == "into" and panel.model.query == (1, 4)
+    assert panel.model.comparison.matrices.shape == (4, 1, 1)
+
+
+def test_unknown_word_gets_layer0_neighbours(panel, qtbot):
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        panel.set_word("recieve")
+    assert panel.model.comparison is None
+    assert [len(nbs) for _, nbs in panel.model.table.layers] == [8, 8]
+    assert len(panel.model.table.words) == 8 and "recieve" not in [w for w, _ in panel.model.table.words]
+    assert "does not occur" in panel.view.status.text()
+
+
+def test_exports_write_files(panel, qtbot, tmp_path):
+    png = tmp_path / "layer1.png"
+    with qtbot.waitSignal(panel.exported, timeout=5000):
+        panel.exports.export_heatmap(png, view=1)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with qtbot.waitSignal(panel.exported, timeout=5000):
+        panel.exports.export_heatmap(tmp_path / "all.svg")
+    assert b"<svg" in (tmp_path / "all.svg").read_bytes()[:2000]
+    with qtbot.waitSignal(panel.exported, timeout=5000):
+        panel.exports.export_matrices_csv(tmp_path / "m.csv")
+    back = cmp.read_matrices_csv(tmp_path / "m.csv")
+    np.testing.assert_allclose(back["mix"], panel.model.comparison.matrices[3], atol=1e-6)
+    with qtbot.waitSignal(panel.exported, timeout=5000):
+        panel.exports.export_neighbours_csv(tmp_path / "n.csv")
+    with open(tmp_path / "n.csv", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["view"] for r in rows} == {"layer 0", "layer 1", "layer 2"} and len(rows) == 24
+    with qtbot.waitSignal(panel.exported, timeout=5000):      # one row selected: all rows
+        panel.exports.export_vectors_npz(tmp_path / "all.npz")
+    with np.load(tmp_path / "all.npz", allow_pickle=False) as z:
+        np.testing.assert_array_equal(z["vectors"], panel.model.vectors)
+    sel = panel.view.occ_table.selectionModel()
+    model = panel.view.occ_table.model()
+    panel.view.occ_table.clearSelection()
+    for r in (1, 2):
+        sel.select(model.index(r, 0), sel.SelectionFlag.Select | sel.SelectionFlag.Rows)
+    with qtbot.waitSignal(panel.exported, timeout=5000):
+        panel.exports.export_vectors_npz(tmp_path / "v.npz")
+    with np.load(tmp_path / "v.npz", allow_pickle=False) as z:
+        np.testing.assert_array_equal(z["vectors"], panel.model.vectors[:, [1, 2]])
+        assert list(z["sentence"]) == [1, 2] and list(z["word"]) == ["bank", "bank"]
+    with qtbot.waitSignal(panel.exported, timeout=5000):
+        panel.exports.export_vectors_tsv(tmp_path / "v.tsv", view=1)
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "v.tsv", delimiter="\t"),
+                               panel.model.vectors[1, [1, 2]], rtol=1e-5, atol=1e-6)
+    meta = (tmp_path / "v.metadata.tsv").read_text(encoding="utf-8").splitlines()
+    assert meta[0] == "sentence\ttoken\tword\tgroup\ttext" and meta[2].startswith("2\t1\tbank")
+    assert len(panel.export_actions()) == 5 and all(a.isEnabled() for a in panel.export_actions())
+
+
+def test_reference_file_joins_the_corpus(panel, qtbot, tmp_path):
+    ref = tmp_path / "ref.txt"
+    ref.write_text("The bank of the canal was steep .\n\nA bank loan is money .\n", encoding="utf-8")
+    loaded = sum(len(t) for t in panel.ws.tokens)
+    panel.set_reference_file(ref)
+    qtbot.waitUntil(lambda: panel.model.index is not None and panel.model.index.n_tokens == loaded + 14
+                    and f"{loaded + 14:,} tokens" in panel.view.neighbours.toPlainText(), timeout=20000)
+    assert panel.model.index.tokens[4:] == [["The", "bank", "of", "the", "canal", "was", "steep", "."],
+                                      ["A", "bank", "loan", "is", "money", "."]]
+    assert panel.view.ref_label.text() == "ref.txt: 2 sentences"
+    # the query token (sentence 0) is still left out of its own neighbours
+    assert all((nb.sentence, nb.token) != panel.model.query for _, nbs in panel.model.table.layers for nb in nbs)
+    # the anisotropy reference is now the whole corpus (loaded sentences + the reference file)
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_corrected(True)
+    vec = cmp.gather(panel.ws.activations, panel.model.comparison.occurrences)
+    np.testing.assert_allclose(panel.model.comparison.matrices,
+                               cmp.compare(vec, None, "both", panel.model.index.mean).matrices, atol=1e-6)
+    assert not np.allclose(panel.model.index.mean, cmp.reference_mean(panel.ws.activations))
+    assert f"mean of {loaded + 14:,} tokens" in panel.view.status.text()
+
+
+def test_new_sentences_recompute_and_signal_ready(panel, qtbot):
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_group(1, "money")
+    with qtbot.waitSignal(panel.ready, timeout=20000):
+        panel.ws.set_sentences(["A new first line ."] + SENTENCES[:2]
+                               + ["A bank , a bank , my kingdom for a bank ."])
+    assert panel.model.word == "bank"
+    assert panel.model.comparison.occurrences == ((1, 4), (2, 6), (3, 1), (3, 4), (3, 10))
+    assert panel.model.comparison.groups == ("", "money", "", "", "")       # moved with its sentence
+    assert panel.model.comparison.matrices.shape == (4, 5, 5)
+    assert panel.model.index.n_tokens == sum(len(t) for t in panel.ws.tokens)
+
+
+def test_view_state_round_trip(panel, qtbot):
+    ws = panel.ws
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_weights([0, 1, 2])
+    panel.set_direction("backward")
+    panel.view.k_box.setValue(5)
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.set_corrected(True)
+    for row, label in ((0, "river"), (1, "money")):
+        with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+            panel.set_group(row, label)
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        panel.select_occurrence(2)
+    state = json.loads(json.dumps(panel.view_state()))              # JSON values only
+    assert state["word"] == "bank" and state["weights"] == [0.0, 1.0, 2.0]
+    assert state["direction"] == "backward" and state["corrected"] is True and state["k"] == 5
+    assert state["selected"] == {"sentence": 2, "token": 1}
+    assert state["groups"] == {"bank": [{"sentence": 0, "token": 4, "group": "river"},
+                                        {"sentence": 1, "token": 6, "group": "money"}]}
+    # somewhere else entirely, then back
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        ws.select(TokenRef(1, 4))                                   # "into"
+    panel.set_weights([1, 1, 1])
+    panel.set_direction("both")
+    panel.set_corrected(False)
+    panel.view.k_box.setValue(8)
+    with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
+        panel.restore_view_state(dict(state, unknown_key=[1, 2]))
+        ws.select(TokenRef(0, 1))        # the workspace's selection, applied right after: "sat"
+    qtbot.waitUntil(lambda: panel.model.comparison is not None and panel.model.comparison.word == "bank")
+    comp = panel.model.comparison
+    assert panel.model.word == "bank" and panel.view.mix.weights() == [0.0, 1.0, 2.0]
+    assert comp.direction == "backward" and comp.corrected and panel.view.k_box.value() == 5
+    assert comp.groups == ("river", "money", "", "")
+    np.testing.assert_allclose(comp.weights, [0, 1 / 3, 2 / 3], atol=1e-6)
+    vec = cmp.gather(ws.activations, comp.occurrences)
+    ref = cmp.compare(vec, [0, 1, 2], "backward", panel.model.index.mean, comp.groups)
+    np.testing.assert_allclose(comp.matrices, ref.matrices, atol=1e-6)
+    assert panel.model.query == (2, 1) and all(len(nbs) == 5 for _, nbs in panel.model.table.layers)
+    assert panel.view_state() == state
+
+
+def test_restore_view_state_tolerates_bad_values(panel, qtbot):
+    before = panel.view_state()
+    panel.restore_view_state(None)
+    panel.restore_view_state("not a dict")
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.restore_view_state({"weights": [1, 2], "direction": "sideways", "k": "many",
+                                  "corrected": "yes", "selected": {"sentence": 99, "token": 0},
+                                  "groups": {"bank": [{"sentence": 9, "token": 0, "group": "x"},
+                                                      {"sentence": 1, "token": 0, "group": "x"},
+                                                      "junk"], "7": 3},
+                                  "reference_file": "/no/such/file.txt", "version": 99})
+    assert panel.view_state() == before
+    assert panel.model.comparison.groups == ("", "", "", "")
+
+
+def test_report_figures_and_tables(panel, tmp_path):
+    comp = panel.model.comparison
+    opts = FigureOptions(width_in=6.5, height_in=5.0, dpi=20, keep_aspect=False)
+    files = panel.report_figures(tmp_path, opts)
+    views = ["layer_0", "layer_1", "layer_2", "mix"]
+    assert [f.name for f in files] == [f"heatmap_bank_{v}.{e}" for v in views
+                                       for e in ("png", "svg")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f.name for f in files)
+    for f in files[::2]:
+        img = QImage(str(f))
+        assert (img.width(), img.height()) == (130, 100)
+        assert round(img.dotsPerMeterX() * 0.0254) == 20
+        colours = {img.pixel(x, y) for x in range(0, 130, 3) for y in range(0, 100, 3)}
+        assert len(colours) > 10                                    # drawn, not blank
+    for f, view in zip(files[1::2], ("layer 0 (character CNN)", "layer 1 (biLSTM)",
+                                     "layer 2 (biLSTM)", "scalar mix (0.33, 0.33, 0.33)")):
+        text = f.read_text(encoding="utf-8")
+        assert re.search(r'viewBox ?= ?"0 0 624 480"', text), f.name    # nothing cut off
+        for label in (f"in 4 contexts: {view}", "occurrence (context)", "cosine similarity",
+                      "The [bank] raised its 4", ">1.00<", ">0.80<"):
+            assert label in text, (f.name, label)
+    # a narrow figure, height fitted: short title, numbers for rows, still nothing cut off
+    (tmp_path / "narrow").mkdir()
+    narrow = panel.report_figures(tmp_path / "narrow", FigureOptions(
+        2.0, 1.0, 20, keep_aspect=True, formats=("svg", "pdf")))
+    assert len(narrow) == 8 and all(p.read_bytes()[:5] == b"%PDF-" for p in narrow[1::2])
+    text = narrow[2].read_text(encoding="utf-8")
+    assert re.search(r'viewBox ?= ?"0 0 192 \d+"', text) and "layer 1" in text
+    assert "in 4 contexts" not in text and "[bank]" not in text
+    tables = {t.name: t for t in panel.report_tables()}
+    assert set(tables) == {"contexts_view_summary", "contexts_view_similarity",
+                           "contexts_neighbours"}
+    summary = tables["contexts_view_summary"].rows
+    assert [r["view"] for r in summary] == ["layer 0", "layer 1", "layer 2", "mix"]
+    assert summary[2]["self-similarity"] == pytest.approx(comp.self_sim[2], abs=1e-6)
+    assert summary[2]["within groups"] is None                     # no groups yet
+    sim = tables["contexts_view_similarity"].rows
+    assert len(sim) == 16 and sim[13]["view"] == "mix"
+    assert sim[13]["3"] == pytest.approx(comp.matrices[3, 1, 2], abs=1e-6)
+    neigh = tables["contexts_neighbours"].rows
+    assert len(neigh) == 8 + 2 * 8 and neigh[8]["view"] == "layer 1"
+    assert neigh[8]["source"] == "loaded sentences" and "[" in neigh[8]["context"]
+
+
+def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint, tmp_path):
+    """Through the real File → Save/Open workspace and Export report of the main window."""
+    import elmo_explorer.workspace_actions as wa
+    from elmo_explorer.main_window import MainWindow
+    from elmo_explorer.settings import AppSettings
+
+    w = MainWindow(AppSettings(app_settings_dir), views=("contexts",))
+    qtbot.addWidget(w)
+    w.show()
+    errors = []
+    w.show_error = lambda title, msg: errors.append((title, msg))
+    panel = w.panels["contexts"]
+    try:
+        with qtbot.waitSignal(panel.ready, timeout=30000):
+            w.start(str(tiny_checkpoint), "\n".join(SENTENCES) + "\n")
+        actions = wa.install_workspace_actions(w, recover=False)
+        with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+            panel.set_direction("forward")
+        with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+            panel.set_group(0, "river")
+        path = tmp_path / "a.elmows.json"
+        with qtbot.waitSignal(actions.saved, timeout=10000):
+            actions.save_workspace(path)
+        saved = json.loads(path.read_text(encoding="utf-8"))["views"]["contexts"]
+        assert saved["word"] == "bank" and saved["direction"] == "forward"
+        with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+            panel.set_word("river")
+        with qtbot.waitSignal(actions.restored, timeout=20000):
+            actions.open_workspace(path)
+        qtbot.waitUntil(lambda: panel.model.comparison is not None and panel.model.comparison.word == "bank",
+                        timeout=10000)
+        assert panel.model.comparison.direction == "forward" and panel.model.comparison.groups[0] == "river"
+        out = tmp_path / "report"
+        with qtbot.waitSignal(actions.exported, timeout=30000):
+            actions.export_report(out, FigureOptions(3.0, 2.4, 30, keep_aspect=False))
+        views = ("layer_0", "layer_1", "layer_2", "mix")
+        assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(
+            f"heatmap_bank_{v}.{e}" for v in views for e in ("png", "svg"))
+        tables = {p.name for p in (out / "tables").iterdir()}
+        assert {"contexts_view_summary.csv", "contexts_view_groups.csv",
+                "contexts_view_similarity.csv", "contexts_neighbours.csv"} <= tables
+        page = (out / "report.html").read_text(encoding="utf-8")
+        assert "figures/heatmap_bank_layer_1.png" in page and "Contexts view: &#x27;bank&#x27;" \
+            in page
+        assert errors == []
+    finally:
+        w.workspace.worker.shutdown()

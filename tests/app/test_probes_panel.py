@@ -1,0 +1,143 @@
+"""The probes panel: training a tiny task on the worker draws bars whose heights are the weights."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from elmo_explorer.panels.probes import ProbeTask, ProbesPanel  # noqa: E402
+from elmo_explorer.workspace import ModelSpec, Workspace  # noqa: E402
+from elmo_engine.io.datasets.records import LabelledSentence  # noqa: E402
+from elmo_engine.analysis.probes.experiment import ProbeConfig  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+WORDS = [("the", "DET"), ("dog", "NOUN"), ("runs", "VERB"), ("a", "DET"), ("cat", "NOUN"),
+         ("sleeps", "VERB"), ("one", "NUM"), ("bird", "NOUN"), ("sings", "VERB")]
+
+
+def _sentences(n, offset):
+    out = []
+    for s in range(n):
+        ws = [WORDS[(s + offset + j) % len(WORDS)] for j in range(4)]
+        out.append(LabelledSentence(tuple(w for w, _ in ws), tuple(t for _, t in ws)))
+    return out
+
+
+def _tiny_task():
+    data = {"train": _sentences(30, 0), "dev": _sentences(8, 2), "test": _sentences(8, 5),
+            "label": "upos"}
+    return ProbeTask("tiny POS", "tsv", lambda: data)
+
+
+@pytest.fixture
+def ws(qtbot, tiny_checkpoint):
+    w = Workspace()
+    with qtbot.waitSignal(w.model_changed, timeout=20000):
+        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+    yield w
+    assert w.worker.shutdown(timeout_s=10)
+
+
+def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
+    panel = ProbesPanel(ws, auto_demo=False)
+    qtbot.addWidget(panel)
+    events = []
+    panel.training_event.connect(events.append)
+    cfg = ProbeConfig(epochs=4, patience=2, batch_size=32, control=True)
+    with qtbot.waitSignal(panel.runs_changed, timeout=60000):
+        panel.run_tasks([_tiny_task(), _tiny_task()], config=cfg)
+    assert len(panel.model.runs) == 2
+    run = panel.model.runs[0]
+    assert len(run.layers) == 3 and run.layers[0].control_test is not None
+    # one bar item per run; bar heights are the normalised weights
+    assert len(panel.view.bars) == 2
+    for bar, r in zip(panel.view.bars, panel.model.runs):
+        np.testing.assert_allclose(np.asarray(bar.opts["height"]), r.mix.weights)
+        assert abs(sum(bar.opts["height"]) - 1) < 1e-9
+    # live curves arrived from the worker for every phase
+    phases = {e["phase"] for _, e in events}
+    assert {"start", "layers", "mix", "control layers", "control mix"} <= phases
+    assert panel.view.dev_plot.listDataItems()
+    # the table has a row per layer and one for the mix, per run
+    assert panel.view.table.rowCount() == 2 * 4
+    assert panel.view.table.item(3, 2).text().startswith("mix")
+    assert float(panel.view.table.item(1, 3).text()) == pytest.approx(run.mix.weights[1], abs=1e-4)
+    assert not panel.view.empty_label.isVisibleTo(panel)
+    # exports
+    panel.write_export(tmp_path / "runs.json", "json")
+    d = json.loads((tmp_path / "runs.json").read_text("utf-8"))
+    assert len(d) == 2 and d[0]["mix"]["weights"] == run.mix.weights
+    panel.write_export(tmp_path / "runs.csv", "csv")
+    lines = (tmp_path / "runs.csv").read_text("utf-8").splitlines()
+    assert lines[0].startswith("run,task,layer,mix weight") and len(lines) == 9
+    from elmo_explorer.export import export_widget
+
+    for ext, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):
+        export_widget(panel.view.results, tmp_path / f"plots{ext}")
+        assert (tmp_path / f"plots{ext}").read_bytes()[:5].startswith(magic)
+    assert len(panel.export_actions()) == 3
+    saved = json.loads(json.dumps(panel.probe_runs()))      # as a workspace file stores them
+    panel.clear_runs()
+    assert panel.view.bars == [] and panel.view.table.rowCount() == 0
+    panel.restore_probe_runs(saved)
+    assert len(panel.view.bars) == 2 and panel.view.table.rowCount() == 8
+    np.testing.assert_allclose(np.asarray(panel.view.bars[1].opts["height"]),
+                               panel.model.runs[1].mix.weights)
+
+
+def test_cancel_stops_training(qtbot, ws):
+    panel = ProbesPanel(ws, auto_demo=False)
+    qtbot.addWidget(panel)
+    cfg = ProbeConfig(epochs=10_000, patience=10_000, batch_size=4)
+    with qtbot.waitSignal(panel.training_event, timeout=60000,
+                          check_params_cb=lambda p: p[1]["phase"] == "layers"):
+        panel.run_tasks([_tiny_task()], config=cfg)
+    assert panel.view.cancel_button.isEnabled()
+    with qtbot.waitSignal(ws.worker.job_cancelled, timeout=20000):
+        panel.cancel()
+    qtbot.waitUntil(lambda: panel.view.train_button.isEnabled(), timeout=5000)
+    assert panel.model.runs == []
+
+
+def test_without_model_shows_the_empty_state_and_is_ready(qtbot):
+    w = Workspace()
+    try:
+        panel = ProbesPanel(w)
+        qtbot.addWidget(panel)
+        with qtbot.waitSignal(panel.ready, timeout=5000):
+            panel.show()
+        assert panel.is_ready() and panel.view.empty_label.isVisible()
+        assert "does not" in panel.view.explain.text() or "not say" in panel.view.explain.text()
+    finally:
+        assert w.worker.shutdown(timeout_s=5)
+
+
+def test_a_failing_task_shows_the_error_and_frees_the_panel(qtbot, ws):
+    from elmo_engine.errors import InputError
+
+    panel = ProbesPanel(ws, auto_demo=False)
+    qtbot.addWidget(panel)
+
+    def broken():
+        raise InputError("expected 2 fields", path="bad.tsv", line=7)
+
+    with qtbot.waitSignal(panel.ready, timeout=20000):
+        panel.run_tasks([ProbeTask("broken", "tsv", broken)])
+    assert "bad.tsv:7" in panel.view.status.text()
+    assert panel.view.train_button.isEnabled() and not panel.view.cancel_button.isEnabled()
+    assert panel.model.runs == []
+
+
+def test_first_show_runs_a_quick_demo_preview(qtbot, ws):
+    panel = ProbesPanel(ws)
+    qtbot.addWidget(panel)
+    with qtbot.waitSignal(panel.ready, timeout=120000):
+        panel.show()
+    assert [r.task for r in panel.model.runs] == ["demo-pos", "demo-wsd"]
+    assert all("preview" in r.name and r.config["max_train_sentences"] == 600 for r in panel.model.runs)
+    assert panel.model.runs[1].layers[0].centroid_test is not None
+    assert len(panel.view.bars) == 2 and panel.is_ready()

@@ -1,0 +1,366 @@
+"""The projection view (pytest-qt, offscreen): linked selection, legend, search, UMAP, exports."""
+from __future__ import annotations
+
+import csv
+import threading
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt  # noqa: E402
+from PySide6.QtGui import QImage, QMouseEvent  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from elmo_explorer.figure_export import FigureOptions  # noqa: E402
+import elmo_explorer.panels.projection as projection_mod  # noqa: E402
+from elmo_explorer.panels.projection import ProjectionPanel  # noqa: E402
+from elmo_explorer.panels.projection_plots import PALETTE, categories  # noqa: E402
+from elmo_explorer.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+SENTENCES = [
+    "He sat on the bank of the river and watched the boats .",
+    "She deposited the check at the bank on Monday .",
+    "The children play in the park after school .",
+    "We saw a play at the theatre last night .",
+    "The bank raised its interest rates again .",
+    "They walked along the grassy bank of the stream .",
+]
+
+
+@pytest.fixture
+def ws(qtbot, tiny_checkpoint):
+    w = Workspace()
+    with qtbot.waitSignal(w.model_changed, timeout=30000):
+        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+    w.set_sentences(SENTENCES)
+    qtbot.waitUntil(w.all_embedded, timeout=30000)
+    qtbot.waitUntil(lambda: not w.worker.is_busy(), timeout=10000)
+    yield w
+    assert w.worker.shutdown(timeout_s=60)
+
+
+@pytest.fixture
+def pca_panel(qtbot, ws, monkeypatch):
+    """A shown panel whose automatic run stops at PCA (no UMAP compile in these tests)."""
+    monkeypatch.setattr(projection_mod, "AUTO_UMAP_MAX", 0)
+    monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    panel.resize(1100, 500)
+    with qtbot.waitSignal(panel.ready, timeout=20000):
+        panel.show()
+    assert panel.is_ready()
+    return panel
+
+
+def test_pca_drawn_for_every_layer(pca_panel, ws):
+    p = pca_panel
+    n = sum(len(t) for t in ws.tokens)
+    assert len(p.model.tokens) == n and len(p.view.plots.plots) == ws.n_layers + 1 == 4
+    assert [p.model.shown[k].method for k in range(4)] == ["pca"] * 4
+    for k, lp in enumerate(p.view.plots.plots):
+        xs, ys = lp.points.getData()
+        assert len(xs) == n
+        np.testing.assert_allclose(xs, p.model.shown[k].coords[:, 0], rtol=1e-6)
+    assert "PCA" in p.view.plots.plots[1].title_text()
+
+
+def test_box_selection_links_all_plots(pca_panel, qtbot):
+    p = pca_panel
+    c = p.model.shown[1].coords
+    x0, x1 = np.percentile(c[:, 0], [10, 60])
+    y0, y1 = np.percentile(c[:, 1], [10, 90])
+    with qtbot.waitSignal(p.view.plots.selection_made) as sig:
+        p.view.plots.select_in_rect(1, QRectF(QPointF(x0, y0), QPointF(x1, y1)))
+    expected = np.flatnonzero((c[:, 0] >= x0) & (c[:, 0] <= x1) & (c[:, 1] >= y0) & (c[:, 1] <= y1))
+    assert len(expected) >= 5
+    np.testing.assert_array_equal(sig.args[0], expected)
+    for k, lp in enumerate(p.view.plots.plots):
+        np.testing.assert_array_equal(p.view.plots.overlay_indices(k, "selected"), expected)
+        xs, ys = lp.selected.getData()
+        np.testing.assert_allclose(xs, p.model.shown[k].coords[expected, 0], rtol=1e-6)
+    assert p.view.info.text().startswith(f"{len(expected)} tokens selected")
+
+
+def test_shift_drag_selects_with_the_mouse(pca_panel, qtbot):
+    p = pca_panel
+    lp = p.view.plots.plots[2]
+    vp = p.view.plots.viewport()
+    rect = lp.view.sceneBoundingRect()
+    a = p.view.plots.mapFromScene(rect.center() - QPointF(rect.width() * 0.3, rect.height() * 0.3))
+    b = p.view.plots.mapFromScene(rect.center() + QPointF(rect.width() * 0.3, rect.height() * 0.3))
+    shift, left = Qt.KeyboardModifier.ShiftModifier, Qt.MouseButton.LeftButton
+
+    def send(kind, pos, buttons):
+        ev = QMouseEvent(kind, QPointF(pos), QPointF(vp.mapToGlobal(pos)), left, buttons, shift)
+        QApplication.sendEvent(vp, ev)
+
+    with qtbot.waitSignal(p.view.plots.selection_made, timeout=5000) as sig:
+        send(QMouseEvent.Type.MouseButtonPress, a, left)
+        for t in np.linspace(0.1, 1.0, 6):
+            send(QMouseEvent.Type.MouseMove, QPoint(int(a.x() + t * (b.x() - a.x())),
+                                                    int(a.y() + t * (b.y() - a.y()))), left)
+        send(QMouseEvent.Type.MouseButtonRelease, b, Qt.MouseButton.NoButton)
+    sel = sig.args[0]
+    c = p.model.shown[2].coords
+    lo = lp.view.mapSceneToView(p.view.plots.mapToScene(a))
+    hi = lp.view.mapSceneToView(p.view.plots.mapToScene(b))
+    box = QRectF(lo, hi).normalized()
+    expected = np.flatnonzero((c[:, 0] >= box.left()) & (c[:, 0] <= box.right())
+                              & (c[:, 1] >= box.top()) & (c[:, 1] <= box.bottom()))
+    assert len(sel) > 0
+    np.testing.assert_array_equal(sel, expected)
+    np.testing.assert_array_equal(p.view.plots.overlay_indices(0, "selected"), expected)
+
+
+def test_colour_by_legend_entries(pca_panel, qtbot):
+    p = pca_panel
+    p.view.controls.set_source("words")
+    p.view.controls.words.setText("bank, the, play")
+    with qtbot.waitSignal(p.ready, timeout=20000):
+        p.run()
+    assert set(p.model.tokens.words) == {"bank", "the", "The", "play"}
+    p.view.controls.set_colour_by("label")
+    assert p.view.legend.entries() == ["the", "bank", "play"]          # by frequency: 10, 4, 2
+    counts = [p.view.legend.item(i).text() for i in range(3)]
+    assert counts[0].endswith("(11)") and counts[1].endswith("(4)") and counts[2].endswith("(2)")
+    i_bank = p.model.tokens.words.index("bank")
+    assert p.view.plots.point_colour(i_bank) == PALETTE[1]
+    p.view.controls.set_colour_by("sentence")
+    entries = p.view.legend.entries()
+    assert len(entries) == len(SENTENCES) and entries[0].startswith("1: He sat on")
+    p.view.controls.set_colour_by("word")
+    assert p.view.legend.entries()[:2] == ["the", "bank"]
+    p.view.legend.entry_clicked.emit(1)                                  # click "bank"
+    np.testing.assert_array_equal(p.view.plots.overlay_indices(3, "selected"),
+                                  p.model.tokens.find("bank", True))
+
+
+def test_search_and_workspace_selection_highlight(pca_panel, ws):
+    p = pca_panel
+    p.view.controls.search.setText("BANK")
+    expected = [i for i, w in enumerate(p.model.tokens.words) if w.lower() == "bank"]
+    assert len(expected) == 4
+    for k in range(4):
+        np.testing.assert_array_equal(p.view.plots.overlay_indices(k, "found"), expected)
+    assert p.view.info.text().startswith("'BANK': 4 of")
+    p.view.controls.search.setText("")
+    assert len(p.view.plots.overlay_indices(0, "found")) == 0
+    ws.select(TokenRef(1, 6))                                       # "bank" in sentence 2
+    i = int(np.flatnonzero((p.model.tokens.sentence == 1) & (p.model.tokens.position == 6))[0])
+    for k in range(4):
+        assert p.view.plots.overlay_indices(k, "found").tolist() == [i]
+    assert "[bank]" in p.view.info.text()
+    p.view.plots.point_clicked.emit(0, 0)                                 # click a point → selects it
+    assert ws.selection == TokenRef(0, 0)
+
+
+def test_hover_shows_token_in_sentence(pca_panel):
+    p = pca_panel
+    lp = p.view.plots.plots[1]
+    i = 5
+    scene = lp.view.mapViewToScene(QPointF(*p.model.shown[1].coords[i].astype(float)))
+    p.view.plots._on_mouse_moved(scene)
+    assert p.view.plots.hover_index == i
+    assert p.view.info.text().startswith(f"layer 1 · '{p.model.tokens.words[i]}'")
+    assert f"[{p.model.tokens.words[i]}]" in p.view.info.text()
+    for k in range(4):
+        assert p.view.plots.overlay_indices(k, "hover").tolist() == [i]
+
+
+def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
+    p = pca_panel
+    done = []
+    p.exports.export_csv(tmp_path / "c.csv", done.append)
+    p.exports.export_tensorboard(tmp_path / "tb", 2, done.append)
+    qtbot.waitUntil(lambda: len(done) == 2, timeout=20000)
+    with open(tmp_path / "c.csv", newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == len(p.model.tokens) and "mix_pca_x" in rows[0]
+    vec = np.loadtxt(tmp_path / "tb" / "vectors.tsv", delimiter="\t")
+    assert vec.shape == (len(p.model.tokens), 32)
+    assert (tmp_path / "tb" / "metadata.tsv").read_text().splitlines()[0].startswith("token\t")
+    png = p.exports.export_plot(1, tmp_path / "p.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert p.exports.export_all(tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
+    svg = p.exports.export_plot(0, tmp_path / "one.svg").read_text(encoding="utf-8")
+    assert "<svg" in svg and svg.count("<path") + svg.count("<rect") >= len(p.model.tokens) // 2
+    monkey_declined = []
+    p.confirm = lambda msg: monkey_declined.append(msg) or False
+    projection_mod_export = __import__("elmo_explorer.panels.projection_export", fromlist=["x"])
+    old = projection_mod_export.SVG_WARN_POINTS
+    projection_mod_export.SVG_WARN_POINTS = 10
+    try:
+        assert p.exports.export_all(tmp_path / "all.svg") is None            # declined: nothing written
+    finally:
+        projection_mod_export.SVG_WARN_POINTS = old
+    assert monkey_declined and not (tmp_path / "all.svg").exists()
+    assert [a.text() for a in p.export_actions()][2] == "Projection: coordinates as CSV…"
+
+
+def test_labelled_dataset_source(pca_panel, qtbot, tmp_path):
+    p = pca_panel
+    f = tmp_path / "pos.tsv"
+    f.write_text("The\tDET\nbank\tNOUN\nfell\tVERB\n\nA\tDET\nbank\tNOUN\nrose\t_\n", "utf-8")
+    with qtbot.waitSignal(p.ready, timeout=30000):
+        p.interaction.open_dataset(f)
+    assert p.view.controls.source_key() == "dataset" and p.view.controls.colour_by() == "label"
+    assert p.model.tokens.words == ("The", "bank", "fell", "A", "bank")
+    assert p.view.legend.entries() == ["DET", "NOUN", "VERB"]
+    assert all(p.model.shown[k].coords.shape == (5, 2) for k in range(4))
+
+
+def test_warm_up_runs_on_the_worker(qtbot, ws, monkeypatch):
+    seen = []
+    monkeypatch.setattr(projection_mod, "is_warm", lambda: bool(seen))
+    monkeypatch.setattr(projection_mod, "warm_up",
+                        lambda state: seen.append(threading.current_thread()))
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    qtbot.waitUntil(lambda: bool(seen), timeout=10000)
+    assert seen[0] is not threading.main_thread()
+
+
+def test_warm_up_waits_for_the_job_queued_right_after_a_load(qtbot, ws, monkeypatch):
+    """A model load ends with the worker idle for an instant before the embedding is queued:
+    the one-time compile must not take that slot and hold the first vectors back."""
+    import time
+
+    seen = []
+    monkeypatch.setattr(projection_mod, "is_warm", lambda: bool(seen))
+    monkeypatch.setattr(projection_mod, "warm_up", lambda state: seen.append("warm-up"))
+    started = []
+    ws.worker.job_started.connect(lambda _i, name: started.append(name))
+    ws.worker.submit("load", lambda s: time.sleep(0.3),
+                     on_result=lambda _r: ws.worker.submit("embed", lambda s: time.sleep(0.3)))
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    qtbot.waitUntil(lambda: bool(seen), timeout=10000)
+    assert started == ["load", "embed", "Preparing UMAP (one-time compile)"]
+
+
+@pytest.mark.slow
+def test_umap_replaces_pca_and_uses_the_cache(qtbot, ws):
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    panel.resize(1100, 500)
+    started = []
+    ws.worker.job_started.connect(lambda _i, name: started.append(name))
+    with qtbot.waitSignal(panel.ready, timeout=120000):
+        panel.show()
+    assert [panel.model.shown[k].method for k in range(4)] == ["umap"] * 4
+    assert all("UMAP" in lp.title_text() for lp in panel.view.plots.plots)
+    assert sum(name.startswith("Projection: UMAP") for name in started) == 4
+    first = {k: panel.model.shown[k] for k in range(4)}
+    started.clear()
+    with qtbot.waitSignal(panel.ready, timeout=20000):
+        panel.model.ready = False
+        panel.run()
+    assert not any(name.startswith("Projection: UMAP") for name in started)
+    assert all(panel.model.shown[k] is first[k] for k in range(4))
+
+
+def test_categories_other_bucket():
+    codes, legend = categories(["a"] * 3 + ["b"] * 2 + ["c", "d"], max_colours=2)
+    assert codes.tolist() == [0, 0, 0, 1, 1, 2, 2]
+    assert legend[:2] == [("a", PALETTE[0], 3), ("b", PALETTE[1], 2)]
+    assert legend[2][0] == "2 others" and legend[2][2] == 2
+
+
+@pytest.mark.slow
+def test_layer_with_too_few_distinct_vectors_keeps_pca(qtbot, ws):
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    panel.view.controls.set_source("words")
+    panel.view.controls.words.setText("bank the")          # layer 0: only 3 distinct vectors
+    with qtbot.waitSignal(panel.ready, timeout=120000):
+        panel.run()
+    assert [panel.model.shown[k].method for k in range(4)] == ["pca", "umap", "umap", "umap"]
+    assert "PCA kept for layer 0" in panel.view.controls.status.text()
+
+
+# ---- workspace / report hooks (app/panels/projection_report.py) ------------------------------
+def test_view_state_round_trip(pca_panel, qtbot, ws):
+    import json
+
+    p = pca_panel
+    c = p.view.controls
+    c.set_source("words")
+    c.words.setText("bank, play")
+    c.max_points.setValue(5000)
+    c.set_colour_by("sentence")
+    c.n_neighbors.setValue(7)
+    c.min_dist.setValue(0.35)
+    c.seed.setValue(123)
+    c.epochs.setValue(150)
+    c.mix.setText("0.2, 0.3, 0.5")
+    c.search.setText("bank")
+    state = json.loads(json.dumps(p.view_state()))          # JSON values only
+    assert state["source"] == "words" and state["words"] == "bank, play"
+    assert state["umap"] == {"n_neighbors": 7, "min_dist": 0.35, "seed": 123, "epochs": 150}
+    assert state["mix_weights"] == [0.2, 0.3, 0.5] and state["colour_by"] == "sentence"
+    assert state["search"] == "bank" and state["max_points"] == 5000
+
+    other = ProjectionPanel(ws)
+    qtbot.addWidget(other)
+    other.resize(1100, 500)
+    other.restore_view_state(state)
+    assert other.view_state() == state
+    assert other.view.controls.words.isVisibleTo(other)          # the word-list field is shown
+    assert other.view.controls.params().n_neighbors == 7
+    assert other.view.controls.mix_weights(3) == [0.2, 0.3, 0.5]
+    with qtbot.waitSignal(other.ready, timeout=20000):      # the usual scheduled run
+        other.show()
+    n_words = sum(w in ("bank", "play") for t in ws.tokens for w in t)
+    assert len(other.model.tokens) == n_words == 6
+    assert len(other.view.plots.highlight) == 4                  # search "bank" marked
+
+
+def test_restore_view_state_tolerates_bad_input(pca_panel):
+    p = pca_panel
+    before = p.view_state()
+    p.restore_view_state({"source": "nowhere", "words": 3, "max_points": "many",
+                          "colour_by": 1, "umap": {"n_neighbors": True, "min_dist": "x",
+                                                   "seed": 2.5}, "mix_weights": [1, "a"],
+                          "search": None, "unknown": {"x": 1}, "dataset_file": 7})
+    assert p.view_state() == before
+    p.restore_view_state("not a dict")
+    p.restore_view_state({"umap": {"n_neighbors": 10_000}, "mix_weights": None})
+    state = p.view_state()
+    assert state["umap"]["n_neighbors"] == 200 and state["mix_weights"] is None   # clamped
+
+
+def test_report_figures_png_and_svg_per_layer(pca_panel, tmp_path):
+    p = pca_panel
+    opts = FigureOptions(width_in=5.0, height_in=3.0, dpi=150, keep_aspect=False)
+    files = p.report_figures(tmp_path, opts)
+    names = [f.name for f in files]
+    assert len(files) == 2 * len(p.model.layers) == 8
+    for lay in p.model.layers:
+        assert f"projection_{lay.key}_pca.png" in names and f"projection_{lay.key}_pca.svg" in names
+    for f in files:
+        assert f.stat().st_size > 1000
+    img = QImage(str(tmp_path / f"projection_{p.model.layers[1].key}_pca.png"))
+    assert (img.width(), img.height()) == (750, 450)
+    svg = (tmp_path / f"projection_{p.model.layers[0].key}_pca.svg").read_text(encoding="utf-8")
+    assert "<svg" in svg and "PC 1" in svg and "layer 0" in svg
+    assert "bank (4)" in svg                                 # the legend, by word
+    (tmp_path / "pdf").mkdir()
+    pdf = p.report_figures(tmp_path / "pdf", FigureOptions(formats=("png", "svg", "pdf")))
+    assert sum(f.suffix == ".pdf" for f in pdf) == len(p.model.layers)
+    assert all(f.read_bytes()[:5] == b"%PDF-" for f in pdf if f.suffix == ".pdf")
+    tables = p.report_tables()
+    assert len(tables) == 1 and len(tables[0].rows) == len(p.model.tokens)
+    assert tables[0].rows[0]["token"] == p.model.tokens.words[0] and "mix_pca_x" in tables[0].header()
+
+
+def test_report_figures_empty_before_a_projection(qtbot, ws, monkeypatch, tmp_path):
+    monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    assert panel.report_figures(tmp_path, FigureOptions()) == [] and not any(tmp_path.iterdir())
+    assert panel.report_tables() == []

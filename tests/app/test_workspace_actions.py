@@ -1,0 +1,410 @@
+"""File → Save/Open workspace, Export vectors/report, autosave and recovery (offscreen Qt)."""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+import pyqtgraph as pg  # noqa: E402
+from PySide6.QtCore import Signal  # noqa: E402
+from PySide6.QtGui import QImage  # noqa: E402
+from PySide6.QtWidgets import (QFileDialog, QMenu, QMessageBox, QVBoxLayout,  # noqa: E402
+                               QWidget)
+
+import elmo_explorer.workspace_actions as wa  # noqa: E402
+from elmo_explorer.panels.protocol import AnalysisPanel  # noqa: E402
+from elmo_explorer.figure_export import (FigureOptions, VectorDialog, render_pdf,  # noqa: E402
+                                         render_png)
+from elmo_explorer.main_window import MainWindow  # noqa: E402
+from elmo_explorer.settings import AppSettings  # noqa: E402
+from elmo_explorer.workspace import TokenRef  # noqa: E402
+from elmo_engine.io import recovery  # noqa: E402
+from elmo_engine.io import workspace_file as wf  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+TEXT = "He sat on the bank of the river.\nShe deposited the check at the bank.\n"
+Yes, No = QMessageBox.StandardButton.Yes, QMessageBox.StandardButton.No
+
+
+class FakePanel(QWidget):
+    """A view with a labelled plot, view state, probe runs and (optionally) its own report
+    figures: the AnalysisPanel protocol."""
+
+    title = "Fake"
+    ready = Signal()
+
+    def __init__(self, own_figures: bool = False):
+        super().__init__()
+        self.state = {"layer": 2, "umap": {"n_neighbors": 15}}
+        self.restored = None
+        self.runs = []
+        self.own_figures = own_figures
+        self.plot = pg.PlotWidget(background="w")
+        self.plot.setTitle("Similarity per layer", color="k")
+        self.plot.addLegend(labelTextColor="k")
+        self.plot.plot([0, 1, 2], [0.9, 0.6, 0.4], pen=pg.mkPen("#2471a3", width=2), symbol="o",
+                       name="bank")
+        for side, label in (("bottom", "layer"), ("left", "self-similarity")):
+            axis = self.plot.getAxis(side)
+            axis.enableAutoSIPrefix(False)
+            axis.setPen("k")
+            axis.setTextPen("k")
+            self.plot.setLabel(side, label, color="k")
+        QVBoxLayout(self).addWidget(self.plot)
+
+    def is_ready(self):
+        return True
+
+    def export_actions(self):
+        return []
+
+    def view_state(self):
+        return dict(self.state)
+
+    def restore_view_state(self, state):
+        self.restored = state
+
+    def probe_runs(self):
+        return [r.to_dict() for r in self.runs]
+
+    def restore_probe_runs(self, runs):
+        pass
+
+    def report_figures(self, folder, options):
+        if not self.own_figures:
+            return []                                         # the report draws the view
+        assert folder.is_dir() and isinstance(options, FigureOptions)   # made for the panel
+        p = folder / "own_plot.svg"
+        p.write_text("<svg xmlns='http://www.w3.org/2000/svg' width='4' height='4'/>")
+        return [p]
+
+    def report_tables(self):
+        return []
+
+
+@pytest.fixture
+def window(qtbot, app_settings_dir, tiny_checkpoint):
+    w = MainWindow(AppSettings(app_settings_dir), views=())
+    qtbot.addWidget(w)
+    w.panels["fake"] = FakePanel()
+    w.show()
+    w.errors = []
+    w.show_error = lambda title, msg: w.errors.append((title, msg))
+    w.start(str(tiny_checkpoint), TEXT)
+    qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
+    w.actions_ = wa.install_workspace_actions(w, recover=False)
+    yield w
+    w.workspace.worker.shutdown()
+
+
+def test_the_fake_panel_is_an_analysis_panel(window):
+    assert isinstance(window.panels["fake"], AnalysisPanel)
+
+
+def test_menu_entries_and_shortcuts(window):
+    file_menu = window.menus["file"] if hasattr(window, "menus") else next(
+        m for m in window.menuBar().findChildren(QMenu) if m.title() == "&File")
+    texts = [a.text() for a in file_menu.actions()]
+    for t in ("Save &workspace…", "Open wor&kspace…", "Export &vectors…", "Export &report…"):
+        assert t in texts
+    acts = window.actions_.actions
+    assert acts["save"].shortcut().toString() == "Ctrl+Shift+S"
+    assert acts["report"].shortcut().toString() == "Ctrl+Shift+R"
+    assert texts.index("Export &report…") < texts.index("&Quit")
+
+
+def test_save_and_open_round_trip(qtbot, window, tmp_path):
+    ws, actions = window.workspace, window.actions_
+    ws.select(TokenRef(1, 6))
+    assert ws.word_at(TokenRef(1, 6)) == "bank" and actions.is_dirty()
+    path = tmp_path / "a.elmows.json"
+    with qtbot.waitSignal(actions.saved, timeout=10000):
+        actions.save_workspace(path)
+    assert not actions.is_dirty()
+    obj = json.loads(path.read_text(encoding="utf-8"))
+    assert obj["sentences"] == TEXT.strip().split("\n") and obj["views"]["fake"]["layer"] == 2
+    assert obj["selection"] == {"sentence": 1, "token": 6, "word": "bank"}
+    assert obj["checkpoint"]["checksum"] == ws.model_info.checksum
+    window.sentences.set_text("Something else entirely.\n")
+    qtbot.waitUntil(ws.all_embedded, timeout=10000)
+    assert ws.selection is None and actions.is_dirty()
+    with qtbot.waitSignal(actions.restored, timeout=20000):
+        actions.open_workspace(path)
+    assert ws.sentences == TEXT.strip().split("\n") and ws.selection == TokenRef(1, 6)
+    assert window.panels["fake"].restored == {"layer": 2, "umap": {"n_neighbors": 15}}
+    assert not actions.is_dirty() and window.errors == []
+
+
+def test_moved_checkpoint_asks_and_checksum_mismatch_warns(qtbot, window, tmp_path, monkeypatch,
+                                                           tiny_checkpoint):
+    actions, ws = window.actions_, window.workspace
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or No)
+    moved = tmp_path / "moved.elmows.json"
+    wf.save_workspace(moved, wf.WorkspaceData(
+        sentences=["a bank"], checkpoint=wf.CheckpointRef(str(tmp_path / "gone"), "00")))
+    with qtbot.waitSignal(actions.restored, timeout=20000):
+        actions.open_workspace(moved)
+    assert "gone" in asked[0] and "Locate it?" in asked[0]
+    assert ws.sentences == ["a bank"] and ws.model_spec.path == str(tiny_checkpoint)
+    warned = []
+    answer = [QMessageBox.StandardButton.Cancel]
+    monkeypatch.setattr(QMessageBox, "warning", lambda *a, **k: warned.append(a[2]) or answer[0])
+    other = tmp_path / "other.elmows.json"
+    wf.save_workspace(other, wf.WorkspaceData(
+        sentences=["the other bank"], checkpoint=wf.CheckpointRef(str(tiny_checkpoint), "ab" * 32)))
+    with qtbot.waitSignal(ws.worker.idle, timeout=10000):
+        actions.open_workspace(other)
+    assert "checksum differs" in warned[0] and ws.sentences == ["a bank"]       # cancelled
+    answer[0] = QMessageBox.StandardButton.Open
+    with qtbot.waitSignal(actions.restored, timeout=20000):
+        actions.open_workspace(other)
+    assert ws.sentences == ["the other bank"] and window.errors == []
+
+
+def test_export_vectors_asks_before_overwriting(qtbot, window, tmp_path, monkeypatch):
+    actions, ws = window.actions_, window.workspace
+    ws.select(TokenRef(0, 4))
+    out = tmp_path / "bank.hdf5"
+    with qtbot.waitSignal(actions.exported, timeout=10000):
+        actions.export_vectors(out, {"fmt": "hdf5", "layers": "top", "scope": "word"})
+    with h5py.File(out, "r") as fh:
+        assert fh["vectors"].shape == (2, 32) and list(fh["sentence"][()]) == [0, 1]
+        np.testing.assert_array_equal(fh["vectors"][1], ws.activations[1][-1, 6])
+    before = out.read_bytes()
+    monkeypatch.setattr(VectorDialog, "exec", lambda self: 1)
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(out), ""))
+    asked = []
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: asked.append(a[2]) or No)
+    actions.ask_export_vectors()
+    assert "exists already" in asked[0] and out.read_bytes() == before and not ws.worker.is_busy()
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: Yes)
+    with qtbot.waitSignal(actions.exported, timeout=10000):
+        actions.ask_export_vectors()                   # dialog defaults: HDF5, every layer, all
+    with h5py.File(out, "r") as fh:
+        assert fh["0"].shape == (3, 9, 32) and "sentence_to_index" in fh
+
+
+def test_disk_full_error_is_shown_and_nothing_left(qtbot, window, tmp_path, monkeypatch):
+    def full(_fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    window.actions_.export_vectors(tmp_path / "v.npz", {"fmt": "npz", "layers": "average"})
+    qtbot.waitUntil(lambda: bool(window.errors), timeout=10000)
+    title, message = window.errors[0]
+    assert title == "Cannot export the vectors" and "No space left" in message
+    assert str(tmp_path / "v.npz") in message
+    assert [p.name for p in tmp_path.iterdir()] == ["settings"]           # no file, no temporary
+
+
+def test_export_report_with_figures(qtbot, window, tmp_path):
+    window.panels["own"] = FakePanel(own_figures=True)
+    window.workspace.select(TokenRef(0, 4))
+    out = tmp_path / "report"
+    opts = FigureOptions(width_in=3.0, height_in=2.0, dpi=100, keep_aspect=False)
+    with qtbot.waitSignal(window.actions_.exported, timeout=20000):
+        window.actions_.export_report(out, opts)
+    figs = sorted(p.name for p in (out / "figures").iterdir())
+    assert figs == ["fake.png", "fake.svg", "own_plot.svg"]
+    img = QImage(str(out / "figures" / "fake.png"))
+    assert (img.width(), img.height()) == (300, 200)
+    assert round(img.dotsPerMeterX() * 0.0254) == 100
+    assert (out / "tables" / "contexts_summary.csv").is_file()
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "figures/fake.png" in page and "figures/own_plot.svg" in page and "PNG dpi" in page
+    assert "bank" in page and window.errors == []
+
+
+def test_autosave_and_recovery(qtbot, window, tmp_path, monkeypatch, app_settings_dir):
+    actions = window.actions_
+    window.workspace.select(TokenRef(0, 1))
+    with qtbot.waitSignal(actions.autosaved, timeout=10000) as blocker:
+        assert actions.autosave() is not None
+    auto = Path(blocker.args[0])
+    assert auto == recovery.autosave_path(actions.autosave_dir) and auto.is_file()
+    assert actions.autosave() is None                         # nothing changed since
+    obj = json.loads(auto.read_text(encoding="utf-8"))
+    obj["session"]["pid"] = 2 ** 22 + 4321                    # as if that session crashed
+    auto.write_text(json.dumps(obj), encoding="utf-8")
+    window.sentences.set_text("Unrelated text.\n")
+    qtbot.waitUntil(window.workspace.all_embedded, timeout=10000)
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: Yes)
+    with qtbot.waitSignal(actions.restored, timeout=20000):
+        actions.check_recovery()
+    assert window.workspace.sentences == TEXT.strip().split("\n")
+    assert window.workspace.selection == TokenRef(0, 1) and actions.is_dirty()
+    window.close()                                            # a clean exit removes the autosave
+    assert not auto.exists()
+
+
+def test_render_png_and_pdf_at_size(qtbot, tmp_path):
+    panel = FakePanel()
+    qtbot.addWidget(panel)
+    panel.resize(500, 350)
+    panel.show()
+    qtbot.waitExposed(panel)
+    png = render_png(panel.plot, FigureOptions(4.0, 3.0, 150, keep_aspect=False))
+    img = QImage.fromData(png)
+    assert (img.width(), img.height()) == (600, 450)
+    assert round(img.dotsPerMeterX() * 0.0254) == 150
+    dark = sum(1 for x in range(0, 600, 3) for y in range(0, 450, 3)
+               if img.pixelColor(x, y).lightness() < 100)
+    assert dark > 200                                         # axes, labels and the curve drawn
+    assert panel.size().width() == 500                        # the view got its size back
+
+    def thickness(image: QImage) -> int:                      # curve pixels in one column
+        x = int(image.width() * 0.6)
+        return sum(1 for y in range(image.height())
+                   if image.pixelColor(x, y).blue() > 120 and image.pixelColor(x, y).red() < 100)
+
+    hi = QImage.fromData(render_png(panel.plot, FigureOptions(4.0, 3.0, 300, keep_aspect=False)))
+    assert thickness(hi) >= 2 * thickness(img) - 1 >= 3        # pens scale with the DPI …
+    curve = next(i for i in panel.plot.scene().items() if isinstance(i, pg.PlotCurveItem))
+    assert curve.opts["pen"].widthF() == 2                    # … and are restored afterwards
+    kept = QImage.fromData(render_png(panel, FigureOptions(5.0, 1.0, 100)))
+    assert kept.width() == 500 and abs(kept.height() - 350) <= 2   # height from proportions
+    pdf = render_pdf(panel.plot, FigureOptions(4.0, 3.0, 300, keep_aspect=False))
+    assert pdf.startswith(b"%PDF")
+    box = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)\s*\]", pdf)
+    assert box and abs(float(box.group(1)) - 288) < 1 and abs(float(box.group(2)) - 216) < 1
+    (tmp_path / "plot.png").write_bytes(png)
+    if os.environ.get("ELMO_KEEP_FIGURES"):                   # for looking at them by eye
+        Path(os.environ["ELMO_KEEP_FIGURES"]).mkdir(parents=True, exist_ok=True)
+        Path(os.environ["ELMO_KEEP_FIGURES"], "plot.png").write_bytes(png)
+        Path(os.environ["ELMO_KEEP_FIGURES"], "plot.pdf").write_bytes(pdf)
+
+
+def test_open_loads_the_workspace_model_then_selects(qtbot, window, tmp_path):
+    from conftest import write_tiny_checkpoint
+
+    other = write_tiny_checkpoint(tmp_path / "other", seed=1)
+    path = tmp_path / "o.elmows.json"
+    wf.save_workspace(path, wf.WorkspaceData(
+        sentences=["A bank of fog rolled in."], selection={"sentence": 0, "token": 1, "word": "bank"},
+        checkpoint=wf.CheckpointRef(str(other), wf.checkpoint_checksum(other), "other")))
+    with qtbot.waitSignal(window.actions_.restored, timeout=20000):
+        window.actions_.open_workspace(path)
+    ws = window.workspace
+    assert ws.model_spec.path == str(other) and ws.model_info.checksum == wf.checkpoint_checksum(other)
+    assert ws.all_embedded() and ws.selection == TokenRef(0, 1) and window.errors == []
+
+
+def test_dialogs_return_their_choices(qtbot, window):
+    from elmo_explorer.figure_export import ReportDialog, VectorDialog
+    from elmo_engine.errors import InputError
+
+    rd = ReportDialog(FigureOptions(), window)
+    qtbot.addWidget(rd)
+    assert not rd.height_in.isEnabled()
+    rd.keep.setChecked(False)
+    rd.width_in.setValue(3.5)
+    rd.height_in.setValue(2.5)
+    rd.dpi.setValue(600)
+    rd.pdf.setChecked(True)
+    assert rd.height_in.isEnabled()
+    assert rd.options() == FigureOptions(3.5, 2.5, 600, False, ("png", "svg", "pdf"))
+    window.workspace.select(TokenRef(0, 4))
+    vd = VectorDialog(window.workspace, [0.2, 0.3, 0.5], window)
+    qtbot.addWidget(vd)
+    assert [vd.scope.itemData(i) for i in range(vd.scope.count())] == ["all", "word", "token"]
+    assert "'bank' (2)" in vd.scope.itemText(1) and vd.weights.text() == "0.2, 0.3, 0.5"
+    vd.layers.setCurrentIndex(vd.layers.findData("mix"))
+    vd.fmt.setCurrentIndex(vd.fmt.findData("tsv"))
+    vd.scope.setCurrentIndex(1)
+    assert vd.options() == {"fmt": "tsv", "layers": "mix", "weights": [0.2, 0.3, 0.5],
+                            "gamma": 1.0, "scope": "word"}
+    vd.weights.setText("1, 2")
+    with pytest.raises(InputError, match="give 3 non-negative mix weights"):
+        vd.options()
+    vd.accept()                                               # refused: the problem is shown
+    assert vd.result() == 0 and "give 3" in vd.problem.text()
+
+
+class FakeRun:
+    def __init__(self, task):
+        self.task = task
+
+    def to_dict(self):
+        return {"task": self.task, "weights": [0.4, 0.4, 0.2]}
+
+
+Save, Discard, Cancel = (QMessageBox.StandardButton.Save, QMessageBox.StandardButton.Discard,
+                         QMessageBox.StandardButton.Cancel)
+
+
+def _answer(monkeypatch, button, asked):
+    def question(parent, title, text, *args, **kw):
+        asked.append(text)
+        return button
+    monkeypatch.setattr(QMessageBox, "question", question)
+
+
+def test_quitting_with_unsaved_probe_runs_asks_and_cancel_keeps_the_window(qtbot, window,
+                                                                          monkeypatch):
+    actions, asked = window.actions_, []
+    actions.prompt_on_close = True
+    window.panels["fake"].runs = [FakeRun("pos")]
+    _answer(monkeypatch, Cancel, asked)
+    assert not window.close() and window.isVisible()
+    assert len(asked) == 1 and "holds 1 probe run that was never saved" in asked[0]
+    assert actions.timer.isActive()                          # autosave goes on
+    _answer(monkeypatch, Discard, asked)
+    assert window.close() and not window.isVisible() and len(asked) == 2
+
+
+def test_save_on_quit_asks_for_a_file_and_writes_it(qtbot, window, tmp_path, monkeypatch):
+    actions, asked = window.actions_, []
+    actions.prompt_on_close = True
+    window.panels["fake"].runs = [FakeRun("wsd")]
+    _answer(monkeypatch, Save, asked)
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: ("", ""))
+    assert not window.close() and window.isVisible()         # no file chosen: stay
+    target = tmp_path / "quit"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(target), ""))
+    assert window.close()
+    saved = tmp_path / ("quit" + wf.SUFFIX)
+    obj = json.loads(saved.read_text(encoding="utf-8"))
+    assert obj["probe_runs"] == [{"task": "wsd", "weights": [0.4, 0.4, 0.2]}]
+    assert obj["sentences"] == TEXT.strip().split("\n") and actions.path == saved
+
+
+def test_a_changed_saved_workspace_is_saved_in_place_on_quit(qtbot, window, tmp_path,
+                                                             monkeypatch):
+    actions, asked = window.actions_, []
+    actions.prompt_on_close = True
+    path = tmp_path / "w.elmows.json"
+    with qtbot.waitSignal(actions.saved, timeout=10000):
+        actions.save_workspace(path)
+    window.workspace.select(TokenRef(1, 6))
+    monkeypatch.setattr(wa.wf, "save_workspace", _raise_disk_full)
+    _answer(monkeypatch, Save, asked)
+    assert not window.close() and window.isVisible()         # a failed save keeps the window
+    assert window.errors and "No space left" in window.errors[-1][1]
+    assert "w.elmows.json" in asked[0]
+    monkeypatch.undo()
+    _answer(monkeypatch, Save, asked)
+    assert window.close()
+    assert json.loads(path.read_text(encoding="utf-8"))["selection"]["word"] == "bank"
+
+
+def _raise_disk_full(path, data):
+    raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+
+def test_unsaved_sentences_alone_do_not_ask(qtbot, window, monkeypatch):
+    window.actions_.prompt_on_close = True
+    window.sentences.set_text("Only new sentences.\n")
+    qtbot.waitUntil(window.workspace.all_embedded, timeout=10000)
+    assert window.actions_.is_dirty()
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: pytest.fail("asked"))
+    assert window.close()

@@ -1,0 +1,58 @@
+"""``elmo-explorer contexts`` (elmo_engine.cli.contexts) on the shared fixture model."""
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+from elmo_engine.cli import contexts as compare_cli
+from elmo_engine.analysis.compare import read_matrices_csv
+from elmo_engine.errors import InputError
+
+
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    compare_cli.add_parser(parser.add_subparsers(dest="command"))
+    return parser.parse_args(["contexts", *argv])
+
+
+@pytest.fixture
+def sentences(tmp_path):
+    f = tmp_path / "s.txt"
+    f.write_text("We sat on the bank of the river .\nShe paid money into the bank .\n"
+                 "The bank of the river was muddy .\n", encoding="utf-8")
+    return f
+
+
+def test_contexts_command(fixtures_dir, sentences, tmp_path, capsys):
+    args = parse(["--word", "bank", "--sentences", str(sentences), "--checkpoint",
+                  str(fixtures_dir / "allennlp"), "--groups", "river,money,river", "--correct",
+                  "--neighbours", "3", "--matrices", str(tmp_path / "m.csv"), "--vectors",
+                  str(tmp_path / "v.npz"), "--neighbours-csv", str(tmp_path / "n.csv"),
+                  "--json", str(tmp_path / "s.json")])
+    assert compare_cli.run(args) == 0
+    out = capsys.readouterr().out
+    assert "'bank': 3 occurrences in 3 sentences" in out and "layer 2:" in out
+    summary = json.loads((tmp_path / "s.json").read_text())
+    mats = read_matrices_csv(tmp_path / "m.csv")
+    m2 = mats["layer 2"]
+    assert summary["views"]["layer 2"]["within"] == pytest.approx(m2[0, 2], abs=1e-5)
+    assert summary["views"]["layer 2"]["between"] == pytest.approx((m2[0, 1] + m2[1, 2]) / 2,
+                                                                   abs=1e-5)
+    assert summary["views"]["layer 0"]["self_similarity"] == pytest.approx(1.0, abs=1e-5)
+    with np.load(tmp_path / "v.npz", allow_pickle=False) as z:
+        assert z["vectors"].shape == (3, 3, 32) and list(z["group"]) == ["river", "money", "river"]
+    assert len((tmp_path / "n.csv").read_text().splitlines()) == 1 + 3 * 3
+
+
+def test_contexts_command_errors(fixtures_dir, sentences):
+    args = parse(["--word", "bank", "--sentences", str(sentences), "--checkpoint",
+                  str(fixtures_dir / "allennlp"), "--groups", "a,b"])
+    with pytest.raises(InputError, match="2 labels for 3 occurrences"):
+        compare_cli.run(args)
+    args = parse(["--word", "bank", "--sentences", str(sentences), "--checkpoint",
+                  str(fixtures_dir / "allennlp"), "--weights", "1,x,1"])
+    with pytest.raises(InputError, match="--weights"):
+        compare_cli.run(args)

@@ -1,0 +1,177 @@
+"""Comparison and nearest neighbours on the shared fixture biLM (elmo_engine.analysis.compare/neighbours)."""
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+import torch
+
+from elmo_engine.analysis import compare as cmp
+from elmo_engine.errors import InputError
+from elmo_engine.analysis.neighbour_corpus import (IndexCache, build_index, index_key, read_corpus,
+                                                   read_vocabulary)
+from elmo_engine.analysis.neighbours import (NeighbourIndex, WordIndex, highlight_html, top_k,
+                                             write_neighbours_csv)
+
+SENTS = [
+    "we sat on the bank of the river and watched the water".split(),
+    "she paid the money into the bank on monday".split(),
+    "the bank of the river was muddy".split(),
+    "the bank of the money was closed".split(),
+    "he robbed a bank downtown".split(),
+]
+
+
+@pytest.fixture(scope="module")
+def embedder(fixtures_dir):
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.embed.embedder import Embedder
+    torch.set_num_threads(1)
+    return Embedder(load_checkpoint(fixtures_dir / "allennlp"), device="cpu")
+
+
+@pytest.fixture(scope="module")
+def acts(embedder):
+    return embedder.embed(SENTS)
+
+
+def test_layer0_all_ones_upper_layers_not(acts):
+    occ = cmp.find_occurrences(SENTS, "bank")
+    assert len(occ) == 5
+    comp = cmp.compare(cmp.gather(acts, occ), None, occurrences=occ)
+    np.testing.assert_allclose(comp.matrices[0], np.ones((5, 5)), atol=1e-6)
+    assert comp.self_sim[0] == pytest.approx(1.0, abs=1e-6)
+    for k in (1, 2, 3):
+        np.testing.assert_allclose(np.diag(comp.matrices[k]), 1.0, atol=1e-6)
+        assert comp.self_sim[k] < 0.9999
+        assert comp.matrices[k].min() < 0.999
+
+
+def test_layer0_halves_identical(acts):
+    for a in acts:
+        p = a.shape[2] // 2
+        np.testing.assert_array_equal(a[0, :, :p], a[0, :, p:])
+
+
+def test_forward_half_cannot_see_right_context(acts):
+    # sentences 2 and 3 differ only to the right of "bank" (position 1)
+    assert SENTS[2][:4] == SENTS[3][:4] and SENTS[2][4] != SENTS[3][4]
+    p = acts[2].shape[2] // 2
+    a, b = acts[2][:, 1], acts[3][:, 1]                           # (L+1, 2P)
+    for layer in range(1, a.shape[0]):
+        np.testing.assert_array_equal(a[layer, :p], b[layer, :p])
+        assert np.abs(a[layer, p:] - b[layer, p:]).max() > 1e-4
+    vec = cmp.gather(acts, [(2, 1), (3, 1)])
+    fwd = cmp.compare(vec, None, "forward")
+    bwd = cmp.compare(vec, None, "backward")
+    np.testing.assert_allclose(fwd.matrices[:, 0, 1], 1.0, atol=1e-6)
+    assert (bwd.matrices[1:, 0, 1] < 1 - 1e-5).all()
+
+
+def test_neighbour_index_matches_brute_force(acts):
+    layers = [np.concatenate([a[k] for a in acts]) for k in (1, 2)]       # (N, 2P)
+    idx = NeighbourIndex(SENTS, layers)
+    assert idx.n_tokens == sum(map(len, SENTS)) and idx.n_layers == 3
+    assert idx.place(idx.flat(3, 4)) == (3, 4)
+    q = acts[1][:, 6]                                              # "bank" in sentence 1
+    p = q.shape[1] // 2
+    for layer in (1, 2):
+        for direction, sl in (("both", slice(None)), ("forward", slice(0, p)),
+                              ("backward", slice(p, None))):
+            x = layers[layer - 1][:, sl].astype(np.float64)
+            ref = x @ q[layer, sl] / (np.linalg.norm(x, axis=1) * np.linalg.norm(q[layer, sl]))
+            np.testing.assert_allclose(idx.scores(layer, q[layer], direction), ref, atol=1e-5)
+            got = idx.query(layer, q[layer], k=5, direction=direction, exclude=[(1, 6)])
+            # ties (identical left contexts in the forward half) may come in any order
+            best = np.sort(np.delete(ref, idx.flat(1, 6)))[::-1][:5]
+            flat = [idx.flat(n.sentence, n.token) for n in got]
+            assert idx.flat(1, 6) not in flat and len(set(flat)) == 5
+            np.testing.assert_allclose(ref[flat], best, atol=1e-5)
+            np.testing.assert_allclose([n.score for n in got], best, atol=1e-5)
+    with pytest.raises(InputError):
+        idx.scores(0, q[0])
+
+
+def test_top_k_edge_cases():
+    idx, vals = top_k(np.array([0.1, 0.9, 0.5, 0.7]), 2)
+    assert list(idx) == [1, 3] and list(vals) == [0.9, 0.7]
+    idx, _ = top_k(np.array([0.1, 0.9, 0.5]), 10, exclude=[1])
+    assert list(idx) == [2, 0]
+
+
+def test_build_index_cache_and_words(embedder, tmp_path):
+    cache = IndexCache(tmp_path)
+    vocab = ["receive", "river", "money"]
+    first = cache.get_or_build(embedder, SENTS, vocab)
+    assert first.key == index_key(embedder.checksum, SENTS, vocab)
+    assert cache.get_or_build(embedder, SENTS, vocab) is first
+    assert first.nbytes > 0
+    small = IndexCache(max_bytes=1)                      # over budget: only the newest stays
+    a = small.get_or_build(embedder, SENTS[:2])
+    b = small.get_or_build(embedder, SENTS[2:])
+    assert small.get(b.key) is b and small.get(a.key) is None
+    assert len(list(tmp_path.glob("neighbours-*.npz"))) == 1
+    loaded = IndexCache(tmp_path).get(first.key)                 # from disk, a new cache
+    assert loaded is not None and loaded.tokens == first.tokens
+    np.testing.assert_array_equal(loaded.fwd[1], first.fwd[1])
+    flat = np.concatenate(embedder.embed(SENTS), axis=1)                 # (L+1, N, 2P)
+    np.testing.assert_allclose(first.mean, flat.mean(axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(loaded.mean, first.mean)
+    assert loaded.words.words == first.words.words
+    # a misspelled word still gets a token vector; its nearest known words come from the CNN
+    q = embedder.token_vectors(["recieve"])[0]
+    words = first.words.query(q, k=3, exclude=["recieve"])
+    assert len(words) == 3
+    types = first.words.words
+    ref = first.words.unit @ (q / np.linalg.norm(q))
+    assert words[0][0] == types[int(np.argmax(ref))]
+    assert words[0][1] == pytest.approx(float(ref.max()), abs=1e-6)
+    assert "bank" in types and "receive" in types
+    # the same spelling is its own best match (cosine 1) unless excluded
+    bank = embedder.token_vectors(["bank"])[0]
+    assert first.words.query(bank, k=1)[0] == ("bank", pytest.approx(1.0, abs=1e-6))
+    assert first.words.query(bank, k=1, exclude=["bank"])[0][0] != "bank"
+
+
+def test_build_index_cancel(embedder):
+    from elmo_engine.errors import CancelledError
+    from elmo_engine.progress import TaskState
+    seen = []
+    st = TaskState(lambda d, t, m: seen.append((d, t)))
+    st.cancel()
+    with pytest.raises(CancelledError):
+        build_index(embedder, [["fresh", "tokens", "here"]], state=st)
+    st2 = TaskState(lambda d, t, m: seen.append((d, t)))
+    build_index(embedder, [["fresh", "tokens", "here"]], state=st2)
+    assert seen and seen[-1][0] == seen[-1][1]
+
+
+def test_read_corpus_and_vocabulary(tmp_path):
+    f = tmp_path / "ref.txt"
+    f.write_text("The bank of the river.\n\nI don't know.\n", encoding="utf-8")
+    assert read_corpus(f) == [["The", "bank", "of", "the", "river", "."],
+                              ["I", "do", "n't", "know", "."]]
+    with pytest.raises(InputError, match="ref.txt:3"):
+        read_corpus(f, max_tokens=8)
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine\n\xff\xfe broken\n")
+    with pytest.raises(InputError, match="bad.txt:2"):
+        read_corpus(bad)
+    v = tmp_path / "vocab.txt"
+    v.write_text("<S>\n</S>\n<UNK>\nthe\nbank 12\n", encoding="utf-8")
+    assert read_vocabulary(v) == ["the", "bank"]
+
+
+def test_neighbours_csv_and_html(tmp_path):
+    write_neighbours_csv(tmp_path / "n.csv", [["layer 1", 1, "0.912345", "bank", 2, 1, "a, b"]])
+    with open(tmp_path / "n.csv", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    assert rows == [["view", "rank", "score", "word", "sentence", "token", "text"],
+                    ["layer 1", "1", "0.912345", "bank", "2", "1", "a, b"]]
+    assert highlight_html(["a", "<b>", "c"], 1) == "a <b>&lt;b&gt;</b> c"
+
+
+def test_word_index_rejects_bad_shapes():
+    with pytest.raises(InputError):
+        WordIndex(["a", "b"], np.zeros((3, 4)))

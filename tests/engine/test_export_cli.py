@@ -1,0 +1,118 @@
+"""``elmo-explorer export vectors|report`` end to end on a tiny checkpoint."""
+from __future__ import annotations
+
+import csv
+import json
+import xml.etree.ElementTree as ET
+
+import h5py
+import numpy as np
+import pytest
+
+from elmo_engine.cli.main import main
+from elmo_engine.analysis.probes.experiment import LayerResult, MixResult, ProbeResult
+from elmo_engine.io.workspace_file import (CheckpointRef, WorkspaceData, checkpoint_checksum,
+                                           save_workspace)
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+SENTENCES = ["He sat on the bank of the river .", "She went to the bank .", "bank loans rose"]
+
+
+@pytest.fixture
+def text_file(tmp_path):
+    p = tmp_path / "in.txt"
+    p.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    return p
+
+
+def test_vectors_hdf5_and_word_selection(tmp_path, text_file, tiny_checkpoint, capsys):
+    out = tmp_path / "v.hdf5"
+    assert main(["export", "vectors", str(text_file), str(out), "--checkpoint",
+                 str(tiny_checkpoint), "--layers", "each", "--device", "cpu"]) == 0
+    with h5py.File(out, "r") as fh:
+        assert fh["0"].shape == (3, 9, 32) and fh["2"].shape == (3, 3, 32)
+        assert json.loads(fh["sentence_to_index"][0])["bank loans rose"] == "2"
+        first = fh["1"][()]
+    assert "wrote 18 vectors of 3 sentences" in capsys.readouterr().err
+    sel = tmp_path / "bank.csv"
+    assert main(["export", "vectors", str(text_file), str(sel), "--checkpoint", str(tiny_checkpoint),
+                 "--layers", "mix", "--mix-weights", "0,0,1", "--mix-gamma", "2", "--word", "bank",
+                 "--device", "cpu"]) == 0
+    with open(sel, encoding="utf-8", newline="") as fh:
+        rows = list(csv.reader(fh))
+    assert len(rows) == 4 and [r[:3] for r in rows[1:]] == [["0", "4", "bank"], ["1", "4", "bank"],
+                                                           ["2", "0", "bank"]]
+    np.testing.assert_allclose([float(x) for x in rows[2][4:]], 2 * first[2, 4], rtol=1e-5, atol=1e-6)
+
+
+def test_vectors_refuses_existing_and_bad_options(tmp_path, text_file, tiny_checkpoint, capsys):
+    out = tmp_path / "v.npz"
+    out.write_bytes(b"old")
+    args = ["export", "vectors", str(text_file), str(out), "--checkpoint", str(tiny_checkpoint)]
+    assert main(args) == 1
+    assert "already exists; pass --force" in capsys.readouterr().err and out.read_bytes() == b"old"
+    assert main(args + ["--force", "--layers", "top", "--device", "cpu"]) == 0
+    with np.load(out, allow_pickle=False) as z:
+        assert z["0"].shape == (9, 32)
+    assert main(["export", "vectors", str(text_file), str(tmp_path / "m.npz"), "--checkpoint",
+                 str(tiny_checkpoint), "--layers", "mix", "--mix-weights", "1,2"]) == 1
+    assert "one weight per layer: 3 expected, got 2" in capsys.readouterr().err
+    assert main(["export", "vectors", str(text_file), str(tmp_path / "w.npz"), "--checkpoint",
+                 str(tiny_checkpoint), "--word", "nowhere", "--device", "cpu"]) == 1
+    assert "'nowhere' does not occur" in capsys.readouterr().err
+    assert not (tmp_path / "m.npz").exists() and not (tmp_path / "w.npz").exists()
+
+
+def _probe_run() -> dict:
+    layers = [LayerResult(k, 0.5 + k / 10, 0.4 + k / 10, 0.3) for k in range(3)]
+    return ProbeResult("pos", "POS (demo)", "upos", "tiny", layers,
+                       MixResult([0.2, 0.5, 0.3], 1.1, 0.7, 0.65, 0.6), {"majority": 0.2},
+                       {"train": 10}, {"seed": 0}, {}).to_dict()
+
+
+def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
+    ws = tmp_path / "a.elmows.json"
+    save_workspace(ws, WorkspaceData(
+        sentences=SENTENCES,
+        checkpoint=CheckpointRef(str(tiny_checkpoint), checkpoint_checksum(tiny_checkpoint), "tiny"),
+        selection={"sentence": 1, "token": 4, "word": "bank"},
+        views={"contexts": {"direction": "forward", "weights": [0, 1, 1]}},
+        probe_runs=[_probe_run()]))
+    out = tmp_path / "report"
+    assert main(["export", "report", str(ws), str(out), "--device", "cpu"]) == 0
+    assert "wrote a report with" in capsys.readouterr().err
+    tables = sorted(p.name for p in (out / "tables").iterdir())
+    assert tables == ["contexts_occurrences.csv", "contexts_similarity_layer0.csv",
+                      "contexts_similarity_layer1.csv", "contexts_similarity_layer2.csv",
+                      "contexts_similarity_mix.csv", "contexts_summary.csv", "probe_results.csv"]
+    with open(out / "tables" / "contexts_summary.csv", encoding="utf-8") as fh:
+        summary = list(csv.DictReader(fh))
+    assert [r["view"] for r in summary] == ["layer 0", "layer 1", "layer 2", "mix"]
+    assert float(summary[0]["self-similarity"]) == pytest.approx(1.0)   # layer 0: same word
+    assert -1 <= float(summary[2]["self-similarity"]) < 1
+    with open(out / "tables" / "probe_results.csv", encoding="utf-8") as fh:
+        probe = list(csv.DictReader(fh))
+    assert len(probe) == 4 and probe[1]["mix weight"] == "0.5000" and probe[3]["test"] == "0.6500"
+    for svg in ("contexts_heatmaps.svg", "probe_mix_weights.svg"):
+        root = ET.parse(out / "figures" / svg).getroot()                  # well-formed SVG
+        text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+        assert ("occurrence" in text and "cosine" in text) or ("biLM layer" in text
+                                                             and "POS (demo)" in text)
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "direction" in page and "forward" in page and "0, 0.5, 0.5" in page
+    assert "figures/contexts_heatmaps.svg" in (out / "report.md").read_text(encoding="utf-8")
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+    assert main(["export", "report", str(ws), str(out)]) == 1                # exists, no --force
+    assert "pass --force" in capsys.readouterr().err
+
+
+def test_report_with_moved_checkpoint(tmp_path, tiny_checkpoint, capsys):
+    ws = tmp_path / "a.elmows.json"
+    save_workspace(ws, WorkspaceData(sentences=SENTENCES,
+                                     checkpoint=CheckpointRef(str(tmp_path / "gone"), "00")))
+    assert main(["export", "report", str(ws), str(tmp_path / "r")]) == 1
+    assert "was not found (moved?); pass --checkpoint" in capsys.readouterr().err
+    assert main(["export", "report", str(ws), str(tmp_path / "r"), "--checkpoint",
+                 str(tiny_checkpoint), "--device", "cpu"]) == 0
+    assert (tmp_path / "r" / "report.html").is_file() and not (tmp_path / "r" / "tables").exists()

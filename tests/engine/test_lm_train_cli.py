@@ -1,0 +1,83 @@
+"""``train-lm`` command: clear messages for bad input, exit status 1, nothing trained."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+from lm_train_helpers import write_corpus
+
+from elmo_engine.cli.train_lm import main
+
+
+def _run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture()
+def dev(tmp_path):
+    return write_corpus(tmp_path / "dev.txt", 5, seed=3)
+
+
+def test_empty_corpus(tmp_path, dev, capsys):
+    corpus = tmp_path / "empty.txt"
+    corpus.write_text("= only a header =\n\n   \n", "utf-8")
+    code, err = _run(capsys, corpus, "--dev", dev, "--out", tmp_path / "o", "--preset", "tiny")
+    assert code == 1 and "empty.txt" in err and "corpus is empty" in err
+    assert not (tmp_path / "o" / "checkpoint").exists()
+
+
+def test_missing_and_folder_corpus(tmp_path, dev, capsys):
+    code, err = _run(capsys, tmp_path / "nope.txt", "--dev", dev, "--out", tmp_path / "o")
+    assert code == 1 and "nope.txt" in err and "cannot read the corpus" in err
+    code, err = _run(capsys, tmp_path, "--dev", dev, "--out", tmp_path / "o")
+    assert code == 1 and "not a folder" in err
+
+
+def test_not_utf8_names_the_line(tmp_path, dev, capsys):
+    corpus = tmp_path / "latin1.txt"
+    corpus.write_bytes("A fine line .\nCaf\u00e9 au lait .\n".encode("latin-1"))
+    code, err = _run(capsys, corpus, "--dev", dev, "--out", tmp_path / "o", "--preset", "tiny")
+    assert code == 1 and "latin1.txt:2" in err and "not UTF-8" in err
+
+
+def test_bad_gzip(tmp_path, dev, capsys):
+    corpus = tmp_path / "c.txt.gz"
+    corpus.write_bytes(b"this is not gzip data at all\n")
+    code, err = _run(capsys, corpus, "--dev", dev, "--out", tmp_path / "o", "--preset", "tiny")
+    assert code == 1 and "gzip" in err and "c.txt.gz" in err
+    good = tmp_path / "g.txt.gz"
+    good.write_bytes(gzip.compress(b"one two three .\n")[:-8])        # truncated
+    code, err = _run(capsys, good, "--dev", dev, "--out", tmp_path / "o", "--preset", "tiny")
+    assert code == 1 and "g.txt.gz" in err
+
+
+def test_vocabulary_too_small(tmp_path, dev, capsys):
+    corpus = tmp_path / "small.txt"
+    corpus.write_text("a b c a b c .\n" * 3, "utf-8")
+    code, err = _run(capsys, corpus, "--dev", dev, "--out", tmp_path / "o", "--preset", "tiny")
+    assert code == 1 and "vocabulary too small" in err and "--min-count" in err
+
+
+def test_empty_dev_and_missing_resume_state(tmp_path, dev, capsys):
+    corpus = write_corpus(tmp_path / "train.txt", 30, seed=1)
+    empty = tmp_path / "dev_empty.txt"
+    empty.write_text("", "utf-8")
+    code, err = _run(capsys, corpus, "--dev", empty, "--out", tmp_path / "o", "--preset", "tiny")
+    assert code == 1 and "dev file is empty" in err
+    code, err = _run(capsys, corpus, "--dev", dev, "--out", tmp_path / "fresh", "--resume")
+    assert code == 1 and "no training state to resume" in err
+
+
+def test_add_parser_registers_train_lm():
+    import argparse
+
+    from elmo_engine.cli import train_lm as cli
+
+    parser = argparse.ArgumentParser(prog="elmo-explorer")
+    cli.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["train-lm", "c.txt", "--dev", "d.txt", "--out", "o", "--epochs", "3",
+                              "--preset", "small"])
+    cfg = cli.build_config(args)
+    assert args.command == "train-lm" and cfg.epochs == 3 and cfg.batch_size == 128
+    assert cfg.options["lstm"]["dim"] == 1024 and cfg.options["lstm"]["projection_dim"] == 128

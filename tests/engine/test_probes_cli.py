@@ -1,0 +1,113 @@
+"""`elmo-explorer probe` end to end on tiny data with the small fixture model."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from conftest import DATA, FIXTURES, need
+from elmo_engine.analysis.probes.tasks import TaskFiles, load_task_data
+from elmo_engine.cli import probe as probe_cli
+
+torch.set_num_threads(1)
+
+FIXTURE = FIXTURES / "allennlp"
+WSD = DATA / "wsd_eval_raganato2017" / "semeval2007"
+
+
+def _main(argv):
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="elmo-explorer")
+    probe_cli.add_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+CONLLU_WORDS = [("the", "DET"), ("dog", "NOUN"), ("runs", "VERB"), ("a", "DET"), ("cat", "NOUN"),
+                ("sleeps", "VERB"), ("big", "ADJ"), ("red", "ADJ"), ("bird", "NOUN"), ("sings", "VERB")]
+
+
+def _write_conllu(path: Path, n: int, offset: int) -> None:
+    lines = []
+    for s in range(n):
+        words = [CONLLU_WORDS[(s + offset + j) % len(CONLLU_WORDS)] for j in range(5)]
+        lines.append(f"# sent_id = s{s}")
+        for i, (form, upos) in enumerate(words, start=1):
+            lines.append(f"{i}\t{form}\t{form}\t{upos}\t_\t_\t0\tdep\t_\t_")
+        lines.append("")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_pos_cli_writes_documented_json(tmp_path, capsys):
+    train, test, out = tmp_path / "train.conllu", tmp_path / "test.conllu", tmp_path / "r.json"
+    _write_conllu(train, 40, 0)
+    _write_conllu(test, 10, 3)
+    rc = _main(["probe", "--checkpoint", str(FIXTURE), "--task", "pos", "--train", str(train),
+                "--test", str(test), "--control", "--epochs", "8", "--out", str(out)])
+    assert rc == 0
+    d = json.loads(out.read_text("utf-8"))
+    assert d["description"] and d["task"] == "pos" and d["label"] == "upos"
+    assert [e["layer"] for e in d["layers"]] == [0, 1, 2]     # fixture: 2 LSTM layers + tokens
+    for e in d["layers"]:
+        assert 0 <= e["dev"] <= 1 and 0 <= e["test"] <= 1
+        assert e["selectivity"] == pytest.approx(e["test"] - e["control_test"])
+    assert len(d["mix"]["weights"]) == 3 and abs(sum(d["mix"]["weights"]) - 1) < 1e-9
+    assert d["counts"]["test"] == 50 and d["counts"]["dim"] == 32
+    # four balanced-ish tags: the majority baseline is a real fraction
+    assert 0.2 <= d["baselines"]["majority"] <= 0.5
+    err = capsys.readouterr().err
+    assert "mix weights" in err and f"wrote {out}" in err
+
+
+def test_wsd_cli_on_semeval2007(tmp_path):
+    xml = need(WSD / "semeval2007.data.xml")
+    keys = WSD / "semeval2007.gold.key.txt"
+    out = tmp_path / "wsd.json"
+    rc = _main(["probe", "--checkpoint", str(FIXTURE), "--task", "wsd", "--train", str(xml),
+                "--train-keys", str(keys), "--test", str(xml), "--test-keys", str(keys),
+                "--max-sentences", "60", "--epochs", "3", "--out", str(out)])
+    assert rc == 0
+    d = json.loads(out.read_text("utf-8"))
+    assert set(d["baselines"]) == {"majority", "first_sense"}
+    assert d["counts"]["test"] == 455                          # every SemEval-2007 instance
+    for e in d["layers"]:
+        assert 0 <= e["centroid_test"] <= 1 and 0 <= e["test"] <= 1
+    # the test set overlaps the training subset, so known lemmas dominate: well above 0
+    assert d["layers"][0]["centroid_test"] > 0.3
+    assert 0 <= d["mix"]["centroid_test"] <= 1
+
+
+def test_missing_arguments_are_clear_errors(tmp_path):
+    from elmo_engine.errors import InputError
+
+    with pytest.raises(InputError, match="--task pos needs --train"):
+        _main(["probe", "--checkpoint", str(FIXTURE), "--task", "pos",
+               "--out", str(tmp_path / "x.json")])
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tdog\tdog\tNOUN\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"bad\.conllu:1"):
+        _main(["probe", "--checkpoint", str(FIXTURE), "--task", "pos", "--train", str(bad),
+               "--test", str(bad), "--out", str(tmp_path / "x.json")])
+    assert not (tmp_path / "x.json").exists()
+
+
+def test_demo_tasks_load_and_run(tmp_path):
+
+    from elmo_engine.io.datasets.records import WsdSentence
+
+    try:
+        wsd = load_task_data(TaskFiles("demo-wsd"))
+    except Exception as e:  # the demo files are part of the repo; say so if they are missing
+        pytest.fail(f"demo tasks not loadable: {e}")
+    assert isinstance(wsd["train"][0], WsdSentence) and wsd["train"][0].instances[0].candidates
+    inst = wsd["test"][0].instances[0]
+    assert wsd["first_sense_fn"](inst.lemma, inst.pos) == inst.candidates[0]
+    out = tmp_path / "demo.json"
+    assert _main(["probe", "--checkpoint", str(FIXTURE), "--task", "demo-pos",
+                  "--max-sentences", "150", "--epochs", "3", "--out", str(out)]) == 0
+    d = json.loads(out.read_text("utf-8"))
+    assert d["task"] == "demo-pos" and d["counts"]["labels"] <= 4
+    assert d["config"]["max_train_sentences"] == 150
