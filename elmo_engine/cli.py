@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES = {
     "export": "elmo_engine.export_cli",
     "contexts": "elmo_engine.compare_cli",
     "project": "elmo_engine.projection.cli",
+    "layers": "elmo_engine.layers_cli",
 }
 
 
