@@ -13,7 +13,7 @@ from elmo_engine import layers_cli
 from elmo_engine.analysis.cka import cka_matrix, cross_cka
 from elmo_engine.analysis.contextuality import contextuality
 from elmo_engine.cli import build_parser, main
-from tests.conftest import write_tiny_checkpoint
+from conftest import write_tiny_checkpoint
 
 SENTENCES = [
     "the bank of the river was steep .",
