@@ -23,11 +23,13 @@ Probes and training here (documented choices, not the paper's exact regimen):
 * every block's probes are trained with Adam in minibatches, with early stopping on the held-out
   loss of the last ``holdout`` (10 %) of the current training portion (each probe keeps its best
   epoch); at least ``min_steps`` steps an epoch, so the tiny first blocks are trained too;
-* ``warm_start`` (default): block *i+1*'s training starts from block *i*'s probes. The code stays
-  decodable — the receiver can repeat the same deterministic training on the labels it already
-  has — and it is several times faster than training from scratch per block. The mix's weights
-  ``s`` and scale ``γ`` alone restart from equal weights in every block: warm-started, the noise
-  of the first, tiny blocks could lock them onto one layer for good;
+* every block's probes start from zero (the uniform code). ``warm_start=True`` starts them from
+  the previous block's probes instead — still a decodable code, since the receiver can repeat the
+  same deterministic training — but probes fitted to the first, tiny blocks carry their
+  over-confidence forward and early stopping cannot undo it: on 13,709 EWT tokens with the demo
+  model the first biLSTM layer's compression was 3.7 warm-started against 7.2 from scratch, so
+  it is off by default. (With it, the mix weights ``s`` and scale ``γ`` restart equal in every
+  block, so that noise cannot lock them onto one layer.);
 * with ``groups`` (e.g. a word's lemma) each example is coded among the labels its group has in
   the data set (the uniform code then costs ``log₂ |candidates|`` bits an example) — for word
   senses; the inventory of each group is assumed known to the receiver.
@@ -91,11 +93,11 @@ class MDLConfig:
     patience: int = 2
     batch_size: int = 256
     min_steps: int = 8
-    lr: float = 3e-2
+    lr: float = 1e-2
     mix_lr: float = 1e-1
     weight_decay: float = 0.0
     holdout: float = 0.1
-    warm_start: bool = True
+    warm_start: bool = False
     mix: bool = True
     seed: int = 0
     device: str = "cpu"
