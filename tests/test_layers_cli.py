@@ -187,3 +187,16 @@ def test_shipped_reference_corpus():
     assert 2000 <= len(tokens) <= 5000
     counts = Counter(t for s in tokens for t in s)
     assert sum(1 for c in counts.values() if c >= 5) >= 1000
+
+
+def test_mdl_on_demo_word_senses_codes_each_sense_among_its_lemmas(tiny_checkpoint, corpus,
+                                                                   tmp_path):
+    out = tmp_path / "wsd.json"
+    assert main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--json", str(out),
+                 "--mdl-task", "demo-wsd", "--mdl-max-sentences", "60", "--min-count", "3",
+                 "--device", "cpu"]) == 0
+    mdl = json.loads(out.read_text(encoding="utf-8"))["mdl"]
+    assert mdl["examples"] == 60 and mdl["task"] == "demo-wsd"
+    # candidates are the senses of the word's own lemma, far fewer than all senses in the data
+    assert 0 < mdl["uniform_codelength_bits"] < 60 * math.log2(mdl["classes"]) - 1
+    assert all(lab.count("%") == 1 for lab in mdl["labels"])
