@@ -88,10 +88,10 @@ def uniform_codelength(n: int, n_classes: int) -> float:
 class MDLConfig:
     """How each block's probes are trained (see the module docstring)."""
 
-    max_epochs: int = 20
+    max_epochs: int = 10
     patience: int = 2
     batch_size: int = 256
-    min_steps: int = 8
+    min_steps: int = 4
     lr: float = 1e-2
     mix_lr: float = 1e-1
     weight_decay: float = 0.0
