@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -175,13 +174,6 @@ def _mdl_data(args) -> Tuple[list, str]:
     return sents, f"built-in demo task '{name}' (train + dev + test)"
 
 
-def _sense_group(key: str) -> str:
-    from elmo_engine.datasets.wordnet import parse_sense_key
-
-    lemma, pos, _ = parse_sense_key(key)
-    return f"{lemma}#{pos}"
-
-
 # ---- progress ----------------------------------------------------------------------------------
 class _Progress:
     """Progress on stderr, driven by TaskState reports: a tqdm bar per phase on a terminal, a
@@ -286,22 +278,21 @@ def _run(args) -> int:
     from elmo_engine.analysis.activations import iter_embedded
     from elmo_engine.analysis.cka import CKAResult, cka_matrix, cross_cka
     from elmo_engine.analysis.contextuality import ContextualityAccumulator
+    from elmo_engine.analysis.tables import format_report, words_csv
     from elmo_engine.atomic import atomic_write_text
     from elmo_engine.embedder import pick_device
     from elmo_engine.progress import TaskState
 
     t_start = time.perf_counter()
     corpus = args.corpus if args.corpus is not None else reference_corpus_path()
-    tokens, _lines = read_corpus(corpus, args.pretokenized)
+    tokens, _ = read_corpus(corpus, args.pretokenized)
     n_file = len(tokens)
-    keep = _subset(len(tokens), args.max_sentences, args.seed)
-    tokens = [tokens[i] for i in keep]
+    tokens = [tokens[i] for i in _subset(len(tokens), args.max_sentences, args.seed)]
     mdl_data = _mdl_data(args) if args.mdl_task else None
     device = pick_device(args.device)
     emb, path_a = _load(args.checkpoint, device)
     k, dim = emb.opts.n_output_layers, 2 * emb.opts.output_dim
-    progress = _Progress()
-    state = TaskState(progress)
+    state = TaskState(progress := _Progress())
     timings: Dict[str, float] = {}
     try:
         acc = ContextualityAccumulator(tokens, k, dim, min_count=args.min_count,
@@ -338,8 +329,7 @@ def _run(args) -> int:
             t0 = time.perf_counter()
             emb_b, path_b = _load(args.compare, device)
             rows_b = _gather_rows(emb_b, tokens, chosen, state, "model B")
-            kb = emb_b.opts.n_output_layers
-            names_b = [f"B layer {i}" for i in range(kb)]
+            names_b = [f"B layer {i}" for i in range(emb_b.opts.n_output_layers)]
             cross = CKAResult(cross_cka(rows_a, rows_b, unbiased, state=state),
                               [f"A {n}" for n in names], names_b, unbiased, rows_a.shape[1],
                               len(chosen))
@@ -357,10 +347,9 @@ def _run(args) -> int:
     timings["total_s"] = time.perf_counter() - t_start
     print(format_report(ctx, cka, compare, mdl))
     doc = {"description": JSON_DESCRIPTION, "version": JSON_VERSION,
-           "corpus": {"path": str(corpus), "sentences_in_file": n_file,
-                      "sentences": len(tokens), "tokens": ctx.n_tokens,
-                      "tokenization": "whitespace" if args.pretokenized else "tokenize",
-                      "max_sentences": args.max_sentences},
+           "corpus": {"path": str(corpus), "sentences_in_file": n_file, "sentences": len(tokens),
+                      "tokens": ctx.n_tokens, "max_sentences": args.max_sentences,
+                      "tokenization": "whitespace" if args.pretokenized else "tokenize"},
            "model": _model_info(emb, path_a), "seed": args.seed, "device": str(device),
            "contextuality": ctx.to_dict(), "cka": cka.to_dict(),
            "compare": None if compare is None else {
@@ -393,7 +382,11 @@ def _run_mdl(args, emb, data, device, state):
             cols.append(a + i)
             labels.append(lab)
     feats = feats[:, np.asarray(cols)]
-    groups = [_sense_group(lab) for lab in labels] if args.mdl_task == "demo-wsd" else None
+    groups = None
+    if args.mdl_task == "demo-wsd":                  # each sense among its lemma's senses
+        from elmo_engine.datasets.wordnet import parse_sense_key
+
+        groups = ["#".join(parse_sense_key(lab)[:2]) for lab in labels]
     cfg = MDLConfig(seed=args.seed, device=str(device))
     result = online_codelength(feats, labels, groups=groups, config=cfg, state=state)
     result.extra = {"task": args.mdl_task, "source": source,
@@ -402,65 +395,5 @@ def _run_mdl(args, emb, data, device, state):
     return result
 
 
-# ---- output ------------------------------------------------------------------------------------
-def _f(v: Optional[float], width: int = 7) -> str:
-    if v is None or not math.isfinite(v):
-        return "—".rjust(width)
-    return f"{v:{width}.3f}"
-
-
-def format_report(ctx, cka, compare=None, mdl=None) -> str:
-    """The results as plain-text tables."""
-    lines = [f"contextuality: {ctx.n_sentences} sentences, {ctx.n_tokens} tokens, "
-             f"{len(ctx.words)} words with ≥ {ctx.settings['min_count']} occurrences "
-             "(value / anisotropy baseline / adjusted)",
-             f"{'layer':>5} {'dir':<8} {'self-sim':>23} {'intra-sentence':>23} {'MEV':>23}"]
-    for r in ctx.rows:
-        cells = [f"{_f(m.value)} {_f(m.baseline)} {_f(m.adjusted)}" for m in
-                 (r.self_similarity, r.intra_sentence_similarity, r.max_explainable_variance)]
-        lines.append(f"{r.layer:>5} {r.direction:<8} " + " ".join(cells))
-    lines.append("")
-    lines += _matrix_lines(f"CKA ({'unbiased' if cka.unbiased else 'biased'}, {cka.n_tokens} "
-                           f"tokens of {cka.n_sentences} sentences)", cka)
-    if compare is not None:
-        lines.append("")
-        lines += _matrix_lines("cross-model CKA (rows: model A, columns: model B = "
-                               f"{compare['model']['checkpoint']})", compare["cka"])
-    if mdl is not None:
-        lines += ["", f"MDL ({mdl.extra.get('task')}: {mdl.n_examples} examples, "
-                  f"{len(mdl.classes)} labels, uniform code {mdl.uniform_bits / 1000:.1f} kbit)",
-                  f"{'probe':>8} {'online kbit':>12} {'compression':>12} {'last-block acc':>15}"]
-        for c in mdl.layers + ([mdl.mix] if mdl.mix is not None else []):
-            lines.append(f"{c.name:>8} {c.online_bits / 1000:12.2f} {c.compression:12.3f} "
-                         f"{c.final_block_accuracy:15.4f}")
-        if mdl.mix is not None:
-            lines.append("mix weights " + " ".join(f"{w:.3f}" for w in mdl.mix.weights)
-                         + f", gamma {mdl.mix.gamma:.3f}")
-    return "\n".join(lines)
-
-
-def _matrix_lines(title: str, res) -> List[str]:
-    width = max(9, *(len(c) + 1 for c in res.columns))
-    out = [title, " " * 12 + "".join(c.rjust(width) for c in res.columns)]
-    for name, row in zip(res.rows, res.matrix):
-        out.append(name[-12:].ljust(12) + "".join(_f(v, width) for v in row))
-    return out
-
-
-def words_csv(ctx) -> str:
-    """Per-word self-similarity and MEV on every layer and direction, as CSV text."""
-    import csv
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf)
-    cols = [f"{m}_l{r.layer}_{r.direction}" for m in ("selfsim", "mev") for r in ctx.rows]
-    w.writerow(["word", "count", *cols])
-    for j, word in enumerate(ctx.words):
-        vals = [*ctx.word_self_similarity[:, j], *ctx.word_mev[:, j]]
-        w.writerow([word, int(ctx.counts[j]), *(f"{v:.6f}" for v in vals)])
-    return buf.getvalue()
-
-
-__all__ = ["JSON_DESCRIPTION", "MDL_TASKS", "add_parser", "format_report", "read_corpus",
-           "reference_corpus_path", "run", "words_csv"]
+__all__ = ["JSON_DESCRIPTION", "MDL_TASKS", "add_parser", "read_corpus", "reference_corpus_path",
+           "run"]

@@ -27,8 +27,9 @@ Probes and training here (documented choices, not the paper's exact regimen):
   the previous block's probes instead — still a decodable code, since the receiver can repeat the
   same deterministic training — but probes fitted to the first, tiny blocks carry their
   over-confidence forward and early stopping cannot undo it: in a check on EWT part-of-speech
-  tags it roughly halved a biLSTM layer's compression, so it is off by default. (With it, the mix weights ``s`` and scale ``γ`` restart equal in every
-  block, so that noise cannot lock them onto one layer.);
+  tags it roughly halved a biLSTM layer's compression, so it is off by default. (With it, the
+  mix weights ``s`` and scale ``γ`` still restart equal in every block, so that the noise of the
+  first blocks cannot lock them onto one layer.)
 * with ``groups`` (e.g. a word's lemma) each example is coded among the labels its group has in
   the data set (the uniform code then costs ``log₂ |candidates|`` bits an example) — for word
   senses; the inventory of each group is assumed known to the receiver.
