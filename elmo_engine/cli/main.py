@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = {
     "export": "elmo_engine.cli.export",
     "contexts": "elmo_engine.cli.contexts",
     "project": "elmo_engine.cli.project",
+    "layers": "elmo_engine.cli.layers",
 }
 
 
