@@ -82,7 +82,18 @@ def about_text(version: str) -> str:
             "<p>A desktop tool for studying ELMo contextual word embeddings: how a word's vectors "
             "change with context, layer by layer, and what each layer encodes.</p>"
             "<p>Loads published AllenNLP / bilm-tf checkpoints (options.json + HDF5) and the "
-            "app's own safetensors checkpoints. Apache-2.0.</p>")
+            "app's own safetensors checkpoints. Apache-2.0.</p>"
+            + _demo_attribution())
+
+
+def _demo_attribution() -> str:
+    from elmo_engine.resources import demo_model_attribution
+
+    text = demo_model_attribution()
+    if not text:
+        return ""
+    paragraphs = "".join(f"<p><small>{html.escape(p)}</small></p>" for p in text.split("\n\n"))
+    return "<p><b>The bundled demo model</b> was trained on:</p>" + paragraphs
 
 
 def show_error(parent: Optional[QWidget], title: str, message: str) -> None:

@@ -36,3 +36,13 @@ def demo_sentences_path() -> Path:
 def demo_tasks_dir() -> Path:
     """The folder of the built-in demo probe tasks (``pos``, ``wsd``, ``supersense``)."""
     return HERE / "demo_tasks"
+
+
+def demo_model_attribution() -> str:
+    """The bundled model's attribution (its training corpora), shown by Help → About; empty when
+    the file is missing."""
+    path = HERE / DEMO_DIR / "ATTRIBUTION.txt"
+    try:
+        return path.read_text("utf-8").strip()
+    except OSError:
+        return ""

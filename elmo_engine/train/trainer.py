@@ -9,9 +9,7 @@ continues to exactly the result of an uninterrupted run.
 from __future__ import annotations
 
 import math
-import signal
 import sys
-import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -25,29 +23,8 @@ from elmo_engine.train.config import RUN_CONTROL, TrainConfig, TrainResult
 from elmo_engine.train.data import Streams, epoch_order
 from elmo_engine.train.dataset import LMData, prepare_data
 from elmo_engine.train.model import BiLanguageModel, LogUniformSampler
+from elmo_engine.train.stop_flag import StopFlag
 from elmo_engine.progress import TaskState
-
-class _StopFlag:
-    """Set by Ctrl-C (first press) so that training stops after the current step."""
-
-    def __init__(self):
-        self.set = False
-        self._old = None
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._old = signal.getsignal(signal.SIGINT)
-
-            def handler(signum, frame):
-                self.set = True
-                signal.signal(signal.SIGINT, self._old)   # a second Ctrl-C interrupts at once
-            signal.signal(signal.SIGINT, handler)
-        return self
-
-    def __exit__(self, *exc):
-        if self._old is not None:
-            signal.signal(signal.SIGINT, self._old)
-
 
 def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:
     if cfg.optimizer == "adam":
@@ -238,7 +215,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     spent = cfg.max_minutes is not None and elapsed() >= cfg.max_minutes * 60
     if ddp.broadcast_flag(spent, ctx):      # resuming a run whose time budget is used up
         stop = "time_budget"
-    with _StopFlag() as sigint:
+    with StopFlag() as sigint:
         while epoch < cfg.epochs and stop is None:
             docs = data.train_doc_starts if cfg.shuffle == "documents" else None
             streams = Streams(data.train_framed, cfg.batch_size, cfg.unroll,
@@ -307,9 +284,11 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                 if stop is not None:
                     break
             if stop is None:
-                history["dev"].append(_dev_entry(model, data, cfg, ctx, step, epoch + 1, say))
-                if cfg.eval_minutes is not None:
-                    _track_best(history, history["dev"][-1], None)
+                if cfg.eval_minutes is not None:     # comparable with the periodic evaluations
+                    if ddp.broadcast_flag(periodic_eval() is not None, ctx):
+                        stop = "early_stopped"
+                else:
+                    history["dev"].append(_dev_entry(model, data, cfg, ctx, step, epoch + 1, say))
                 epoch, window = epoch + 1, 0
                 carry = model.bilm.lstm.zero_state(bsz_local, ctx.device)
                 checkpoint()

@@ -41,12 +41,16 @@ def model():
 def test_bundle_is_complete(model):
     folder = demo_checkpoint_path()
     for name in ("options.json", "lm_weights.hdf5", "vocab.txt", "training.json", "README.md",
-                 "LICENSE-CC-BY-4.0.txt"):
+                 "softmax.safetensors", "ATTRIBUTION.txt", "LICENSE-CC-BY-4.0.txt",
+                 "LICENSE-CC0-pd_fiction.txt"):
         assert (folder / name).is_file(), name
     assert (folder / "lm_weights.hdf5").stat().st_size <= 25 * 1024 * 1024
     meta = json.loads((folder / "training.json").read_text("utf-8"))
     assert meta["dev_perplexity"]["mean"] > 1 and meta["command"].startswith("elmo-explorer train-lm")
-    assert "CC BY 4.0" in (folder / "README.md").read_text("utf-8")
+    readme = (folder / "README.md").read_text("utf-8")
+    assert "CC BY 4.0" in readme and "Standard Ebooks" in readme
+    # trained on both corpora, evaluated on both valid files
+    assert set(meta["dev_perplexity"]["sets"]) == {"openstax_prose/valid.txt", "pd_fiction/valid.txt"}
     assert model.opts.n_layers == 2 and model.info.format == "published"
 
 

@@ -117,3 +117,19 @@ def test_periodic_evaluations_read_the_head_of_each_dev_file(tmp_path):
     final = res.history["final"]
     assert "eval_tokens" not in final and final["tokens"] > 200      # every dev file whole
     assert res.dev == final and final["step"] == res.history["best"]["step"]
+
+
+def test_epoch_end_evaluation_matches_the_periodic_ones(tmp_path):
+    # periodic evaluation on: the end of an epoch is evaluated like the periodic ones (the head
+    # of each dev file, with a snapshot), so that the best is chosen among comparable numbers
+    corpus = write_corpus(tmp_path / "train.txt", 12, seed=1)
+    dev = write_corpus(tmp_path / "dev.txt", 60, seed=2)
+    cfg = tiny_config(epochs=2, eval_minutes=1e9, eval_tokens=60)     # only at epoch ends
+    res = train(corpus, dev, tmp_path / "m", cfg, device="cpu", show_progress=False, log=quiet)
+    entries = res.history["dev"]
+    assert len(entries) == 2 and [e["epoch"] for e in entries] == [1.0, 2.0]
+    assert all(e["eval_tokens"] == 60 and e["tokens"] <= 60 for e in entries)
+    first = tmp_path / "m" / "snapshots" / f"step-{entries[0]['step']:07d}"
+    assert (first / "lm_weights.hdf5").is_file() and (first / "softmax.safetensors").is_file()
+    assert res.history["best"]["mean"] == min(e["mean"] for e in entries)
+    assert "eval_tokens" not in res.history["final"]
