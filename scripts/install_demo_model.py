@@ -70,8 +70,10 @@ def write_atomic(dst: Path, text: str) -> None:
     os.replace(tmp, dst)
 
 
-def _ppl_row(label: str, entry: dict) -> str:
+def _ppl_row(label: str, entry: dict, whole_note: bool = False) -> str:
     sets = entry.get("sets", {})
+    if whole_note and "eval_tokens" not in entry:
+        label += ", whole files"
     cells = [f"{sets[k]['mean']:.1f}" if k in sets else "—"
              for k in ("openstax_prose/valid.txt", "pd_fiction/valid.txt")]
     return f"| {label} | {cells[0]} | {cells[1]} | {entry['mean']:.1f} |"
@@ -100,7 +102,8 @@ def _checks_table(checks: list) -> list:
     return out
 
 
-def readme(meta: dict, checks: dict | None, wall_minutes: float | None, sizes: dict) -> str:
+def readme(meta: dict, checks: list | None, wall_minutes: float | None, sizes: dict,
+           note: str | None = None) -> str:
     cfg, opts = meta["config"], meta["config"]["options"]
     cnn, lstm = opts["char_cnn"], opts["lstm"]
     data, dev = meta["data"], meta["dev_perplexity"]
@@ -138,12 +141,12 @@ def readme(meta: dict, checks: dict | None, wall_minutes: float | None, sizes: d
         f"training{wall}. Batch {cfg['batch_size']} × {cfg['unroll']}-token windows with the LSTM "
         f"state carried across windows, sampled softmax with {cfg['n_negative']} shared negatives, "
         f"{cfg['optimizer'].capitalize()} (lr {cfg['lr']:g}), gradient-norm clip {cfg['clip_norm']:g}, "
-        f"dropout {cfg['dropout']:g}, seed {cfg['seed']}.", "",
+        f"dropout {cfg['dropout']:g}, seed {cfg['seed']}." + (f" {note}" if note else ""), "",
         "Dev perplexity (mean of forward and backward, full softmax, words outside the vocabulary",
         "count as `<UNK>`). The curve uses the first "
         f"{cfg.get('eval_tokens') or 'all'} tokens of each valid file; the final row, whole files:", "",
         "| step (epoch) | openstax_prose | pd_fiction | mean |", "| --- | --- | --- | --- |"]
-    lines += [_ppl_row(f"{e['step']:,} ({e['epoch']:.2f})", e) for e in hist]
+    lines += [_ppl_row(f"{e['step']:,} ({e['epoch']:.2f})", e, True) for e in hist]
     lines += [_ppl_row(f"final, {dev['tokens']:,} tokens", dev)]
     if checks:
         lines += ["", "## Dev checks over the run", "",
@@ -164,6 +167,7 @@ def main(argv=None) -> int:
     p.add_argument("run", type=Path, help="a train-lm output folder (or one of its snapshots)")
     p.add_argument("--checks", type=Path, help="JSON written by scripts/dev_checks.py --json")
     p.add_argument("--wall-minutes", type=float, help="wall time of the whole run, for the README")
+    p.add_argument("--note", help="a sentence on how the run ended, for the README")
     args = p.parse_args(argv)
     missing = [n for n in FILES if not (args.run / n).is_file()]
     if missing:
@@ -182,7 +186,7 @@ def main(argv=None) -> int:
     copy_atomic(SHARED / "pd_fiction" / "LICENSE.txt", DEST / "LICENSE-CC0-pd_fiction.txt")
     write_atomic(DEST / "ATTRIBUTION.txt", OPENSTAX + "\n\n" + FICTION + "\n")
     sizes = {n: (DEST / n).stat().st_size for n in FILES}
-    write_atomic(DEST / "README.md", readme(meta, checks, args.wall_minutes, sizes))
+    write_atomic(DEST / "README.md", readme(meta, checks, args.wall_minutes, sizes, args.note))
     runpy.run_path(str(REPO / "tests" / "engine" / "data" / "make_demo_expected.py"),
                    run_name="__main__")
     print(f"installed {args.run} into {DEST.relative_to(REPO)}")
