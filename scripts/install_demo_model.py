@@ -79,8 +79,8 @@ def _ppl_row(label: str, entry: dict, whole_note: bool = False) -> str:
     return f"| {label} | {cells[0]} | {cells[1]} | {entry['mean']:.1f} |"
 
 
-def _fmt(values) -> str:
-    return " / ".join(f"{v:.2f}" for v in values)
+def _fmt(values, digits: int = 3) -> str:
+    return " / ".join(f"{v:.{digits}f}" for v in values)
 
 
 def _checks_table(checks: list) -> list:
@@ -89,16 +89,16 @@ def _checks_table(checks: list) -> list:
     out = ["| step | dev ppl | demo sentences | SemCor nouns | SemCor verbs | UPOS (majority) "
            "| WSD F1 (first sense) |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in checks:
-        step = r.get("step", r.get("steps"))
+        step = f"{r['step']:,}" if "step" in r else f"{r['steps']:,} (shipped; ppl on whole files)"
         ppl = f"{r['dev_perplexity']:.1f}" if r.get("dev_perplexity") else "—"
-        demo = _fmt(r["demo_sentences"]["pooled"]) if "demo_sentences" in r else "—"
+        demo = _fmt(r["demo_sentences"]["pooled"], 2) if "demo_sentences" in r else "—"
         nouns = _fmt(r["senses"]["NOUN"]) if "senses" in r else "—"
         verbs = _fmt(r["senses"]["VERB"]) if "senses" in r else "—"
-        upos = (f"{_fmt(r['upos']['layers'])} ({r['upos']['baselines'].get('word_majority', 0):.2f})"
+        upos = (f"{_fmt(r['upos']['layers'])} ({r['upos']['baselines'].get('word_majority', 0):.3f})"
                 if "upos" in r else "—")
-        wsd = (f"{_fmt(r['wsd']['layers'])} ({r['wsd']['baselines'].get('first_sense', 0):.2f})"
+        wsd = (f"{_fmt(r['wsd']['layers'])} ({r['wsd']['baselines'].get('first_sense', 0):.3f})"
                if "wsd" in r else "—")
-        out.append(f"| {step:,} | {ppl} | {demo} | {nouns} | {verbs} | {upos} | {wsd} |")
+        out.append(f"| {step} | {ppl} | {demo} | {nouns} | {verbs} | {upos} | {wsd} |")
     return out
 
 
@@ -156,6 +156,8 @@ def readme(meta: dict, checks: list | None, wall_minutes: float | None, sizes: d
                   "0.5); UPOS probe, 4,000 EWT sentences → EWT dev (word-majority baseline); WSD probe,",
                   "SemCor subset → SemEval-2007 (WordNet first-sense baseline).", ""]
         lines += _checks_table(checks)
+        if any("wsd" not in r for r in checks):
+            lines += ["", "— : not run on that snapshot (`--checks demo,senses,upos`)."]
     lines += ["", "## Attribution", "", OPENSTAX, "", FICTION, "",
               "Licences: `LICENSE-CC-BY-4.0.txt` (OpenStax), `LICENSE-CC0-pd_fiction.txt` (Standard "
               "Ebooks).", ""]
