@@ -98,7 +98,7 @@ def contexts_summary(comp):
     ax.set_ylim(lo, 1.04)
     for k, p in enumerate(comp.p_value):
         if not math.isnan(p):
-            ax.annotate(f"p = {p:.3f}", (k, 1.0), ha="center", va="bottom", fontsize="x-small")
+            ax.annotate(f"p = {p:.3f}", (k, 1.012), ha="center", va="bottom", fontsize="x-small")
     ax.set_title(f"'{comp.word}': similarity per view"
                  + (f" (p: {comp.test.describe()})" if comp.test and comp.test.n else ""),
                  fontsize="small", wrap=True)

@@ -364,14 +364,14 @@ def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint
         out = tmp_path / "report"
         with qtbot.waitSignal(actions.exported, timeout=30000):
             actions.export_report(out, FigureOptions(3.0, 2.4, 30, keep_aspect=False))
-        views = ("layer_0", "layer_1", "layer_2", "mix")
         assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(
-            f"heatmap_bank_{v}.{e}" for v in views for e in ("png", "svg"))
+            f"contexts_bank_{v}.{e}" for v in ("heatmaps", "summary") for e in ("png", "svg"))
         tables = {p.name for p in (out / "tables").iterdir()}
+        assert "contexts_summary.csv" not in tables          # the contexts table appears once
         assert {"contexts_view_summary.csv", "contexts_view_groups.csv",
                 "contexts_view_similarity.csv", "contexts_neighbours.csv"} <= tables
         page = (out / "report.html").read_text(encoding="utf-8")
-        assert "figures/heatmap_bank_layer_1.png" in page and "Contexts view: &#x27;bank&#x27;" \
+        assert "figures/contexts_bank_heatmaps.png" in page and "Contexts view: &#x27;bank&#x27;" \
             in page
         assert errors == []
     finally:

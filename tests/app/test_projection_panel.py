@@ -86,7 +86,8 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
     assert rows == [lp.plot for lp in plots.plots]                    # a 2×2 grid
     assert len(plots.typed) == 4 and len(plots.plots[1].shown["typed"]) == 4   # ringed
     assert len(plots.plots[0].labels) == 6                           # few points: words shown
-    assert "below 50 points" in panel.view.info.text() and panel.model.shown[0].method == "pca"
+    assert "below 50 points" in panel.view.controls.status.text()
+    assert panel.model.shown[0].method == "pca"
     legend = {name for name, _c, _n in panel.colour_categories()[1]}
     assert legend == {"bank: river", "bank: money", "typed (no group)",
                       "reference: pd_fiction", "reference: openstax_prose"}

@@ -26,6 +26,7 @@ from elmo_explorer.figure_export import FigureOptions, VectorDialog  # noqa: E40
 from elmo_explorer.main_window import MainWindow  # noqa: E402
 from elmo_explorer.settings import AppSettings  # noqa: E402
 from elmo_explorer.workspace import TokenRef  # noqa: E402
+from elmo_engine.errors import InputError  # noqa: E402
 from elmo_engine.io import recovery  # noqa: E402
 from elmo_engine.io import workspace_file as wf  # noqa: E402
 
