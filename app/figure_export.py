@@ -1,30 +1,23 @@
-"""Publication figures of a view at a chosen size (inches) and DPI, and the export dialogs.
+"""Exported figures' size, resolution and formats, and the export dialogs.
 
-:func:`render_bytes` draws a widget (a panel, a pyqtgraph ``PlotWidget``…) as PNG, SVG or PDF.
-PNG and PDF get the size asked for: the widget is laid out at ``inches × 96`` logical pixels (so
-fonts keep their on-screen point size relative to the figure: readable at print size) and drawn
-scaled to the DPI, with crisp text. A widget that is not visible cannot be laid out again; it is
-drawn at its current layout, scaled to fit, on a white page. SVG is drawn by
-:func:`elmo_explorer.export.export_widget`'s vector path at the widget's size.
+Every exported figure is a matplotlib figure drawn by the engine
+(:mod:`elmo_engine.analysis.report_figures` on :mod:`elmo_engine.io.figures`, the one figure
+path); :func:`save_figure` writes it at the size and DPI chosen here. Nothing is drawn from the
+widgets on screen.
 """
 from __future__ import annotations
 
-import contextlib
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from PySide6.QtCore import QBuffer, QIODevice, QMarginsF, QPoint, QRectF, QSize, QSizeF, Qt
-from PySide6.QtGui import QColor, QImage, QPageLayout, QPageSize, QPainter, QPdfWriter, QPen
+from PySide6.QtCore import QSize
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QDialogButtonBox, QDoubleSpinBox,
-                               QFormLayout, QGraphicsView, QLabel, QLineEdit, QSpinBox,
+                               QFormLayout, QLabel, QLineEdit, QSpinBox,
                                QWidget)
 
-from elmo_engine.atomic import atomic_write_bytes
 from elmo_engine.errors import InputError
 
-LOGICAL_DPI = 96.0                 # Qt's logical pixels per inch for laying the widget out
 
 
 @dataclass(frozen=True)
@@ -41,159 +34,39 @@ class FigureOptions:
         return QSize(round(self.width_in * self.dpi), round(self.height_in * self.dpi))
 
 
-def _target_widget(obj) -> QWidget:
-    if isinstance(obj, QWidget):
-        return obj
-    scene = obj.scene() if hasattr(obj, "scene") else None
-    views = scene.views() if scene is not None else []
-    if not views:
-        raise InputError("nothing to export: the plot is not shown in a view")
-    return views[0]
+def save_figure(fig, path, options: FigureOptions) -> List[Path]:
+    """Write a matplotlib figure (from :mod:`elmo_engine.analysis.report_figures`) through the
+    one figure path, :func:`elmo_engine.io.figures.save`: ``path`` with a .png/.svg/.pdf
+    suffix writes that format, without one every format of ``options``. The figure is scaled to
+    ``options.width_in`` at least (its height follows when ``keep_aspect``, else ``height_in``
+    at least): the figures are drawn at the size their content needs; PNG at ``options.dpi``."""
+    from elmo_engine.io import figures as F
+
+    path = Path(path)
+    ext = path.suffix.lower().lstrip(".")
+    if ext and ext not in F.FORMATS:
+        raise InputError(f"cannot export to '{path.suffix}': use .png, .svg or .pdf", path=path)
+    w, h = fig.get_size_inches()
+    width = max(w, options.width_in)            # never squeezed below the figure's own size
+    height = h * width / w if options.keep_aspect else max(h, options.height_in)
+    fig.set_size_inches(width, height)
+    return F.save(fig, path, None if ext else list(options.formats), dpi=options.dpi)
 
 
-def _sized(options: FigureOptions, widget: QWidget) -> FigureOptions:
-    if not options.keep_aspect or widget.width() < 1:
-        return options
-    h = options.width_in * widget.height() / widget.width()
-    return FigureOptions(options.width_in, round(h, 3), options.dpi, True, options.formats)
+def write_figures(figures, folder, options: FigureOptions) -> List[Path]:
+    """Write each ``(stem, make_figure)`` in every format of ``options`` into ``folder``;
+    ``make_figure()`` returns a matplotlib figure."""
+    files: List[Path] = []
+    for stem, make_figure in figures:
+        files += save_figure(make_figure(), Path(folder) / stem, options)
+    return files
 
 
-def _paint(widget: QWidget, painter: QPainter, target: QSizeF, pen_scale: float = 1.0) -> None:
-    """Draw ``widget`` into ``target`` (logical pixels, 96 per inch): re-laid-out at that size
-    when visible, else scaled to fit. The device's pixel ratio supplies the DPI, so cosmetic
-    pens (pyqtgraph's lines) and text scale with it."""
-    logical = QSize(round(target.width()), round(target.height()))
-    painter.fillRect(QRectF(0, 0, target.width(), target.height()), QColor("white"))
-    old = widget.size()
-    relayout = widget.isVisible() and logical.width() >= 50 and logical.height() >= 50
-    if relayout:
-        widget.resize(logical)
-        src_w, src_h = logical.width(), logical.height()
-    else:
-        src_w, src_h = max(1, old.width()), max(1, old.height())
-    scale = min(target.width() / src_w, target.height() / src_h)
-    painter.save()
-    painter.translate((target.width() - src_w * scale) / 2, (target.height() - src_h * scale) / 2)
-    painter.scale(scale, scale)
-    try:
-        scene = widget.scene() if isinstance(widget, QGraphicsView) else None
-        if scene is not None and hasattr(scene, "prepareForPaint"):
-            scene.prepareForPaint()                   # pyqtgraph: bring items up to date
-        with _widened_pens(widget, pen_scale):     # after the resize: items re-set pens on it
-            QWidget.render(widget, painter, QPoint())  # the widget as shown, not only a scene
-    finally:
-        painter.restore()
-        if relayout:
-            widget.resize(old)
-
-
-@contextlib.contextmanager
-def _widened_pens(widget: QWidget, factor: float) -> Iterator[None]:
-    """Scale the cosmetic pens of pyqtgraph curves and axes by ``factor`` for the duration.
-
-    Cosmetic pens keep their width in device pixels whatever the DPI, so a 2-pixel curve would
-    be a 0.5 pt hairline at 300 dpi. Curves (``PlotDataItem``/``PlotCurveItem``) and axes get
-    their on-screen thickness back; the original pens are restored afterwards. Scatter symbols
-    and bars are drawn from their own pixmaps/brushes and are not changed.
-    """
-    undo = []
-    if factor > 1.01:
-        try:
-            import pyqtgraph as pg
-        except ImportError:  # pragma: no cover - pyqtgraph is a dependency
-            pg = None
-        views = [widget] if isinstance(widget, QGraphicsView) else []
-        views += widget.findChildren(QGraphicsView)
-        for view in views if pg is not None else []:
-            for item in view.scene().items() if view.scene() is not None else []:
-                if isinstance(item, pg.PlotDataItem) and isinstance(item.opts.get("pen"), QPen):
-                    old = item.opts["pen"]                  # its curve takes the pen from here
-                elif (isinstance(item, pg.PlotCurveItem) and isinstance(item.opts.get("pen"), QPen)
-                      and not isinstance(item.parentItem(), pg.PlotDataItem)):
-                    old = item.opts["pen"]
-                elif isinstance(item, pg.AxisItem):
-                    old = item.pen()
-                else:
-                    continue
-                if not old.isCosmetic() or old.style() == Qt.PenStyle.NoPen:
-                    continue
-                pen = QPen(old)
-                pen.setWidthF(max(1.0, old.widthF()) * factor)
-                item.setPen(pen)
-                undo.append((item, old))
-    try:
-        yield
-    finally:
-        for item, old in reversed(undo):
-            item.setPen(old)
-
-
-def render_png(obj, options: FigureOptions) -> bytes:
-    """PNG of ``obj`` at ``width_in × height_in`` inches and ``dpi`` (stored in the file)."""
-    widget = _target_widget(obj)
-    opts = _sized(options, widget)
-    size = opts.pixel_size()
-    if size.width() < 16 or size.height() < 16 or size.width() * size.height() > 400e6:
-        raise InputError(f"a {size.width()}×{size.height()} pixel image is not sensible; "
-                         "choose another size or DPI")
-    image = QImage(size, QImage.Format.Format_ARGB32)
-    dots_per_m = round(opts.dpi / 0.0254)
-    image.setDotsPerMeterX(dots_per_m)
-    image.setDotsPerMeterY(dots_per_m)
-    image.fill(QColor("white"))
-    image.setDevicePixelRatio(opts.dpi / LOGICAL_DPI)
-    painter = QPainter(image)
-    painter.setRenderHints(QPainter.RenderHint.Antialiasing | QPainter.RenderHint.TextAntialiasing)
-    try:
-        _paint(widget, painter, QSizeF(opts.width_in * LOGICAL_DPI, opts.height_in * LOGICAL_DPI),
-               opts.dpi / LOGICAL_DPI)
-    finally:
-        painter.end()
-    buf = QBuffer()
-    buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buf, "PNG"):
-        raise InputError("could not encode the image as PNG")
-    return bytes(buf.data())
-
-
-def render_pdf(obj, options: FigureOptions) -> bytes:
-    """A one-page vector PDF of ``obj``, the page ``width_in × height_in`` inches."""
-    widget = _target_widget(obj)
-    opts = _sized(options, widget)
-    buf = QBuffer()
-    buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    writer = QPdfWriter(buf)
-    writer.setResolution(int(LOGICAL_DPI))          # screen resolution: text keeps its size
-    page = QPageSize(QSizeF(opts.width_in, opts.height_in), QPageSize.Unit.Inch, "figure",
-                     QPageSize.SizeMatchPolicy.ExactMatch)
-    writer.setPageLayout(QPageLayout(page, QPageLayout.Orientation.Portrait, QMarginsF(0, 0, 0, 0)))
-    painter = QPainter(writer)
-    try:
-        _paint(widget, painter, QSizeF(opts.width_in * LOGICAL_DPI, opts.height_in * LOGICAL_DPI))
-    finally:
-        painter.end()
-    buf.close()
-    return bytes(buf.data())
-
-
-def render_svg(obj) -> bytes:
-    """SVG of ``obj`` through :func:`elmo_explorer.export.export_widget` (vector, the view's size)."""
-    from elmo_explorer.export import export_widget
-
-    with tempfile.TemporaryDirectory() as d:
-        path = export_widget(obj, Path(d) / "figure.svg")
-        return path.read_bytes()
-
-
-def render_bytes(obj, ext: str, options: FigureOptions) -> bytes:
-    """``ext`` "png", "svg" or "pdf"."""
-    if ext == "png":
-        return render_png(obj, options)
-    if ext == "pdf":
-        return render_pdf(obj, options)
-    if ext == "svg":
-        return render_svg(obj)
-    raise InputError(f"cannot export figures as '{ext}' (use png, svg or pdf)")
+def panel_figure_options(widget) -> FigureOptions:
+    """The report dialog's size/DPI for a panel's figures (File → Export report), else defaults."""
+    actions = getattr(widget.window(), "workspace_actions", None)
+    opts = getattr(actions, "figure_options", None)
+    return opts if isinstance(opts, FigureOptions) else FigureOptions()
 
 
 # ---- dialogs -------------------------------------------------------------------------------
@@ -211,8 +84,9 @@ class ReportDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Export report")
         form = QFormLayout(self)
-        form.addRow(QLabel("Every view's figure goes into the report as PNG (at this size and "
-                           "resolution) and SVG, with the tables as CSV and report.html/.md."))
+        form.addRow(QLabel("Every view's figures go into the report as PNG (at this width at "
+                           "least and this resolution) and SVG, with the tables as CSV and "
+                           "report.html/.md."))
         self.width_in = QDoubleSpinBox(decimals=2, minimum=1.0, maximum=40.0, singleStep=0.25)
         self.width_in.setValue(options.width_in)
         self.width_in.setSuffix(" in")
@@ -308,52 +182,5 @@ class VectorDialog(QDialog):
                 "weights": weights, "gamma": self.gamma.value(), "scope": self.scope.currentData()}
 
 
-__all__ = ["FigureOptions", "ReportDialog", "VectorDialog", "render_bytes", "render_pdf",
-           "render_png", "render_svg"]
-
-
-def write_figure(fig, path, options: FigureOptions) -> Path:
-    """Write ``fig`` to ``path`` (.png/.svg/.pdf by extension), atomically.
-
-    The figure is laid out at ``width_in × 96`` logical pixels (the height fitted to the square
-    heatmap when ``options.keep_aspect``, else ``height_in``), so fonts keep their point size at
-    print size; PNG is drawn at ``options.dpi``.
-    """
-    from elmo_explorer.export import export_widget
-
-    path = Path(path)
-    ext = path.suffix.lower()
-    if ext not in (".png", ".svg", ".pdf"):
-        raise InputError(f"cannot export to '{path.suffix}': use .png, .svg or .pdf", path=path)
-    width, height = fig.lay_out(round(options.width_in * LOGICAL_DPI),
-                                None if options.keep_aspect
-                                else round(options.height_in * LOGICAL_DPI))
-    sized = FigureOptions(width / LOGICAL_DPI, height / LOGICAL_DPI, options.dpi, False)
-    if ext == ".svg":
-        return export_widget(fig, path)
-    atomic_write_bytes(path, render_png(fig, sized) if ext == ".png" else render_pdf(fig, sized))
-    return path
-
-
-def write_figures(figures, folder, options: FigureOptions) -> List[Path]:
-    """Write each ``(stem, make_figure)`` in every format of ``options`` into ``folder``.
-
-    ``make_figure()`` builds one figure widget; it is closed and deleted once written.
-    """
-    files: List[Path] = []
-    for stem, make_figure in figures:
-        fig = make_figure()
-        try:
-            for ext in options.formats:
-                files.append(write_figure(fig, Path(folder) / f"{stem}.{ext}", options))
-        finally:
-            fig.close()
-            fig.deleteLater()
-    return files
-
-
-def panel_figure_options(widget) -> FigureOptions:
-    """The report dialog's size/DPI for a panel's figures (File → Export report), else defaults."""
-    actions = getattr(widget.window(), "workspace_actions", None)
-    opts = getattr(actions, "figure_options", None)
-    return opts if isinstance(opts, FigureOptions) else FigureOptions()
+__all__ = ["FigureOptions", "ReportDialog", "VectorDialog", "panel_figure_options",
+           "save_figure", "write_figures"]

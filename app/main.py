@@ -22,7 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="elmo-explorer", description="ELMo Explorer desktop app")
     p.add_argument("--checkpoint", metavar="PATH",
                    help="checkpoint folder or file to load (default: the last one, else the demo)")
-    p.add_argument("--sentences", metavar="FILE", help="file of sentences, one per line")
+    p.add_argument("--sentences", metavar="FILE", help="file of sentences, one per line (or group<TAB>sentence)")
     p.add_argument("--view", choices=VIEW_CHOICES, help="view to show first")
     p.add_argument("--screenshot", metavar="PATH",
                    help="save a PNG of the window once the view is ready, then exit")
@@ -56,13 +56,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     from elmo_explorer.settings import AppSettings
     from elmo_explorer.startup import configure_process
 
-    sentences_text = None
+    sentences_text, groups = None, None
     if args.sentences:
-        from elmo_engine.io.datasets.sentences import read_sentences
+        from elmo_engine.io.datasets.sentences import read_grouped_sentences
         from elmo_engine.errors import InputError
 
         try:
-            sentences_text = "\n".join(read_sentences(args.sentences))
+            pairs = read_grouped_sentences(args.sentences)
+            sentences_text = "\n".join(s for _g, s in pairs)
+            groups = {s: g for g, s in pairs if g}
         except InputError as e:
             print(f"elmo-explorer: {e}", file=sys.stderr)
             return 1
@@ -75,13 +77,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     log.info("starting; log file %s", log_path)
     configure_process()
     try:
-        return _run(app, args, settings, size, sentences_text)
+        return _run(app, args, settings, size, sentences_text, groups)
     finally:
         close_logging()
         qInstallMessageHandler(previous_handler)
 
 
-def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
+def _run(app, args, settings, size, sentences_text: Optional[str], groups=None) -> int:
     from elmo_explorer.logging_setup import install_excepthooks
     from elmo_explorer.main_window import MainWindow
 
@@ -112,7 +114,7 @@ def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
             shooter = Screenshot(window, args.screenshot, args.view, args.timeout)
         app.aboutToQuit.connect(worker.shutdown)
         window.show()
-        window.start(args.checkpoint, sentences_text)
+        window.start(args.checkpoint, sentences_text, groups)
         try:
             code = app.exec()
         finally:

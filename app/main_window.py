@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import gc
+import json
 import logging
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from PySide6.QtCore import Qt, QUrl, Signal
 from PySide6.QtGui import QCloseEvent, QDesktopServices
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 
 CHECKPOINT_FILTER = "Checkpoints (*.json *.hdf5 *.h5 *.safetensors);;All files (*)"
 SHUTDOWN_WAIT_S = 5.0        # how long quitting waits for a job that cannot be interrupted
-TEXT_FILTER = "Text files (*.txt *.txt.gz *.gz);;All files (*)"
+TEXT_FILTER = "Text files (*.txt *.txt.gz *.tsv *.gz);;All files (*)"
 
 
 def demo_checkpoint() -> Optional[Path]:
@@ -35,13 +36,17 @@ def demo_checkpoint() -> Optional[Path]:
     return resources.demo_checkpoint_path() if resources.demo_checkpoint_available() else None
 
 
-def demo_sentences() -> str:
+def demo_sentences() -> List[Tuple[str, str]]:
+    """The demo sentences with their groups: ``[(group, sentence)]``."""
+    from elmo_engine.errors import InputError
+    from elmo_engine.io.datasets.sentences import read_grouped_sentences
     from elmo_engine.resources import demo_sentences_path
 
     try:
-        return demo_sentences_path().read_text(encoding="utf-8")
-    except OSError:
-        return "He sat on the bank of the river.\nShe deposited the check at the bank.\n"
+        return read_grouped_sentences(demo_sentences_path())
+    except InputError:
+        return [("bank: river", "He sat on the bank of the river."),
+                ("bank: money", "She deposited the check at the bank.")]
 
 
 class MainWindow(QMainWindow):
@@ -144,15 +149,25 @@ class MainWindow(QMainWindow):
                              Qt.Orientation.Horizontal)
 
     # ---- startup -------------------------------------------------------------------------------
-    def start(self, checkpoint: Optional[str] = None, sentences_text: Optional[str] = None) -> None:
-        """Show the first sentences and load the first model (argument, last one, or the demo)."""
+    def start(self, checkpoint: Optional[str] = None, sentences_text: Optional[str] = None,
+              groups: Optional[Dict[str, str]] = None) -> None:
+        """Show the first sentences and load the first model (argument, last one, or the demo).
+        ``groups``: sentence → group of ``sentences_text`` (a group<TAB>sentence file's)."""
+        if groups:
+            self.workspace.sentence_groups = dict(groups)
         if sentences_text is None:
-            sentences_text = demo_sentences()
+            sentences_text = self._grouped_text(demo_sentences())
             session = self.settings.session_sentences_path()
             if not self.settings.first_launch and session.is_file():
                 try:
                     sentences_text = session.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError) as e:
+                    saved = json.loads(session.with_suffix(".groups.json").read_text("utf-8"))
+                    self.workspace.sentence_groups.update(
+                        {k: v for k, v in saved.items() if isinstance(v, str)}
+                        if isinstance(saved, dict) else {})
+                except FileNotFoundError:
+                    pass                              # a session saved without groups
+                except (OSError, UnicodeDecodeError, ValueError) as e:
                     log.warning("cannot read the last session's sentences: %s", e)
         self.settings.mark_launched()
         self.sentences.set_text(sentences_text)
@@ -176,7 +191,12 @@ class MainWindow(QMainWindow):
 
     # ---- model ---------------------------------------------------------------------------------
     def load_demo_sentences(self) -> None:
-        self.sentences.set_text(demo_sentences())
+        self.sentences.set_text(self._grouped_text(demo_sentences()))
+
+    def _grouped_text(self, pairs: List[Tuple[str, str]]) -> str:
+        """Remember the groups of ``[(group, sentence)]``; return the sentences as text."""
+        self.workspace.sentence_groups.update({s: g for g, s in pairs if g})
+        return "\n".join(s for _g, s in pairs)
 
     def _fill_recent(self) -> None:
         fill_recent(self)
@@ -251,14 +271,17 @@ class MainWindow(QMainWindow):
             self.open_sentences(path)
 
     def open_sentences(self, path) -> int:
-        """Read a file of sentences (one per line) on the worker, then show and embed them."""
-        from elmo_engine.io.datasets.sentences import read_sentences
+        """Read a file of sentences (one per line, or group<TAB>sentence) on the worker, then
+        show and embed them."""
+        from elmo_engine.io.datasets.sentences import read_grouped_sentences
 
         def job(state):
             state.report(0, 1, f"reading {path}")
-            return read_sentences(path)
+            return read_grouped_sentences(path)
 
-        def done(sentences: List[str]) -> None:
+        def done(pairs: List[Tuple[str, str]]) -> None:
+            self.workspace.sentence_groups.update({s: g for g, s in pairs if g})
+            sentences = [s for _g, s in pairs]
             self.sentences.show_sentences(sentences)
             self.statusBar().showMessage(f"Read {len(sentences):,} sentences from {path}", 8000)
 
@@ -323,7 +346,11 @@ class MainWindow(QMainWindow):
         """Persist geometry, dock layout and the sentences (atomically)."""
         self.settings.save_window(self.saveGeometry(), self.saveState())
         try:
-            atomic_write_text(self.settings.session_sentences_path(), self.sentences.text())
+            path = self.settings.session_sentences_path()
+            atomic_write_text(path, self.sentences.text())
+            shown = set(self.workspace.sentences)
+            atomic_write_text(path.with_suffix(".groups.json"), json.dumps(
+                {s: g for s, g in self.workspace.sentence_groups.items() if s in shown}))
         except OSError as e:
             log.warning("cannot save the session's sentences: %s", e)
         self.settings.sync()

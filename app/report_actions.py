@@ -1,7 +1,7 @@
 """File → Export vectors… and Export report…: dialogs on the GUI thread, files on the worker.
 
-The report renders every panel's figures on the GUI thread (each panel's own publication
-figures, or the view as shown), then gathers the engine's report of the analysis
+The report draws every panel's own figures (matplotlib through the engine's one figure path; a
+view is never pasted in as a screenshot), then gathers the engine's report of the analysis
 (:func:`elmo_engine.analysis.report.report_spec`) with the panels' tables and writes the folder
 on the worker. Used by :class:`elmo_explorer.workspace_actions.WorkspaceActions`.
 """
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from elmo_explorer.figure_export import FigureOptions, ReportDialog, VectorDialog, render_bytes
+from elmo_explorer.figure_export import FigureOptions, ReportDialog, VectorDialog
 from elmo_explorer.workspace_state import guarded
 
 if TYPE_CHECKING:
@@ -114,35 +114,22 @@ def ask_export_report(actions: "WorkspaceActions") -> None:
 
 
 def _render_figures(actions: "WorkspaceActions", tmp: Path, options: FigureOptions):
-    """Every panel's figures, drawn now (GUI thread): ``[(path, bytes or None, caption)]`` and
-    notes about views that could not be drawn."""
-    figures: List[tuple] = []                      # (path, bytes or None, caption)
-    notes: List[str] = []
+    """Every panel's own figures (the engine's figure path; no screenshots of views):
+    ``[(path, caption)]``."""
+    figures: List[tuple] = []
     for name, panel in actions.panels():
-        title = panel.title
         (tmp / name).mkdir()
         own = guarded(panel, "report_figures",
                       lambda p=panel, n=name: p.report_figures(tmp / n, options), [])
-        if own:
-            figures += [(Path(p), None, f"{title}: {Path(p).stem.replace('_', ' ')}")
-                        for p in own]
-            continue
-        try:
-            for ext in options.formats:
-                figures.append((tmp / f"{name}.{ext}", render_bytes(panel, ext, options),
-                                f"The {title} view"))
-        except Exception as e:  # a view that cannot be drawn is reported, not fatal
-            log.exception("cannot render the %s view", name)
-            notes.append(f"The {title} view could not be drawn: {e}")
-    return figures, notes
-
+        figures += [(Path(p), f"{panel.title}: {Path(p).stem.replace('_', ' ')}") for p in own]
+    return figures
 
 def export_report(actions: "WorkspaceActions", folder, options: Optional[FigureOptions] = None,
                   overwrite: bool = False) -> int:
     """Render every panel's figures (GUI thread), then write the report on the worker."""
     folder, options = Path(folder), options or actions.figure_options
     tmp = Path(tempfile.mkdtemp(prefix="elmo-report-"))
-    figures, notes = _render_figures(actions, tmp, options)
+    figures = _render_figures(actions, tmp, options)
     tables = [t for _n, p in actions.panels()
               for t in guarded(p, "report_tables", p.report_tables, [])]
     data, info = actions.collect(), actions.ws.model_info
@@ -154,13 +141,12 @@ def export_report(actions: "WorkspaceActions", folder, options: Optional[FigureO
         from elmo_engine.io.report import ReportFigure, write_report
 
         try:
-            for path, blob, _caption in figures:
-                if blob is not None:
-                    path.write_bytes(blob)
+            (tmp / "engine").mkdir()
             spec = report_spec(data, tokens, acts, info.describe() if info else None, source,
-                               notes=notes)
+                               figure_dir=tmp / "engine", formats=options.formats,
+                               contexts=False)    # the contexts view gives its own, as shown
             spec.tables += list(tables)
-            spec.figures += [ReportFigure(p, c) for p, _b, c in figures]
+            spec.figures = [ReportFigure(p, c) for p, c in figures] + spec.figures
             spec.parameters["figures"] = {"width (in)": options.width_in,
                                           "height (in)": options.height_in,
                                           "PNG dpi": options.dpi}

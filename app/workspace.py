@@ -110,6 +110,8 @@ class Workspace(QObject):
         self.tokens: List[List[str]] = []
         self.activations: List[Optional[np.ndarray]] = []
         self.selection: Optional[TokenRef] = None
+        #: sentence text → its group ("bank: river"), from a group<TAB>sentence file
+        self.sentence_groups: Dict[str, str] = {}
         self._generation = 0
         self._tok_cache: Dict[str, List[str]] = {}
         self._act_cache: Dict[str, np.ndarray] = {}

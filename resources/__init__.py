@@ -29,8 +29,9 @@ def demo_checkpoint_available() -> bool:
 
 
 def demo_sentences_path() -> Path:
-    """The 20 demo sentences (``bank``, ``play``, …), one per line."""
-    return HERE / "demo_sentences.txt"
+    """The demo sentences with their groups (``group<TAB>sentence``: "bank: river", "play:
+    game" …; read them with ``elmo_engine.io.datasets.sentences.read_grouped_sentences``)."""
+    return HERE / "demo_sentences.tsv"
 
 
 def demo_tasks_dir() -> Path:

@@ -24,6 +24,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.groups import word_groups
 from elmo_engine.analysis.neighbour_corpus import IndexCache
 from elmo_engine.io.report import ReportTable
 from elmo_explorer.figure_export import FigureOptions
@@ -66,7 +67,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         v = self.view
         v.word_edit.returnPressed.connect(lambda: self.set_word(v.word_edit.text()))
         v.completer.activated[str].connect(self.set_word)
-        for w in (v.case_box, v.correct_box):
+        for w in (v.case_box, v.correct_box, v.norm_box):
             w.toggled.connect(lambda _c: self.request_compare())
         v.direction_box.currentTextChanged.connect(lambda _t: self._recompute_all())
         v.k_box.valueChanged.connect(lambda _v: self.nearest.request_neighbours())
@@ -239,7 +240,13 @@ class ContextsPanel(PanelDefaults, QWidget):
         s = self.view.settings()
         word, ignore, weights = m.word, s.ignore_case, s.weights or None
         direction, corrected = s.direction, s.corrected
+        if not m.groups.get(word):                 # a group<TAB>sentence file's senses
+            found = word_groups(word, tokens, [ws.sentence_groups.get(t, "")
+                                               for t in ws.sentences])
+            if found:
+                m.groups[word] = found
         groups = dict(m.groups.get(word, {}))
+        layer_norm = s.layer_norm
         index = m.index
         center = index.mean if corrected and index is not None else None
         m.reference_size = index.n_tokens if center is not None else sum(len(t) for t in tokens)
@@ -247,7 +254,7 @@ class ContextsPanel(PanelDefaults, QWidget):
 
         def job(state):
             return cmp.compare_word(tokens, acts, word, weights, direction, corrected, groups,
-                                    ignore, MAX_OCCURRENCES, center)
+                                    ignore, MAX_OCCURRENCES, center, layer_norm)
 
         ws.worker.submit(f"Comparing '{word}' across contexts", job,
                          on_result=lambda r: self._on_compared(word, tokens, r, gen),
@@ -268,7 +275,7 @@ class ContextsPanel(PanelDefaults, QWidget):
                           "the neighbours of the word on its own in the other layers.")
         else:
             v.occ_table.set_occurrences(comp.occurrences, tokens, m.groups.get(word, {}))
-            v.heatmaps.set_data(comp.names, comp.matrices, comp.labels)
+            v.heatmaps.set_data(comp.names, comp.matrices, comp.labels, comp.groups)
             v.fill_summary(comp)
             more = f" (the first {len(comp.occurrences)} of {total})" if total > len(
                 comp.occurrences) else ""
@@ -276,7 +283,8 @@ class ContextsPanel(PanelDefaults, QWidget):
                     if comp.corrected else "")
             v.show_status(f"'{word}': {len(comp.occurrences)} occurrences{more}; "
                           f"{comp.direction} halves{corr}; mix weights "
-                          + " ".join(f"{w:.2f}" for w in comp.weights))
+                          + " ".join(f"{w:.2f}" for w in comp.weights)
+                          + (", layers normalised" if comp.layer_norm else ""))
             if m.query not in comp.occurrences:
                 m.query = comp.occurrences[0]
             v.occ_table.select_occurrence(m.query)

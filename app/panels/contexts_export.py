@@ -5,7 +5,7 @@ the vectors of selected occurrences (npz, projector TSV).
 (:class:`elmo_explorer.panels.contexts.ContextsPanel`) that does this, from the panel's model
 (comparison, vectors, neighbour table) and view (selected occurrences, heatmaps). Files are
 written on the worker (atomically, by the engine's writers); pictures are rendered on the GUI
-thread by :func:`elmo_explorer.export.export_widget`.
+thread by the engine's one figure path (:mod:`elmo_engine.analysis.report_figures`).
 """
 from __future__ import annotations
 
@@ -62,21 +62,13 @@ class ContextsExports:
         self.panel.exported.emit(str(path))
 
     def export_heatmap(self, path, view: Optional[int] = None) -> None:
-        """One heatmap (``view`` index) as a figure with title, axis labels and its own colour
-        bar at the report figure size/DPI, or all side by side (None) as on screen; PNG, SVG or
-        PDF by extension."""
-        from elmo_explorer.export import export_widget
-        from elmo_explorer.figure_export import write_figure
+        """One heatmap (``view`` index) or all side by side (None) as a figure with titles,
+        labelled axes, the groups and a labelled colour bar (the engine's figure path, at the
+        report figure size/DPI); PNG, SVG or PDF by extension."""
+        from elmo_explorer.figure_export import save_figure
         try:
-            if view is None:
-                export_widget(self.panel.view.heatmaps, path)
-            else:
-                fig = self.panel.report.heatmap_figure(view)
-                try:
-                    write_figure(fig, path, self.panel.report.figure_options())
-                finally:
-                    fig.close()
-                    fig.deleteLater()
+            save_figure(self.panel.report.heatmap_figure(view), path,
+                        self.panel.report.figure_options())
         except Exception as exc:                     # noqa: BLE001 - shown to the user
             self.panel.show_error(f"could not export the heatmap: {exc}")
             return

@@ -48,6 +48,7 @@ class ContextsSettings:
     corrected: bool = False
     weights: List[float] = field(default_factory=list)    # mix weights over layers 0..L
     k: int = 8                                            # neighbours per layer
+    layer_norm: bool = True                               # normalise the layers before mixing
 
 
 @dataclass
@@ -127,14 +128,16 @@ class ContextsModel:
                 "groups": groups,
                 "selected": (None if self.query is None else
                              {"sentence": int(self.query[0]), "token": int(self.query[1])}),
-                "k": settings.k,
+                "k": settings.k, "layer_norm": settings.layer_norm,
                 "reference_file": str(self.reference_path) if self.reference_path else None}
 
 
 def settings_from_state(state: Dict[str, Any], current: ContextsSettings) -> ContextsSettings:
     """``current`` with what a saved ``view_state`` sets validly (the rest ignored)."""
     out = ContextsSettings(current.ignore_case, current.direction, current.corrected,
-                           list(current.weights), current.k)
+                           list(current.weights), current.k, current.layer_norm)
+    if isinstance(state.get("layer_norm"), bool):
+        out.layer_norm = state["layer_norm"]
     if isinstance(state.get("ignore_case"), bool):
         out.ignore_case = state["ignore_case"]
     if isinstance(state.get("corrected"), bool):

@@ -4,11 +4,13 @@
 (:class:`elmo_explorer.panels.contexts.ContextsPanel`) that gives the workspace actions the
 view's ``report_figures`` and ``report_tables``:
 
-* one publication figure per heatmap (layer 0 … L and the mix), PNG + SVG (+ PDF when asked),
-  at the report dialog's size and DPI;
+* the heatmaps of every view side by side, ordered by group, and the per-view summary with the
+  permutation p-values (:mod:`elmo_engine.analysis.report_figures`), PNG + SVG (+ PDF when
+  asked) at the report dialog's size and DPI;
 * the summary, groups, matrices and neighbours exactly as the view shows them.
 
-Figures are drawn on the GUI thread (Qt painting); nothing here touches torch.
+Figures are matplotlib figures drawn by the engine (the one figure path); nothing here paints
+widgets or touches torch.
 """
 from __future__ import annotations
 
@@ -19,7 +21,6 @@ from elmo_engine.analysis import compare as cmp
 from elmo_engine.io.report import ReportTable
 from elmo_explorer.figure_export import FigureOptions, panel_figure_options, write_figures
 from elmo_explorer.panels.contexts_model import num
-from elmo_explorer.panels.heatmap import HeatmapFigure
 
 if TYPE_CHECKING:
     from elmo_explorer.panels.contexts import ContextsPanel
@@ -41,38 +42,30 @@ class ContextsReport:
         return panel_figure_options(self.panel)
 
     # ---- figures --------------------------------------------------------------------------
-    def heatmap_figure(self, view: int) -> HeatmapFigure:
-        """The publication figure of one view (0 … L, L+1 = mix) of the current comparison."""
+    def heatmap_figure(self, view: Optional[int] = None):
+        """The matplotlib figure of one view (0 … L, L+1 = mix) of the current comparison, or
+        of all views side by side (None), drawn by the engine's one figure path."""
+        from elmo_engine.analysis.report_figures import contexts_heatmaps
+
         comp = self.panel.model.comparison
         if comp is None:
             raise LookupError("nothing to draw yet: pick a word that occurs in the sentences")
-        name = comp.names[view]
-        if name == "layer 0":
-            what = "layer 0 (character CNN)"
-        elif name == "mix":
-            what = "scalar mix (" + ", ".join(f"{w:.2f}" for w in comp.weights) + ")"
-        else:
-            what = f"{name} (biLSTM)"
-        half = f", {comp.direction} half" if name != "layer 0" and comp.direction != "both" else ""
-        n = len(comp.occurrences)
-        titles = [f"'{comp.word}' in {n} contexts: {what}{half}", f"'{comp.word}': {what}{half}",
-                  f"'{comp.word}': {name}{half}", f"{name}{half}"]
-        bars = (["cosine similarity, anisotropy-corrected", "cosine (corrected)"]
-                if comp.corrected else ["cosine similarity", "cosine"])
-        return HeatmapFigure(comp.matrices[view], comp.labels, titles,
-                             self.panel.view.heatmaps.levels, bars)
+        return contexts_heatmaps(comp, None if view is None else [view])
 
     def figures(self, folder, options: Optional[FigureOptions] = None) -> List[Path]:
-        """Write every heatmap (layer 0 … L, mix) into ``folder`` in the figure formats
-        (PNG and SVG by default, PDF on request); return the files in order. Nothing is written
-        (an empty list) when no word is compared."""
+        """Write the heatmaps (all views side by side) and the per-view summary (self-, within-
+        and between-group similarity, p-values) into ``folder`` in the figure formats (PNG and
+        SVG by default, PDF on request); return the files in order. Nothing is written (an
+        empty list) when no word is compared."""
+        from elmo_engine.analysis.report_figures import contexts_heatmaps, contexts_summary
+
         comp = self.panel.model.comparison
         if comp is None:
             return []
-        return write_figures(
-            [(f"heatmap_{_safe(comp.word)}_{name.replace(' ', '_')}",
-              lambda view=view: self.heatmap_figure(view)) for view, name in enumerate(comp.names)],
-            folder, options or self.figure_options())
+        word = _safe(comp.word)
+        return write_figures([(f"contexts_{word}_heatmaps", lambda: contexts_heatmaps(comp)),
+                              (f"contexts_{word}_summary", lambda: contexts_summary(comp))],
+                             folder, options or self.figure_options())
 
     # ---- tables ---------------------------------------------------------------------------
     def tables(self) -> List[ReportTable]:

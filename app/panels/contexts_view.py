@@ -51,10 +51,16 @@ class ContextsView(QWidget):
                                    "corpus")
         self.ref_label = QLabel("")
         self.mix = MixWeights()
+        self.norm_box = QCheckBox("layer norm")
+        self.norm_box.setChecked(True)
+        self.norm_box.setToolTip("normalise every layer by its mean and standard deviation over "
+                                 "all loaded tokens before mixing, as AllenNLP's "
+                                 "ScalarMix(do_layer_norm=True) does (otherwise layer 0's "
+                                 "larger norm dominates the mix)")
 
         top = QHBoxLayout()
         for w in (QLabel("Word:"), self.word_edit, self.case_box, QLabel("direction:"),
-                  self.direction_box, self.correct_box, self.mix):
+                  self.direction_box, self.correct_box, self.mix, self.norm_box):
             top.addWidget(w)
         top.addStretch(1)
         self.heatmaps = HeatmapGrid()
@@ -65,14 +71,15 @@ class ContextsView(QWidget):
         self.heatmaps.hovered.connect(lambda t: t and self.hover_label.setText(t))
         maps = vbox(self.heatmaps, self.hover_label, stretch=0)
         self.occ_table = OccurrenceTable()
-        self.summary = QTableWidget(4, 0)
+        self.summary = QTableWidget(5, 0)
         self.summary.setVerticalHeaderLabels(["self-similarity", "within groups",
-                                              "between groups", "within − between"])
+                                              "between groups", "within − between",
+                                              "p (permutation)"])
         self.summary.verticalHeader().setDefaultSectionSize(22)
         self.summary.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.summary.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.summary.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.summary.setFixedHeight(4 * 22 + 30)
+        self.summary.setFixedHeight(5 * 22 + 30)
         left = vbox(self.occ_table, self.summary, stretch=0)
         self.neigh_title = QLabel("Nearest neighbours")
         self.neigh_title.setWordWrap(True)
@@ -102,16 +109,18 @@ class ContextsView(QWidget):
     def settings(self) -> ContextsSettings:
         return ContextsSettings(self.case_box.isChecked(), self.direction_box.currentText(),
                                 self.correct_box.isChecked(), self.mix.weights(),
-                                self.k_box.value())
+                                self.k_box.value(), self.norm_box.isChecked())
 
     def apply_settings(self, s: ContextsSettings) -> None:
         """Show ``s`` without announcing it (the controller recomputes once, after)."""
-        boxes = (self.case_box, self.correct_box, self.direction_box, self.k_box, self.mix)
+        boxes = (self.case_box, self.correct_box, self.direction_box, self.k_box, self.mix,
+                 self.norm_box)
         for box in boxes:
             box.blockSignals(True)
         try:
             self.case_box.setChecked(s.ignore_case)
             self.correct_box.setChecked(s.corrected)
+            self.norm_box.setChecked(s.layer_norm)
             self.direction_box.setCurrentText(s.direction)
             self.k_box.setValue(s.k)                         # clamped to the box's range
             if s.weights != self.mix.weights():
@@ -133,6 +142,11 @@ class ContextsView(QWidget):
         if np.isnan(comp.within).all():
             self.summary.setToolTip("type group labels (e.g. senses) in the occurrence list to "
                                     "see within- vs between-group similarity")
+        else:
+            self.summary.setToolTip(
+                "within − between: mean cosine of pairs in the same group minus pairs in "
+                "different groups. p: " + comp.test.describe() + " (exact when there are at "
+                "most 50,000 relabellings, else 9,999 random ones); ties count as ≥.")
 
     def show_status(self, text: str) -> None:
         self.status.setStyleSheet("")

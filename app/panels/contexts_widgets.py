@@ -164,7 +164,8 @@ class OccurrenceTable(QTableWidget):
 
 
 class MixWeights(QWidget):
-    """One spin box per layer; ``changed`` fires with the raw (unnormalised) weights."""
+    """One spin box per layer holding the weights the mix uses: they always sum to 1 (changing
+    one rescales the others); ``changed`` fires with the weights."""
 
     changed = Signal(object)
 
@@ -184,23 +185,40 @@ class MixWeights(QWidget):
         self.boxes = []
         for k in range(n_layers):
             box = QDoubleSpinBox()
-            box.setRange(0.0, 10.0)
-            box.setSingleStep(0.1)
+            box.setRange(0.0, 1.0)
+            box.setSingleStep(0.05)
             box.setDecimals(2)
-            box.setValue(1.0)
+            box.setValue(round(1.0 / n_layers, 2))
             box.setPrefix(f"L{k}: ")
-            box.setToolTip(f"weight of layer {k} in the mix (weights are normalised to sum 1)")
-            box.valueChanged.connect(lambda _v: self.changed.emit(self.weights()))
+            box.setToolTip(f"weight of layer {k} in the mix; the weights sum to 1 (changing one "
+                           "rescales the others)")
+            box.valueChanged.connect(lambda v, k=k: self._edited(k, v))
             self._lay.addWidget(box)
             self.boxes.append(box)
 
     def weights(self) -> List[float]:
         return [b.value() for b in self.boxes]
 
+    def _edited(self, k: int, value: float) -> None:
+        others = [i for i in range(len(self.boxes)) if i != k]
+        rest = max(0.0, 1.0 - value)
+        total = sum(self.boxes[i].value() for i in others)
+        new = [self.boxes[i].value() * rest / total if total > 0 else rest / max(len(others), 1)
+               for i in others]
+        for i, w in zip(others, new):
+            self.boxes[i].blockSignals(True)
+            self.boxes[i].setValue(w)
+            self.boxes[i].blockSignals(False)
+        self.changed.emit(self.weights())
+
     def set_weights(self, weights: Sequence[float]) -> None:
-        for box, w in zip(self.boxes, weights):
+        """Show ``weights`` normalised to sum 1 (all zero: equal weights)."""
+        w = [max(0.0, float(x)) for x in weights]
+        total = sum(w)
+        w = [x / total for x in w] if total > 0 else [1.0 / max(len(w), 1)] * len(w)
+        for box, x in zip(self.boxes, w):
             box.blockSignals(True)
-            box.setValue(float(w))
+            box.setValue(x)
             box.blockSignals(False)
         self.changed.emit(self.weights())
 

@@ -7,8 +7,8 @@ with occurrence numbers only (the occurrence list and the hover read-out give th
 Small matrices also show their values in the cells. Moving the mouse over a cell emits
 :attr:`HeatmapGrid.hovered` with a sentence naming both occurrences and the cosine.
 
-:class:`HeatmapFigure` is one view's heatmap for a publication figure: black title, axes and
-axis labels, its own labelled colour bar, rows labelled with numbers and sentence snippets.
+Exported heatmaps are drawn by the engine's one figure path
+(:func:`elmo_engine.analysis.report_figures.contexts_heatmaps`), not from these widgets.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QEvent, QPointF, Qt, Signal
+from PySide6.QtCore import QPointF, Signal
 from PySide6.QtGui import QFont, QFontMetrics
 
 #: matrices up to this size show their values in the cells (when a cell is wide enough)
@@ -166,6 +166,8 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         self.names: List[str] = []
         self.matrices = np.zeros((0, 0, 0))
         self.labels: List[str] = []
+        self.groups: List[str] = []
+        self._lines: list = []            # (plot, InfiniteLine) between groups
         self.levels = (0.0, 1.0)
         self.snippets = False             # rows labelled with snippets (else numbers only)
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
@@ -174,28 +176,42 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
     # ---- drawing ------------------------------------------------------------------------------
     def _build(self, names: Sequence[str]) -> None:
         self.clear()
-        self.plots, self.images, self._texts = [], [], []
+        self.plots, self.images, self._texts, self._lines = [], [], [], []
         for k, name in enumerate(names):
             plot = self.addPlot(row=0, col=k)
             plot.setTitle(name, color="k", size="10pt")
             self.images.append(_heatmap_plot(plot))
+            plot.setLabel("bottom", "occurrence (column)", color="k")
+            if k == 0:
+                plot.setLabel("left", "occurrence (row)", color="k")
             plot.getViewBox().sigResized.connect(self._on_resized)
             self.plots.append(plot)
         self.bar = _colour_bar(self.levels, "cosine", self.images)
         self.addItem(self.bar, row=0, col=len(names))
         self.names = list(names)
 
-    def set_data(self, names: Sequence[str], matrices: np.ndarray, labels: Sequence[str]) -> None:
-        """Show ``matrices`` ``(K, n, n)`` titled ``names``; ``labels`` name the n occurrences."""
+    def set_data(self, names: Sequence[str], matrices: np.ndarray, labels: Sequence[str],
+                 groups: Sequence[str] = ()) -> None:
+        """Show ``matrices`` ``(K, n, n)`` titled ``names``; ``labels`` name the n occurrences;
+        ``groups`` (one per occurrence, rows ordered by group) are drawn as blocks with white
+        lines between them and name the rows."""
         matrices = np.asarray(matrices, dtype=np.float64)
         if list(names) != self.names or not self.plots:
             self._build(names)
         self.matrices = matrices
         self.labels = list(labels)
         self.levels = shared_levels(matrices)
-        for plot, text in self._texts:
-            plot.removeItem(text)
-        self._texts = []
+        for plot, item in self._texts + self._lines:
+            plot.removeItem(item)
+        self._texts, self._lines = [], []
+        self.groups = list(groups) if len(groups) == matrices.shape[1] else []
+        cuts = [i for i in range(1, len(self.groups)) if self.groups[i] != self.groups[i - 1]]
+        for plot in self.plots:
+            for i in cuts:
+                for angle in (0, 90):
+                    line = pg.InfiniteLine(pos=i, angle=angle, pen=pg.mkPen("w", width=2))
+                    plot.addItem(line)
+                    self._lines.append((plot, line))
         for k, (plot, img) in enumerate(zip(self.plots, self.images)):
             self._texts += [(plot, t) for t in _show_matrix(plot, img, matrices[k], self.levels, 7)]
         if self.bar is not None:
@@ -203,8 +219,10 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         self._on_resized()
 
     def row_labels(self, snippets: bool) -> List[str]:
-        """The row label of every occurrence: ``"the [bank] of 3"`` or ``"3"``."""
-        return [f"{short_label(lab)} {i + 1}" if snippets else str(i + 1)
+        """The row label of every occurrence: ``"the [bank] of 3"`` or ``"3"``, after its group
+        (``"river · 3"``) when the occurrences are grouped."""
+        grp = [f"{g} · " if g else "" for g in self.groups] or [""] * len(self.labels)
+        return [f"{grp[i]}{short_label(lab)} {i + 1}" if snippets else f"{grp[i]}{i + 1}"
                 for i, lab in enumerate(self.labels)]
 
     def _on_resized(self, *_args) -> None:
@@ -229,6 +247,7 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         """Remove every heatmap; show ``message`` in their place."""
         self.clear()
         self.plots, self.images, self._texts, self.names = [], [], [], []
+        self._lines, self.groups = [], []
         self.matrices = np.zeros((0, 0, 0))
         self.bar = None
         if message:
@@ -240,6 +259,8 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         value = self.matrices[view, i, j]
         a = self.labels[i] if i < len(self.labels) else str(i + 1)
         b = self.labels[j] if j < len(self.labels) else str(j + 1)
+        if self.groups:
+            a, b = f"({self.groups[i] or '—'}) {a}", f"({self.groups[j] or '—'}) {b}"
         return f"{self.names[view]}: #{i + 1} {a}  ×  #{j + 1} {b}  =  {value:.4f}"
 
     def cell_at(self, scene_pos: QPointF):
@@ -269,99 +290,3 @@ class HeatmapGrid(pg.GraphicsLayoutWidget):
         cell = self.cell_at(event.scenePos())
         if cell is not None:
             self.cell_clicked.emit(*cell)
-
-
-class HeatmapFigure(pg.GraphicsLayoutWidget):
-    """One view's heatmap as a stand-alone figure for PNG/SVG/PDF export.
-
-    Black title, axes, tick labels and axis labels, rows labelled ``"the [bank] of 3"`` and
-    columns with occurrence numbers, values in the cells of small matrices, and a colour bar
-    with a label. Give every view of one comparison the same ``levels`` so that colours compare.
-    :meth:`lay_out` fits it to a size: the longest title and colour-bar label that fit are used,
-    and rows are labelled with numbers only when the snippets would take over 38 % of the width.
-
-    Parameters
-    ----------
-    matrix : ``(n, n)`` cosine similarities, row/column i = occurrence i
-    labels : a sentence snippet per occurrence (``compare.snippet``: "…the [bank] of…")
-    titles : the plot title, or variants of it from the longest to the shortest
-    levels : the colour scale ``(lo, hi)``
-    bar_labels : the colour bar's label, or variants from the longest to the shortest
-    """
-
-    #: height / width that suits one square heatmap with row labels and a colour bar
-    ASPECT = 0.8
-    TITLE_PT = 11
-
-    def __init__(self, matrix: np.ndarray, labels: Sequence[str], titles: Sequence[str] | str,
-                 levels: Tuple[float, float] = (0.0, 1.0),
-                 bar_labels: Sequence[str] | str = "cosine similarity", parent=None):
-        super().__init__(parent)
-        self.setBackground("w")
-        self.matrix = np.asarray(matrix, dtype=np.float64)
-        self.titles = [titles] if isinstance(titles, str) else list(titles)
-        self.bar_labels = [bar_labels] if isinstance(bar_labels, str) else list(bar_labels)
-        self.snippet_rows = [f"{short_label(lab, 2)} {i + 1}" for i, lab in enumerate(labels)]
-        self.rows = self.snippet_rows
-        # the title spans the colour bar too: a long one does not widen the heatmap's column
-        self.title = self.addLabel(self.titles[0], row=0, col=0, colspan=2, color="k",
-                                   size=f"{self.TITLE_PT}pt")
-        self.plot = self.addPlot(row=1, col=0)
-        self.image = _heatmap_plot(self.plot)
-        self.texts = _show_matrix(self.plot, self.image, self.matrix, tuple(levels), 8)
-        self.plot.setLabel("bottom", "occurrence", color="k")
-        self.bar = _colour_bar(tuple(levels), self.bar_labels[0], self.image)
-        self.addItem(self.bar, row=1, col=1)
-        self._width = 0
-        self.plot.getViewBox().sigResized.connect(self._on_resized)
-        self._configure(624, round(624 * self.ASPECT))
-        self.resize(624, round(624 * self.ASPECT))
-
-    def _configure(self, width: int, height: int) -> None:
-        """Pick the title, row labels and colour-bar label that fit ``width`` × ``height``."""
-        font = QFont()
-        font.setPointSize(self.TITLE_PT)
-        fm = QFontMetrics(font)
-        title = next((t for t in self.titles if fm.horizontalAdvance(t) <= width - 16), None)
-        if title is None:
-            title = fm.elidedText(self.titles[-1], Qt.TextElideMode.ElideRight, width - 16)
-        self.title.setText(title)
-        snippets = _label_width(self.plot, self.snippet_rows) <= 0.38 * width
-        self.rows = self.snippet_rows if snippets else [
-            str(i + 1) for i in range(len(self.snippet_rows))]
-        self.plot.setLabel("left", "occurrence (context)" if snippets else "occurrence",
-                           color="k")
-        # the tick labels and, beside them, the rotated axis label
-        self._width = _label_width(self.plot, self.rows) + QFontMetrics(QFont()).height() + 2
-        small = QFontMetrics(QFont())
-        bar = next((b for b in self.bar_labels if small.horizontalAdvance(b) <= height - 70),
-                   self.bar_labels[-1])
-        self.bar.getAxis("right").setLabel(bar, color="k")
-        self._on_resized()
-
-    def _on_resized(self, *_args) -> None:
-        px = _place_ticks(self.plot, self.matrix.shape[0], list(enumerate(self.rows)), self._width)
-        for t in self.texts:
-            t.setVisible(px >= MIN_CELL_PX)
-
-    def _resize(self, width: int, height: int) -> None:
-        self._configure(width, height)
-        self.resize(width, height)
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest.value)
-
-    def lay_out(self, width: int, height: Optional[int] = None) -> Tuple[int, int]:
-        """Lay the figure out at ``width`` × ``height`` logical pixels without showing it on
-        screen; ``height=None`` picks the height that leaves no empty band above and below the
-        square heatmap. Returns the size used."""
-        if not self.isVisible():
-            self.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
-            self.show()
-        fit = height is None
-        height = round(width * self.ASPECT) if fit else height
-        self._resize(width, height)
-        if fit:
-            vb = self.plot.getViewBox()
-            extra = vb.height() - vb.width()              # the aspect is locked to 1
-            height = max(round(0.4 * width), min(round(1.5 * width), round(height - extra)))
-            self._resize(width, height)
-        return width, height

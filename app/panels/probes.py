@@ -13,6 +13,7 @@ workspace's worker and provides the :class:`~.protocol.AnalysisPanel` protocol.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import List, Optional
 
 from PySide6.QtCore import Signal
@@ -235,11 +236,26 @@ class ProbesPanel(PanelDefaults, QWidget):
         self.view.task_box.setCurrentIndex(len(self.model.tasks) - 1)
 
     def _export_plots(self) -> None:
-        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path, export_widget
+        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path
 
         path = ask_save_path(self, "Export probe plots", IMAGE_FILTERS)
         if path is not None:
-            self._guard(lambda: export_widget(self.view.results, path))
+            self._guard(lambda: self.export_plots(path))
+
+    def export_plots(self, path) -> List[Path]:
+        """The runs' per-layer scores and mix weights as two figures (the engine's figure path):
+        ``name_scores.png`` and ``name_mix_weights.png`` for ``name.png`` (SVG, PDF alike)."""
+        from elmo_engine.analysis.report_figures import probe_mix_weights, probe_scores
+        from elmo_explorer.figure_export import panel_figure_options, save_figure
+
+        if not self.model.runs:
+            raise LookupError("no probe runs to draw yet")
+        path, opts = Path(path), panel_figure_options(self)
+        stem = path.with_suffix("")
+        return (save_figure(probe_scores(self.model.runs),
+                            stem.with_name(stem.name + "_scores" + path.suffix), opts)
+                + save_figure(probe_mix_weights(self.model.runs),
+                              stem.with_name(stem.name + "_mix_weights" + path.suffix), opts))
 
     def _export_text(self, kind: str) -> None:
         from elmo_explorer.export import ask_save_path

@@ -33,12 +33,15 @@ from elmo_explorer.panels.projection_interaction import ProjectionInteraction
 from elmo_explorer.panels.projection_model import ProjectionModel
 from elmo_explorer.panels.projection_plots import categories
 from elmo_explorer.panels.projection_report import ProjectionReport
+from elmo_explorer.panels.projection_sources import (colour_categories, loaded_info,
+                                                     reference_request, reference_word)
 from elmo_explorer.panels.projection_view import ProjectionView
 from elmo_explorer.panels.protocol import PanelDefaults
 
 log = logging.getLogger(__name__)
 
 AUTO_UMAP_MAX = 5_000          # with more tokens an automatic run stops at PCA (press Run)
+MIN_UMAP_POINTS = 50           # below this UMAP means nothing: PCA, with a message
 INLINE_PCA_MAX = 400_000       # tokens × dims up to which PCA runs on the GUI thread (~10 ms)
 GROUP = "projection"
 WARM_UP_QUIET_MS = 1500        # the worker stays idle this long before the UMAP compile starts
@@ -188,6 +191,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
             return self.model.dataset.sample(cap).compact(), None
         if not ws.all_embedded():
             return None
+        self.model.sentence_info = loaded_info(ws)
+        if key == "reference":
+            return self._reference_request(cap)
         if key == "words":
             words = self.view.controls.word_list()
             if not words:
@@ -196,6 +202,12 @@ class ProjectionPanel(PanelDefaults, QWidget):
         else:
             tokens = all_tokens(ws.tokens, f"{len(ws.tokens):,} loaded sentences")
         return tokens.sample(cap), list(ws.activations)
+
+    def reference_word(self) -> str:
+        return reference_word(self)
+
+    def _reference_request(self, cap: int):
+        return reference_request(self, cap)
 
     def run(self, auto: bool = False) -> None:
         """Project the chosen tokens: PCA at once, then UMAP layer by layer on the worker."""
@@ -232,7 +244,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.ws.worker.cancel_group(GROUP)          # an older run's jobs are stale now
         gen, emb, proj, params = m.gen, self.ws.embedder, self.projector, m.params
         checksum = self.ws.model_info.checksum if self.ws.model_info is not None else ""
-        with_umap = not auto or len(tokens) <= AUTO_UMAP_MAX
+        with_umap = not auto or MIN_UMAP_POINTS <= len(tokens) <= AUTO_UMAP_MAX
 
         if acts is not None and len(tokens) * acts[0].shape[-1] <= INLINE_PCA_MAX:
             try:                       # milliseconds: draw at once, even while the worker is busy
@@ -263,6 +275,11 @@ class ProjectionPanel(PanelDefaults, QWidget):
         m.tokens, m.acts, m.layers, m.checksum = tokens, acts, layers, checksum
         m.shown = {}
         v.plots.set_layers([lay.name for lay in layers])
+        info = m.sentence_info
+        typed = [i for i in range(len(tokens)) if info.get(tuple(tokens.sentences[
+            tokens.sentence[i]]), ("", False))[1]] if self.view.controls.source_key() == \
+            "reference" else []
+        v.plots.set_typed(typed, tokens.words)
         v.plots.set_select_mode(v.controls.select_button.isChecked())
         self.exports.add_plot_menus()
         self.apply_colours()
@@ -274,6 +291,11 @@ class ProjectionPanel(PanelDefaults, QWidget):
             m.compiled_here = False
             m.umap_errors = []
             self._umap_step(gen, 0)
+        elif len(tokens) < MIN_UMAP_POINTS:
+            v.message(f"PCA of {len(tokens):,} tokens: below {MIN_UMAP_POINTS} points UMAP's "
+                      "neighbourhoods mean nothing, so PCA is shown (press Run UMAP to force it)."
+                      + (" Ringed: your sentences." if typed else ""))
+            self._set_ready()
         else:
             v.message(f"PCA of {len(tokens):,} tokens shown; press Run UMAP for UMAP.")
             self._set_ready()
@@ -351,15 +373,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.view.clear(message)
 
     def colour_categories(self):
-        """``(codes, legend)`` of the drawn tokens for the colour-by choice (see categories)."""
-        t = self.model.tokens
-        by = self.view.controls.colour_by()
-        if by == "label" and t.labels is not None:
-            return categories([t.label_of(i) or "(none)" for i in range(len(t))])
-        if by == "sentence":
-            return categories([f"{s + 1}: {' '.join(t.sentences[s][:6])}"
-                               for s in t.sentence.tolist()], by_frequency=False)
-        return categories(t.words)
+        """``(codes, legend)`` of the drawn tokens for the colour-by choice."""
+        return colour_categories(self)
 
     def apply_colours(self, *_args) -> None:
         if self.model.tokens is None:

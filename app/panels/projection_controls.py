@@ -12,8 +12,10 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGridLayo
 from elmo_engine.errors import InputError
 from elmo_engine.analysis.projection import UmapParams, parse_word_list
 
-SOURCES = (("loaded", "Loaded sentences"), ("words", "Word list"), ("dataset", "Labelled data set"))
-COLOUR_BY = (("word", "Word"), ("label", "Label"), ("sentence", "Sentence"))
+SOURCES = (("reference", "Word in reference corpus"), ("loaded", "Loaded sentences"),
+           ("words", "Word list"), ("dataset", "Labelled data set"))
+COLOUR_BY = (("group", "Group"), ("sense", "Sense"), ("label", "Part of speech / label"),
+             ("sentence", "Sentence"), ("word", "Word"))
 DEFAULT_MAX_POINTS = 20_000
 
 
@@ -209,7 +211,9 @@ class ProjectionControls(QWidget):
 
     def _on_source(self, *_args) -> None:
         key = self.source_key()
-        self.words.setVisible(key == "words")
+        self.words.setVisible(key in ("words", "reference"))
+        self.words.setPlaceholderText("word, e.g. bank (default: the selected word)"
+                                      if key == "reference" else "words, e.g. bank, play, light")
         self.open_button.setVisible(key == "dataset")
         self.dataset_label.setVisible(key == "dataset")
         self.source_changed.emit(key)

@@ -63,18 +63,21 @@ class ProjectionExports:
 
     def export_plot(self, k: int, path) -> Optional[Path]:
         """Write plot ``k`` as PNG/SVG/PDF (by extension); None when the user declines."""
-        from elmo_explorer.export import export_widget
-        path = Path(path)
-        if not self._svg_ok(path):
-            return None
-        return export_widget(self.view.plots.plots[k].plot, path)
+        return self._export([k], path)
 
     def export_all(self, path) -> Optional[Path]:
-        from elmo_explorer.export import export_widget
+        """Write every drawn plot as one grid figure (PNG/SVG/PDF by extension)."""
+        return self._export(None, path)
+
+    def _export(self, plots, path) -> Optional[Path]:
+        from elmo_explorer.figure_export import save_figure
         path = Path(path)
         if not self._svg_ok(path):
             return None
-        return export_widget(self.view.plots, path)
+        if self.model.tokens is None or not self.model.shown:
+            raise LookupError("nothing to export yet: no projection is drawn")
+        report = self.panel.report
+        return save_figure(report.grid_figure(plots), path, report.figure_options())[0]
 
     def export_csv(self, path, on_done: Optional[Callable] = None) -> int:
         """Write the drawn coordinates of every plot as CSV (on the worker)."""

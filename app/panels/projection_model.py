@@ -51,6 +51,10 @@ class ProjectionModel:
     current_plot: int = 0
     warm_submitted: bool = False
     legend_codes: Optional[np.ndarray] = None
+    #: sentence tokens → (group, sense, typed) of the current run's sentences
+    sentence_info: Dict[tuple, tuple] = field(default_factory=dict)
+    #: word → its reference-corpus sentences [(source, tokens)]
+    reference_cache: Dict[str, list] = field(default_factory=dict)
     job_label: str = ""
     compiled_here: bool = False
     umap_errors: List[str] = field(default_factory=list)

@@ -22,6 +22,8 @@ PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e
 OTHER_COLOUR = "#c8c8c8"
 POINT_SIZE = 5
 HOVER_RADIUS_PX = 8
+#: up to this many points each point is labelled with its word
+MAX_LABELLED_POINTS = 60
 
 
 def categories(values: Sequence[str], max_colours: int = len(PALETTE), by_frequency: bool = True
@@ -82,9 +84,9 @@ class SelectViewBox(pg.ViewBox):
 class LayerPlot:
     """One plot: the points of one layer plus the selection / search / hover overlays."""
 
-    def __init__(self, layout: pg.GraphicsLayout, column: int, title: str):
+    def __init__(self, layout: pg.GraphicsLayout, row: int, column: int, title: str):
         self.view = SelectViewBox()
-        self.plot = layout.addPlot(row=0, col=column, viewBox=self.view)
+        self.plot = layout.addPlot(row=row, col=column, viewBox=self.view)
         # the title sits inside the view: a PlotItem title would set the plot's minimum width to
         # the text's, and four long titles overflow a narrow window
         self.title = pg.TextItem(title, color="#333333", anchor=(0, 0),
@@ -94,7 +96,7 @@ class LayerPlot:
         self.title.setZValue(20)
         self.plot.showAxes(True, showValues=False)      # a frame, no numbers: units are arbitrary
         self.plot.setMenuEnabled(True)
-        self.view.setAspectLocked(False)
+        self.view.setAspectLocked(True)                  # equal axes: distances read true
         self.points = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE, pen=None, antialias=False)
         self.selected = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 5, brush=None,
                                            pen=pg.mkPen("#000000", width=1.5))
@@ -102,12 +104,16 @@ class LayerPlot:
                                         brush=pg.mkBrush("#ffd400"), pen=pg.mkPen("#000000"))
         self.hover = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 11, brush=None,
                                         pen=pg.mkPen("#e6194b", width=2.5))
-        for z, item in enumerate((self.points, self.selected, self.found, self.hover)):
+        self.typed = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 6, brush=None,
+                                        pen=pg.mkPen("#000000", width=1.2))
+        self.labels: list = []                             # TextItems when points are few
+        for z, item in enumerate((self.points, self.typed, self.selected, self.found,
+                                  self.hover)):
             item.setZValue(z)
             self.plot.addItem(item)
         self.coords: Optional[np.ndarray] = None          # (N, 2)
         self.shown = {"selected": np.zeros(0, np.int64), "found": np.zeros(0, np.int64),
-                      "hover": np.zeros(0, np.int64)}     # indices each overlay draws
+                      "hover": np.zeros(0, np.int64), "typed": np.zeros(0, np.int64)}
 
     def set_title(self, title: str) -> None:
         self.title.setText(title, color="#333333")
@@ -119,6 +125,19 @@ class LayerPlot:
         self.coords = np.asarray(coords, dtype=np.float64)
         self.points.setData(x=self.coords[:, 0], y=self.coords[:, 1], brush=brushes)
         self.view.autoRange(padding=0.04)
+
+    def set_labels(self, words: Sequence[str]) -> None:
+        """Write each point's word beside it (only called when the points are few)."""
+        for t in self.labels:
+            self.plot.removeItem(t)
+        self.labels = []
+        if self.coords is None:
+            return
+        for (x, y), w in zip(self.coords, words):
+            t = pg.TextItem(w, color="#333333", anchor=(-0.1, 0.5))
+            t.setPos(float(x), float(y))
+            self.plot.addItem(t)
+            self.labels.append(t)
 
     def set_brushes(self, brushes: Sequence[QBrush]) -> None:
         if self.coords is not None:
@@ -177,6 +196,8 @@ class ProjectionPlots(pg.GraphicsLayoutWidget):
         self.plots: List[LayerPlot] = []
         self.selection = np.zeros(0, np.int64)
         self.highlight = np.zeros(0, np.int64)
+        self.typed = np.zeros(0, np.int64)
+        self.words: List[str] = []
         self.hover_index = -1
         self._brushes: List[QBrush] = []
         self._palette = [pg.mkBrush(QColor(c)) for c in PALETTE] + [pg.mkBrush(OTHER_COLOUR)]
@@ -188,14 +209,16 @@ class ProjectionPlots(pg.GraphicsLayoutWidget):
         """One empty plot per title, side by side (replaces the old plots)."""
         self.ci.clear()
         self.plots = []
-        for col, title in enumerate(titles):
-            lp = LayerPlot(self.ci, col, title)
-            k = col
+        cols = 2 if len(titles) == 4 else max(1, len(titles))   # layers 0-2 + mix: a 2×2 grid
+        for k, title in enumerate(titles):
+            lp = LayerPlot(self.ci, k // cols, k % cols, title)
             lp.view.box_selected.connect(lambda rect, k=k: self._on_box(k, rect))
             lp.view.clicked.connect(lambda pos, k=k: self._on_click(k, pos))
             self.plots.append(lp)
         self.selection = np.zeros(0, np.int64)
         self.highlight = np.zeros(0, np.int64)
+        self.typed = np.zeros(0, np.int64)
+        self.words: List[str] = []
         self.hover_index = -1
 
     def set_coords(self, k: int, coords: np.ndarray, title: str) -> None:
@@ -206,6 +229,9 @@ class ProjectionPlots(pg.GraphicsLayoutWidget):
         lp.show_overlay("selected", self.selection)
         lp.show_overlay("found", self.highlight)
         lp.show_overlay("hover", [self.hover_index] if self.hover_index >= 0 else [])
+        lp.show_overlay("typed", self.typed)
+        if 0 < len(self.words) == len(coords) <= MAX_LABELLED_POINTS:
+            lp.set_labels(self.words)
 
     def set_select_mode(self, on: bool) -> None:
         for lp in self.plots:
@@ -238,6 +264,13 @@ class ProjectionPlots(pg.GraphicsLayoutWidget):
         self.selection = np.unique(np.asarray(indices, dtype=np.int64))
         for lp in self.plots:
             lp.show_overlay("selected", self.selection)
+
+    def set_typed(self, indices, words: Sequence[str] = ()) -> None:
+        """Ring the points of the typed sentences; ``words`` label the points when few."""
+        self.typed = np.unique(np.asarray(indices, dtype=np.int64))
+        self.words = list(words)
+        for lp in self.plots:
+            lp.show_overlay("typed", self.typed)
 
     def set_highlight(self, indices) -> None:
         self.highlight = np.unique(np.asarray(indices, dtype=np.int64))

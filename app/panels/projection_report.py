@@ -5,9 +5,9 @@
 
 * ``view_state`` / ``restore_view_state``: token source (loaded sentences, word list, labelled
   data set file), the point cap, colour-by, UMAP settings, mix weights and the search text;
-* report figures: one publication figure per layer plot (:class:`ProjectionFigure`: black title
-  and axes, axis labels, a legend), PNG + SVG (+ PDF when asked), at the report dialog's size
-  and DPI;
+* report figures: the drawn plots as one grid figure with equal axes and the legend outside
+  (:func:`elmo_engine.analysis.report_figures.projection_grid`), PNG + SVG (+ PDF when asked),
+  at the report dialog's size and DPI;
 * report tables: the drawn coordinates (CSV only), when cheap.
 
 Restoring never computes on the GUI thread: it sets the controls and schedules the panel's usual
@@ -16,12 +16,7 @@ automatic run (PCA, then UMAP jobs on the worker); a data set file is read on th
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QEvent, QRectF, Qt
-from PySide6.QtWidgets import QSizePolicy
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
 from elmo_engine.analysis.projection import Projection
 from elmo_engine.analysis.projection.export import coordinates_table
@@ -44,86 +39,6 @@ def _short(text: str, n: int = LEGEND_LABEL_CHARS) -> str:
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
-class ProjectionFigure(pg.GraphicsLayoutWidget):
-    """One layer's projection as a stand-alone figure for PNG/SVG/PDF export.
-
-    Parameters
-    ----------
-    coords : ``(N, 2)`` point coordinates
-    codes : ``(N,)`` palette index per point (``len(PALETTE)`` or more: the grey "other")
-    legend : ``[(name, colour, count), …]`` as :func:`elmo_explorer.panels.projection_plots.categories`
-    title : the figure title
-    axis_labels : the x and y axis labels
-    """
-
-    #: height / width of a scatter plot with its legend at the side
-    ASPECT = 0.72
-    TITLE_PT = 11
-    LEGEND_ROW_PX = 21           # one legend entry (8 pt text) in logical pixels
-    LEGEND_MARGIN_PX = 60        # the title and the legend's frame
-
-    def __init__(self, coords: np.ndarray, codes: np.ndarray,
-                 legend: Sequence[Tuple[str, str, int]], title: str,
-                 axis_labels: Tuple[str, str], parent=None):
-        super().__init__(parent)
-        self.setBackground("w")
-        coords = np.asarray(coords, dtype=np.float64)                  # (N, 2)
-        codes = np.minimum(np.asarray(codes, dtype=np.int64), len(PALETTE))
-        self.title = self.addLabel(title, row=0, col=0, colspan=2, color="k",
-                                   size=f"{self.TITLE_PT}pt")
-        self.plot = self.addPlot(row=1, col=0)
-        self.plot.showAxes(True, showValues=(True, False, False, True))
-        for side in ("left", "bottom", "top", "right"):
-            axis = self.plot.getAxis(side)
-            axis.setPen(pg.mkPen("k"))
-            axis.setTextPen(pg.mkPen("k"))
-            axis.enableAutoSIPrefix(False)
-        self.plot.setLabel("bottom", axis_labels[0], color="k")
-        self.plot.setLabel("left", axis_labels[1], color="k")
-        self.legend = pg.LegendItem(labelTextColor="k", labelTextSize="8pt",
-                                    pen=pg.mkPen("#888888"), brush=pg.mkBrush("w"))
-        self.legend.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Maximum)
-        self.addItem(self.legend, row=1, col=1)           # at the top, rows not spread out
-        self.ci.layout.setAlignment(self.legend, Qt.AlignmentFlag.AlignTop)
-        self.items: List[pg.ScatterPlotItem] = []
-        colours = PALETTE + [OTHER_COLOUR]
-        # the grey "others" first so that the coloured categories are drawn above them
-        for code in sorted(range(len(legend)), key=lambda c: -1 if legend[c][1] == OTHER_COLOUR
-                           else c):
-            name, colour, count = legend[code]
-            pal = len(PALETTE) if colour == OTHER_COLOUR else colours.index(colour)
-            pts = coords[codes == pal]
-            item = pg.ScatterPlotItem(x=pts[:, 0], y=pts[:, 1], size=5, pen=None,
-                                      brush=pg.mkBrush(colour), pxMode=True)
-            self.plot.addItem(item)
-            self.items.append(item)
-        for name, colour, count in legend:                  # the legend in the panel's order
-            item = self.items[[i.opts["brush"].color().name() for i in self.items].index(colour)]
-            self.legend.addItem(item, f"{_short(name)} ({count:,})")
-        self.plot.getViewBox().autoRange(padding=0.04)
-        self.resize(624, round(624 * self.ASPECT))
-
-    def lay_out(self, width: int, height: Optional[int] = None) -> Tuple[int, int]:
-        """Lay the figure out at ``width`` × ``height`` logical pixels (``None``: the figure's
-        own aspect) without showing it on screen. Returns the size used."""
-        if not self.isVisible():
-            self.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
-            self.show()
-        height = round(width * self.ASPECT) if height is None else height
-        # as many legend columns as it takes for the entries to fit beside the plot
-        rows = max(1, (height - self.LEGEND_MARGIN_PX) // self.LEGEND_ROW_PX)
-        n = len(self.legend.items)
-        self.legend.setColumnCount(max(1, -(-n // rows)))
-        self.legend.updateGeometry()
-        self.ci.layout.invalidate()
-        self.resize(width, height)
-        # the same size gives no resize event: fit the layout to the (new) minimum sizes here
-        self.setRange(QRectF(0, 0, width, height), padding=0, disableAutoPixel=False)
-        QCoreApplication.sendPostedEvents(None, QEvent.Type.LayoutRequest.value)
-        self.plot.getViewBox().autoRange(padding=0.04)
-        return width, height
-
-
 class ProjectionReport:
     """The report figures and tables and the saved state of the projection panel."""
 
@@ -136,34 +51,42 @@ class ProjectionReport:
         return panel_figure_options(self.panel)
 
     # ---- figures --------------------------------------------------------------------------
-    def projection_figure(self, k: int) -> ProjectionFigure:
-        """The publication figure of plot ``k`` as drawn now (PCA or UMAP)."""
-        p: Projection = self.model.shown[k]
-        tokens = self.model.tokens
+    def grid_figure(self, plots: Optional[Sequence[int]] = None):
+        """The drawn plots (``plots``: their indices, default all) as one matplotlib figure:
+        two maps a row with equal axes, coloured as on screen, one legend outside, words beside
+        the points when there are few (the engine's figure path)."""
+        from elmo_engine.analysis.report_figures import projection_grid
+
+        shown, tokens = self.model.shown, self.model.tokens
+        plots = sorted(shown) if plots is None else list(plots)
         codes, legend = self.panel.colour_categories()
+        colours = [PALETTE[c] if c < len(PALETTE) else OTHER_COLOUR for c in codes]
         by = dict(COLOUR_BY)[self.view.controls.colour_by()].lower()
-        if p.method == "pca":
-            ex = p.explained or (0.0, 0.0)
-            axes = (f"PC 1 ({100 * ex[0]:.0f}% of variance)",
-                    f"PC 2 ({100 * ex[1]:.0f}% of variance)")
-            how = "PCA"
-        else:
-            axes = ("UMAP 1", "UMAP 2")
-            how = "UMAP"
-        title = f"{p.layer.name}: {how} of {len(tokens):,} tokens, coloured by {by}"
-        return ProjectionFigure(p.coords, codes, legend, title, axes)
+        panels = []
+        for k in plots:
+            p: Projection = shown[k]
+            if p.method == "pca":
+                ex = p.explained or (0.0, 0.0)
+                how = f"PCA ({100 * ex[0]:.0f} % + {100 * ex[1]:.0f} % of variance)"
+            else:
+                how = "UMAP"
+            panels.append({"title": f"{p.layer.name}: {how}", "xy": p.coords,
+                           "colors": colours, "labels": list(tokens.words)})
+        return projection_grid(panels, [(f"{name[:LEGEND_LABEL_CHARS]} ({n})", colour)
+                                        for name, colour, n in legend],
+                               f"{len(tokens):,} tokens ({tokens.source or 'tokens'}), "
+                               f"coloured by {by}")
 
     def figures(self, folder, options: Optional[FigureOptions] = None) -> List[Path]:
-        """Write every drawn layer plot into ``folder`` in the figure formats (PNG and SVG by
-        default, PDF on request); return the files in order. Nothing is written (an empty
+        """Write the drawn plots as one grid figure into ``folder`` in the figure formats (PNG
+        and SVG by default, PDF on request); return the files. Nothing is written (an empty
         list) before a projection is drawn."""
         shown = self.model.shown
         if self.model.tokens is None or not shown:
             return []
-        return write_figures(
-            [(f"projection_{shown[k].layer.key}_{shown[k].method}",
-              lambda k=k: self.projection_figure(k)) for k in sorted(shown)],
-            folder, options or self.figure_options())
+        method = "_".join(sorted({p.method for p in shown.values()}))
+        return write_figures([(f"projection_{method}", self.grid_figure)], folder,
+                             options or self.figure_options())
 
     # ---- tables ---------------------------------------------------------------------------
     def tables(self) -> List[ReportTable]:

@@ -60,8 +60,8 @@ class AnalysisPanel(Protocol):
 
     def report_figures(self, folder: Path, options: "FigureOptions") -> List[Path]:
         """Write the view's publication figures into the empty ``folder`` at ``options``' size
-        and formats; ``[]`` when it has none of its own: the report then shows the view as it
-        is on screen (PNG and SVG of the widget)."""
+        and formats, drawn by the engine's one figure path; ``[]`` when it has none (a report
+        never shows a screenshot of a view)."""
         ...
 
     def report_tables(self) -> List["ReportTable"]:

@@ -19,12 +19,13 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from elmo_engine.atomic import atomic_path, atomic_write_text
+from elmo_engine.analysis.permutation import PermutationResult, group_permutation_test
 from elmo_engine.errors import InputError
 
 DIRECTIONS = ("both", "forward", "backward")
@@ -174,6 +175,16 @@ def reference_mean(activations: Sequence[Optional[np.ndarray]]) -> np.ndarray:
     return total / count
 
 
+def layer_stats(activations: Sequence[Optional[np.ndarray]]) -> np.ndarray:
+    """Per layer, one mean and one standard deviation over every element of every token
+    (AllenNLP's ``do_layer_norm`` statistics): ``(L+1, 2)`` float64."""
+    arrs = [a for a in activations if a is not None and a.shape[1]]
+    if not arrs:
+        raise InputError("no tokens to normalise the layers with")
+    flat = np.concatenate([a.reshape(a.shape[0], -1) for a in arrs], axis=1).astype(np.float64)
+    return np.stack([flat.mean(axis=1), np.sqrt(flat.var(axis=1) + 1e-12)], axis=1)
+
+
 def view_names(n_layers: int) -> List[str]:
     """Names of the compared views: ``layer 0 … layer L`` and ``mix``."""
     return [f"layer {k}" for k in range(n_layers)] + ["mix"]
@@ -197,6 +208,9 @@ class Comparison:
     weights : the normalised mix weights used
     direction : "both", "forward" or "backward"
     corrected : whether the reference mean was subtracted
+    p_value : ``(K,)`` one-sided permutation p-value of within − between > 0 (NaN: no test)
+    test : how the p-values were obtained (:class:`~.permutation.PermutationResult`)
+    layer_norm : whether each layer was normalised before mixing (ScalarMix's do_layer_norm)
     """
 
     word: str
@@ -211,19 +225,24 @@ class Comparison:
     weights: np.ndarray
     direction: str
     corrected: bool
+    p_value: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    test: Optional[PermutationResult] = None
+    layer_norm: bool = False
 
     def summary_rows(self) -> List[Tuple[str, List[float]]]:
         """Rows of the per-view summary: self-similarity, within, between, within − between."""
         return [("self-similarity", list(self.self_sim)),
                 ("within groups", list(self.within)),
                 ("between groups", list(self.between)),
-                ("within − between", list(self.within - self.between))]
+                ("within − between", list(self.within - self.between)),
+                ("p (permutation)", list(self.p_value))]
 
 
 def compare(vectors: np.ndarray, weights: Optional[Sequence[float]] = None,
             direction: str = "both", center: Optional[np.ndarray] = None,
             groups: Optional[Sequence[Optional[str]]] = None, word: str = "",
-            occurrences: Sequence[Occurrence] = (), labels: Sequence[str] = ()) -> Comparison:
+            occurrences: Sequence[Occurrence] = (), labels: Sequence[str] = (),
+            layer_norm: Optional[np.ndarray] = None) -> Comparison:
     """Compare occurrences layer by layer.
 
     Parameters
@@ -234,6 +253,9 @@ def compare(vectors: np.ndarray, weights: Optional[Sequence[float]] = None,
     center : ``(L+1, 2P)`` reference mean per layer (:func:`reference_mean`) to subtract, or None
     groups : a group label per occurrence (None/"" = ungrouped)
     word, occurrences, labels : carried into the result for display and export
+    layer_norm : ``(L+1, 2)`` mean and standard deviation per layer (:func:`layer_stats`): each
+        layer is normalised with them before mixing, as AllenNLP's ``ScalarMix(do_layer_norm)``
+        does; the layers' own views are unchanged (a cosine ignores the scale)
     """
     vectors = np.asarray(vectors)
     if vectors.ndim != 3:
@@ -241,7 +263,10 @@ def compare(vectors: np.ndarray, weights: Optional[Sequence[float]] = None,
     n_layers, n, _ = vectors.shape
     w = normalise_weights(weights, n_layers)
     views = [half(vectors[k], direction) for k in range(n_layers)]          # each (n, d)
-    views.append(half(mix_layers(vectors, w), direction))
+    stats = None if layer_norm is None else np.asarray(layer_norm, dtype=np.float64)
+    normed = vectors if stats is None else \
+        (vectors - stats[:, :1, None]) / stats[:, 1:, None]
+    views.append(half(mix_layers(normed, w), direction))
     centers: List[Optional[np.ndarray]] = [None] * (n_layers + 1)
     if center is not None:
         center = np.asarray(center, dtype=np.float64)
@@ -249,28 +274,35 @@ def compare(vectors: np.ndarray, weights: Optional[Sequence[float]] = None,
             raise InputError(f"reference mean has shape {center.shape}, expected "
                              f"{(n_layers, vectors.shape[2])}")
         centers = [half(center[k], direction) for k in range(n_layers)]
-        centers.append(half(np.tensordot(w, center, axes=(0, 0)), direction))
+        c = center if stats is None else (center - stats[:, :1]) / stats[:, 1:]
+        centers.append(half(np.tensordot(w, c, axes=(0, 0)), direction))
     mats = np.stack([cosine_matrix(v, c) for v, c in zip(views, centers)])   # (K, n, n)
     grp = tuple("" if g is None else str(g) for g in (groups if groups is not None else [""] * n))
     sims = np.array([self_similarity(m) for m in mats])
     wb = np.array([group_similarity(m, grp) for m in mats]).reshape(-1, 2)
+    test = group_permutation_test(mats, grp)
     return Comparison(word=word, occurrences=tuple(tuple(o) for o in occurrences),
                       labels=tuple(labels), names=tuple(view_names(n_layers)), matrices=mats,
                       self_sim=sims, within=wb[:, 0], between=wb[:, 1], groups=grp, weights=w,
-                      direction=direction, corrected=center is not None)
+                      direction=direction, corrected=center is not None, p_value=test.p,
+                      test=test, layer_norm=stats is not None)
 
 
 def compare_word(tokens: Sequence[Sequence[str]], activations: Sequence[Optional[np.ndarray]],
                  word: str, weights: Optional[Sequence[float]] = None, direction: str = "both",
                  corrected: bool = False, groups: Optional[dict] = None, ignore_case: bool = False,
-                 max_occurrences: int = 300, center: Optional[np.ndarray] = None
+                 max_occurrences: int = 300, center: Optional[np.ndarray] = None,
+                 layer_norm: bool = False
                  ) -> Tuple[Optional[Comparison], Optional[np.ndarray], int]:
     """Find ``word`` in tokenized sentences with activations and compare its occurrences.
 
     With ``corrected``, the anisotropy reference mean is ``center`` ``(L+1, 2P)`` when given
     (e.g. a neighbour index's corpus mean), else the mean of every token of ``activations``.
     ``groups`` maps
-    ``(sentence, token)`` to a label. Returns ``(comparison, vectors (L+1, n, 2P), total)`` where
+    ``(sentence, token)`` to a label; the occurrences are ordered by group (groups in the order
+    they first occur, unlabelled ones last, reading order within a group). With ``layer_norm``
+    every layer is normalised by its mean and standard deviation over all tokens of
+    ``activations`` before the mix (:func:`layer_stats`). Returns ``(comparison, vectors (L+1, n, 2P), total)`` where
     ``total`` counts all occurrences (only the first ``max_occurrences`` are compared), or
     ``(None, None, total)`` when there are none.
     """
@@ -279,14 +311,19 @@ def compare_word(tokens: Sequence[Sequence[str]], activations: Sequence[Optional
     occ = occ[:max_occurrences]
     if not occ:
         return None, None, total
+    groups = groups or {}
+    first = {}
+    for o in occ:
+        first.setdefault(groups.get(o, ""), len(first))
+    occ.sort(key=lambda o: (not groups.get(o, ""), first[groups.get(o, "")]))
     vectors = gather(activations, occ)
     if not corrected:
         center = None
     elif center is None:
         center = reference_mean(activations)
-    groups = groups or {}
     comp = compare(vectors, weights, direction, center, [groups.get(o, "") for o in occ],
-                   word=word, occurrences=occ, labels=[snippet(tokens[s], t) for s, t in occ])
+                   word=word, occurrences=occ, labels=[snippet(tokens[s], t) for s, t in occ],
+                   layer_norm=layer_stats(activations) if layer_norm else None)
     return comp, vectors, total
 
 
@@ -354,7 +391,7 @@ def write_metadata_tsv(path, rows: Sequence[Sequence[object]], header: Sequence[
 
 
 __all__ = ["DIRECTIONS", "Comparison", "Occurrence", "compare", "compare_word", "cosine_matrix",
-           "find_occurrences", "gather", "group_similarity", "half", "mix_layers",
+           "find_occurrences", "gather", "group_similarity", "half", "layer_stats", "mix_layers",
            "normalise_weights", "read_matrices_csv", "reference_mean", "self_similarity",
            "snippet", "view_names", "write_matrices_csv", "write_metadata_tsv",
            "write_vectors_npz", "write_vectors_tsv"]

@@ -3,8 +3,8 @@
 :func:`report_spec` turns a workspace's state (sentences, selection, view parameters, probe runs)
 into a :class:`~elmo_engine.io.report.ReportSpec`: the selected word compared across its
 occurrences layer by layer (:mod:`elmo_engine.analysis.compare`: summary and similarity tables,
-an SVG heatmap) and the stored probe results (a table and an SVG chart of the scalar-mix
-weights). ``elmo-explorer export report`` and the app's *Export report…* both use it; the app
+the heatmaps and the summary figure, groups kept) and the stored probe results (a table, the
+scores and the scalar-mix weights), every figure drawn by :mod:`.report_figures`. ``elmo-explorer export report`` and the app's *Export report…* both use it; the app
 adds its own figures. :func:`elmo_engine.io.report.write_report` writes the folder.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from elmo_engine.analysis import compare as cmp
 from elmo_engine.analysis.probes.experiment import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS, results_rows
 from elmo_engine.errors import InputError
-from elmo_engine.io.svg_figures import svg_bars, svg_heatmaps
+from elmo_engine.io import figures as F
 from elmo_engine.io.report import ReportFigure, ReportSpec, ReportTable
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
 
@@ -26,18 +26,19 @@ MAX_SHOWN_OCCURRENCES = 12
 
 
 def build_report_spec(loaded, emb, word: Optional[str], notes: List[str],
-                      figure_dir: Path) -> ReportSpec:
+                      figure_dir: Path, formats: Sequence[str] = F.FORMATS) -> ReportSpec:
     """Embed a loaded workspace's sentences with the embedder ``emb`` and gather the tables and
     figures of its report."""
     data = loaded.data
     tokens = [tokenize(s)[:MAX_SENTENCE_TOKENS] for s in data.sentences]
     acts = emb.embed(tokens) if tokens else []
     return report_spec(data, tokens, acts, emb.model.info.describe(), str(loaded.path), word,
-                       notes, figure_dir)
+                       notes, figure_dir, formats)
 
 
 def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Optional[str] = None,
-                notes: Sequence[str] = (), figure_dir: Optional[Path] = None) -> ReportSpec:
+                notes: Sequence[str] = (), figure_dir: Optional[Path] = None,
+                formats: Sequence[str] = F.FORMATS, contexts: bool = True) -> ReportSpec:
     """The report of a workspace's state (Qt-free; the app adds its own figures).
 
     Parameters
@@ -47,7 +48,10 @@ def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Op
     model : ``CheckpointInfo.describe()`` of the model used, or None
     source : where the workspace came from (a path, or "ELMo Explorer session")
     word : the word to compare (default: the selected token's)
-    figure_dir : write headless SVG figures here (None: tables only)
+    figure_dir : write the figures here (:mod:`.report_figures`, in ``formats``; None: tables
+        only)
+    contexts : compare the word here (False: the caller adds the contexts view's own tables
+        and figures, as the app does)
     """
     notes = list(notes)
     if word is None and data.selection is not None:
@@ -66,13 +70,52 @@ def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Op
         model=info or {"model": "none loaded"},
         data={"workspace": source} | ({"saved": data.saved_at} if data.saved_at else {})
         | {"sentences": len(tokens), "tokens": int(sum(len(t) for t in tokens))},
-        parameters={"selected word": word or "(none)", "views": data.views},
+        parameters={"selected word": word or "(none)"} | _view_parameters(data.views),
         notes=notes + ([data.notes] if data.notes else []))
-    if word and acts and all(a is not None for a in acts):
-        _add_contexts(spec, tokens, acts, word, data.views.get("contexts", {}), figure_dir)
+    if contexts and word and acts and all(a is not None for a in acts):
+        _add_contexts(spec, tokens, acts, word, data.views.get("contexts", {}), figure_dir,
+                      formats)
     if data.probe_runs:
-        _add_probes(spec, data.probe_runs, source, figure_dir)
+        _add_probes(spec, data.probe_runs, source, figure_dir, formats)
     return spec
+
+
+def _view_parameters(views: dict) -> dict:
+    """The views' settings that read as parameters (numbers, words, switches, short lists of
+    numbers), one row each: ``"projection: colour by"``; groups and saved selections are left
+    to the tables."""
+    out = {}
+    for view, state in (views or {}).items():
+        if not isinstance(state, dict):
+            continue
+        for key, v in state.items():
+            if key in ("version", "groups", "selected") or v is None:
+                continue
+            if isinstance(v, dict):
+                v = ", ".join(f"{k} {x}" for k, x in v.items()
+                              if isinstance(x, (int, float, str, bool)))
+            elif isinstance(v, list):
+                if not all(isinstance(x, (int, float)) for x in v) or len(v) > 12:
+                    continue
+                v = ", ".join(f"{x:.3g}" for x in v)
+            if v == "":
+                continue
+            out[f"{view}: {key.replace('_', ' ')}"] = v
+    return out
+
+
+def _state_groups(state: dict, word: str, tokens) -> dict:
+    """The group labels a saved contexts view holds for ``word``: ``{(s, t): group}``."""
+    items = (state.get("groups") or {}).get(word) if isinstance(state.get("groups"), dict) else None
+    out = {}
+    for it in items if isinstance(items, list) else []:
+        if not isinstance(it, dict):
+            continue
+        s, t, g = it.get("sentence"), it.get("token"), it.get("group")
+        if (isinstance(s, int) and isinstance(t, int) and isinstance(g, str) and g.strip()
+                and 0 <= s < len(tokens) and 0 <= t < len(tokens[s])):
+            out[(s, t)] = g.strip()
+    return out
 
 
 def _num(v) -> Optional[float]:
@@ -80,7 +123,7 @@ def _num(v) -> Optional[float]:
 
 
 def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
-                  figure_dir: Optional[Path]) -> None:
+                  figure_dir: Optional[Path], formats: Sequence[str]) -> None:
     n_layers = acts[0].shape[0] if acts else 0
     weights = state.get("weights")
     if not (isinstance(weights, list) and len(weights) == n_layers
@@ -88,24 +131,34 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
         weights = None
     direction = state.get("direction") if state.get("direction") in cmp.DIRECTIONS else "both"
     corrected = state.get("corrected") is True
-    comp, _vectors, total = cmp.compare_word(tokens, acts, word, weights, direction, corrected)
+    layer_norm = state.get("layer_norm") is not False
+    groups = _state_groups(state, word, tokens)
+    comp, _vectors, total = cmp.compare_word(tokens, acts, word, weights, direction, corrected,
+                                            groups, layer_norm=layer_norm)
     if comp is None:
         spec.notes.append(f"'{word}' does not occur in the sentences: no similarity tables.")
         return
-    spec.parameters["contexts"] = {"direction": direction, "anisotropy corrected": corrected,
-                                   "mix weights": [round(float(w), 4) for w in comp.weights],
-                                   "occurrences compared": f"{len(comp.occurrences)} of {total}"}
+    sizes = {g: comp.groups.count(g) for g in comp.groups if g}
+    spec.parameters |= {
+        "contexts: occurrences compared": f"{len(comp.occurrences)} of {total}",
+        "contexts: groups": ", ".join(f"{g} ({n})" for g, n in sizes.items()) or "(none)",
+        "contexts: permutation test": comp.test.describe(),
+        "contexts: weights": ", ".join(f"{w:.2f}" for w in comp.weights),   # as used
+        "contexts: layer norm": comp.layer_norm}
     spec.tables.append(ReportTable(
         "contexts_summary", f"'{word}' across contexts: similarity per layer",
         [{"view": name, "self-similarity": _num(comp.self_sim[k]),
-          "within groups": _num(comp.within[k]), "between groups": _num(comp.between[k])}
+          "within groups": _num(comp.within[k]), "between groups": _num(comp.between[k]),
+          "within − between": _num(comp.within[k] - comp.between[k]),
+          "p (permutation)": _num(comp.p_value[k])}
          for k, name in enumerate(comp.names)],
         caption="Self-similarity: mean cosine between the word's occurrences (all pairs i ≠ j), "
-                "per layer and for the scalar mix (Ethayarajh 2019)."))
+                "per layer and for the scalar mix (Ethayarajh 2019). p: "
+                + comp.test.describe() + "."))
     spec.tables.append(ReportTable(
-        "contexts_occurrences", f"Occurrences of '{word}'",
-        [{"#": i + 1, "sentence": s + 1, "token": t + 1, "context": comp.labels[i]}
-         for i, (s, t) in enumerate(comp.occurrences)]))
+        "contexts_occurrences", f"Occurrences of '{word}', ordered by group",
+        [{"#": i + 1, "group": comp.groups[i], "sentence": s + 1, "token": t + 1,
+          "context": comp.labels[i]} for i, (s, t) in enumerate(comp.occurrences)]))
     show = len(comp.occurrences) <= MAX_SHOWN_OCCURRENCES
     for k, name in enumerate(comp.names):
         heads = [f"{i + 1}" for i in range(len(comp.occurrences))]
@@ -117,13 +170,19 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
                                        ["occurrence", *heads], show=show))
     if figure_dir is None:
         return
-    path = figure_dir / "contexts_heatmaps.svg"
-    path.write_text(svg_heatmaps(comp.matrices, list(comp.names), word), encoding="utf-8")
-    spec.figures.append(ReportFigure(path, f"Cosine similarity of the occurrences of '{word}', "
-                                           "per layer and for the mix"))
+    from elmo_engine.analysis.report_figures import contexts_heatmaps, contexts_summary
+
+    for stem, fig, caption in (
+            ("contexts_heatmaps", contexts_heatmaps(comp),
+             f"Cosine similarity of the occurrences of '{word}', per layer and for the mix"),
+            ("contexts_summary", contexts_summary(comp),
+             f"'{word}': self-, within- and between-group similarity per view")):
+        spec.figures += [ReportFigure(p, caption)
+                         for p in F.save(fig, figure_dir / stem, list(formats))]
 
 
-def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optional[Path]) -> None:
+def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optional[Path],
+                formats: Sequence[str]) -> None:
     results = []
     for i, d in enumerate(runs):
         try:
@@ -137,8 +196,12 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
                                            "are fractions in [0, 1]."))
     if figure_dir is None:
         return
-    path = figure_dir / "probe_mix_weights.svg"
-    path.write_text(svg_bars([r.mix.weights for r in results], [r.name for r in results]),
-                    encoding="utf-8")
-    spec.figures.append(ReportFigure(path, "Scalar-mix layer weights per probe run "
-                                           "(softmax-normalised, each run sums to 1)"))
+    from elmo_engine.analysis.report_figures import probe_mix_weights, probe_scores
+
+    for stem, fig, caption in (
+            ("probe_scores", probe_scores(results), "Probe test scores per layer and for the "
+                                                    "scalar mix"),
+            ("probe_mix_weights", probe_mix_weights(results),
+             "Scalar-mix layer weights per probe run (softmax-normalised, each run sums to 1)")):
+        spec.figures += [ReportFigure(p, caption)
+                         for p in F.save(fig, figure_dir / stem, list(formats))]

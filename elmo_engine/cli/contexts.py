@@ -13,9 +13,10 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.groups import word_groups
 from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
 from elmo_engine.errors import InputError
 
@@ -41,9 +42,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "(of the sentences and the --reference file) before the cosine")
     p.add_argument("--weights", default=None,
                    help="mix weights over layers 0..L, comma-separated (default: uniform)")
+    p.add_argument("--no-layer-norm", action="store_true",
+                   help="mix the raw layers (default: normalise each layer first, as "
+                        "ScalarMix(do_layer_norm=True) does)")
     p.add_argument("--groups", default=None,
                    help="a group label per occurrence in reading order, comma-separated "
-                        "(empty = ungrouped), e.g. river,river,money,money")
+                        "(empty = ungrouped), e.g. river,river,money,money (default: the "
+                        "groups of a group<TAB>sentence file, e.g. the demo sentences)")
     p.add_argument("--neighbours", type=int, default=0, metavar="K",
                    help="also list the K nearest neighbours of the first occurrence per layer")
     p.add_argument("--reference", type=Path, default=None,
@@ -57,15 +62,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return p
 
 
-def _sentences(path: Optional[Path]) -> List[List[str]]:
-    from elmo_engine.analysis.neighbour_corpus import read_corpus
+def _sentences(path: Optional[Path]) -> Tuple[List[List[str]], List[str]]:
+    """The tokens of each sentence and its group ("" for none)."""
+    from elmo_engine.io.datasets.sentences import read_grouped_sentences
+    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
     if path is None:
         from elmo_engine.resources import demo_sentences_path
 
         path = demo_sentences_path()
         if not path.is_file():
             raise InputError("no demo sentences installed; pass --sentences FILE")
-    return read_corpus(path)
+    pairs = [(g, tokenize(s)[:MAX_SENTENCE_TOKENS]) for g, s in read_grouped_sentences(path)]
+    pairs = [(g, t) for g, t in pairs if t]
+    if not pairs:
+        raise InputError("no sentences in the file", path=path)
+    return [t for _g, t in pairs], [g for g, _t in pairs]
 
 
 def _fmt(v: float) -> str:
@@ -79,7 +90,7 @@ def run(args) -> int:
     from elmo_engine.analysis.neighbour_corpus import build_index, read_corpus
     from elmo_engine.analysis.neighbours import neighbour_table, write_neighbours_csv
 
-    tokens = _sentences(args.sentences)
+    tokens, sentence_groups = _sentences(args.sentences)
     emb = Embedder(load_checkpoint(checkpoint_or_demo(args.checkpoint)), device=args.device)
     acts = emb.embed(tokens)
     reference = read_corpus(args.reference) if args.reference else []
@@ -91,27 +102,32 @@ def run(args) -> int:
     if labels and len(labels) != len(occ):
         raise InputError(f"--groups has {len(labels)} labels for {len(occ)} occurrences of "
                          f"'{args.word}'")
-    groups = dict(zip(occ, labels))
+    groups = dict(zip(occ, labels)) if args.groups is not None else \
+        word_groups(args.word, tokens, sentence_groups)
     center = index.mean if (args.correct and index is not None) else None
     weights = parse_floats(args.weights, "--weights")
     comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
                                             args.correct, groups, args.ignore_case, 10 ** 6,
-                                            center)
+                                            center, not args.no_layer_norm)
     summary = {"word": args.word, "occurrences": total, "direction": args.direction,
-               "corrected": bool(args.correct)}
+               "corrected": bool(args.correct), "layer_norm": not args.no_layer_norm}
     if comp is None:
         print(f"'{args.word}' does not occur in the {len(tokens)} sentences")
     else:
         print(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
               f"{args.direction} halves{', anisotropy-corrected' if args.correct else ''}; "
               f"mix weights {' '.join(f'{w:.2f}' for w in comp.weights)}")
-        print(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}")
+        print(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}{'p':>9}")
         for k, name in enumerate(comp.names):
             print(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
-                  f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}")
+                  f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}   "
+                  f"{_fmt(comp.p_value[k])}")
+        print(f"p: {comp.test.describe()}")
+        summary["test"] = comp.test.describe()
         summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),
                                    "within": _num(comp.within[k]),
-                                   "between": _num(comp.between[k])}
+                                   "between": _num(comp.between[k]),
+                                   "p": _num(comp.p_value[k])}
                             for k, name in enumerate(comp.names)}
         if args.matrices:
             cmp.write_matrices_csv(args.matrices, comp)

@@ -9,8 +9,10 @@ Examples::
 
 ``export report`` rebuilds a report from a saved workspace: it embeds the workspace's sentences
 with its checkpoint, compares the selected word across its occurrences layer by layer
-(tables and an SVG heatmap), and adds the probe results stored in the workspace (table and an SVG
-chart of the scalar-mix weights), with ``report.md`` and ``report.html``.
+(tables, the heatmaps and the summary figure, with the workspace's groups), and adds the probe
+results stored in the workspace (table, scores and scalar-mix weights), every figure as PNG, SVG
+and PDF from the one figure path (``elmo_engine.analysis.report_figures``), with ``report.md``
+and ``report.html``.
 """
 from __future__ import annotations
 

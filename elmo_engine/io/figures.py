@@ -122,7 +122,7 @@ def heatmap(fig, ax, matrix, row_labels: Sequence[str], col_labels: Sequence[str
             cbar_label: str, vmin: Optional[float] = None, vmax: Optional[float] = None,
             row_groups: Optional[Sequence[str]] = None, col_groups: Optional[Sequence[str]] = None,
             annotate: Optional[bool] = None, cmap: Optional[str] = None,
-            xlabel: str = "", ylabel: str = "") -> None:
+            xlabel: str = "", ylabel: str = "", colorbar: bool = True) -> None:
     """A matrix with a labelled colour bar. The colour map is sequential over the data's range
     (``vmin``/``vmax`` override it), or diverging centred on 0 when the data straddle 0. With
     ``row_groups``/``col_groups`` (a group name per row/column, rows already ordered by group)
@@ -141,8 +141,9 @@ def heatmap(fig, ax, matrix, row_labels: Sequence[str], col_labels: Sequence[str
     if hi <= lo:
         hi = lo + 1e-9
     im = ax.imshow(m, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
-    cbar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
-    cbar.set_label(cbar_label)
+    if colorbar:
+        cbar = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        cbar.set_label(cbar_label)
     ax.set_xticks(range(len(col_labels)))
     ax.set_xticklabels(col_labels, rotation=45 if max(map(len, col_labels), default=0) > 3 else 0,
                        ha="right" if max(map(len, col_labels), default=0) > 3 else "center",
@@ -238,10 +239,14 @@ def render(fig, fmt: str, dpi: int = 150) -> bytes:
     fmt = fmt.lower().lstrip(".")
     if fmt not in FORMATS:
         raise InputError(f"unknown figure format {fmt!r}; use one of {', '.join(FORMATS)}")
+    from matplotlib import rc_context
+
     buf = io.BytesIO()
     meta = {"png": {"Software": "ELMo Explorer"}, "svg": {"Creator": "ELMo Explorer"},
             "pdf": {"Creator": "ELMo Explorer", "CreationDate": None}}[fmt]
-    fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", pad_inches=0.15, metadata=meta)
+    with rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):    # text stays text
+        fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", pad_inches=0.15,
+                    metadata=meta)
     return buf.getvalue()
 
 

@@ -284,6 +284,9 @@ def write_report(folder, spec: ReportSpec, overwrite: bool = False,
     with writing(folder):
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(staging, 0o777 & ~mask)          # mkdtemp's 0700 → what mkdir would give
         try:
             written = _fill(staging, spec, names, state)
             _swap_in(staging, folder, overwrite)

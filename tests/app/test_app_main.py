@@ -110,31 +110,6 @@ def test_recent_list_is_typed_and_bounded(app_settings_dir):
         s.device = "tpu"
 
 
-def test_export_widget_formats(qtbot, tmp_path):
-    import pyqtgraph as pg
-
-    from elmo_explorer.export import export_widget
-    from elmo_engine.errors import InputError
-
-    label = QLabel("hello export")
-    qtbot.addWidget(label)
-    label.resize(200, 80)
-    plot = pg.PlotWidget()
-    qtbot.addWidget(plot)
-    plot.resize(300, 200)
-    plot.plot([0, 1, 2], [3, 1, 2])
-    heads = {".png": b"\x89PNG", ".svg": b"<", ".pdf": b"%PDF"}
-    for obj, name in ((label, "label"), (plot, "plot"), (plot.getPlotItem(), "item")):
-        for ext, head in heads.items():
-            path = export_widget(obj, tmp_path / f"{name}{ext}")
-            data = path.read_bytes()
-            assert data.startswith(head) and len(data) > 200, (name, ext)
-    assert b"<svg" in (tmp_path / "plot.svg").read_bytes()[:2000]
-    with pytest.raises(InputError, match="use .png, .svg or .pdf"):
-        export_widget(label, tmp_path / "x.bmp")
-    assert sorted(p.name for p in tmp_path.iterdir() if ".part" in p.name) == []
-
-
 def test_model_info_dialog_lists_parts(qtbot, tiny_checkpoint):
     from elmo_engine.model.checkpoint import load_checkpoint
 

@@ -306,7 +306,10 @@ def test_first_launch_uses_the_demo_model(qtbot, app_settings_dir, tiny_checkpoi
     w.start()                                    # no checkpoint, no last one: the demo model
     qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
     assert w.workspace.model_spec.path == str(tiny_checkpoint)
-    assert len(w.workspace.sentences) == 20                      # resources/demo_sentences.txt
+    assert len(w.workspace.sentences) == 40                      # resources/demo_sentences.tsv
+    groups = w.workspace.sentence_groups                         # opened grouped
+    assert groups[w.workspace.sentences[0]] == "bank: river"
+    assert sum(g.startswith("bank: ") for g in groups.values()) == 10
     assert w.workspace.occurrences("bank") and w.workspace.occurrences("play")
     assert not w.banner.isVisible() and errors == []
     w.workspace.worker.shutdown()

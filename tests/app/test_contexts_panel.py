@@ -52,8 +52,10 @@ def test_bank_first_matrices_and_summary(panel):
     assert comp.occurrences == ((0, 4), (1, 6), (2, 1), (3, 1))
     assert comp.matrices.shape == (4, 4, 4) and panel.model.vectors.shape == (3, 4, 32)
     np.testing.assert_allclose(comp.matrices[0], 1.0, atol=1e-6)
-    ref = cmp.compare(cmp.gather(ws.activations, comp.occurrences), None)
+    ref = cmp.compare(cmp.gather(ws.activations, comp.occurrences), None,
+                      layer_norm=cmp.layer_stats(ws.activations))     # the default mix
     np.testing.assert_allclose(comp.matrices, ref.matrices, atol=1e-6)
+    assert comp.layer_norm and panel.view.mix.weights() == [0.33, 0.33, 0.33]
     assert len(panel.view.heatmaps.images) == 4
     image = panel.view.heatmaps.images[2].image                 # each cell a block of f × f pixels
     f = image.shape[0] // 4
@@ -103,27 +105,43 @@ def test_hover_text(panel, qtbot):
 def test_toggles_groups_and_selection(panel, qtbot):
     acts = panel.ws.activations
     vec = cmp.gather(acts, panel.model.comparison.occurrences)
+    stats = cmp.layer_stats(acts)
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_direction("forward")
     np.testing.assert_allclose(panel.model.comparison.matrices,
-                               cmp.compare(vec, None, "forward").matrices, atol=1e-6)
+                               cmp.compare(vec, None, "forward", layer_norm=stats).matrices,
+                               atol=1e-6)
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_corrected(True)
     mean = cmp.reference_mean(acts)
     np.testing.assert_allclose(panel.model.comparison.matrices,
-                               cmp.compare(vec, None, "forward", mean).matrices, atol=1e-6)
+                               cmp.compare(vec, None, "forward", mean, layer_norm=stats).matrices,
+                               atol=1e-6)
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_weights([0, 0, 1])
-    np.testing.assert_allclose(panel.model.comparison.matrices[3], panel.model.comparison.matrices[2], atol=1e-6)
+    assert panel.view.mix.weights() == [0.0, 0.0, 1.0]               # the weights shown are used
+    np.testing.assert_allclose(panel.model.comparison.matrices[3],
+                               cmp.compare(vec, [0, 0, 1], "forward", mean,
+                                           layer_norm=stats).matrices[3], atol=1e-6)
+    with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
+        panel.view.norm_box.setChecked(False)                           # raw layers: layer 2
+    np.testing.assert_allclose(panel.model.comparison.matrices[3],
+                               panel.model.comparison.matrices[2], atol=1e-6)
     for row, label in enumerate(["river", "money", "river"]):
         with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
             panel.set_group(row, label)
     comp = panel.model.comparison
-    assert comp.groups == ("river", "money", "river", "")
+    assert comp.groups == ("river", "river", "money", "")               # ordered by group
+    assert comp.occurrences == ((0, 4), (2, 1), (1, 6), (3, 1))
     m = comp.matrices[2]
-    assert comp.within[2] == pytest.approx(m[0, 2])
-    assert comp.between[2] == pytest.approx((m[0, 1] + m[1, 2]) / 2)
-    assert panel.view.summary.item(1, 2).text() == f"{m[0, 2]:.3f}"
+    assert comp.within[2] == pytest.approx(m[0, 1])
+    assert comp.between[2] == pytest.approx((m[0, 2] + m[1, 2]) / 2)
+    assert comp.test.exact and comp.test.n == 3 and 0 < comp.p_value[2] <= 1
+    assert panel.view.summary.verticalHeaderItem(4).text() == "p (permutation)"
+    assert panel.view.summary.item(4, 2).text() == f"{comp.p_value[2]:.3f}"
+    assert "permutation test" in panel.view.summary.toolTip()
+    assert len(panel.view.heatmaps._lines) == 2 * 2 * 4                 # 2 cuts × 2 axes × 4 maps
+    assert panel.view.summary.item(1, 2).text() == f"{m[0, 1]:.3f}"
     # clicking a token elsewhere in the app picks its word and that occurrence
     with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
         panel.ws.select(TokenRef(1, 4))                          # "into"
@@ -148,6 +166,10 @@ def test_exports_write_files(panel, qtbot, tmp_path):
     with qtbot.waitSignal(panel.exported, timeout=5000):
         panel.exports.export_heatmap(tmp_path / "all.svg")
     assert b"<svg" in (tmp_path / "all.svg").read_bytes()[:2000]
+    assert "layer 1 (biLSTM)" in (tmp_path / "all.svg").read_text(encoding="utf-8")
+    with qtbot.waitSignal(panel.exported, timeout=5000):
+        panel.exports.export_heatmap(tmp_path / "all.pdf")
+    assert (tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
     with qtbot.waitSignal(panel.exported, timeout=5000):
         panel.exports.export_matrices_csv(tmp_path / "m.csv")
     back = cmp.read_matrices_csv(tmp_path / "m.csv")
@@ -197,7 +219,9 @@ def test_reference_file_joins_the_corpus(panel, qtbot, tmp_path):
         panel.set_corrected(True)
     vec = cmp.gather(panel.ws.activations, panel.model.comparison.occurrences)
     np.testing.assert_allclose(panel.model.comparison.matrices,
-                               cmp.compare(vec, None, "both", panel.model.index.mean).matrices, atol=1e-6)
+                               cmp.compare(vec, None, "both", panel.model.index.mean,
+                                           layer_norm=cmp.layer_stats(panel.ws.activations)
+                                           ).matrices, atol=1e-6)
     assert not np.allclose(panel.model.index.mean, cmp.reference_mean(panel.ws.activations))
     assert f"mean of {loaded + 14:,} tokens" in panel.view.status.text()
 
@@ -209,8 +233,8 @@ def test_new_sentences_recompute_and_signal_ready(panel, qtbot):
         panel.ws.set_sentences(["A new first line ."] + SENTENCES[:2]
                                + ["A bank , a bank , my kingdom for a bank ."])
     assert panel.model.word == "bank"
-    assert panel.model.comparison.occurrences == ((1, 4), (2, 6), (3, 1), (3, 4), (3, 10))
-    assert panel.model.comparison.groups == ("", "money", "", "", "")       # moved with its sentence
+    assert panel.model.comparison.occurrences == ((2, 6), (1, 4), (3, 1), (3, 4), (3, 10))
+    assert panel.model.comparison.groups == ("money", "", "", "", "")       # moved with its sentence
     assert panel.model.comparison.matrices.shape == (4, 5, 5)
     assert panel.model.index.n_tokens == sum(len(t) for t in panel.ws.tokens)
 
@@ -229,7 +253,7 @@ def test_view_state_round_trip(panel, qtbot):
     with qtbot.waitSignal(panel.neighbours_drawn, timeout=10000):
         panel.select_occurrence(2)
     state = json.loads(json.dumps(panel.view_state()))              # JSON values only
-    assert state["word"] == "bank" and state["weights"] == [0.0, 1.0, 2.0]
+    assert state["word"] == "bank" and state["weights"] == [0.0, 0.33, 0.67]
     assert state["direction"] == "backward" and state["corrected"] is True and state["k"] == 5
     assert state["selected"] == {"sentence": 2, "token": 1}
     assert state["groups"] == {"bank": [{"sentence": 0, "token": 4, "group": "river"},
@@ -246,12 +270,13 @@ def test_view_state_round_trip(panel, qtbot):
         ws.select(TokenRef(0, 1))        # the workspace's selection, applied right after: "sat"
     qtbot.waitUntil(lambda: panel.model.comparison is not None and panel.model.comparison.word == "bank")
     comp = panel.model.comparison
-    assert panel.model.word == "bank" and panel.view.mix.weights() == [0.0, 1.0, 2.0]
+    assert panel.model.word == "bank" and panel.view.mix.weights() == [0.0, 0.33, 0.67]
     assert comp.direction == "backward" and comp.corrected and panel.view.k_box.value() == 5
     assert comp.groups == ("river", "money", "", "")
-    np.testing.assert_allclose(comp.weights, [0, 1 / 3, 2 / 3], atol=1e-6)
+    np.testing.assert_allclose(comp.weights, [0, 0.33, 0.67], atol=1e-6)
     vec = cmp.gather(ws.activations, comp.occurrences)
-    ref = cmp.compare(vec, [0, 1, 2], "backward", panel.model.index.mean, comp.groups)
+    ref = cmp.compare(vec, [0, 0.33, 0.67], "backward", panel.model.index.mean, comp.groups,
+                      layer_norm=cmp.layer_stats(ws.activations))
     np.testing.assert_allclose(comp.matrices, ref.matrices, atol=1e-6)
     assert panel.model.query == (2, 1) and all(len(nbs) == 5 for _, nbs in panel.model.table.layers)
     assert panel.view_state() == state
@@ -276,31 +301,19 @@ def test_report_figures_and_tables(panel, tmp_path):
     comp = panel.model.comparison
     opts = FigureOptions(width_in=6.5, height_in=5.0, dpi=20, keep_aspect=False)
     files = panel.report_figures(tmp_path, opts)
-    views = ["layer_0", "layer_1", "layer_2", "mix"]
-    assert [f.name for f in files] == [f"heatmap_bank_{v}.{e}" for v in views
+    assert [f.name for f in files] == [f"contexts_bank_{k}.{e}" for k in ("heatmaps", "summary")
                                        for e in ("png", "svg")]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f.name for f in files)
-    for f in files[::2]:
-        img = QImage(str(f))
-        assert (img.width(), img.height()) == (130, 100)
-        assert round(img.dotsPerMeterX() * 0.0254) == 20
-        colours = {img.pixel(x, y) for x in range(0, 130, 3) for y in range(0, 100, 3)}
-        assert len(colours) > 10                                    # drawn, not blank
-    for f, view in zip(files[1::2], ("layer 0 (character CNN)", "layer 1 (biLSTM)",
-                                     "layer 2 (biLSTM)", "scalar mix (0.33, 0.33, 0.33)")):
-        text = f.read_text(encoding="utf-8")
-        assert re.search(r'viewBox ?= ?"0 0 624 480"', text), f.name    # nothing cut off
-        for label in (f"in 4 contexts: {view}", "occurrence (context)", "cosine similarity",
-                      "The [bank] raised its 4", ">1.00<", ">0.80<"):
-            assert label in text, (f.name, label)
-    # a narrow figure, height fitted: short title, numbers for rows, still nothing cut off
-    (tmp_path / "narrow").mkdir()
-    narrow = panel.report_figures(tmp_path / "narrow", FigureOptions(
-        2.0, 1.0, 20, keep_aspect=True, formats=("svg", "pdf")))
-    assert len(narrow) == 8 and all(p.read_bytes()[:5] == b"%PDF-" for p in narrow[1::2])
-    text = narrow[2].read_text(encoding="utf-8")
-    assert re.search(r'viewBox ?= ?"0 0 192 \d+"', text) and "layer 1" in text
-    assert "in 4 contexts" not in text and "[bank]" not in text
+    img = QImage(str(files[0]))                    # matplotlib (the one figure path), ≥ 6.5 in
+    assert img.width() >= 6.5 * 20 * 0.9 and round(img.dotsPerMeterX() * 0.0254) == 20
+    text = files[1].read_text(encoding="utf-8")
+    for label in ("in 4 contexts", "occurrence (row)", "occurrence (column)", "cosine similarity",
+                  "layer 0 (character CNN)", "layer 2 (biLSTM)", "mix (0.33, 0.33, 0.33, "
+                  "layers normalised)", "The [bank] raised its"):
+        assert label in text, label
+    assert "self-similarity" in files[3].read_text(encoding="utf-8")
+    pdf = panel.report_figures(tmp_path / "pdf", FigureOptions(formats=("pdf",)))
+    assert [p.suffix for p in pdf] == [".pdf", ".pdf"] and pdf[0].read_bytes()[:5] == b"%PDF-"
     tables = {t.name: t for t in panel.report_tables()}
     assert set(tables) == {"contexts_view_summary", "contexts_view_similarity",
                            "contexts_neighbours"}
@@ -351,14 +364,14 @@ def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint
         out = tmp_path / "report"
         with qtbot.waitSignal(actions.exported, timeout=30000):
             actions.export_report(out, FigureOptions(3.0, 2.4, 30, keep_aspect=False))
-        views = ("layer_0", "layer_1", "layer_2", "mix")
         assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(
-            f"heatmap_bank_{v}.{e}" for v in views for e in ("png", "svg"))
+            f"contexts_bank_{v}.{e}" for v in ("heatmaps", "summary") for e in ("png", "svg"))
         tables = {p.name for p in (out / "tables").iterdir()}
+        assert "contexts_summary.csv" not in tables          # the contexts table appears once
         assert {"contexts_view_summary.csv", "contexts_view_groups.csv",
                 "contexts_view_similarity.csv", "contexts_neighbours.csv"} <= tables
         page = (out / "report.html").read_text(encoding="utf-8")
-        assert "figures/heatmap_bank_layer_1.png" in page and "Contexts view: &#x27;bank&#x27;" \
+        assert "figures/contexts_bank_heatmaps.png" in page and "Contexts view: &#x27;bank&#x27;" \
             in page
         assert errors == []
     finally:

@@ -74,11 +74,12 @@ def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
     panel.write_export(tmp_path / "runs.csv", "csv")
     lines = (tmp_path / "runs.csv").read_text("utf-8").splitlines()
     assert lines[0].startswith("run,task,layer,mix weight") and len(lines) == 9
-    from elmo_explorer.export import export_widget
-
     for ext, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):
-        export_widget(panel.view.results, tmp_path / f"plots{ext}")
-        assert (tmp_path / f"plots{ext}").read_bytes()[:5].startswith(magic)
+        files = panel.export_plots(tmp_path / f"plots{ext}")     # the one figure path
+        assert [f.name for f in files] == [f"plots_scores{ext}", f"plots_mix_weights{ext}"]
+        assert all(f.read_bytes()[:5].startswith(magic) for f in files)
+    text = (tmp_path / "plots_mix_weights.svg").read_text(encoding="utf-8")
+    assert "mix weight (softmax)" in text and panel.model.runs[0].name in text
     assert len(panel.export_actions()) == 3
     saved = json.loads(json.dumps(panel.probe_runs()))      # as a workspace file stores them
     panel.clear_runs()

@@ -50,11 +50,54 @@ def pca_panel(qtbot, ws, monkeypatch):
     monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
+    panel.view.controls.set_source("loaded")      # these tests: every loaded token …
+    panel.view.controls.set_colour_by("word")       # … coloured by word
     panel.resize(1100, 500)
     with qtbot.waitSignal(panel.ready, timeout=20000):
         panel.show()
     assert panel.is_ready()
     return panel
+
+
+def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeypatch):
+    """Issue 16, item 3: the default set is the word's occurrences in the reference corpus with
+    the typed ones ringed; 2×2 grid with equal axes; colour by group and sense; few points →
+    PCA with a message and words beside the points."""
+    import elmo_explorer.panels.projection_sources as sources
+
+    ref = [("pd_fiction", ["The", "bank", "was", "steep", "."]),
+           ("openstax_prose", ["A", "central", "bank", "sets", "rates", "."])]
+    monkeypatch.setattr(sources, "reference_word_sentences", lambda word: list(ref))
+    monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
+    ws.sentence_groups = {SENTENCES[0]: "bank: river", SENTENCES[1]: "bank: money",
+                          SENTENCES[5]: "bank: river"}
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    assert panel.view.controls.source_key() == "reference"           # the default
+    assert panel.view.controls.colour_by() == "group"
+    panel.resize(900, 700)
+    with qtbot.waitSignal(panel.ready, timeout=30000):
+        panel.show()
+    t = panel.model.tokens
+    assert len(t) == 4 + 2 and set(w.lower() for w in t.words) == {"bank"}
+    plots = panel.view.plots
+    assert len(plots.plots) == 4 and all(lp.view.state["aspectLocked"] for lp in plots.plots)
+    rows = [plots.ci.getItem(r, c) for r in (0, 1) for c in (0, 1)]
+    assert rows == [lp.plot for lp in plots.plots]                    # a 2×2 grid
+    assert len(plots.typed) == 4 and len(plots.plots[1].shown["typed"]) == 4   # ringed
+    assert len(plots.plots[0].labels) == 6                           # few points: words shown
+    assert "below 50 points" in panel.view.controls.status.text()
+    assert panel.model.shown[0].method == "pca"
+    legend = {name for name, _c, _n in panel.colour_categories()[1]}
+    assert legend == {"bank: river", "bank: money", "typed (no group)",
+                      "reference: pd_fiction", "reference: openstax_prose"}
+    panel.view.controls.set_colour_by("sense")
+    senses = {name: n for name, _c, n in panel.colour_categories()[1]}
+    assert senses == {"river": 2, "money": 1, "typed (no sense)": 1, "reference (unlabelled)": 2}
+    fig = panel.report.grid_figure()
+    assert len([a for a in fig.axes if a.get_visible()]) == 4
+    assert all(a.get_aspect() == 1.0 for a in fig.axes if a.get_visible())
+    ws.worker.shutdown(timeout_s=30)
 
 
 def test_pca_drawn_for_every_layer(pca_panel, ws):
@@ -188,7 +231,7 @@ def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert p.exports.export_all(tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
     svg = p.exports.export_plot(0, tmp_path / "one.svg").read_text(encoding="utf-8")
-    assert "<svg" in svg and svg.count("<path") + svg.count("<rect") >= len(p.model.tokens) // 2
+    assert "<svg" in svg and svg.count("<use") >= len(p.model.tokens)      # every point
     monkey_declined = []
     p.confirm = lambda msg: monkey_declined.append(msg) or False
     projection_mod_export = __import__("elmo_explorer.panels.projection_export", fromlist=["x"])
@@ -338,21 +381,17 @@ def test_report_figures_png_and_svg_per_layer(pca_panel, tmp_path):
     p = pca_panel
     opts = FigureOptions(width_in=5.0, height_in=3.0, dpi=150, keep_aspect=False)
     files = p.report_figures(tmp_path, opts)
-    names = [f.name for f in files]
-    assert len(files) == 2 * len(p.model.layers) == 8
+    assert [f.name for f in files] == ["projection_pca.png", "projection_pca.svg"]  # one grid
+    img = QImage(str(files[0]))
+    assert img.width() >= 5.0 * 150 * 0.9
+    svg = files[1].read_text(encoding="utf-8")
+    assert "<svg" in svg and "% of variance" in svg
     for lay in p.model.layers:
-        assert f"projection_{lay.key}_pca.png" in names and f"projection_{lay.key}_pca.svg" in names
-    for f in files:
-        assert f.stat().st_size > 1000
-    img = QImage(str(tmp_path / f"projection_{p.model.layers[1].key}_pca.png"))
-    assert (img.width(), img.height()) == (750, 450)
-    svg = (tmp_path / f"projection_{p.model.layers[0].key}_pca.svg").read_text(encoding="utf-8")
-    assert "<svg" in svg and "PC 1" in svg and "layer 0" in svg
+        assert f"{lay.name}: PCA" in svg
     assert "bank (4)" in svg                                 # the legend, by word
-    (tmp_path / "pdf").mkdir()
     pdf = p.report_figures(tmp_path / "pdf", FigureOptions(formats=("png", "svg", "pdf")))
-    assert sum(f.suffix == ".pdf" for f in pdf) == len(p.model.layers)
-    assert all(f.read_bytes()[:5] == b"%PDF-" for f in pdf if f.suffix == ".pdf")
+    assert [f.suffix for f in pdf] == [".png", ".svg", ".pdf"]
+    assert pdf[2].read_bytes()[:5] == b"%PDF-"
     tables = p.report_tables()
     assert len(tables) == 1 and len(tables[0].rows) == len(p.model.tokens)
     assert tables[0].rows[0]["token"] == p.model.tokens.words[0] and "mix_pca_x" in tables[0].header()

@@ -5,6 +5,7 @@ import errno
 import json
 import os
 import re
+import stat
 from pathlib import Path
 
 import h5py
@@ -21,11 +22,11 @@ from PySide6.QtWidgets import (QFileDialog, QMenu, QMessageBox, QVBoxLayout,  # 
 
 import elmo_explorer.workspace_actions as wa  # noqa: E402
 from elmo_explorer.panels.protocol import AnalysisPanel  # noqa: E402
-from elmo_explorer.figure_export import (FigureOptions, VectorDialog, render_pdf,  # noqa: E402
-                                         render_png)
+from elmo_explorer.figure_export import FigureOptions, VectorDialog  # noqa: E402
 from elmo_explorer.main_window import MainWindow  # noqa: E402
 from elmo_explorer.settings import AppSettings  # noqa: E402
 from elmo_explorer.workspace import TokenRef  # noqa: E402
+from elmo_engine.errors import InputError  # noqa: E402
 from elmo_engine.io import recovery  # noqa: E402
 from elmo_engine.io import workspace_file as wf  # noqa: E402
 
@@ -215,14 +216,14 @@ def test_export_report_with_figures(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.actions_.exported, timeout=20000):
         window.actions_.export_report(out, opts)
     figs = sorted(p.name for p in (out / "figures").iterdir())
-    assert figs == ["fake.png", "fake.svg", "own_plot.svg"]
-    img = QImage(str(out / "figures" / "fake.png"))
-    assert (img.width(), img.height()) == (300, 200)
-    assert round(img.dotsPerMeterX() * 0.0254) == 100
-    assert (out / "tables" / "contexts_summary.csv").is_file()
+    assert figs == ["own_plot.svg"]                 # the panels' own figures, no screenshots
+    assert not (out / "tables").exists()            # contexts tables come from its panel only
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert "figures/fake.png" in page and "figures/own_plot.svg" in page and "PNG dpi" in page
+    assert "figures/own_plot.svg" in page and "PNG dpi" in page
     assert "bank" in page and window.errors == []
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~mask
 
 
 def test_autosave_and_recovery(qtbot, window, tmp_path, monkeypatch, app_settings_dir):
@@ -247,41 +248,26 @@ def test_autosave_and_recovery(qtbot, window, tmp_path, monkeypatch, app_setting
     assert not auto.exists()
 
 
-def test_render_png_and_pdf_at_size(qtbot, tmp_path):
-    panel = FakePanel()
-    qtbot.addWidget(panel)
-    panel.resize(500, 350)
-    panel.show()
-    qtbot.waitExposed(panel)
-    png = render_png(panel.plot, FigureOptions(4.0, 3.0, 150, keep_aspect=False))
-    img = QImage.fromData(png)
-    assert (img.width(), img.height()) == (600, 450)
-    assert round(img.dotsPerMeterX() * 0.0254) == 150
-    dark = sum(1 for x in range(0, 600, 3) for y in range(0, 450, 3)
-               if img.pixelColor(x, y).lightness() < 100)
-    assert dark > 200                                         # axes, labels and the curve drawn
-    assert panel.size().width() == 500                        # the view got its size back
+def test_save_figure_size_dpi_formats_and_umask(tmp_path):
+    """App exports go through the engine's figure path at the dialog's size and DPI."""
+    from elmo_engine.io import figures as F
+    from elmo_explorer.figure_export import save_figure
 
-    def thickness(image: QImage) -> int:                      # curve pixels in one column
-        x = int(image.width() * 0.6)
-        return sum(1 for y in range(image.height())
-                   if image.pixelColor(x, y).blue() > 120 and image.pixelColor(x, y).red() < 100)
-
-    hi = QImage.fromData(render_png(panel.plot, FigureOptions(4.0, 3.0, 300, keep_aspect=False)))
-    assert thickness(hi) >= 2 * thickness(img) - 1 >= 3        # pens scale with the DPI …
-    curve = next(i for i in panel.plot.scene().items() if isinstance(i, pg.PlotCurveItem))
-    assert curve.opts["pen"].widthF() == 2                    # … and are restored afterwards
-    kept = QImage.fromData(render_png(panel, FigureOptions(5.0, 1.0, 100)))
-    assert kept.width() == 500 and abs(kept.height() - 350) <= 2   # height from proportions
-    pdf = render_pdf(panel.plot, FigureOptions(4.0, 3.0, 300, keep_aspect=False))
-    assert pdf.startswith(b"%PDF")
-    box = re.search(rb"/MediaBox \[\s*0 0 ([\d.]+) ([\d.]+)\s*\]", pdf)
-    assert box and abs(float(box.group(1)) - 288) < 1 and abs(float(box.group(2)) - 216) < 1
-    (tmp_path / "plot.png").write_bytes(png)
-    if os.environ.get("ELMO_KEEP_FIGURES"):                   # for looking at them by eye
-        Path(os.environ["ELMO_KEEP_FIGURES"]).mkdir(parents=True, exist_ok=True)
-        Path(os.environ["ELMO_KEEP_FIGURES"], "plot.png").write_bytes(png)
-        Path(os.environ["ELMO_KEEP_FIGURES"], "plot.pdf").write_bytes(pdf)
+    fig, ax = F.new_figure(3.0, 2.0)
+    ax.plot([0, 1, 2], [3, 1, 2], label="curve")
+    files = save_figure(fig, tmp_path / "plot", FigureOptions(4.0, 3.0, 150, keep_aspect=False,
+                                                              formats=("png", "svg", "pdf")))
+    assert [f.name for f in files] == ["plot.png", "plot.svg", "plot.pdf"]
+    img = QImage(str(files[0]))
+    assert round(img.dotsPerMeterX() * 0.0254) == 150 and img.width() > 4.0 * 150 * 0.8
+    assert files[2].read_bytes()[:5] == b"%PDF-"
+    mask = os.umask(0)
+    os.umask(mask)
+    assert all(stat.S_IMODE(f.stat().st_mode) == 0o666 & ~mask for f in files)
+    one = save_figure(fig, tmp_path / "one.svg", FigureOptions())
+    assert [f.name for f in one] == ["one.svg"]
+    with pytest.raises(InputError, match="use .png, .svg or .pdf"):
+        save_figure(fig, tmp_path / "x.bmp", FigureOptions())
 
 
 def test_open_loads_the_workspace_model_then_selects(qtbot, window, tmp_path):

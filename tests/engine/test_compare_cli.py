@@ -37,13 +37,13 @@ def test_contexts_command(fixtures_dir, sentences, tmp_path, capsys):
     assert "'bank': 3 occurrences in 3 sentences" in out and "layer 2:" in out
     summary = json.loads((tmp_path / "s.json").read_text())
     mats = read_matrices_csv(tmp_path / "m.csv")
-    m2 = mats["layer 2"]
-    assert summary["views"]["layer 2"]["within"] == pytest.approx(m2[0, 2], abs=1e-5)
-    assert summary["views"]["layer 2"]["between"] == pytest.approx((m2[0, 1] + m2[1, 2]) / 2,
+    m2 = mats["layer 2"]            # ordered by group: river (sentences 1, 3), then money
+    assert summary["views"]["layer 2"]["within"] == pytest.approx(m2[0, 1], abs=1e-5)
+    assert summary["views"]["layer 2"]["between"] == pytest.approx((m2[0, 2] + m2[1, 2]) / 2,
                                                                    abs=1e-5)
     assert summary["views"]["layer 0"]["self_similarity"] == pytest.approx(1.0, abs=1e-5)
     with np.load(tmp_path / "v.npz", allow_pickle=False) as z:
-        assert z["vectors"].shape == (3, 3, 32) and list(z["group"]) == ["river", "money", "river"]
+        assert z["vectors"].shape == (3, 3, 32) and list(z["group"]) == ["river", "river", "money"]
     assert len((tmp_path / "n.csv").read_text().splitlines()) == 1 + 3 * 3
 
 

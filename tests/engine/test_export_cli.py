@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import csv
 import json
+import os
+import stat
 import xml.etree.ElementTree as ET
 
 import h5py
@@ -17,6 +19,7 @@ from elmo_engine.io.workspace_file import (CheckpointRef, WorkspaceData, checkpo
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
 
 SENTENCES = ["He sat on the bank of the river .", "She went to the bank .", "bank loans rose"]
+GROUPS = [(0, 4, "river"), (1, 4, "money"), (2, 0, "money")]
 
 
 @pytest.fixture
@@ -77,7 +80,8 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
         sentences=SENTENCES,
         checkpoint=CheckpointRef(str(tiny_checkpoint), checkpoint_checksum(tiny_checkpoint), "tiny"),
         selection={"sentence": 1, "token": 4, "word": "bank"},
-        views={"contexts": {"direction": "forward", "weights": [0, 1, 1]}},
+        views={"contexts": {"direction": "forward", "weights": [0, 1, 1], "groups": {"bank": [
+            {"sentence": i, "token": t, "group": g} for i, t, g in GROUPS]}}},
         probe_runs=[_probe_run()]))
     out = tmp_path / "report"
     assert main(["export", "report", str(ws), str(out), "--device", "cpu"]) == 0
@@ -94,14 +98,29 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
     with open(out / "tables" / "probe_results.csv", encoding="utf-8") as fh:
         probe = list(csv.DictReader(fh))
     assert len(probe) == 4 and probe[1]["mix weight"] == "0.5000" and probe[3]["test"] == "0.6500"
+    with open(out / "tables" / "contexts_occurrences.csv", encoding="utf-8") as fh:
+        occ = list(csv.DictReader(fh))                                   # the groups are kept
+    assert [r["group"] for r in occ if r["group"]] == sorted(
+        [g for _s, _t, g in GROUPS], key=[g for _s, _t, g in GROUPS].index)
+    assert summary[1]["p (permutation)"] != ""
+    figures = sorted(p.name for p in (out / "figures").iterdir())        # one figure path
+    assert figures == sorted(f"{stem}.{ext}" for stem in ("contexts_heatmaps", "contexts_summary",
+                                                          "probe_mix_weights", "probe_scores")
+                             for ext in ("pdf", "png", "svg"))
     for svg in ("contexts_heatmaps.svg", "probe_mix_weights.svg"):
         root = ET.parse(out / "figures" / svg).getroot()                  # well-formed SVG
         text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
-        assert ("occurrence" in text and "cosine" in text) or ("biLM layer" in text
-                                                             and "POS (demo)" in text)
+        assert ("occurrence" in text and "cosine similarity" in text) or (
+            "mix weight (softmax)" in text and "POS (demo)" in text)
+    assert (out / "figures" / "contexts_heatmaps.pdf").read_bytes()[:5] == b"%PDF-"
     page = (out / "report.html").read_text(encoding="utf-8")
-    assert "direction" in page and "forward" in page and "0, 0.5, 0.5" in page
+    assert "contexts: direction" in page and "forward" in page and "0.00, 0.50, 0.50" in page
+    assert "{" not in page.split("<h2>Parameters</h2>")[1].split("</table>")[0]   # readable
     assert "figures/contexts_heatmaps.svg" in (out / "report.md").read_text(encoding="utf-8")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~mask              # not mkdtemp's 0700
+    assert stat.S_IMODE((out / "report.html").stat().st_mode) == 0o666 & ~mask
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
     assert main(["export", "report", str(ws), str(out)]) == 1                # exists, no --force
     assert "pass --force" in capsys.readouterr().err

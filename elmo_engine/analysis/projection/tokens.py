@@ -246,3 +246,29 @@ def tokens_from_file(path: Path, labelled: bool = False, words: Optional[str] = 
     if words:
         return word_tokens(sents, parse_word_list(words))
     return all_tokens(sents, path.name)
+
+
+def reference_word_sentences(word: str, path=None) -> List[Tuple[str, List[str]]]:
+    """``[(source, tokens)]``: the sentences of the bundled reference corpus for ``word``
+    (``resources/reference_corpus/word_contexts.tsv``, ``word<TAB>source<TAB>sentence``, a few
+    hundred per demo word), tokenized; other words are looked up in the reference corpus's
+    ``sentences.txt``. Case is ignored."""
+    from elmo_engine.io.datasets.textio import iter_lines
+    from elmo_engine.model.tokenize import tokenize
+    from elmo_engine.resources import HERE
+
+    folder = HERE / "reference_corpus"
+    target = word.casefold()
+    out: List[Tuple[str, List[str]]] = []
+    for _n, line in iter_lines(path or folder / "word_contexts.tsv"):
+        w, _t, rest = line.partition("\t")
+        if w.casefold() == target:
+            src, _t, text = rest.partition("\t")
+            out.append((src, tokenize(text)))
+    if not out and path is None:
+        for _n, line in iter_lines(folder / "sentences.txt"):
+            if target in line.casefold():
+                toks = tokenize(line)
+                if any(t.casefold() == target for t in toks):
+                    out.append(("reference corpus", toks))
+    return out

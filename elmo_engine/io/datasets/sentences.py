@@ -66,6 +66,42 @@ def read_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES,
                                          max_sentence_bytes=max_sentence_bytes, limit=limit)]
 
 
+def is_grouped(path: PathLike) -> bool:
+    """Whether a sentences file is in the ``group<TAB>sentence`` form: its name ends in
+    ``.tsv`` (``.tsv.gz``) or its first line that is not blank or a ``#`` comment has a tab."""
+    name = str(path).lower()
+    if name.endswith((".tsv", ".tsv.gz")):
+        return True
+    with open_text(path, max_line_bytes=MAX_SENTENCE_BYTES, max_bytes=MAX_FILE_BYTES) as lines:
+        for text in lines:
+            if text.strip() and not text.lstrip().startswith("#"):
+                return "\t" in text
+    return False
+
+
+def read_grouped_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES
+                           ) -> List[Tuple[str, str]]:
+    """``[(group, sentence)]`` of a sentences file, plain (every group ``""``) or in the
+    ``group<TAB>sentence`` form (:func:`is_grouped`; there ``#`` lines are comments and a line
+    without a tab has no group). Blank lines are skipped; both parts are cleaned like
+    :func:`clean_sentence`; the errors are those of :func:`iter_sentences`."""
+    if not is_grouped(path):
+        return [("", s) for s in read_sentences(path, max_bytes=max_bytes)]
+    out: List[Tuple[str, str]] = []
+    with open_text(path, max_line_bytes=MAX_SENTENCE_BYTES, max_bytes=max_bytes) as lines:
+        for text in lines:
+            if "\x00" in text:
+                raise lines.error("holds NUL bytes: this is not a text file of sentences")
+            if text.lstrip().startswith("#"):
+                continue
+            group, tab, rest = text.partition("\t")
+            group, sentence = (clean_sentence(group), clean_sentence(rest)) if tab else \
+                ("", clean_sentence(group))
+            if sentence:
+                out.append((group, sentence))
+    return out
+
+
 def read_token_lines(path: PathLike, tokenize: bool = False) -> List[List[str]]:
     """The tokens of every line of a UTF-8 file, one sentence per line (``embed``,
     ``export vectors``): split on whitespace, or with ``tokenize`` the typed-text tokenizer.
