@@ -82,7 +82,6 @@ class LayersView(QWidget):
                 p.getAxis(side).setPen("k")
                 p.getAxis(side).setTextPen("k")
             p.setMenuEnabled(False)
-            p.legend = p.addLegend(offset=(-5, 5), labelTextColor="k", labelTextSize="8pt")
             self.curve_plots.append(p)
 
         self.cka_widget = pg.GraphicsLayoutWidget()
@@ -127,6 +126,8 @@ class LayersView(QWidget):
         split.addWidget(self.curve_widget)
         split.addWidget(lower)
         split.setSizes([330, 420])
+        self.legend = QLabel(_legend(False))
+        self.legend.setToolTip("lower self-similarity / MEV = more context-specific")
         self.summary = QLabel("")
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -136,6 +137,7 @@ class LayersView(QWidget):
         lay.setContentsMargins(4, 4, 4, 4)
         lay.addLayout(top)
         lay.addWidget(self.summary)
+        lay.addWidget(self.legend)
         lay.addWidget(split, 1)
         lay.addWidget(self.status)
 
@@ -177,9 +179,9 @@ class LayersView(QWidget):
     # ---- drawing ----------------------------------------------------------------------------
     def draw_curves(self, curves_by_measure: List[List[dict]], adjusted: bool) -> None:
         """One list of direction curves per measure (``LayersModel.curves``)."""
+        self.legend.setText(_legend(adjusted))
         for plot, curves, (_key, name) in zip(self.curve_plots, curves_by_measure, MEASURES):
             plot.clear()
-            plot.legend.clear()
             plot.setTitle(f"<span style='color:#000'>{name}{' − baseline' if adjusted else ''}"
                           "</span>")
             for c in curves:
@@ -245,3 +247,12 @@ class LayersView(QWidget):
     def show_status(self, text: str, error: bool = False) -> None:
         self.status.setStyleSheet("color: #b00020;" if error else "")
         self.status.setText(text)
+
+
+def _legend(adjusted: bool) -> str:
+    """The curves' key (one line above the plots, where it hides no data)."""
+    dirs = "  ".join(f"<span style='color:{c}'>━●━ {d}</span>"
+                     for d, c in DIRECTION_COLORS.items())
+    if adjusted:
+        return dirs + " &nbsp; value − anisotropy baseline; dotted: 0 (no more alike than random tokens)"
+    return dirs + " &nbsp; dashed ╌×╌ in the same colour: its anisotropy baseline (random tokens)"

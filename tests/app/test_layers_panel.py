@@ -211,3 +211,11 @@ def test_screenshot_of_the_layers_view(qtbot, tmp_path, tiny_checkpoint, monkeyp
     assert main(["--screenshot", str(out), "--checkpoint", str(tiny_checkpoint), "--view",
                  "layers", "--size", "900x600", "--settings-dir", str(tmp_path / "s")]) == 0
     assert out.stat().st_size > 10_000
+
+
+def test_the_recorded_command_is_documented():
+    from conftest import REPO
+    from elmo_explorer.panels.layers_model import RECORDED_COMMAND
+
+    assert RECORDED_COMMAND in (REPO / "docs" / "guide" / "layers.md").read_text(encoding="utf-8")
+    assert RECORDED_COMMAND in (REPO / "README.md").read_text(encoding="utf-8")
