@@ -15,7 +15,7 @@ from typing import List, Optional
 
 log = logging.getLogger(__name__)
 
-VIEW_CHOICES = ("contexts", "projection", "probes", "sentences")
+VIEW_CHOICES = ("contexts", "projection", "probes", "layers", "sentences")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -122,6 +122,8 @@ class MainWindow(QMainWindow):
             self.tabs.addTab(panel, panel.title)
         for p in self.view_problems:
             log.warning(p)
+        if "layers" in self.panels and "probes" in self.panels:
+            self.panels["layers"].attach_probes(self.panels["probes"])
 
     def _connect(self) -> None:
         ws = self.workspace
@@ -230,6 +232,14 @@ class MainWindow(QMainWindow):
         if path:
             self.settings.last_dir = path
             self.open_checkpoint(path)
+
+    def ask_compare_checkpoint(self) -> None:
+        """File → Compare with checkpoint…: CKA against a second model in the Layers tab."""
+        if "layers" not in self.panels:
+            self.show_error("No Layers view", "The Layers view is not available.")
+            return
+        self.show_view("layers")
+        self.panels["layers"].ask_compare()
 
     def _on_model_changed(self) -> None:
         ws = self.workspace

@@ -20,6 +20,9 @@ def build_menus(window) -> None:
     window.act_demo = _action(window, f, "Open &demo model", window.open_demo_model, "Ctrl+D")
     window.recent_menu = f.addMenu("&Recent checkpoints")
     window.recent_menu.aboutToShow.connect(lambda: fill_recent(window))
+    window.act_compare = _action(window, f, "Co&mpare with checkpoint…", window.ask_compare_checkpoint,
+                                 "Ctrl+Shift+M", "CKA between the loaded model's layers and "
+                                 "another checkpoint's (Layers tab)")
     f.addSeparator()
     _action(window, f, "Open &sentences…", window.ask_open_sentences, "Ctrl+L")
     _action(window, f, "&Save sentences…", window.ask_save_sentences, QKeySequence.StandardKey.Save)

@@ -38,7 +38,7 @@ _SPLIT = re.compile(r"(?<=[.!?])[\"”’')\]]*\s+(?=[\"“‘(\[]?[A-Z])")
 
 def corpus_sentences(n: int):
     """Up to ``n`` tokenized sentences and where they came from."""
-    from elmo_engine.cli.layers import read_corpus, reference_corpus_path
+    from elmo_engine.analysis.layers_run import read_corpus, reference_corpus_path
     from elmo_engine.model.tokenize import tokenize
 
     files = [SHARED / "openstax_prose" / "train.txt.gz", SHARED / "pd_fiction" / "train.txt.gz"]
@@ -272,7 +272,7 @@ def bench_cka(layers, args, report):
 def bench_mdl(args, report):
     from elmo_engine.analysis.mdl import MDLConfig, online_codelength
     from elmo_engine.io.datasets.conllu import read_conllu
-    from elmo_engine.cli.layers import _gather_rows
+    from elmo_engine.analysis.layers_run import gather_rows as _gather_rows
 
     path = Path(args.conllu)
     if not path.is_file():

@@ -14,7 +14,7 @@ from typing import List, Tuple
 log = logging.getLogger(__name__)
 
 #: the analysis views shown as tabs, in order
-VIEWS = ("contexts", "projection", "probes")
+VIEWS = ("contexts", "projection", "probes", "layers")
 
 
 def panel_class_name(view: str) -> str:

@@ -18,14 +18,15 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Optional, Tuple
 
-import numpy as np
 
+from elmo_engine.analysis.layers_run import (analyse_layers, compare_layers, demo_mdl_data,
+                                             mdl_probe, read_corpus, reference_corpus_path,
+                                             subset)
 from elmo_engine.errors import InputError
 
 MDL_TASKS = ("pos", "tsv", "demo-pos", "demo-supersense", "demo-wsd")
-REFERENCE_CORPUS = ("reference_corpus", "sentences.txt")
 JSON_VERSION = 1
 
 JSON_DESCRIPTION = (
@@ -95,49 +96,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 # ---- inputs ------------------------------------------------------------------------------------
-def reference_corpus_path() -> Path:
-    """The shipped reference corpus (``resources/reference_corpus/sentences.txt``)."""
-    cands = []
-    try:
-        from importlib.resources import files
-
-        cands.append(Path(str(files("resources"))).joinpath(*REFERENCE_CORPUS))
-    except Exception:  # no installed resources package
-        pass
-    cands.append(Path(__file__).resolve().parents[1].joinpath("resources", *REFERENCE_CORPUS))
-    for c in cands:
-        if c.is_file():
-            return c
-    return cands[-1]
-
-
-def read_corpus(path: Path, pretokenized: bool) -> Tuple[List[List[str]], List[int]]:
-    """Sentences of a corpus file and their line numbers; errors name the file and line."""
-    from elmo_engine.io.datasets.sentences import iter_sentences
-    from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS
-    from elmo_engine.model.tokenize import tokenize
-
-    sents, lines = [], []
-    for lineno, text in iter_sentences(path):
-        toks = text.split() if pretokenized else tokenize(text)
-        if not toks:
-            continue
-        if len(toks) > MAX_SENTENCE_TOKENS:
-            raise InputError(f"{len(toks)} tokens; the limit is {MAX_SENTENCE_TOKENS} per sentence "
-                             "(split the line)", path=path, line=lineno)
-        sents.append(toks)
-        lines.append(lineno)
-    if not sents:
-        raise InputError("no sentences in the corpus", path=path)
-    return sents, lines
-
-
-def _subset(n: int, keep: Optional[int], seed: int) -> np.ndarray:
-    if keep is None or keep >= n:
-        return np.arange(n)
-    return np.sort(np.random.default_rng(seed).choice(n, size=keep, replace=False))
-
-
 def _refuse_existing(path: Optional[Path], force: bool, option: str) -> None:
     if path is not None and path.exists() and not force:
         raise InputError(f"{path} exists; pass --force to overwrite it ({option})")
@@ -162,16 +120,14 @@ def _check_args(args) -> None:
 
 def _mdl_data(args) -> Tuple[list, str]:
     """(labelled sentences, a description of where they came from)."""
-    from elmo_engine.io.datasets import demo, tsv
+    from elmo_engine.io.datasets import tsv
     from elmo_engine.io.datasets.conllu import read_conllu
 
     if args.mdl_task == "pos":
         return list(read_conllu(args.mdl_train, label=args.mdl_label)), str(args.mdl_train)
     if args.mdl_task == "tsv":
         return list(tsv.read_tsv(args.mdl_train)), str(args.mdl_train)
-    name = args.mdl_task[len("demo-"):]
-    sents = [s for split in demo.SPLITS for s in demo.load_demo_task(name, split)]
-    return sents, f"built-in demo task '{name}' (train + dev + test)"
+    return demo_mdl_data(args.mdl_task)
 
 
 # ---- progress ----------------------------------------------------------------------------------
@@ -227,32 +183,6 @@ def _model_info(emb, path) -> dict:
             "dim": int(2 * emb.opts.output_dim)}
 
 
-def _cka_sentences(tokens: List[List[str]], budget: int, seed: int) -> np.ndarray:
-    """Whole sentences in a seeded random order until ``budget`` tokens (all if they fit)."""
-    lengths = np.array([len(s) for s in tokens])
-    if lengths.sum() <= budget:
-        return np.arange(len(tokens))
-    order = np.random.default_rng(seed + 1).permutation(len(tokens))
-    fits = np.cumsum(lengths[order]) <= budget
-    chosen = order[fits] if fits.any() else order[:1]
-    return np.sort(chosen)
-
-
-def _gather_rows(emb, tokens, chosen: np.ndarray, state, what: str) -> np.ndarray:
-    """The activations of the chosen sentences' tokens, ``(K, Σn, D)`` float32."""
-    from elmo_engine.analysis.activations import iter_embedded
-
-    sents = [tokens[i] for i in chosen]
-    out = np.empty((emb.opts.n_output_layers, sum(len(s) for s in sents),
-                    2 * emb.opts.output_dim), np.float32)
-    col = 0
-    for _, arrays in iter_embedded(emb, sents, state, what):
-        for arr in arrays:
-            out[:, col:col + arr.shape[1]] = arr
-            col += arr.shape[1]
-    return out
-
-
 def run(args) -> int:
     """Run ``layers``; print the tables; write the requested files; return 0."""
     import torch
@@ -275,9 +205,6 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from elmo_engine.analysis.activations import iter_embedded
-    from elmo_engine.analysis.cka import CKAResult, cka_matrix, cross_cka
-    from elmo_engine.analysis.contextuality import ContextualityAccumulator
     from elmo_engine.analysis.tables import format_report, words_csv
     from elmo_engine.atomic import atomic_write_text
     from elmo_engine.embed.embedder import pick_device
@@ -287,60 +214,32 @@ def _run(args) -> int:
     corpus = args.corpus if args.corpus is not None else reference_corpus_path()
     tokens, _ = read_corpus(corpus, args.pretokenized)
     n_file = len(tokens)
-    tokens = [tokens[i] for i in _subset(len(tokens), args.max_sentences, args.seed)]
+    tokens = [tokens[i] for i in subset(len(tokens), args.max_sentences, args.seed)]
     mdl_data = _mdl_data(args) if args.mdl_task else None
     device = pick_device(args.device)
     emb, path_a = _load(args.checkpoint, device)
-    k, dim = emb.opts.n_output_layers, 2 * emb.opts.output_dim
     state = TaskState(progress := _Progress())
-    timings: Dict[str, float] = {}
     try:
-        acc = ContextualityAccumulator(tokens, k, dim, min_count=args.min_count,
-                                       baseline_samples=args.baseline_samples, seed=args.seed,
-                                       lowercase=args.lowercase, centre_mev=args.centre_mev)
-        chosen = _cka_sentences(tokens, args.cka_tokens, args.seed)
-        slot = np.full(len(tokens), -1)
-        slot[chosen] = np.arange(len(chosen))
-        offsets = np.concatenate([[0], np.cumsum([len(tokens[i]) for i in chosen])])
-        rows_a = np.empty((k, int(offsets[-1]), dim), np.float32)
-        t_embed = t_add = 0.0
-        t0 = time.perf_counter()
-        for start, arrays in iter_embedded(emb, tokens, state, "corpus"):
-            t1 = time.perf_counter()
-            t_embed += t1 - t0
-            acc.add(arrays)
-            for j, arr in enumerate(arrays):
-                s = slot[start + j]
-                if s >= 0:
-                    rows_a[:, offsets[s]:offsets[s + 1]] = arr
-            t0 = time.perf_counter()
-            t_add += t0 - t1
-        ctx = acc.result(state)
-        timings["embedding_s"] = t_embed
-        timings["contextuality_s"] = t_add + time.perf_counter() - t0
-        t0 = time.perf_counter()
-        unbiased = not args.biased_cka
-        names = [f"layer {i}" for i in range(k)]
-        cka = CKAResult(cka_matrix(rows_a, unbiased, state=state), names, names, unbiased,
-                        rows_a.shape[1], len(chosen))
-        timings["cka_s"] = time.perf_counter() - t0
+        res = analyse_layers(emb, tokens, min_count=args.min_count,
+                             baseline_samples=args.baseline_samples, seed=args.seed,
+                             lowercase=args.lowercase, centre_mev=args.centre_mev,
+                             cka_tokens=args.cka_tokens, unbiased=not args.biased_cka,
+                             state=state)
+        ctx, cka, timings = res.contextuality, res.cka, dict(res.timings)
         compare = None
         if args.compare is not None:
             t0 = time.perf_counter()
             emb_b, path_b = _load(args.compare, device)
-            rows_b = _gather_rows(emb_b, tokens, chosen, state, "model B")
-            names_b = [f"B layer {i}" for i in range(emb_b.opts.n_output_layers)]
-            cross = CKAResult(cross_cka(rows_a, rows_b, unbiased, state=state),
-                              [f"A {n}" for n in names], names_b, unbiased, rows_a.shape[1],
-                              len(chosen))
-            own = CKAResult(cka_matrix(rows_b, unbiased, state=state), names_b, names_b,
-                            unbiased, rows_b.shape[1], len(chosen))
-            compare = {"model": _model_info(emb_b, path_b), "cka": cross, "cka_self": own}
+            compare = {"model": _model_info(emb_b, path_b),
+                       **compare_layers(emb_b, tokens, res, state)}
             timings["compare_s"] = time.perf_counter() - t0
         mdl = None
         if mdl_data is not None:
             t0 = time.perf_counter()
-            mdl = _run_mdl(args, emb, mdl_data, device, state)
+            mdl = mdl_probe(emb, mdl_data[0], args.mdl_task, mdl_data[1],
+                            label=args.mdl_label if args.mdl_task == "pos" else "label",
+                            max_sentences=args.mdl_max_sentences, seed=args.seed,
+                            device=str(device), state=state)
             timings["mdl_s"] = time.perf_counter() - t0
     finally:
         progress.close()
@@ -363,36 +262,6 @@ def _run(args) -> int:
         atomic_write_text(args.words_csv, words_csv(ctx))
         print(f"wrote {args.words_csv}", file=sys.stderr)
     return 0
-
-
-def _run_mdl(args, emb, data, device, state):
-    from elmo_engine.analysis.mdl import MDLConfig, online_codelength
-
-    sents, source = data
-    sents = [s for s in sents if any(lab is not None for lab in s.labels)]
-    sents = [sents[i] for i in _subset(len(sents), args.mdl_max_sentences, args.seed)]
-    if not sents:
-        raise InputError(f"{source}: no labelled tokens")
-    tokens = [list(s.tokens) for s in sents]
-    feats = _gather_rows(emb, tokens, np.arange(len(tokens)), state, "MDL data")
-    starts = np.concatenate([[0], np.cumsum([len(t) for t in tokens])])
-    cols, labels = [], []
-    for s, a in zip(sents, starts):
-        for i, lab in s.targets():
-            cols.append(a + i)
-            labels.append(lab)
-    feats = feats[:, np.asarray(cols)]
-    groups = None
-    if args.mdl_task == "demo-wsd":                  # each sense among its lemma's senses
-        from elmo_engine.io.datasets.wordnet import parse_sense_key
-
-        groups = ["#".join(parse_sense_key(lab)[:2]) for lab in labels]
-    cfg = MDLConfig(seed=args.seed, device=str(device))
-    result = online_codelength(feats, labels, groups=groups, config=cfg, state=state)
-    result.extra = {"task": args.mdl_task, "source": source,
-                    "label": args.mdl_label if args.mdl_task == "pos" else "label",
-                    "sentences": len(sents)}
-    return result
 
 
 __all__ = ["JSON_DESCRIPTION", "MDL_TASKS", "add_parser", "read_corpus", "reference_corpus_path",

@@ -1,0 +1,221 @@
+"""The Layers view on tiny random checkpoints: its numbers are the engine's, a comparison gives
+the cross matrix, cancel keeps the previous result, exports are valid files, state round-trips."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from elmo_explorer.main import main  # noqa: E402
+from elmo_explorer.panels.layers import LayersPanel  # noqa: E402
+from elmo_explorer.panels.layers_model import (RECORDED_SENTENCES, read_recorded,  # noqa: E402
+                                               valid_result)
+from elmo_explorer.workspace import ModelSpec, Workspace  # noqa: E402
+from elmo_engine.analysis.cka import cka_matrix, cross_cka  # noqa: E402
+from elmo_engine.analysis.contextuality import contextuality  # noqa: E402
+from elmo_engine.analysis.layers_run import read_corpus  # noqa: E402
+from conftest import write_tiny_checkpoint  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+SENTENCES = [
+    "the bank of the river was steep .",
+    "she sat on the bank and watched the river .",
+    "the bank raised its rates .",
+    "he paid the money into the bank .",
+    "the river ran past the old mill .",
+    "they played a game by the river .",
+    "the children played in the garden .",
+    "money is not the only thing .",
+]
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    f = tmp_path / "corpus.txt"
+    f.write_text("\n".join(SENTENCES * 3) + "\n", encoding="utf-8")
+    return f
+
+
+@pytest.fixture
+def ws(qtbot, tiny_checkpoint, app_settings_dir):
+    w = Workspace()
+    with qtbot.waitSignal(w.model_changed, timeout=20000):
+        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+    yield w
+    assert w.worker.shutdown(timeout_s=10)
+
+
+@pytest.fixture
+def panel(qtbot, ws, corpus):
+    p = LayersPanel(ws)
+    qtbot.addWidget(p)
+    p._on_model()                       # the model was loaded before the panel existed
+    p.set_corpus(str(corpus))
+    p.view.sentences_box.setValue(1000)
+    return p
+
+
+def _run(qtbot, panel, fn=None):
+    with qtbot.waitSignal(panel.results_changed, timeout=60000):
+        (fn or panel.run)()
+    qtbot.waitUntil(panel.is_ready, timeout=10000)
+
+
+def _engine_arrays(checkpoint, corpus):
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    tokens, _ = read_corpus(corpus)
+    return tokens, Embedder(load_checkpoint(checkpoint), device="cpu").embed(tokens)
+
+
+def test_numbers_equal_the_engines(qtbot, panel, tiny_checkpoint, corpus):
+    assert panel.model.result is None and panel.is_ready()   # nothing runs by itself
+    _run(qtbot, panel)
+    tokens, arrays = _engine_arrays(tiny_checkpoint, corpus)
+    ref = contextuality(arrays, tokens, seed=0)
+    res = panel.model.result
+    assert res["corpus"]["sentences"] == 24 and res["contextuality"]["words"] == len(ref.words)
+    for entry in res["contextuality"]["layers"]:
+        for d, m in entry["directions"].items():
+            row = ref.row(entry["layer"], d)
+            for key in ("self_similarity", "intra_sentence_similarity",
+                        "max_explainable_variance"):
+                want = getattr(row, key)
+                assert m[key]["value"] == pytest.approx(want.value, abs=1e-6)
+                assert m[key]["baseline"] == pytest.approx(want.baseline, abs=1e-6)
+    # the drawn curves are those numbers: layer 2, forward self-similarity and its baseline
+    plot = panel.view.curve_plots[0]
+    items = {it.name(): it for it in plot.listDataItems()}
+    x, y = items["forward"].getData()
+    _, b = items["forward: baseline"].getData()
+    assert list(x) == [1, 2]
+    assert y[1] == pytest.approx(ref.row(2, "forward").self_similarity.value, abs=1e-6)
+    assert b[1] == pytest.approx(ref.row(2, "forward").self_similarity.baseline, abs=1e-6)
+    # adjusted: value - baseline
+    panel.view.adjusted_box.setChecked(True)
+    items = {it.name(): it for it in plot.listDataItems()}
+    assert items["forward"].getData()[1][1] == pytest.approx(
+        ref.row(2, "forward").self_similarity.adjusted, abs=1e-6)
+    # CKA: the engine's matrix, symmetric with ones on the diagonal, drawn with its values
+    want = cka_matrix(np.concatenate(arrays, axis=1))
+    got = np.array(res["cka"]["matrix"])
+    np.testing.assert_allclose(got, want, atol=1e-6)
+    np.testing.assert_allclose(got, got.T, atol=1e-12)
+    np.testing.assert_allclose(np.diag(got), 1.0)
+    np.testing.assert_allclose(panel.view.cka_matrix, got)
+    assert len(panel.view.cka_texts) == 9 and panel.view.cka_texts[1].toPlainText() == f"{got[0, 1]:.2f}"
+    # a second Run with the same settings comes from the cache, at once
+    shown = panel.model.result
+    assert panel.run() == 0 and panel.model.result is shown
+
+
+def test_compare_with_checkpoint_gives_the_cross_matrix(qtbot, panel, tiny_checkpoint, corpus,
+                                                        tmp_path):
+    other = write_tiny_checkpoint(tmp_path / "b", seed=3, n_layers=1)      # 2 output layers
+    _run(qtbot, panel, lambda: panel.compare_with(str(other)))
+    cmp = panel.model.compare
+    m = np.array(cmp["cka"]["matrix"])
+    assert m.shape == (3, 2) and np.array(cmp["cka_self"]["matrix"]).shape == (2, 2)
+    tokens, arrays = _engine_arrays(tiny_checkpoint, corpus)
+    _, arrays_b = _engine_arrays(other, corpus)
+    want = cross_cka(np.concatenate(arrays, axis=1), np.concatenate(arrays_b, axis=1))
+    np.testing.assert_allclose(m, want, atol=1e-6)
+    assert panel.view.cka_matrix.shape == (3, 2) and len(panel.view.cka_texts) == 6
+    assert panel.model.result is not None                 # A's own analysis came with it
+    assert panel.exports.figure("cka") is not None
+
+
+def test_cancel_leaves_the_previous_result(qtbot, panel, ws, tmp_path):
+    _run(qtbot, panel)
+    before = panel.model.result
+    big = tmp_path / "big.txt"
+    big.write_text("\n".join(SENTENCES * 400) + "\n", encoding="utf-8")
+    panel.set_corpus(str(big))
+    panel.view.full_box.setChecked(True)
+    job = panel.run()
+    assert job and not panel.is_ready()
+    qtbot.waitUntil(lambda: ws.worker.current_job() is not None, timeout=10000)
+    panel.cancel()
+    qtbot.waitUntil(panel.is_ready, timeout=30000)
+    assert panel.model.result is before
+    assert "Cancelled" in panel.view.status.text()
+    np.testing.assert_allclose(panel.view.cka_matrix, np.array(before["cka"]["matrix"]))
+
+
+def test_exports_are_valid_files(qtbot, panel, tmp_path):
+    _run(qtbot, panel)
+    panel.view.mdl_sentences_box.setValue(40)
+    _run(qtbot, panel, lambda: panel.run_mdl("demo-pos"))
+    mdl = panel.model.mdl["demo-pos"]
+    assert mdl["sentences"] == 40 and len(mdl["layers"]) == 3
+    assert panel.view.mdl_table.rowCount() == 4                       # 3 layers + the mix
+    assert panel.view.mdl_table.item(0, 2).text() == f"{mdl['layers'][0]['online_codelength_bits'] / 1000:.2f}"
+    magic = {"png": b"\x89PNG\r\n\x1a\n", "svg": b"<?xml", "pdf": b"%PDF"}
+    for kind in ("contextuality", "cka", "mdl"):
+        for ext, head in magic.items():
+            out = tmp_path / f"{kind}.{ext}"
+            assert panel.exports.export_figure(kind, out) == [out]
+            data = out.read_bytes()
+            assert data.startswith(head) and len(data) > 2000
+            if ext == "svg":
+                assert b"<svg" in data
+    panel.exports.export_json(tmp_path / "r.json")
+    doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert valid_result(doc["result"]) and "demo-pos" in doc["mdl"]
+
+
+def test_view_state_and_settings_round_trip(qtbot, panel, ws, corpus):
+    _run(qtbot, panel)
+    panel.view.adjusted_box.setChecked(True)
+    state = json.loads(json.dumps(panel.view_state()))
+    other = LayersPanel(ws)
+    qtbot.addWidget(other)
+    # the remembered settings (QSettings) come back in a new view
+    assert other.model.settings.corpus == str(corpus) and other.view.adjusted_box.isChecked()
+    other.restore_view_state(state)
+    assert other.model.result == panel.model.result
+    np.testing.assert_allclose(other.view.cka_matrix, panel.view.cka_matrix)
+    other.restore_view_state({"settings": {"sentences": "many"}, "result": {"model": 3}})
+    assert other.model.settings.sentences == 1000                       # invalid parts ignored
+
+
+def test_recorded_result_is_shown_for_its_model_only(qtbot, ws, app_settings_dir):
+    from elmo_engine.resources import HERE
+
+    rec = read_recorded(HERE / "layers_recorded.json")
+    assert rec is not None and rec["recorded"].startswith("elmo-explorer layers ")
+    assert rec["corpus"]["max_sentences"] == RECORDED_SENTENCES
+    m = np.array(rec["cka"]["matrix"])
+    np.testing.assert_allclose(np.diag(m), 1.0)
+    np.testing.assert_allclose(m, m.T, atol=1e-12)
+    panel = LayersPanel(ws)
+    qtbot.addWidget(panel)
+    panel._on_model()
+    assert panel.model.result is None                # recorded with another model: not shown
+    panel.recorded = dict(rec, model=dict(rec["model"], checksum=ws.embedder.checksum))
+    panel._on_model()
+    assert panel.model.result is panel.recorded and "recorded" in panel.view.summary.text()
+    assert panel.is_ready()
+
+
+def test_screenshot_of_the_layers_view(qtbot, tmp_path, tiny_checkpoint, monkeypatch):
+    import elmo_explorer.panels
+
+    monkeypatch.setattr(elmo_explorer.panels, "VIEWS", ("probes", "layers"))
+    out = tmp_path / "layers.png"
+    assert main(["--screenshot", str(out), "--checkpoint", str(tiny_checkpoint), "--view",
+                 "layers", "--size", "900x600", "--settings-dir", str(tmp_path / "s")]) == 0
+    assert out.stat().st_size > 10_000
+
+
+def test_the_recorded_command_is_documented():
+    from conftest import REPO
+    from elmo_explorer.panels.layers_model import RECORDED_COMMAND
+
+    assert RECORDED_COMMAND in (REPO / "docs" / "guide" / "layers.md").read_text(encoding="utf-8")
+    assert RECORDED_COMMAND in (REPO / "README.md").read_text(encoding="utf-8")
