@@ -56,16 +56,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     from elmo_explorer.settings import AppSettings
     from elmo_explorer.startup import configure_process
 
-    sentences_text = None
-    if args.sentences:
-        from elmo_engine.io.datasets.sentences import read_sentences
-        from elmo_engine.errors import InputError
-
-        try:
-            sentences_text = "\n".join(read_sentences(args.sentences))
-        except InputError as e:
-            print(f"elmo-explorer: {e}", file=sys.stderr)
-            return 1
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "elmo-explorer"])
     app.setApplicationName("ELMo Explorer")
     app.setOrganizationName("ELMoExplorer")
@@ -75,10 +65,33 @@ def main(argv: Optional[List[str]] = None) -> int:
     log.info("starting; log file %s", log_path)
     configure_process()
     try:
+        sentences_text = None
+        if args.sentences:
+            from elmo_engine.errors import ElmoError
+            from elmo_engine.io.datasets.sentences import read_sentences
+
+            try:
+                sentences_text = "\n".join(read_sentences(args.sentences))
+            except ElmoError as e:
+                print(f"elmo-explorer: {e}", file=sys.stderr)
+                return 1
         return _run(app, args, settings, size, sentences_text)
+    except Exception as e:  # the last resort: one line here, the traceback in the log
+        log.error("unexpected error", exc_info=True)
+        print(f"elmo-explorer: error: {_one_line(e)} (details in {log_path})", file=sys.stderr)
+        return 1
     finally:
         close_logging()
         qInstallMessageHandler(previous_handler)
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, MemoryError):
+        return "out of memory"
+    if isinstance(e, RecursionError):
+        return "the input is nested too deeply to process"
+    text = " ".join(str(e).split())[:300]
+    return f"unexpected {type(e).__name__}" + (f": {text}" if text else "")
 
 
 def _run(app, args, settings, size, sentences_text: Optional[str]) -> int:
