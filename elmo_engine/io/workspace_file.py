@@ -364,7 +364,7 @@ def _show(v: Any) -> str:
 
 def _check_parts(views: dict, runs: list, path: Path) -> None:
     """Views nested at most 32 levels; every probe run a well-typed result, field by field."""
-    from elmo_engine.analysis.probes.result_check import (ResultFormatError, check_depth,
+    from elmo_engine.io.probe_result_check import (ResultFormatError, check_depth,
                                                           check_result_dict)
 
     try:

@@ -49,8 +49,8 @@ def lookup(fh, name: str, path):
             return None
         if isinstance(link, h5py.ExternalLink):
             raise CheckpointError(path, f"'{'/'.join(parts[:i + 1])}' is an external link to "
-                                  f"'{_cut(link.filename)}'; only self-contained weights files "
-                                  "are loaded", dataset=name)
+                                  f"'{_cut(link.filename)}' (stored outside this file); only "
+                                  "self-contained weights files are loaded", dataset=name)
         if isinstance(link, h5py.SoftLink):
             raise CheckpointError(path, f"'{'/'.join(parts[:i + 1])}' is a soft link; only "
                                   "self-contained weights files without links are loaded",

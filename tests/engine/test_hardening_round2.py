@@ -423,3 +423,23 @@ def test_probe_train_and_test_keys_of_one_file_stay_apart(tmp_path, monkeypatch)
     monkeypatch.setattr(wordnet, "load_wordnet", lambda path=None: WN())
     load_task_data(TaskFiles("wsd", xml, xml, None, keys_a, keys_b, None))
     assert seen == [(xml, keys_a), (xml, keys_b)]
+
+
+@pytest.mark.parametrize("argv", [
+    ["embed", "{x}", "{x}"],
+    ["export", "vectors", "{x}", "{x}", "--force"],
+    ["contexts", "--word", "bank", "--sentences", "{x}", "--json", "{x}"],
+    ["project", "{x}", "--csv", "{x}"],
+    ["layers", "{x}", "--json", "{x}"],
+    ["probe", "--task", "tsv", "--train", "{x}", "--test", "{y}", "--out", "{y}"],
+    ["contexts", "--word", "bank", "--json", "{z}", "--matrices", "{z}"],
+])
+def test_same_path_arguments_are_refused_before_anything_runs(tmp_path, capsys, argv):
+    x, y = tmp_path / "x.txt", tmp_path / "y.txt"
+    for p in (x, y):
+        p.write_text("the bank\n", encoding="utf-8")
+    z = tmp_path / "z.json"
+    code, err = cli([a.format(x=x, y=y, z=z) for a in argv], capsys)
+    assert code == 1 and ("is also an input" in err or "two outputs" in err)
+    assert x.read_text(encoding="utf-8") == y.read_text(encoding="utf-8") == "the bank\n"
+    assert not z.exists()
