@@ -318,7 +318,7 @@ def test_fuzz_weights_structure(work, edits):
 @pytest.mark.parametrize("kind,needle", [
     ("huge", "wrong shape"), ("group", "group"), ("int_right_shape", "floating point"),
     ("unwritten", "holds no data"), ("external_storage", "outside this file"),
-    ("external_missing", "missing|corrupt|cannot"),
+    ("external_missing", "external link to|missing|corrupt|cannot"),
 ])
 def test_weights_structure_messages(work, kind, needle):
     d = _published(work, "struct_msg")
