@@ -59,13 +59,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     sentences_text, groups = None, None
     if args.sentences:
         from elmo_engine.io.datasets.sentences import read_grouped_sentences
-        from elmo_engine.errors import InputError
+        from elmo_engine.errors import ElmoError
 
         try:
             pairs = read_grouped_sentences(args.sentences)
             sentences_text = "\n".join(s for _g, s in pairs)
             groups = {s: g for g, s in pairs if g}
-        except InputError as e:
+        except ElmoError as e:
             print(f"elmo-explorer: {e}", file=sys.stderr)
             return 1
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "elmo-explorer"])
@@ -78,9 +78,22 @@ def main(argv: Optional[List[str]] = None) -> int:
     configure_process()
     try:
         return _run(app, args, settings, size, sentences_text, groups)
+    except Exception as e:  # the last resort: one line here, the traceback in the log
+        log.error("unexpected error", exc_info=True)
+        print(f"elmo-explorer: error: {_one_line(e)} (details in {log_path})", file=sys.stderr)
+        return 1
     finally:
         close_logging()
         qInstallMessageHandler(previous_handler)
+
+
+def _one_line(e: BaseException) -> str:
+    if isinstance(e, MemoryError):
+        return "out of memory"
+    if isinstance(e, RecursionError):
+        return "the input is nested too deeply to process"
+    text = " ".join(str(e).split())[:300]
+    return f"unexpected {type(e).__name__}" + (f": {text}" if text else "")
 
 
 def _run(app, args, settings, size, sentences_text: Optional[str], groups=None) -> int:

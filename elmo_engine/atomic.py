@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -53,18 +54,23 @@ def atomic_path(target, suffix: str = "") -> Iterator[Path]:
     the temporary file is removed and the target is untouched.
     """
     target = Path(target)
+    mode = _target_mode(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.",
                                suffix=(suffix or target.suffix) + PART_SUFFIX, dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o644)          # mkstemp makes 0600; a saved file is an ordinary file
+    # mkstemp makes 0600; a saved file is an ordinary file, and a replaced one keeps its mode
+    os.chmod(tmp_path, mode)
     try:
         yield tmp_path
         with open(tmp_path, "rb+") as fh:
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp_path, target)
+        try:
+            os.replace(tmp_path, target)
+        except OSError as e:           # name the user's path, not the temporary file
+            raise OSError(e.errno, e.strerror or str(e), str(target)) from None
         _fsync_dir(target.parent)
     except BaseException as e:
         with contextlib.suppress(OSError):
@@ -73,6 +79,24 @@ def atomic_path(target, suffix: str = "") -> Iterator[Path]:
         if code is not None:
             raise WriteError(target, code, _DISK_FULL[code]) from e
         raise
+
+
+def _target_mode(target: Path) -> int:
+    """The mode the new file gets: an existing file's own, else 0644. A target that is a folder
+    (or another non-file) is refused before anything is written, naming the target."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return 0o644
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(target)) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise IsADirectoryError(errno.EISDIR, "is a folder, not a file; give a file name",
+                                str(target))
+    if not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EINVAL, "is not a regular file (a device, FIFO or socket); give a "
+                      "file name", str(target))
+    return stat.S_IMODE(st.st_mode)
 
 
 def cleanup_stale_parts(folder, min_age_s: float = 60.0, recursive: bool = False,

@@ -32,10 +32,13 @@ MAX_VOCABULARY = 200_000
 
 
 def read_corpus(path, max_tokens: int = MAX_CORPUS_TOKENS) -> List[List[str]]:
-    """A reference text file: one sentence per line (blank lines skipped), tokenized."""
+    """A reference text file: one sentence per line (blank lines skipped), tokenized; read by
+    the one sentence reader (:func:`elmo_engine.io.datasets.sentences.iter_sentences`)."""
+    from elmo_engine.io.datasets.sentences import iter_sentences
+
     sents: List[List[str]] = []
     total = 0
-    for lineno, line in iter_lines(path):
+    for lineno, line in iter_sentences(path):
         toks = tokenize(line)
         if not toks:
             continue

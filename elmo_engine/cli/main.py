@@ -1,6 +1,7 @@
 """The dispatcher of the headless commands: one parser, one subcommand module per command.
 
-Engine errors become one clear line on stderr and a non-zero exit status.
+Engine errors become one clear line on stderr and a non-zero exit status; any other error
+(a ``MemoryError`` included) too, with its traceback in a log file (:mod:`.last_resort`).
 """
 from __future__ import annotations
 
@@ -55,6 +56,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     func = getattr(args, "func", None) or importlib.import_module(
         SUBCOMMAND_MODULES[args.command]).run
     try:
+        from elmo_engine.cli.outputs import guard_outputs
+
+        guard_outputs(args)                      # an output never replaces an input
         return int(func(args) or 0)
     except CancelledError:
         print("elmo-explorer: cancelled; nothing was written", file=sys.stderr)
@@ -69,6 +73,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
         print(f"elmo-explorer {args.command}: error: {e.strerror or e}{where}", file=sys.stderr)
         return 1
+    except Exception as e:  # the last resort: one line here, the traceback in the log
+        from elmo_engine.cli.last_resort import report_unexpected
+
+        return report_unexpected(e, args.command)
 
 
 def _version() -> str:

@@ -140,8 +140,11 @@ def _figure_groups(figures: List[tuple]) -> List[tuple]:
 
 # ---- Markdown ----------------------------------------------------------------------------
 def _md(text: Any) -> str:
+    """Text as inert Markdown: HTML characters become entities (no raw HTML from a sentence
+    reaches report.md), Markdown syntax is backslash-escaped."""
     s = " ".join(str(text).split())
-    for ch in "\\`*_[]<>|#":
+    s = s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    for ch in "\\`*_[]|#!":
         s = s.replace(ch, "\\" + ch)
     return s
 

@@ -29,12 +29,15 @@ import numpy as np
 
 from elmo_engine.atomic import atomic_write_bytes, atomic_write_text
 from elmo_engine.errors import InputError
+from elmo_engine.io.npz_lazy import open_npz
 from elmo_engine.io.vectors import writing
 
 FORMAT = "elmo-explorer-workspace"
 VERSION = 1
 SUFFIX = ".elmows.json"
 AUTOSAVE_NAME = "autosave" + SUFFIX
+#: the largest workspace JSON read (64 MiB; sentences and parameters, the arrays are separate)
+MAX_WORKSPACE_BYTES = 64 << 20
 
 
 @dataclass
@@ -57,7 +60,7 @@ class WorkspaceData:
     selection: Optional[Dict[str, Any]] = None          # {"sentence", "token", "word"}
     views: Dict[str, dict] = field(default_factory=dict)
     probe_runs: List[dict] = field(default_factory=list)
-    arrays: Dict[str, np.ndarray] = field(default_factory=dict)
+    arrays: Dict[str, np.ndarray] = field(default_factory=dict)   # loaded: a lazy mapping
     notes: str = ""
     saved_at: str = ""
     source: str = ""                   # autosaves: the explicitly saved file they belong to
@@ -194,11 +197,18 @@ def load_workspace(path, verify_checksum: bool = True) -> LoadedWorkspace:
     InputError : not a workspace, a newer version, a missing key or a wrong type (the message
         names the file and the key)
     """
+    from elmo_engine.io.datasets.textio import check_regular_file
+
     path = Path(path)
+    check_regular_file(path)                 # a FIFO or a device is refused, not read
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_WORKSPACE_BYTES + 1)
     except OSError as e:
         raise InputError(f"cannot read the workspace ({e.strerror or e})", path=path) from None
+    if len(raw) > MAX_WORKSPACE_BYTES:
+        raise InputError(f"larger than {MAX_WORKSPACE_BYTES} bytes: not a workspace this tool "
+                         "reads (arrays belong in its npz)", path=path)
     try:
         obj = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -310,6 +320,7 @@ def _parse(obj: Any, path: Path):
         if not isinstance(r, dict):
             raise InputError(f"key 'probe_runs[{i}]' must be an object, found {_type_name(r)}",
                              path=path)
+    _check_parts(views, runs, path)
     data.probe_runs = runs
     data.notes = _need(obj, "notes", str, path, optional=True) or ""
     data.saved_at = _need(obj, "saved_at", str, path, optional=True) or ""
@@ -331,22 +342,36 @@ def _load_arrays(path: Path, spec: dict) -> Dict[str, np.ndarray]:
         raise InputError(f"key 'arrays.file' is not a usable file name ({len(name)} characters)",
                          path=path)
     npz = path.with_name(name)
-    try:
-        with np.load(npz, allow_pickle=False) as z:
-            out = {k: z[k] for k in z.files}
+    try:                                 # headers checked against the file; data read lazily
+        out = open_npz(npz)
     except FileNotFoundError:
         raise InputError(f"the arrays file '{name}' named by key 'arrays.file' is missing "
                          "(keep it beside the workspace)", path=path) from None
-    except (OSError, ValueError, EOFError) as e:
-        raise InputError(f"cannot read the arrays file ({e})", path=npz) from None
     for k, meta in keys.items():
         if k not in out:
             raise InputError(f"array '{k}' listed in key 'arrays.keys' is not in the file",
                              path=npz)
-        if isinstance(meta, dict) and list(out[k].shape) != meta.get("shape"):
-            raise InputError(f"array '{k}' has shape {list(out[k].shape)}, the workspace says "
-                             f"{meta.get('shape')}", path=npz)
+        if isinstance(meta, dict) and list(out.shape(k)) != meta.get("shape"):
+            raise InputError(f"array '{k}' has shape {list(out.shape(k))}, the workspace says "
+                             f"{_show(meta.get('shape'))}", path=npz)
     return out
+
+
+def _show(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 120 else text[:120] + f"… ({len(text)} characters)"
+
+
+def _check_parts(views: dict, runs: list, path: Path) -> None:
+    """Views and probe runs nested at most 32 levels (what reads them later may recurse); each
+    probe run is checked field by field where it becomes a result (``ProbeResult.from_dict``)."""
+    from elmo_engine.io.probe_result_check import ResultFormatError, check_depth
+
+    try:
+        check_depth(views, "views")
+        check_depth(runs, "probe_runs")
+    except ResultFormatError as e:
+        raise InputError(str(e), path=path) from None
 
 
 def _host() -> str:

@@ -23,6 +23,7 @@ import numpy as np
 from elmo_engine.atomic import atomic_hdf5, atomic_path, atomic_write_text
 from elmo_engine.errors import CheckpointError
 from elmo_engine.model.bilm import BiLM
+from elmo_engine.model.hdf5_checks import check_no_extra, check_storage, lookup
 from elmo_engine.model.layout import _short, expected_layout, fill_model, model_tensors
 from elmo_engine.model.options import BiLMOptions, _show
 
@@ -140,6 +141,8 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
     :class:`CheckpointInfo`. Raises :class:`CheckpointError` for anything wrong with the files.
     """
     fmt, opts_path, weights_path = resolve_checkpoint(path)
+    for f in (opts_path, weights_path):             # a FIFO or a device would block or never end
+        _check_regular(f)
     if fmt == "native":
         opts = _read_native_config(opts_path)
     else:
@@ -163,6 +166,19 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
         options=opts, parameter_counts=model.parameter_counts(),
         weights_bytes=Path(weights_path).stat().st_size)
     return model.to(device)
+
+
+def _check_regular(path: Path) -> None:
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise CheckpointError(path, f"cannot read ({e.strerror or e})") from None
+    if not stat.S_ISREG(mode):
+        raise CheckpointError(path, "not a regular file (a folder, FIFO or device); a "
+                              "checkpoint is made of regular files")
 
 
 def _load_hdf5(opts: BiLMOptions, weights_path: Path, progress=None) -> BiLM:
@@ -190,11 +206,7 @@ def _load_hdf5(opts: BiLMOptions, weights_path: Path, progress=None) -> BiLM:
     done = [0]
 
     def check(name, shape):
-        try:
-            obj = fh.get(name)
-        except Exception as e:
-            raise CheckpointError(weights_path, f"cannot read the file's index ({_short(e)})",
-                                  dataset=name) from None
+        obj = lookup(fh, name, weights_path)       # soft and external links refused unfollowed
         if obj is None:
             hint = ""
             if "embedding" in fh and "char_embed" not in fh:
@@ -219,6 +231,9 @@ def _load_hdf5(opts: BiLMOptions, weights_path: Path, progress=None) -> BiLM:
                                   "(an incomplete file)", dataset=name)
         return obj
 
+    def check_all(name, shape):
+        check_storage(check(name, shape), name, weights_path)   # chunks fit the shape
+
     def read(name, shape):
         obj = check(name, shape)
         done[0] += 1
@@ -228,8 +243,8 @@ def _load_hdf5(opts: BiLMOptions, weights_path: Path, progress=None) -> BiLM:
 
     try:
         for name, shape in layout.items():          # metadata only: nothing is allocated yet
-            check(name, shape)
-        _check_no_extra(fh, layout, weights_path)
+            check_all(name, shape)
+        check_no_extra(fh, layout, weights_path)
         model = BiLM(opts)
         fill_model(model, read, weights_path)
     except CheckpointError:
@@ -258,20 +273,6 @@ def _mismatch_hint(fh, opts: BiLMOptions) -> str:
     if n_layers is not None and n_layers != opts.n_layers:
         notes.append(f"options say n_layers={opts.n_layers}, the file has {n_layers}")
     return (" — " + "; ".join(notes)) if notes else ""
-
-
-def _check_no_extra(fh, layout, path) -> None:
-    """A weights file with datasets the options do not account for does not match them."""
-    import h5py
-
-    found = []
-    fh.visititems(lambda name, obj: found.append(name) if isinstance(obj, h5py.Dataset) else None)
-    extra = sorted(set(found) - set(layout))
-    if extra:
-        raise CheckpointError(path, "the weights file has datasets the options file does not "
-                              "describe; the options do not match these weights",
-                              dataset=extra[0], expected="no such dataset",
-                              found=f"{len(extra)} unexpected dataset(s)")
 
 
 def _read_native_config(cfg_path: Path) -> BiLMOptions:

@@ -16,6 +16,10 @@ from elmo_engine.errors import CheckpointError
 MAX_OPTIONS_BYTES = 1 << 20  # an options file is a few hundred bytes; refuse megabytes of JSON
 MAX_DEPTH = 64               # layers / highway layers (published models have 1-2)
 MAX_FILTERS = 1024           # convolutions in the char-CNN (published models have 7)
+#: characters per token (published models: 50). Memory for a batch grows with it (character ids
+#: and the char-CNN's windows per token type), so it is bounded; the weights bound it from below
+#: (no convolution may be wider than a token, and their widths are checked against the file)
+MAX_CHARACTERS_PER_TOKEN = 1024
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,9 @@ class BiLMOptions:
             filters.append((int(f[0]), _pos_int(f[1], path, f"char_cnn.filters[{i}] count")))
         emb = _get(cc, "embedding", dict, path, "char_cnn.embedding")
         m = _pos_int(cc.get("max_characters_per_token", 50), path, "char_cnn.max_characters_per_token")
+        if m > MAX_CHARACTERS_PER_TOKEN:
+            raise CheckpointError(path, "char_cnn.max_characters_per_token is implausibly large",
+                                  expected=f"<= {MAX_CHARACTERS_PER_TOKEN}", found=_show(m))
         for w, _ in filters:
             if w > m:
                 raise CheckpointError(path, "a convolution is wider than the token",

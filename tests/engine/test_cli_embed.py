@@ -66,7 +66,7 @@ def test_bad_input_messages(tmp_path, capsys):
     assert "bad.txt:2: empty line" in capsys.readouterr().err
     bad.write_bytes(b"ok\n\xff\xfe bytes\n")
     assert main(["embed", str(bad), str(out), "--checkpoint", ckpt]) == 1
-    assert "bad.txt:2: not UTF-8" in capsys.readouterr().err
+    assert "bad.txt:2: not valid UTF-8" in capsys.readouterr().err
     bad.write_text("a fine line\n", encoding="utf-8")
     assert main(["embed", str(bad), str(out), "--checkpoint", str(tmp_path)]) == 1
     assert "cannot find" in capsys.readouterr().err

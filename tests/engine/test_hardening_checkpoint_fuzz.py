@@ -15,6 +15,7 @@ import re
 import resource
 import shutil
 import struct
+import zlib
 from pathlib import Path
 
 import h5py
@@ -139,6 +140,8 @@ def mutated_options(draw) -> bytes:
                                        "n_highway": 64}}).encode())
 @example(data=json.dumps({**OPTIONS, "char_cnn": {**OPTIONS.get("char_cnn", {}),
                                                    "n_highway": 10 ** 9}}).encode())
+@example(data=json.dumps({**OPTIONS, "char_cnn": {**OPTIONS.get("char_cnn", {}),
+                                                   "max_characters_per_token": 1 << 20}}).encode())
 def test_fuzz_options_json(work, data):
     d = _published(work, "opts") if not (work / "opts").exists() else work / "opts"
     (d / "options.json").write_bytes(data)
@@ -242,7 +245,13 @@ STRUCTURAL = {
                                              chunks=(64, 64)),
     "soft_link_loop": lambda fh, n: fh.__setitem__(n, h5py.SoftLink("/" + n)),
     "external_missing": lambda fh, n: fh.__setitem__(n, h5py.ExternalLink("/nonexistent.h5", "/x")),
+    # issue 18: a chunk far larger than its dataset (maxshape=None), holding ~16 MB of zeros
+    "big_chunk": lambda fh, n: fh.create_dataset(
+        n, shape=(4,), maxshape=(None,), chunks=(1 << 22,), dtype="f4",
+        compression="gzip").id.write_direct_chunk((0,), ZEROS_16MB),
+    "external_text": lambda fh, n: fh.__setitem__(n, h5py.ExternalLink("options.json", "/x")),
 }
+ZEROS_16MB = zlib.compress(bytes(16 << 20), 9)
 
 
 def _right_shape_but(kind):
@@ -265,16 +274,21 @@ def _right_shape_but(kind):
                               external=[("/nonexistent-raw-data", 0, h5py.h5f.UNLIMITED)])
         elif kind == "gzip":
             fh.create_dataset(n, data=data, compression="gzip", chunks=True)
+        elif kind == "deflate_bomb":             # issue 18: a chunk that inflates to 4 MB
+            ds = fh.create_dataset(n, shape=shape, chunks=shape, dtype="f4", compression="gzip")
+            ds.id.write_direct_chunk((0,) * len(shape), ZEROS_4MB)
     return make
 
 
+ZEROS_4MB = zlib.compress(bytes(4 << 20), 9)
 RIGHT_SHAPE = ["float16", "float64", "int_right_shape", "unwritten", "nan", "external_storage",
-               "gzip"]
+               "gzip", "deflate_bomb"]
 
 
 @FUZZ
 @given(edits=st.lists(st.tuples(st.sampled_from(DATASETS),
-                                st.sampled_from(sorted(STRUCTURAL) + RIGHT_SHAPE + ["extra"])),
+                                st.sampled_from(sorted(STRUCTURAL) + RIGHT_SHAPE
+                                                + ["extra", "deep", "empty_groups"])),
                       min_size=1, max_size=3, unique_by=lambda e: e[0]))
 def test_fuzz_weights_structure(work, edits):
     d = _published(work, "struct")
@@ -282,6 +296,10 @@ def test_fuzz_weights_structure(work, edits):
         for name, kind in edits:
             if kind == "extra":
                 fh.create_dataset(name + "_extra", data=np.zeros(2, np.float32))
+            elif kind in ("deep", "empty_groups"):   # issue 18: nested empty groups
+                g = fh.require_group(name.split("/")[0] + "_nest")
+                for _ in range(200 if kind == "deep" else 5):
+                    g = g.require_group("g")
             elif kind in STRUCTURAL:
                 _replace(fh, name, STRUCTURAL[kind])
             else:
@@ -292,14 +310,15 @@ def test_fuzz_weights_structure(work, edits):
     kinds = {k for _, k in edits}
     if kinds <= {"float64", "gzip", "float16"}:
         assert result == "ok"                 # lossless or widening storage still loads
-    if kinds & {"huge", "huge2d", "unwritten", "nan", "int32", "group", "extra"}:
+    if kinds & {"huge", "huge2d", "unwritten", "nan", "int32", "group", "extra", "big_chunk",
+                 "deflate_bomb", "deep", "external_text"}:
         assert result == "error"
 
 
 @pytest.mark.parametrize("kind,needle", [
     ("huge", "wrong shape"), ("group", "group"), ("int_right_shape", "floating point"),
     ("unwritten", "holds no data"), ("external_storage", "outside this file"),
-    ("external_missing", "missing|corrupt|cannot"),
+    ("external_missing", "external link to|missing|corrupt|cannot"),
 ])
 def test_weights_structure_messages(work, kind, needle):
     d = _published(work, "struct_msg")

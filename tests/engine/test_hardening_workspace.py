@@ -44,6 +44,14 @@ TEN_MB = 10 * 1024 * 1024
 
 
 # ---- (a) fuzzing load_workspace -------------------------------------------------------------
+def _probe_run() -> dict:
+    score = {"dev": 0.5, "test": 0.75, "macro_f1": 0.4}
+    return {"task": "pos", "name": "run", "label": "upos", "model": "tiny",
+            "layers": [{"layer": k, **score, "per_label": {}} for k in range(2)],
+            "mix": {"weights": [0.4, 0.6], "gamma": 1.0, **score}, "baselines": {"majority": 0.1},
+            "counts": {"train": 2, "dev": 1, "test": 1, "labels": 2}, "config": {}, "history": {}}
+
+
 def _valid() -> WorkspaceData:
     return WorkspaceData(
         sentences=["The bank of the river .", "She paid the bank ."],
@@ -51,7 +59,7 @@ def _valid() -> WorkspaceData:
         selection={"sentence": 1, "token": 3, "word": "bank"},
         views={"projection": {"method": "pca", "layer": 1, "colors": [1, 2.5, None]},
                "contexts": {"k": 10}},
-        probe_runs=[{"task": "pos", "accuracy": [0.5, 0.75], "layers": {"0": 0.4}}],
+        probe_runs=[_probe_run()],
         arrays={"points": np.arange(12, dtype=np.float32).reshape(6, 2),
                 "ids": np.arange(3, dtype=np.int64)},
         notes="notes ü", saved_at="2026-01-01T00:00:00Z")
@@ -77,7 +85,7 @@ json_value = st.recursive(
     leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids,
                                                                       max_size=4),
     max_leaves=12)
-SPLICES = [b"\xff", b"\xc3", b"\x00", b"\xef\xbb\xbf", b"\"\\ud800\"", b"9" * 5000, b"1e999",
+SPLICES = [b"{\"views\": " + b"{\"v\": " * 900, b"\xff", b"\xc3", b"\x00", b"\xef\xbb\xbf", b"\"\\ud800\"", b"9" * 5000, b"1e999",
            b"-0", b"NaN", b"[" * 3000, b"{\"a\":" * 2000, b"[" * 500 + b"]" * 500, b"}", b",",
            b"\"", b"\"" + b"a" * TEN_MB + b"\"", b" " * TEN_MB, b"\n" * 50]
 
@@ -138,15 +146,43 @@ def test_fuzz_the_valid_file_loads(fuzz_ws):
     np.testing.assert_array_equal(ws.data.arrays["points"], _valid().arrays["points"])
 
 
+def _lying_npz(npz: Path, original: bytes, shape, descr: str) -> None:
+    """Rewrite the npz's 'points' member with a header declaring ``shape`` / ``descr`` (issue
+    18: a header that lies about its shape must be refused before anything is allocated)."""
+    import io
+    import zipfile
+
+    with zipfile.ZipFile(io.BytesIO(original)) as zf:
+        members = {n: zf.read(n) for n in zf.namelist()}
+    head = io.BytesIO()
+    np.lib.format.write_array_header_1_0(head, {"descr": descr, "fortran_order": False,
+                                               "shape": tuple(shape)})
+    fp = io.BytesIO(members["points.npy"])
+    np.lib.format.read_magic(fp)
+    np.lib.format.read_array_header_1_0(fp)
+    members["points.npy"] = head.getvalue() + members["points.npy"][fp.tell():]
+    with zipfile.ZipFile(npz, "w") as zf:
+        for n, b in members.items():
+            zf.writestr(n, b)
+
+
 @FUZZ
 @given(data=st.data())
 @example(data=None)                                   # a single 10 MB line
 def test_fuzz_load_workspace(fuzz_ws, data):
     path, original = fuzz_ws
+    npz = path.with_name(json.loads(original)["arrays"]["file"])
+    npz_original = npz.read_bytes()
     if data is None:
         text = b"{\"format\": \"" + b"x" * TEN_MB + b"\"}"
     else:
         text = data.draw(corrupted(original))
+        if data.draw(st.integers(0, 4)) == 0:          # now and then: a lying .npy header
+            shape = data.draw(st.lists(st.sampled_from([0, 1, 2, 6, 12, 10 ** 6, 10 ** 10]),
+                                       max_size=3))
+            _lying_npz(npz, npz_original, shape, data.draw(st.sampled_from(["<f4", "<f8", "|O"])))
+        else:
+            text = original if data.draw(st.integers(0, 9)) == 0 else text
     path.write_bytes(text)
     try:
         ws = load_workspace(path, verify_checksum=False)
@@ -163,6 +199,7 @@ def test_fuzz_load_workspace(fuzz_ws, data):
         return
     finally:
         path.write_bytes(original)
+        npz.write_bytes(npz_original)
     _check_loaded(ws)
     event("loaded")
 

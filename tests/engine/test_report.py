@@ -86,10 +86,11 @@ def test_markdown(tmp_path):
     out = tmp_path / "r"
     write_report(out, make_spec(tmp_path, n_rows=MAX_SHOWN_ROWS + 5))
     md = (out / "report.md").read_text(encoding="utf-8")
-    assert md.startswith("# Report \\<script\\>alert(1)\\</script\\>")
-    assert "| layer 0 | 0.5000 | a\\|b \\<c\\> & d |" in md
+    assert md.startswith("# Report &lt;script&gt;alert(1)&lt;/script&gt;")
+    assert "<" not in md and ">" not in md          # no raw HTML reaches report.md (issue 18)
+    assert "| layer 0 | 0.5000 | a\\|b &lt;c&gt; &amp; d |" in md
     assert f"First {MAX_SHOWN_ROWS} of {MAX_SHOWN_ROWS + 5} rows." in md
-    assert "![Heat \\<map\\>](figures/heat map.png)" in md and "[tables/summary.csv]" in md
+    assert "![Heat &lt;map&gt;](figures/heat map.png)" in md and "[tables/summary.csv]" in md
     assert md.count("| layer ") == MAX_SHOWN_ROWS
 
 

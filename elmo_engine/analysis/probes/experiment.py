@@ -128,6 +128,11 @@ class ProbeResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> "ProbeResult":
+        """Build from a stored result, checked field by field first (a ``ValueError`` naming
+        the key: :mod:`elmo_engine.io.probe_result_check`)."""
+        from elmo_engine.io.probe_result_check import check_result_dict
+
+        check_result_dict(d)
         fields = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
         fields["layers"] = [LayerResult(**e) for e in d["layers"]]
         fields["mix"] = MixResult(**d["mix"])

@@ -66,15 +66,15 @@ def load_task_data(files: TaskFiles) -> Dict[str, object]:
         from elmo_engine.io.datasets.wordnet import load_wordnet
 
         wn = load_wordnet(files.wordnet)
-        keys = {files.train: _need(files.train_keys, "--train-keys", task),
-                files.test: _need(files.test_keys, "--test-keys", task)}
-        if files.dev is not None:
-            keys[files.dev] = _need(files.dev_keys, "--dev-keys", task)
+        # each split with its own keys (the same XML may serve two splits with other keys)
+        train_k = _need(files.train_keys, "--train-keys", task)
+        test_k = _need(files.test_keys, "--test-keys", task)
+        dev_k = _need(files.dev_keys, "--dev-keys", task) if files.dev is not None else None
 
-        def read(p):
-            return list(wsd.read_wsd(p, keys[p], wordnet=wn))
-        return {"train": read(train_p), "test": read(test_p),
-                "dev": read(files.dev) if files.dev else None,
+        def read_wsd(p, k):
+            return list(wsd.read_wsd(p, k, wordnet=wn))
+        return {"train": read_wsd(train_p, train_k), "test": read_wsd(test_p, test_k),
+                "dev": read_wsd(files.dev, dev_k) if files.dev else None,
                 "first_sense_fn": wn.first_sense, "label": "sense"}
     return {"train": read(train_p), "test": read(test_p),
             "dev": read(files.dev) if files.dev else None, "label": label}

@@ -1,10 +1,17 @@
-"""A file of sentences, one per line (the app's *Open sentences…*), plain or gzip, UTF-8.
+"""The one reader of sentence files, one sentence per line, plain or gzip, UTF-8: the app's
+*Open sentences…*, ``embed``, ``export vectors``, ``contexts``, ``layers`` and ``project`` all
+read text through :func:`iter_sentences`, so every command sees the same sentences.
 
-Each line is cleaned before use: Unicode NFC normalisation; control characters (C0 other than
-tab, DEL, C1), zero-width and bidirectional-format characters, byte-order marks and the Unicode
-line/paragraph separators become spaces; runs of whitespace collapse to one space; the line is
-stripped. Lines that are then empty are skipped. A NUL byte means the file is not text and is
-refused. The line numbers kept with each sentence are those of the file.
+The file must be a regular file (a FIFO, a device such as ``/dev/zero`` or a folder is refused
+before it is opened) of at most ``MAX_FILE_BYTES`` (64 MiB, after decompression), read as a
+stream, line by line, with lines of at most ``MAX_SENTENCE_BYTES`` (1 MiB). A byte-order mark at
+the start of the file is dropped. A NUL byte means the file is not text and is refused, naming
+the line. Each line is cleaned before use: Unicode NFC normalisation; control characters (C0
+other than tab, DEL, C1), zero-width and bidirectional-format characters, byte-order marks and
+the Unicode line/paragraph separators become spaces; runs of whitespace collapse to one space;
+the line is stripped. Lines that are then empty are skipped — except by the commands whose output
+is keyed by line number (``embed``, ``export vectors``: :func:`read_token_lines`), which refuse
+them, naming the line. The line numbers kept with each sentence are those of the file.
 """
 from __future__ import annotations
 
@@ -31,8 +38,10 @@ def clean_sentence(text: str) -> str:
 
 def iter_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES,
                    max_sentence_bytes: int = MAX_SENTENCE_BYTES,
-                   limit: Optional[int] = None) -> Iterator[Tuple[int, str]]:
-    """Yield ``(line_number, sentence)`` for each non-blank line of the file, cleaned.
+                   limit: Optional[int] = None,
+                   keep_blank: bool = False) -> Iterator[Tuple[int, str]]:
+    """Yield ``(line_number, sentence)`` for each non-blank line of the file, cleaned (with
+    ``keep_blank`` also the lines that are empty once cleaned, as ``""``).
 
     Raises
     ------
@@ -51,7 +60,7 @@ def iter_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES,
             if "\x00" in text:
                 raise lines.error("holds NUL bytes: this is not a text file of sentences")
             sentence = clean_sentence(text)
-            if sentence:
+            if sentence or keep_blank:
                 yield lines.lineno, sentence
                 produced += 1
                 if limit is not None and produced >= limit:
@@ -103,36 +112,27 @@ def read_grouped_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES
 
 
 def read_token_lines(path: PathLike, tokenize: bool = False) -> List[List[str]]:
-    """The tokens of every line of a UTF-8 file, one sentence per line (``embed``,
-    ``export vectors``): split on whitespace, or with ``tokenize`` the typed-text tokenizer.
+    """The tokens of every line of a sentence file (``embed``, ``export vectors``): each line
+    read and cleaned by :func:`iter_sentences`, then split on whitespace, or with ``tokenize``
+    by the typed-text tokenizer.
 
-    Unlike :func:`read_sentences`, nothing is cleaned or skipped: the lines are the sentences
-    of an output keyed by line number, so an empty line, an undecodable byte or a line over
-    ``MAX_SENTENCE_TOKENS`` tokens is an error naming the line.
+    The lines are the sentences of an output keyed by line number, so nothing is skipped: a line
+    that is empty once cleaned, or one over ``MAX_SENTENCE_TOKENS`` tokens, is an error naming
+    the line. Reading is one pass over the file (linear in its size).
     """
     from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
     from elmo_engine.model.tokenize import tokenize as tok_fn, whitespace_tokenize
 
     split = tok_fn if tokenize else whitespace_tokenize
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as e:
-        raise InputError(f"cannot read input ({e.strerror or e})", path=path) from None
     sentences = []
-    for i, line in enumerate(raw.split(b"\n"), start=1):
-        if i == raw.count(b"\n") + 1 and not line:
-            break                                      # the final newline
-        try:
-            text = line.decode("utf-8").rstrip("\r")
-        except UnicodeDecodeError as e:
-            raise InputError(f"not UTF-8 (byte {e.start + 1} of the line)", path=path, line=i) from None
+    for lineno, text in iter_sentences(path, keep_blank=True):
         toks = split(text)
         if not toks:
-            raise InputError("empty line: every line must hold a sentence", path=path, line=i)
+            raise InputError("empty line (or only invisible characters): every line must hold "
+                             "a sentence", path=path, line=lineno)
         if len(toks) > MAX_SENTENCE_TOKENS:
             raise InputError(f"{len(toks)} tokens; the limit is {MAX_SENTENCE_TOKENS} per "
-                             "sentence (split the line)", path=path, line=i)
+                             "sentence (split the line)", path=path, line=lineno)
         sentences.append(toks)
     if not sentences:
         raise InputError("the input file has no sentences", path=path)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator, Optional, Tuple, Union
@@ -24,8 +25,26 @@ MAX_LINE_BYTES = 1 << 20
 _READ_ERRORS = (OSError, EOFError, zlib.error, gzip.BadGzipFile)
 
 
+def check_regular_file(path: PathLike) -> None:
+    """Refuse anything but a regular file (after following links) before it is opened: a
+    folder, a FIFO (reading would wait forever), a device such as ``/dev/zero`` (endless) or a
+    socket. Raises :class:`InputError` naming the path."""
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        raise InputError(f"cannot open: {exc.strerror or exc}", path=path) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError("is a folder, not a file", path=path)
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else
+                "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
+                "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise InputError(f"is {kind}, not a regular file; only files are read", path=path)
+
+
 def is_gzip(path: PathLike) -> bool:
     """Whether the file starts with the gzip magic bytes (whatever its name says)."""
+    check_regular_file(path)
     try:
         with open(path, "rb") as fh:
             return fh.read(2) == GZIP_MAGIC
@@ -42,9 +61,7 @@ def open_binary(path: PathLike) -> BinaryIO:
         If the file cannot be opened (missing, a folder, no permission).
     """
     p = Path(path)
-    if p.is_dir():
-        raise InputError("is a folder, not a file", path=p)
-    gz = is_gzip(p)
+    gz = is_gzip(p)                      # refuses folders, FIFOs and devices first
     try:
         if gz:  # GzipFile opened by name owns its file and closes it
             return gzip.GzipFile(filename=p, mode="rb")  # type: ignore[return-value]
@@ -162,5 +179,5 @@ def read_bytes_limited(path: PathLike, max_bytes: int) -> bytes:
     return data
 
 
-__all__ = ["GZIP_MAGIC", "MAX_LINE_BYTES", "TextLines", "is_gzip", "iter_lines", "open_binary",
+__all__ = ["GZIP_MAGIC", "MAX_LINE_BYTES", "TextLines", "check_regular_file", "is_gzip", "iter_lines", "open_binary",
            "open_text", "read_bytes_limited"]
