@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
 MDL_TASKS = ("pos", "tsv", "demo-pos", "demo-supersense", "demo-wsd")
@@ -59,8 +60,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--words-csv", type=Path, default=None, metavar="OUT",
                    help="write every counted word's self-similarity and MEV per layer as CSV")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
-    p.add_argument("--pretokenized", action="store_true",
-                   help="split lines on whitespace instead of tokenizing typed text")
+    common.add_pretokenized(p)
     p.add_argument("--max-sentences", type=int, default=None, metavar="N",
                    help="use a seeded random subset of N sentences (kept in file order)")
     p.add_argument("--min-count", type=int, default=5,
@@ -87,7 +87,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="use a seeded random subset of N labelled sentences")
     p.add_argument("--seed", type=int, default=0,
                    help="seeds every sample and the MDL probes (default 0)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
+    common.add_device(p)
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice)")
     p.set_defaults(func=run)
@@ -112,35 +112,16 @@ def reference_corpus_path() -> Path:
 
 
 def read_corpus(path: Path, pretokenized: bool) -> Tuple[List[List[str]], List[int]]:
-    """Sentences of a corpus file and their line numbers; errors name the file and line."""
-    from elmo_engine.io.datasets.sentences import iter_sentences
-    from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS
-    from elmo_engine.model.tokenize import tokenize
-
-    sents, lines = [], []
-    for lineno, text in iter_sentences(path):
-        toks = text.split() if pretokenized else tokenize(text)
-        if not toks:
-            continue
-        if len(toks) > MAX_SENTENCE_TOKENS:
-            raise InputError(f"{len(toks)} tokens; the limit is {MAX_SENTENCE_TOKENS} per sentence "
-                             "(split the line)", path=path, line=lineno)
-        sents.append(toks)
-        lines.append(lineno)
-    if not sents:
-        raise InputError("no sentences in the corpus", path=path)
-    return sents, lines
+    """Sentences of a corpus file and their line numbers (the CLI's one reader: blank lines
+    skipped and counted on stderr); errors name the file and line."""
+    text = common.read_text(path, pretokenized)
+    return text.tokens, text.lines
 
 
 def _subset(n: int, keep: Optional[int], seed: int) -> np.ndarray:
     if keep is None or keep >= n:
         return np.arange(n)
     return np.sort(np.random.default_rng(seed).choice(n, size=keep, replace=False))
-
-
-def _refuse_existing(path: Optional[Path], force: bool, option: str) -> None:
-    if path is not None and path.exists() and not force:
-        raise InputError(f"{path} exists; pass --force to overwrite it ({option})")
 
 
 def _check_args(args) -> None:
@@ -153,8 +134,7 @@ def _check_args(args) -> None:
         raise InputError(f"--mdl-task {args.mdl_task} needs --mdl-train FILE")
     if args.mdl_train is not None and args.mdl_task is None:
         raise InputError("--mdl-train needs --mdl-task")
-    _refuse_existing(args.json, args.force, "--json")
-    _refuse_existing(args.words_csv, args.force, "--words-csv")
+    common.refuse_existing(args.force, args.json, args.words_csv)
     if args.json is not None and args.words_csv is not None \
             and args.json.resolve() == args.words_csv.resolve():
         raise InputError("--json and --words-csv name the same file")
