@@ -60,12 +60,16 @@ def refuse_existing(force: bool, *paths: Optional[Path]) -> None:
             raise InputError(f"{path} exists; pass --force to overwrite it")
 
 
-def read_text(path: Path, pretokenized: bool = False, max_tokens: Optional[int] = None):
+def read_text(path: Path, pretokenized: bool = False, max_tokens: Optional[int] = None,
+              unlimited: bool = False):
     """The sentences of a text file (:class:`~elmo_engine.io.datasets.text_input.TextInput`),
-    saying on stderr how many blank lines were skipped."""
+    saying on stderr how many blank lines were skipped. ``unlimited``: no file-size limit
+    (``embed``, ``export vectors``: a corpus to embed may be big; the others analyse what fits
+    in a view)."""
     from elmo_engine.io.datasets.text_input import read_text_input
 
-    text = read_text_input(path, pretokenized=pretokenized, max_tokens=max_tokens)
+    kwargs = {"max_bytes": None} if unlimited else {}
+    text = read_text_input(path, pretokenized=pretokenized, max_tokens=max_tokens, **kwargs)
     if text.blank:
         log(f"note: {text.blank_note()}")
     return text

@@ -41,7 +41,7 @@ def run(args) -> int:
         raise InputError("--batch-size must be at least 1")
     fmt = args.format or ("npz" if args.output.suffix.lower() == ".npz" else "hdf5")
     common.refuse_existing(args.force, args.output)
-    sentences = common.read_text(args.input, args.pretokenized).tokens
+    sentences = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
     device = common.resolve_device(args.device)
     model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint), device=device)
     width = max(len(s) for s in sentences) + 2

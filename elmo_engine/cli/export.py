@@ -97,7 +97,7 @@ def run_vectors(args) -> int:
                          args.pre_softmax)
     fmt = format_for(args.output, args.format)
     common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))
-    tokens = common.read_text(args.input, args.pretokenized).tokens
+    tokens = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
     refs = None
     if args.word is not None:
         refs = [(s, t) for s, toks in enumerate(tokens) for t, w in enumerate(toks) if w == args.word]

@@ -55,7 +55,7 @@ def _is_comment(raw: str) -> bool:
 
 
 def read_text_input(path: PathLike, pretokenized: bool = False,
-                    max_bytes: int = MAX_FILE_BYTES,
+                    max_bytes: Optional[int] = MAX_FILE_BYTES,
                     max_tokens: Optional[int] = None) -> TextInput:
     """Read a plain or grouped file of sentences (see the module docstring).
 
@@ -63,7 +63,7 @@ def read_text_input(path: PathLike, pretokenized: bool = False,
     ----------
     path : UTF-8 text, plain or gzip
     pretokenized : split on whitespace instead of tokenizing typed text
-    max_bytes : a bigger file (after decompression) is refused
+    max_bytes : a bigger file (after decompression) is refused; None: no limit
     max_tokens : most tokens in all (None: no limit)
 
     Raises
