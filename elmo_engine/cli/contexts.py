@@ -123,24 +123,23 @@ def run(args) -> int:
                                             center)
     summary = {"word": args.word, "occurrences": total, "direction": args.direction,
                "corrected": bool(args.correct)}
-    if comp is not None:
-        print(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
-              f"{args.direction} halves{', anisotropy-corrected' if args.correct else ''}; "
-              f"mix weights {' '.join(f'{w:.2f}' for w in comp.weights)}")
-        print(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}")
-        for k, name in enumerate(comp.names):
-            print(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
-                  f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}")
-        summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),
-                                   "within": _num(comp.within[k]),
-                                   "between": _num(comp.between[k])}
-                            for k, name in enumerate(comp.names)}
-        if args.matrices:
-            cmp.write_matrices_csv(args.matrices, comp)
-        if args.vectors:
-            cmp.write_vectors_npz(args.vectors, vectors, comp.occurrences,
-                                  [tokens[s][t] for s, t in comp.occurrences],
-                                  [" ".join(tokens[s]) for s, _ in comp.occurrences], comp.groups)
+    print(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
+          f"{args.direction} halves{', anisotropy-corrected' if args.correct else ''}; "
+          f"mix weights {' '.join(f'{w:.2f}' for w in comp.weights)}")
+    print(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}")
+    for k, name in enumerate(comp.names):
+        print(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
+              f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}")
+    summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),
+                               "within": _num(comp.within[k]),
+                               "between": _num(comp.between[k])}
+                        for k, name in enumerate(comp.names)}
+    if args.matrices:
+        cmp.write_matrices_csv(args.matrices, comp)
+    if args.vectors:
+        cmp.write_vectors_npz(args.vectors, vectors, comp.occurrences,
+                              [tokens[s][t] for s, t in comp.occurrences],
+                              [" ".join(tokens[s]) for s, _ in comp.occurrences], comp.groups)
     if args.neighbours > 0:
         vec, exclude = vectors[:, 0], [comp.occurrences[0]]
         table = neighbour_table(index, vec, args.word, args.neighbours, args.direction, exclude)
