@@ -41,6 +41,11 @@ NO_DISPLAY_HINT = ("elmo-explorer: no display to open the window on ({why}); wit
                    "[--view contexts|projection|probes], or use a subcommand (elmo-explorer --help)")
 
 
+#: where X servers put their local sockets (fixed by the X11 convention on every Unix, not a
+#: path of any one machine)
+X11_SOCKET_DIR = os.path.join(os.sep, "tmp", ".X11-unix")
+
+
 def _x_socket_reachable(display: str, timeout_s: float = 1.0) -> bool:
     """Whether an X server answers at ``display`` (``:0``, ``unix:1.0``, ``host:10.0``)."""
     import socket
@@ -53,7 +58,7 @@ def _x_socket_reachable(display: str, timeout_s: float = 1.0) -> bool:
     if host in ("", "unix") or host.startswith("/"):
         if host.startswith("/"):                     # launchd-style socket path (macOS XQuartz)
             return os.path.exists(display)
-        path = f"/tmp/.X11-unix/X{number}"
+        path = os.path.join(X11_SOCKET_DIR, f"X{number}")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
             s.settimeout(timeout_s)
             try:

@@ -49,4 +49,5 @@ def test_project_word_filter_and_bad_layer(tmp_path, tiny_checkpoint):
     assert [(r["token"], r["label"]) for r in rows] == [("bank", "NOUN"), ("bank", "NOUN")]
     with pytest.raises(InputError, match="tensorboard-layer"):
         _run([str(src), "--labelled", "--method", "pca", "--checkpoint", str(tiny_checkpoint),
-              "--csv", str(out), "--tensorboard", str(tmp_path / "tb"), "--tensorboard-layer", "7"])
+              "--csv", str(out), "--tensorboard", str(tmp_path / "tb"), "--tensorboard-layer", "7",
+              "--force"])
