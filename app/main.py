@@ -3,6 +3,10 @@
 ``--screenshot PATH`` starts the app (also offscreen), waits on signals until the model is loaded,
 every sentence is embedded and the chosen view reports ``is_ready()``, saves a PNG of the window
 (atomically) and exits 0 (1 when the model cannot be loaded, 2 on timeout).
+
+With no display (no ``DISPLAY``, or an X server that does not answer) and no other Qt platform
+asked for, it prints one line naming ``QT_QPA_PLATFORM=offscreen`` and ``--screenshot`` and
+exits 2, before Qt starts (Qt would abort with status 134).
 """
 from __future__ import annotations
 
@@ -45,10 +49,26 @@ def _parse_size(text: str):
     return w, h
 
 
+def QApplicationInstance():  # noqa: N802 - mirrors QApplication.instance()
+    """The running QApplication, if any (tests create one), without importing Qt otherwise."""
+    if "PySide6.QtWidgets" not in sys.modules:
+        return None
+    from PySide6.QtWidgets import QApplication
+
+    return QApplication.instance()
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the app; ``argv`` excludes the program name. Returns the exit code."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     size = _parse_size(args.size) if args.size else None
+    from elmo_explorer.startup import NO_DISPLAY_HINT, display_problem
+
+    if QApplicationInstance() is None:
+        why = display_problem()
+        if why is not None:
+            print(NO_DISPLAY_HINT.format(why=why), file=sys.stderr)
+            return 2
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 

@@ -1,4 +1,12 @@
-"""``--screenshot``: wait (on signals) until the chosen view is ready, save a PNG, quit."""
+"""``--screenshot``: wait (on signals) until the chosen view is ready and every job it started
+has finished, save a PNG, quit.
+
+Ready means: the model is loaded, every sentence is embedded, the view says ``is_ready()``, and
+the worker has no job queued or running (a view that starts work — the probes' first demo run,
+UMAP plot by plot — is pictured only once that work is done). The picture is taken after
+:data:`SETTLE_MS` of quiet; a job started in that time puts it off until the worker is idle
+again.
+"""
 from __future__ import annotations
 
 import logging
@@ -34,6 +42,9 @@ class Screenshot(QObject):
         ws.model_changed.connect(self._check)
         ws.activations_changed.connect(self._check)
         ws.worker.idle.connect(self._check)
+        ws.worker.busy_changed.connect(self._check)
+        ws.worker.job_started.connect(self._on_job_started)
+        self._jobs_started = 0
         ready = getattr(self.panel, "ready", None)
         if ready is not None:
             ready.connect(self._check)
@@ -50,15 +61,22 @@ class Screenshot(QObject):
 
     def _ready(self) -> bool:
         ws = self.window.workspace
-        return ws.model_info is not None and ws.all_embedded() and bool(self.panel.is_ready())
+        return (ws.model_info is not None and ws.all_embedded() and bool(self.panel.is_ready())
+                and not ws.worker.is_busy())
+
+    def _on_job_started(self, *_args) -> None:
+        self._jobs_started += 1
 
     def _check(self, *_args) -> None:
         if not self._done and self._ready():
-            QTimer.singleShot(SETTLE_MS, self._shoot)
+            seen = self._jobs_started
+            QTimer.singleShot(SETTLE_MS, lambda: self._shoot(seen))
 
-    def _shoot(self) -> None:
+    def _shoot(self, jobs_seen: Optional[int] = None) -> None:
         if self._done or not self._ready():
             return
+        if jobs_seen is not None and jobs_seen != self._jobs_started:
+            return                  # a job ran meanwhile: its end (worker idle) checks again
         image = self.window.grab().toImage()
         buf = QBuffer()
         buf.open(QIODevice.OpenModeFlag.WriteOnly)

@@ -33,3 +33,74 @@ def configure_process() -> None:
     from elmo_engine import runtime
 
     runtime.configure(threads=gui_threads(), gil_switch_s=GIL_SWITCH_S)
+
+
+# ---- a display to draw on --------------------------------------------------------------------
+NO_DISPLAY_HINT = ("elmo-explorer: no display to open the window on ({why}); without a display run "
+                   "QT_QPA_PLATFORM=offscreen elmo-explorer --screenshot shot.png "
+                   "[--view contexts|projection|probes], or use a subcommand (elmo-explorer --help)")
+
+
+#: where X servers put their local sockets (fixed by the X11 convention on every Unix, not a
+#: path of any one machine)
+X11_SOCKET_DIR = os.path.join(os.sep, "tmp", ".X11-unix")
+
+
+def _x_socket_reachable(display: str, timeout_s: float = 1.0) -> bool:
+    """Whether an X server answers at ``display`` (``:0``, ``unix:1.0``, ``host:10.0``)."""
+    import socket
+
+    host, _, rest = display.rpartition(":")
+    try:
+        number = int(rest.split(".")[0])
+    except ValueError:
+        return True                                  # a form we do not know: let Qt try
+    if host in ("", "unix") or host.startswith("/"):
+        if host.startswith("/"):                     # launchd-style socket path (macOS XQuartz)
+            return os.path.exists(display)
+        path = os.path.join(X11_SOCKET_DIR, f"X{number}")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout_s)
+            try:
+                s.connect(path)
+                return True
+            except OSError:
+                pass
+        try:                                          # Linux's abstract socket namespace
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(timeout_s)
+                s.connect("\0" + path)
+                return True
+        except OSError:
+            return False
+    try:
+        with socket.create_connection((host, 6000 + number), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def display_problem(environ=None, platform: Optional[str] = None) -> Optional[str]:
+    """Why the window cannot open (no display, an X server that does not answer), or None.
+
+    Checked before Qt starts: Qt's xcb plugin aborts the process (status 134) with a page of
+    messages when it finds no display. Only Linux/BSD with the default or the xcb platform are
+    checked; any other ``QT_QPA_PLATFORM`` (offscreen, wayland, vnc, …) is taken at its word.
+    """
+    import sys
+
+    env = os.environ if environ is None else environ
+    platform = sys.platform if platform is None else platform
+    if platform.startswith(("win", "darwin", "cygwin")):
+        return None
+    qpa = env.get("QT_QPA_PLATFORM", "").split(":")[0].strip()
+    if qpa and qpa != "xcb":
+        return None
+    display = env.get("DISPLAY", "")
+    if not qpa and env.get("WAYLAND_DISPLAY"):
+        return None                                   # Qt uses Wayland
+    if not display:
+        return "DISPLAY is not set"
+    if not _x_socket_reachable(display):
+        return f"no X server answers at DISPLAY={display}"
+    return None

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Optional
 from PySide6.QtWidgets import QFileDialog
 
 from elmo_engine.analysis.neighbour_corpus import read_corpus, read_vocabulary
+from elmo_engine.analysis.neighbour_corpus import vocabulary_file as engine_vocabulary_file
 from elmo_engine.analysis.neighbours import NeighbourTable, neighbour_table
-from elmo_engine.resources import demo_checkpoint_path
 from elmo_explorer.panels.contexts_widgets import neighbours_html
 
 if TYPE_CHECKING:
@@ -24,13 +24,9 @@ if TYPE_CHECKING:
 
 
 def vocabulary_file(info) -> Optional[Path]:
-    """A ``vocab.txt`` beside the checkpoint, else the demo model's, else None."""
-    if info is not None:
-        f = Path(info.options_path).parent / "vocab.txt"
-        if f.is_file():
-            return f
-    f = demo_checkpoint_path() / "vocab.txt"
-    return f if f.is_file() else None
+    """A ``vocab.txt`` beside the checkpoint, else the demo model's, else None (the engine's
+    rule, shared with ``elmo-explorer contexts --neighbours``)."""
+    return engine_vocabulary_file(None if info is None else info.options_path)
 
 
 class ContextsNeighbours:

@@ -64,6 +64,19 @@ def read_vocabulary(path, limit: int = MAX_VOCABULARY) -> List[str]:
     return words
 
 
+def vocabulary_file(options_path=None) -> Optional[Path]:
+    """The known words of layer 0's neighbours: a ``vocab.txt`` beside the checkpoint's options
+    file, else the demo model's, else None (the app and ``contexts --neighbours`` both use it)."""
+    if options_path is not None:
+        f = Path(options_path).parent / "vocab.txt"
+        if f.is_file():
+            return f
+    from elmo_engine.resources import demo_checkpoint_path
+
+    f = demo_checkpoint_path() / "vocab.txt"
+    return f if f.is_file() else None
+
+
 def index_key(checksum: str, tokens: Sequence[Sequence[str]],
               vocabulary: Sequence[str] = ()) -> str:
     """Cache key: the checkpoint checksum, the corpus tokens and the extra vocabulary."""

@@ -5,7 +5,12 @@ Examples::
     elmo-explorer contexts --word bank
     elmo-explorer contexts --word bank --sentences my.txt --groups river,river,money,money \\
         --direction forward --correct --matrices bank.csv --neighbours 5 --reference wiki.txt
-    elmo-explorer contexts --word recieve --neighbours 8      # a misspelling: what the CNN makes of it
+    elmo-explorer contexts --word bank --sentences resources/demo_sentences.tsv   # grouped file
+
+A ``group<TAB>sentence`` file gives every occurrence its sentence's group; ``--groups`` overrides.
+A word that does not occur is an error (exit 1) with a did-you-mean. The neighbour index is the
+app's: the sentences, then ``--reference``, and layer 0's known words include the checkpoint's
+``vocab.txt`` (else the demo model's), so the CLI lists the same neighbours as the app.
 """
 from __future__ import annotations
 
@@ -13,10 +18,11 @@ import argparse
 import json
 import math
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Optional
 
 from elmo_engine.analysis import compare as cmp
 from elmo_engine.analysis.groups import word_groups
+from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
 from elmo_engine.errors import InputError
 
@@ -30,10 +36,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "nearest neighbours.")
     p.add_argument("--word", required=True, help="the word to compare (exact spelling)")
     p.add_argument("--sentences", type=Path, default=None,
-                   help="UTF-8 text, one sentence per line, tokenized like typed text "
+                   help="UTF-8 text, one sentence per line, or group<TAB>sentence lines "
                         "(default: the demo sentences)")
-    p.add_argument("--checkpoint", type=Path, default=None,
-                   help="checkpoint folder or file (default: the bundled demo model)")
+    common.add_checkpoint(p)
+    common.add_pretokenized(p)
     p.add_argument("--ignore-case", action="store_true", help="match the word in any case")
     p.add_argument("--direction", choices=cmp.DIRECTIONS, default="both",
                    help="both halves of every layer, or only the forward / backward LSTM's")
@@ -57,26 +63,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--neighbours-csv", type=Path, help="write the neighbour lists as CSV")
     p.add_argument("--vectors", type=Path, help="write the occurrences' vectors as npz")
     p.add_argument("--json", type=Path, help="write the summary as JSON")
-    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N (default: cpu)")
+    common.add_device(p)
+    common.add_force(p)
     p.set_defaults(func=run)
     return p
 
 
-def _sentences(path: Optional[Path]) -> Tuple[List[List[str]], List[str]]:
-    """The tokens of each sentence and its group ("" for none)."""
-    from elmo_engine.io.datasets.sentences import read_grouped_sentences
-    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
+def _sentences(path: Optional[Path], pretokenized: bool):
+    """The sentences (a :class:`~elmo_engine.io.datasets.text_input.TextInput`)."""
     if path is None:
         from elmo_engine.resources import demo_sentences_path
 
         path = demo_sentences_path()
         if not path.is_file():
             raise InputError("no demo sentences installed; pass --sentences FILE")
-    pairs = [(g, tokenize(s)[:MAX_SENTENCE_TOKENS]) for g, s in read_grouped_sentences(path)]
-    pairs = [(g, t) for g, t in pairs if t]
-    if not pairs:
-        raise InputError("no sentences in the file", path=path)
-    return [t for _g, t in pairs], [g for g, _t in pairs]
+    return common.read_text(path, pretokenized)
 
 
 def _fmt(v: float) -> str:
@@ -87,23 +88,41 @@ def run(args) -> int:
     """Run the ``contexts`` subcommand; print the summary, write the requested files."""
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.embed.embedder import Embedder
-    from elmo_engine.analysis.neighbour_corpus import build_index, read_corpus
+    from elmo_engine.analysis.neighbour_corpus import (MAX_CORPUS_TOKENS, build_index,
+                                                      read_vocabulary, vocabulary_file)
     from elmo_engine.analysis.neighbours import neighbour_table, write_neighbours_csv
 
-    tokens, sentence_groups = _sentences(args.sentences)
-    emb = Embedder(load_checkpoint(checkpoint_or_demo(args.checkpoint)), device=args.device)
-    acts = emb.embed(tokens)
-    reference = read_corpus(args.reference) if args.reference else []
-    index = None
-    if args.neighbours > 0 or (args.correct and reference):
-        index = build_index(emb, tokens + reference)
+    if args.neighbours < 0:
+        raise InputError("--neighbours must be at least 0")
+    common.refuse_existing(args.force, args.matrices, args.neighbours_csv, args.vectors,
+                           args.json)
+    text = _sentences(args.sentences, args.pretokenized)
+    tokens = text.tokens
     occ = cmp.find_occurrences(tokens, args.word, args.ignore_case)
+    if not occ:
+        raise common.absent_word(args.word, tokens, f"the {len(tokens)} sentences",
+                                 path=text.path, hint="--ignore-case matches any case")
     labels = (args.groups or "").split(",") if args.groups is not None else []
     if labels and len(labels) != len(occ):
         raise InputError(f"--groups has {len(labels)} labels for {len(occ)} occurrences of "
                          f"'{args.word}'")
-    groups = dict(zip(occ, labels)) if args.groups is not None else \
-        word_groups(args.word, tokens, sentence_groups)
+    if args.groups is not None:
+        groups = {o: g for o, g in zip(occ, labels) if g}
+    elif text.grouped:            # the group<TAB>sentence file's senses, by the one group rule
+        groups = word_groups(args.word, tokens, text.groups)
+    else:
+        groups = {}
+    reference = (common.read_text(args.reference, args.pretokenized,
+                                  max_tokens=MAX_CORPUS_TOKENS).tokens if args.reference else [])
+    device = common.resolve_device(args.device)
+    model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
+    emb = Embedder(model, device=str(device))
+    acts = emb.embed(tokens)
+    index = None
+    if args.neighbours > 0 or (args.correct and reference):
+        vocab = vocabulary_file(model.info.options_path)      # as the app: layer 0's known words
+        words = read_vocabulary(vocab) if vocab is not None else []
+        index = build_index(emb, tokens + reference, words)
     center = index.mean if (args.correct and index is not None) else None
     weights = parse_floats(args.weights, "--weights")
     comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
@@ -111,35 +130,29 @@ def run(args) -> int:
                                             center, not args.no_layer_norm)
     summary = {"word": args.word, "occurrences": total, "direction": args.direction,
                "corrected": bool(args.correct), "layer_norm": not args.no_layer_norm}
-    if comp is None:
-        print(f"'{args.word}' does not occur in the {len(tokens)} sentences")
-    else:
-        print(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
-              f"{args.direction} halves{', anisotropy-corrected' if args.correct else ''}; "
-              f"mix weights {' '.join(f'{w:.2f}' for w in comp.weights)}")
-        print(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}{'p':>9}")
-        for k, name in enumerate(comp.names):
-            print(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
-                  f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}   "
-                  f"{_fmt(comp.p_value[k])}")
-        print(f"p: {comp.test.describe()}")
-        summary["test"] = comp.test.describe()
-        summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),
-                                   "within": _num(comp.within[k]),
-                                   "between": _num(comp.between[k]),
-                                   "p": _num(comp.p_value[k])}
-                            for k, name in enumerate(comp.names)}
-        if args.matrices:
-            cmp.write_matrices_csv(args.matrices, comp)
-        if args.vectors:
-            cmp.write_vectors_npz(args.vectors, vectors, comp.occurrences,
-                                  [tokens[s][t] for s, t in comp.occurrences],
-                                  [" ".join(tokens[s]) for s, _ in comp.occurrences], comp.groups)
+    print(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
+          f"{args.direction} halves{', anisotropy-corrected' if args.correct else ''}; "
+          f"mix weights {' '.join(f'{w:.2f}' for w in comp.weights)}")
+    print(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}{'p':>9}")
+    for k, name in enumerate(comp.names):
+        print(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
+              f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}   "
+              f"{_fmt(comp.p_value[k])}")
+    print(f"p: {comp.test.describe()}")
+    summary["test"] = comp.test.describe()
+    summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),
+                               "within": _num(comp.within[k]),
+                               "between": _num(comp.between[k]),
+                               "p": _num(comp.p_value[k])}
+                        for k, name in enumerate(comp.names)}
+    if args.matrices:
+        cmp.write_matrices_csv(args.matrices, comp)
+    if args.vectors:
+        cmp.write_vectors_npz(args.vectors, vectors, comp.occurrences,
+                              [tokens[s][t] for s, t in comp.occurrences],
+                              [" ".join(tokens[s]) for s, _ in comp.occurrences], comp.groups)
     if args.neighbours > 0:
-        vec = None if comp is None else vectors[:, 0]
-        exclude = [] if comp is None else [comp.occurrences[0]]
-        if vec is None:
-            vec = emb.embed([[args.word]])[0][:, 0]                # the word on its own
+        vec, exclude = vectors[:, 0], [comp.occurrences[0]]
         table = neighbour_table(index, vec, args.word, args.neighbours, args.direction, exclude)
         print("layer 0 (nearest known words): "
               + ", ".join(f"{w} ({s:.3f})" for w, s in table.words))
@@ -154,6 +167,9 @@ def run(args) -> int:
     if args.json:
         from elmo_engine.atomic import atomic_write_text
         atomic_write_text(args.json, json.dumps(summary, indent=2) + "\n")
+    for path in (args.matrices, args.neighbours_csv, args.vectors, args.json):
+        if path is not None:
+            common.log(f"wrote {path}")
     return 0
 
 

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from elmo_engine.cli import common
+
 
 def add_parser(subparsers):
     p = subparsers.add_parser(
@@ -17,11 +19,13 @@ def add_parser(subparsers):
                    help="model folder written by train-lm (default: the bundled demo model)")
     p.add_argument("text", type=Path, help="text file (UTF-8, optionally .gz)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
-    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    common.add_device(p)
     p.add_argument("--batch-size", type=int, default=32, help="parallel streams (default 32)")
     p.add_argument("--unroll", type=int, default=20, help="tokens per window (default 20)")
     p.add_argument("--tokenize", default="regex", choices=["regex", "whitespace"],
                    help="regex: split typed text (default); whitespace: pre-tokenized text")
+    p.add_argument("--pretokenized", action="store_const", dest="tokenize", const="whitespace",
+                   help="the text is already tokenized (the same as --tokenize whitespace)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     return p

@@ -4,6 +4,7 @@ Examples::
 
     elmo-explorer export vectors sentences.txt out.hdf5 --layers each
     elmo-explorer export vectors sentences.txt projector/ --format tsv --layers top --word bank
+    elmo-explorer export vectors sentences.txt bank.tsv --layers top --word bank   # two files
     elmo-explorer export vectors sentences.txt mix.npz --layers mix --mix-weights 0.2,0.3,0.5
     elmo-explorer export report analysis.elmows.json report/ --force
 
@@ -23,6 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import List
 
+from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
 from elmo_engine.errors import InputError
 from elmo_engine.io.report import write_report
@@ -36,12 +38,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                                           "report folder, as the app's File menu does.")
     sub = p.add_subparsers(dest="export_what", metavar="WHAT", required=True)
     v = sub.add_parser("vectors", help="embed a file of sentences and write their vectors")
-    v.add_argument("input", type=Path, help="UTF-8 text, one sentence per line")
-    v.add_argument("output", type=Path, help="file (.npz/.hdf5/.csv) or folder (TSV)")
-    v.add_argument("--checkpoint", type=Path, default=None,
-                   help="checkpoint folder or file (default: the bundled demo model)")
+    v.add_argument("input", type=Path,
+                   help="UTF-8 text, one sentence per line (blank lines skipped)")
+    v.add_argument("output", type=Path,
+                   help="file (.npz/.hdf5/.csv/.tsv) or folder (TSV, a name without extension)")
+    common.add_checkpoint(v)
     v.add_argument("--format", choices=FORMATS, default=None,
-                   help="default: from OUTPUT's extension (a name without one: TSV folder)")
+                   help="default: from OUTPUT's extension (a name without one: TSV folder; "
+                        "NAME.tsv: NAME.tsv + NAME.metadata.tsv)")
     v.add_argument("--layers", choices=LAYER_MODES, default="each",
                    help="each layer, the top one, their plain average, or a scalar mix")
     v.add_argument("--mix-weights", default=None, metavar="W0,W1,…",
@@ -51,10 +55,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="--mix-weights are a ScalarMix's scalars s (weights = softmax(s))")
     v.add_argument("--word", default=None,
                    help="only the occurrences of this word (exact spelling)")
-    v.add_argument("--tokenize", action="store_true",
-                   help="tokenize typed text instead of splitting on spaces")
-    v.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
-    v.add_argument("--force", action="store_true", help="overwrite OUTPUT if it exists")
+    common.add_pretokenized(v)
+    common.add_device(v)
+    common.add_force(v, "OUTPUT if it exists")
     v.set_defaults(func=run)
     r = sub.add_parser("report", help="rebuild a report folder from a saved workspace")
     r.add_argument("workspace", type=Path, help="a saved workspace (.elmows.json)")
@@ -62,8 +65,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--checkpoint", type=Path, default=None,
                    help="use this checkpoint instead of the one the workspace names")
     r.add_argument("--word", default=None, help="compare this word (default: the selected one)")
-    r.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
-    r.add_argument("--force", action="store_true", help="replace OUTDIR if it exists")
+    common.add_device(r)
+    common.add_force(r, "(replace) OUTDIR if it exists")
     r.set_defaults(func=run)
     return p
 
@@ -79,11 +82,13 @@ def _embedder(checkpoint, device):
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.model.checkpoint import load_checkpoint
 
-    return Embedder(load_checkpoint(checkpoint_or_demo(checkpoint)), device=device)
+    device = common.resolve_device(device)
+    return Embedder(load_checkpoint(checkpoint_or_demo(checkpoint), device=device),
+                    device=str(device))
 
 
 def run_vectors(args) -> int:
-    from elmo_engine.io.datasets.sentences import read_token_lines
+    from elmo_engine.io.vectors import format_for, output_files
 
     if args.layers == "mix" and args.mix_weights is None:
         raise InputError("--layers mix needs --mix-weights (one weight per layer)")
@@ -92,21 +97,22 @@ def run_vectors(args) -> int:
     weights = parse_floats(args.mix_weights, "--mix-weights")
     choice = LayerChoice(args.layers, tuple(weights) if weights else None, args.mix_gamma,
                          args.pre_softmax)
-    if args.output.exists() and not args.force:
-        raise InputError("already exists; pass --force to overwrite it", path=args.output)
-    tokens = read_token_lines(args.input, args.tokenize)
-    emb = _embedder(args.checkpoint, args.device)
-    choice.validate(emb.opts.n_output_layers)          # before the (long) embedding
-    acts = emb.embed(tokens)
+    fmt = format_for(args.output, args.format)
+    common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))
+    tokens = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
     refs = None
     if args.word is not None:
         refs = [(s, t) for s, toks in enumerate(tokens) for t, w in enumerate(toks) if w == args.word]
         if not refs:
-            raise InputError(f"'{args.word}' does not occur in the sentences", path=args.input)
-    summary = export_vectors(args.output, tokens, acts, args.format, choice, refs,
+            raise common.absent_word(args.word, tokens, "the sentences", path=args.input)
+    emb = _embedder(args.checkpoint, args.device)
+    choice.validate(emb.opts.n_output_layers)          # before the (long) embedding
+    acts = emb.embed(tokens)
+    summary = export_vectors(args.output, tokens, acts, fmt, choice, refs,
                              overwrite=args.force)
-    print(f"wrote {summary.n_vectors} vectors of {summary.n_sentences} sentences "
-          f"({choice.label()}, {summary.fmt}) to {args.output}", file=sys.stderr)
+    common.log(f"wrote {summary.n_vectors} vectors of {summary.n_sentences} sentences "
+               f"({choice.label()}, {summary.fmt}) to "
+               + ", ".join(str(f) for f in summary.files))
     return 0
 
 
@@ -115,8 +121,7 @@ def run_report(args) -> int:
     from elmo_engine.analysis.report import build_report_spec
     from elmo_engine.io.workspace_file import load_workspace
 
-    if args.outdir.exists() and not args.force:
-        raise InputError("already exists; pass --force to replace it", path=args.outdir)
+    common.refuse_existing(args.force, args.outdir)
     loaded = load_workspace(args.workspace, verify_checksum=args.checkpoint is None)
     data = loaded.data
     notes: List[str] = []

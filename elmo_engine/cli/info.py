@@ -1,21 +1,72 @@
-"""``elmo-explorer info [CHECKPOINT]``: options, parameter counts per part, checksum."""
+"""``elmo-explorer info [CHECKPOINT] [--json]``: options, parameter counts per part, checksum.
+
+Readable text by default; ``--json`` prints the same facts as one JSON object for machines.
+"""
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import List
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("info", help="print a checkpoint's options, parameter counts and checksum")
     p.add_argument("checkpoint", type=Path, nargs="?", default=None,
                    help="checkpoint folder or file (default: the bundled demo model)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (for machines)")
     p.set_defaults(func=run)
+
+
+def _size(n: int) -> str:
+    for unit, step in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if n >= step:
+            return f"{n / step:.1f} {unit}"
+    return f"{n} B"
+
+
+def _count(n: int) -> str:
+    return f"{n / 1e6:.2f} M" if n >= 100_000 else f"{n:,}"
+
+
+def format_info(d: dict) -> str:
+    """The :meth:`CheckpointInfo.describe` dict as a short readable text."""
+    o = d["options"]
+    filters = o["filters"]
+    n_filters = sum(int(k) for _, k in filters)
+    out_dim = o["projection_dim"] if o["projection_dim"] < o["lstm_dim"] else o["lstm_dim"]
+    lines: List[str] = [
+        f"{d['name']} ({d['format']} checkpoint)",
+        f"  options   {d['options_path']}",
+        f"  weights   {d['weights_path']} ({_size(int(d['weights_bytes']))})",
+        f"  SHA-256   {d['checksum']}",
+        "",
+        "architecture",
+        f"  characters   {o['max_characters_per_token']} per token, {o['n_characters']} ids, "
+        f"embedding {o['char_embed_dim']}",
+        f"  char CNN     {len(filters)} widths "
+        f"({', '.join(f'{w}×{k}' for w, k in filters)}) = {n_filters} filters, "
+        f"{o['activation']}",
+        f"  highway      {o['n_highway']} layer{'' if o['n_highway'] == 1 else 's'}",
+        f"  biLSTM       {o['n_layers']} layers, cell {o['lstm_dim']}, projection "
+        f"{o['projection_dim']}, clips cell {o['cell_clip']} / proj {o['proj_clip']}, "
+        f"skip connections {'on' if o['use_skip_connections'] else 'off'}",
+        f"  output       {o['n_layers'] + 1} layers (0 = token layer) × {2 * out_dim} dims "
+        "(forward ‖ backward)",
+        "",
+        "parameters",
+    ]
+    counts = d.get("parameter_counts") or {}
+    width = max((len(k) for k in counts), default=5)
+    for part, n in counts.items():
+        lines.append(f"  {part:<{width}}  {_count(int(n)):>10}")
+    return "\n".join(lines)
 
 
 def run(args) -> int:
     from elmo_engine.cli.common import checkpoint_or_demo
     from elmo_engine.model.checkpoint import load_checkpoint
 
-    model = load_checkpoint(checkpoint_or_demo(args.checkpoint))
-    print(json.dumps(model.info.describe(), indent=2))
+    model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device="cpu")
+    d = model.info.describe()
+    print(json.dumps(d, indent=2) if args.json else format_info(d))
     return 0

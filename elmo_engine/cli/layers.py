@@ -18,12 +18,13 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import List, Optional, Tuple
 
 
 from elmo_engine.analysis.layers_run import (analyse_layers, compare_layers, demo_mdl_data,
-                                             mdl_probe, read_corpus, reference_corpus_path,
+                                             mdl_probe, reference_corpus_path,
                                              subset)
+from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
 MDL_TASKS = ("pos", "tsv", "demo-pos", "demo-supersense", "demo-wsd")
@@ -60,8 +61,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--words-csv", type=Path, default=None, metavar="OUT",
                    help="write every counted word's self-similarity and MEV per layer as CSV")
     p.add_argument("--force", action="store_true", help="overwrite existing output files")
-    p.add_argument("--pretokenized", action="store_true",
-                   help="split lines on whitespace instead of tokenizing typed text")
+    common.add_pretokenized(p)
     p.add_argument("--max-sentences", type=int, default=None, metavar="N",
                    help="use a seeded random subset of N sentences (kept in file order)")
     p.add_argument("--min-count", type=int, default=5,
@@ -88,7 +88,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="use a seeded random subset of N labelled sentences")
     p.add_argument("--seed", type=int, default=0,
                    help="seeds every sample and the MDL probes (default 0)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default auto)")
+    common.add_device(p)
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice)")
     p.set_defaults(func=run)
@@ -96,9 +96,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 # ---- inputs ------------------------------------------------------------------------------------
-def _refuse_existing(path: Optional[Path], force: bool, option: str) -> None:
-    if path is not None and path.exists() and not force:
-        raise InputError(f"{path} exists; pass --force to overwrite it ({option})")
+def read_corpus(path: Path, pretokenized: bool) -> Tuple[List[List[str]], List[int]]:
+    """Sentences of a corpus file and their line numbers (the CLI's one reader: blank lines
+    skipped and counted on stderr); errors name the file and line."""
+    text = common.read_text(path, pretokenized)
+    return text.tokens, text.lines
 
 
 def _check_args(args) -> None:
@@ -111,8 +113,7 @@ def _check_args(args) -> None:
         raise InputError(f"--mdl-task {args.mdl_task} needs --mdl-train FILE")
     if args.mdl_train is not None and args.mdl_task is None:
         raise InputError("--mdl-train needs --mdl-task")
-    _refuse_existing(args.json, args.force, "--json")
-    _refuse_existing(args.words_csv, args.force, "--words-csv")
+    common.refuse_existing(args.force, args.json, args.words_csv)
     if args.json is not None and args.words_csv is not None \
             and args.json.resolve() == args.words_csv.resolve():
         raise InputError("--json and --words-csv name the same file")

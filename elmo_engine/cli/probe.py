@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from elmo_engine.analysis.probes.tasks import TASKS
+from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
 
@@ -24,8 +25,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "probe", help="train per-layer and scalar-mix probes (POS, word sense, any TSV task)",
         description="Embed labelled sentences once, train a linear probe on every biLM layer and "
                     "a scalar-mix probe, and write the scores and layer weights as JSON.")
-    p.add_argument("--checkpoint", type=Path, default=None,
-                   help="checkpoint folder or file (default: the bundled demo model)")
+    common.add_checkpoint(p)
     p.add_argument("--task", choices=TASKS, required=True,
                    help="pos: CoNLL-U; wsd: framework XML + keys; tsv: token<TAB>label; "
                         "demo-*: the built-in WordNet example-sentence tasks")
@@ -57,10 +57,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-layer-norm", action="store_true",
                    help="do not scale each layer to zero mean / unit variance before probing")
-    p.add_argument("--device", default=None, help="cpu, cuda or cuda:N (default: cuda if available)")
+    common.add_device(p)
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice; 1 is fastest on a busy machine)")
     p.add_argument("--out", type=Path, required=True, help="results JSON to write")
+    common.add_force(p, "--out if it exists")
     p.set_defaults(func=run)
     return p
 
@@ -103,7 +104,7 @@ def run(args) -> int:
     from elmo_engine.analysis.probes.tables import summary
     from elmo_engine.analysis.probes.tasks import TaskFiles, load_task_data
     from elmo_engine.cli.common import checkpoint_or_demo
-    from elmo_engine.embed.embedder import Embedder, pick_device
+    from elmo_engine.embed.embedder import Embedder
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.progress import TaskState
 
@@ -117,9 +118,10 @@ def run(args) -> int:
         if args.threads < 1:
             raise InputError("--threads must be at least 1")
         runtime.configure(threads=args.threads)
+    common.refuse_existing(args.force, args.out)
     data = load_task_data(TaskFiles(args.task, args.train, args.test, args.dev, args.train_keys,
                                     args.test_keys, args.dev_keys, args.label, args.wordnet))
-    device = pick_device(args.device)
+    device = common.resolve_device(args.device)
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
     # a small activation cache: only the labelled tokens' vectors are kept by the probe
     embedder = Embedder(model, device=str(device), cache_size=512)
@@ -139,6 +141,6 @@ def run(args) -> int:
     result.config["checkpoint"] = str(args.checkpoint) if args.checkpoint else "demo"
     result.config["torch_threads"] = torch.get_num_threads()
     result.write_json(args.out)
-    print(summary(result), file=sys.stderr)
-    print(f"wrote {args.out}", file=sys.stderr)
+    print(summary(result))                                    # the result: stdout
+    common.log(f"wrote {args.out}")
     return 0

@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
 
@@ -21,12 +22,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "projection per biLM layer and one for the scalar mix, as the projection "
                     "view does.")
     p.add_argument("input", type=Path,
-                   help="sentences, one per line (tokenized with the app's tokenizer); with "
-                        "--labelled: a CoNLL-U, WSD XML or token<TAB>label file")
+                   help="sentences, one per line (tokenized with the app's tokenizer; blank "
+                        "lines skipped); with --labelled: a CoNLL-U, WSD XML or token<TAB>label "
+                        "file")
     p.add_argument("--labelled", action="store_true", help="INPUT is a labelled data set")
-    p.add_argument("--words", help="only these words (comma or space separated)")
-    p.add_argument("--checkpoint", type=Path, default=None,
-                   help="checkpoint folder or file (default: the bundled demo model)")
+    p.add_argument("--words", help="only these words (comma or space separated, any case)")
+    common.add_pretokenized(p)
+    common.add_checkpoint(p)
+    common.add_device(p)
     p.add_argument("--method", choices=["umap", "pca"], default="umap")
     p.add_argument("--n-neighbors", type=int, default=15)
     p.add_argument("--min-dist", type=float, default=0.1)
@@ -40,14 +43,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="also write DIR/vectors.tsv + DIR/metadata.tsv of --tensorboard-layer")
     p.add_argument("--tensorboard-layer", default="mix",
                    help="layer index or 'mix' for --tensorboard (default mix)")
+    common.add_force(p)
     p.set_defaults(func=run)
     return p
 
 
 def run(args) -> int:
     from elmo_engine.analysis.projection import (LayerSpec, Projector, UmapParams, layer_features,
-                                                 tokens_from_file, write_coordinates_csv,
-                                                 write_tensorboard)
+                                                 write_coordinates_csv, write_tensorboard)
     from elmo_engine.cli.common import checkpoint_or_demo
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.model.checkpoint import load_checkpoint
@@ -55,11 +58,15 @@ def run(args) -> int:
 
     params = UmapParams(n_neighbors=args.n_neighbors, min_dist=args.min_dist,
                         random_state=None if args.seed < 0 else args.seed, n_epochs=args.epochs)
-    tokens = tokens_from_file(args.input, args.labelled, args.words)
+    tb = args.tensorboard
+    common.refuse_existing(args.force, args.csv, *(() if tb is None else (
+        tb / "vectors.tsv", tb / "metadata.tsv")))
+    tokens = _tokens(args)
     tokens = tokens.sample(args.max_points).compact()
     if len(tokens) < 2:
         raise InputError(f"only {len(tokens)} token(s) to project", path=args.input)
-    model = load_checkpoint(checkpoint_or_demo(args.checkpoint))
+    device = common.resolve_device(args.device)
+    model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
     n = model.info.options.n_output_layers
     layers = [LayerSpec.single(k) for k in range(n)]
     if n > 1:
@@ -76,7 +83,7 @@ def run(args) -> int:
             print(f"  {message}", file=sys.stderr, flush=True)
 
     state = TaskState(say)
-    acts = Embedder(model, device="cpu").embed(tokens.sentences, state)
+    acts = Embedder(model, device=str(device)).embed(tokens.sentences, state)
     projs = Projector().run(acts, tokens, layers, args.method, params, model.info.checksum, state,
                             pca_fallback=True)
     for p in projs:
@@ -84,7 +91,7 @@ def run(args) -> int:
             print(f"  {p.layer.name}: too few distinct vectors for UMAP; PCA written instead",
                   file=sys.stderr)
     write_coordinates_csv(args.csv, tokens, projs)
-    print(f"wrote {args.csv} ({len(tokens):,} tokens × {len(projs)} projections)")
+    common.log(f"wrote {args.csv} ({len(tokens):,} tokens × {len(projs)} projections)")
     if args.tensorboard is not None:
         key = args.tensorboard_layer
         matches = [lay for lay in layers if lay.key == (key if key == "mix" else f"layer{key}")]
@@ -92,5 +99,33 @@ def run(args) -> int:
             raise InputError(f"--tensorboard-layer {key!r}: choose 0..{n - 1} or mix")
         vp, mp = write_tensorboard(args.tensorboard, layer_features(acts, tokens, matches[0]),
                                    tokens)
-        print(f"wrote {vp} and {mp}")
+        common.log(f"wrote {vp} and {mp}")
     return 0
+
+
+def _tokens(args):
+    """The points: every token of the sentences (or of a labelled data set), or only the tokens
+    of ``--words``; a listed word that does not occur is an error with a did-you-mean."""
+    from elmo_engine.analysis.projection.tokens import (all_tokens, labelled_tokens,
+                                                        load_labelled, parse_word_list,
+                                                        word_tokens)
+
+    if args.labelled:
+        tokens = labelled_tokens(load_labelled(args.input), source=args.input.name)
+        sentences = tokens.sentences
+    else:
+        sentences = common.read_text(args.input, args.pretokenized).tokens
+        tokens = all_tokens(sentences, args.input.name)
+    if not args.words:
+        return tokens
+    words = parse_word_list(args.words)
+    present = {t.casefold() for s in sentences for t in s}
+    for w in words:
+        if w.casefold() not in present:
+            raise common.absent_word(w, sentences, "the sentences", path=args.input)
+    if not args.labelled:
+        return word_tokens(sentences, words)
+    wanted = {w.casefold() for w in words}
+    keep = [i for i, w in enumerate(tokens.words) if w.casefold() in wanted]
+    return type(tokens)(tokens.sentences, tokens.sentence[keep], tokens.position[keep],
+                        [tokens.labels[i] for i in keep], tokens.source)

@@ -43,10 +43,16 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-steps", type=int, help="stop after this many steps (then evaluate and export)")
     p.add_argument("--max-minutes", type=float, help="stop training after this much time")
     p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
-    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto (default)")
+    p.add_argument("--device", default="auto",
+                   help="auto (CUDA when available, else the CPU; the default), cpu, cuda or "
+                        "cuda:N")
+    p.add_argument("--force", action="store_true",
+                   help="start afresh even though OUT already holds a model or a training state")
     p.add_argument("--threads", type=int, help="CPU threads for torch")
     p.add_argument("--tokenize", default="regex", choices=["regex", "whitespace"],
                    help="regex: split typed text (default); whitespace: text is pre-tokenized")
+    p.add_argument("--pretokenized", action="store_const", dest="tokenize", const="whitespace",
+                   help="the text is already tokenized (the same as --tokenize whitespace)")
     p.add_argument("--keep-headers", action="store_true", help="do not skip '= … =' lines")
     p.add_argument("--no-sentence-split", action="store_true",
                    help="treat each line as one sentence")
@@ -103,6 +109,22 @@ def build_config(args):
     return cfg
 
 
+def refuse_existing_model(args) -> None:
+    """A fresh run into a folder that holds a model or a training state is refused unless
+    ``--resume`` or ``--force``, naming the file."""
+    from pathlib import Path
+
+    from elmo_engine.errors import InputError
+
+    if args.resume or getattr(args, "force", False):
+        return
+    out = Path(args.out)
+    for name in ("options.json", "lm_weights.hdf5", "checkpoint"):
+        if (out / name).exists():
+            raise InputError(f"{out / name} exists; pass --resume to continue that training or "
+                             "--force to start afresh")
+
+
 def run(args, argv: Optional[List[str]] = None) -> int:
     """Run ``train-lm``; return the exit status (0 done, 1 bad input, 130 interrupted)."""
     from elmo_engine import runtime
@@ -112,6 +134,7 @@ def run(args, argv: Optional[List[str]] = None) -> int:
     command = "elmo-explorer train-lm " + " ".join(shlex.quote(a) for a in (
         argv if argv is not None else sys.argv[1:]) if a != "train-lm")
     try:
+        refuse_existing_model(args)
         cfg = build_config(args)
         res = train(args.corpus, args.dev, args.out, cfg, resume=args.resume, device=args.device,
                     show_progress=not args.no_progress, command=command)

@@ -9,9 +9,12 @@ Layouts (``docs/guide/workspaces.md`` has the full description):
   to its key (for duplicate sentences the last one wins, as in AllenNLP).
 * **chosen tokens, npz / HDF5** — ``vectors`` ``(n, [L+1,] 2P)``, ``sentence`` and ``token``
   (int64 indices) and ``word`` (UTF-8 strings).
-* **TSV** — a folder for the TensorBoard embedding projector: ``vectors.tsv`` (no header) and
+* **TSV** — for the TensorBoard embedding projector: ``vectors.tsv`` (no header) and
   ``metadata.tsv`` (a header row, because it has more than one column); with ``each`` one
-  ``vectors_layer<k>.tsv`` per layer and one ``metadata.tsv``.
+  ``vectors_layer<k>.tsv`` per layer and one ``metadata.tsv``. A target without an extension is
+  a folder holding them; a target ``NAME.tsv`` is the vectors file itself, with
+  ``NAME.metadata.tsv`` beside it (``each``: ``NAME.layer<k>.tsv``)
+  (:mod:`elmo_engine.io.vectors_tsv`).
 * **CSV** — one row per token (and per layer for ``each``): ``sentence, token, word, layer,
   d0 … d<2P-1>``.
 
@@ -24,12 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import io
 import json
-import os
-import shutil
-import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple
@@ -160,6 +158,19 @@ class ExportSummary:
     files: Tuple[Path, ...]
 
 
+def output_files(path, fmt: str, layers: "LayerChoice" = None, n_layers: Optional[int] = None
+                 ) -> List[Path]:
+    """The files an export to ``path`` writes (for ``each`` to ``NAME.tsv`` without
+    ``n_layers``: the per-layer files already there), so that a caller can refuse existing ones
+    before any work."""
+    path = Path(path)
+    if fmt != "tsv":
+        return [path]
+    from elmo_engine.io.vectors_tsv import tsv_files
+
+    return tsv_files(path, layers or LayerChoice(), n_layers)
+
+
 def format_for(path, fmt: Optional[str] = None) -> str:
     """The format named, else guessed from the extension (a path without one → TSV folder)."""
     if fmt is not None:
@@ -215,8 +226,9 @@ def export_vectors(path, tokens: Sequence[Sequence[str]], activations: Sequence[
     refuse_existing(path, overwrite)
     with writing(path):
         if fmt == "tsv":
-            files = _write_folder(path, lambda d: _write_tsv(d, tokens, activations, layers, refs,
-                                                             state), overwrite)
+            from elmo_engine.io.vectors_tsv import write_tsv
+
+            files = write_tsv(path, tokens, activations, layers, refs, state, overwrite)
         else:
             if fmt == "hdf5":                    # HDF5 through the crash-safe writer
                 with atomic_hdf5(path) as fh:
@@ -337,61 +349,6 @@ def _write_csv(tmp: Path, tokens, activations, layers, refs, state) -> None:
                 fh.write(f"{head}{_csv_field(layers.label())},{row % tuple(vec.tolist())}\n")
 
 
-def _tsv_cell(text: str) -> str:
-    return " ".join(str(text).replace("\t", " ").split())
-
-
-def _write_tsv(folder: Path, tokens, activations, layers, refs, state) -> List[Path]:
-    n_out = activations[0].shape[0] if layers.mode == "each" else 1
-    names = ([f"vectors_layer{k}.tsv" for k in range(n_out)] if layers.mode == "each"
-             else ["vectors.tsv"])
-    row = _row_format(activations[0].shape[2], "\t")
-    vec_files = [open(folder / n, "w", encoding="utf-8", newline="") for n in names]
-    try:
-        meta = io.StringIO()
-        meta.write("word\tsentence\ttoken\tcontext\n")     # header: more than one column
-        for s, t, word, vec in _rows(tokens, activations, layers, refs, state):
-            rows = vec if layers.mode == "each" else vec[None]
-            for fh, v in zip(vec_files, rows.tolist()):
-                fh.write(row % tuple(v) + "\n")
-            ctx = " ".join(tokens[s][max(0, t - 3):t] + [f"[{word}]"] + list(tokens[s][t + 1:t + 4]))
-            meta.write(f"{_tsv_cell(word)}\t{s}\t{t}\t{_tsv_cell(ctx)}\n")
-        (folder / "metadata.tsv").write_text(meta.getvalue(), encoding="utf-8")
-    finally:
-        for fh in vec_files:
-            fh.close()
-    return [folder / n for n in names] + [folder / "metadata.tsv"]
-
-
-def _write_folder(target: Path, fill, overwrite: bool) -> List[Path]:
-    """Fill a fresh folder beside ``target``, then rename it into place as a whole."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
-    old: Optional[Path] = None
-    try:
-        written = fill(staging)
-        for f in staging.iterdir():
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
-        if target.exists():
-            if not overwrite:
-                raise TargetExistsError(target)
-            old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-            os.replace(target, old)
-        os.replace(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        if old is not None and not target.exists():
-            os.replace(old, target)                          # put the previous export back
-        raise
-    if old is not None:
-        if old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
-    return [target / p.name for p in written]
-
-
 __all__ = ["ExportError", "ExportSummary", "FORMATS", "LAYER_MODES", "LayerChoice",
            "TargetExistsError", "describe_os_error", "export_vectors", "format_for",
-           "refuse_existing", "writing"]
+           "output_files", "refuse_existing", "writing"]

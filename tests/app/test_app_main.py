@@ -42,6 +42,70 @@ def test_screenshot_writes_a_png(qtbot, tmp_path, tiny_checkpoint, no_other_view
     assert not list(out.parent.glob("*.part"))
 
 
+def test_screenshot_waits_for_every_job_the_view_started(qtbot, tmp_path, tiny_checkpoint,
+                                                         no_other_views, monkeypatch):
+    """A view that starts work once the sentences are embedded (as the probes' first demo run
+    does) is pictured only after that work is done, not while it still runs."""
+    import time
+
+    import elmo_explorer.screenshot
+    from elmo_explorer.main_window import MainWindow as Window
+
+    events = {}
+    start = Window.start
+
+    def start_and_work(self, *a, **k):
+        ws = self.workspace
+
+        def after_embedding():
+            if ws.all_embedded() and "submitted" not in events:
+                events["submitted"] = True
+
+                def job(state):
+                    time.sleep(1.5)
+                    events["job_done"] = time.monotonic()
+
+                ws.worker.submit("a view's own job", job)
+
+        ws.activations_changed.connect(after_embedding)
+        return start(self, *a, **k)
+
+    write = elmo_explorer.screenshot.atomic_write_bytes
+
+    def recording_write(path, data):
+        events["shot"] = time.monotonic()
+        write(path, data)
+
+    monkeypatch.setattr(Window, "start", start_and_work)
+    monkeypatch.setattr(elmo_explorer.screenshot, "atomic_write_bytes", recording_write)
+    out = tmp_path / "w.png"
+    assert main(["--screenshot", str(out), "--checkpoint", str(tiny_checkpoint), "--view",
+                 "sentences", "--settings-dir", str(tmp_path / "s"), "--timeout", "120"]) == 0
+    assert out.is_file() and events.get("submitted")
+    assert "job_done" in events and events["shot"] > events["job_done"]
+
+
+def test_no_display_is_one_line_and_exit_2(monkeypatch, capsys):
+    """Without a display (and no other Qt platform asked for) the app says how to run headless
+    and exits 2 before Qt starts, instead of Qt's abort (exit 134) and its xcb messages."""
+    from elmo_explorer import startup
+
+    assert startup.display_problem({}, "linux") == "DISPLAY is not set"
+    assert startup.display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
+    assert startup.display_problem({"WAYLAND_DISPLAY": "wayland-0"}, "linux") is None
+    assert startup.display_problem({"QT_QPA_PLATFORM": "xcb"}, "linux") == "DISPLAY is not set"
+    assert "no X server answers at DISPLAY=:987" in startup.display_problem(
+        {"DISPLAY": ":987"}, "linux")
+    assert startup.display_problem({}, "darwin") is None
+    import elmo_explorer.main as app_main
+
+    monkeypatch.setattr(app_main, "QApplicationInstance", lambda: None)
+    monkeypatch.setattr(startup, "display_problem", lambda: "DISPLAY is not set")
+    assert app_main.main(["--screenshot", "x.png"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "QT_QPA_PLATFORM=offscreen" in err[0] and "--screenshot" in err[0]
+
+
 def test_screenshot_of_a_bad_checkpoint_fails(qtbot, tmp_path, no_other_views, capsys):
     out = tmp_path / "never.png"
     code = main(["--screenshot", str(out), "--checkpoint", str(tmp_path / "missing"),

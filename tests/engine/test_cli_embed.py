@@ -28,7 +28,7 @@ def test_embed_hdf5_layout_and_stateful_reference(sentences_file, tmp_path):
     out = tmp_path / "out.hdf5"
     ckpt = str(FIXTURES / "bilm-tf" / "model")
     assert main(["embed", str(inp), str(out), "--checkpoint", ckpt, "--stateful",
-                 "--batch-size", "3"]) == 0
+                 "--batch-size", "3", "--pretokenized"]) == 0
     with h5py.File(out, "r") as fh:
         assert len(fh) == 31
         index = json.loads(fh["sentence_to_index"][0])
@@ -46,9 +46,10 @@ def test_embed_layers_and_npz(sentences_file, tmp_path, layers, shape):
     inp, order = sentences_file
     out = tmp_path / "out.npz"
     ckpt = str(FIXTURES / "allennlp")
-    assert main(["embed", str(inp), str(out), "--checkpoint", ckpt, "--layers", layers]) == 0
+    assert main(["embed", str(inp), str(out), "--checkpoint", ckpt, "--layers", layers,
+                 "--pretokenized"]) == 0
     full = tmp_path / "full.hdf5"
-    assert main(["embed", str(inp), str(full), "--checkpoint", ckpt]) == 0
+    assert main(["embed", str(inp), str(full), "--checkpoint", ckpt, "--pretokenized"]) == 0
     with np.load(out, allow_pickle=False) as z, h5py.File(full, "r") as fh:
         arr = z["3"]
         assert arr.shape == (len(order[3].split()), 32)
@@ -60,10 +61,10 @@ def test_embed_layers_and_npz(sentences_file, tmp_path, layers, shape):
 def test_bad_input_messages(tmp_path, capsys):
     ckpt = str(FIXTURES / "allennlp")
     bad = tmp_path / "bad.txt"
-    bad.write_bytes(b"fine line\n\nafter empty\n")
+    bad.write_bytes(b"\n \n")
     out = tmp_path / "o.hdf5"
     assert main(["embed", str(bad), str(out), "--checkpoint", ckpt]) == 1
-    assert "bad.txt:2: empty line" in capsys.readouterr().err
+    assert "bad.txt: no sentences in the file" in capsys.readouterr().err
     bad.write_bytes(b"ok\n\xff\xfe bytes\n")
     assert main(["embed", str(bad), str(out), "--checkpoint", ckpt]) == 1
     assert "bad.txt:2: not valid UTF-8" in capsys.readouterr().err

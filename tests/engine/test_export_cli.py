@@ -54,7 +54,7 @@ def test_vectors_refuses_existing_and_bad_options(tmp_path, text_file, tiny_chec
     out.write_bytes(b"old")
     args = ["export", "vectors", str(text_file), str(out), "--checkpoint", str(tiny_checkpoint)]
     assert main(args) == 1
-    assert "already exists; pass --force" in capsys.readouterr().err and out.read_bytes() == b"old"
+    assert f"{out} exists; pass --force" in capsys.readouterr().err and out.read_bytes() == b"old"
     assert main(args + ["--force", "--layers", "top", "--device", "cpu"]) == 0
     with np.load(out, allow_pickle=False) as z:
         assert z["0"].shape == (9, 32)

@@ -230,7 +230,7 @@ def test_embed_hits_a_real_file_size_limit(tmp_path, sentence_file):
     before = out.read_bytes()
     assert len(before) < 900_000
     run = subprocess.run([sys.executable, "-m", "elmo_explorer.entry", "embed", str(sentence_file),
-                          str(out), "--checkpoint", ckpt], cwd=REPO, capture_output=True,
+                          str(out), "--checkpoint", ckpt, "--force"], cwd=REPO, capture_output=True,
                          text=True, preexec_fn=_limit_file_size(1 << 20), timeout=300)
     assert run.returncode == 1, run.stderr[-2000:]
     assert "File too large" in run.stderr and str(out) in run.stderr

@@ -34,7 +34,8 @@ def test_project_sentences_pca_csv_and_tensorboard(tmp_path, tiny_checkpoint, ca
     assert {"layer0_pca_x", "layer2_pca_y", "mix_pca_x"} <= set(rows[0])
     vec = np.loadtxt(tmp_path / "tb" / "vectors.tsv", delimiter="\t")
     assert vec.shape == (17, 32)
-    assert "wrote" in capsys.readouterr().out
+    printed = capsys.readouterr()
+    assert "wrote" in printed.err and "wrote" not in printed.out        # a log, not a result
 
 
 def test_project_word_filter_and_bad_layer(tmp_path, tiny_checkpoint):
@@ -48,4 +49,5 @@ def test_project_word_filter_and_bad_layer(tmp_path, tiny_checkpoint):
     assert [(r["token"], r["label"]) for r in rows] == [("bank", "NOUN"), ("bank", "NOUN")]
     with pytest.raises(InputError, match="tensorboard-layer"):
         _run([str(src), "--labelled", "--method", "pca", "--checkpoint", str(tiny_checkpoint),
-              "--csv", str(out), "--tensorboard", str(tmp_path / "tb"), "--tensorboard-layer", "7"])
+              "--csv", str(out), "--tensorboard", str(tmp_path / "tb"), "--tensorboard-layer", "7",
+              "--force"])

@@ -1,0 +1,143 @@
+"""Vectors for the TensorBoard embedding projector: ``vectors.tsv`` + ``metadata.tsv``.
+
+Two targets (:func:`tsv_files` names the files):
+
+* a **folder** (a name without an extension): ``FOLDER/vectors.tsv`` (``each``: one
+  ``vectors_layer<k>.tsv`` per layer) and ``FOLDER/metadata.tsv``;
+* a **file** ``NAME.tsv``: the vectors in ``NAME.tsv`` itself (``each``: ``NAME.layer<k>.tsv``)
+  and the metadata in ``NAME.metadata.tsv`` beside it.
+
+Everything is written into a fresh staging folder beside the target first and moved into place
+only when complete (the folder as a whole; the files one rename each). Folders and files get
+the permissions the umask gives (not ``mkdtemp``'s private 0700).
+"""
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import List, Optional
+
+from elmo_engine.io.vectors import LayerChoice, TargetExistsError, _row_format, _rows
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def is_file_target(path: Path) -> bool:
+    return Path(path).suffix.lower() == ".tsv"
+
+
+def _names(path: Path, layers: LayerChoice, n_out: Optional[int]):
+    """``(vector file names, metadata file name)`` relative to the folder they go into."""
+    if is_file_target(path):
+        stem = path.name[:-len(path.suffix)]
+        meta = f"{stem}.metadata.tsv"
+        if layers.mode != "each":
+            return [path.name], meta
+        return [f"{stem}.layer{k}.tsv" for k in range(n_out or 0)], meta
+    if layers.mode != "each":
+        return ["vectors.tsv"], "metadata.tsv"
+    return [f"vectors_layer{k}.tsv" for k in range(n_out or 0)], "metadata.tsv"
+
+
+def tsv_files(path, layers: LayerChoice, n_layers: Optional[int] = None) -> List[Path]:
+    """The paths an export to ``path`` writes. A folder target is one path (the folder); for
+    ``each`` into ``NAME.tsv`` without ``n_layers``, the ``NAME.layer<k>.tsv`` already there."""
+    path = Path(path)
+    if not is_file_target(path):
+        return [path]
+    vec, meta = _names(path, layers, n_layers)
+    if layers.mode == "each" and n_layers is None:
+        stem = path.name[:-len(path.suffix)]
+        vec = sorted(p.name for p in path.parent.glob(f"{stem}.layer*.tsv"))
+    return [path.parent / n for n in vec] + [path.parent / meta]
+
+
+def _tsv_cell(text: str) -> str:
+    return " ".join(str(text).replace("\t", " ").split())
+
+
+def _fill(folder: Path, names, meta_name, tokens, activations, layers, refs, state) -> None:
+    row = _row_format(activations[0].shape[2], "\t")
+    vec_files = [open(folder / n, "w", encoding="utf-8", newline="") for n in names]
+    try:
+        meta = io.StringIO()
+        meta.write("word\tsentence\ttoken\tcontext\n")     # header: more than one column
+        for s, t, word, vec in _rows(tokens, activations, layers, refs, state):
+            rows = vec if layers.mode == "each" else vec[None]
+            for fh, v in zip(vec_files, rows.tolist()):
+                fh.write(row % tuple(v) + "\n")
+            ctx = " ".join(tokens[s][max(0, t - 3):t] + [f"[{word}]"] + list(tokens[s][t + 1:t + 4]))
+            meta.write(f"{_tsv_cell(word)}\t{s}\t{t}\t{_tsv_cell(ctx)}\n")
+        (folder / meta_name).write_text(meta.getvalue(), encoding="utf-8")
+    finally:
+        for fh in vec_files:
+            fh.close()
+
+
+def write_tsv(path, tokens, activations, layers: LayerChoice, refs, state,
+              overwrite: bool) -> List[Path]:
+    """Write the projector files for ``path`` (a folder or ``NAME.tsv``); return their paths."""
+    path = Path(path)
+    n_out = activations[0].shape[0] if layers.mode == "each" else 1
+    names, meta = _names(path, layers, n_out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent))
+    mask = _umask()
+    os.chmod(staging, 0o777 & ~mask)
+    try:
+        _fill(staging, names, meta, tokens, activations, layers, refs, state)
+        for f in staging.iterdir():
+            os.chmod(f, 0o666 & ~mask)
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
+        if is_file_target(path):
+            return _move_files(staging, path.parent, names + [meta], overwrite)
+        return _move_folder(staging, path, overwrite)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _move_files(staging: Path, folder: Path, names: List[str], overwrite: bool) -> List[Path]:
+    targets = [folder / n for n in names]
+    if not overwrite:
+        for t in targets:
+            if t.exists() or t.is_symlink():
+                raise TargetExistsError(t)
+    for n, t in zip(names, targets):
+        os.replace(staging / n, t)
+    return targets
+
+
+def _move_folder(staging: Path, target: Path, overwrite: bool) -> List[Path]:
+    """Rename the filled staging folder into place as a whole (the old one put back on
+    failure)."""
+    written = sorted(p.name for p in staging.iterdir())
+    old: Optional[Path] = None
+    if target.exists():
+        if not overwrite:
+            raise TargetExistsError(target)
+        old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+        os.replace(target, old)
+    try:
+        os.replace(staging, target)
+    except BaseException:
+        if old is not None and not target.exists():
+            os.replace(old, target)                          # put the previous export back
+        raise
+    if old is not None:
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
+    return [target / n for n in written]
+
+
+__all__ = ["is_file_target", "tsv_files", "write_tsv"]
