@@ -291,6 +291,7 @@ def test_umap_replaces_pca_and_uses_the_cache(qtbot, ws):
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
     panel.resize(1100, 500)
+    panel.view.controls.set_source("loaded")      # every loaded token: many distinct in layer 0
     started = []
     ws.worker.job_started.connect(lambda _i, name: started.append(name))
     with qtbot.waitSignal(panel.ready, timeout=120000):

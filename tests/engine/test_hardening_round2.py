@@ -279,7 +279,8 @@ def test_a_folder_as_output_is_named_and_a_mode_is_kept(tmp_path, capsys):
     out = tmp_path / "keep.hdf5"
     out.write_bytes(b"old")
     os.chmod(out, 0o600)
-    code, _ = cli(["embed", text, out, "--checkpoint", SOURCE, "--format", "hdf5"], capsys)
+    code, _ = cli(["embed", text, out, "--checkpoint", SOURCE, "--format", "hdf5", "--force"],
+                  capsys)
     assert code == 0 and stat.S_IMODE(out.stat().st_mode) == 0o600
     with h5py.File(out, "r") as fh:
         assert fh["0"].shape[1] == 2
