@@ -36,3 +36,8 @@ def demo_sentences_path() -> Path:
 def demo_tasks_dir() -> Path:
     """The folder of the built-in demo probe tasks (``pos``, ``wsd``, ``supersense``)."""
     return HERE / "demo_tasks"
+
+
+def probe_reference_dir() -> Path:
+    """The recorded reference probe results of the bundled model (``*.json``, ``README.md``)."""
+    return HERE / "probe_reference"

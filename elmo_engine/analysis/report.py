@@ -17,7 +17,7 @@ from elmo_engine.analysis import compare as cmp
 from elmo_engine.analysis.probes.experiment import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS, results_rows
 from elmo_engine.errors import InputError
-from elmo_engine.io.svg_figures import svg_bars, svg_heatmaps
+from elmo_engine.io.svg_figures import svg_heatmaps
 from elmo_engine.io.report import ReportFigure, ReportSpec, ReportTable
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
 
@@ -137,8 +137,9 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
                                            "are fractions in [0, 1]."))
     if figure_dir is None:
         return
-    path = figure_dir / "probe_mix_weights.svg"
-    path.write_text(svg_bars([r.mix.weights for r in results], [r.name for r in results]),
-                    encoding="utf-8")
-    spec.figures.append(ReportFigure(path, "Scalar-mix layer weights per probe run "
-                                           "(softmax-normalised, each run sums to 1)"))
+    from elmo_engine.analysis.probes.plots import save_probe_figure
+
+    (path,) = save_probe_figure(results, figure_dir / "probe_results.svg")
+    spec.figures.append(ReportFigure(path, "Probe runs: scalar-mix layer weights and test score "
+                                           "per layer (mean ± sd over seeds; dashed: control "
+                                           "task; dotted: baseline)"))

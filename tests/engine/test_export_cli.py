@@ -94,10 +94,11 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
     with open(out / "tables" / "probe_results.csv", encoding="utf-8") as fh:
         probe = list(csv.DictReader(fh))
     assert len(probe) == 4 and probe[1]["mix weight"] == "0.5000" and probe[3]["test"] == "0.6500"
-    for svg in ("contexts_heatmaps.svg", "probe_mix_weights.svg"):
+    assert probe[3]["mix weight"] == "—"
+    for svg in ("contexts_heatmaps.svg", "probe_results.svg"):
         root = ET.parse(out / "figures" / svg).getroot()                  # well-formed SVG
         text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
-        assert ("occurrence" in text and "cosine" in text) or ("biLM layer" in text
+        assert ("occurrence" in text and "cosine" in text) or ("layer 0" in text
                                                              and "POS (demo)" in text)
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "direction" in page and "forward" in page and "0, 0.5, 0.5" in page
