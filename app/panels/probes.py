@@ -51,11 +51,14 @@ class ProbesPanel(PanelDefaults, QWidget):
     runs_changed = Signal()
     training_event = Signal(object)
 
-    def __init__(self, workspace, parent: Optional[QWidget] = None, auto_demo: bool = True):
+    def __init__(self, workspace, parent: Optional[QWidget] = None, recorded: bool = True):
         super().__init__(parent)
         self.workspace = workspace
-        self.auto_demo = auto_demo
         self.model = ProbesModel()
+        if recorded:                             # the bundled model's reference results
+            from elmo_engine.analysis.probes.reference import load_reference_runs
+
+            self.model.show_recorded(load_reference_runs()[0])
         self.view = ProbesView(self)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -111,34 +114,26 @@ class ProbesPanel(PanelDefaults, QWidget):
         super().showEvent(event)
         if not self._shown:
             self._shown = True
-            self._maybe_auto_run()
+            self._settle()
 
     def _on_model(self) -> None:
         self.view.status.setText(f"model: {getattr(self.workspace.model_info, 'name', '')}")
         self._ready = False                      # a new model: ready again once its jobs are done
-        self._maybe_auto_run()
+        self._settle()
 
-    def _maybe_auto_run(self) -> None:
-        """On first show with a model: run the demo POS and word-sense probes once (seconds on
-        the demo model); otherwise the current picture (or the empty-state text) is final."""
-        if self.model.job is not None:
-            return
-        if (self._shown and self.auto_demo and not self.model.auto_done
-                and self.workspace.embedder is not None):
-            self.model.auto_done = True
-            self.run_demo(quick=True)
-        elif not self.workspace.is_loading():
+    def _settle(self) -> None:
+        """Nothing trains until the user asks: once no job runs and no model is loading, the
+        current picture (recorded results, the user's runs or the empty-state text) is final."""
+        if self.model.job is None and not self.workspace.is_loading():
             self._set_ready()
 
     # ---- running ----------------------------------------------------------------------------
     def train_selected(self) -> None:
         self.run_tasks([self.model.tasks[self.view.task_box.currentIndex()]])
 
-    def run_demo(self, quick: bool = False) -> None:
-        """Train the demo POS and word-sense probes; ``quick``: a preview on a seeded subset of
-        the training sentences (what runs by itself on first show, in seconds)."""
-        self.run_tasks(self.model.demo_tasks(quick),
-                       ProbeConfig(epochs=10, patience=2, control=True) if quick else None)
+    def run_demo(self) -> None:
+        """Train the demo POS and word-sense probes (when the user presses Run demo)."""
+        self.run_tasks(self.model.demo_tasks())
 
     def run_tasks(self, tasks: List[ProbeTask], config: Optional[ProbeConfig] = None) -> int:
         """Train the tasks one after another in one worker job; returns the job id (0: no model)."""
@@ -205,7 +200,7 @@ class ProbesPanel(PanelDefaults, QWidget):
 
     def _redraw(self) -> None:
         m = self.model
-        self.view.draw_runs(m.runs, [m.colour(i) for i in range(len(m.runs))], m.table_rows())
+        self.view.draw_runs(m.runs, m.colours(), m.table_rows(), m.recorded_text())
 
     def clear_runs(self) -> None:
         self.model.clear()
@@ -235,11 +230,19 @@ class ProbesPanel(PanelDefaults, QWidget):
         self.view.task_box.setCurrentIndex(len(self.model.tasks) - 1)
 
     def _export_plots(self) -> None:
-        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path, export_widget
+        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path
 
         path = ask_save_path(self, "Export probe plots", IMAGE_FILTERS)
         if path is not None:
-            self._guard(lambda: export_widget(self.view.results, path))
+            self._guard(lambda: self.write_plots(path))
+
+    def write_plots(self, path) -> list:
+        """The runs' plots drawn by the figure module (PNG, SVG or PDF by the suffix)."""
+        from elmo_engine.analysis.probes.plots import save_probe_figure
+
+        if not self.model.runs:
+            raise ValueError("no probe runs to draw yet")
+        return save_probe_figure(self.model.runs, path)
 
     def _export_text(self, kind: str) -> None:
         from elmo_explorer.export import ask_save_path
