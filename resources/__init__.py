@@ -47,3 +47,8 @@ def demo_model_attribution() -> str:
         return path.read_text("utf-8").strip()
     except OSError:
         return ""
+
+
+def probe_reference_dir() -> Path:
+    """The recorded reference probe results of the bundled model (``*.json``, ``README.md``)."""
+    return HERE / "probe_reference"

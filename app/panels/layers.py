@@ -26,7 +26,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.analysis import layers_run
-from elmo_engine.io import figures
+from elmo_engine.io import layer_figures
 from elmo_explorer.panels.layers_model import (MDL_TASKS, RECORDED_FILE, LayersModel,
                                                LayersSettings, read_recorded)
 from elmo_explorer.panels.layers_export import LayersExports
@@ -356,7 +356,7 @@ class LayersPanel(PanelDefaults, QWidget):
     def _redraw(self) -> None:
         m = self.model
         m.settings = self._current_settings()
-        self.view.draw_curves([m.curves(key) for key, _ in figures.MEASURES], m.settings.adjusted)
+        self.view.draw_curves([m.curves(key) for key, _ in layer_figures.MEASURES], m.settings.adjusted)
         self.view.draw_cka(m.cka_shown(), self.cka_title())
         self.view.fill_mdl(m.mdl_rows(self._probe_runs()))
         self.view.summary.setText(m.summary())

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, List
 
 from PySide6.QtGui import QAction
 
-from elmo_engine.io import figures
+from elmo_engine.io import figures, layer_figures
 
 if TYPE_CHECKING:
     from elmo_explorer.panels.layers import LayersPanel
@@ -66,15 +66,15 @@ class LayersExports:
         ("contextuality", "cka", "mdl"), or None when there is nothing to draw."""
         m = self.panel.model
         if kind == "mdl":
-            return figures.mdl_figure(list(m.mdl.values()), "MDL probes") if m.mdl else None
+            return layer_figures.mdl_figure(list(m.mdl.values()), "MDL probes") if m.mdl else None
         if m.result is None:
             return None
         title = m.summary().split(" — ")[0]
         if kind == "contextuality":
-            return figures.contextuality_figure(m.result["contextuality"], m.settings.adjusted,
+            return layer_figures.contextuality_figure(m.result["contextuality"], m.settings.adjusted,
                                                 title)
         compared = m.compare is not None
-        return figures.cka_figure(m.cka_shown(), self.panel.cka_title(),
+        return layer_figures.cka_figure(m.cka_shown(), self.panel.cka_title(),
                                   "model B" if compared else "layer",
                                   "model A" if compared else "layer")
 

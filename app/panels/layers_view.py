@@ -19,7 +19,8 @@ from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QPus
                                QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
                                QWidget)
 
-from elmo_engine.io.figures import BASELINE_COLOR, DIRECTION_COLORS, MEASURES
+from elmo_engine.io.figures import BASELINE_COLOR
+from elmo_engine.io.layer_figures import DIRECTION_COLORS, MEASURES
 from elmo_explorer.panels.heatmap import _colour_bar, _heatmap_plot
 from elmo_explorer.panels.layers_model import LayersSettings
 

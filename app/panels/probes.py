@@ -52,11 +52,14 @@ class ProbesPanel(PanelDefaults, QWidget):
     runs_changed = Signal()
     training_event = Signal(object)
 
-    def __init__(self, workspace, parent: Optional[QWidget] = None, auto_demo: bool = True):
+    def __init__(self, workspace, parent: Optional[QWidget] = None, recorded: bool = True):
         super().__init__(parent)
         self.workspace = workspace
-        self.auto_demo = auto_demo
         self.model = ProbesModel()
+        if recorded:                             # the bundled model's reference results
+            from elmo_engine.analysis.probes.reference import load_reference_runs
+
+            self.model.show_recorded(load_reference_runs()[0])
         self.view = ProbesView(self)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -112,34 +115,26 @@ class ProbesPanel(PanelDefaults, QWidget):
         super().showEvent(event)
         if not self._shown:
             self._shown = True
-            self._maybe_auto_run()
+            self._settle()
 
     def _on_model(self) -> None:
         self.view.status.setText(f"model: {getattr(self.workspace.model_info, 'name', '')}")
         self._ready = False                      # a new model: ready again once its jobs are done
-        self._maybe_auto_run()
+        self._settle()
 
-    def _maybe_auto_run(self) -> None:
-        """On first show with a model: run the demo POS and word-sense probes once (seconds on
-        the demo model); otherwise the current picture (or the empty-state text) is final."""
-        if self.model.job is not None:
-            return
-        if (self._shown and self.auto_demo and not self.model.auto_done
-                and self.workspace.embedder is not None):
-            self.model.auto_done = True
-            self.run_demo(quick=True)
-        elif not self.workspace.is_loading():
+    def _settle(self) -> None:
+        """Nothing trains until the user asks: once no job runs and no model is loading, the
+        current picture (recorded results, the user's runs or the empty-state text) is final."""
+        if self.model.job is None and not self.workspace.is_loading():
             self._set_ready()
 
     # ---- running ----------------------------------------------------------------------------
     def train_selected(self) -> None:
         self.run_tasks([self.model.tasks[self.view.task_box.currentIndex()]])
 
-    def run_demo(self, quick: bool = False) -> None:
-        """Train the demo POS and word-sense probes; ``quick``: a preview on a seeded subset of
-        the training sentences (what runs by itself on first show, in seconds)."""
-        self.run_tasks(self.model.demo_tasks(quick),
-                       ProbeConfig(epochs=10, patience=2, control=True) if quick else None)
+    def run_demo(self) -> None:
+        """Train the demo POS and word-sense probes (when the user presses Run demo)."""
+        self.run_tasks(self.model.demo_tasks())
 
     def run_tasks(self, tasks: List[ProbeTask], config: Optional[ProbeConfig] = None) -> int:
         """Train the tasks one after another in one worker job; returns the job id (0: no model)."""
@@ -206,7 +201,7 @@ class ProbesPanel(PanelDefaults, QWidget):
 
     def _redraw(self) -> None:
         m = self.model
-        self.view.draw_runs(m.runs, [m.colour(i) for i in range(len(m.runs))], m.table_rows())
+        self.view.draw_runs(m.runs, m.colours(), m.table_rows(), m.recorded_text())
 
     def clear_runs(self) -> None:
         self.model.clear()
@@ -243,19 +238,15 @@ class ProbesPanel(PanelDefaults, QWidget):
             self._guard(lambda: self.export_plots(path))
 
     def export_plots(self, path) -> List[Path]:
-        """The runs' per-layer scores and mix weights as two figures (the engine's figure path):
-        ``name_scores.png`` and ``name_mix_weights.png`` for ``name.png`` (SVG, PDF alike)."""
-        from elmo_engine.analysis.report_figures import probe_mix_weights, probe_scores
+        """The runs' figure — mix weights and test score per layer, ± sd, controls dashed,
+        baselines dotted — drawn by the engine's figure module (PNG, SVG or PDF by the suffix;
+        every format of the export options without one)."""
+        from elmo_engine.analysis.probes.plots import probe_figure
         from elmo_explorer.figure_export import panel_figure_options, save_figure
 
         if not self.model.runs:
             raise LookupError("no probe runs to draw yet")
-        path, opts = Path(path), panel_figure_options(self)
-        stem = path.with_suffix("")
-        return (save_figure(probe_scores(self.model.runs),
-                            stem.with_name(stem.name + "_scores" + path.suffix), opts)
-                + save_figure(probe_mix_weights(self.model.runs),
-                              stem.with_name(stem.name + "_mix_weights" + path.suffix), opts))
+        return save_figure(probe_figure(self.model.runs), Path(path), panel_figure_options(self))
 
     def _export_text(self, kind: str) -> None:
         from elmo_explorer.export import ask_save_path

@@ -8,17 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional
 
+import html
+
 from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult
+from elmo_engine.analysis.probes.plots import run_colors
 from elmo_engine.analysis.probes.tables import results_rows
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task
-
-SEMANTIC_COLOURS = ["#c0392b", "#e67e22", "#8e44ad", "#d35400"]
-SYNTAX_COLOURS = ["#2471a3", "#17a589", "#2e4053", "#5dade2"]
-QUICK_SENTENCES = 600            # training sentences of the automatic first-show preview
-
-
-def _semantic(run: ProbeResult) -> bool:
-    return run.is_wsd or "sense" in run.task
 
 
 @dataclass
@@ -33,7 +28,8 @@ class ProbesModel:
     curves : phase → one row per epoch (losses, then dev accuracies) of the current run
     token : the current run's number; events of older runs are stale
     job : the worker job training now, or None
-    auto_done : the automatic first-show preview has been started
+    recorded : the runs on show are the bundled model's recorded reference results (replaced
+        by the first run the user trains)
     """
 
     tasks: List[ProbeTask] = field(
@@ -43,18 +39,28 @@ class ProbesModel:
     curves: Dict[str, List[List[float]]] = field(default_factory=dict)
     token: int = 0
     job: Optional[int] = None
-    auto_done: bool = False
+    recorded: bool = False
+    seed: Optional[int] = None
 
     # ---- runs -------------------------------------------------------------------------------
-    def demo_tasks(self, quick: bool) -> List[ProbeTask]:
-        """The demo POS and word-sense tasks; ``quick``: a preview on a seeded subset of
-        :data:`QUICK_SENTENCES` training sentences."""
-        tasks = [self.tasks[0], self.tasks[1]]
-        if quick:
-            tasks = [ProbeTask(f"{t.name} (preview, {QUICK_SENTENCES} sentences)", t.task, t.load,
-                               t.semantic, {"max_train_sentences": QUICK_SENTENCES})
-                     for t in tasks]
-        return tasks
+    def demo_tasks(self) -> List[ProbeTask]:
+        """The demo POS and word-sense tasks."""
+        return [self.tasks[0], self.tasks[1]]
+
+    def show_recorded(self, runs: List[ProbeResult]) -> None:
+        """Show the recorded reference runs (only while nothing else is on show)."""
+        if not self.runs and runs:
+            self.runs = list(runs)
+            self.recorded = True
+
+    def recorded_text(self) -> str:
+        """What the view says above recorded runs: that they are recorded, and the commands."""
+        if not self.recorded:
+            return ""
+        cmds = "".join(f"<br><code>{html.escape(r.command or '(no command recorded)')}</code>"
+                       for r in self.runs)
+        return ("<b>Recorded results of the bundled model</b> (nothing has trained in this "
+                "session; press <b>Train</b> or <b>Run demo</b> to train). Made with:" + cmds)
 
     def new_run(self) -> int:
         """Start a run: its token (events carry it)."""
@@ -65,34 +71,41 @@ class ProbesModel:
         """Take a training event of run ``token``; False when it is from a superseded run."""
         if token != self.token:
             return False
-        if event["phase"] == "start":
-            self.curves = {}
-        else:
+        if event["phase"] == "start" or event.get("seed", self.seed) != self.seed:
+            self.curves = {}                     # a new task or seed: its own curves
+            self.seed = event.get("seed")
+        if event["phase"] != "start":
             self.curves.setdefault(event["phase"], []).append(event["loss"] + event["dev"])
         return True
 
     def add_results(self, results: List[ProbeResult]) -> None:
+        if self.recorded:                        # the user's own runs replace the recorded ones
+            self.runs, self.recorded = [], False
         self.runs.extend(results)
 
     def restore(self, runs: List[dict]) -> None:
         """Runs saved with a workspace, replacing the current ones."""
         self.runs = [ProbeResult.from_dict(d) for d in runs]
+        self.recorded = False
 
     def clear(self) -> None:
         self.runs.clear()
         self.curves = {}
+        self.recorded = False
 
     def to_dicts(self) -> List[dict]:
-        """The runs as ``results.json`` objects (saved with a workspace)."""
-        return [r.to_dict() for r in self.runs]
+        """The runs as ``results.json`` objects (saved with a workspace; not the recorded
+        reference runs, which ship with the app)."""
+        return [] if self.recorded else [r.to_dict() for r in self.runs]
 
     # ---- what the view draws ------------------------------------------------------------------
+    def colours(self) -> List[str]:
+        """The runs' colours by task kind (syntax blue, semantics red, others a fixed palette),
+        as in exported figures and reports."""
+        return run_colors(self.runs)
+
     def colour(self, i: int) -> str:
-        """Run ``i``'s colour: reds for semantic tasks, blues for syntactic ones, in turn."""
-        run = self.runs[i]
-        pal = SEMANTIC_COLOURS if _semantic(run) else SYNTAX_COLOURS
-        same = [j for j in range(i) if _semantic(self.runs[j]) == _semantic(run)]
-        return pal[len(same) % len(pal)]
+        return self.colours()[i]
 
     def table_rows(self) -> List[List[str]]:
         """Every number of every run, one row per layer (and the mix); also the CSV export."""

@@ -196,12 +196,10 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
                                            "are fractions in [0, 1]."))
     if figure_dir is None:
         return
-    from elmo_engine.analysis.report_figures import probe_mix_weights, probe_scores
+    from elmo_engine.analysis.probes.plots import probe_figure
 
-    for stem, fig, caption in (
-            ("probe_scores", probe_scores(results), "Probe test scores per layer and for the "
-                                                    "scalar mix"),
-            ("probe_mix_weights", probe_mix_weights(results),
-             "Scalar-mix layer weights per probe run (softmax-normalised, each run sums to 1)")):
-        spec.figures += [ReportFigure(p, caption)
-                         for p in F.save(fig, figure_dir / stem, list(formats))]
+    spec.figures += [ReportFigure(p, "Probe runs: scalar-mix layer weights and test score per "
+                                     "layer (mean ± sd over seeds; dashed: control task; dotted: "
+                                     "baseline)")
+                     for p in F.save(probe_figure(results), figure_dir / "probe_results",
+                                     list(formats))]

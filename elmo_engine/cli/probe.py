@@ -11,7 +11,9 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import time
 from pathlib import Path
 
 from elmo_engine.analysis.probes.tasks import TASKS
@@ -28,7 +30,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     common.add_checkpoint(p)
     p.add_argument("--task", choices=TASKS, required=True,
                    help="pos: CoNLL-U; wsd: framework XML + keys; tsv: token<TAB>label; "
-                        "demo-*: the built-in WordNet example-sentence tasks")
+                        "demo-*: the built-in tasks (EWT UPOS; 20 ambiguous SemCor lemmas)")
     p.add_argument("--train", type=Path, help="training file (not for demo tasks)")
     p.add_argument("--train-keys", type=Path, help="gold keys of the training XML (wsd)")
     p.add_argument("--dev", type=Path,
@@ -48,11 +50,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="use a seeded random subset of this many training sentences")
     p.add_argument("--hidden", type=int, default=0,
                    help="hidden units of an MLP probe (default 0: linear softmax regression)")
+    p.add_argument("--seeds", type=int, default=3,
+                   help="train every probe with this many seeds (--seed, --seed+1, …) and report "
+                        "mean ± sd (default 3)")
+    p.add_argument("--mix-min-epochs", type=int, default=10,
+                   help="the scalar-mix probe trains at least this many epochs, then stops "
+                        "early on dev loss (default 10)")
     p.add_argument("--epochs", type=int, default=30, help="most epochs (default 30)")
     p.add_argument("--patience", type=int, default=3, help="early-stopping patience (default 3)")
     p.add_argument("--batch-size", type=int, default=None,
-                   help="examples per Adam step (default 256; 1024 for WSD, whose softmax over "
-                        "every training sense makes each step costly)")
+                   help="examples per Adam step (default 256; 1024 for WSD)")
     p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate of the classifiers")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-layer-norm", action="store_true",
@@ -62,7 +69,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="torch CPU threads (default: torch's choice; 1 is fastest on a busy machine)")
     p.add_argument("--out", type=Path, required=True, help="results JSON to write")
     common.add_force(p, "--out if it exists")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, _parser=p)
     return p
 
 
@@ -95,6 +102,33 @@ class _Bars:
             self.bar = None
 
 
+def command_line(args) -> str:
+    """The command that gives these results (``elmo-explorer probe …``, every option that differs
+    from its default, as parsed), for the results' ``command`` field."""
+    parts = ["elmo-explorer", "probe"]
+    for action in args._parser._actions:
+        if not action.option_strings or action.dest in ("help",):
+            continue
+        value = getattr(args, action.dest, None)
+        if value == action.default or value is None:
+            continue
+        flag = action.option_strings[-1]
+        if isinstance(action, argparse._StoreTrueAction):
+            parts.append(flag)
+        else:
+            parts += [flag, str(value)]
+    return " ".join(shlex.quote(a) for a in parts)
+
+
+def time_split(result) -> str:
+    """One line: where the wall time went."""
+    t = result.timings
+    parts = [f"{name} {t[key]:.1f} s" for name, key in (
+        ("reading", "reading_s"), ("embedding", "embedding_s"), ("training", "training_s"),
+        ("scoring", "scoring_s")) if key in t]
+    return f"time: {result.wall_time_s:.1f} s = " + " + ".join(parts)
+
+
 def run(args) -> int:
     """Run the probe described by parsed arguments; write ``args.out``; return 0."""
     import torch
@@ -112,15 +146,19 @@ def run(args) -> int:
         raise InputError("--max-sentences must be at least 2")
     if args.batch_size is None:
         args.batch_size = 1024 if args.task.endswith("wsd") else 256
-    if args.epochs < 1 or args.patience < 1 or args.batch_size < 1 or args.hidden < 0:
-        raise InputError("--epochs, --patience and --batch-size must be positive, --hidden >= 0")
+    if (args.epochs < 1 or args.patience < 1 or args.batch_size < 1 or args.hidden < 0
+            or args.seeds < 1 or args.mix_min_epochs < 1):
+        raise InputError("--epochs, --patience, --batch-size, --seeds and --mix-min-epochs must "
+                         "be positive, --hidden >= 0")
     if args.threads is not None:
         if args.threads < 1:
             raise InputError("--threads must be at least 1")
         runtime.configure(threads=args.threads)
     common.refuse_existing(args.force, args.out)
+    t0 = time.perf_counter()
     data = load_task_data(TaskFiles(args.task, args.train, args.test, args.dev, args.train_keys,
                                     args.test_keys, args.dev_keys, args.label, args.wordnet))
+    reading_s = time.perf_counter() - t0
     device = common.resolve_device(args.device)
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
     # a small activation cache: only the labelled tokens' vectors are kept by the probe
@@ -128,7 +166,8 @@ def run(args) -> int:
     config = ProbeConfig(seed=args.seed, epochs=args.epochs, patience=args.patience,
                          batch_size=args.batch_size, lr=args.lr, hidden=args.hidden,
                          layer_norm=not args.no_layer_norm, control=args.control,
-                         device=str(device))
+                         device=str(device), n_seeds=args.seeds,
+                         mix_min_epochs=args.mix_min_epochs)
     bars = _Bars()
     state = TaskState(bars)
     try:
@@ -140,7 +179,11 @@ def run(args) -> int:
         bars.close()
     result.config["checkpoint"] = str(args.checkpoint) if args.checkpoint else "demo"
     result.config["torch_threads"] = torch.get_num_threads()
+    result.timings = {"reading_s": reading_s, **result.timings}
+    result.wall_time_s += reading_s
+    result.command = command_line(args)
     result.write_json(args.out)
     print(summary(result))                                    # the result: stdout
+    common.log(time_split(result))
     common.log(f"wrote {args.out}")
     return 0

@@ -234,87 +234,70 @@ def scatter_panels(panels: Sequence[dict], ncols: int = 2, size: float = 3.6,
     return fig
 
 
-#: the directions of a biLM layer (the whole vector, the forward and the backward LSTM halves)
-DIRECTION_COLORS: Dict[str, str] = {"both": "#253494", "forward": PALETTE[0], "backward": PALETTE[7]}
-#: the three contextuality measures (Ethayarajh 2019): JSON key → axis title
-MEASURES: Tuple[Tuple[str, str], ...] = (
-    ("self_similarity", "self-similarity"), ("intra_sentence_similarity", "intra-sentence similarity"),
-    ("max_explainable_variance", "max. explainable variance"))
+def run_colors(kinds: Sequence[str]) -> List[str]:
+    """One colour per run from its task kind: the first run of a kind gets the kind's dark
+    colour, the second its light one, later ones (and other kinds) the fixed palette in turn."""
+    seen: Dict[str, int] = {}
+    out = []
+    for kind in kinds:
+        n = seen.get(kind, 0)
+        seen[kind] = n + 1
+        out.append(task_color(kind, light=n == 1) if kind in KIND_COLORS and n < 2
+                   else task_color("other", len(out)))
+    return out
 
 
-def contextuality_figure(ctx: dict, adjusted: bool = False, title: str = ""):
-    """The three contextuality measures per layer (``ctx``: the ``contextuality`` object of
-    ``layers --json``), one panel each, a curve per direction and its anisotropy baseline as a
-    dashed curve in the same colour; ``adjusted``: value − baseline, with 0 as the baseline."""
+def probe_results_figure(runs: Sequence[dict]):
+    """The probes' picture: scalar-mix weights per layer (bars, ± sd) and test score per layer
+    (± sd) with the mix at the right, each task's control task as a dashed line, its reference
+    baseline as a labelled dotted line and scores under it as hollow markers. Each run:
+    ``label``, ``color``, ``weights``, ``weights_sd``, ``scores``, ``scores_sd`` (layers then
+    the mix), ``below`` (booleans, same order), optional ``control`` (layers then the mix),
+    ``baseline`` (name, value) and ``note``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(11.0, 3.4), dpi=100)
+    fig = Figure(figsize=(11.5, 4.2), dpi=100)
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(MEASURES))
-    layers = ctx["layers"]
-    for ax, (key, name) in zip(axes, MEASURES):
-        for d, color in DIRECTION_COLORS.items():
-            pts = [(e["layer"], e["directions"][d][key]) for e in layers if d in e["directions"]]
-            pts = [(x, v) for x, v in pts if v.get("value") is not None]
-            if not pts:
-                continue
-            xs = np.array([x for x, _ in pts], float)
-            val = np.array([v["adjusted" if adjusted else "value"] for _, v in pts], float)
-            ax.plot(xs, val, marker="o", markersize=3.5, color=color, label=d, linewidth=1.5)
-            if not adjusted:
-                base = np.array([v["baseline"] for _, v in pts], float)
-                ax.plot(xs, base, linestyle="--", marker="x", markersize=3, color=color,
-                        linewidth=1.0, label=f"{d}: baseline")
-        if adjusted:
-            baseline(ax, 0.0, "baseline")
-        ax.set_title(name + (" − baseline" if adjusted else ""), fontsize="medium")
-        ax.set_xlabel("layer")
-        ax.set_xticks(range(len(layers)))
-        ax.spines[["top", "right"]].set_visible(False)
-    legend_outside(axes[-1])
-    if title:
-        fig.suptitle(title, fontsize="medium")
-    fig.tight_layout()
-    return fig
-
-
-def cka_figure(cka: dict, title: str = "", xlabel: str = "layer", ylabel: str = "layer"):
-    """A CKA matrix (the ``cka`` object of ``layers --json``) as an annotated heatmap on [0, 1]
-    with a labelled colour bar."""
-    fig, ax = new_figure(5.2, 4.2)
-    m = np.array([[np.nan if v is None else v for v in row] for row in cka["matrix"]], float)
-    heatmap(fig, ax, m, cka["rows"], cka["columns"], f"linear CKA ({cka['estimator']})",
-            vmin=0.0, vmax=1.0, annotate=True, xlabel=xlabel, ylabel=ylabel)
-    if title:
-        ax.set_title(title, fontsize="medium")
-    return fig
-
-
-def mdl_figure(mdls: Sequence[dict], title: str = ""):
-    """Online codelength (kbits) and compression per layer and the mix, a bar series per task
-    (each a ``mdl`` object of ``layers --json``)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(9.0, 3.4), dpi=100)
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(1, 2)
-    cats = [c["name"] for c in mdls[0]["layers"]] + (["mix"] if mdls[0].get("mix") else [])
-    for ax, key, ylabel, scale in ((axes[0], "online_codelength_bits", "online codelength (kbits)",
-                                    1e-3), (axes[1], "compression", "compression (uniform / online)", 1)):
-        series = []
-        for i, m in enumerate(mdls):
-            codes = m["layers"] + ([m["mix"]] if m.get("mix") else [])
-            kind = "semantics" if "wsd" in str(m.get("task")) or "sense" in str(m.get("task")) else "syntax"
-            series.append({"label": str(m.get("task", f"task {i}")),
-                           "values": [c[key] * scale for c in codes[:len(cats)]],
-                           "color": task_color(kind, i, light=i >= 2)})
-        grouped_bars(ax, cats, series, ylabel)
-    legend_outside(axes[1], title="task")
-    if title:
-        fig.suptitle(title, fontsize="medium")
-    fig.tight_layout()
+    ax_w, ax_s = fig.subplots(1, 2, gridspec_kw={"wspace": 0.55})
+    k = max((len(r["weights"]) for r in runs), default=3)
+    grouped_bars(ax_w, [f"layer {i}" for i in range(k)],
+                 [{"label": r["label"], "values": r["weights"], "errors": r.get("weights_sd"),
+                   "color": r["color"]} for r in runs], ylabel="mix weight (softmax, sums to 1)")
+    ax_w.axhline(1.0 / k, color=BASELINE_COLOR, linestyle=":", linewidth=1)
+    ax_w.annotate("uniform 1/K", xy=(1.0, 1.0 / k), xycoords=("axes fraction", "data"),
+                  xytext=(4, 0), textcoords="offset points", va="center", fontsize="x-small",
+                  color=BASELINE_COLOR, annotation_clip=False)
+    ax_w.set_title("Scalar-mix layer weights (mean ± sd over seeds)", fontsize="medium")
+    xs = np.arange(k + 1, dtype=float)
+    for r in runs:
+        vals = np.asarray(r["scores"], dtype=float)
+        sd = np.asarray(r.get("scores_sd") or np.zeros_like(vals), dtype=float)
+        ax_s.errorbar(xs[:k], vals[:k], yerr=sd[:k], color=r["color"], marker="o", capsize=3,
+                      linewidth=1.6, label=r["label"])
+        ax_s.errorbar(xs[k:], vals[k:], yerr=sd[k:], color=r["color"], marker="s", capsize=3,
+                      linestyle="")
+        below = np.asarray(r.get("below") or [False] * len(vals), bool)
+        if below.any():
+            ax_s.scatter(xs[below], vals[below], s=90, facecolors="white", edgecolors=r["color"],
+                         linewidths=1.5, zorder=5, label=f"{r['label']}: under baseline")
+        if r.get("control") is not None:
+            ax_s.plot(xs[:len(r["control"])], r["control"], color=r["color"], linestyle="--",
+                      linewidth=1.1, label=f"{r['label']}: control task")
+        if r.get("baseline"):
+            name, value = r["baseline"]
+            baseline(ax_s, value, f"{name} {value:.3f}", color=r["color"])
+    ax_s.set_xticks(xs)
+    ax_s.set_xticklabels([f"layer {i}" for i in range(k)] + ["mix"])
+    ax_s.set_ylabel("test score (accuracy / F1)")
+    ax_s.set_ylim(0, 1.02)
+    ax_s.spines[["top", "right"]].set_visible(False)
+    ax_s.set_title("Test score per layer (mean ± sd over seeds)", fontsize="medium")
+    ax_s.legend(loc="upper left", bbox_to_anchor=(1.28, 1.0), borderaxespad=0.0, frameon=False,
+                fontsize="small")
+    notes = [r["note"] for r in runs if r.get("note")]
+    if notes:
+        fig.text(0.01, -0.02, "\n".join(notes), fontsize="x-small", va="top", ha="left")
     return fig
 
 

@@ -43,12 +43,12 @@ def ws(qtbot, tiny_checkpoint):
 
 
 def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
-    panel = ProbesPanel(ws, auto_demo=False)
+    panel = ProbesPanel(ws, recorded=False)
     qtbot.addWidget(panel)
     events = []
     panel.training_event.connect(events.append)
-    cfg = ProbeConfig(epochs=4, patience=2, batch_size=32, control=True)
-    with qtbot.waitSignal(panel.runs_changed, timeout=60000):
+    cfg = ProbeConfig(epochs=3, patience=2, batch_size=32, control=True, mix_min_epochs=2)
+    with qtbot.waitSignal(panel.runs_changed, timeout=240000):
         panel.run_tasks([_tiny_task(), _tiny_task()], config=cfg)
     assert len(panel.model.runs) == 2
     run = panel.model.runs[0]
@@ -65,7 +65,22 @@ def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
     # the table has a row per layer and one for the mix, per run
     assert panel.view.table.rowCount() == 2 * 4
     assert panel.view.table.item(3, 2).text().startswith("mix")
-    assert float(panel.view.table.item(1, 3).text()) == pytest.approx(run.mix.weights[1], abs=1e-4)
+    assert panel.view.table.item(3, 3).text() == "—"          # no "mix weight 1.0000"
+    mean = float(panel.view.table.item(1, 3).text().split("±")[0])
+    assert mean == pytest.approx(run.mix.weights[1], abs=1e-4)
+    assert len(run.seeds) == 3 and len(run.layers[1].test_per_seed) == 3
+    # colours by task kind: two UPOS runs → syntax blue, dark then light
+    from elmo_engine.io.figures import task_color
+
+    assert panel.model.colours() == [task_color("syntax"), task_color("syntax", light=True)]
+    # legends beside the plots, naming the runs, the control task and the baseline
+    assert "tiny POS" in panel.view.run_legend.text()
+    assert "control task" in panel.view.run_legend.text()
+    assert "layer 0" in panel.view.curve_legend.text()
+    # the table can be enlarged into its own window with the same rows
+    dlg = panel.view.show_table_dialog()
+    assert dlg.table.rowCount() == 8 and dlg.table.item(3, 2).text().startswith("mix")
+    dlg.close()
     assert not panel.view.empty_label.isVisibleTo(panel)
     # exports
     panel.write_export(tmp_path / "runs.json", "json")
@@ -75,11 +90,10 @@ def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
     lines = (tmp_path / "runs.csv").read_text("utf-8").splitlines()
     assert lines[0].startswith("run,task,layer,mix weight") and len(lines) == 9
     for ext, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):
-        files = panel.export_plots(tmp_path / f"plots{ext}")     # the one figure path
-        assert [f.name for f in files] == [f"plots_scores{ext}", f"plots_mix_weights{ext}"]
-        assert all(f.read_bytes()[:5].startswith(magic) for f in files)
-    text = (tmp_path / "plots_mix_weights.svg").read_text(encoding="utf-8")
-    assert "mix weight (softmax)" in text and panel.model.runs[0].name in text
+        (written,) = panel.export_plots(tmp_path / f"plots{ext}")   # drawn by the figure module
+        assert written.name == f"plots{ext}" and written.read_bytes()[:5].startswith(magic)
+    text = (tmp_path / "plots.svg").read_text(encoding="utf-8")
+    assert "mix weight (softmax" in text and panel.model.runs[0].name in text
     assert len(panel.export_actions()) == 3
     saved = json.loads(json.dumps(panel.probe_runs()))      # as a workspace file stores them
     panel.clear_runs()
@@ -91,7 +105,7 @@ def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
 
 
 def test_cancel_stops_training(qtbot, ws):
-    panel = ProbesPanel(ws, auto_demo=False)
+    panel = ProbesPanel(ws, recorded=False)
     qtbot.addWidget(panel)
     cfg = ProbeConfig(epochs=10_000, patience=10_000, batch_size=4)
     with qtbot.waitSignal(panel.training_event, timeout=60000,
@@ -107,7 +121,7 @@ def test_cancel_stops_training(qtbot, ws):
 def test_without_model_shows_the_empty_state_and_is_ready(qtbot):
     w = Workspace()
     try:
-        panel = ProbesPanel(w)
+        panel = ProbesPanel(w, recorded=False)
         qtbot.addWidget(panel)
         with qtbot.waitSignal(panel.ready, timeout=5000):
             panel.show()
@@ -120,7 +134,7 @@ def test_without_model_shows_the_empty_state_and_is_ready(qtbot):
 def test_a_failing_task_shows_the_error_and_frees_the_panel(qtbot, ws):
     from elmo_engine.errors import InputError
 
-    panel = ProbesPanel(ws, auto_demo=False)
+    panel = ProbesPanel(ws, recorded=False)
     qtbot.addWidget(panel)
 
     def broken():
@@ -133,12 +147,33 @@ def test_a_failing_task_shows_the_error_and_frees_the_panel(qtbot, ws):
     assert panel.model.runs == []
 
 
-def test_first_show_runs_a_quick_demo_preview(qtbot, ws):
+def test_first_show_shows_recorded_results_and_trains_nothing(qtbot, ws, tmp_path, monkeypatch):
+    from elmo_engine.analysis.probes import reference
+    from elmo_engine.analysis.probes.experiment import run_probe
+    from elmo_engine.analysis.probes.features import Examples
+
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, 60)
+    x = rng.normal(size=(3, 60, 4)).astype(np.float32)
+    x[1, :, 0] += 3 * y
+    ex = Examples(x, [f"L{v}" for v in y], [f"w{i}" for i in range(60)])
+    res = run_probe(ex, ex, ex, ProbeConfig(epochs=2, n_seeds=2, mix_min_epochs=2), task="pos",
+                    name="POS reference")
+    res.command = "elmo-explorer probe --task pos --out pos_ewt.json"
+    res.write_json(tmp_path / "pos_ewt.json")
+    (tmp_path / "wsd_semcor_semeval2007.json").write_text("{not json", encoding="utf-8")
+    monkeypatch.setattr(reference, "reference_dir", lambda: tmp_path)
     panel = ProbesPanel(ws)
     qtbot.addWidget(panel)
-    with qtbot.waitSignal(panel.ready, timeout=120000):
+    with qtbot.waitSignal(panel.ready, timeout=20000):
         panel.show()
-    assert [r.task for r in panel.model.runs] == ["demo-pos", "demo-wsd"]
-    assert all("preview" in r.name and r.config["max_train_sentences"] == 600 for r in panel.model.runs)
-    assert panel.model.runs[1].layers[0].centroid_test is not None
-    assert len(panel.view.bars) == 2 and panel.is_ready()
+    assert panel.model.job is None and panel.is_ready()        # nothing trains by itself
+    assert [r.name for r in panel.model.runs] == ["Recorded: POS reference"]
+    assert panel.model.recorded and panel.view.recorded_label.isVisibleTo(panel)
+    assert "--task pos --out pos_ewt.json" in panel.view.recorded_label.text()
+    assert panel.probe_runs() == []                            # not saved with a workspace
+    assert len(panel.view.bars) == 1 and not panel.view.empty_label.isVisibleTo(panel)
+    with qtbot.waitSignal(panel.runs_changed, timeout=60000):   # the user's run replaces them
+        panel.run_tasks([_tiny_task()], ProbeConfig(epochs=2, n_seeds=1, mix_min_epochs=1))
+    assert [r.name for r in panel.model.runs] == ["tiny POS"] and not panel.model.recorded
+    assert not panel.view.recorded_label.isVisibleTo(panel)

@@ -105,14 +105,15 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
     assert summary[1]["p (permutation)"] != ""
     figures = sorted(p.name for p in (out / "figures").iterdir())        # one figure path
     assert figures == sorted(f"{stem}.{ext}" for stem in ("contexts_heatmaps", "contexts_summary",
-                                                          "probe_mix_weights", "probe_scores")
+                                                          "probe_results")
                              for ext in ("pdf", "png", "svg"))
-    for svg in ("contexts_heatmaps.svg", "probe_mix_weights.svg"):
+    for svg in ("contexts_heatmaps.svg", "probe_results.svg"):
         root = ET.parse(out / "figures" / svg).getroot()                  # well-formed SVG
         text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
         assert ("occurrence" in text and "cosine similarity" in text) or (
-            "mix weight (softmax)" in text and "POS (demo)" in text)
+            "layer 0" in text and "POS (demo)" in text)
     assert (out / "figures" / "contexts_heatmaps.pdf").read_bytes()[:5] == b"%PDF-"
+    assert probe[3]["mix weight"] == "—"
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "contexts: direction" in page and "forward" in page and "0.00, 0.50, 0.50" in page
     assert "{" not in page.split("<h2>Parameters</h2>")[1].split("</table>")[0]   # readable

@@ -85,3 +85,38 @@ def test_scatter_panels_have_equal_axes():
                            legend=[("a", "#000000")])
     axes = [a for a in fig.axes if a.get_visible()]
     assert len(axes) == 4 and all(a.get_aspect() == 1.0 for a in axes)
+
+
+def test_probe_figure_colours_by_kind_with_baselines_controls_and_flags(tmp_path):
+    from elmo_engine.analysis.probes.experiment import LayerResult, MixResult, ProbeResult
+    from elmo_engine.analysis.probes.plots import figure_runs, probe_figure, run_colors
+
+    def run(task, name, below=False):
+        layers = [LayerResult(k, 0.5, 0.6 + k / 10, 0.5, test_sd=0.01, control_test=0.4,
+                              below_baseline=below and k == 0) for k in range(3)]
+        mix = MixResult([0.2, 0.5, 0.3], 1.0, 0.7, 0.8, 0.7, weights_sd=[0.01, 0.02, 0.01],
+                        control_test=0.45)
+        return ProbeResult(task, name, "", "m", layers, mix, {"first_sense": 0.65,
+                                                              "word_majority": 0.65}, {}, {}, {},
+                           reference_baseline="first_sense" if "wsd" in task
+                           else "word_majority")
+
+    runs = [run("pos", "POS"), run("wsd", "WSD", below=True), run("demo-pos", "POS 2"),
+            run("tsv", "NER")]
+    colours = run_colors(runs)
+    assert colours[:3] == [F.task_color("syntax"), F.task_color("semantics"),
+                           F.task_color("syntax", light=True)]
+    assert colours[3] in F.PALETTE
+    series = figure_runs(runs)
+    assert series[1]["below"] == [True, False, False, False]
+    assert series[0]["control"] == [0.4, 0.4, 0.4, 0.45] and series[0]["baseline"][0] == "word_majority"
+    fig = probe_figure(runs)
+    ax_w, ax_s = fig.axes
+    assert [t.get_text() for t in ax_s.get_xticklabels()] == ["layer 0", "layer 1", "layer 2", "mix"]
+    labels = ax_s.get_legend().get_texts()
+    assert {"POS", "WSD", "WSD: control task", "WSD: under baseline"} <= {t.get_text() for t in labels}
+    dashed = [ln for ln in ax_s.get_lines() if ln.get_linestyle() == "--"]
+    assert len(dashed) == 4                                  # one control line per task
+    assert any(t.get_text().startswith("first_sense 0.650") for t in ax_s.texts)
+    (png,) = F.save(fig, tmp_path / "probes.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -73,7 +73,9 @@ def test_events_stream_loss_and_dev_curves(synthetic_result):
     assert len(first["loss"]) == 3 and len(first["dev"]) == 3
     layer_loss = [e["loss"][1] for e in events if e["phase"] == "layers"]
     assert layer_loss[-1] < layer_loss[0]          # training lowers the loss
-    assert len(res.history["layers"]["dev"]) == phases["layers"]
+    seed0 = [e for e in events if e["phase"] == "layers" and e["seed"] == res.seeds[0]]
+    assert len(res.history["layers"]["dev"]) == len(seed0)
+    assert {e["seed"] for e in events} == set(res.seeds) == {3, 4, 5}
 
 
 def test_json_schema(synthetic_result, tmp_path):
@@ -174,7 +176,7 @@ def test_wsd_probe_end_to_end_on_synthetic_senses():
                         groups, [f"l{a}%0" for a in lemma], n_sentences=n)
 
     res = run_probe(make(600, 1), make(150, 2), make(300, 3),
-                    ProbeConfig(epochs=20, patience=3, batch_size=64), task="wsd")
+                    ProbeConfig(epochs=20, patience=3, batch_size=64, n_seeds=1), task="wsd")
     assert res.is_wsd
     assert res.layers[2].test > 0.9 and res.layers[0].test < 0.7
     assert res.layers[2].centroid_test > 0.9 and res.layers[0].centroid_test < 0.7
@@ -201,9 +203,9 @@ def test_mlp_probe_solves_what_a_linear_probe_cannot():
         return Examples(x, [str(int(v)) for v in y], [f"w{i}" for i in range(n)])
 
     tr, dv, te = xor(1200, 0), xor(300, 1), xor(400, 2)
-    lin = run_probe(tr, dv, te, ProbeConfig(epochs=15, batch_size=64))
+    lin = run_probe(tr, dv, te, ProbeConfig(epochs=15, batch_size=64, n_seeds=1))
     mlp = run_probe(tr, dv, te, ProbeConfig(epochs=30, patience=5, batch_size=64, hidden=32,
-                                            lr=1e-2))
+                                            lr=1e-2, n_seeds=1))
     assert lin.layers[0].test < 0.65
     assert mlp.layers[0].test > 0.85
     assert mlp.config["hidden"] == 32
@@ -225,3 +227,110 @@ def test_cancel_stops_training_with_cancelled_error():
                   ProbeConfig(epochs=50, patience=50, batch_size=32), state=state,
                   on_event=on_event)
     assert seen == [1]
+
+
+def test_seeds_give_mean_sd_and_per_seed_values(synthetic_result):
+    res, _ = synthetic_result
+    assert res.seeds == [3, 4, 5]
+    for lay in res.layers:
+        assert len(lay.test_per_seed) == 3
+        assert lay.test == pytest.approx(np.mean(lay.test_per_seed))
+        assert lay.test_sd == pytest.approx(np.std(lay.test_per_seed, ddof=1))
+        assert lay.control_test_sd is not None and lay.selectivity_sd is not None
+    w = np.asarray(res.mix.weights_per_seed)
+    assert w.shape == (3, 3)
+    np.testing.assert_allclose(res.mix.weights, w.mean(0))
+    np.testing.assert_allclose(res.mix.weights_sd, w.std(0, ddof=1))
+    # the mix trains at least mix_min_epochs (10 by default), then stops on dev loss
+    assert all(e >= 10 for e in res.mix.epochs_per_seed)
+    assert res.config["mix_min_epochs"] == 10 and len(res.history["mix"]["dev_loss"]) >= 10
+    d = res.to_dict()
+    assert {"test_sd", "test_per_seed", "below_baseline"} <= set(d["layers"][0])
+    assert {"weights_sd", "near_uniform", "epochs_per_seed"} <= set(d["mix"])
+    assert "_sd" in d["description"] and "near_uniform" in d["description"]
+
+
+def test_scores_under_the_baseline_are_flagged_and_uniform_weights_noted():
+    # the label is the word's identity; the vectors carry nothing: every probe is under the
+    # word-majority baseline, and no layer is better than another (weights stay near uniform)
+    rng = np.random.default_rng(0)
+
+    def make(n, seed):
+        r = np.random.default_rng(seed)
+        words = r.integers(0, 6, n)
+        x = r.normal(size=(3, n, 4)).astype(np.float32)
+        return Examples(x, [f"T{w % 3}" for w in words], [f"w{w}" for w in words])
+
+    res = run_probe(make(300, 0), make(100, 1), make(200, 2),
+                    ProbeConfig(epochs=3, batch_size=64, n_seeds=2, mix_min_epochs=3,
+                                mix_lr=1e-4))
+    assert res.reference_baseline == "word_majority" and res.baselines["word_majority"] > 0.95
+    assert all(lay.below_baseline for lay in res.layers) and res.mix.below_baseline
+    assert res.mix.near_uniform
+    assert any("near uniform" in n for n in res.notes)
+    assert sum("under the word_majority baseline" in n for n in res.notes) == 4
+    from elmo_engine.analysis.probes.tables import results_rows, summary
+
+    rows = results_rows([res])
+    assert all("▼" in r[5] for r in rows) and "weights near uniform" in rows[-1][10]
+    assert "under baseline" in summary(res)
+    del rng
+
+
+def test_wsd_candidates_are_the_wordnet_senses_seen_in_training():
+    cands = ("bank%1", "bank%2", "bank%3")                    # bank%3: never in training
+    train = Examples(np.asarray([[[1, 0], [0.9, 0.1], [0, 1], [0.1, 0.9]]], np.float32),
+                     ["bank%1", "bank%1", "bank%2", "bank%2"], ["bank"] * 4,
+                     groups=["bank#NOUN"] * 4, first_sense=["bank%1"] * 4,
+                     candidates=[cands] * 4)
+    test = Examples(np.asarray([[[0, 1], [1, 0], [1, 1]]], np.float32),
+                    ["bank%2", "bank%3", "tree%2"], ["bank", "bank", "tree"],
+                    groups=["bank#NOUN", "bank#NOUN", "tree#NOUN"],
+                    first_sense=["bank%1", "bank%1", "tree%1"],
+                    candidates=[cands, cands, ("tree%1", "tree%2")])
+    from elmo_engine.analysis.probes.runner import Encoder
+
+    enc = Encoder(train, restricted=True)
+    split = enc.split(test, "cpu")
+    assert split.cand.tolist() == [[0, 1], [0, 1], [-1, -1]]   # bank%3 has no weights
+    assert split.y.tolist() == [1, -1, -1]                     # unreachable golds: -1
+    pred = centroid_predictions(train.features[0], train, test.features[0], test)
+    assert pred == ["bank%2", "bank%1", "tree%1"]              # tree: no trained sense → first
+
+
+def test_wsd_control_draws_from_the_wordnet_candidates_per_word_type():
+    cands = {"bank#NOUN": ("bank%1", "bank%2", "bank%3", "bank%4"),
+             "play#VERB": ("play%1", "play%2")}
+    groups = ["bank#NOUN"] * 40 + ["play#VERB"] * 40
+    types = [f"f{i % 10}" for i in range(80)]
+    ex = Examples(np.zeros((1, 80, 2), np.float32), [cands[g][0] for g in groups], types,
+                  groups=groups, candidates=[cands[g] for g in groups])
+    c = ControlTask(ex, seed=0).relabel(ex)
+    per_type = {}
+    for g, t, lab in zip(groups, types, c.labels):
+        assert lab in cands[g]
+        assert per_type.setdefault((g, t), lab) == lab           # one sense per word type
+    assert len({lab for (g, _), lab in per_type.items() if g == "bank#NOUN"}) >= 3
+
+
+def test_demo_word_sense_is_scored_per_lemma():
+    def make(n, seed):
+        r = np.random.default_rng(seed)
+        lemma = np.where(np.arange(n) % 4 == 0, 1, 0)             # lemma 0 three times as often
+        sense = r.integers(0, 2, n)
+        x = r.normal(size=(2, n, 4)).astype(np.float32)
+        x[1, :, 0] += np.where((lemma == 0) & (sense == 1), 4.0, 0.0)
+        x[1, :, 0] -= np.where((lemma == 0) & (sense == 0), 4.0, 0.0)
+        labels = [f"l{a}%{b}" for a, b in zip(lemma, sense)]
+        return Examples(x, labels, [f"w{i}" for i in range(n)], groups=[f"l{a}#NOUN" for a in lemma],
+                        first_sense=[f"l{a}%0" for a in lemma],
+                        candidates=[(f"l{a}%0", f"l{a}%1") for a in lemma])
+
+    res = run_probe(make(400, 1), make(120, 2), make(200, 3),
+                    ProbeConfig(epochs=10, batch_size=64, n_seeds=1, mix_min_epochs=2),
+                    task="demo-wsd")
+    lay = res.layers[1]
+    assert set(lay.per_lemma) == {"l0#NOUN", "l1#NOUN"}
+    assert lay.test == pytest.approx(np.mean([v["accuracy"] for v in lay.per_lemma.values()]))
+    assert lay.per_lemma["l0#NOUN"]["accuracy"] > 0.9
+    assert res.reference_baseline == "majority" and 0.3 < res.baselines["majority"] < 0.7

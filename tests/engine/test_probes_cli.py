@@ -46,7 +46,8 @@ def test_pos_cli_writes_documented_json(tmp_path, capsys):
     _write_conllu(train, 40, 0)
     _write_conllu(test, 10, 3)
     rc = _main(["probe", "--checkpoint", str(FIXTURE), "--task", "pos", "--train", str(train),
-                "--test", str(test), "--control", "--epochs", "8", "--out", str(out)])
+                "--test", str(test), "--control", "--epochs", "8", "--seeds", "2",
+                "--mix-min-epochs", "3", "--out", str(out)])
     assert rc == 0
     d = json.loads(out.read_text("utf-8"))
     assert d["description"] and d["task"] == "pos" and d["label"] == "upos"
@@ -58,9 +59,15 @@ def test_pos_cli_writes_documented_json(tmp_path, capsys):
     assert d["counts"]["test"] == 50 and d["counts"]["dim"] == 32
     # four balanced-ish tags: the majority baseline is a real fraction
     assert 0.2 <= d["baselines"]["majority"] <= 0.5
+    assert d["seeds"] == [0, 1] and len(d["layers"][1]["test_per_seed"]) == 2
+    assert "test_sd" in d["layers"][0] and "weights_sd" in d["mix"]
+    assert d["command"].startswith("elmo-explorer probe --checkpoint ")
+    assert "--seeds 2" in d["command"] and f"--out {out}" in d["command"]
+    assert set(d["timings"]) == {"reading_s", "embedding_s", "training_s", "scoring_s"}
     printed = capsys.readouterr()               # the table is the result (stdout), the rest a log
-    assert "mix weights" in printed.out and f"wrote {out}" in printed.err
-    assert "wrote" not in printed.out
+    assert "mix weights" in printed.out and "wrote" not in printed.out
+    err = printed.err
+    assert f"wrote {out}" in err and "time: " in err and "reading" in err and "embedding" in err and "scoring" in err
 
 
 def test_wsd_cli_on_semeval2007(tmp_path):
@@ -69,10 +76,13 @@ def test_wsd_cli_on_semeval2007(tmp_path):
     out = tmp_path / "wsd.json"
     rc = _main(["probe", "--checkpoint", str(FIXTURE), "--task", "wsd", "--train", str(xml),
                 "--train-keys", str(keys), "--test", str(xml), "--test-keys", str(keys),
-                "--max-sentences", "60", "--epochs", "3", "--out", str(out)])
+                "--max-sentences", "60", "--epochs", "3", "--seeds", "1", "--mix-min-epochs", "2",
+                "--control", "--out", str(out)])
     assert rc == 0
     d = json.loads(out.read_text("utf-8"))
     assert set(d["baselines"]) == {"majority", "first_sense"}
+    assert d["reference_baseline"] == "first_sense"
+    assert any("WSD control task" in n for n in d["notes"])   # what the control means
     assert d["counts"]["test"] == 455                          # every SemEval-2007 instance
     for e in d["layers"]:
         assert 0 <= e["centroid_test"] <= 1 and 0 <= e["test"] <= 1
@@ -108,7 +118,20 @@ def test_demo_tasks_load_and_run(tmp_path):
     assert wsd["first_sense_fn"](inst.lemma, inst.pos) == inst.candidates[0]
     out = tmp_path / "demo.json"
     assert _main(["probe", "--checkpoint", str(FIXTURE), "--task", "demo-pos",
-                  "--max-sentences", "150", "--epochs", "3", "--out", str(out)]) == 0
+                  "--max-sentences", "80", "--epochs", "2", "--seeds", "1",
+                  "--mix-min-epochs", "2", "--out", str(out)]) == 0
     d = json.loads(out.read_text("utf-8"))
-    assert d["task"] == "demo-pos" and d["counts"]["labels"] <= 4
-    assert d["config"]["max_train_sentences"] == 150
+    assert d["task"] == "demo-pos" and d["counts"]["labels"] >= 12     # UPOS of every token
+    assert d["counts"]["train_sentences"] == 80 and d["counts"]["dev_sentences"] == 200
+    assert d["config"]["max_train_sentences"] == 80
+    assert d["reference_baseline"] == "word_majority"
+    out = tmp_path / "demo_wsd.json"
+    assert _main(["probe", "--checkpoint", str(FIXTURE), "--task", "demo-wsd", "--epochs", "2",
+                  "--seeds", "1", "--mix-min-epochs", "2", "--out", str(out)]) == 0
+    d = json.loads(out.read_text("utf-8"))
+    assert d["counts"]["test"] == 288 and d["reference_baseline"] == "majority"
+    per = d["layers"][2]["per_lemma"]
+    assert len(per) == 20 and sum(v["support"] for v in per.values()) == 288
+    assert d["layers"][2]["test"] == pytest.approx(sum(v["accuracy"] for v in per.values()) / 20)
+    # balanced senses: each lemma's most frequent sense is right 1/2 or 1/3 of the time
+    assert 1 / 3 < d["baselines"]["majority"] < 1 / 2

@@ -2,14 +2,15 @@
 
 Every classifier is a softmax regression (optionally with one hidden ReLU layer) on one layer's
 vectors. ``H`` heads are trained in one model on ``(H, B, D)`` input, each with its own loss term,
-its own early stopping on dev accuracy and its own best-epoch snapshot, so the K per-layer probes
-cost one pass over the data per epoch. For word sense disambiguation the softmax is restricted to
-the candidate classes of each example (the senses its lemma had in training).
+its own early stopping and its own best-epoch snapshot, so the K per-layer probes cost one pass
+over the data per epoch. For word sense disambiguation the softmax is restricted to the candidate
+classes of each example (its lemma's WordNet senses that have training examples): the class
+weights of all heads are rows of one sparse table, a lemma's candidates a padded index matrix.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -41,31 +42,29 @@ class Heads(nn.Module):
     """``H`` independent classifiers on ``(H, B, D)`` input → ``(H, B, M)`` logits.
 
     With ``restricted=True`` (word senses: each example scores only its candidate classes) the
-    class weights are sparse embeddings, one per head, so a step touches only the rows of the
-    batch's candidates (SparseAdam) instead of every one of tens of thousands of senses.
+    class weights of every head are one sparse table ``(C, H·width)`` (and biases ``(C, H)``), so
+    a step gathers the batch's candidate rows once for all heads and touches only those rows
+    (SparseAdam) instead of every one of tens of thousands of senses.
     """
 
     def __init__(self, n_heads: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0,
                  restricted: bool = False):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
-        self.hidden = hidden
-        self.restricted = restricted
+        self.hidden, self.restricted, self.n_heads = hidden, restricted, n_heads
         width = dim
         if hidden:
             self.w1 = nn.Parameter(torch.randn(n_heads, dim, hidden, generator=g) * (2.0 / dim) ** 0.5)
             self.b1 = nn.Parameter(torch.zeros(n_heads, hidden))
             width = hidden
+        self.width = width
         w0 = torch.randn(n_heads, n_classes, width, generator=g) * 0.01
         if restricted:
-            self.w_emb = nn.ModuleList(nn.Embedding(n_classes, width, sparse=True)
-                                       for _ in range(n_heads))
-            self.b_emb = nn.ModuleList(nn.Embedding(n_classes, 1, sparse=True)
-                                       for _ in range(n_heads))
+            self.w_emb = nn.Embedding(n_classes, n_heads * width, sparse=True)
+            self.b_emb = nn.Embedding(n_classes, n_heads, sparse=True)
             with torch.no_grad():
-                for h in range(n_heads):
-                    self.w_emb[h].weight.copy_(w0[h])
-                    self.b_emb[h].weight.zero_()
+                self.w_emb.weight.copy_(w0.permute(1, 0, 2).reshape(n_classes, -1))
+                self.b_emb.weight.zero_()
         else:
             self.w = nn.Parameter(w0)
             self.b = nn.Parameter(torch.zeros(n_heads, n_classes))
@@ -79,12 +78,12 @@ class Heads(nn.Module):
                 raise ValueError("restricted heads need candidate classes")
             return torch.einsum("hbd,hcd->hbc", x, self.w) + self.b[:, None]         # (H, B, C)
         idx = cand.clamp(min=0)                                                        # (B, M)
+        b, m = idx.shape
         if self.restricted:
-            wc = torch.stack([e(idx) for e in self.w_emb])                             # (H, B, M, E)
-            bc = torch.stack([e(idx).squeeze(-1) for e in self.b_emb])                 # (H, B, M)
+            wc = self.w_emb(idx).view(b, m, self.n_heads, self.width)                  # (B, M, H, E)
+            logits = torch.einsum("hbe,bmhe->hbm", x, wc) + self.b_emb(idx).permute(2, 0, 1)
         else:
-            wc, bc = self.w[:, idx], self.b[:, idx]
-        logits = torch.einsum("hbd,hbmd->hbm", x, wc) + bc                             # (H, B, M)
+            logits = torch.einsum("hbd,hbmd->hbm", x, self.w[:, idx]) + self.b[:, idx]
         return logits.masked_fill(cand[None] < 0, NEG)
 
 
@@ -115,6 +114,8 @@ class MixProbe(nn.Module):
 
 @dataclass
 class TrainSettings:
+    """``stop_on``: early stopping on dev "accuracy" or dev "loss"; never before ``min_epochs``."""
+
     epochs: int = 30
     patience: int = 3
     batch_size: int = 256
@@ -122,6 +123,8 @@ class TrainSettings:
     mix_lr: float = 3e-2
     weight_decay: float = 1e-6
     seed: int = 0
+    min_epochs: int = 1
+    stop_on: str = "accuracy"
 
 
 class Normaliser:
@@ -146,43 +149,78 @@ class Normaliser:
         self._t: Optional[tuple] = None
 
     def torch(self, xb: torch.Tensor) -> torch.Tensor:
-        # xb: (K, B, D)
+        # xb: (K, B, D), float32 or float16 storage → float32
         if self._t is None or self._t[0].device != xb.device:
-            self._t = (torch.from_numpy(self.mu).to(xb)[:, None, None],
-                       torch.from_numpy(self.sd).to(xb)[:, None, None])
+            self._t = (torch.from_numpy(self.mu).to(xb.device)[:, None, None],
+                       torch.from_numpy(self.sd).to(xb.device)[:, None, None])
         mu, sd = self._t
-        return (xb - mu) / sd
+        return (xb.float() - mu) / sd
 
     def numpy(self, x: np.ndarray) -> np.ndarray:
-        return (x - self.mu[:, None, None]) / self.sd[:, None, None]
+        return (x.astype(np.float32) - self.mu[:, None, None]) / self.sd[:, None, None]
 
 
-def predict(model: nn.Module, split: Split, norm: Normaliser, batch_size: int = 2048) -> torch.Tensor:
-    """Argmax candidate positions, (H, N) long."""
+def evaluate(model: nn.Module, split: Split, norm: Normaliser, batch_size: int = 4096
+             ) -> Tuple[torch.Tensor, np.ndarray]:
+    """Argmax candidate positions (H, N) long, and the mean cross-entropy per head (H,)."""
     model.eval()
-    out = []
+    out, loss, n = [], None, 0
     with torch.no_grad():
         for a in range(0, len(split), batch_size):
             xb = norm.torch(split.x[:, a:a + batch_size])
             cb = None if split.cand is None else _trim(split.cand[a:a + batch_size])
-            out.append(model(xb, cb).argmax(-1))
+            logits = model(xb, cb)                                                    # (H, B, M)
+            out.append(logits.argmax(-1))
+            yb = split.y[a:a + batch_size]
+            h = logits.shape[0]
+            per = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.repeat(h),
+                                  ignore_index=-1, reduction="none").view(h, -1).sum(dim=1)
+            loss = per if loss is None else loss + per
+            n += int((yb >= 0).sum())
     model.train()
-    return torch.cat(out, dim=1) if out else torch.zeros(0, 0, dtype=torch.long)
+    if not out:
+        return torch.zeros(0, 0, dtype=torch.long), np.zeros(0)
+    return torch.cat(out, dim=1), (loss / max(n, 1)).double().cpu().numpy()
+
+
+def predict(model: nn.Module, split: Split, norm: Normaliser) -> torch.Tensor:
+    """Argmax candidate positions, (H, N) long."""
+    return evaluate(model, split, norm)[0]
 
 
 def accuracy(model: nn.Module, split: Split, norm: Normaliser) -> np.ndarray:
     """Per-head accuracy, (H,) float64."""
     pos = predict(model, split, norm)                                                 # (H, N)
-    return (pos == split.y[None]).double().mean(dim=1).numpy()
+    return (pos == split.y[None]).double().mean(dim=1).cpu().numpy()
+
+
+def _batches(train: Split, batch_size: int, gen: torch.Generator) -> List[torch.Tensor]:
+    """One epoch's minibatches. Restricted tasks: only examples with something to learn (gold
+    among ≥ 2 candidates), grouped by candidate count so a batch pads to few columns."""
+    n = len(train)
+    if train.cand is None:
+        perm = torch.randperm(n, generator=gen)
+        return [perm[a:a + batch_size] for a in range(0, n, batch_size)]
+    width = (train.cand >= 0).sum(dim=1).cpu()
+    useful = (train.y.cpu() >= 0) & (width >= 2)
+    out: List[torch.Tensor] = []
+    for lo, hi in ((2, 2), (3, 4), (5, 8), (9, 16), (17, 32), (33, 1 << 30)):
+        idx = torch.nonzero(useful & (width >= lo) & (width <= hi)).flatten()
+        idx = idx[torch.randperm(len(idx), generator=gen)]
+        out.extend(idx[a:a + batch_size] for a in range(0, len(idx), batch_size))
+    order = torch.randperm(len(out), generator=gen).tolist()
+    return [out[i] for i in order]
 
 
 def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normaliser,
         settings: TrainSettings, phase: str, state: Optional[TaskState] = None,
         on_event: Optional[EventFn] = None) -> Dict[str, object]:
-    """Train ``model`` (Adam, minibatches) with early stopping on dev accuracy, per head.
+    """Train ``model`` (Adam, minibatches) with early stopping on dev accuracy or dev loss
+    (``settings.stop_on``), per head, never before ``settings.min_epochs``.
 
-    Each head keeps the parameters of its best dev epoch. Returns the history: ``loss`` and
-    ``dev`` (lists over epochs of per-head values), ``best_dev`` and ``best_epoch`` per head.
+    Each head keeps the parameters of its best dev epoch. Returns the history: ``loss``,
+    ``dev`` and ``dev_loss`` (lists over epochs of per-head values), ``best_dev`` and
+    ``best_epoch`` per head, and ``epochs`` (how many ran).
     """
     torch.manual_seed(settings.seed)
     named = list(model.named_parameters())
@@ -197,18 +235,18 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
     if sparse:                                 # sense weights: only the batch's rows move
         opts.append(torch.optim.SparseAdam(sparse, lr=settings.lr))
     gen = torch.Generator().manual_seed(settings.seed)
-    n = len(train)
-    best = np.full(n_heads, -1.0)
+    by_loss = settings.stop_on == "loss"
+    best = np.full(n_heads, np.inf if by_loss else -1.0)
     best_epoch = np.zeros(n_heads, int)
     snapshot = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    history: Dict[str, list] = {"loss": [], "dev": []}
+    history: Dict[str, list] = {"loss": [], "dev": [], "dev_loss": []}
     stale = 0
+    epoch = 0
     for epoch in range(1, settings.epochs + 1):
-        perm = torch.randperm(n, generator=gen)
         total = torch.zeros(n_heads, dtype=torch.float64)
-        for a in range(0, n, settings.batch_size):
+        seen = 0
+        for idx in _batches(train, settings.batch_size, gen):
             check(state)
-            idx = perm[a:a + settings.batch_size]
             xb = norm.torch(train.x[:, idx])                                           # (K, B, D)
             cb = None if train.cand is None else _trim(train.cand[idx])
             logits = model(xb, cb)                                                     # (H, B, M)
@@ -222,15 +260,19 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
             loss_h.sum().backward()
             for opt in opts:
                 opt.step()
-            total += loss_h.detach().double() * len(idx)
-        loss = (total / max(n, 1)).tolist()
-        dev_acc = accuracy(model, dev, norm)
+            total += loss_h.detach().double().cpu() * len(idx)
+            seen += len(idx)
+        loss = (total / max(seen, 1)).tolist()
+        pos, dev_loss = evaluate(model, dev, norm)
+        dev_acc = (pos == dev.y[None]).double().mean(dim=1).cpu().numpy()
         history["loss"].append(loss)
         history["dev"].append(dev_acc.tolist())
-        improved = dev_acc > best + 1e-9
+        history["dev_loss"].append(dev_loss.tolist())
+        crit = dev_loss if by_loss else dev_acc
+        improved = crit < best - 1e-6 if by_loss else crit > best + 1e-9
         if improved.any():
             _take_snapshot(model, snapshot, improved, n_heads)
-            best = np.where(improved, dev_acc, best)
+            best = np.where(improved, crit, best)
             best_epoch = np.where(improved, epoch, best_epoch)
             stale = 0
         else:
@@ -239,11 +281,12 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
                + " ".join(f"{v:.3f}" for v in dev_acc))
         if on_event is not None:
             on_event({"phase": phase, "epoch": epoch, "loss": loss, "dev": dev_acc.tolist()})
-        if stale >= settings.patience:
+        if stale >= settings.patience and epoch >= settings.min_epochs:
             break
     model.load_state_dict(snapshot)
     history["best_dev"] = best.tolist()
     history["best_epoch"] = best_epoch.tolist()
+    history["epochs"] = epoch
     return history
 
 
@@ -256,17 +299,21 @@ def _trim(cand: torch.Tensor) -> torch.Tensor:
 def _take_snapshot(model: nn.Module, snapshot: Dict[str, torch.Tensor], improved: np.ndarray,
                    n_heads: int) -> None:
     """Copy the improved heads' parameters: dense ones have the head as their first axis, the
-    sparse sense embeddings one module per head (``heads.w_emb.<h>.weight``)."""
+    sparse class table one block of columns per head."""
+    heads = np.flatnonzero(improved)
     for name, value in model.state_dict().items():
         if n_heads == 1:
             snapshot[name] = value.detach().clone()
-        elif "_emb." in name:
-            if improved[int(name.split("_emb.")[1].split(".")[0])]:
-                snapshot[name] = value.detach().clone()
+        elif name.endswith("w_emb.weight"):
+            width = value.shape[1] // n_heads
+            for h in heads:
+                snapshot[name][:, h * width:(h + 1) * width] = value[:, h * width:(h + 1) * width]
+        elif name.endswith("b_emb.weight"):
+            snapshot[name][:, heads] = value[:, heads].detach()
         else:
-            for h in np.flatnonzero(improved):
+            for h in heads:
                 snapshot[name][h] = value[h].detach()
 
 
 __all__ = ["Heads", "LayerProbes", "MixProbe", "Normaliser", "Split", "TrainSettings", "accuracy",
-           "fit", "predict"]
+           "evaluate", "fit", "predict"]

@@ -19,8 +19,11 @@ from elmo_engine.io.datasets.records import LabelledSentence, WsdSentence
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
 
-#: sentences embedded per call (the embedder batches inside; this bounds the memory held at once)
-EMBED_CHUNK = 256
+#: sentences embedded per call (the embedder sorts them by length and batches inside; this bounds
+#: the memory held at once)
+EMBED_CHUNK = 2048
+#: more labelled tokens than this are stored as float16 (full SemCor: 226 k × 3 layers × 2P)
+HALF_ABOVE = 50_000
 
 
 @dataclass
@@ -36,6 +39,7 @@ class Examples:
     groups : N lemma keys ``lemma#POS`` (WSD) or empty strings (tagging)
     first_sense : N WordNet first senses (WSD) or None
     n_sentences : the sentences these examples come from
+    candidates : N tuples of the lemma's WordNet senses (WSD; empty when unknown)
     """
 
     features: np.ndarray
@@ -45,9 +49,12 @@ class Examples:
     groups: List[str] = field(default_factory=list)
     first_sense: List[Optional[str]] = field(default_factory=list)
     n_sentences: int = 0
+    candidates: List[Tuple[str, ...]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         n = len(self.labels)
+        if not self.candidates:
+            self.candidates = [()] * n
         if not self.gold:
             self.gold = [(lab,) for lab in self.labels]
         if not self.groups:
@@ -56,7 +63,8 @@ class Examples:
             self.first_sense = [None] * n
         if self.features.ndim != 3 or self.features.shape[1] != n:
             raise ValueError(f"features {self.features.shape} do not match {n} labels")
-        if not (len(self.types) == len(self.gold) == len(self.groups) == len(self.first_sense) == n):
+        if not (len(self.types) == len(self.gold) == len(self.groups) == len(self.first_sense)
+                == len(self.candidates) == n):
             raise ValueError("Examples fields differ in length")
 
     def __len__(self) -> int:
@@ -69,13 +77,15 @@ class Examples:
     def with_labels(self, labels: Sequence[str]) -> "Examples":
         """The same examples (shared features) with other labels (the control task)."""
         return Examples(self.features, list(labels), self.types, [(lab,) for lab in labels],
-                        self.groups, self.first_sense, self.n_sentences)
+                        self.groups, self.first_sense, self.n_sentences, self.candidates)
 
 
 def _gather(embedder, sentences: Sequence[Sequence[str]], spans: Sequence[Sequence[Tuple[int, int]]],
             state: Optional[TaskState], what: str) -> np.ndarray:
-    """Embed sentences in chunks; return the mean vector of every span, (K, N, D) float32."""
+    """Embed sentences in chunks; return the mean vector of every span, (K, N, D) float32, or
+    float16 above :data:`HALF_ABOVE` spans (only the target vectors are kept)."""
     n_targets = sum(len(s) for s in spans)
+    dtype = np.float16 if n_targets > HALF_ABOVE else np.float32
     out: Optional[np.ndarray] = None
     col = 0
     total = len(sentences)
@@ -86,9 +96,9 @@ def _gather(embedder, sentences: Sequence[Sequence[str]], spans: Sequence[Sequen
         arrays = embedder.embed(chunk)
         for arr, sp in zip(arrays, spans[start:start + EMBED_CHUNK]):
             if out is None:
-                out = np.empty((arr.shape[0], n_targets, arr.shape[2]), np.float32)  # (K, N, D)
+                out = np.empty((arr.shape[0], n_targets, arr.shape[2]), dtype)       # (K, N, D)
             for a, b in sp:
-                out[:, col] = arr[:, a:b].mean(axis=1)                               # (K, D)
+                out[:, col] = arr[:, a] if b == a + 1 else arr[:, a:b].mean(axis=1)  # (K, D)
                 col += 1
         report(state, min(start + EMBED_CHUNK, total), total,
                f"embedding {what} ({min(start + EMBED_CHUNK, total)}/{total} sentences)")
@@ -125,7 +135,7 @@ def wsd_examples(embedder, sentences: Sequence[WsdSentence], state: Optional[Tas
     first_sense_fn : ``(lemma, pos) -> key`` for instances without WordNet candidates
     """
     kept: List[WsdSentence] = []
-    spans, labels, gold, groups, first, types = [], [], [], [], [], []
+    spans, labels, gold, groups, first, types, cands = [], [], [], [], [], [], []
     for s in sentences:
         insts = [i for i in s.instances if i.keys or not need_keys]
         if not insts:
@@ -140,11 +150,13 @@ def wsd_examples(embedder, sentences: Sequence[WsdSentence], state: Optional[Tas
                 first_sense_fn(i.lemma, i.pos) if first_sense_fn else None)
             first.append(fs)
             types.append(" ".join(s.tokens[i.start:i.stop]).lower())
+            cands.append(tuple(i.candidates))
     if not kept:
         raise InputError(f"the {what} data has no sense-annotated instances"
                          + (" (was the gold key file given?)" if need_keys else ""))
     feats = _gather(embedder, [s.tokens for s in kept], spans, state, what)
-    return Examples(feats, labels, types, gold, groups, first, n_sentences=len(kept))
+    return Examples(feats, labels, types, gold, groups, first, n_sentences=len(kept),
+                    candidates=cands)
 
 
 def lemma_group(lemma: str, pos: str) -> str:
@@ -183,10 +195,13 @@ def _unit(seed: int, key: str) -> float:
 
 
 class ControlTask:
-    """Word type → random label, drawn from the training label distribution (per group for WSD).
+    """Word type → random label (Hewitt & Liang 2019).
 
-    The same type always gets the same control label, in every split; types never seen in
-    training get one too (drawn the same way), so the probe cannot know them.
+    Tagging: drawn from the training label distribution. Word sense: for each word type (form
+    within its lemma), one of the lemma's WordNet candidate senses, uniformly — so the control
+    asks "which sense was this form given at random?", answerable only by remembering the form;
+    lemmas without known candidates draw from their training senses. The same type always gets
+    the same control label, in every split; types never seen in training get one too.
 
     Parameters
     ----------
@@ -205,8 +220,13 @@ class ControlTask:
             cdf = np.cumsum([counts[x] for x in labs], dtype=np.float64)
             self._dists[g] = (labs, cdf / cdf[-1])
 
-    def label(self, word_type: str, group: str = "") -> Optional[str]:
-        """The control label of a type (``None`` if its group has no training labels)."""
+    def label(self, word_type: str, group: str = "", candidates: Tuple[str, ...] = ()
+              ) -> Optional[str]:
+        """The control label of a type (``None`` if its group has no training labels and no
+        candidates)."""
+        if candidates:
+            u = _unit(self.seed, f"{group}\x1f{word_type}")
+            return sorted(candidates)[min(int(u * len(candidates)), len(candidates) - 1)]
         dist = self._dists.get(group)
         if dist is None:
             return None
@@ -218,8 +238,8 @@ class ControlTask:
         """The examples with control labels (examples of unseen groups keep their gold label,
         which no probe can predict either: they go to the fallback)."""
         labs = []
-        for t, g, lab in zip(ex.types, ex.groups, ex.labels):
-            c = self.label(t, g)
+        for t, g, lab, cand in zip(ex.types, ex.groups, ex.labels, ex.candidates):
+            c = self.label(t, g, cand)
             labs.append(lab if c is None else c)
         return ex.with_labels(labs)
 
@@ -262,9 +282,11 @@ def classification_scores(gold: Sequence[Tuple[str, ...]], pred: Sequence[Option
             "per_label": per_label}
 
 
-def majority_baseline(train: Examples, test: Examples) -> Dict[str, float]:
+def majority_baseline(train: Examples, test: Examples, per_lemma: bool = False
+                      ) -> Dict[str, float]:
     """Baselines: the majority label; per word type (tagging) or per lemma (WSD) majority label
-    with the global / first-sense fallback; and WordNet's first sense (WSD)."""
+    with the global / first-sense fallback; and WordNet's first sense (WSD). ``per_lemma``: WSD
+    scores are the mean of the per-lemma accuracies (see :func:`per_group_accuracy`)."""
     overall = Counter(train.labels).most_common(1)[0][0]
     out: Dict[str, float] = {}
     wsd = any(g for g in train.groups)
@@ -274,10 +296,15 @@ def majority_baseline(train: Examples, test: Examples) -> Dict[str, float]:
     for k, lab in zip(key_train, train.labels):
         per.setdefault(k, Counter())[lab] += 1
     if wsd:
-        out["majority"] = classification_scores(
-            test.gold, [per[g].most_common(1)[0][0] if g in per else fs
-                        for g, fs in zip(key_test, test.first_sense)])["f1"]
-        out["first_sense"] = classification_scores(test.gold, test.first_sense)["f1"]
+        mfs = [per[g].most_common(1)[0][0] if g in per else fs
+               for g, fs in zip(key_test, test.first_sense)]
+        if per_lemma:
+            out["majority"] = per_group_accuracy(test.gold, mfs, test.groups)["macro"]
+            out["first_sense"] = per_group_accuracy(test.gold, test.first_sense,
+                                                    test.groups)["macro"]
+        else:
+            out["majority"] = classification_scores(test.gold, mfs)["f1"]
+            out["first_sense"] = classification_scores(test.gold, test.first_sense)["f1"]
     else:
         out["majority"] = classification_scores(test.gold, [overall] * len(test))["accuracy"]
         out["word_majority"] = classification_scores(
@@ -286,5 +313,22 @@ def majority_baseline(train: Examples, test: Examples) -> Dict[str, float]:
     return out
 
 
+
+
+def per_group_accuracy(gold: Sequence[Tuple[str, ...]], pred: Sequence[Optional[str]],
+                       groups: Sequence[str]) -> Dict[str, object]:
+    """Accuracy per group (lemma) and their unweighted mean: ``{"macro": m, "per_lemma":
+    {lemma: {"accuracy", "support"}}}`` — the demo word-sense task is scored this way."""
+    hits: Counter = Counter()
+    total: Counter = Counter()
+    for g, p, grp in zip(gold, pred, groups):
+        total[grp] += 1
+        hits[grp] += int(p is not None and p in g)
+    per = {k: {"accuracy": hits[k] / total[k], "support": total[k]} for k in sorted(total)}
+    macro = float(np.mean([v["accuracy"] for v in per.values()])) if per else 0.0
+    return {"macro": macro, "per_lemma": per}
+
+
 __all__ = ["ControlTask", "EMBED_CHUNK", "Examples", "classification_scores", "lemma_group",
-           "majority_baseline", "split_off", "subsample", "tagging_examples", "wsd_examples"]
+           "majority_baseline", "per_group_accuracy", "split_off", "subsample",
+           "tagging_examples", "wsd_examples"]

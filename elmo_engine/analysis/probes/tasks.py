@@ -1,7 +1,8 @@
 """Probe tasks: which labelled data a probe trains and is scored on.
 
-A task is either one of the built-in demo tasks (``demo-pos``, ``demo-wsd``,
-``demo-supersense``: WordNet example sentences in ``resources/demo_tasks``) or the user's files:
+A task is either one of the built-in demo tasks (``demo-pos``: EWT UPOS of every token,
+``demo-wsd`` / ``demo-supersense``: 20 ambiguous SemCor lemmas; ``resources/demo_tasks``) or the
+user's files:
 CoNLL-U (``pos``), ``token<TAB>label`` TSV (``tsv``) or the WSD framework's XML + gold keys
 (``wsd``). :func:`load_task_data` reads them into the arguments of
 :func:`~elmo_engine.analysis.probes.experiment.probe_sentences`; :class:`ProbeTask` is a task the

@@ -1,9 +1,14 @@
-"""The built-in demo probe tasks (``resources/demo_tasks/``), made from WordNet 3.0 gloss examples.
+"""The built-in demo probe tasks (``resources/demo_tasks/``; made by
+``scripts/make_demo_tasks.py``, described in the folder's README).
 
-Three tasks over the same sentences and the same train/dev/test split (see the folder's README):
-``pos`` (the target word's UPOS tag), ``wsd`` (its WordNet 3.0 sense key) and ``supersense`` (its
-lexicographer file). Each sentence labels exactly one target token; the others are context.
-``senses.tsv`` holds the senses of every demo word, so the WSD task has candidates and a
+* ``pos``: the UD UPOS tag of **every token** of a sample of UD English EWT sentences
+  (1,200 / 200 / 500 sentences);
+* ``wsd``: the WordNet 3.0 sense key of one target word per SemCor sentence — 20 frequent
+  ambiguous nouns and verbs with 2–3 balanced, coarsely distinct senses (672 / 192 / 288
+  sentences); scored per lemma over its own candidate senses;
+* ``supersense``: the same targets labelled with the sense's lexicographer file.
+
+``senses.tsv`` holds every WordNet sense of the 20 lemmas, so the WSD task has candidates and a
 first-sense baseline without WordNet installed.
 """
 from __future__ import annotations
@@ -55,10 +60,9 @@ def _task_file(task: str, split: str) -> Path:
 
 
 def load_demo_task(task: str, split: str) -> List[LabelledSentence]:
-    """The sentences of one demo task and split; one labelled target token per sentence.
-
-    ``meta`` holds ``id`` (``<sense key>#<example number>``) and ``target`` (the token index).
-    """
+    """The sentences of one demo task and split. ``pos``: every token labelled, ``meta["id"]``
+    the EWT sentence id; ``wsd``/``supersense``: one labelled target token per sentence,
+    ``meta`` holds ``id`` (the SemCor instance id) and ``target`` (the token index)."""
     return list(read_tsv(_task_file(task, split)))
 
 

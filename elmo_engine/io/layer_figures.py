@@ -1,0 +1,94 @@
+"""The Layers view's figures (contextuality curves, CKA heatmaps, MDL bars), drawn with the
+helpers of :mod:`elmo_engine.io.figures`, the one figure module."""
+from __future__ import annotations
+
+from typing import Dict, Sequence, Tuple
+
+import numpy as np
+
+from elmo_engine.io.figures import (PALETTE, baseline, grouped_bars, heatmap, legend_outside,
+                                    new_figure, task_color)
+
+
+#: the directions of a biLM layer (the whole vector, the forward and the backward LSTM halves)
+DIRECTION_COLORS: Dict[str, str] = {"both": "#253494", "forward": PALETTE[0], "backward": PALETTE[7]}
+#: the three contextuality measures (Ethayarajh 2019): JSON key → axis title
+MEASURES: Tuple[Tuple[str, str], ...] = (
+    ("self_similarity", "self-similarity"), ("intra_sentence_similarity", "intra-sentence similarity"),
+    ("max_explainable_variance", "max. explainable variance"))
+
+
+def contextuality_figure(ctx: dict, adjusted: bool = False, title: str = ""):
+    """The three contextuality measures per layer (``ctx``: the ``contextuality`` object of
+    ``layers --json``), one panel each, a curve per direction and its anisotropy baseline as a
+    dashed curve in the same colour; ``adjusted``: value − baseline, with 0 as the baseline."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(11.0, 3.4), dpi=100)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, len(MEASURES))
+    layers = ctx["layers"]
+    for ax, (key, name) in zip(axes, MEASURES):
+        for d, color in DIRECTION_COLORS.items():
+            pts = [(e["layer"], e["directions"][d][key]) for e in layers if d in e["directions"]]
+            pts = [(x, v) for x, v in pts if v.get("value") is not None]
+            if not pts:
+                continue
+            xs = np.array([x for x, _ in pts], float)
+            val = np.array([v["adjusted" if adjusted else "value"] for _, v in pts], float)
+            ax.plot(xs, val, marker="o", markersize=3.5, color=color, label=d, linewidth=1.5)
+            if not adjusted:
+                base = np.array([v["baseline"] for _, v in pts], float)
+                ax.plot(xs, base, linestyle="--", marker="x", markersize=3, color=color,
+                        linewidth=1.0, label=f"{d}: baseline")
+        if adjusted:
+            baseline(ax, 0.0, "baseline")
+        ax.set_title(name + (" − baseline" if adjusted else ""), fontsize="medium")
+        ax.set_xlabel("layer")
+        ax.set_xticks(range(len(layers)))
+        ax.spines[["top", "right"]].set_visible(False)
+    legend_outside(axes[-1])
+    if title:
+        fig.suptitle(title, fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
+def cka_figure(cka: dict, title: str = "", xlabel: str = "layer", ylabel: str = "layer"):
+    """A CKA matrix (the ``cka`` object of ``layers --json``) as an annotated heatmap on [0, 1]
+    with a labelled colour bar."""
+    fig, ax = new_figure(5.2, 4.2)
+    m = np.array([[np.nan if v is None else v for v in row] for row in cka["matrix"]], float)
+    heatmap(fig, ax, m, cka["rows"], cka["columns"], f"linear CKA ({cka['estimator']})",
+            vmin=0.0, vmax=1.0, annotate=True, xlabel=xlabel, ylabel=ylabel)
+    if title:
+        ax.set_title(title, fontsize="medium")
+    return fig
+
+
+def mdl_figure(mdls: Sequence[dict], title: str = ""):
+    """Online codelength (kbits) and compression per layer and the mix, a bar series per task
+    (each a ``mdl`` object of ``layers --json``)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(9.0, 3.4), dpi=100)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, 2)
+    cats = [c["name"] for c in mdls[0]["layers"]] + (["mix"] if mdls[0].get("mix") else [])
+    for ax, key, ylabel, scale in ((axes[0], "online_codelength_bits", "online codelength (kbits)",
+                                    1e-3), (axes[1], "compression", "compression (uniform / online)", 1)):
+        series = []
+        for i, m in enumerate(mdls):
+            codes = m["layers"] + ([m["mix"]] if m.get("mix") else [])
+            kind = "semantics" if "wsd" in str(m.get("task")) or "sense" in str(m.get("task")) else "syntax"
+            series.append({"label": str(m.get("task", f"task {i}")),
+                           "values": [c[key] * scale for c in codes[:len(cats)]],
+                           "color": task_color(kind, i, light=i >= 2)})
+        grouped_bars(ax, cats, series, ylabel)
+    legend_outside(axes[1], title="task")
+    if title:
+        fig.suptitle(title, fontsize="medium")
+    fig.tight_layout()
+    return fig
