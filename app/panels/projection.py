@@ -31,7 +31,6 @@ from elmo_explorer.figure_export import FigureOptions
 from elmo_explorer.panels.projection_export import ProjectionExports
 from elmo_explorer.panels.projection_interaction import ProjectionInteraction
 from elmo_explorer.panels.projection_model import ProjectionModel
-from elmo_explorer.panels.projection_plots import categories
 from elmo_explorer.panels.projection_report import ProjectionReport
 from elmo_explorer.panels.projection_sources import (colour_categories, loaded_info,
                                                      reference_request, reference_word)

@@ -16,7 +16,6 @@ import math
 from typing import Optional, Tuple
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from elmo_engine.model.bilm import BiLM, LSTMState
