@@ -139,9 +139,9 @@ def test_settings_persist_between_windows(qtbot, app_settings_dir, tiny_checkpoi
     qtbot.addWidget(w)
     w.show()
     w.start(str(tiny_checkpoint), "first sentence\nsecond one")
-    qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
+    qtbot.waitUntil(w.workspace.all_embedded, timeout=60000)
     w.set_run_option("device", "cpu")
-    qtbot.waitUntil(lambda: not w.workspace.worker.is_busy(), timeout=20000)
+    qtbot.waitUntil(lambda: not w.workspace.worker.is_busy(), timeout=60000)
     w.resize(760, 540)
     w.close()
 
@@ -155,7 +155,7 @@ def test_settings_persist_between_windows(qtbot, app_settings_dir, tiny_checkpoi
     qtbot.addWidget(w2)
     w2.show()
     w2.start()                                               # last checkpoint + last sentences
-    qtbot.waitUntil(w2.workspace.all_embedded, timeout=20000)
+    qtbot.waitUntil(w2.workspace.all_embedded, timeout=60000)
     assert w2.workspace.sentences == ["first sentence", "second one"]
     assert w2.workspace.model_spec.path == str(tiny_checkpoint)
     assert (w2.width(), w2.height()) == (760, 540)

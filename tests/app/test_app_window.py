@@ -50,7 +50,7 @@ def make_window(qtbot, settings_dir, checkpoint=None, text=TEXT):
     w.show()
     w.start(str(checkpoint) if checkpoint else None, text)
     if checkpoint is not None:
-        qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
+        qtbot.waitUntil(w.workspace.all_embedded, timeout=60000)
     return w
 
 
@@ -304,7 +304,7 @@ def test_first_launch_uses_the_demo_model(qtbot, app_settings_dir, tiny_checkpoi
     qtbot.addWidget(w)
     w.show()
     w.start()                                    # no checkpoint, no last one: the demo model
-    qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
+    qtbot.waitUntil(w.workspace.all_embedded, timeout=60000)
     assert w.workspace.model_spec.path == str(tiny_checkpoint)
     assert len(w.workspace.sentences) == 40                      # resources/demo_sentences.tsv
     groups = w.workspace.sentence_groups                         # opened grouped

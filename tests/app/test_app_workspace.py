@@ -19,13 +19,13 @@ def ws(qtbot):
 
 
 def load(qtbot, ws, path):
-    with qtbot.waitSignal(ws.model_changed, timeout=20000):
+    with qtbot.waitSignal(ws.model_changed, timeout=60000):
         ws.load_model(ModelSpec(str(path), device="cpu"))
 
 
 def embed(qtbot, ws, sentences):
     ws.set_sentences(sentences)
-    qtbot.waitUntil(ws.all_embedded, timeout=20000)
+    qtbot.waitUntil(ws.all_embedded, timeout=60000)
     qtbot.waitUntil(lambda: not ws.worker.is_busy(), timeout=5000)
 
 
@@ -93,7 +93,7 @@ def test_new_model_reembeds_with_its_own_shapes(qtbot, ws, tiny_checkpoint, tmp_
     embed(qtbot, ws, ["one two three"])
     other = write_tiny_checkpoint(tmp_path / "one_layer", seed=3, n_layers=1)
     load(qtbot, ws, other)
-    qtbot.waitUntil(ws.all_embedded, timeout=20000)
+    qtbot.waitUntil(ws.all_embedded, timeout=60000)
     assert ws.n_layers == 2 and ws.activations[0].shape == (2, 3, 32)
 
 
@@ -115,10 +115,10 @@ def test_overlong_line_is_truncated_with_a_message(qtbot, ws, tiny_checkpoint, m
 
     monkeypatch.setattr(elmo_explorer.workspace, "MAX_LINE_TOKENS", 40)
     load(qtbot, ws, tiny_checkpoint)
-    with qtbot.waitSignal(ws.message, timeout=20000) as blocker:
+    with qtbot.waitSignal(ws.message, timeout=60000) as blocker:
         ws.set_sentences(["x " * 45])
     assert blocker.args[0] == "line 1 has 45 tokens; only the first 40 are used"
-    qtbot.waitUntil(ws.all_embedded, timeout=20000)
+    qtbot.waitUntil(ws.all_embedded, timeout=60000)
     assert ws.activations[0].shape[1] == 40
 
 
@@ -152,12 +152,12 @@ def test_gpu_choices_without_a_gpu(qtbot, ws, tiny_checkpoint):
 
     if torch.cuda.is_available():
         pytest.skip("this checks the CPU-only fallbacks")
-    with qtbot.waitSignal(ws.message, timeout=20000) as blocker:
+    with qtbot.waitSignal(ws.message, timeout=60000) as blocker:
         ws.load_model(ModelSpec(str(tiny_checkpoint), device="auto", precision="fp16"))
     assert blocker.args[0] == "fp16 needs a GPU; running in fp32 on the CPU"
-    qtbot.waitUntil(lambda: ws.model_spec is not None, timeout=20000)
+    qtbot.waitUntil(lambda: ws.model_spec is not None, timeout=60000)
     assert ws.model_spec.precision == "fp32" and ws.device_label == "CPU"
-    with qtbot.waitSignal(ws.model_load_failed, timeout=20000) as failed:
+    with qtbot.waitSignal(ws.model_load_failed, timeout=60000) as failed:
         ws.load_model(ModelSpec(str(tiny_checkpoint), device="cuda"))
     assert "no CUDA device" in failed.args[1]
     assert ws.model_spec.device == "auto"                     # the CPU model stays

@@ -208,7 +208,7 @@ def test_reference_file_joins_the_corpus(panel, qtbot, tmp_path):
     loaded = sum(len(t) for t in panel.ws.tokens)
     panel.set_reference_file(ref)
     qtbot.waitUntil(lambda: panel.model.index is not None and panel.model.index.n_tokens == loaded + 14
-                    and f"{loaded + 14:,} tokens" in panel.view.neighbours.toPlainText(), timeout=20000)
+                    and f"{loaded + 14:,} tokens" in panel.view.neighbours.toPlainText(), timeout=60000)
     assert panel.model.index.tokens[4:] == [["The", "bank", "of", "the", "canal", "was", "steep", "."],
                                       ["A", "bank", "loan", "is", "money", "."]]
     assert panel.view.ref_label.text() == "ref.txt: 2 sentences"
@@ -229,7 +229,7 @@ def test_reference_file_joins_the_corpus(panel, qtbot, tmp_path):
 def test_new_sentences_recompute_and_signal_ready(panel, qtbot):
     with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
         panel.set_group(1, "money")
-    with qtbot.waitSignal(panel.ready, timeout=20000):
+    with qtbot.waitSignal(panel.ready, timeout=60000):
         panel.ws.set_sentences(["A new first line ."] + SENTENCES[:2]
                                + ["A bank , a bank , my kingdom for a bank ."])
     assert panel.model.word == "bank"
@@ -356,7 +356,7 @@ def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint
         assert saved["word"] == "bank" and saved["direction"] == "forward"
         with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
             panel.set_word("river")
-        with qtbot.waitSignal(actions.restored, timeout=20000):
+        with qtbot.waitSignal(actions.restored, timeout=60000):
             actions.open_workspace(path)
         qtbot.waitUntil(lambda: panel.model.comparison is not None and panel.model.comparison.word == "bank",
                         timeout=10000)

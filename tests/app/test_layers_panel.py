@@ -43,7 +43,7 @@ def corpus(tmp_path):
 @pytest.fixture
 def ws(qtbot, tiny_checkpoint, app_settings_dir):
     w = Workspace()
-    with qtbot.waitSignal(w.model_changed, timeout=20000):
+    with qtbot.waitSignal(w.model_changed, timeout=60000):
         w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
     yield w
     assert w.worker.shutdown(timeout_s=10)

@@ -36,7 +36,7 @@ def _tiny_task():
 @pytest.fixture
 def ws(qtbot, tiny_checkpoint):
     w = Workspace()
-    with qtbot.waitSignal(w.model_changed, timeout=20000):
+    with qtbot.waitSignal(w.model_changed, timeout=60000):
         w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
     yield w
     assert w.worker.shutdown(timeout_s=10)
@@ -112,7 +112,7 @@ def test_cancel_stops_training(qtbot, ws):
                           check_params_cb=lambda p: p[1]["phase"] == "layers"):
         panel.run_tasks([_tiny_task()], config=cfg)
     assert panel.view.cancel_button.isEnabled()
-    with qtbot.waitSignal(ws.worker.job_cancelled, timeout=20000):
+    with qtbot.waitSignal(ws.worker.job_cancelled, timeout=60000):
         panel.cancel()
     qtbot.waitUntil(lambda: panel.view.train_button.isEnabled(), timeout=5000)
     assert panel.model.runs == []
@@ -140,7 +140,7 @@ def test_a_failing_task_shows_the_error_and_frees_the_panel(qtbot, ws):
     def broken():
         raise InputError("expected 2 fields", path="bad.tsv", line=7)
 
-    with qtbot.waitSignal(panel.ready, timeout=20000):
+    with qtbot.waitSignal(panel.ready, timeout=60000):
         panel.run_tasks([ProbeTask("broken", "tsv", broken)])
     assert "bad.tsv:7" in panel.view.status.text()
     assert panel.view.train_button.isEnabled() and not panel.view.cancel_button.isEnabled()
@@ -165,7 +165,7 @@ def test_first_show_shows_recorded_results_and_trains_nothing(qtbot, ws, tmp_pat
     monkeypatch.setattr(reference, "reference_dir", lambda: tmp_path)
     panel = ProbesPanel(ws)
     qtbot.addWidget(panel)
-    with qtbot.waitSignal(panel.ready, timeout=20000):
+    with qtbot.waitSignal(panel.ready, timeout=60000):
         panel.show()
     assert panel.model.job is None and panel.is_ready()        # nothing trains by itself
     assert [r.name for r in panel.model.runs] == ["Recorded: POS reference"]

@@ -107,7 +107,7 @@ def run_cycle(qtbot, window, cycle: int, cancel_mode: int) -> str:
     """One edit/embed(/cancel) cycle; waits until the worker is idle. Returns the mode's name."""
     ws, worker = window.workspace, window.workspace.worker
     row = cycle % len(BASE)
-    with qtbot.waitSignal(worker.idle, timeout=20000):
+    with qtbot.waitSignal(worker.idle, timeout=60000):
         if cycle % 2:
             edit_in_editor(window, row, line_text(cycle))
         else:
@@ -132,7 +132,7 @@ def run_cycle(qtbot, window, cycle: int, cancel_mode: int) -> str:
             sentences[row] = f"Later the {spell(cycle)} again."
             ws.set_sentences(sentences)
     if worker.is_busy():          # mode 4: the first job went idle before the second edit
-        with qtbot.waitSignal(worker.idle, timeout=20000):
+        with qtbot.waitSignal(worker.idle, timeout=60000):
             pass
     assert not worker.is_busy()
     return MODES[cancel_mode]
@@ -185,7 +185,7 @@ def window(qtbot, app_settings_dir, tiny_checkpoint, monkeypatch):
     qtbot.addWidget(w)
     w.show()
     w.start(str(tiny_checkpoint), "\n".join(BASE) + "\n")
-    qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
+    qtbot.waitUntil(w.workspace.all_embedded, timeout=60000)
     w.workspace.embedder.cache_size = CACHE_SIZE
     yield w
     w.workspace.worker.shutdown()

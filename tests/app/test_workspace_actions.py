@@ -101,7 +101,7 @@ def window(qtbot, app_settings_dir, tiny_checkpoint):
     w.errors = []
     w.show_error = lambda title, msg: w.errors.append((title, msg))
     w.start(str(tiny_checkpoint), TEXT)
-    qtbot.waitUntil(w.workspace.all_embedded, timeout=20000)
+    qtbot.waitUntil(w.workspace.all_embedded, timeout=60000)
     w.actions_ = wa.install_workspace_actions(w, recover=False)
     yield w
     w.workspace.worker.shutdown()
@@ -138,7 +138,7 @@ def test_save_and_open_round_trip(qtbot, window, tmp_path):
     window.sentences.set_text("Something else entirely.\n")
     qtbot.waitUntil(ws.all_embedded, timeout=10000)
     assert ws.selection is None and actions.is_dirty()
-    with qtbot.waitSignal(actions.restored, timeout=20000):
+    with qtbot.waitSignal(actions.restored, timeout=60000):
         actions.open_workspace(path)
     assert ws.sentences == TEXT.strip().split("\n") and ws.selection == TokenRef(1, 6)
     assert window.panels["fake"].restored == {"layer": 2, "umap": {"n_neighbors": 15}}
@@ -153,7 +153,7 @@ def test_moved_checkpoint_asks_and_checksum_mismatch_warns(qtbot, window, tmp_pa
     moved = tmp_path / "moved.elmows.json"
     wf.save_workspace(moved, wf.WorkspaceData(
         sentences=["a bank"], checkpoint=wf.CheckpointRef(str(tmp_path / "gone"), "00")))
-    with qtbot.waitSignal(actions.restored, timeout=20000):
+    with qtbot.waitSignal(actions.restored, timeout=60000):
         actions.open_workspace(moved)
     assert "gone" in asked[0] and "Locate it?" in asked[0]
     assert ws.sentences == ["a bank"] and ws.model_spec.path == str(tiny_checkpoint)
@@ -167,7 +167,7 @@ def test_moved_checkpoint_asks_and_checksum_mismatch_warns(qtbot, window, tmp_pa
         actions.open_workspace(other)
     assert "checksum differs" in warned[0] and ws.sentences == ["a bank"]       # cancelled
     answer[0] = QMessageBox.StandardButton.Open
-    with qtbot.waitSignal(actions.restored, timeout=20000):
+    with qtbot.waitSignal(actions.restored, timeout=60000):
         actions.open_workspace(other)
     assert ws.sentences == ["the other bank"] and window.errors == []
 
@@ -213,7 +213,7 @@ def test_export_report_with_figures(qtbot, window, tmp_path):
     window.workspace.select(TokenRef(0, 4))
     out = tmp_path / "report"
     opts = FigureOptions(width_in=3.0, height_in=2.0, dpi=100, keep_aspect=False)
-    with qtbot.waitSignal(window.actions_.exported, timeout=20000):
+    with qtbot.waitSignal(window.actions_.exported, timeout=60000):
         window.actions_.export_report(out, opts)
     figs = sorted(p.name for p in (out / "figures").iterdir())
     assert figs == ["own_plot.svg"]                 # the panels' own figures, no screenshots
@@ -240,7 +240,7 @@ def test_autosave_and_recovery(qtbot, window, tmp_path, monkeypatch, app_setting
     window.sentences.set_text("Unrelated text.\n")
     qtbot.waitUntil(window.workspace.all_embedded, timeout=10000)
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: Yes)
-    with qtbot.waitSignal(actions.restored, timeout=20000):
+    with qtbot.waitSignal(actions.restored, timeout=60000):
         actions.check_recovery()
     assert window.workspace.sentences == TEXT.strip().split("\n")
     assert window.workspace.selection == TokenRef(0, 1) and actions.is_dirty()
@@ -278,7 +278,7 @@ def test_open_loads_the_workspace_model_then_selects(qtbot, window, tmp_path):
     wf.save_workspace(path, wf.WorkspaceData(
         sentences=["A bank of fog rolled in."], selection={"sentence": 0, "token": 1, "word": "bank"},
         checkpoint=wf.CheckpointRef(str(other), wf.checkpoint_checksum(other), "other")))
-    with qtbot.waitSignal(window.actions_.restored, timeout=20000):
+    with qtbot.waitSignal(window.actions_.restored, timeout=60000):
         window.actions_.open_workspace(path)
     ws = window.workspace
     assert ws.model_spec.path == str(other) and ws.model_info.checksum == wf.checkpoint_checksum(other)
