@@ -25,7 +25,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from elmo_engine.analysis.projection import (LayerSpec, Projection, Projector, all_tokens,
                                              is_warm, warm_up, word_tokens)
-from elmo_engine.errors import ElmoError
+from elmo_engine.errors import ElmoError, InputError
 from elmo_engine.io.report import ReportTable
 from elmo_explorer.figure_export import FigureOptions
 from elmo_explorer.panels.projection_export import ProjectionExports
@@ -326,7 +326,10 @@ class ProjectionPanel(PanelDefaults, QWidget):
 
         def job(state):
             state.report(0, 1, label)
-            return proj.umap(acts, tokens, layer, params, checksum, state)
+            try:
+                return proj.umap(acts, tokens, layer, params, checksum, state)
+            except InputError as e:          # too few distinct vectors: a result, not a failure
+                return str(e)
 
         self.view.controls.set_running(True)
         if not is_warm():
@@ -334,7 +337,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
             self.view.message("UMAP: compiling its kernels once for this session (10–40 s)…")
         m.job = self.ws.worker.submit(
             f"Projection: UMAP {layer.name}", job, group=GROUP,
-            on_result=lambda p: (self._draw(k, p), self._umap_step(gen, k + 1)),
+            on_result=lambda p: (self._on_umap_error(gen, k, p) if isinstance(p, str)
+                                 else (self._draw(k, p), self._umap_step(gen, k + 1))),
             on_error=lambda msg: self._on_umap_error(gen, k, msg))
 
     def cancel(self) -> None:
