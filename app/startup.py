@@ -38,7 +38,8 @@ def configure_process() -> None:
 # ---- a display to draw on --------------------------------------------------------------------
 NO_DISPLAY_HINT = ("elmo-explorer: no display to open the window on ({why}); without a display run "
                    "QT_QPA_PLATFORM=offscreen elmo-explorer --screenshot shot.png "
-                   "[--view contexts|projection|probes], or use a subcommand (elmo-explorer --help)")
+                   "[--view contexts|projection|probes|layers], or use a subcommand "
+                   "(elmo-explorer --help)")
 
 
 #: where X servers put their local sockets (fixed by the X11 convention on every Unix, not a
