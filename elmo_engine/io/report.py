@@ -27,7 +27,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
-from elmo_engine.io.vectors import TargetExistsError, writing
+from elmo_engine.io.vectors import TargetExistsError, swap_in_folder, writing
 
 #: rows of a table shown on the pages (the CSV always has all of them)
 MAX_SHOWN_ROWS = 60
@@ -292,7 +292,7 @@ def write_report(folder, spec: ReportSpec, overwrite: bool = False,
         os.chmod(staging, 0o777 & ~mask)          # mkdtemp's 0700 → what mkdir would give
         try:
             written = _fill(staging, spec, names, state)
-            _swap_in(staging, folder, overwrite)
+            swap_in_folder(staging, folder, overwrite)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -340,26 +340,6 @@ def _write(path: Path, data: bytes) -> None:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-
-
-def _swap_in(staging: Path, folder: Path, overwrite: bool) -> None:
-    old: Optional[Path] = None
-    if folder.exists():
-        if not overwrite:
-            raise TargetExistsError(folder)
-        old = folder.with_name(f".{folder.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-        os.replace(folder, old)
-    try:
-        os.replace(staging, folder)
-    except BaseException:
-        if old is not None:
-            os.replace(old, folder)
-        raise
-    if old is not None:
-        if old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink()
 
 
 __all__ = ["MAX_SHOWN_ROWS", "ReportFigure", "ReportSpec", "ReportTable", "render_html",

@@ -28,6 +28,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import os
+import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, List, Optional, Sequence, Tuple
@@ -61,6 +64,28 @@ class TargetExistsError(ExportError):
 
     def __init__(self, path):
         super().__init__(path, "already exists; choose another name or allow overwriting")
+
+
+def swap_in_folder(staging: Path, target: Path, overwrite: bool) -> None:
+    """Rename a filled staging folder into place as a whole; an existing ``target`` is moved
+    aside first (``TargetExistsError`` without ``overwrite``) and put back if the rename fails."""
+    old: Optional[Path] = None
+    if target.exists():
+        if not overwrite:
+            raise TargetExistsError(target)
+        old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+        os.replace(target, old)
+    try:
+        os.replace(staging, target)
+    except BaseException:
+        if old is not None and not target.exists():
+            os.replace(old, target)                          # put the previous one back
+        raise
+    if old is not None:
+        if old.is_dir():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.unlink(missing_ok=True)
 
 
 def describe_os_error(e: OSError) -> str:

@@ -17,11 +17,11 @@ import io
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import List, Optional
 
-from elmo_engine.io.vectors import LayerChoice, TargetExistsError, _row_format, _rows
+from elmo_engine.io.vectors import (LayerChoice, TargetExistsError, _row_format, _rows,
+                                    swap_in_folder)
 
 
 def _umask() -> int:
@@ -100,7 +100,9 @@ def write_tsv(path, tokens, activations, layers: LayerChoice, refs, state,
                 os.fsync(fh.fileno())
         if is_file_target(path):
             return _move_files(staging, path.parent, names + [meta], overwrite)
-        return _move_folder(staging, path, overwrite)
+        written = sorted(p.name for p in staging.iterdir())
+        swap_in_folder(staging, path, overwrite)
+        return [path / n for n in written]
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -114,30 +116,6 @@ def _move_files(staging: Path, folder: Path, names: List[str], overwrite: bool) 
     for n, t in zip(names, targets):
         os.replace(staging / n, t)
     return targets
-
-
-def _move_folder(staging: Path, target: Path, overwrite: bool) -> List[Path]:
-    """Rename the filled staging folder into place as a whole (the old one put back on
-    failure)."""
-    written = sorted(p.name for p in staging.iterdir())
-    old: Optional[Path] = None
-    if target.exists():
-        if not overwrite:
-            raise TargetExistsError(target)
-        old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-        os.replace(target, old)
-    try:
-        os.replace(staging, target)
-    except BaseException:
-        if old is not None and not target.exists():
-            os.replace(old, target)                          # put the previous export back
-        raise
-    if old is not None:
-        if old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
-    return [target / n for n in written]
 
 
 __all__ = ["is_file_target", "tsv_files", "write_tsv"]
