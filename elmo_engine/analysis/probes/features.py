@@ -15,9 +15,10 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from elmo_engine.analysis.activations import iter_embedded
 from elmo_engine.io.datasets.records import LabelledSentence, WsdSentence
 from elmo_engine.errors import InputError
-from elmo_engine.progress import TaskState, check, report
+from elmo_engine.progress import TaskState
 
 #: sentences embedded per call (the embedder sorts them by length and batches inside; this bounds
 #: the memory held at once)
@@ -88,20 +89,13 @@ def _gather(embedder, sentences: Sequence[Sequence[str]], spans: Sequence[Sequen
     dtype = np.float16 if n_targets > HALF_ABOVE else np.float32
     out: Optional[np.ndarray] = None
     col = 0
-    total = len(sentences)
-    report(state, 0, total, f"embedding {what}")
-    for start in range(0, total, EMBED_CHUNK):
-        check(state)
-        chunk = [list(s) for s in sentences[start:start + EMBED_CHUNK]]
-        arrays = embedder.embed(chunk)
+    for start, arrays in iter_embedded(embedder, sentences, state, what, EMBED_CHUNK):
         for arr, sp in zip(arrays, spans[start:start + EMBED_CHUNK]):
             if out is None:
                 out = np.empty((arr.shape[0], n_targets, arr.shape[2]), dtype)       # (K, N, D)
             for a, b in sp:
                 out[:, col] = arr[:, a] if b == a + 1 else arr[:, a:b].mean(axis=1)  # (K, D)
                 col += 1
-        report(state, min(start + EMBED_CHUNK, total), total,
-               f"embedding {what} ({min(start + EMBED_CHUNK, total)}/{total} sentences)")
     if out is None:
         raise InputError(f"the {what} data has no labelled tokens")
     return out
