@@ -83,6 +83,19 @@ def app_settings_dir(tmp_path, monkeypatch) -> Path:
     return folder
 
 
+#: a small corpus for the layers analyses (CLI and tab tests)
+LAYERS_SENTENCES = [
+    "the bank of the river was steep .",
+    "she sat on the bank and watched the river .",
+    "the bank raised its rates .",
+    "he paid the money into the bank .",
+    "the river ran past the old mill .",
+    "they played a game by the river .",
+    "the children played in the garden .",
+    "money is not the only thing .",
+]
+
+
 def write_tiny_checkpoint(folder: Path, seed: int = 0, n_layers: int = 2) -> Path:
     """A small random biLM in the published layout (options.json + lm_weights.hdf5)."""
     import torch

@@ -17,20 +17,10 @@ from elmo_explorer.workspace import ModelSpec, Workspace  # noqa: E402
 from elmo_engine.analysis.cka import cka_matrix, cross_cka  # noqa: E402
 from elmo_engine.analysis.contextuality import contextuality  # noqa: E402
 from elmo_engine.analysis.layers_run import read_corpus  # noqa: E402
-from conftest import write_tiny_checkpoint  # noqa: E402
+from conftest import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
-SENTENCES = [
-    "the bank of the river was steep .",
-    "she sat on the bank and watched the river .",
-    "the bank raised its rates .",
-    "he paid the money into the bank .",
-    "the river ran past the old mill .",
-    "they played a game by the river .",
-    "the children played in the garden .",
-    "money is not the only thing .",
-]
 
 
 @pytest.fixture

@@ -13,18 +13,8 @@ from elmo_engine.cli import layers as layers_cli
 from elmo_engine.analysis.cka import cka_matrix, cross_cka
 from elmo_engine.analysis.contextuality import contextuality
 from elmo_engine.cli import build_parser, main
-from conftest import write_tiny_checkpoint
+from conftest import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint
 
-SENTENCES = [
-    "the bank of the river was steep .",
-    "she sat on the bank and watched the river .",
-    "the bank raised its rates .",
-    "he paid the money into the bank .",
-    "the river ran past the old mill .",
-    "they played a game by the river .",
-    "the children played in the garden .",
-    "money is not the only thing .",
-]
 
 
 @pytest.fixture(autouse=True, scope="module")
