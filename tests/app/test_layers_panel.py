@@ -22,7 +22,6 @@ from conftest import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint  # noq
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
 
-
 @pytest.fixture
 def corpus(tmp_path):
     f = tmp_path / "corpus.txt"

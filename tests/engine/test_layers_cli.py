@@ -16,7 +16,6 @@ from elmo_engine.cli import build_parser, main
 from conftest import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint
 
 
-
 @pytest.fixture(autouse=True, scope="module")
 def _one_thread(torch_one_thread):
     from threadpoolctl import threadpool_limits
