@@ -72,7 +72,10 @@ def configure(p: argparse.ArgumentParser) -> None:
                             ("patience", int, "stop after N evaluations without a better dev "
                                               "perplexity"),
                             ("eval-tokens", int, "the periodic evaluations read the first N "
-                                                 "tokens of each dev file")):
+                                                 "tokens of each dev file"),
+                            ("cooldown-minutes", float, "over the last M minutes of --max-minutes "
+                                                        "the learning rate falls linearly to 5 %% "
+                                                        "of --lr; may change on --resume")):
         p.add_argument(f"--{name}", type=typ, help=f"{what} (default: from the preset)")
     p.add_argument("--optimizer", choices=["adam", "adagrad"], help="default: from the preset")
     p.add_argument("--shuffle", choices=["documents", "sentences"],
@@ -99,7 +102,7 @@ def build_config(args):
                "dropout": "dropout", "seed": "seed", "checkpoint_every": "checkpoint_every",
                "checkpoint_minutes": "checkpoint_minutes", "log_every": "log_every",
                "optimizer": "optimizer", "eval_minutes": "eval_minutes", "patience": "patience", "eval_tokens": "eval_tokens",
-               "shuffle": "shuffle"}
+               "shuffle": "shuffle", "cooldown_minutes": "cooldown_minutes"}
     for arg, attr in mapping.items():
         val = getattr(args, arg, None)
         if val is not None:

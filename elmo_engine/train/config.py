@@ -10,7 +10,10 @@ from elmo_engine.model.options import BiLMOptions
 
 # settings that may change when a run is resumed; every other one must match the checkpoint
 RUN_CONTROL = ("epochs", "max_steps", "max_minutes", "checkpoint_every", "checkpoint_minutes",
-               "log_every", "eval_minutes", "patience", "eval_tokens", "fused")
+               "log_every", "eval_minutes", "patience", "eval_tokens", "fused", "cooldown_minutes")
+
+# the cooldown ends at this fraction of the learning rate (not 0: the last steps still learn)
+COOLDOWN_FLOOR = 0.05
 
 
 @dataclass
@@ -49,6 +52,17 @@ class TrainConfig:
     fused: bool = True
     # sentence order per epoch: "documents" (shuffled by document, each in order) or "sentences"
     shuffle: str = "documents"
+    # learning-rate cooldown: over the last cooldown_minutes of the max_minutes budget the
+    # learning rate falls linearly from lr to lr * COOLDOWN_FLOOR (None: constant lr)
+    cooldown_minutes: Optional[float] = None
+
+    def lr_at(self, elapsed_seconds: float) -> float:
+        """The learning rate after ``elapsed_seconds`` of training (the cooldown applied)."""
+        if self.cooldown_minutes is None or self.max_minutes is None:
+            return self.lr
+        left = self.max_minutes * 60 - elapsed_seconds
+        frac = min(1.0, max(0.0, left / (self.cooldown_minutes * 60)))
+        return self.lr * (COOLDOWN_FLOOR + (1.0 - COOLDOWN_FLOOR) * frac)
 
     def bilm_options(self) -> BiLMOptions:
         return BiLMOptions.from_json_dict(self.options, "training options")
@@ -73,6 +87,12 @@ class TrainConfig:
             raise InputError(f"shuffle must be documents or sentences (got {self.shuffle!r})")
         if self.eval_minutes is not None and not self.eval_minutes > 0:
             raise InputError(f"eval_minutes must be positive (got {self.eval_minutes})")
+        if self.cooldown_minutes is not None:
+            if not self.cooldown_minutes > 0:
+                raise InputError(f"cooldown_minutes must be positive (got {self.cooldown_minutes})")
+            if self.max_minutes is None:
+                raise InputError("a cooldown needs a time budget: give --max-minutes with "
+                                 "--cooldown-minutes")
         if self.patience is not None and int(self.patience) < 1:
             raise InputError(f"patience must be at least 1 (got {self.patience})")
 

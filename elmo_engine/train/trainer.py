@@ -149,6 +149,8 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     if doc is not None:
         state_io.restore_model(model, tensors, out)
         state_io.restore_optimizer(opt, tensors, doc["optimizer"])
+        for group in opt.param_groups:    # a cooldown given or dropped on resume applies now
+            group["lr"] = cfg.lr_at(doc["train_seconds"])
         gen.set_state(tensors["rng.train"])
         torch.set_rng_state(tensors["rng.torch"])
         step, epoch, window = doc["step"], doc["epoch"], doc["window"]
@@ -240,6 +242,10 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                 opt.zero_grad(set_to_none=True)
                 loss.sum().backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+                if cfg.cooldown_minutes is not None:
+                    lr_now = cfg.lr_at(elapsed())
+                    for group in opt.param_groups:
+                        group["lr"] = lr_now
                 opt.step()
                 carry = [(c.detach(), h.detach()) for c, h in carry]
                 step += 1
