@@ -153,7 +153,7 @@ class ProbesPanel(PanelDefaults, QWidget):
                 data = t.load()
                 out.append(probe_sentences(
                     ws.embedder, data["train"], data["test"], data.get("dev"), task=t.task,
-                    config=cfg, name=t.name, label=str(data.get("label", "")),
+                    config=cfg.for_task(t.task), name=t.name, label=str(data.get("label", "")),
                     max_train_sentences=t.options.get("max_train_sentences"),
                     first_sense_fn=data.get("first_sense_fn"), state=state,
                     on_event=lambda e: emit((token, e))))

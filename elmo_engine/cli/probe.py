@@ -53,14 +53,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=3,
                    help="train every probe with this many seeds (--seed, --seed+1, …) and report "
                         "mean ± sd (default 3)")
-    p.add_argument("--mix-min-epochs", type=int, default=10,
+    p.add_argument("--mix-min-epochs", type=int, default=None,
                    help="the scalar-mix probe trains at least this many epochs, then stops "
-                        "early on dev loss (default 10)")
+                        "early on dev loss (default 10; 3 for wsd)")
     p.add_argument("--epochs", type=int, default=30, help="most epochs (default 30)")
     p.add_argument("--patience", type=int, default=3, help="early-stopping patience (default 3)")
     p.add_argument("--batch-size", type=int, default=None,
-                   help="examples per Adam step (default 256; 1024 for WSD)")
-    p.add_argument("--lr", type=float, default=3e-3, help="Adam learning rate of the classifiers")
+                   help="examples per Adam step (default 256; 1024 for wsd)")
+    p.add_argument("--lr", type=float, default=None,
+                   help="Adam learning rate of the classifiers (default 3e-3; 1e-3 for wsd)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-layer-norm", action="store_true",
                    help="do not scale each layer to zero mean / unit variance before probing")
@@ -144,8 +145,10 @@ def run(args) -> int:
 
     if args.max_sentences is not None and args.max_sentences < 2:
         raise InputError("--max-sentences must be at least 2")
-    if args.batch_size is None:
-        args.batch_size = 1024 if args.task.endswith("wsd") else 256
+    defaults = ProbeConfig().for_task(args.task)
+    for name in ("batch_size", "lr", "mix_min_epochs"):
+        if getattr(args, name) is None:
+            setattr(args, name, getattr(defaults, name))
     if (args.epochs < 1 or args.patience < 1 or args.batch_size < 1 or args.hidden < 0
             or args.seeds < 1 or args.mix_min_epochs < 1):
         raise InputError("--epochs, --patience, --batch-size, --seeds and --mix-min-epochs must "

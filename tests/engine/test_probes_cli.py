@@ -89,6 +89,21 @@ def test_wsd_cli_on_semeval2007(tmp_path):
     # the test set overlaps the training subset, so known lemmas dominate: well above 0
     assert d["layers"][0]["centroid_test"] > 0.3
     assert 0 <= d["mix"]["centroid_test"] <= 1
+    # the word-sense defaults, with the options given on the command line kept
+    assert (d["config"]["lr"], d["config"]["batch_size"]) == (1e-3, 1024)
+    assert d["config"]["mix_min_epochs"] == 2
+
+
+def test_task_defaults_fill_only_what_the_user_left():
+    from elmo_engine.analysis.probes.experiment import TASK_DEFAULTS, ProbeConfig
+
+    base = ProbeConfig()
+    wsd = base.for_task("wsd")
+    assert (wsd.lr, wsd.batch_size, wsd.mix_min_epochs) == (1e-3, 1024, 3)
+    assert TASK_DEFAULTS["wsd"]["lr"] != base.lr
+    assert base.for_task("pos") == base and base.for_task("demo-wsd") == base
+    mine = ProbeConfig(lr=5e-3, mix_min_epochs=7).for_task("wsd")
+    assert (mine.lr, mine.batch_size, mine.mix_min_epochs) == (5e-3, 1024, 7)
 
 
 def test_missing_arguments_are_clear_errors(tmp_path):

@@ -5,10 +5,12 @@ vectors. ``H`` heads are trained in one model on ``(H, B, D)`` input, each with 
 its own early stopping and its own best-epoch snapshot, so the K per-layer probes cost one pass
 over the data per epoch. For word sense disambiguation the softmax is restricted to the candidate
 classes of each example (its lemma's WordNet senses that have training examples): the class
-weights of all heads are rows of one sparse table, a lemma's candidates a padded index matrix.
+weights of all heads are one table whose rows a step gathers and updates (:class:`RowAdam`), a
+lemma's candidates a padded index matrix.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -42,9 +44,11 @@ class Heads(nn.Module):
     """``H`` independent classifiers on ``(H, B, D)`` input → ``(H, B, M)`` logits.
 
     With ``restricted=True`` (word senses: each example scores only its candidate classes) the
-    class weights of every head are one sparse table ``(C, H·width)`` (and biases ``(C, H)``), so
-    a step gathers the batch's candidate rows once for all heads and touches only those rows
-    (SparseAdam) instead of every one of tens of thousands of senses.
+    class weights and biases of every head are one table ``(C, H, width + 1)`` (the bias is the
+    last column; a class's row holds every head, so gathering rows copies contiguous memory). A training step gathers the rows of the batch's distinct candidate classes
+    once, as a leaf of the autograd graph (``last_rows``), and :class:`RowAdam` updates only
+    those rows, so a step costs what its candidates cost, not what tens of thousands of senses
+    would.
     """
 
     def __init__(self, n_heads: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0,
@@ -59,12 +63,12 @@ class Heads(nn.Module):
             width = hidden
         self.width = width
         w0 = torch.randn(n_heads, n_classes, width, generator=g) * 0.01
+        # rows gathered by the last training forward: (class ids (U,), leaf (U, H, width + 1))
+        self.last_rows: Optional[Tuple[torch.Tensor, torch.Tensor]] = None
         if restricted:
-            self.w_emb = nn.Embedding(n_classes, n_heads * width, sparse=True)
-            self.b_emb = nn.Embedding(n_classes, n_heads, sparse=True)
-            with torch.no_grad():
-                self.w_emb.weight.copy_(w0.permute(1, 0, 2).reshape(n_classes, -1))
-                self.b_emb.weight.zero_()
+            table = torch.cat([w0, torch.zeros(n_heads, n_classes, 1)], dim=2).permute(1, 0, 2)
+            table = table.contiguous()                                        # (C, H, E+1)
+            self.table = nn.Parameter(table, requires_grad=False)       # moved by RowAdam
         else:
             self.w = nn.Parameter(w0)
             self.b = nn.Parameter(torch.zeros(n_heads, n_classes))
@@ -80,11 +84,58 @@ class Heads(nn.Module):
         idx = cand.clamp(min=0)                                                        # (B, M)
         b, m = idx.shape
         if self.restricted:
-            wc = self.w_emb(idx).view(b, m, self.n_heads, self.width)                  # (B, M, H, E)
-            logits = torch.einsum("hbe,bmhe->hbm", x, wc) + self.b_emb(idx).permute(2, 0, 1)
+            h, e1 = self.n_heads, self.width + 1
+            xa = torch.cat([x, x.new_ones(h, b, 1)], dim=2)                            # (H, B, E+1)
+            if self.training and torch.is_grad_enabled():
+                # padding → id C, sorted last, a zero row no update touches
+                n_cls = self.table.shape[0]
+                ids, inv = torch.unique(torch.where(cand >= 0, cand, n_cls), return_inverse=True)
+                rows = ids[ids < n_cls]                                                # (U,)
+                leaf = self.table.detach().index_select(0, rows).requires_grad_()     # (U, H, E+1)
+                self.last_rows = (rows, leaf)
+                full = leaf if len(rows) == len(ids) else torch.cat(
+                    [leaf, leaf.new_zeros(1, h, e1)], dim=0)
+                wc = full.index_select(0, inv.flatten())                               # (B·M, H, E+1)
+            else:
+                wc = self.table.index_select(0, idx.flatten())
+            xb = xa.permute(1, 0, 2).unsqueeze(1)                                      # (B, 1, H, E+1)
+            logits = (wc.view(b, m, h, e1) * xb).sum(-1).permute(2, 0, 1)             # (H, B, M)
         else:
             logits = torch.einsum("hbd,hbmd->hbm", x, self.w[:, idx]) + self.b[:, idx]
         return logits.masked_fill(cand[None] < 0, NEG)
+
+
+class RowAdam:
+    """Adam on the rows of a :class:`Heads` table that the last step gathered, lazily (a row's
+    moments change only when it is used), with the global step count of ``torch.optim.
+    SparseAdam`` and its update, so it trains exactly as the sparse embedding + SparseAdam would,
+    without sorting and coalescing a sparse gradient every step."""
+
+    def __init__(self, heads: "Heads", lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.heads, self.lr, self.betas, self.eps = heads, lr, betas, eps
+        self.exp_avg = torch.zeros_like(heads.table)
+        self.exp_avg_sq = torch.zeros_like(heads.table)
+        self.steps = 0
+
+    def zero_grad(self) -> None:
+        """Nothing to clear: every training forward gathers a fresh leaf."""
+
+    @torch.no_grad()
+    def step(self) -> None:
+        if self.heads.last_rows is None or self.heads.last_rows[1].grad is None:
+            return
+        rows, leaf = self.heads.last_rows
+        grad = leaf.grad
+        b1, b2 = self.betas
+        self.steps += 1
+        m = self.exp_avg.index_select(0, rows).mul_(b1).add_(grad, alpha=1 - b1)
+        v = self.exp_avg_sq.index_select(0, rows).mul_(b2).addcmul_(grad, grad, value=1 - b2)
+        self.exp_avg.index_copy_(0, rows, m)
+        self.exp_avg_sq.index_copy_(0, rows, v)
+        size = self.lr * math.sqrt(1 - b2 ** self.steps) / (1 - b1 ** self.steps)
+        new = leaf.detach().sub_(m.div_(v.sqrt_().add_(self.eps)), alpha=size)
+        self.heads.table.index_copy_(0, rows, new)
+        self.heads.last_rows = None
 
 
 class LayerProbes(nn.Module):
@@ -196,7 +247,8 @@ def accuracy(model: nn.Module, split: Split, norm: Normaliser) -> np.ndarray:
 
 def _batches(train: Split, batch_size: int, gen: torch.Generator) -> List[torch.Tensor]:
     """One epoch's minibatches. Restricted tasks: only examples with something to learn (gold
-    among ≥ 2 candidates), grouped by candidate count so a batch pads to few columns."""
+    among ≥ 2 candidates), grouped by candidate count (one group per count up to 16) so that a
+    batch pads few columns."""
     n = len(train)
     if train.cand is None:
         perm = torch.randperm(n, generator=gen)
@@ -204,7 +256,7 @@ def _batches(train: Split, batch_size: int, gen: torch.Generator) -> List[torch.
     width = (train.cand >= 0).sum(dim=1).cpu()
     useful = (train.y.cpu() >= 0) & (width >= 2)
     out: List[torch.Tensor] = []
-    for lo, hi in ((2, 2), (3, 4), (5, 8), (9, 16), (17, 32), (33, 1 << 30)):
+    for lo, hi in [(w, w) for w in range(2, 17)] + [(17, 24), (25, 32), (33, 1 << 30)]:
         idx = torch.nonzero(useful & (width >= lo) & (width <= hi)).flatten()
         idx = idx[torch.randperm(len(idx), generator=gen)]
         out.extend(idx[a:a + batch_size] for a in range(0, len(idx), batch_size))
@@ -223,17 +275,17 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
     ``best_epoch`` per head, and ``epochs`` (how many ran).
     """
     torch.manual_seed(settings.seed)
-    named = list(model.named_parameters())
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     mix_params = [p for n, p in named if n.startswith("mix.")]
-    sparse = [p for n, p in named if "_emb." in n]
-    dense = [p for n, p in named if not n.startswith("mix.") and "_emb." not in n]
+    dense = [p for n, p in named if not n.startswith("mix.")]
     groups = [{"params": dense, "lr": settings.lr, "weight_decay": settings.weight_decay}]
     if mix_params:
         groups.append({"params": mix_params, "lr": settings.mix_lr, "weight_decay": 0.0})
     groups = [g for g in groups if g["params"]]
-    opts = [torch.optim.Adam(groups)] if groups else []
-    if sparse:                                 # sense weights: only the batch's rows move
-        opts.append(torch.optim.SparseAdam(sparse, lr=settings.lr))
+    opts: list = [torch.optim.Adam(groups)] if groups else []
+    # sense tables (restricted heads): only the rows of a batch's candidates move
+    opts += [RowAdam(m, settings.lr) for m in model.modules()
+             if isinstance(m, Heads) and m.restricted]
     gen = torch.Generator().manual_seed(settings.seed)
     by_loss = settings.stop_on == "loss"
     best = np.full(n_heads, np.inf if by_loss else -1.0)
@@ -298,22 +350,18 @@ def _trim(cand: torch.Tensor) -> torch.Tensor:
 
 def _take_snapshot(model: nn.Module, snapshot: Dict[str, torch.Tensor], improved: np.ndarray,
                    n_heads: int) -> None:
-    """Copy the improved heads' parameters: dense ones have the head as their first axis, the
-    sparse class table one block of columns per head."""
+    """Copy the improved heads' parameters: the head is the first axis of every one but the
+    sense table's ``(C, H, E+1)``."""
     heads = np.flatnonzero(improved)
     for name, value in model.state_dict().items():
         if n_heads == 1:
             snapshot[name] = value.detach().clone()
-        elif name.endswith("w_emb.weight"):
-            width = value.shape[1] // n_heads
-            for h in heads:
-                snapshot[name][:, h * width:(h + 1) * width] = value[:, h * width:(h + 1) * width]
-        elif name.endswith("b_emb.weight"):
+        elif name.endswith("table"):
             snapshot[name][:, heads] = value[:, heads].detach()
         else:
             for h in heads:
                 snapshot[name][h] = value[h].detach()
 
 
-__all__ = ["Heads", "LayerProbes", "MixProbe", "Normaliser", "Split", "TrainSettings", "accuracy",
-           "evaluate", "fit", "predict"]
+__all__ = ["Heads", "LayerProbes", "MixProbe", "Normaliser", "RowAdam", "Split", "TrainSettings",
+           "accuracy", "evaluate", "fit", "predict"]
