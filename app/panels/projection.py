@@ -237,7 +237,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         n = self.ws.n_layers
         layers = [LayerSpec.single(k) for k in range(n)]
         if n > 1:
-            layers.append(LayerSpec.mix(weights))
+            layers.append(LayerSpec.mix(weights, self.view.controls.layer_norm.isChecked()))
         m.ready = False
         m.gen += 1
         self.ws.worker.cancel_group(GROUP)          # an older run's jobs are stale now

@@ -5,7 +5,8 @@ from typing import List, Sequence, Tuple
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
-from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGridLayout, QHBoxLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGridLayout,
+                               QHBoxLayout,
                                QLabel, QLineEdit, QListWidget, QListWidgetItem, QMenu,
                                QPushButton, QSpinBox, QToolButton, QWidget, QWidgetAction)
 
@@ -106,6 +107,12 @@ class ProjectionControls(QWidget):
         self.mix.setPlaceholderText("equal")
         self.mix.setToolTip("Scalar-mix weights, one per layer (normalised to sum 1), e.g. "
                             "0.2, 0.3, 0.5; empty = equal weights")
+        self.layer_norm = QCheckBox("Normalise layers before mixing")
+        self.layer_norm.setChecked(True)
+        self.layer_norm.setToolTip("Scale every layer to zero mean and unit variance over the "
+                                   "projected sentences before mixing, as the Contexts view "
+                                   "does and ELMo's ScalarMix(do_layer_norm=True) offers; "
+                                   "otherwise layer 0's larger norm decides the mix")
         self.run_button = QPushButton("Run UMAP")
         self.run_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
@@ -131,6 +138,7 @@ class ProjectionControls(QWidget):
         form.addRow("UMAP seed", self.seed)
         form.addRow("UMAP epochs", self.epochs)
         form.addRow("Mix weights", self.mix)
+        form.addRow("", self.layer_norm)
         menu = QMenu(self.settings_button)
         action = QWidgetAction(menu)
         action.setDefaultWidget(form_widget)
@@ -201,7 +209,8 @@ class ProjectionControls(QWidget):
         seed = self.seed.value()
         return (f"neighbours {self.n_neighbors.value()}, min dist {self.min_dist.value():.2f}, "
                 f"seed {'random' if seed < 0 else seed}, epochs {self.epochs.text()}, "
-                f"mix weights {self.mix.text().strip() or 'equal'}")
+                f"mix weights {self.mix.text().strip() or 'equal'}"
+                + (", layers normalised" if self.layer_norm.isChecked() else ""))
 
     def _update_settings_tip(self) -> None:
         self.settings_button.setToolTip("UMAP and scalar-mix settings: " + self.settings_text())

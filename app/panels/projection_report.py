@@ -115,7 +115,8 @@ class ProjectionReport:
                 "max_points": c.max_points.value(), "colour_by": c.colour_by(),
                 "umap": {"n_neighbors": c.n_neighbors.value(), "min_dist": c.min_dist.value(),
                          "seed": c.seed.value(), "epochs": c.epochs.value()},
-                "mix_weights": weights, "search": c.search.text()}
+                "mix_weights": weights, "layer_norm": c.layer_norm.isChecked(),
+                "search": c.search.text()}
 
     def restore_view_state(self, state: Dict[str, Any]) -> None:
         """Apply a ``view_state()`` dict; missing, unknown or invalid keys are ignored. The
@@ -124,7 +125,7 @@ class ProjectionReport:
             return
         c, m = self.view.controls, self.model
         widgets = (c, c.source, c.words, c.max_points, c.colour, c.search, c.n_neighbors,
-                   c.min_dist, c.seed, c.epochs, c.mix)
+                   c.min_dist, c.seed, c.epochs, c.mix, c.layer_norm)
         blocked = [w.blockSignals(True) for w in widgets]
         try:
             self._restore_controls(state)
@@ -172,3 +173,5 @@ class ProjectionReport:
         text = mix_weights_text(state)                         # "": equal weights
         if text is not None:
             c.mix.setText(text)
+        if isinstance(state.get("layer_norm"), bool):
+            c.layer_norm.setChecked(state["layer_norm"])

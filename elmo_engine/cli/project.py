@@ -36,6 +36,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42, help="-1: unseeded (multi-threaded)")
     p.add_argument("--epochs", type=int, default=None, help="UMAP epochs (default: umap's rule)")
     p.add_argument("--mix-weights", help="scalar-mix weights, one per layer (default: equal)")
+    p.add_argument("--no-layer-norm", action="store_true",
+                   help="mix the layers as they are (default: each layer normalised by its mean "
+                        "and standard deviation first, as contexts does)")
     p.add_argument("--max-points", type=int, default=20_000,
                    help="a seeded random sample of at most this many tokens (default 20000)")
     p.add_argument("--csv", type=Path, required=True, help="coordinates output (.csv)")
@@ -76,7 +79,7 @@ def run(args) -> int:
                 weights = [float(w) for w in args.mix_weights.replace(",", " ").split()]
             except ValueError:
                 raise InputError(f"--mix-weights must be numbers: {args.mix_weights!r}") from None
-        layers.append(LayerSpec.mix(weights))
+        layers.append(LayerSpec.mix(weights, not args.no_layer_norm))
 
     def say(done, total, message):                  # one line per layer, not per epoch/batch
         if message.startswith(("UMAP of", "PCA of")):

@@ -342,12 +342,15 @@ def test_view_state_round_trip(pca_panel, qtbot, ws):
     c.seed.setValue(123)
     c.epochs.setValue(150)
     c.mix.setText("0.2, 0.3, 0.5")
+    assert c.layer_norm.isChecked()                          # the contexts rule by default
+    c.layer_norm.setChecked(False)
     c.search.setText("bank")
     state = json.loads(json.dumps(p.view_state()))          # JSON values only
     assert state["source"] == "words" and state["words"] == "bank, play"
     assert state["umap"] == {"n_neighbors": 7, "min_dist": 0.35, "seed": 123, "epochs": 150}
     assert state["mix_weights"] == [0.2, 0.3, 0.5] and state["colour_by"] == "sentence"
     assert state["search"] == "bank" and state["max_points"] == 5000
+    assert state["layer_norm"] is False
 
     other = ProjectionPanel(ws)
     qtbot.addWidget(other)
@@ -357,8 +360,11 @@ def test_view_state_round_trip(pca_panel, qtbot, ws):
     assert other.view.controls.words.isVisibleTo(other)          # the word-list field is shown
     assert other.view.controls.params().n_neighbors == 7
     assert other.view.controls.mix_weights(3) == [0.2, 0.3, 0.5]
+    assert not other.view.controls.layer_norm.isChecked()
     with qtbot.waitSignal(other.ready, timeout=60000):      # the usual scheduled run
         other.show()
+    mix = other.model.layers[-1]
+    assert mix.weights == (0.2, 0.3, 0.5) and mix.layer_norm is False
     n_words = sum(w in ("bank", "play") for t in ws.tokens for w in t)
     assert len(other.model.tokens) == n_words == 6
     assert len(other.view.plots.highlight) == 4                  # search "bank" marked

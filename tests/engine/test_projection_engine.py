@@ -150,6 +150,30 @@ def test_layer_features_single_and_mix(corpus):
         layer_features(acts, ts, LayerSpec.single(N_LAYERS))
     with pytest.raises(InputError):
         layer_features(acts, ts, LayerSpec.mix([1, 1]))
+
+
+def test_layer_normalised_mix_is_the_contexts_rule(corpus):
+    from elmo_engine.analysis.compare import compare, gather, layer_stats, mix_layers
+
+    sents, acts = corpus
+    # layers of very different scale: without normalisation layer 0 decides the mix
+    acts = [a * np.array([40.0, 1.0, 0.5], np.float32)[:, None, None] + 3.0 for a in acts]
+    ts = word_tokens(sents, ["w3", "w7"])
+    spec = LayerSpec.mix([1.0, 1.0, 2.0], layer_norm=True)
+    assert spec != LayerSpec.mix([1.0, 1.0, 2.0]) and spec.key == "mix"
+    got = layer_features(acts, ts, spec)
+    stats = layer_stats(acts)
+    for i in (0, len(ts) // 2, len(ts) - 1):
+        a = acts[ts.sentence[i]][:, ts.position[i]].astype(np.float64)           # (L+1, D)
+        want = mix_layers((a - stats[:, :1]) / stats[:, 1:], spec.weights)
+        np.testing.assert_allclose(got[i], want, rtol=1e-4, atol=1e-4)
+    # the same vectors the contexts comparison mixes: equal cosine matrices
+    occ = [(int(s), int(p)) for s, p in zip(ts.sentence, ts.position)]
+    comp = compare(gather(acts, occ), spec.weights, layer_norm=stats)
+    u = got / np.linalg.norm(got, axis=1, keepdims=True)
+    np.testing.assert_allclose(u @ u.T, comp.matrices[-1], atol=1e-4)
+    plain = layer_features(acts, ts, LayerSpec.mix([1.0, 1.0, 2.0]))
+    assert np.abs(plain - got).max() > 1.0
     with pytest.raises(InputError):
         LayerSpec.mix([-1, 2, 0])
 

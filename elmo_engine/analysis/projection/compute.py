@@ -18,6 +18,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
+from elmo_engine.analysis.compare import layer_stats
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check
 from elmo_engine.analysis.projection.tokens import TokenSet
@@ -32,11 +33,16 @@ class LayerSpec:
     """One layer (``index``) or a scalar mix of all layers (``weights``, normalised to sum 1).
 
     The mix is ``Σ_k w_k h_k``; ELMo's γ only scales it, which changes neither the cosine UMAP
-    nor the PCA picture, so it is left out.
+    nor the PCA picture, so it is left out. With ``layer_norm`` every layer is first normalised
+    by its mean and standard deviation over every token of the projected sentences — the rule
+    the Contexts view and ``contexts`` use (:func:`elmo_engine.analysis.compare.layer_stats`,
+    AllenNLP's ``ScalarMix(do_layer_norm=True)``), so that layer 0's larger norm does not
+    swamp the others.
     """
 
     index: Optional[int] = None
     weights: Optional[Tuple[float, ...]] = None
+    layer_norm: bool = False
 
     @classmethod
     def single(cls, index: int) -> "LayerSpec":
@@ -45,12 +51,12 @@ class LayerSpec:
         return cls(index=int(index))
 
     @classmethod
-    def mix(cls, weights: Sequence[float]) -> "LayerSpec":
+    def mix(cls, weights: Sequence[float], layer_norm: bool = False) -> "LayerSpec":
         w = np.asarray(list(weights), dtype=np.float64)
         if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
             raise InputError("mix weights must be non-negative and not all zero, got "
                              f"{list(weights)}")
-        return cls(weights=tuple(float(x) for x in w / w.sum()))
+        return cls(weights=tuple(float(x) for x in w / w.sum()), layer_norm=bool(layer_norm))
 
     @property
     def name(self) -> str:
@@ -134,7 +140,15 @@ def layer_features(activations: Sequence[np.ndarray], tokens: TokenSet, layer: L
     out = np.empty((len(tokens), dim), np.float32)                       # (N, D)
     order = np.argsort(tokens.sentence, kind="stable")
     bounds = np.flatnonzero(np.diff(tokens.sentence[order])) + 1
-    w = None if layer.weights is None else np.asarray(layer.weights, np.float32)
+    w, offset = None, None
+    if layer.weights is not None:
+        w = np.asarray(layer.weights, np.float64)
+        if layer.layer_norm:
+            # Σ w_k (h_k − μ_k) / σ_k = Σ (w_k / σ_k) h_k − Σ w_k μ_k / σ_k
+            stats = layer_stats(activations)                             # (L+1, 2)
+            offset = np.float32(np.sum(w * stats[:, 0] / stats[:, 1]))
+            w = w / stats[:, 1]
+        w = w.astype(np.float32)
     for rows in np.split(order, bounds) if len(order) else []:
         s = int(tokens.sentence[rows[0]])
         act = activations[s]
@@ -145,6 +159,8 @@ def layer_features(activations: Sequence[np.ndarray], tokens: TokenSet, layer: L
             out[rows] = act[layer.index, pos]                            # (r, D)
         else:
             out[rows] = np.tensordot(w, act[:, pos], axes=1)             # (L+1,) · (L+1, r, D)
+    if offset is not None:
+        out -= offset
     return out
 
 
