@@ -158,19 +158,11 @@ class MainWindow(QMainWindow):
         if groups:
             self.workspace.sentence_groups = dict(groups)
         if sentences_text is None:
-            sentences_text = self._grouped_text(demo_sentences())
             session = self.settings.session_sentences_path()
             if not self.settings.first_launch and session.is_file():
-                try:
-                    sentences_text = session.read_text(encoding="utf-8")
-                    saved = json.loads(session.with_suffix(".groups.json").read_text("utf-8"))
-                    self.workspace.sentence_groups.update(
-                        {k: v for k, v in saved.items() if isinstance(v, str)}
-                        if isinstance(saved, dict) else {})
-                except FileNotFoundError:
-                    pass                              # a session saved without groups
-                except (OSError, UnicodeDecodeError, ValueError) as e:
-                    log.warning("cannot read the last session's sentences: %s", e)
+                sentences_text = self._session_text(session)
+            if sentences_text is None:
+                sentences_text = self._grouped_text(demo_sentences())
         self.settings.mark_launched()
         self.sentences.set_text(sentences_text)
         if checkpoint is None:
@@ -186,6 +178,25 @@ class MainWindow(QMainWindow):
                               "weights .hdf5, or bilm.json + bilm.safetensors).")
             return
         self.open_checkpoint(checkpoint)
+
+    def _session_text(self, session: Path) -> Optional[str]:
+        """The last session's sentences, their groups remembered (None: unreadable)."""
+        try:
+            text = session.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            log.warning("cannot read the last session's sentences: %s", e)
+            return None
+        try:
+            saved = json.loads(session.with_suffix(".groups.json").read_text("utf-8"))
+        except FileNotFoundError:
+            saved = {}                                # a session saved without groups
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            log.warning("cannot read the last session's groups: %s", e)
+            saved = {}
+        if isinstance(saved, dict):
+            self.workspace.sentence_groups.update(
+                {k: v for k, v in saved.items() if isinstance(k, str) and isinstance(v, str)})
+        return text
 
     def _show_banner(self, text: str) -> None:
         self.banner.setText(text)

@@ -214,3 +214,44 @@ def test_missing_views_are_skipped_and_reported():
     found, problems = load_panel_classes(["no_such_view"])
     assert found == [] and problems == ["the no_such_view view is not installed"]
     assert panel_class_name("projection") == "ProjectionPanel"
+
+
+def test_groups_come_back_at_the_next_launch(qtbot, app_settings_dir, tiny_checkpoint,
+                                             monkeypatch):
+    """First launch: the demo sentences with their groups; edit one group's sentences away and
+    close; the next launch shows the edited sentences with the remaining sentences' groups."""
+    from elmo_engine.resources import demo_sentences_path
+
+    monkeypatch.setattr(elmo_explorer.dialogs, "show_error", lambda *a: pytest.fail(f"error dialog: {a}"))
+    w = MainWindow(AppSettings(), views=())
+    qtbot.addWidget(w)
+    w.show()
+    w.start(str(tiny_checkpoint))                              # first launch: demo sentences
+    qtbot.waitUntil(w.workspace.all_embedded, timeout=60000)
+    first = dict(w.workspace.sentence_groups)
+    pairs = [line.split("\t", 1) for line in
+             demo_sentences_path().read_text("utf-8").splitlines() if "\t" in line]
+    assert first == {s: g for g, s in pairs if g} and len(set(first.values())) >= 4
+    kept = [s for s in w.workspace.sentences if first.get(s, "").startswith("bank")]
+    assert len(kept) >= 4
+    w.sentences.set_text("\n".join(kept + ["An ungrouped sentence about a bank."]))
+    qtbot.waitUntil(w.workspace.all_embedded, timeout=60000)
+    w.close()
+
+    w2 = MainWindow(AppSettings(app_settings_dir), views=())
+    qtbot.addWidget(w2)
+    w2.show()
+    w2.start()                                                 # the last session
+    qtbot.waitUntil(w2.workspace.all_embedded, timeout=60000)
+    assert w2.workspace.sentences == kept + ["An ungrouped sentence about a bank."]
+    assert w2.workspace.sentence_groups == {s: first[s] for s in kept}
+    w2.close()
+    # a damaged groups file costs the groups, not the sentences
+    groups_file = AppSettings(app_settings_dir).session_sentences_path().with_suffix(".groups.json")
+    groups_file.write_text("{not json", encoding="utf-8")
+    w3 = MainWindow(AppSettings(app_settings_dir), views=())
+    qtbot.addWidget(w3)
+    w3.start()
+    assert w3.workspace.sentences == kept + ["An ungrouped sentence about a bank."]
+    assert w3.workspace.sentence_groups == {}
+    w3.close()
