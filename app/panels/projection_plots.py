@@ -104,7 +104,9 @@ class LayerPlot:
                                         brush=pg.mkBrush("#ffd400"), pen=pg.mkPen("#000000"))
         self.hover = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 11, brush=None,
                                         pen=pg.mkPen("#e6194b", width=2.5))
-        self.typed = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 6, brush=None,
+        # the typed sentences' points: larger, filled with their own colour, ringed, on top of
+        # the reference points, so that their groups stay visible among hundreds of points
+        self.typed = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 6,
                                         pen=pg.mkPen("#000000", width=1.2))
         self.labels: list = []                             # TextItems when points are few
         for z, item in enumerate((self.points, self.typed, self.selected, self.found,
@@ -112,6 +114,7 @@ class LayerPlot:
             item.setZValue(z)
             self.plot.addItem(item)
         self.coords: Optional[np.ndarray] = None          # (N, 2)
+        self.brushes: Sequence[QBrush] = ()               # one per point
         self.shown = {"selected": np.zeros(0, np.int64), "found": np.zeros(0, np.int64),
                       "hover": np.zeros(0, np.int64), "typed": np.zeros(0, np.int64)}
 
@@ -123,6 +126,7 @@ class LayerPlot:
 
     def set_points(self, coords: np.ndarray, brushes: Sequence[QBrush]) -> None:
         self.coords = np.asarray(coords, dtype=np.float64)
+        self.brushes = list(brushes)
         self.points.setData(x=self.coords[:, 0], y=self.coords[:, 1], brush=brushes)
         self.view.autoRange(padding=0.04)
 
@@ -141,7 +145,9 @@ class LayerPlot:
 
     def set_brushes(self, brushes: Sequence[QBrush]) -> None:
         if self.coords is not None:
+            self.brushes = list(brushes)
             self.points.setBrush(brushes)
+            self.show_overlay("typed", self.shown["typed"])
 
     def show_overlay(self, which: str, indices) -> None:
         """Draw the points ``indices`` in overlay ``which`` ("selected", "found", "hover")."""
@@ -153,7 +159,10 @@ class LayerPlot:
             return
         self.shown[which] = indices
         pts = self.coords[indices]
-        item.setData(x=pts[:, 0], y=pts[:, 1])
+        if which == "typed" and len(self.brushes) == len(self.coords):
+            item.setData(x=pts[:, 0], y=pts[:, 1], brush=[self.brushes[i] for i in indices])
+        else:
+            item.setData(x=pts[:, 0], y=pts[:, 1])
 
     def nearest(self, pos: QPointF, radius_px: float = HOVER_RADIUS_PX) -> int:
         """The index of the point nearest to ``pos`` (data coords) within ``radius_px``, or -1."""

@@ -85,6 +85,16 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
     rows = [plots.ci.getItem(r, c) for r in (0, 1) for c in (0, 1)]
     assert rows == [lp.plot for lp in plots.plots]                    # a 2×2 grid
     assert len(plots.typed) == 4 and len(plots.plots[1].shown["typed"]) == 4   # ringed
+
+    def typed_fill(lp):
+        return [b.color().name() for b in lp.typed.data["brush"]]
+
+    def own_colour(lp):
+        return [lp.brushes[i].color().name() for i in lp.shown["typed"]]
+
+    lp = plots.plots[1]        # typed points: filled with their group's colour, above the rest
+    assert typed_fill(lp) == own_colour(lp) and len(set(typed_fill(lp))) == 3
+    assert lp.typed.zValue() > lp.points.zValue()
     assert len(plots.plots[0].labels) == 6                           # few points: words shown
     assert "below 50 points" in panel.view.controls.status.text()
     assert panel.model.shown[0].method == "pca"
@@ -93,6 +103,7 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
                       "reference: pd_fiction", "reference: openstax_prose"}
     panel.view.controls.set_colour_by("sense")
     senses = {name: n for name, _c, n in panel.colour_categories()[1]}
+    assert typed_fill(lp) == own_colour(lp)                         # recoloured with the rest
     assert senses == {"river": 2, "money": 1, "typed (no sense)": 1, "reference (unlabelled)": 2}
     fig = panel.report.grid_figure()
     assert len([a for a in fig.axes if a.get_visible()]) == 4
