@@ -19,6 +19,7 @@ from elmo_engine.analysis import compare as cmp
 from elmo_explorer.panels.contexts_model import ContextsSettings
 from elmo_explorer.panels.contexts_widgets import MixWeights, NeighboursView, OccurrenceTable, vbox
 from elmo_explorer.panels.heatmap import HeatmapGrid
+from elmo_explorer.panels.wiring import layer_norm_box
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +52,7 @@ class ContextsView(QWidget):
                                    "corpus")
         self.ref_label = QLabel("")
         self.mix = MixWeights()
-        self.norm_box = QCheckBox("layer norm")
-        self.norm_box.setChecked(True)
-        self.norm_box.setToolTip("normalise every layer by its mean and standard deviation over "
-                                 "all loaded tokens before mixing, as AllenNLP's "
-                                 "ScalarMix(do_layer_norm=True) does (otherwise layer 0's "
-                                 "larger norm dominates the mix)")
+        self.norm_box = layer_norm_box("layer norm", "all loaded tokens")
 
         top = QHBoxLayout()
         for w in (QLabel("Word:"), self.word_edit, self.case_box, QLabel("direction:"),

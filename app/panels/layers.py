@@ -32,6 +32,7 @@ from elmo_explorer.panels.layers_model import (MDL_TASKS, RECORDED_FILE, LayersM
 from elmo_explorer.panels.layers_export import LayersExports
 from elmo_explorer.panels.layers_view import LayersView
 from elmo_explorer.panels.protocol import PanelDefaults
+from elmo_explorer.panels.wiring import connect_worker
 
 log = logging.getLogger(__name__)
 
@@ -85,11 +86,7 @@ class LayersPanel(PanelDefaults, QWidget):
         v.settings_changed.connect(self._on_settings)
         v.corpus_requested.connect(self._on_corpus_request)
         v.mdl_requested.connect(self.run_mdl)
-        workspace.model_changed.connect(self._on_model)
-        workspace.model_load_failed.connect(lambda *_: self._set_ready())
-        workspace.worker.job_progress.connect(self._on_progress)
-        workspace.worker.job_finished.connect(self._on_finished)
-        workspace.worker.job_failed.connect(lambda job_id, _m: self._on_finished(job_id))
+        connect_worker(self, workspace)
         self._redraw()
         v.show_status("Load a model; then Run (Ctrl+R) computes contextuality and CKA on the "
                       "corpus." if workspace.embedder is None else "")

@@ -26,6 +26,7 @@ from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task, file_task
 from elmo_explorer.panels.probes_model import ProbesModel
 from elmo_explorer.panels.probes_view import ProbesView
 from elmo_explorer.panels.protocol import PanelDefaults
+from elmo_explorer.panels.wiring import connect_worker
 
 log = logging.getLogger(__name__)
 
@@ -74,11 +75,7 @@ class ProbesPanel(PanelDefaults, QWidget):
         v.clear_button.clicked.connect(self.clear_runs)
         v.open_task_requested.connect(self._open_files)
         self.training_event.connect(self._on_event)
-        workspace.model_changed.connect(self._on_model)
-        workspace.model_load_failed.connect(lambda *_: self._set_ready())
-        workspace.worker.job_progress.connect(self._on_progress)
-        workspace.worker.job_finished.connect(self._on_finished)
-        workspace.worker.job_failed.connect(lambda job_id, _msg: self._on_finished(job_id))
+        connect_worker(self, workspace)
         self._redraw()
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------

@@ -5,13 +5,13 @@ from typing import List, Sequence, Tuple
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QFormLayout, QGridLayout,
-                               QHBoxLayout,
+from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGridLayout, QHBoxLayout,
                                QLabel, QLineEdit, QListWidget, QListWidgetItem, QMenu,
                                QPushButton, QSpinBox, QToolButton, QWidget, QWidgetAction)
 
 from elmo_engine.errors import InputError
 from elmo_engine.analysis.projection import UmapParams, parse_word_list
+from elmo_explorer.panels.wiring import layer_norm_box
 
 SOURCES = (("reference", "Word in reference corpus"), ("loaded", "Loaded sentences"),
            ("words", "Word list"), ("dataset", "Labelled data set"))
@@ -107,12 +107,8 @@ class ProjectionControls(QWidget):
         self.mix.setPlaceholderText("equal")
         self.mix.setToolTip("Scalar-mix weights, one per layer (normalised to sum 1), e.g. "
                             "0.2, 0.3, 0.5; empty = equal weights")
-        self.layer_norm = QCheckBox("Normalise layers before mixing")
-        self.layer_norm.setChecked(True)
-        self.layer_norm.setToolTip("Scale every layer to zero mean and unit variance over the "
-                                   "projected sentences before mixing, as the Contexts view "
-                                   "does and ELMo's ScalarMix(do_layer_norm=True) offers; "
-                                   "otherwise layer 0's larger norm decides the mix")
+        self.layer_norm = layer_norm_box("Normalise layers before mixing",
+                                         "the projected sentences")
         self.run_button = QPushButton("Run UMAP")
         self.run_button.setDefault(True)
         self.cancel_button = QPushButton("Cancel")
