@@ -157,7 +157,7 @@ def check_demo_sentences(embedder) -> dict:
 
 
 def check_probe(embedder, task: str, n_sentences: int, seed: int = 0) -> dict:
-    cfg = ProbeConfig(seed=seed, batch_size=256 if task == "pos" else 1024)
+    cfg = ProbeConfig(seed=seed).for_task(task)            # the probe command's defaults
     if task == "pos":
         train = list(read_conllu(EWT_TRAIN, label="upos"))
         test = list(read_conllu(EWT_DEV, label="upos"))
