@@ -58,6 +58,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "early on dev loss (default 10; 3 for wsd)")
     p.add_argument("--epochs", type=int, default=30, help="most epochs (default 30)")
     p.add_argument("--patience", type=int, default=3, help="early-stopping patience (default 3)")
+    p.add_argument("--min-delta", type=float, default=None,
+                   help="a dev-accuracy gain under this does not restart the patience (default "
+                        "0; 0.005 for wsd)")
     p.add_argument("--batch-size", type=int, default=None,
                    help="examples per Adam step (default 256; 1024 for wsd)")
     p.add_argument("--lr", type=float, default=None,
@@ -146,13 +149,13 @@ def run(args) -> int:
     if args.max_sentences is not None and args.max_sentences < 2:
         raise InputError("--max-sentences must be at least 2")
     defaults = ProbeConfig().for_task(args.task)
-    for name in ("batch_size", "lr", "mix_min_epochs"):
+    for name in ("batch_size", "lr", "mix_min_epochs", "min_delta"):
         if getattr(args, name) is None:
             setattr(args, name, getattr(defaults, name))
     if (args.epochs < 1 or args.patience < 1 or args.batch_size < 1 or args.hidden < 0
-            or args.seeds < 1 or args.mix_min_epochs < 1):
+            or args.seeds < 1 or args.mix_min_epochs < 1 or not args.min_delta >= 0):
         raise InputError("--epochs, --patience, --batch-size, --seeds and --mix-min-epochs must "
-                         "be positive, --hidden >= 0")
+                         "be positive, --hidden and --min-delta >= 0")
     if args.threads is not None:
         if args.threads < 1:
             raise InputError("--threads must be at least 1")
@@ -170,7 +173,7 @@ def run(args) -> int:
                          batch_size=args.batch_size, lr=args.lr, hidden=args.hidden,
                          layer_norm=not args.no_layer_norm, control=args.control,
                          device=str(device), n_seeds=args.seeds,
-                         mix_min_epochs=args.mix_min_epochs)
+                         mix_min_epochs=args.mix_min_epochs, min_delta=args.min_delta)
     bars = _Bars()
     state = TaskState(bars)
     try:

@@ -2,6 +2,7 @@
 ``torch.optim.SparseAdam`` does (the textbook way to move only the rows a batch uses)."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch.nn import functional as F
 
@@ -70,3 +71,31 @@ def test_evaluation_forward_leaves_no_rows_and_matches_training_forward():
     assert heads.last_rows is None
     torch.testing.assert_close(train_logits.detach(), eval_logits)
     assert (eval_logits[:, 2, 1:] < -1e8).all() and eval_logits.shape == (2, 5, 3)
+
+
+def test_min_delta_stops_the_creep_but_keeps_the_best_snapshot():
+    """A gain under ``min_delta`` keeps each head's best weights but does not restart the
+    patience: with a huge ``min_delta`` only epoch 1 counts, so the run ends after
+    ``1 + patience`` epochs; with none it runs until the dev accuracy stalls."""
+    from elmo_engine.analysis.probes.classifiers import (LayerProbes, Normaliser, Split,
+                                                         TrainSettings, fit)
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(2, 600, 6, generator=g)
+    y = (x[1, :, 0] + 0.3 * torch.randn(600, generator=g) > 0).long()     # layer 1 decides
+    train, dev = Split(x[:, :400], y[:400], None), Split(x[:, 400:], y[400:], None)
+    norm = Normaliser(x[:, :400].numpy())
+
+    def run(min_delta):
+        model = LayerProbes(2, 6, 2, seed=0)
+        settings = TrainSettings(epochs=40, patience=2, batch_size=16, lr=3e-3, seed=0,
+                                 min_delta=min_delta)
+        return fit(model, 2, train, dev, norm, settings, "t")
+
+    capped = run(0.5)
+    assert capped["epochs"] == 1 + 2
+    curve = np.asarray(capped["dev"])                                  # (epochs, heads)
+    assert capped["best_dev"] == curve.max(axis=0).tolist()           # best kept on any gain
+    free = run(0.0)
+    assert free["epochs"] > capped["epochs"]
+    assert free["best_dev"][1] >= capped["best_dev"][1] > 0.7

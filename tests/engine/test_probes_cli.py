@@ -99,7 +99,7 @@ def test_task_defaults_fill_only_what_the_user_left():
 
     base = ProbeConfig()
     wsd = base.for_task("wsd")
-    assert (wsd.lr, wsd.batch_size, wsd.mix_min_epochs) == (1e-3, 1024, 3)
+    assert (wsd.lr, wsd.batch_size, wsd.mix_min_epochs, wsd.min_delta) == (1e-3, 1024, 3, 0.005)
     assert TASK_DEFAULTS["wsd"]["lr"] != base.lr
     assert base.for_task("pos") == base and base.for_task("demo-wsd") == base
     mine = ProbeConfig(lr=5e-3, mix_min_epochs=7).for_task("wsd")

@@ -165,7 +165,10 @@ class MixProbe(nn.Module):
 
 @dataclass
 class TrainSettings:
-    """``stop_on``: early stopping on dev "accuracy" or dev "loss"; never before ``min_epochs``."""
+    """``stop_on``: early stopping on dev "accuracy" or dev "loss"; never before ``min_epochs``.
+    ``min_delta``: an epoch restarts the patience count only when some head beats the score
+    that last restarted it by more than this (each head's best snapshot is still kept on any
+    improvement), so that dev noise cannot keep a run going."""
 
     epochs: int = 30
     patience: int = 3
@@ -176,6 +179,7 @@ class TrainSettings:
     seed: int = 0
     min_epochs: int = 1
     stop_on: str = "accuracy"
+    min_delta: float = 0.0
 
 
 class Normaliser:
@@ -290,6 +294,7 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
     by_loss = settings.stop_on == "loss"
     best = np.full(n_heads, np.inf if by_loss else -1.0)
     best_epoch = np.zeros(n_heads, int)
+    ref = best.copy()                          # the scores that last restarted the patience
     snapshot = {k: v.detach().clone() for k, v in model.state_dict().items()}
     history: Dict[str, list] = {"loss": [], "dev": [], "dev_loss": []}
     stale = 0
@@ -326,6 +331,10 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
             _take_snapshot(model, snapshot, improved, n_heads)
             best = np.where(improved, crit, best)
             best_epoch = np.where(improved, epoch, best_epoch)
+        margin = max(settings.min_delta, 1e-6 if by_loss else 1e-9)
+        progress = crit < ref - margin if by_loss else crit > ref + margin
+        if progress.any():
+            ref = np.where(progress, crit, ref)
             stale = 0
         else:
             stale += 1
