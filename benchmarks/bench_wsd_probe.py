@@ -27,7 +27,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data"
@@ -53,8 +52,17 @@ class SparseBaseline(torch.nn.Module):
         return torch.einsum("hbe,bmhe->hbm", xa, wc).masked_fill(cand[None] < 0, -1e9)
 
 
+class RandomVectors:
+    """Stands in for the biLM: ``embed`` gives random ``(3, n, 512)`` vectors per sentence."""
+
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+
+    def embed(self, sentences):
+        return [self.rng.standard_normal((3, len(s), 512), dtype=np.float32) for s in sentences]
+
+
 def semcor_split():
-    from elmo_engine.analysis.probes import features
     from elmo_engine.analysis.probes.features import split_off, wsd_examples
     from elmo_engine.analysis.probes.runner import Encoder
     from elmo_engine.analysis.probes.tasks import TaskFiles, load_task_data
@@ -67,34 +75,18 @@ def semcor_split():
             sys.exit(f"needs {f} (../shared/data beside the checkout)")
     data = load_task_data(files)
     train, _ = split_off(data["train"], 0.1, 0)
-    rng = np.random.default_rng(0)
-    real_gather = features._gather
-    features._gather = lambda emb, sents, spans, state, what: rng.standard_normal(
-        (3, sum(len(s) for s in spans), 512), dtype=np.float32).astype(np.float16)
-    try:
-        ex = wsd_examples(None, train, first_sense_fn=data["first_sense_fn"])
-    finally:
-        features._gather = real_gather
+    ex = wsd_examples(RandomVectors(), train, first_sense_fn=data["first_sense_fn"])
     enc = Encoder(ex, restricted=True)
     return enc.split(ex, "cpu"), len(enc.classes)
 
 
-def epoch(model, opts, split, norm, batches, steps):
-    t0 = time.perf_counter()
-    for i, idx in enumerate(batches[:steps]):
-        from elmo_engine.analysis.probes.classifiers import _trim
+def epoch(model, opts, split, norm, batches):
+    """Seconds for the training steps of ``batches`` (the probe's own step)."""
+    from elmo_engine.analysis.probes.classifiers import train_step
 
-        xb = norm.torch(split.x[:, idx])
-        cb = _trim(split.cand[idx])
-        logits = model(xb, cb)
-        yb = split.y[idx]
-        per = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.repeat(3),
-                              ignore_index=-1, reduction="none").view(3, -1)
-        for o in opts:
-            o.zero_grad()
-        (per.sum(dim=1) / max(int((yb >= 0).sum()), 1)).sum().backward()
-        for o in opts:
-            o.step()
+    t0 = time.perf_counter()
+    for idx in batches:
+        train_step(model, opts, split, idx, norm, 3)
     return time.perf_counter() - t0
 
 
@@ -118,8 +110,8 @@ def main() -> int:
     heads = Heads(3, 512, n_classes, seed=0, restricted=True)
     base = SparseBaseline(heads.table.detach().clone())
     t_base = epoch(base, [torch.optim.SparseAdam(list(base.parameters()), lr=1e-3)], split, norm,
-                   batches, steps)
-    t_new = epoch(heads, [RowAdam(heads, lr=1e-3)], split, norm, batches, steps)
+                   batches[:steps])
+    t_new = epoch(heads, [RowAdam(heads, lr=1e-3)], split, norm, batches[:steps])
     got = heads.table.reshape(n_classes, -1)
     diff = float((got - base.emb.weight.detach()[:n_classes]).abs().max())
     print(f"baseline (sparse embedding + SparseAdam): {t_base:7.1f} s")

@@ -45,10 +45,10 @@ class Heads(nn.Module):
 
     With ``restricted=True`` (word senses: each example scores only its candidate classes) the
     class weights and biases of every head are one table ``(C, H, width + 1)`` (the bias is the
-    last column; a class's row holds every head, so gathering rows copies contiguous memory). A training step gathers the rows of the batch's distinct candidate classes
-    once, as a leaf of the autograd graph (``last_rows``), and :class:`RowAdam` updates only
-    those rows, so a step costs what its candidates cost, not what tens of thousands of senses
-    would.
+    last column; a class's row holds every head, so gathering rows copies contiguous memory). A
+    training step gathers the rows of the batch's distinct candidate classes once, as a leaf of
+    the autograd graph (``last_rows``), and :class:`RowAdam` updates only those rows, so a step
+    costs what its candidates cost, not what tens of thousands of senses would.
     """
 
     def __init__(self, n_heads: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0,
@@ -268,6 +268,25 @@ def _batches(train: Split, batch_size: int, gen: torch.Generator) -> List[torch.
     return [out[i] for i in order]
 
 
+def train_step(model: nn.Module, opts: list, train: Split, idx: torch.Tensor, norm: Normaliser,
+               n_heads: int) -> torch.Tensor:
+    """One optimiser step of every head on the examples ``idx``; their mean losses ``(H,)``
+    (detached)."""
+    xb = norm.torch(train.x[:, idx])                                                   # (K, B, D)
+    cb = None if train.cand is None else _trim(train.cand[idx])
+    logits = model(xb, cb)                                                             # (H, B, M)
+    yb = train.y[idx]                                                                  # (B,)
+    per = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.repeat(n_heads),
+                          ignore_index=-1, reduction="none").view(n_heads, -1)          # (H, B)
+    loss_h = per.sum(dim=1) / max(int((yb >= 0).sum()), 1)                             # (H,)
+    for opt in opts:
+        opt.zero_grad()
+    loss_h.sum().backward()
+    for opt in opts:
+        opt.step()
+    return loss_h.detach()
+
+
 def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normaliser,
         settings: TrainSettings, phase: str, state: Optional[TaskState] = None,
         on_event: Optional[EventFn] = None) -> Dict[str, object]:
@@ -304,20 +323,8 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
         seen = 0
         for idx in _batches(train, settings.batch_size, gen):
             check(state)
-            xb = norm.torch(train.x[:, idx])                                           # (K, B, D)
-            cb = None if train.cand is None else _trim(train.cand[idx])
-            logits = model(xb, cb)                                                     # (H, B, M)
-            yb = train.y[idx]                                                          # (B,)
-            per = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), yb.repeat(n_heads),
-                                  ignore_index=-1, reduction="none").view(n_heads, -1)  # (H, B)
-            valid = max(int((yb >= 0).sum()), 1)
-            loss_h = per.sum(dim=1) / valid                                            # (H,)
-            for opt in opts:
-                opt.zero_grad()
-            loss_h.sum().backward()
-            for opt in opts:
-                opt.step()
-            total += loss_h.detach().double().cpu() * len(idx)
+            loss_h = train_step(model, opts, train, idx, norm, n_heads)                # (H,)
+            total += loss_h.double().cpu() * len(idx)
             seen += len(idx)
         loss = (total / max(seen, 1)).tolist()
         pos, dev_loss = evaluate(model, dev, norm)
@@ -373,4 +380,4 @@ def _take_snapshot(model: nn.Module, snapshot: Dict[str, torch.Tensor], improved
 
 
 __all__ = ["Heads", "LayerProbes", "MixProbe", "Normaliser", "RowAdam", "Split", "TrainSettings",
-           "accuracy", "evaluate", "fit", "predict"]
+           "accuracy", "evaluate", "fit", "predict", "train_step"]
