@@ -181,8 +181,11 @@ def layer_stats(activations: Sequence[Optional[np.ndarray]]) -> np.ndarray:
     arrs = [a for a in activations if a is not None and a.shape[1]]
     if not arrs:
         raise InputError("no tokens to normalise the layers with")
-    flat = np.concatenate([a.reshape(a.shape[0], -1) for a in arrs], axis=1).astype(np.float64)
-    return np.stack([flat.mean(axis=1), np.sqrt(flat.var(axis=1) + 1e-12)], axis=1)
+    # two passes, one sentence at a time (no float64 copy of every token at once)
+    n = sum(a[0].size for a in arrs)
+    mean = sum(a.reshape(a.shape[0], -1).sum(axis=1, dtype=np.float64) for a in arrs) / n
+    sq = sum(np.square(a.reshape(a.shape[0], -1) - mean[:, None]).sum(axis=1) for a in arrs)
+    return np.stack([mean, np.sqrt(sq / n + 1e-12)], axis=1)
 
 
 def view_names(n_layers: int) -> List[str]:
