@@ -9,7 +9,9 @@ does not depend on the values — and times one epoch of the three per-layer hea
 * baseline: the class weights as an ``nn.Embedding(sparse=True)`` gathered per candidate and
   ``torch.optim.SparseAdam`` (the previous implementation);
 * ``Heads`` + ``RowAdam``: the distinct candidate rows of a batch gathered once from a
-  ``(C, H, E+1)`` table and updated with the same Adam arithmetic.
+  ``(C, H, E+1)`` table, each example scored against its own candidates by sampled matrix
+  products (``probes/sampled.py``: no weight row copied per candidate), and the rows updated
+  with the same Adam arithmetic.
 
 Both see the same batches; the script prints seconds per epoch, the ratio, and the largest
 difference between the two tables after the epoch (the same training up to rounding).
@@ -115,7 +117,7 @@ def main() -> int:
     got = heads.table.reshape(n_classes, -1)
     diff = float((got - base.emb.weight.detach()[:n_classes]).abs().max())
     print(f"baseline (sparse embedding + SparseAdam): {t_base:7.1f} s")
-    print(f"Heads + RowAdam                        : {t_new:7.1f} s   "
+    print(f"Heads (sampled products) + RowAdam     : {t_new:7.1f} s   "
           f"ratio {t_base / t_new:.2f}×   max |Δ table| {diff:.1e}")
     return 0
 

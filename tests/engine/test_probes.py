@@ -334,3 +334,19 @@ def test_demo_word_sense_is_scored_per_lemma():
     assert lay.test == pytest.approx(np.mean([v["accuracy"] for v in lay.per_lemma.values()]))
     assert lay.per_lemma["l0#NOUN"]["accuracy"] > 0.9
     assert res.reference_baseline == "majority" and 0.3 < res.baselines["majority"] < 0.7
+
+
+def test_normaliser_mix_in_chunks_equals_the_whole_array_mix():
+    from elmo_engine.analysis.probes.classifiers import Normaliser
+
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((3, 1000, 16)) * [[[1.0]], [[4.0]], [[0.5]]] + [[[2.0]], [[-1.0]],
+                                                                              [[0.0]]])
+    x = x.astype(np.float16)
+    norm = Normaliser(x)
+    w = np.array([0.2, 0.3, 0.5], np.float32)
+    want = np.tensordot(w, norm.numpy(x), axes=(0, 0))
+    got = norm.mixed(x, w, chunk=128)
+    assert got.shape == (1000, 16) and got.dtype == np.float32
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
+    assert abs(float(got.mean())) < 0.1            # every layer centred before mixing

@@ -19,11 +19,11 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
+from elmo_engine.analysis.probes.sampled import NEG, CandidatePattern, candidate_logits
 from elmo_engine.model.mix import ScalarMix
 from elmo_engine.progress import TaskState, check, report
 
 EventFn = Callable[[dict], None]
-NEG = -1e9
 
 
 @dataclass
@@ -46,9 +46,11 @@ class Heads(nn.Module):
     With ``restricted=True`` (word senses: each example scores only its candidate classes) the
     class weights and biases of every head are one table ``(C, H, width + 1)`` (the bias is the
     last column; a class's row holds every head, so gathering rows copies contiguous memory). A
-    training step gathers the rows of the batch's distinct candidate classes once, as a leaf of
-    the autograd graph (``last_rows``), and :class:`RowAdam` updates only those rows, so a step
-    costs what its candidates cost, not what tens of thousands of senses would.
+    step gathers the rows of the batch's distinct candidate classes once (in training as a leaf
+    of the autograd graph, ``last_rows``, which :class:`RowAdam` then updates) and scores each
+    example against its own candidates by sampled matrix products (:mod:`.sampled`), so a step
+    costs what its candidates cost, not what tens of thousands of senses would, and no weight
+    row is copied per example.
     """
 
     def __init__(self, n_heads: int, dim: int, n_classes: int, hidden: int = 0, seed: int = 0,
@@ -82,24 +84,15 @@ class Heads(nn.Module):
                 raise ValueError("restricted heads need candidate classes")
             return torch.einsum("hbd,hcd->hbc", x, self.w) + self.b[:, None]         # (H, B, C)
         idx = cand.clamp(min=0)                                                        # (B, M)
-        b, m = idx.shape
         if self.restricted:
-            h, e1 = self.n_heads, self.width + 1
-            xa = torch.cat([x, x.new_ones(h, b, 1)], dim=2)                            # (H, B, E+1)
+            xa = torch.cat([x, x.new_ones(x.shape[0], idx.shape[0], 1)], dim=2)                   # (H, B, E+1)
+            pattern = CandidatePattern(cand, self.table.shape[0])
             if self.training and torch.is_grad_enabled():
-                # padding → id C, sorted last, a zero row no update touches
-                n_cls = self.table.shape[0]
-                ids, inv = torch.unique(torch.where(cand >= 0, cand, n_cls), return_inverse=True)
-                rows = ids[ids < n_cls]                                                # (U,)
-                leaf = self.table.detach().index_select(0, rows).requires_grad_()     # (U, H, E+1)
-                self.last_rows = (rows, leaf)
-                full = leaf if len(rows) == len(ids) else torch.cat(
-                    [leaf, leaf.new_zeros(1, h, e1)], dim=0)
-                wc = full.index_select(0, inv.flatten())                               # (B·M, H, E+1)
+                leaf = self.table.detach().index_select(0, pattern.rows).requires_grad_()
+                self.last_rows = (pattern.rows, leaf)                        # (U,), (U, H, E+1)
             else:
-                wc = self.table.index_select(0, idx.flatten())
-            xb = xa.permute(1, 0, 2).unsqueeze(1)                                      # (B, 1, H, E+1)
-            logits = (wc.view(b, m, h, e1) * xb).sum(-1).permute(2, 0, 1)             # (H, B, M)
+                leaf = self.table.index_select(0, pattern.rows)
+            logits = candidate_logits(xa, leaf, pattern)                               # (H, B, M)
         else:
             logits = torch.einsum("hbd,hbmd->hbm", x, self.w[:, idx]) + self.b[:, idx]
         return logits.masked_fill(cand[None] < 0, NEG)
@@ -213,6 +206,18 @@ class Normaliser:
 
     def numpy(self, x: np.ndarray) -> np.ndarray:
         return (x.astype(np.float32) - self.mu[:, None, None]) / self.sd[:, None, None]
+
+    def mixed(self, x: np.ndarray, weights: np.ndarray, chunk: int = 16384) -> np.ndarray:
+        """``Σ_k weights[k] · normalised x[k]``, (N, D) float32, from ``x`` (K, N, D) a chunk of
+        rows at a time (no normalised float32 copy of every layer)."""
+        w = np.asarray(weights, np.float32)
+        scale = (w / self.sd).astype(np.float32)
+        shift = np.float32((w * self.mu / self.sd).sum())
+        out = np.empty(x.shape[1:], np.float32)
+        for a in range(0, x.shape[1], chunk):
+            part = np.tensordot(scale, x[:, a:a + chunk].astype(np.float32), axes=(0, 0))
+            out[a:a + chunk] = part - shift
+        return out
 
 
 def evaluate(model: nn.Module, split: Split, norm: Normaliser, batch_size: int = 4096

@@ -170,8 +170,7 @@ def train_seeds(train: Examples, dev: Examples, test: Examples, norm: Normaliser
         out["mix_history"].append(mhist)
         if centroid:
             w = np.asarray(out["weights"][-1], np.float32)
-            mixed_tr = np.tensordot(w, norm.numpy(train.features), axes=(0, 0))
-            mixed_te = np.tensordot(w, norm.numpy(test.features), axes=(0, 0))
+            mixed_tr, mixed_te = norm.mixed(train.features, w), norm.mixed(test.features, w)
             pos = centroid_positions(centroids(enc, mixed_tr, train), mixed_te, s_te)
             out["mix_centroid_test"].append(score(test, enc.labels(s_te, pos, test), mode)["main"])
         t_train += t1 - t0
