@@ -36,6 +36,17 @@ def demo_checkpoint() -> Optional[Path]:
     return resources.demo_checkpoint_path() if resources.demo_checkpoint_available() else None
 
 
+def model_label(path) -> str:
+    """How the status line names a checkpoint: the bundled model by name, any other by path."""
+    demo = demo_checkpoint()
+    try:
+        if demo is not None and Path(path).resolve() == demo.resolve():
+            return "the bundled demo model"
+    except OSError:
+        pass
+    return str(path)
+
+
 def demo_sentences() -> List[Tuple[str, str]]:
     """The demo sentences with their groups: ``[(group, sentence)]``."""
     from elmo_engine.errors import InputError
@@ -219,7 +230,7 @@ class MainWindow(QMainWindow):
 
     def open_checkpoint(self, path) -> int:
         """Load a checkpoint on the worker with the device/precision settings."""
-        self.statusBar().showMessage(f"Loading {path}…")
+        self.statusBar().showMessage(f"Loading {model_label(path)}…")
         return self.workspace.load_model(ModelSpec(str(path), self.settings.device,
                                                    self.settings.precision))
 
@@ -257,7 +268,7 @@ class MainWindow(QMainWindow):
         self.banner.hide()
         self.status.show_model(ws.model_info, ws.device_label, ws.model_spec.precision)
         self.setWindowTitle(f"{ws.model_info.name} — {dialogs.APP_TITLE}")
-        self.statusBar().showMessage(f"Loaded {ws.model_spec.path}", 8000)
+        self.statusBar().showMessage(f"Loaded {model_label(ws.model_spec.path)}", 8000)
         self.settings.last_checkpoint = ws.model_spec.path
         self.settings.add_recent_checkpoint(ws.model_spec.path)
         self.model_ready.emit()

@@ -13,6 +13,13 @@ the word types per window are realistic) with the same architecture:
 Rounds alternate (baseline, fused, fused at the old batch, …) so that a change in the machine's
 load hits all alike; the median of the rounds is reported, with the ratio.
 
+Then the ceiling: the step's arithmetic per token, counted from the architecture (LSTM gates,
+cell projections, the char-CNN, highway and projection once per distinct type of a window, the
+sampled softmax over the batch's distinct negatives; backward = twice forward), against this
+CPU's fp32 matrix-multiply rate measured in the same run on the step's own GEMM shapes. It says
+what fraction of the machine each variant uses and the most tokens/s — and so the largest
+ratio — fp32 arithmetic allows here.
+
     python benchmarks/bench_train.py [--preset demo] [--steps 20] [--rounds 3] [--threads 2]
 """
 from __future__ import annotations
@@ -90,6 +97,45 @@ class Runner:
         return steps * self.batch * self.cfg.unroll / (time.perf_counter() - t)
 
 
+def forward_macs(opts, types_per_token: float, negatives: float) -> float:
+    """Multiply-adds of one token's forward pass (both directions)."""
+    p, d = opts.projection_dim, opts.lstm_dim
+    lstm = 2 * opts.n_layers * (4 * d * (p + p) + (d * p if opts.has_lstm_projection else 0))
+    m, c, n = opts.max_characters_per_token, opts.char_embed_dim, opts.n_filters
+    cnn = sum((m - w + 1) * w * c * k for w, k in opts.filters)
+    token = cnn + opts.n_highway * n * 2 * n + (n * p if opts.has_token_projection else 0)
+    softmax = 2 * (negatives + 1) * p              # both directions' outputs
+    return lstm + types_per_token * token + softmax
+
+
+def gemm_rate(opts, batch: int, reps: int = 30) -> float:
+    """Best fp32 GFLOP/s of ``torch.mm`` over the step's main shapes (median of ``reps``)."""
+    p, d = opts.projection_dim, opts.lstm_dim
+    best = 0.0
+    for m, k, n in [(batch, p, 4 * d), (batch * 20, p, 4 * d), (batch * 20, d, p)]:
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        for _ in range(3):
+            a @ b
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            a @ b
+            times.append(time.perf_counter() - t)
+        best = max(best, 2 * m * k * n / statistics.median(times) / 1e9)
+    return best
+
+
+def window_shape(runner: "Runner", n: int = 20):
+    """Mean distinct types per token and distinct negatives per step over ``n`` windows."""
+    types = negs = 0.0
+    gen = torch.Generator().manual_seed(1)
+    for i in range(n):
+        w = runner.streams.window(i % runner.streams.n_windows)
+        types += len(torch.unique(torch.from_numpy(w.inputs))) / w.inputs[0].size
+        negs += len(runner.sampler.sample(gen))
+    return types / n, negs / n
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--preset", default="demo")
@@ -123,9 +169,22 @@ def main() -> None:
         print(f"round {i + 1}: " + ", ".join(f"{v[-1]:.0f}" for v in rates.values())
               + " tokens/s", flush=True)
     base = statistics.median(next(iter(rates.values())))
+    opts = cfg.bilm_options()
+    shape = {name: window_shape(r) for name, r in runners.items()}
+    peak = gemm_rate(opts, cfg.batch_size)
     for name, v in rates.items():
         med = statistics.median(v)
-        print(f"{name:45s} {med:7.0f} tokens/s   ratio {med / base:.2f}")
+        gflop = 6 * forward_macs(opts, *shape[name]) * med / 1e9
+        print(f"{name:45s} {med:7.0f} tokens/s   ratio {med / base:.2f}   "
+              f"{gflop:5.0f} GFLOP/s ({100 * gflop / peak:.0f} % of the GEMM rate)")
+    per_token = 6 * forward_macs(opts, *shape[f"fused (batch {cfg.batch_size})"])
+    ceiling = peak * 1e9 / per_token
+    types, negs = shape[f"fused (batch {cfg.batch_size})"]
+    print(f"arithmetic per token (fused batch {cfg.batch_size}: {types:.2f} distinct types per "
+          f"token, {negs:.0f} distinct negatives): {per_token / 1e6:.1f} MFLOP; "
+          f"this CPU's fp32 GEMM rate on the step's shapes: {peak:.0f} GFLOP/s")
+    print(f"ceiling at that rate: {ceiling:.0f} tokens/s = ratio {ceiling / base:.2f} "
+          f"(3x the baseline would need {3 * base * per_token / 1e9:.0f} GFLOP/s)")
 
 
 if __name__ == "__main__":

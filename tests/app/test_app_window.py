@@ -76,6 +76,7 @@ def test_window_shows_model_status_and_tokens(window, tiny_checkpoint):
     expected = np.linalg.norm(ws.activations[0][2, 4])
     assert float(table.data(table.index(4, 4))) == pytest.approx(expected, abs=1e-3)
     assert window.sentences.is_ready() and not window.banner.isVisible()
+    assert window.statusBar().currentMessage() == f"Loaded {tiny_checkpoint}"
 
 
 def test_char_id_count_caps_long_tokens():
@@ -312,4 +313,6 @@ def test_first_launch_uses_the_demo_model(qtbot, app_settings_dir, tiny_checkpoi
     assert sum(g.startswith("bank: ") for g in groups.values()) == 10
     assert w.workspace.occurrences("bank") and w.workspace.occurrences("play")
     assert not w.banner.isVisible() and errors == []
+    # the status line names the bundled model, not the folder it was installed in
+    assert w.statusBar().currentMessage() == "Loaded the bundled demo model"
     w.workspace.worker.shutdown()
