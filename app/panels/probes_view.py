@@ -42,6 +42,14 @@ def swatch_legend(items: Sequence[tuple]) -> str:
     return "<br>".join(rows)
 
 
+def _between_columns(i: int, k_max: int) -> float:
+    """Where run ``i``'s baseline label sits along its line, as a fraction of the score plot's
+    x range (−0.3 … k_max + 0.3): centred between two columns of points (layer 0|1, 1|2, …),
+    the next gap for each run, so labels neither cover a marker nor each other."""
+    gap = i % max(k_max, 1) + 0.5
+    return (gap + 0.3) / (k_max + 0.6)
+
+
 def _legend_label() -> QLabel:
     lab = QLabel("", wordWrap=True)
     lab.setTextFormat(Qt.RichText)
@@ -115,8 +123,8 @@ class ProbesView(QWidget):
 
         self.results = QWidget()                  # on screen only; exports are drawn by figures
         self.weight_plot = pg.PlotWidget(title="Scalar-mix layer weights (mean ± sd over seeds)")
-        self.acc_plot = pg.PlotWidget(title="Test score per layer (mean ± sd; dashed: control "
-                                            "task; dotted: baseline)")
+        # the legend beside it says which line is the control task and which the baseline
+        self.acc_plot = pg.PlotWidget(title="Test score per layer (mean ± sd over seeds)")
         for p in (self.weight_plot, self.acc_plot):
             p.setBackground("w")
             p.showGrid(y=True, alpha=0.3)
@@ -286,7 +294,7 @@ class ProbesView(QWidget):
                                    pen=pg.mkPen(colour, width=1.5, style=Qt.DashLine))
                 legend.append((f"{run.name}: control task", colour, True))
             if run.layers[0].centroid_test is not None:        # WSD: the paper's measure
-                self.acc_plot.plot(xk, [e.centroid_test for e in entries], symbol="t",
+                self.acc_plot.plot(xk, [e.centroid_test for e in entries], symbol="t1",
                                    symbolBrush=colour, pen=pg.mkPen(colour, width=1,
                                                                     style=Qt.DotLine))
                 legend.append((f"{run.name}: sense centroids (▲)", colour, True))
@@ -295,8 +303,9 @@ class ProbesView(QWidget):
                 line = pg.InfiniteLine(pos=run.baselines[ref], angle=0,
                                        pen=pg.mkPen(colour, width=1, style=Qt.DotLine),
                                        label=f"{ref} {run.baselines[ref]:.3f}",
-                                       labelOpts={"position": 0.02 + 0.25 * (i % 4),
-                                                  "color": colour, "anchors": [(0, 1), (0, 1)]})
+                                       labelOpts={"position": _between_columns(i, k_max),
+                                                  "color": colour,
+                                                  "anchors": [(0.5, 0), (0.5, 0)]})
                 self.acc_plot.addItem(line)
         if runs:
             legend.append(("dotted line: the run's baseline", BASELINE_COLOR, True))
