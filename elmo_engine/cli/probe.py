@@ -93,12 +93,19 @@ class _Bars:
             self.close()
             self.phase = phase
             self.bar = self._tqdm(total=total, desc=phase, file=sys.stderr, leave=False,
-                                  unit="step", dynamic_ncols=True)
+                                  unit=self.unit(phase), dynamic_ncols=True)
         self.bar.total = total
         self.bar.n = done
         if ":" in message:
             self.bar.set_postfix_str(message.split(":", 1)[1].strip(), refresh=False)
         self.bar.refresh()
+
+    @staticmethod
+    def unit(phase: str) -> str:
+        """What a phase counts: sentences while embedding, epochs while training."""
+        if phase.startswith("embedding"):
+            return "sentence"
+        return "epoch" if phase.split()[-1] in ("layers", "mix") else "step"
 
     def close(self) -> None:
         if self.bar is not None:

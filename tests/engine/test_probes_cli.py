@@ -150,3 +150,12 @@ def test_demo_tasks_load_and_run(tmp_path):
     assert d["layers"][2]["test"] == pytest.approx(sum(v["accuracy"] for v in per.values()) / 20)
     # balanced senses: each lemma's most frequent sense is right 1/2 or 1/3 of the time
     assert 1 / 3 < d["baselines"]["majority"] < 1 / 2
+
+
+def test_progress_bars_count_sentences_while_embedding_and_epochs_while_training():
+    from elmo_engine.cli.probe import _Bars
+
+    assert _Bars.unit("embedding training") == "sentence"
+    assert [_Bars.unit(p) for p in ("layers", "mix", "control layers", "control mix")] == \
+        ["epoch"] * 4
+    assert _Bars.unit("scoring") == "step"
