@@ -64,7 +64,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--batch-size", type=int, default=None,
                    help="examples per Adam step (default 256; 1024 for wsd)")
     p.add_argument("--lr", type=float, default=None,
-                   help="Adam learning rate of the classifiers (default 3e-3; 1e-3 for wsd)")
+                   help="Adam learning rate of the classifiers (default 3e-3; 1e-3 for pos, "
+                        "demo-pos and wsd)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-layer-norm", action="store_true",
                    help="do not scale each layer to zero mean / unit variance before probing")

@@ -95,13 +95,16 @@ def test_wsd_cli_on_semeval2007(tmp_path):
 
 
 def test_task_defaults_fill_only_what_the_user_left():
+    from dataclasses import replace
+
     from elmo_engine.analysis.probes.experiment import TASK_DEFAULTS, ProbeConfig
 
     base = ProbeConfig()
     wsd = base.for_task("wsd")
     assert (wsd.lr, wsd.batch_size, wsd.mix_min_epochs, wsd.min_delta) == (1e-3, 1024, 3, 0.005)
     assert TASK_DEFAULTS["wsd"]["lr"] != base.lr
-    assert base.for_task("pos") == base and base.for_task("demo-wsd") == base
+    assert base.for_task("pos") == replace(base, lr=1e-3) == base.for_task("demo-pos")
+    assert base.for_task("tsv") == base and base.for_task("demo-wsd") == base
     mine = ProbeConfig(lr=5e-3, mix_min_epochs=7).for_task("wsd")
     assert (mine.lr, mine.batch_size, mine.mix_min_epochs) == (5e-3, 1024, 7)
 
