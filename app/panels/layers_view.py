@@ -28,6 +28,9 @@ MDL_COLUMNS = ("task", "probe", "codelength (kbits)", "compression", "MDL last-b
                "probe test acc. (Probes tab)")
 
 
+#: the widest the corpus name may make the Layers view's first row (longer names are elided)
+CORPUS_LABEL_PX = 220
+
 class LayersView(QWidget):
     """Controls, curves, heatmap and table.
 
@@ -70,7 +73,6 @@ class LayersView(QWidget):
                   self.sentences_box, self.full_box, self.run_button, self.cancel_button):
             top.addWidget(w)
         top.addStretch(1)
-        top.addWidget(self.adjusted_box)
 
         self.curve_widget = pg.GraphicsLayoutWidget()
         self.curve_widget.setBackground("w")
@@ -136,9 +138,15 @@ class LayersView(QWidget):
         self.status.setWordWrap(True)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(4, 4, 4, 4)
+        # the legend shares its row with the display option it explains, so that neither row
+        # makes the window wider than a 1280-pixel screen
+        legend_row = QHBoxLayout()
+        legend_row.addWidget(self.legend)
+        legend_row.addStretch(1)
+        legend_row.addWidget(self.adjusted_box)
         lay.addLayout(top)
         lay.addWidget(self.summary)
-        lay.addWidget(self.legend)
+        lay.addLayout(legend_row)
         lay.addWidget(split, 1)
         lay.addWidget(self.status)
 
@@ -167,8 +175,12 @@ class LayersView(QWidget):
         finally:
             for b in boxes:
                 b.blockSignals(False)
-        self.corpus_label.setText("corpus: " + (s.corpus.replace("\\", "/").rsplit("/", 1)[-1]
-                                                if s.corpus else "reference corpus"))
+        name = s.corpus.replace("\\", "/").rsplit("/", 1)[-1] if s.corpus else "reference corpus"
+        # a long file name is elided in the middle (the tooltip has the whole path), so that it
+        # cannot widen the window
+        metrics = self.corpus_label.fontMetrics()
+        self.corpus_label.setText(metrics.elidedText("corpus: " + name,
+                                                     Qt.TextElideMode.ElideMiddle, CORPUS_LABEL_PX))
         self.corpus_label.setToolTip(s.corpus or "the shipped reference corpus")
 
     def set_busy(self, busy: bool) -> None:

@@ -122,9 +122,11 @@ class ProbesView(QWidget):
         live.addWidget(self.curve_legend)
 
         self.results = QWidget()                  # on screen only; exports are drawn by figures
-        self.weight_plot = pg.PlotWidget(title="Scalar-mix layer weights (mean ± sd over seeds)")
-        # the legend beside it says which line is the control task and which the baseline
-        self.acc_plot = pg.PlotWidget(title="Test score per layer (mean ± sd over seeds)")
+        # short titles, so that the plots still fit side by side on a 1280-pixel screen (the
+        # bars and points are means over the seeds, the whiskers ± sd; the legend beside them
+        # says which line is the control task and which the baseline)
+        self.weight_plot = pg.PlotWidget(title="Scalar-mix weights (mean ± sd)")
+        self.acc_plot = pg.PlotWidget(title="Test score (mean ± sd)")
         for p in (self.weight_plot, self.acc_plot):
             p.setBackground("w")
             p.showGrid(y=True, alpha=0.3)

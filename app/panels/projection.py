@@ -128,8 +128,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
     # ---- warm-up ------------------------------------------------------------------------------
     def _schedule_warm_up(self) -> None:
         """Compile umap's kernels on the worker once it is first idle (not before the model)."""
-        if self.model.warm_submitted or is_warm():
-            return
+        if self.model.warm_submitted or is_warm() or self.ws.worker.is_stopped():
+            return                         # (a timer may still fire after the window closed)
         if self.ws.worker.is_busy() or self._run_imminent():
             self.ws.worker.idle.connect(self._warm_when_idle)
             return
@@ -212,6 +212,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
         """Project the chosen tokens: PCA at once, then UMAP layer by layer on the worker."""
         m = self.model
         self._auto.stop()
+        if self.ws.worker.is_stopped():                 # the window has closed
+            return
         try:
             req = self._request()
             m.params = self.view.controls.params()
