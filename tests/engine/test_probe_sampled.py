@@ -74,3 +74,21 @@ def test_a_batch_without_candidates_is_all_padding():
     out = candidate_logits(torch.randn(2, 4, 5), torch.zeros(0, 2, 5), pattern)
     assert out.shape == (2, 4, 3)
     assert bool((out == NEG).all())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device "
+                    "(benchmarks/gpu_check.sh runs this file on a GPU)")
+def test_on_cuda_equals_the_cpu():
+    gen = torch.Generator().manual_seed(2)
+    cand = _candidates(gen, 64, 9, 120)
+    x = torch.randn(3, 64, 33, generator=gen)
+    table = torch.randn(120, 3, 33, generator=gen)
+    pattern = CandidatePattern(cand, 120)
+    want = candidate_logits(x, table[pattern.rows], pattern)
+    dev = torch.device("cuda")
+    pattern_d = CandidatePattern(cand.to(dev), 120)
+    rows = table.to(dev)[pattern_d.rows].requires_grad_()
+    got = candidate_logits(x.to(dev), rows, pattern_d)
+    torch.testing.assert_close(got.cpu(), want, rtol=1e-4, atol=1e-4)
+    (got * (cand >= 0).to(dev)[None]).sum().backward()
+    assert rows.grad is not None and rows.grad.shape == rows.shape
