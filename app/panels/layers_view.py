@@ -26,10 +26,9 @@ from elmo_explorer.panels.layers_model import LayersSettings
 
 MDL_COLUMNS = ("task", "probe", "codelength (kbits)", "compression", "MDL last-block acc.",
                "probe test acc. (Probes tab)")
-
-
 #: the widest the corpus name may make the Layers view's first row (longer names are elided)
 CORPUS_LABEL_PX = 220
+
 
 class LayersView(QWidget):
     """Controls, curves, heatmap and table.

@@ -8,7 +8,6 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from PySide6.QtGui import QImage  # noqa: E402
-from PySide6.QtWidgets import QLabel  # noqa: E402
 
 import elmo_explorer.dialogs  # noqa: E402
 from elmo_explorer.main import main  # noqa: E402
