@@ -1,4 +1,3 @@
-import numpy as np
 import pytest
 
 from elmo_engine.model.chars import batch_to_ids, token_to_char_ids

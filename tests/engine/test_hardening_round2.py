@@ -325,7 +325,7 @@ def test_bad_probe_runs_are_named_key_by_key(tmp_path, capsys, change, key):
     change(run)
     path = workspace(tmp_path, probe_runs=[run])
     code, err = cli(["export", "report", path, tmp_path / "rep", "--checkpoint", SOURCE], capsys)
-    assert code == 1 and f"probe_runs[0]" in err and f"'{key}'" in err
+    assert code == 1 and "probe_runs[0]" in err and f"'{key}'" in err
     assert not (tmp_path / "rep").exists()
 
 
