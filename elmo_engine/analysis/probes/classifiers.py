@@ -83,18 +83,17 @@ class Heads(nn.Module):
             if self.restricted:
                 raise ValueError("restricted heads need candidate classes")
             return torch.einsum("hbd,hcd->hbc", x, self.w) + self.b[:, None]         # (H, B, C)
-        idx = cand.clamp(min=0)                                                        # (B, M)
         if self.restricted:
-            xa = torch.cat([x, x.new_ones(x.shape[0], idx.shape[0], 1)], dim=2)                   # (H, B, E+1)
+            xa = torch.cat([x, x.new_ones(x.shape[0], cand.shape[0], 1)], dim=2)       # (H, B, E+1)
             pattern = CandidatePattern(cand, self.table.shape[0])
             if self.training and torch.is_grad_enabled():
                 leaf = self.table.detach().index_select(0, pattern.rows).requires_grad_()
                 self.last_rows = (pattern.rows, leaf)                        # (U,), (U, H, E+1)
             else:
                 leaf = self.table.index_select(0, pattern.rows)
-            logits = candidate_logits(xa, leaf, pattern)                               # (H, B, M)
-        else:
-            logits = torch.einsum("hbd,hbmd->hbm", x, self.w[:, idx]) + self.b[:, idx]
+            return candidate_logits(xa, leaf, pattern)              # (H, B, M), NEG at padding
+        idx = cand.clamp(min=0)                                                        # (B, M)
+        logits = torch.einsum("hbd,hbmd->hbm", x, self.w[:, idx]) + self.b[:, idx]
         return logits.masked_fill(cand[None] < 0, NEG)
 
 
@@ -203,9 +202,6 @@ class Normaliser:
                        torch.from_numpy(self.sd).to(xb.device)[:, None, None])
         mu, sd = self._t
         return (xb.float() - mu) / sd
-
-    def numpy(self, x: np.ndarray) -> np.ndarray:
-        return (x.astype(np.float32) - self.mu[:, None, None]) / self.sd[:, None, None]
 
     def mixed(self, x: np.ndarray, weights: np.ndarray, chunk: int = 16384) -> np.ndarray:
         """``Σ_k weights[k] · normalised x[k]``, (N, D) float32, from ``x`` (K, N, D) a chunk of
