@@ -141,7 +141,7 @@ class TransferState(TaskState):
             speed = None
             if len(self._samples) >= 2:
                 (t0, d0), (t1, d1) = self._samples[0], self._samples[-1]
-                if t1 - t0 >= 0.05:
+                if t1 > t0:
                     speed = (d1 - d0) / (t1 - t0)
             left = None
             if speed and self.total is not None:

@@ -83,8 +83,10 @@ def fetch(url: str, part: Path, state: Optional[TransferState] = None, *,
     while True:
         have = part.stat().st_size if part.exists() else 0
         resp = _open(opener, url, have, timeout)
-        if resp is None:                       # 416: the part file is longer than the file
-            part.unlink()
+        if isinstance(resp, int):              # 416: nothing after byte ``have``
+            if resp == have:                   # the part is already the whole file
+                return have
+            part.unlink()                      # longer than the file, or unknown: start again
             continue
         with resp:
             total, have, mode = _plan(resp, url, have)
@@ -123,8 +125,9 @@ def _open(opener, url: str, have: int, timeout: float):
         return opener.open(req, timeout=timeout)
     except urllib.error.HTTPError as e:
         e.close()
-        if e.code == 416 and have:
-            return None
+        if e.code == 416 and have:             # the file's size, when the server says it
+            m = re.match(r"bytes\s+\*/(\d+)", e.headers.get("Content-Range", "") or "")
+            return int(m.group(1)) if m else -1
         if e.code == 404:
             raise NotFoundError(f"{url}: not found on the server (HTTP 404)", url, 404) from None
         raise DownloadError(f"{url}: the server answered HTTP {e.code} {e.reason}", url,

@@ -247,15 +247,48 @@ def get_model(name: str, with_softmax: bool = False, state: Optional[TransferSta
     base = base_url()
     stage.mkdir(parents=True, exist_ok=True)
     try:
-        new = _download(todo, stage, base, state, timeout=timeout, retries=retries,
-                        backoff_s=backoff_s)
-        if {"options", "weights"} & {f.role for f in todo}:
-            _check_loads(model, folder, stage, new)
-    except BaseException:
-        _prune_empty(stage)
-        raise
-    _install(name, folder, stage, records, new)
+        with _download_lock(name):
+            try:
+                new = _download(todo, stage, base, state, timeout=timeout, retries=retries,
+                                backoff_s=backoff_s)
+                if {"options", "weights"} & {f.role for f in todo}:
+                    _check_loads(model, folder, stage, new)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    stage.rmdir()                # only when a failed run left nothing to resume
+                raise
+            _install(name, folder, stage, records, new)
+    finally:
+        with contextlib.suppress(OSError):
+            stage.parent.rmdir()                 # .incoming, when no other download waits
     return model_status(name)
+
+
+@contextlib.contextmanager
+def _download_lock(name: str):
+    """One download of a model at a time (the CLI and the app, two terminals): an advisory lock
+    on ``.incoming/NAME.lock``, released by the system if the process dies. Without ``fcntl``
+    (Windows) there is no lock."""
+    try:
+        import fcntl
+    except ImportError:                          # pragma: no cover - Windows
+        yield
+        return
+    path = staging_dir(name).with_name(name + ".lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise InputError(f"another download of '{name}' is running (lock {path}); wait "
+                             "for it, or stop it first") from None
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                path.unlink()
+    finally:
+        os.close(fd)
 
 
 def _download(todo, stage: Path, base: str, state: Optional[TransferState],
@@ -281,13 +314,6 @@ def _download(todo, stage: Path, base: str, state: Optional[TransferState],
                                  sha256=sha256_file(target, state), url=url,
                                  downloaded=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return new
-
-
-def _prune_empty(stage: Path) -> None:
-    """Remove the staging folder (and ``.incoming``) when a failed run left nothing to resume."""
-    for folder in (stage, stage.parent):
-        with contextlib.suppress(OSError):
-            folder.rmdir()                       # only succeeds when empty
 
 
 def _check_file(f: CatalogueFile, path: Path, url: str) -> None:
@@ -353,8 +379,6 @@ def _install(name: str, folder: Path, stage: Path, records: Dict[str, FileRecord
             os.replace(stage / n, folder / n)
         write_manifest(folder, name, merged)
         shutil.rmtree(stage, ignore_errors=True)
-    with contextlib.suppress(OSError):
-        stage.parent.rmdir()                    # .incoming, when no other download waits
 
 
 def sha256_file(path: Path, state: Optional[TransferState] = None) -> str:

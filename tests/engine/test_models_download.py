@@ -8,14 +8,18 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import os
+import re
 import socket
+import subprocess
+import sys
 
 import h5py
 import numpy as np
 import pytest
 
 from elmo_engine.cli.main import main
-from elmo_engine.errors import CancelledError, CheckpointError
+from elmo_engine.errors import CancelledError, CheckpointError, InputError
 from elmo_engine.io import download, model_store
 from elmo_engine.io.catalogue import load_catalogue
 from elmo_engine.io.download import DownloadError
@@ -253,3 +257,44 @@ def test_list_json_and_remove(server, store, capsys):
     assert nothing_installed(store)
     assert main(["models", "remove", "small"]) == 1
     assert main(["models", "remove", "../small"]) == 1
+
+
+def test_a_part_that_is_already_whole_is_not_fetched_again(server, store):
+    m = load_catalogue().require("small")
+    stage = store / "models" / ".incoming" / "small"
+    stage.mkdir(parents=True)
+    (stage / (m.file("weights").name + ".part")).write_bytes(WEIGHTS)   # killed before rename
+    status = model_store.get_model("small")
+    assert (status.folder / m.file("weights").name).read_bytes() == WEIGHTS
+    weights = [r for r in server.requests if r["path"] == m.file("weights").path]
+    assert [r["range"] for r in weights] == [f"bytes={len(WEIGHTS)}-"]     # answered 416
+
+
+def test_one_download_of_a_model_at_a_time(server, store):
+    fcntl = pytest.importorskip("fcntl")
+    lock = store / "models" / ".incoming" / "small.lock"
+    lock.parent.mkdir(parents=True)
+    with open(lock, "w") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        with pytest.raises(InputError, match="another download of 'small' is running"):
+            model_store.get_model("small")
+    assert nothing_installed(store) and server.requests == []
+    assert model_store.get_model("small").downloaded
+
+
+def test_the_command_as_a_program_survives_a_dropped_connection(server, store, tmp_path):
+    """The issue's check: ``ELMO_EXPLORER_MODEL_MIRROR=… ELMO_EXPLORER_DATA=… elmo-explorer
+    models get small`` against a server that drops the connection once."""
+    server.drop_after, server.drops = 200_000, 1
+    server.delay_s, server.piece = 0.01, 32_768          # slow enough to measure a speed
+    env = {**os.environ, "ELMO_EXPLORER_MODEL_MIRROR": server.url,
+           "ELMO_EXPLORER_DATA": str(store)}
+    r = subprocess.run([sys.executable, "-m", "elmo_explorer.entry", "models", "get", "small"],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == str(store / "models" / "small")
+    assert re.search(r"_weights\.hdf5: [\d.]+ k?B of 450\.9 kB, [\d.]+ [kM]?B/s, \d+ s left",
+                     r.stderr), r.stderr
+    assert "small: downloaded in" in r.stderr
+    m = load_catalogue().require("small")
+    assert (store / "models" / "small" / m.file("weights").name).read_bytes() == WEIGHTS
