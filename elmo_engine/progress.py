@@ -76,7 +76,9 @@ class TransferReport:
 
     def describe(self) -> str:
         """``"12.3 MB of 54.4 MB, 4.1 MB/s, 10 s left"`` (decimal units, as download sizes are
-        usually given)."""
+        usually given); ``""`` for a step that counts no bytes."""
+        if self.done == 0 and self.total is None:
+            return ""
         parts = [format_bytes(self.done) + ("" if self.total is None
                                             else " of " + format_bytes(self.total))]
         if self.speed is not None:

@@ -123,7 +123,7 @@ class _Printer:
     def __call__(self, rep) -> None:
         if not self.enabled:
             return
-        text = f"{rep.message}: {rep.describe()}"
+        text = ": ".join(t for t in (rep.message, rep.describe()) if t)
         if self.tty:
             sys.stderr.write("\r" + text.ljust(len(self.last)))
             sys.stderr.flush()

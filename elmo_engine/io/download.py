@@ -27,6 +27,9 @@ from elmo_engine.errors import ElmoError
 from elmo_engine.progress import TransferState
 
 CHUNK = 1 << 16
+#: the largest file :func:`fetch` takes unless told otherwise (the largest published ELMo file,
+#: the original model's softmax, is about 1.6 GB)
+DEFAULT_MAX_BYTES = 8 << 30
 USER_AGENT = "elmo-explorer (model download)"
 _DISK_FULL = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded",
               errno.EFBIG: "File too large", errno.EROFS: "Read-only file system"}
@@ -66,13 +69,14 @@ def fetch_any(urls: Sequence[str], part: Path, state: Optional[TransferState] = 
 
 def fetch(url: str, part: Path, state: Optional[TransferState] = None, *,
           opener: Optional[urllib.request.OpenerDirector] = None, timeout: float = 30.0,
-          retries: int = 4, backoff_s: float = 1.0,
+          retries: int = 4, backoff_s: float = 1.0, max_bytes: int = DEFAULT_MAX_BYTES,
           sleep: Callable[[float], None] = time.sleep) -> int:
     """Download ``url`` into ``part`` (continuing what is there); return its size in bytes.
 
     ``retries`` dropped connections are resumed (waiting ``backoff_s``, doubling); after that,
     and on any other failure, :class:`DownloadError` is raised and the part file is kept for a
-    later resume. A cancel (``state.cancel()``) raises
+    later resume. A file larger than ``max_bytes`` (announced, or sent without an announced
+    size) is refused and its part removed. A cancel (``state.cancel()``) raises
     :class:`~elmo_engine.errors.CancelledError` between two chunks, the part file kept too.
     """
     opener = opener or make_opener()
@@ -93,10 +97,17 @@ def fetch(url: str, part: Path, state: Optional[TransferState] = None, *,
             if have < 0:
                 part.unlink()
                 continue
+            if total is not None and total > max_bytes:
+                raise DownloadError(f"{url}: the server announces {total} bytes, more than the "
+                                    f"{max_bytes} expected for this file; nothing was kept", url)
             _check_room(part, total, have)
             if state is not None:
                 state.start(total, have, label)
-            have, error = _copy(resp, part, mode, have, state, total)
+            have, error = _copy(resp, part, mode, have, state, total, max_bytes)
+        if have > max_bytes:
+            part.unlink()
+            raise DownloadError(f"{url}: the server sent more than the {max_bytes} bytes "
+                                "expected for this file; the partial file was removed", url)
         if total is not None and have > total:
             part.unlink()
             raise DownloadError(f"{url}: the server sent more bytes than it announced "
@@ -172,13 +183,13 @@ def _check_room(part: Path, total: Optional[int], have: int) -> None:
 
 
 def _copy(resp, part: Path, mode: str, have: int, state: Optional[TransferState],
-          total: Optional[int]) -> Tuple[int, Optional[str]]:
+          total: Optional[int], max_bytes: int) -> Tuple[int, Optional[str]]:
     """Append the body to ``part``; (bytes now in the file, why it stopped early or None)."""
     error = None
     try:
         with open(part, mode) as fh:
             try:
-                while total is None or have < total:
+                while (total is None or have < total) and have <= max_bytes:
                     chunk = resp.read1(CHUNK)
                     if not chunk:
                         break

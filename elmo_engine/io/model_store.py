@@ -252,7 +252,7 @@ def get_model(name: str, with_softmax: bool = False, state: Optional[TransferSta
                 new = _download(todo, stage, base, state, timeout=timeout, retries=retries,
                                 backoff_s=backoff_s)
                 if {"options", "weights"} & {f.role for f in todo}:
-                    _check_loads(model, folder, stage, new)
+                    _check_loads(model, folder, stage, new, state)
             except BaseException:
                 with contextlib.suppress(OSError):
                     stage.rmdir()                # only when a failed run left nothing to resume
@@ -303,7 +303,8 @@ def _download(todo, stage: Path, base: str, state: Optional[TransferState],
         url = f.urls(base)[0]
         if not target.is_file():
             part = stage / (f.name + ".part")
-            url, _n = fetch_any(f.urls(base), part, state, opener=opener, **kwargs)
+            url, _n = fetch_any(f.urls(base), part, state, opener=opener,
+                                max_bytes=max_download_bytes(f), **kwargs)
             os.replace(part, target)
         try:
             _check_file(f, target, url)
@@ -314,6 +315,12 @@ def _download(todo, stage: Path, base: str, state: Optional[TransferState],
                                  sha256=sha256_file(target, state), url=url,
                                  downloaded=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return new
+
+
+def max_download_bytes(f: CatalogueFile) -> int:
+    """The most bytes accepted for a catalogue file: twice its (approximate) size plus 1 MiB, or
+    256 MiB when its size is not known (the vocabularies: a few MB)."""
+    return 2 * f.size_bytes + (1 << 20) if f.size_bytes else 256 << 20
 
 
 def _check_file(f: CatalogueFile, path: Path, url: str) -> None:
@@ -337,8 +344,8 @@ def _check_file(f: CatalogueFile, path: Path, url: str) -> None:
                               "line); it was removed")
 
 
-def _check_loads(model: PublishedModel, folder: Path, stage: Path,
-                 new: Dict[str, FileRecord]) -> None:
+def _check_loads(model: PublishedModel, folder: Path, stage: Path, new: Dict[str, FileRecord],
+                 state: Optional[TransferState] = None) -> None:
     """Load the staged options + weights as a checkpoint (an installed partner file is linked
     or copied into the staging folder for the check, then removed)."""
     from elmo_engine.model.checkpoint import load_checkpoint
@@ -353,7 +360,11 @@ def _check_loads(model: PublishedModel, folder: Path, stage: Path,
                 except OSError:
                     shutil.copyfile(folder / n, stage / n)
                 borrowed.append(n)
-        load_checkpoint(stage / names[1])
+        if state is not None:
+            state.start(None, 0, "checking that the model loads")
+        load_checkpoint(stage / names[1])          # seconds for the largest; not cancellable
+        if state is not None:
+            state.finish()
     except CheckpointError:
         for n in names:
             if n in new:

@@ -298,3 +298,14 @@ def test_the_command_as_a_program_survives_a_dropped_connection(server, store, t
     assert "small: downloaded in" in r.stderr
     m = load_catalogue().require("small")
     assert (store / "models" / "small" / m.file("weights").name).read_bytes() == WEIGHTS
+
+
+def test_a_file_much_larger_than_the_catalogue_says_is_refused(store, monkeypatch):
+    m = load_catalogue().require("small")
+    huge = b"x" * (model_store.max_download_bytes(m.file("options")) + 1)
+    with ModelServer({m.file("options").path: huge, m.file("weights").path: WEIGHTS}) as srv:
+        monkeypatch.setenv("ELMO_EXPLORER_MODEL_MIRROR", srv.url)
+        with pytest.raises(DownloadError, match=f"announces {len(huge)} bytes, more than"):
+            model_store.get_model("small")
+    assert nothing_installed(store)
+    assert not list((store / "models").rglob("*.part"))
