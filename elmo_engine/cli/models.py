@@ -1,5 +1,6 @@
-"""``elmo-explorer models list | get NAME [--with-softmax] | path NAME | verify [NAME] | remove
-NAME``: the published ELMo biLMs (:mod:`elmo_engine.io.catalogue`, :mod:`elmo_engine.io.model_store`).
+"""``elmo-explorer models list | get NAME [--with-softmax] | path NAME | verify [NAME] |
+remove NAME``: the published ELMo biLMs (:mod:`elmo_engine.io.catalogue`,
+:mod:`elmo_engine.io.model_store`, :mod:`elmo_engine.io.model_get`).
 
 Downloads go to the user's data folder (``ELMO_EXPLORER_DATA`` overrides it) from AllenNLP's
 address (``ELMO_EXPLORER_MODEL_MIRROR`` replaces it); progress with speed and time left goes to
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import List, Optional
+from typing import List
 
 from elmo_engine.cli.common import log
 
@@ -84,7 +85,8 @@ def _list(args) -> int:
 
 
 def _get(args) -> int:
-    from elmo_engine.io.model_store import get_model, model_status
+    from elmo_engine.io.model_get import get_model
+    from elmo_engine.io.model_store import model_status
     from elmo_engine.progress import TransferState
 
     from elmo_engine.errors import CancelledError

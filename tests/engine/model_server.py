@@ -1,10 +1,11 @@
 """A loopback HTTP server for the download tests: serves files by path from memory.
 
 It honours ``Range: bytes=N-`` (206 with ``Content-Range``) unless told to ignore ranges, and
-can misbehave on purpose: drop the connection mid-file (``drop_after``: bytes of body sent before
-closing, for the first ``drops`` responses longer than that), send slowly (``delay_s`` between ``piece`` byte
-pieces) or answer 404 for unknown paths. A request with an absolute URL (``GET http://host/p``)
-is how a client talks to a proxy: it is served by its path and counted in ``proxied``.
+can misbehave on purpose: drop the connection mid-file (``drop_after``: bytes of body sent
+before closing, for the first ``drops`` responses longer than that), send slowly (``delay_s``
+between pieces of ``piece`` bytes) or answer 404 for unknown paths. A request with an absolute
+URL (``GET http://host/p``) is how a client talks to a proxy: it is served by its path and
+counted in ``proxied``.
 """
 from __future__ import annotations
 

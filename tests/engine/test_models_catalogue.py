@@ -13,7 +13,7 @@ import pytest
 
 from elmo_engine.errors import InputError
 from elmo_engine.io import catalogue as cat
-from elmo_engine.io import model_store
+from elmo_engine.io import model_get, model_store
 from elmo_engine.model.checkpoint import load_checkpoint, resolve_checkpoint
 from elmo_engine.model.layout import expected_layout
 from elmo_engine.model.options import BiLMOptions
@@ -54,8 +54,8 @@ def test_the_catalogue_names_the_four_models_at_allennlps_addresses(monkeypatch)
         assert m.file("weights").urls() == (f"{BASE}{folder}/elmo_{folder}_weights.hdf5",)
     orig, big = c.require("original"), c.require("original-5.5b")
     assert c.require("small").softmax is None and c.require("medium").softmax is None
-    assert orig.file("softmax").urls()[0] == (
-        BASE + "2x4096_512_2048cnn_2xhighway/elmo_2x4096_512_2048cnn_2xhighway_softmax_weights.hdf5")
+    folder = "2x4096_512_2048cnn_2xhighway"
+    assert orig.file("softmax").urls()[0] == f"{BASE}{folder}/elmo_{folder}_softmax_weights.hdf5"
     assert orig.file("vocab").urls() == (BASE + "2x4096_512_2048cnn_2xhighway/vocab-2016-09-10.txt",
                                          BASE + "vocab-2016-09-10.txt")
     assert big.file("softmax").name == "elmo_2x4096_512_2048cnn_2xhighway_5.5B_softmax_weights.hdf5"
@@ -116,9 +116,9 @@ def test_softmax_is_added_to_a_downloaded_model_from_the_alternate_vocab_address
              "vocab-2016-09-10.txt": vocab}          # only at the alternate (bilm-tf) address
     with ModelServer(files) as srv:
         monkeypatch.setenv(cat.MIRROR_ENV, srv.url)
-        status = model_store.get_model("original")
+        status = model_get.get_model("original")
         assert status.downloaded and not status.has_softmax
-        status = model_store.get_model("original", with_softmax=True)
+        status = model_get.get_model("original", with_softmax=True)
         asked = [r["path"] for r in srv.requests]
     assert status.has_softmax
     assert asked[-2:] == ["2x4096_512_2048cnn_2xhighway/vocab-2016-09-10.txt",
@@ -142,7 +142,7 @@ def test_softmax_of_a_model_without_one_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("ELMO_EXPLORER_DATA", str(tmp_path))
     with pytest.raises(InputError, match="'small' has no published softmax; only original and "
                                          "original-5.5b"):
-        model_store.get_model("small", with_softmax=True)
+        model_get.get_model("small", with_softmax=True)
 
 
 def test_data_folder_and_the_resolution_of_checkpoint_arguments(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ import pytest
 
 from elmo_engine.cli.main import main
 from elmo_engine.errors import CancelledError, CheckpointError, InputError
-from elmo_engine.io import download, model_store
+from elmo_engine.io import download, model_get
 from elmo_engine.io.catalogue import load_catalogue
 from elmo_engine.io.download import DownloadError
 from elmo_engine.progress import TransferState, format_bytes
@@ -88,7 +88,7 @@ def test_get_small_then_embed_equals_the_files_loaded_directly(server, store, tm
 
 def test_dropped_connection_resumes_to_the_same_bytes(server, store):
     server.drop_after, server.drops = 100_000, 2
-    status = model_store.get_model("small", backoff_s=0)
+    status = model_get.get_model("small", backoff_s=0)
     assert status.downloaded
     weights_path = load_catalogue().require("small").file("weights").path
     ranges = [r["range"] for r in server.requests if r["path"] == weights_path]
@@ -101,7 +101,7 @@ def test_interrupted_run_keeps_the_part_and_the_next_run_resumes(server, store, 
                                                                  monkeypatch, capsys):
     server.drop_after, server.drops = 150_000, 100
     with pytest.raises(DownloadError, match="run the command again to resume"):
-        model_store.get_model("small", retries=1, backoff_s=0)
+        model_get.get_model("small", retries=1, backoff_s=0)
     assert nothing_installed(store)
     m = load_catalogue().require("small")
     part = store / "models" / ".incoming" / "small" / (m.file("weights").name + ".part")
@@ -110,12 +110,12 @@ def test_interrupted_run_keeps_the_part_and_the_next_run_resumes(server, store, 
     assert f"partial ({format_bytes(300_000 + len(OPTIONS))})" in capsys.readouterr().out
     server.drops = 0
     server.requests.clear()
-    model_store.get_model("small", backoff_s=0)
+    model_get.get_model("small", backoff_s=0)
     assert [r["range"] for r in server.requests] == ["bytes=300000-"]
     resumed = (store / "models" / "small" / m.file("weights").name).read_bytes()
     # an uninterrupted download into another data folder: the same bytes and the same record
     monkeypatch.setenv("ELMO_EXPLORER_DATA", str(tmp_path / "other"))
-    model_store.get_model("small")
+    model_get.get_model("small")
     whole = (tmp_path / "other" / "models" / "small" / m.file("weights").name).read_bytes()
     assert resumed == whole == WEIGHTS
 
@@ -123,7 +123,7 @@ def test_interrupted_run_keeps_the_part_and_the_next_run_resumes(server, store, 
 def test_a_server_that_ignores_range_restarts_from_zero(server, store):
     server.ignore_range = True
     server.drop_after, server.drops = 120_000, 1
-    status = model_store.get_model("small", backoff_s=0)
+    status = model_get.get_model("small", backoff_s=0)
     weights = status.folder / load_catalogue().require("small").file("weights").name
     assert weights.read_bytes() == WEIGHTS
     assert [r["range"] for r in server.requests][-1] == "bytes=120000-"   # asked, got 200
@@ -164,7 +164,7 @@ def test_a_truncated_file_is_refused(store, monkeypatch):
     with ModelServer(served(weights=WEIGHTS[:200_000])) as srv:
         monkeypatch.setenv("ELMO_EXPLORER_MODEL_MIRROR", srv.url)
         with pytest.raises(CheckpointError, match="elmo_2x1024_128_2048cnn_1xhighway_weights"):
-            model_store.get_model("small")
+            model_get.get_model("small")
     assert nothing_installed(store)
 
 
@@ -196,7 +196,7 @@ def test_cancel_on_a_slow_server_stops_and_keeps_the_part(server, store):
 
     state = TransferState(on_transfer=on_transfer, min_interval_s=0.0, window_s=1.0)
     with pytest.raises(CancelledError):
-        model_store.get_model("small", state=state)
+        model_get.get_model("small", state=state)
     assert nothing_installed(store)
     weights = [r for r in reports if r.message.endswith("weights.hdf5")]
     assert weights and weights[0].total == len(WEIGHTS)
@@ -206,7 +206,7 @@ def test_cancel_on_a_slow_server_stops_and_keeps_the_part(server, store):
 
 def test_verify_catches_a_corrupted_byte_and_open_checks_the_size(server, store, tmp_path,
                                                                    capsys):
-    status = model_store.get_model("small")
+    status = model_get.get_model("small")
     assert main(["models", "verify", "small"]) == 0
     assert capsys.readouterr().out.count(": ok") == 2
     weights = status.folder / load_catalogue().require("small").file("weights").name
@@ -229,7 +229,7 @@ def test_proxy_from_the_environment_is_used(store, monkeypatch):
     with ModelServer(served()) as proxy:
         monkeypatch.setenv("ELMO_EXPLORER_MODEL_MIRROR", "http://elmo-mirror.invalid")
         monkeypatch.setenv("http_proxy", proxy.url)
-        status = model_store.get_model("small")
+        status = model_get.get_model("small")
     assert status.downloaded
     assert proxy.proxied and all(u.startswith("http://elmo-mirror.invalid/2x1024")
                                  for u in proxy.proxied)
@@ -245,7 +245,7 @@ def test_a_known_name_not_downloaded_says_what_to_run(store, tmp_path, capsys):
 
 
 def test_list_json_and_remove(server, store, capsys):
-    model_store.get_model("small")
+    model_get.get_model("small")
     assert main(["models", "list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert listing["folder"] == str(store / "models") and listing["free_bytes"] > 0
@@ -264,7 +264,7 @@ def test_a_part_that_is_already_whole_is_not_fetched_again(server, store):
     stage = store / "models" / ".incoming" / "small"
     stage.mkdir(parents=True)
     (stage / (m.file("weights").name + ".part")).write_bytes(WEIGHTS)   # killed before rename
-    status = model_store.get_model("small")
+    status = model_get.get_model("small")
     assert (status.folder / m.file("weights").name).read_bytes() == WEIGHTS
     weights = [r for r in server.requests if r["path"] == m.file("weights").path]
     assert [r["range"] for r in weights] == [f"bytes={len(WEIGHTS)}-"]     # answered 416
@@ -277,9 +277,9 @@ def test_one_download_of_a_model_at_a_time(server, store):
     with open(lock, "w") as fh:
         fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
         with pytest.raises(InputError, match="another download of 'small' is running"):
-            model_store.get_model("small")
+            model_get.get_model("small")
     assert nothing_installed(store) and server.requests == []
-    assert model_store.get_model("small").downloaded
+    assert model_get.get_model("small").downloaded
 
 
 def test_the_command_as_a_program_survives_a_dropped_connection(server, store, tmp_path):
@@ -302,10 +302,10 @@ def test_the_command_as_a_program_survives_a_dropped_connection(server, store, t
 
 def test_a_file_much_larger_than_the_catalogue_says_is_refused(store, monkeypatch):
     m = load_catalogue().require("small")
-    huge = b"x" * (model_store.max_download_bytes(m.file("options")) + 1)
+    huge = b"x" * (model_get.max_download_bytes(m.file("options")) + 1)
     with ModelServer({m.file("options").path: huge, m.file("weights").path: WEIGHTS}) as srv:
         monkeypatch.setenv("ELMO_EXPLORER_MODEL_MIRROR", srv.url)
         with pytest.raises(DownloadError, match=f"announces {len(huge)} bytes, more than"):
-            model_store.get_model("small")
+            model_get.get_model("small")
     assert nothing_installed(store)
     assert not list((store / "models").rglob("*.part"))
