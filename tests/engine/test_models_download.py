@@ -309,3 +309,15 @@ def test_a_file_much_larger_than_the_catalogue_says_is_refused(store, monkeypatc
             model_get.get_model("small")
     assert nothing_installed(store)
     assert not list((store / "models").rglob("*.part"))
+
+
+def test_an_error_page_served_as_options_is_refused(store, monkeypatch, capsys):
+    m = load_catalogue().require("small")
+    with ModelServer({m.file("options").path: b"<html>Access denied</html>",
+                      m.file("weights").path: WEIGHTS}) as srv:
+        monkeypatch.setenv("ELMO_EXPLORER_MODEL_MIRROR", srv.url)
+        assert main(["models", "get", "small", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "options.json: options file is not valid JSON" in err[0]
+    assert f"downloaded from {srv.url}/2x1024" in err[0] and "it was removed" in err[0]
+    assert nothing_installed(store) and not list((store / "models").rglob("*options.json"))
