@@ -20,7 +20,7 @@ import pytest
 
 from elmo_engine.cli.main import main
 from elmo_engine.errors import CancelledError, CheckpointError, InputError
-from elmo_engine.io import download, model_get
+from elmo_engine.io import download, model_get, model_store
 from elmo_engine.io.catalogue import load_catalogue
 from elmo_engine.io.download import DownloadError
 from elmo_engine.progress import TransferState, format_bytes
@@ -321,3 +321,14 @@ def test_an_error_page_served_as_options_is_refused(store, monkeypatch, capsys):
     assert len(err) == 1 and "options.json: options file is not valid JSON" in err[0]
     assert f"downloaded from {srv.url}/2x1024" in err[0] and "it was removed" in err[0]
     assert nothing_installed(store) and not list((store / "models").rglob("*options.json"))
+
+
+def test_server_errors_are_retried_then_reported(server, store):
+    server.fail_status, server.fails = 503, 2               # S3's "slow down", twice
+    assert model_get.get_model("small", backoff_s=0).downloaded
+    assert [r["range"] for r in server.requests[:3]] == [None, None, None]
+    server.fails = 100
+    model_store.remove_model("small")
+    with pytest.raises(DownloadError, match=r"HTTP 503 .*\(5 tries\)"):
+        model_get.get_model("small", backoff_s=0)
+    assert nothing_installed(store)
