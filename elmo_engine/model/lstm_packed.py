@@ -26,12 +26,13 @@ def distinct_rows(rows: Tensor) -> Tuple[Tensor, Tensor]:
     in a fraction of its time: rows are grouped by an integer hash of their bits (one 1-D
     unique instead of a lexicographic sort of whole rows), and the grouping is checked exactly,
     falling back to ``torch.unique`` should two different rows ever share a hash."""
-    if rows.shape[0] == 0 or rows.dtype not in (torch.float32, torch.int32):
+    if rows.shape[0] == 0 or rows.dtype not in (torch.float32, torch.int32, torch.bfloat16):
         return torch.unique(rows, dim=0, return_inverse=True)
     gen = torch.Generator(device="cpu").manual_seed(0x5eed)
     coeff = torch.randint(1, 2 ** 31 - 1, (rows.shape[1],), generator=gen,
                           dtype=torch.int32).to(rows.device) | 1
-    keys = (rows.contiguous().view(torch.int32) * coeff).sum(1)     # int32 products, int64 sum
+    bits = rows.contiguous().view(torch.int16 if rows.dtype == torch.bfloat16 else torch.int32)
+    keys = (bits.to(torch.int32) * coeff).sum(1)                    # int32 products, int64 sum
     _, inverse = torch.unique(keys, return_inverse=True)
     first = torch.empty(int(inverse.max()) + 1, dtype=torch.long, device=rows.device)
     first.scatter_(0, inverse, torch.arange(rows.shape[0], device=rows.device))
