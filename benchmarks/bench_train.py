@@ -192,9 +192,11 @@ def main() -> None:
           f"(3x the baseline would need {3 * base * per_token / 1e9:.0f} GFLOP/s)")
     if peak16:
         c16 = peak16 * 1e9 / per_token
+        bf16_rate = statistics.median(rates[bf16_name])
+        fused_rate = statistics.median(rates[f"fused (batch {cfg.batch_size})"])
         print(f"bf16 ceiling: {c16:.0f} tokens/s = ratio {c16 / base:.2f}; bf16 row against "
-              f"the baseline {statistics.median(rates[bf16_name]) / base:.2f}x, against fused "
-              f"fp32 {statistics.median(rates[bf16_name]) / statistics.median(rates[f'fused (batch {cfg.batch_size})']):.2f}x")
+              f"the baseline {bf16_rate / base:.2f}x, against fused fp32 "
+              f"{bf16_rate / fused_rate:.2f}x")
 
 
 if __name__ == "__main__":

@@ -159,7 +159,8 @@ class FastKernels:
     def packed_weight(self, name: str, layer: int, d: int, param: Tensor) -> Optional[Tensor]:
         """``param[d]`` (weight ``name`` of ``layer``) pre-packed into oneDNN's blocked GEMM
         layout; None where that does not apply (packing off, not a float32 or bfloat16 CPU
-        tensor, a torch build without oneDNN) — the one fallback point: every caller then uses a plain GEMM.
+        tensor, a torch build without oneDNN) — the one fallback point: every caller then uses
+        a plain GEMM.
 
         Packed once, the recurrent step's GEMM (with the input projection added in the same
         call) ran 1.9-2.9× faster on one core of a Xeon at 2-128 rows, and an 11-row input

@@ -30,7 +30,8 @@ needs_units = pytest.mark.skipif(not runtime.cpu_bf16().offered,
 
 
 def _sentences():
-    return [s.split() for s in json.loads((FIXTURES / "allennlp" / "sentences.json").read_text())[0]]
+    lists = json.loads((FIXTURES / "allennlp" / "sentences.json").read_text())
+    return [s.split() for s in lists[0]]
 
 
 @pytest.fixture()

@@ -11,7 +11,7 @@ import torch
 from elmo_engine import runtime
 from elmo_engine.errors import InputError
 from elmo_engine.train.fused_lstm import autocast_dtype
-from elmo_engine.train.model import BiLanguageModel, LogUniformSampler
+from elmo_engine.train.model import LogUniformSampler
 from elmo_engine.train.trainer import train
 
 from lm_train_helpers import quiet, tiny_config, write_corpus
