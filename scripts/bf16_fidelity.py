@@ -8,14 +8,15 @@
   features against float32 ones: per layer and for the scalar mix, the test accuracies and their
   difference.
 - ``train``: ``train-lm --preset demo`` for ``--steps`` steps in bf16 and in float32, same seed,
-  same data (trained on pd_fiction's valid.txt, dev = openstax_prose's valid.txt; the whole dev
-  file is evaluated), and the dev perplexities' relative difference.
+  same data (trained on pd_fiction's valid.txt; dev = the first ``--dev-lines`` lines of
+  openstax_prose's valid.txt, evaluated in float32), and the dev perplexities' relative
+  difference.
 
 Needs ``../shared/data`` beside the checkout and a CPU with bf16 units (or a GPU). Prints the
 host line (CPU, flags, torch capability, threads), a table per part, and writes JSON.
 
     python scripts/bf16_fidelity.py [--parts cosine,probe,train] [--checkpoint CKPT]
-        [--sentences 2000] [--steps 300] [--threads 2] [--json bf16_fidelity.json]
+        [--sentences 1000] [--steps 300] [--dev-lines 400] [--threads 2] [--json OUT.json]
 """
 from __future__ import annotations
 
@@ -112,11 +113,16 @@ def part_train(args, tmp: Path) -> dict:
     from elmo_engine.train.trainer import TrainConfig, train
 
     out = {}
+    dev = tmp / "dev.txt"
+    with open(DEV_TEXT, encoding="utf-8") as fh:
+        dev.write_text("".join(line for _, line in zip(range(args.dev_lines), fh)),
+                       encoding="utf-8")
     for precision in ("fp32", "bf16"):
         cfg = TrainConfig.from_dict(preset("demo"))
         cfg.max_steps, cfg.precision, cfg.log_every = args.steps, precision, 50
+        cfg.epochs = 10 ** 6                                   # --steps decides
         t0 = time.perf_counter()
-        res = train([TRAIN_TEXT], [DEV_TEXT], tmp / f"train-{precision}", cfg, device="cpu",
+        res = train([TRAIN_TEXT], [dev], tmp / f"train-{precision}", cfg, device="cpu",
                     show_progress=False, log=lambda m: None)
         out[precision] = {"dev_perplexity": res.dev["mean"], "steps": res.steps,
                           "train_s": res.train_seconds,
@@ -125,7 +131,7 @@ def part_train(args, tmp: Path) -> dict:
     a, b = out["fp32"]["dev_perplexity"], out["bf16"]["dev_perplexity"]
     out["relative_diff"] = (b - a) / a
     print(f"train: --preset demo, {args.steps} steps, seed 0, on {TRAIN_TEXT.name} of pd_fiction,"
-          f" dev {DEV_TEXT.relative_to(ROOT.parent)}")
+          f" dev the first {args.dev_lines} lines of {DEV_TEXT.relative_to(ROOT.parent)}")
     for p in ("fp32", "bf16"):
         o = out[p]
         print(f"  {p}: dev perplexity {o['dev_perplexity']:.2f}, {o['tokens_per_s']:.0f} tokens/s"
@@ -140,8 +146,11 @@ def main() -> int:
     ap.add_argument("--parts", default="cosine,probe,train")
     ap.add_argument("--checkpoint", type=Path, default=None)
     ap.add_argument("--text", type=Path, default=HELD_OUT, help="held-out, pre-tokenized text")
-    ap.add_argument("--sentences", type=int, default=2000)
+    ap.add_argument("--sentences", type=int, default=1000,
+                    help="held-out lines for the cosines (default 1000: ~111k tokens)")
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--dev-lines", type=int, default=400,
+                    help="dev lines for the perplexity (default 400: ~41k tokens)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
