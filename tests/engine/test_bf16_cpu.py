@@ -135,3 +135,14 @@ def test_cli_embed_and_export_vectors_in_bf16(tmp_path):
         x, y = a[k].reshape(-1, a[k].shape[-1]), b[k].reshape(-1, b[k].shape[-1])
         assert not np.array_equal(x, y)
         assert token_cosines(x, y).min() > Q001_BOUND
+
+
+def test_info_says_the_cpu_and_its_bf16_units(capsys):
+    ckpt = str(FIXTURES / "allennlp")
+    assert main(["info", ckpt]) == 0
+    text = capsys.readouterr().out
+    assert runtime.cpu_bf16().describe() in text
+    assert main(["info", ckpt, "--json"]) == 0
+    host = json.loads(capsys.readouterr().out)["host"]
+    assert host["bf16_units"] == runtime.cpu_bf16().units
+    assert host["cpu_precisions"] == (["fp32", "bf16"] if runtime.cpu_bf16().offered else ["fp32"])
