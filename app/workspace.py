@@ -128,6 +128,7 @@ class Workspace(QObject):
         """
         from elmo_engine.model.checkpoint import load_checkpoint
         from elmo_engine.embed.embedder import Embedder, device_name, pick_device
+        from elmo_engine.runtime import cpu_bf16
 
         warn = self._warning.emit
 
@@ -137,8 +138,14 @@ class Workspace(QObject):
             state.check()
             precision = spec.precision
             if precision != "fp32" and pick_device(spec.device).type != "cuda":
-                warn(f"{precision} needs a GPU; running in fp32 on the CPU")
-                precision = "fp32"
+                if precision == "bf16" and cpu_bf16().offered:
+                    pass                                   # the CPU's bf16 units run it
+                elif precision == "bf16":
+                    warn(cpu_bf16().refusal().split(";")[0] + "; running in fp32")
+                    precision = "fp32"
+                else:
+                    warn(f"{precision} needs a GPU; running in fp32 on the CPU")
+                    precision = "fp32"
             emb = Embedder(model, device=spec.device, precision=precision, on_warning=warn)
             return emb, device_name(emb.device)
 

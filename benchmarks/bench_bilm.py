@@ -7,10 +7,17 @@ each: tokens/s on a batch of 64 sentences of ~25 tokens for our engine and for a
 the ratio, the max |difference|, the latency of one 10-token sentence, and the peak memory of
 loading the model (in a fresh process) relative to the weights' size.
 
+It also prints the host (CPU, flags avx512f/avx512_bf16/amx_bf16, torch's capability, threads),
+the measured GEMM rates in float32 and bf16, the model's FLOPs per token and the share of the
+float32 ceiling (GEMM rate / FLOPs per token) that ``ours`` reaches; and, on a CPU with bf16 units
+(or with ``--bf16``), ours in bf16 (``--precision bf16``) against ours in float32 in the same run,
+with the per-layer cosine of the two (median, 0.1 % quantile).
+
     python benchmarks/bench_bilm.py [--models original small] [--threads 2] [--repeats 3]
     python benchmarks/bench_bilm.py --crossover    # directions side by side or one after the other
     python benchmarks/bench_bilm.py --gemm         # GEMMs by one LSTM weight, plain or packed
     python benchmarks/bench_bilm.py --varied 300   # real sentences of 1-59 tokens, default batching
+    python benchmarks/bench_bilm.py --profile      # torch.profiler: where the float32 time goes
 """
 from __future__ import annotations
 
@@ -29,7 +36,9 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import hostinfo  # noqa: E402
 from elmo_engine import runtime  # noqa: E402
+from elmo_engine.embed.fidelity import layer_fidelity  # noqa: E402
 from elmo_engine.model.bilm import BiLM  # noqa: E402
 from elmo_engine.model.chars import batch_to_ids  # noqa: E402
 from elmo_engine.model.checkpoint import load_checkpoint, save_published  # noqa: E402
@@ -137,6 +146,56 @@ def baseline(model: BiLM, sents):
         outs.append(torch.cat([dir_outputs[0][layer], dir_outputs[1][layer]], -1))
     full = torch.stack(outs)
     return [full[:, r, 1:len(s) + 1].numpy() for r, s in enumerate(sents)]
+
+
+def flops_per_token(opts: BiLMOptions, types_per_token: float = 1.0) -> dict:
+    """FLOPs (2 per multiply-add) of one token through the model, by part: both directions'
+    LSTM layers (input projection, recurrent GEMM, cell projection) and the token layer (full
+    convolutions, highway, projection) ``types_per_token`` times (the engine computes it once
+    per distinct word type; 1.0 is the model's nominal count)."""
+    p, d, out = opts.projection_dim, opts.lstm_dim, opts.output_dim
+    lstm = 0
+    for layer in range(opts.n_layers):
+        in_dim = p if layer == 0 else out
+        lstm += 2 * (2 * in_dim * 4 * d + 2 * out * 4 * d
+                     + (2 * d * p if opts.has_lstm_projection else 0))
+    m, c, n = opts.max_characters_per_token, opts.char_embed_dim, opts.n_filters
+    cnn = sum(2 * (m - w + 1) * w * c * k for w, k in opts.filters)
+    highway = opts.n_highway * 2 * n * 2 * n
+    proj = 2 * n * p if opts.has_token_projection else 0
+    parts = {"lstm": lstm, "char_cnn": types_per_token * cnn,
+             "highway": types_per_token * highway, "projection": types_per_token * proj}
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def profile(args) -> None:
+    """torch.profiler over the full model's float32 embed of the benchmark batch: the top
+    operators by self CPU time, with their input shapes (the LSTM's GEMMs, the char-CNN's, the
+    highway's, the elementwise gate arithmetic). The directions run one after the other in the
+    calling thread here (the profiler does not follow the side-by-side worker threads), so the
+    total is not the timed runs' wall time; the shares are what to read."""
+    import dataclasses
+
+    from torch.profiler import ProfilerActivity, profile as torch_profile
+
+    sents = corpus_sentences(args.batch, args.length) if args.text == "corpus" else \
+        sentences(args.batch, args.length)
+    with tempfile.TemporaryDirectory() as tmp:
+        model = load_checkpoint(random_checkpoint("original", Path(tmp)))
+        for precision in (["fp32", "bf16"] if args.bf16 else ["fp32"]):
+            emb = Embedder(model, device="cpu", token_budget=10 ** 6, precision=precision)
+            emb.model.fast_path = dataclasses.replace(emb.model.fast_path,
+                                                      parallel_min_rows=10 ** 9)
+            emb.embed(sentences(4, 8, seed=1))
+            emb.clear_cache()
+            with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+                emb.embed(sents)
+            print(f"[original] {precision}, {sum(len(s) for s in sents)} tokens, "
+                  f"{args.threads} threads (the directions' worker threads included)")
+            print(prof.key_averages(group_by_input_shape=True).table(
+                sort_by="self_cpu_time_total", row_limit=30, max_name_column_width=40,
+                max_shapes_column_width=60))
 
 
 def timed_pair(ours, base, repeats):
@@ -292,11 +351,21 @@ def main() -> None:
     ap.add_argument("--gemm", action="store_true",
                     help="only time the GEMMs by one LSTM weight, plain and with the weight "
                          "pre-packed for oneDNN")
+    ap.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
+                    help="also time ours in bf16 (default: where the CPU has bf16 units)")
+    ap.add_argument("--profile", action="store_true",
+                    help="only profile the full model's embed (torch.profiler, top operators)")
     ap.add_argument("--varied", type=int, metavar="N",
                     help="only time N real sentences of 1-59 tokens with the embedder's default "
                          "batching")
     args = ap.parse_args()
     runtime.configure(threads=args.threads)
+    if args.bf16 is None:
+        args.bf16 = runtime.cpu_bf16().offered
+    print(hostinfo.host_line(), flush=True)
+    if args.profile:
+        profile(args)
+        return
     if args.crossover:
         crossover(args)
         return
@@ -313,7 +382,10 @@ def main() -> None:
         batch_sents = sentences(args.batch, args.length)
         one = sentences(1, 10, seed=2)
         one[0] = one[0][:10]
-    results = {}
+    rates, fp32_rate, bf16_rate = hostinfo.rates_line()
+    print(rates, flush=True)
+    results = {"host": hostinfo.host_line(), "gemm_gflops_fp32": fp32_rate,
+               "gemm_gflops_bf16": bf16_rate}
     with tempfile.TemporaryDirectory() as tmp:
         for name in args.models:
             path = random_checkpoint(name, Path(tmp))
@@ -362,9 +434,42 @@ def main() -> None:
             }
             results[name] = r
             n_types = len({t for s in sents for t in s})
+            nominal = flops_per_token(model.opts)
+            engine = flops_per_token(model.opts, (n_types + 2) / n_tok)
+            ceiling = fp32_rate * 1e9 / nominal["total"]
+            r.update(flops_per_token=nominal["total"], flops_per_token_engine=engine["total"],
+                     fp32_ceiling_tokens_per_s=ceiling,
+                     share_of_fp32_ceiling=r["ours_tokens_per_s"] / ceiling)
+            if args.bf16:
+                emb16 = Embedder(load_checkpoint(path), device="cpu", token_budget=10 ** 6,
+                                 precision="bf16")
+                emb16.embed(sentences(4, 8, seed=1))
+
+                def ours16():
+                    emb16.clear_cache()
+                    return emb16.embed(sents)
+
+                (t32, out32), (t16, out16) = timed_pair(ours, ours16, args.repeats)
+                fid = layer_fidelity(out32, out16)
+                r.update(fp32_tokens_per_s=n_tok / t32, bf16_tokens_per_s=n_tok / t16,
+                         bf16_over_fp32=t32 / t16,
+                         share_of_bf16_ceiling=n_tok / t16 * nominal["total"] / (bf16_rate * 1e9)
+                         if bf16_rate else None,
+                         bf16_cosine=[{"layer": f.layer, "median": f.median, "q001": f.q001,
+                                       "min": f.minimum} for f in fid])
+                del emb16
             print(f"[{name}] batch of {args.batch} {args.text} sentences, {n_tok} tokens "
                   f"({n_types} types), {args.threads} threads")
-            print(f"  ours      {r['ours_tokens_per_s']:8.0f} tokens/s")
+            print(f"  FLOPs per token: {nominal['total'] / 1e6:.0f} M nominal (LSTM "
+                  f"{nominal['lstm'] / 1e6:.0f} M, char CNN {nominal['char_cnn'] / 1e6:.0f} M, "
+                  f"highway {nominal['highway'] / 1e6:.0f} M, projection "
+                  f"{nominal['projection'] / 1e6:.1f} M); {engine['total'] / 1e6:.0f} M with the "
+                  "token layer once per type")
+            print(f"  ours      {r['ours_tokens_per_s']:8.0f} tokens/s = "
+                  f"{100 * r['share_of_fp32_ceiling']:.0f} % of the float32 ceiling "
+                  f"({ceiling:.0f} tokens/s at {fp32_rate:.0f} GFLOP/s); the FLOPs it computes "
+                  f"run at {100 * r['ours_tokens_per_s'] * engine['total'] / 1e9 / fp32_rate:.0f} "
+                  "% of the GEMM rate")
             print(f"  baseline  {r['baseline_tokens_per_s']:8.0f} tokens/s   ratio {r['speedup']:.2f}x")
             print(f"  max |ours - baseline| = {diff:.2e}")
             print(f"  one 10-token sentence: ours {r['one_sentence_ms']:.1f} ms, baseline "
@@ -373,6 +478,14 @@ def main() -> None:
             print(f"    of which streaming each step's LSTM weights alone (the two GEMVs of "
                   f"{len(one[0]) + 1} steps x {2 * model.opts.n_layers} layer-directions): "
                   f"{floor_ms:.1f} ms")
+            if args.bf16:
+                print(f"  bf16      {r['bf16_tokens_per_s']:8.0f} tokens/s against float32 "
+                      f"{r['fp32_tokens_per_s']:.0f} in the same rounds: {r['bf16_over_fp32']:.2f}x"
+                      + (f"; {100 * r['share_of_bf16_ceiling']:.0f} % of the bf16 ceiling"
+                         if r["share_of_bf16_ceiling"] is not None else ""))
+                print("  bf16 vs float32 cosine per layer (median / 0.1 % quantile): " + ", ".join(
+                    f"L{c['layer']} {c['median']:.6f} / {c['q001']:.6f}"
+                    for c in r["bf16_cosine"]))
             print(f"  load: peak RSS above interpreter = {r['load_peak_over_weights']:.2f} x weights "
                   f"({(peak_rss - base_rss) / 1e6:.0f} MB for {r['weights_mb']:.0f} MB of weights)")
             del model, emb

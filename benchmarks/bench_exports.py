@@ -31,6 +31,8 @@ def size_mb(path: Path) -> float:
 
 
 def main() -> None:
+    import hostinfo                 # the host: CPU, flags, bf16 units, torch capability
+    print(hostinfo.host_line())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sentences", type=int, default=500)
     ap.add_argument("--tokens", type=int, default=20)

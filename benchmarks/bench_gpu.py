@@ -23,6 +23,8 @@ from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
 
 
 def main():
+    import hostinfo                 # the host: CPU, flags, bf16 units, torch capability
+    print(hostinfo.host_line())
     ap = argparse.ArgumentParser()
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--length", type=int, default=25)

@@ -315,6 +315,8 @@ def bench_mdl(args, report):
 
 
 def main(argv=None) -> int:
+    import hostinfo                 # the host: CPU, flags, bf16 units, torch capability
+    print(hostinfo.host_line())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sentences", type=int, default=20_000)
     ap.add_argument("--cka-tokens", type=int, default=50_000)

@@ -81,6 +81,8 @@ def naive_query(x: np.ndarray, q: np.ndarray, k: int) -> np.ndarray:
 
 
 def main(argv=None) -> int:
+    import hostinfo                 # the host: CPU, flags, bf16 units, torch capability
+    print(hostinfo.host_line())
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tokens", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=50)

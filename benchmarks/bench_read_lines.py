@@ -24,6 +24,8 @@ def _time(fn) -> float:
 
 
 def main(sizes) -> None:
+    import hostinfo                 # the host: CPU, flags, bf16 units, torch capability
+    print(hostinfo.host_line())
     with tempfile.TemporaryDirectory() as tmp:
         for n in sizes:
             path = Path(tmp) / f"lines{n}.txt"

@@ -8,7 +8,10 @@ the word types per window are realistic) with the same architecture:
   logits concatenated to the true logit, accidental hits found by comparing every target with
   every negative), at the batch size of the preset it was tuned with (32 rows);
 - fused: :mod:`elmo_engine.train.fused_lstm` and the current softmax, at the preset's batch
-  size; also at the baseline's batch size, to show what the batch size alone gives.
+  size; also at the baseline's batch size, to show what the batch size alone gives;
+- fused bf16 (where the CPU has bf16 units, or with ``--bf16`` forced): the same step as
+  ``train-lm --precision bf16``, under ``torch.autocast(bf16)`` (bf16 GEMMs, float32 master
+  weights, optimizer and loss).
 
 Rounds alternate (baseline, fused, fused at the old batch, …) so that a change in the machine's
 load hits all alike; the median of the rounds is reported, with the ratio.
@@ -16,9 +19,10 @@ load hits all alike; the median of the rounds is reported, with the ratio.
 Then the ceiling: the step's arithmetic per token, counted from the architecture (LSTM gates,
 cell projections, the char-CNN, highway and projection once per distinct type of a window, the
 sampled softmax over the batch's distinct negatives; backward = twice forward), against this
-CPU's fp32 matrix-multiply rate measured in the same run on the step's own GEMM shapes. It says
-what fraction of the machine each variant uses and the most tokens/s — and so the largest
-ratio — fp32 arithmetic allows here.
+CPU's fp32 (and bf16) matrix-multiply rate measured in the same run on the step's own GEMM
+shapes. It says what fraction of the machine each variant uses and the most tokens/s — and so
+the largest ratio — fp32 (bf16) arithmetic allows here. The host line says the CPU, its flags
+and bf16 units, torch's capability and the threads.
 
     python benchmarks/bench_train.py [--preset demo] [--steps 20] [--rounds 3] [--threads 2]
 """
@@ -35,6 +39,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import hostinfo  # noqa: E402
 from elmo_engine import runtime  # noqa: E402
 from elmo_engine.train.data import Streams  # noqa: E402
 from elmo_engine.train.dataset import prepare_data  # noqa: E402
@@ -62,8 +67,8 @@ def baseline_loss(model, type_chars, inputs, targets, state, negatives, neg_logq
 class Runner:
     """One model, optimizer, window stream and carried state; ``run(n)`` times n steps."""
 
-    def __init__(self, data, cfg: TrainConfig, batch: int, fused: bool):
-        self.data, self.cfg, self.fused = data, cfg, fused
+    def __init__(self, data, cfg: TrainConfig, batch: int, fused: bool, bf16: bool = False):
+        self.data, self.cfg, self.fused, self.bf16 = data, cfg, fused, bf16
         opts = cfg.bilm_options()
         self.model = BiLanguageModel(opts, len(data.vocab), fused=fused)
         self.model.reset_parameters(torch.Generator().manual_seed(0))
@@ -82,7 +87,8 @@ class Runner:
         inputs = torch.from_numpy(w.inputs)
         y = self.data.type2vocab[torch.from_numpy(w.targets)]
         args = (self.data.type_chars, inputs, y, self.state, neg, logq[neg], logq[y])
-        loss, state = self.model(*args) if self.fused else baseline_loss(self.model, *args)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            loss, state = self.model(*args) if self.fused else baseline_loss(self.model, *args)
         self.opt.zero_grad(set_to_none=True)
         loss.sum().backward()
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
@@ -108,21 +114,10 @@ def forward_macs(opts, types_per_token: float, negatives: float) -> float:
     return lstm + types_per_token * token + softmax
 
 
-def gemm_rate(opts, batch: int, reps: int = 30) -> float:
-    """Best fp32 GFLOP/s of ``torch.mm`` over the step's main shapes (median of ``reps``)."""
+def step_shapes(opts, batch: int):
+    """The step's main GEMM shapes (m, k, n): recurrent, input projection, cell projection."""
     p, d = opts.projection_dim, opts.lstm_dim
-    best = 0.0
-    for m, k, n in [(batch, p, 4 * d), (batch * 20, p, 4 * d), (batch * 20, d, p)]:
-        a, b = torch.randn(m, k), torch.randn(k, n)
-        for _ in range(3):
-            a @ b
-        times = []
-        for _ in range(reps):
-            t = time.perf_counter()
-            a @ b
-            times.append(time.perf_counter() - t)
-        best = max(best, 2 * m * k * n / statistics.median(times) / 1e9)
-    return best
+    return [(batch, p, 4 * d), (batch * 20, p, 4 * d), (batch * 20, d, p)]
 
 
 def window_shape(runner: "Runner", n: int = 20):
@@ -142,6 +137,8 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20, help="steps per round and variant")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--bf16", action=argparse.BooleanOptionalAction, default=None,
+                    help="add the bf16 row (default: where the CPU has bf16 units)")
     args = ap.parse_args()
     runtime.configure(threads=args.threads)
     cfg = TrainConfig.from_dict(preset(args.preset))
@@ -156,6 +153,10 @@ def main() -> None:
     }
     if cfg.batch_size != BASELINE_BATCH:
         runners[f"fused (batch {BASELINE_BATCH})"] = Runner(data, cfg, BASELINE_BATCH, True)
+    bf16_name = f"fused bf16 (batch {cfg.batch_size})"
+    if args.bf16 if args.bf16 is not None else runtime.cpu_bf16().offered:
+        runners[bf16_name] = Runner(data, cfg, cfg.batch_size, True, bf16=True)
+    print(hostinfo.host_line())
     print(f"preset {args.preset}: {cfg.bilm_options().lstm_dim} cells, projection "
           f"{cfg.bilm_options().projection_dim}, {cfg.bilm_options().n_filters} filters; "
           f"unroll {cfg.unroll}, {cfg.n_negative} negatives; {args.threads} threads; "
@@ -171,20 +172,31 @@ def main() -> None:
     base = statistics.median(next(iter(rates.values())))
     opts = cfg.bilm_options()
     shape = {name: window_shape(r) for name, r in runners.items()}
-    peak = gemm_rate(opts, cfg.batch_size)
+    shapes = step_shapes(opts, cfg.batch_size)
+    peak = hostinfo.gemm_rate(torch.float32, shapes)
+    peak16 = hostinfo.gemm_rate(torch.bfloat16, shapes) if bf16_name in runners else 0.0
     for name, v in rates.items():
         med = statistics.median(v)
         gflop = 6 * forward_macs(opts, *shape[name]) * med / 1e9
+        rate, kind = (peak16, "bf16") if name == bf16_name else (peak, "fp32")
         print(f"{name:45s} {med:7.0f} tokens/s   ratio {med / base:.2f}   "
-              f"{gflop:5.0f} GFLOP/s ({100 * gflop / peak:.0f} % of the GEMM rate)")
+              f"{gflop:5.0f} GFLOP/s ({100 * gflop / rate:.0f} % of the {kind} GEMM rate)")
     per_token = 6 * forward_macs(opts, *shape[f"fused (batch {cfg.batch_size})"])
     ceiling = peak * 1e9 / per_token
     types, negs = shape[f"fused (batch {cfg.batch_size})"]
     print(f"arithmetic per token (fused batch {cfg.batch_size}: {types:.2f} distinct types per "
           f"token, {negs:.0f} distinct negatives): {per_token / 1e6:.1f} MFLOP; "
-          f"this CPU's fp32 GEMM rate on the step's shapes: {peak:.0f} GFLOP/s")
+          f"this CPU's fp32 GEMM rate on the step's shapes: {peak:.0f} GFLOP/s"
+          + (f", bf16 {peak16:.0f} GFLOP/s" if peak16 else ""))
     print(f"ceiling at that rate: {ceiling:.0f} tokens/s = ratio {ceiling / base:.2f} "
           f"(3x the baseline would need {3 * base * per_token / 1e9:.0f} GFLOP/s)")
+    if peak16:
+        c16 = peak16 * 1e9 / per_token
+        bf16_rate = statistics.median(rates[bf16_name])
+        fused_rate = statistics.median(rates[f"fused (batch {cfg.batch_size})"])
+        print(f"bf16 ceiling: {c16:.0f} tokens/s = ratio {c16 / base:.2f}; bf16 row against "
+              f"the baseline {bf16_rate / base:.2f}x, against fused fp32 "
+              f"{bf16_rate / fused_rate:.2f}x")
 
 
 if __name__ == "__main__":

@@ -155,6 +155,8 @@ def bench_render(n_points: int = 20_000, n_plots: int = 4, frames: int = 20) -> 
 
 
 def main(argv=None) -> int:
+    import hostinfo                 # the host: CPU, flags, bf16 units, torch capability
+    print(hostinfo.host_line())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--checkpoint", help="checkpoint folder (default: the demo model)")
     ap.add_argument("--random", action="store_true", help="random clustered vectors, width 256")

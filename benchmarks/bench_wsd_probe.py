@@ -93,6 +93,8 @@ def epoch(model, opts, split, norm, batches):
 
 
 def main() -> int:
+    import hostinfo                 # the host: CPU, flags, bf16 units, torch capability
+    print(hostinfo.host_line())
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=None, help="steps to time (default: one epoch)")

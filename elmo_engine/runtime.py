@@ -12,6 +12,10 @@ here, by :func:`configure`, and nowhere else:
   stretches (tokenizing a big file) that would otherwise keep the GUI thread waiting for the GIL
   for up to 5 ms at a time (see ``elmo_explorer.startup``).
 
+It also answers, once per process, whether the CPU has bf16 units (:func:`cpu_bf16`: Intel AMX or
+AVX512_BF16, from torch's checks and the CPU flags): the one place that decides whether
+``--precision bf16`` is offered on the CPU.
+
 Who calls it: :func:`elmo_engine.cli.main` (every headless command), ``elmo_explorer.startup``
 (the app), ``python -m elmo_engine.train`` (through its CLI module), the test suite
 (``tests/conftest.py``) and the benchmarks. A library user who builds an ``Embedder`` in their
@@ -19,8 +23,10 @@ own program calls ``configure()`` once first to get the same numbers.
 """
 from __future__ import annotations
 
+import functools
 import sys
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Tuple
 
 
 def configure(threads: Optional[int] = None, gil_switch_s: Optional[float] = None) -> None:
@@ -40,3 +46,100 @@ def configure(threads: Optional[int] = None, gil_switch_s: Optional[float] = Non
         torch.set_num_threads(threads)
     if gil_switch_s is not None:
         sys.setswitchinterval(min(sys.getswitchinterval(), gil_switch_s))
+
+
+# ---- bf16 units of the CPU -----------------------------------------------------------------------
+#: CPU flags (Linux ``/proc/cpuinfo``) of the units that run bf16 matrix products natively
+BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+@dataclass(frozen=True)
+class CpuBf16:
+    """Whether this CPU multiplies bf16 matrices in hardware, and with which units.
+
+    Attributes
+    ----------
+    units : "AMX" (Intel AMX tiles), "AVX512_BF16" (AVX-512 bf16 dot products), or None
+    model : the CPU's model name ("" when the platform does not say)
+    capability : torch's SIMD level (``torch.backends.cpu.get_cpu_capability()``)
+    flags : the CPU flags seen among ``amx_bf16``, ``avx512_bf16``, ``avx512f``
+    """
+
+    units: Optional[str]
+    model: str
+    capability: str
+    flags: Tuple[str, ...]
+
+    @property
+    def offered(self) -> bool:
+        """bf16 is offered on the CPU (``--precision bf16``) only where it has the units."""
+        return self.units is not None
+
+    def describe(self) -> str:
+        """One line for ``info`` and the benchmarks."""
+        name = self.model or "CPU"
+        have = ", ".join(self.flags) or "none of avx512f/avx512_bf16/amx_bf16"
+        if self.offered:
+            return (f"{name}; torch capability {self.capability}; flags {have}; bf16 units: "
+                    f"{self.units} (--precision bf16 offered)")
+        return (f"{name}; torch capability {self.capability}; flags {have}; no bf16 units "
+                "(float32 only)")
+
+    def refusal(self) -> str:
+        """The one line that says why bf16 is not offered here, and what it would cost."""
+        return (f"bf16 needs a CPU with bf16 units (AMX or AVX512_BF16) and this one "
+                f"({self.model or 'CPU'}, {self.capability}) has none: bf16 would be emulated, "
+                "slower than float32 and less exact; use --precision fp32 (the default)")
+
+
+def _cpu_flags_and_model() -> Tuple[set, str]:
+    """The CPU's flags and model name from ``/proc/cpuinfo`` (empty where there is none)."""
+    flags: set = set()
+    model = ""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "flags" and not flags:
+                    flags = set(value.split())
+                elif key == "model name" and not model:
+                    model = value.strip()
+                if flags and model:
+                    break
+    except OSError:
+        pass
+    if not model:
+        import platform
+        model = platform.processor()
+    return flags, model
+
+
+@functools.lru_cache(maxsize=None)
+def cpu_bf16() -> CpuBf16:
+    """This CPU's bf16 units, found once: torch's own checks (``torch.cpu``, the same ones its
+    oneDNN kernels use) or, where torch has none, the CPU flags."""
+    import torch
+
+    flags, model = _cpu_flags_and_model()
+    seen = tuple(f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags)
+    capability = torch.backends.cpu.get_cpu_capability()
+
+    def check(name: str, flag: str) -> bool:
+        fn = getattr(torch.cpu, name, None)
+        try:
+            return bool(fn()) if fn is not None else flag in flags
+        except RuntimeError:
+            return flag in flags
+
+    mkldnn_bf16 = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
+    try:
+        onednn = bool(mkldnn_bf16()) if mkldnn_bf16 is not None else True
+    except RuntimeError:
+        onednn = False
+    units = None
+    if onednn and check("_is_amx_tile_supported", "amx_bf16"):
+        units = "AMX"
+    elif onednn and check("_is_avx512_bf16_supported", "avx512_bf16"):
+        units = "AVX512_BF16"
+    return CpuBf16(units, model, capability, seen)

@@ -3,6 +3,9 @@
 * typed text is tokenized; ``--pretokenized`` splits on whitespace (:func:`add_pretokenized`,
   :func:`read_text`, over the one reader :func:`elmo_engine.io.datasets.text_input.read_text_input`);
 * ``--device auto`` (CUDA when available, else the CPU) everywhere (:func:`add_device`);
+* ``--precision fp32`` by default wherever a model runs; bf16 on a GPU or on a CPU with bf16
+  units, fp16 on a GPU (:func:`add_precision`, checked before any long work by
+  :func:`resolve_precision`);
 * an existing output is refused without ``--force``, naming the file (:func:`add_force`,
   :func:`refuse_existing`), checked before any long work;
 * results go to stdout, progress and logs to stderr (:func:`log`);
@@ -31,6 +34,15 @@ def add_device(p: argparse.ArgumentParser) -> None:
     p.add_argument("--device", default="auto",
                    help="auto (CUDA when available, else the CPU; the default), cpu, cuda or "
                         "cuda:N")
+
+
+def add_precision(p: argparse.ArgumentParser, choices: Sequence[str] = ("fp32", "fp16", "bf16")
+                  ) -> None:
+    p.add_argument("--precision", choices=list(choices), default="fp32",
+                   help="fp32 (the default; conformant), or bf16 on a GPU or on a CPU with bf16 "
+                        "units (AMX or AVX512_BF16; see `elmo-explorer info`)"
+                        + (", fp16 on a GPU" if "fp16" in choices else "")
+                        + "; measured fidelity in docs/performance.md")
 
 
 def add_force(p: argparse.ArgumentParser, what: str = "existing output files") -> None:
@@ -79,6 +91,16 @@ def resolve_device(name: Optional[str]):
     from elmo_engine.embed.embedder import pick_device
 
     return pick_device(name)
+
+
+def resolve_precision(precision: str, device) -> str:
+    """``precision`` if it is offered on ``device`` (a torch.device), else one clear line
+    (:class:`InputError`): bf16 on the CPU needs bf16 units, fp16 a GPU."""
+    from elmo_engine.embed.embedder import check_cpu_precision
+
+    if device.type != "cuda":
+        check_cpu_precision(precision)
+    return precision
 
 
 def parse_floats(text: Optional[str], option: str) -> Optional[List[float]]:

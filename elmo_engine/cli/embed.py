@@ -22,7 +22,7 @@ def add_parser(sub) -> None:
     p.add_argument("--stateful", action="store_true",
                    help="reference protocol: lines in order, each batch row keeps its LSTM state")
     common.add_device(p)
-    p.add_argument("--precision", choices=["fp32", "fp16", "bf16"], default="fp32")
+    common.add_precision(p)
     p.add_argument("--format", choices=["hdf5", "npz"], default=None,
                    help="default: from OUTPUT's extension (hdf5 unless .npz)")
     common.add_pretokenized(p)
@@ -41,8 +41,9 @@ def run(args) -> int:
         raise InputError("--batch-size must be at least 1")
     fmt = args.format or ("npz" if args.output.suffix.lower() == ".npz" else "hdf5")
     common.refuse_existing(args.force, args.output)
-    sentences = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
     device = common.resolve_device(args.device)
+    common.resolve_precision(args.precision, device)
+    sentences = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
     model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint), device=device)
     width = max(len(s) for s in sentences) + 2
     emb = Embedder(model, device=str(device), precision=args.precision,

@@ -57,6 +57,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="only the occurrences of this word (exact spelling)")
     common.add_pretokenized(v)
     common.add_device(v)
+    common.add_precision(v)
     common.add_force(v, "OUTPUT if it exists")
     v.set_defaults(func=run)
     r = sub.add_parser("report", help="rebuild a report folder from a saved workspace")
@@ -78,13 +79,13 @@ def run(args) -> int:
     return run_report(args)
 
 
-def _embedder(checkpoint, device):
+def _embedder(checkpoint, device, precision: str = "fp32"):
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.model.checkpoint import load_checkpoint
 
     device = common.resolve_device(device)
     return Embedder(load_checkpoint(checkpoint_or_demo(checkpoint), device=device),
-                    device=str(device))
+                    device=str(device), precision=precision)
 
 
 def run_vectors(args) -> int:
@@ -99,13 +100,14 @@ def run_vectors(args) -> int:
                          args.pre_softmax)
     fmt = format_for(args.output, args.format)
     common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))
+    common.resolve_precision(args.precision, common.resolve_device(args.device))
     tokens = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
     refs = None
     if args.word is not None:
         refs = [(s, t) for s, toks in enumerate(tokens) for t, w in enumerate(toks) if w == args.word]
         if not refs:
             raise common.absent_word(args.word, tokens, "the sentences", path=args.input)
-    emb = _embedder(args.checkpoint, args.device)
+    emb = _embedder(args.checkpoint, args.device, args.precision)
     choice.validate(emb.opts.n_output_layers)          # before the (long) embedding
     acts = emb.embed(tokens)
     summary = export_vectors(args.output, tokens, acts, fmt, choice, refs,

@@ -1,4 +1,5 @@
-"""``elmo-explorer info [CHECKPOINT] [--json]``: options, parameter counts per part, checksum.
+"""``elmo-explorer info [CHECKPOINT] [--json]``: options, parameter counts per part, checksum,
+and this host's CPU with whether it has bf16 units (``--precision bf16`` on the CPU).
 
 Readable text by default; ``--json`` prints the same facts as one JSON object for machines.
 """
@@ -65,8 +66,16 @@ def format_info(d: dict) -> str:
 def run(args) -> int:
     from elmo_engine.cli.common import checkpoint_or_demo
     from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.runtime import cpu_bf16
 
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device="cpu")
     d = model.info.describe()
-    print(json.dumps(d, indent=2) if args.json else format_info(d))
+    cpu = cpu_bf16()
+    if args.json:
+        d["host"] = {"cpu": cpu.model, "torch_capability": cpu.capability,
+                     "cpu_flags": list(cpu.flags), "bf16_units": cpu.units,
+                     "cpu_precisions": ["fp32", "bf16"] if cpu.offered else ["fp32"]}
+        print(json.dumps(d, indent=2))
+    else:
+        print(format_info(d) + "\n\nhost\n  " + cpu.describe())
     return 0

@@ -70,6 +70,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--no-layer-norm", action="store_true",
                    help="do not scale each layer to zero mean / unit variance before probing")
     common.add_device(p)
+    common.add_precision(p)
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice; 1 is fastest on a busy machine)")
     p.add_argument("--out", type=Path, required=True, help="results JSON to write")
@@ -169,14 +170,15 @@ def run(args) -> int:
             raise InputError("--threads must be at least 1")
         runtime.configure(threads=args.threads)
     common.refuse_existing(args.force, args.out)
+    device = common.resolve_device(args.device)
+    common.resolve_precision(args.precision, device)
     t0 = time.perf_counter()
     data = load_task_data(TaskFiles(args.task, args.train, args.test, args.dev, args.train_keys,
                                     args.test_keys, args.dev_keys, args.label, args.wordnet))
     reading_s = time.perf_counter() - t0
-    device = common.resolve_device(args.device)
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
     # a small activation cache: only the labelled tokens' vectors are kept by the probe
-    embedder = Embedder(model, device=str(device), cache_size=512)
+    embedder = Embedder(model, device=str(device), cache_size=512, precision=args.precision)
     config = ProbeConfig(seed=args.seed, epochs=args.epochs, patience=args.patience,
                          batch_size=args.batch_size, lr=args.lr, hidden=args.hidden,
                          layer_norm=not args.no_layer_norm, control=args.control,
@@ -193,6 +195,7 @@ def run(args) -> int:
         bars.close()
     result.config["checkpoint"] = str(args.checkpoint) if args.checkpoint else "demo"
     result.config["torch_threads"] = torch.get_num_threads()
+    result.config["precision"] = args.precision
     result.timings = {"reading_s": reading_s, **result.timings}
     result.wall_time_s += reading_s
     result.command = command_line(args)

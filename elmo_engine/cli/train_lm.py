@@ -84,6 +84,10 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--autograd-lstm", action="store_true",
                    help="run the LSTM through the biLM's autograd path instead of the fused "
                         "training layer (slower; the same result up to rounding)")
+    p.add_argument("--precision", choices=["fp32", "bf16"], default=None,
+                   help="fp32 (the default), or bf16 mixed precision (bf16 GEMMs, float32 master "
+                        "weights and loss) on a GPU or on a CPU with bf16 units (AMX or "
+                        "AVX512_BF16; see `elmo-explorer info`)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
@@ -102,7 +106,8 @@ def build_config(args):
                "dropout": "dropout", "seed": "seed", "checkpoint_every": "checkpoint_every",
                "checkpoint_minutes": "checkpoint_minutes", "log_every": "log_every",
                "optimizer": "optimizer", "eval_minutes": "eval_minutes", "patience": "patience", "eval_tokens": "eval_tokens",
-               "shuffle": "shuffle", "cooldown_minutes": "cooldown_minutes"}
+               "shuffle": "shuffle", "cooldown_minutes": "cooldown_minutes",
+               "precision": "precision"}
     for arg, attr in mapping.items():
         val = getattr(args, arg, None)
         if val is not None:

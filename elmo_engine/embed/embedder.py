@@ -22,6 +22,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from elmo_engine import runtime
 from elmo_engine.embed.caches import SentenceCache, lru, resized
 from elmo_engine.model.bilm import BiLM, LSTMState
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
@@ -44,6 +45,19 @@ def pick_device(device: Optional[str] = None) -> torch.device:
     return dev
 
 
+def check_cpu_precision(precision: str) -> None:
+    """Raise :class:`InputError` (one line) unless ``precision`` is offered on this CPU: fp32
+    always, bf16 where the CPU has bf16 units (AMX or AVX512_BF16), fp16 never."""
+    if precision == "fp32":
+        return
+    if precision == "fp16":
+        raise InputError("fp16 is only offered on a GPU; on the CPU use fp32, or bf16 where the "
+                         "CPU has bf16 units")
+    cpu = runtime.cpu_bf16()
+    if not cpu.offered:
+        raise InputError(cpu.refusal())
+
+
 def device_name(device: torch.device) -> str:
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
@@ -57,7 +71,9 @@ class Embedder:
     ----------
     model : a loaded biLM (``elmo_engine.model.checkpoint.load_checkpoint``)
     device : "cpu", "cuda", "cuda:1", or None for CUDA when available
-    precision : "fp32" (default), or "fp16"/"bf16" on GPU (opt-in, not conformant)
+    precision : "fp32" (default), or "fp16"/"bf16" on GPU, "bf16" on a CPU with bf16 units
+        (:func:`elmo_engine.runtime.cpu_bf16`); opt-in, not conformant (fidelity:
+        ``scripts/bf16_fidelity.py``)
     token_budget : most padded framed tokens per batch (rows × longest row)
     cache_size : sentences kept in the in-memory activation cache
     cache_dir : optional folder for the on-disk activation cache
@@ -71,8 +87,8 @@ class Embedder:
         if precision not in PRECISIONS:
             raise InputError(f"unknown precision '{precision}' (use fp32, fp16 or bf16)")
         self.device = pick_device(device)
-        if precision != "fp32" and self.device.type != "cuda":
-            raise InputError(f"{precision} is only offered on a GPU; this embedder runs on the CPU")
+        if self.device.type != "cuda":
+            check_cpu_precision(precision)
         self.precision = precision
         self.dtype = PRECISIONS[precision]
         self.model = model.to(self.device, self.dtype).eval()
@@ -201,7 +217,8 @@ class Embedder:
 
     def _move(self, device: torch.device) -> None:
         self.device = device
-        if device.type == "cpu" and self.dtype != torch.float32:
+        if device.type == "cpu" and self.dtype != torch.float32 and not (
+                self.dtype == torch.bfloat16 and runtime.cpu_bf16().offered):
             self.dtype, self.precision = torch.float32, "fp32"
         self.model.to(device, self.dtype)
         self._types = resized(self._types, self.max_types, lambda v: v.to(device, self.dtype))

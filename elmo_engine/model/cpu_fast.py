@@ -12,7 +12,8 @@ computation in ``tests/engine/test_bilm_fast_paths.py``:
   the packed ``W_in``. A packed copy serves any number of rows.
 * **One fallback point.** :meth:`FastKernels.packed_weight` is the only place that decides
   whether a packed weight can be used: it answers None when packing is switched off, the weight
-  is not a float32 CPU tensor, or this torch build fails :func:`onednn_packing`'s self-test,
+  is not a float32 or bfloat16 CPU tensor, or this torch build fails :func:`onednn_packing`'s
+  self-test,
   and every caller then takes the plain GEMM. No other module calls ``torch.ops.mkldnn``.
 * **Directions side by side.** The forward and backward LMs share nothing but their input; for
   batches of ``parallel_min_rows`` rows or more :func:`both_directions` runs them in two threads
@@ -37,6 +38,10 @@ T_ = TypeVar("T_")
 
 _pool: Optional[Tuple[int, ThreadPoolExecutor]] = None      # (owning process, pool)
 _pool_lock = threading.Lock()
+#: weights of these types are packed (bf16 only reaches the CPU where it has bf16 units: the
+#: embedder checks :func:`elmo_engine.runtime.cpu_bf16`); packed bf16 halves each step's weight
+#: traffic, which bounds the recurrent GEMM of a few rows
+PACKED_DTYPES = (torch.float32, torch.bfloat16)
 #: a scratch buffer larger than this is freed after the call that needed it
 SCRATCH_KEEP_BYTES = 256 << 20
 
@@ -153,8 +158,9 @@ class FastKernels:
     # ---- packed weights ---------------------------------------------------------------------
     def packed_weight(self, name: str, layer: int, d: int, param: Tensor) -> Optional[Tensor]:
         """``param[d]`` (weight ``name`` of ``layer``) pre-packed into oneDNN's blocked GEMM
-        layout; None where that does not apply (packing off, not a float32 CPU tensor, a torch
-        build without oneDNN) — the one fallback point: every caller then uses a plain GEMM.
+        layout; None where that does not apply (packing off, not a float32 or bfloat16 CPU
+        tensor, a torch build without oneDNN) — the one fallback point: every caller then uses
+        a plain GEMM.
 
         Packed once, the recurrent step's GEMM (with the input projection added in the same
         call) ran 1.9-2.9× faster on one core of a Xeon at 2-128 rows, and an 11-row input
@@ -163,7 +169,7 @@ class FastKernels:
         tensor, or an in-place update that bumps its version counter (writes through ``.data``
         do not, and need :meth:`drop_packed`)."""
         if not self.config.packed_weights or param.device.type != "cpu" \
-                or param.dtype != torch.float32 or not onednn_packing():
+                or param.dtype not in PACKED_DTYPES or not onednn_packing():
             return None
         try:
             version = param._version       # bumped by in-place updates (optimizer, load, copy_)

@@ -10,7 +10,8 @@ from elmo_engine.model.options import BiLMOptions
 
 # settings that may change when a run is resumed; every other one must match the checkpoint
 RUN_CONTROL = ("epochs", "max_steps", "max_minutes", "checkpoint_every", "checkpoint_minutes",
-               "log_every", "eval_minutes", "patience", "eval_tokens", "fused", "cooldown_minutes")
+               "log_every", "eval_minutes", "patience", "eval_tokens", "fused", "cooldown_minutes",
+               "precision")
 
 # the cooldown ends at this fraction of the learning rate (not 0: the last steps still learn)
 COOLDOWN_FLOOR = 0.05
@@ -55,6 +56,10 @@ class TrainConfig:
     # learning-rate cooldown: over the last cooldown_minutes of the max_minutes budget the
     # learning rate falls linearly from lr to lr * COOLDOWN_FLOOR (None: constant lr)
     cooldown_minutes: Optional[float] = None
+    # "fp32", or "bf16": forward and backward under torch.autocast(bf16) — the GEMMs take bf16
+    # operands — with float32 master weights, optimizer state, LSTM cell state and loss; on the
+    # CPU only where it has bf16 units (elmo_engine.runtime.cpu_bf16)
+    precision: str = "fp32"
 
     def lr_at(self, elapsed_seconds: float) -> float:
         """The learning rate after ``elapsed_seconds`` of training (the cooldown applied)."""
@@ -83,6 +88,8 @@ class TrainConfig:
             raise InputError(f"dropout must be in [0, 1) (got {self.dropout})")
         if not self.lr > 0 or not self.clip_norm > 0:
             raise InputError("lr and clip_norm must be positive")
+        if self.precision not in ("fp32", "bf16"):
+            raise InputError(f"precision must be fp32 or bf16 (got {self.precision!r})")
         if self.shuffle not in ("documents", "sentences"):
             raise InputError(f"shuffle must be documents or sentences (got {self.shuffle!r})")
         if self.eval_minutes is not None and not self.eval_minutes > 0:

@@ -17,7 +17,11 @@ directions) and computes the same gradients itself:
   precomputed for all steps at once;
 - the weight gradients are one GEMM each over all T·B rows, after the loop;
 - the forward and backward LMs run side by side in two threads, a core each
-  (:func:`elmo_engine.model.cpu_fast.both_directions`).
+  (:func:`elmo_engine.model.cpu_fast.both_directions`);
+- mixed precision (``train-lm --precision bf16``, under ``torch.autocast``): every GEMM takes
+  bf16 operands (the weights cast once per call) and its product is added to float32 buffers;
+  the gate arithmetic, the cell state, the master weights and their gradients stay float32
+  (:class:`_Gemms`).
 
 The computation is exactly that of :class:`elmo_engine.model.bilm.LSTMStack` (TensorFlow's
 ``LSTMCell`` with projection: gate order i, j, f, o, forget bias +1, cell clip, projection clip),
@@ -35,6 +39,54 @@ import torch
 from torch import Tensor
 
 from elmo_engine.model.cpu_fast import both_directions
+
+
+class _Gemms:
+    """The layer's GEMMs in float32, or with ``lowp`` (bf16) operands and float32 results.
+
+    torch has no CPU GEMM of bf16 operands into a float32 output, so a bf16 product is
+    computed, then added to (or copied into) the float32 buffer; operands are cast on the way
+    in, the weights once per call (:meth:`w`)."""
+
+    def __init__(self, lowp: Optional[torch.dtype]):
+        self.lowp = lowp
+
+    def w(self, t: Tensor) -> Tensor:
+        """A weight as the GEMMs take it (cast once per call)."""
+        return t if self.lowp is None else t.to(self.lowp)
+
+    def a(self, t: Tensor) -> Tensor:
+        return t if self.lowp is None or t.dtype == self.lowp else t.to(self.lowp)
+
+    def addmm_(self, out: Tensor, a: Tensor, b: Tensor) -> Tensor:
+        """``out += a @ b`` (b from :meth:`w`, or an activation)."""
+        if self.lowp is None:
+            return out.addmm_(a, b)
+        return out.add_(torch.mm(self.a(a), self.a(b)))
+
+    def mm(self, a: Tensor, b: Tensor, out: Optional[Tensor] = None) -> Tensor:
+        """``a @ b`` as float32 (into ``out`` when given)."""
+        if self.lowp is None:
+            return torch.mm(a, b, out=out) if out is not None else torch.mm(a, b)
+        prod = torch.mm(self.a(a), self.a(b))
+        return out.copy_(prod) if out is not None else prod.float()
+
+    def addmm(self, bias: Tensor, a: Tensor, b: Tensor, out: Optional[Tensor] = None) -> Tensor:
+        """``bias + a @ b`` as float32 (into ``out`` when given)."""
+        if self.lowp is None:
+            return torch.addmm(bias, a, b, out=out) if out is not None else torch.addmm(bias, a, b)
+        prod = torch.mm(self.a(a), self.a(b))
+        if out is None:
+            return prod.float().add_(bias)
+        return out.copy_(prod).add_(bias)
+
+
+def autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
+    """The lower precision the caller's ``torch.autocast`` asks for on ``device``, or None."""
+    kind = device.type
+    if not torch.is_autocast_enabled(kind):
+        return None
+    return torch.get_autocast_dtype(kind)
 
 
 class _Saved:
@@ -73,7 +125,7 @@ def _clip(src: Tensor, bound: Optional[float], out: Tensor) -> Tensor:
 class FusedLSTMLayer(torch.autograd.Function):
     """Both directions of one LSTM layer over a (T, B) window; see the module docstring.
 
-    ``forward(x, w_in, w_rec, b, wp, c0, h0, idx, steps, cell_clip, proj_clip)``:
+    ``forward(x, w_in, w_rec, b, wp, c0, h0, idx, steps, cell_clip, proj_clip, lowp)``:
 
     x : (2, T·B, in) the inputs of each direction, rows time-major (row t·B + r); or, when
         ``idx`` is given, (U, in) rows shared by both directions, row k of direction d being
@@ -82,12 +134,20 @@ class FusedLSTMLayer(torch.autograd.Function):
         None (no projection: P = D); c0 (2, B, D), h0 (2, B, P): the carried state
     idx : (2, T·B) int64 or None
     steps : T
+    lowp : None (float32 GEMMs) or the GEMMs' operand type (torch.bfloat16); see :class:`_Gemms`
 
     Returns the outputs (2, T·B, P) and the final state c (2, B, D), h (2, B, P).
     """
 
     @staticmethod
-    def forward(ctx, x, w_in, w_rec, b, wp, c0, h0, idx, steps, cell_clip, proj_clip):
+    def forward(ctx, x, w_in, w_rec, b, wp, c0, h0, idx, steps, cell_clip, proj_clip,
+                lowp=None):
+        with torch.autocast(x.device.type, enabled=False):       # the GEMMs say their types
+            return FusedLSTMLayer._forward(ctx, x, w_in, w_rec, b, wp, c0, h0, idx, steps,
+                                           cell_clip, proj_clip, _Gemms(lowp))
+
+    @staticmethod
+    def _forward(ctx, x, w_in, w_rec, b, wp, c0, h0, idx, steps, cell_clip, proj_clip, gm):
         dim = w_rec.shape[-1] // 4
         rows = c0.shape[1]
         forget = torch.zeros(4 * dim, dtype=b.dtype, device=b.device)
@@ -99,8 +159,9 @@ class FusedLSTMLayer(torch.autograd.Function):
             bias = b[d] + forget
             n = steps * rows
             gates = w_rec.new_empty(n, 4 * dim)
+            w_i = gm.w(w_in[d])
             if idx is not None:
-                xp = torch.addmm(bias, x, w_in[d])                     # (U, 4D), once per type
+                xp = gm.addmm(bias, x, w_i)                            # (U, 4D), once per type
                 torch.index_select(xp, 0, idx[d], out=gates)
                 del xp
             c_pre = gates.new_empty(n, dim) if cell_clip is not None else None
@@ -111,19 +172,19 @@ class FusedLSTMLayer(torch.autograd.Function):
             h_pre = gates.new_empty(n, p) if (wp is not None and proj_clip is not None) else None
             h_all = gates.new_empty(n, p) if wp is not None else m
             c, h = c0[d], h0[d]
-            w_r = w_rec[d]
-            w_p = wp[d] if wp is not None else None
+            w_r = gm.w(w_rec[d])
+            w_p = gm.w(wp[d]) if wp is not None else None
             h_zero = not bool(h.any())
             for t in range(steps):
                 sl = slice(t * rows, (t + 1) * rows)
                 if idx is None and t % chunk == 0:   # the input projection, a few steps ahead
                     ahead = slice(t * rows, min(steps, t + chunk) * rows)
-                    torch.addmm(bias, x[d][ahead], w_in[d], out=gates[ahead])
+                    gm.addmm(bias, x[d][ahead], w_i, out=gates[ahead])
                 z = gates[sl]
                 if h_zero:
                     h_zero = False
                 else:
-                    z.addmm_(h, w_r)
+                    gm.addmm_(z, h, w_r)
                 z[:, :dim].sigmoid_()
                 _tanh_(z[:, dim:2 * dim])
                 z[:, 2 * dim:].sigmoid_()
@@ -135,7 +196,7 @@ class FusedLSTMLayer(torch.autograd.Function):
                 torch.mul(z[:, 3 * dim:], tc[sl], out=m[sl])
                 if w_p is not None:
                     hr = h_pre[sl] if h_pre is not None else h_all[sl]
-                    torch.mm(m[sl], w_p, out=hr)
+                    gm.mm(m[sl], w_p, out=hr)
                     h = _clip(hr, proj_clip, h_all[sl])
                 else:
                     h = m[sl]
@@ -144,6 +205,7 @@ class FusedLSTMLayer(torch.autograd.Function):
         (s0, cf, hf), (s1, cb, hb) = both_directions(run, x.device)
         ctx.saved_dirs = (s0, s1)
         ctx.steps, ctx.cell_clip, ctx.proj_clip = steps, cell_clip, proj_clip
+        ctx.gemms = gm
         ctx.save_for_backward(x, w_in, w_rec, wp if wp is not None else w_rec.new_empty(0),
                               c0, h0, idx if idx is not None else c0.new_empty(0, dtype=torch.long))
         ctx.has_proj, ctx.shared = wp is not None, idx is not None
@@ -158,6 +220,7 @@ class FusedLSTMLayer(torch.autograd.Function):
         wp = wp if ctx.has_proj else None
         idx = idx if ctx.shared else None
         steps, cell_clip, proj_clip = ctx.steps, ctx.cell_clip, ctx.proj_clip
+        gm: _Gemms = ctx.gemms
         dim = w_rec.shape[-1] // 4
         rows = c0.shape[1]
         need_x = ctx.needs_input_grad[0]
@@ -180,8 +243,9 @@ class FusedLSTMLayer(torch.autograd.Function):
             f_o = o_prime.mul_(s.tc)
             f_c = torch.mul(s.tc, s.tc).neg_().add_(1).mul_(o)
             h_mask = (s.h_pre.abs() <= proj_clip).to(g.dtype) if s.h_pre is not None else None
-            w_rt = w_rec[d].t().contiguous()                           # (4D, P)
-            w_pt = wp[d].t().contiguous() if wp is not None else None  # (P, D)
+            w_rt = gm.w(w_rec[d].t().contiguous())                     # (4D, P)
+            w_pt = gm.w(wp[d].t().contiguous()) if wp is not None else None  # (P, D)
+            w_it = gm.w(w_in[d].t())                                   # (4D, in)
             d_z = g.new_empty(n, 4 * dim)
             d_h_all = g.new_empty(n, w_rt.shape[1])
             # the weight gradients are summed over chunks of a few steps, each right after the
@@ -208,7 +272,7 @@ class FusedLSTMLayer(torch.autograd.Function):
                     torch.add(d_out[d, sl], dh_next, out=dh)
                 if h_mask is not None:
                     dh.mul_(h_mask[sl])
-                dm = torch.mm(dh, w_pt) if w_pt is not None else dh
+                dm = gm.mm(dh, w_pt) if w_pt is not None else dh
                 # dc = (dc_next + dm·o·tanh'(c))·keep, keep = the cell clip's mask
                 dc = dm * f_c[sl]
                 if dc_next is not None:
@@ -220,14 +284,14 @@ class FusedLSTMLayer(torch.autograd.Function):
                 torch.mul(dc.unsqueeze(1), f_ijf[sl], out=dz[:, :3 * dim].view(rows, 3, dim))
                 dc_next = dc.mul_(f[sl])
                 if t > 0:
-                    dh_next = torch.mm(dz, w_rt)
+                    dh_next = gm.mm(dz, w_rt)
                 if t % chunk == 0:
                     done = slice(t * rows, min(steps, t + chunk) * rows)
-                    d_w.addmm_(lhs[done].t(), d_z[done])
+                    gm.addmm_(d_w, lhs[done].t(), d_z[done])
                     if d_wp is not None:
-                        d_wp.addmm_(s.m[done].t(), d_h_all[done])
+                        gm.addmm_(d_wp, s.m[done].t(), d_h_all[done])
                     if d_x is not None:
-                        torch.mm(d_z[done], w_in[d].t(), out=d_x[done])
+                        gm.mm(d_z[done], w_it, out=d_x[done])
                     if per_type is not None:
                         per_type.index_add_(0, idx[d, done], d_z[done])
             if idx is None:
@@ -236,8 +300,8 @@ class FusedLSTMLayer(torch.autograd.Function):
             else:
                 d_wrec = d_w
                 d_b = per_type.sum(0)
-                d_win = torch.mm(x.t(), per_type)
-                d_x = torch.mm(per_type, w_in[d].t()) if need_x else None
+                d_win = gm.mm(x.t(), per_type)
+                d_x = gm.mm(per_type, w_it) if need_x else None
             return d_x, d_win, d_wrec, d_b, d_wp
 
         (x0, win0, wr0, b0, p0), (x1, win1, wr1, b1, p1) = both_directions(run, x.device)
@@ -249,7 +313,7 @@ class FusedLSTMLayer(torch.autograd.Function):
             d_x = x0.add_(x1)
         d_wp = torch.stack([p0, p1]) if wp is not None else None
         return (d_x, torch.stack([win0, win1]), torch.stack([wr0, wr1]), torch.stack([b0, b1]),
-                d_wp, None, None, None, None, None, None)
+                d_wp, None, None, None, None, None, None, None)
 
 
 def fused_lstm_stack(lstm, tok: Tensor, idx: Tensor, steps: int, state
@@ -263,6 +327,8 @@ def fused_lstm_stack(lstm, tok: Tensor, idx: Tensor, steps: int, state
     Returns per layer the outputs (2, T·B, out) (skip connections added) and the final state.
     """
     opts = lstm.opts
+    lowp = autocast_dtype(tok.device)        # bf16 GEMMs under the trainer's torch.autocast
+    tok = tok.float()                        # (the token layer's output may be bf16 there)
     outs: List[Tensor] = []
     new_state = []
     inp, index = tok, idx
@@ -270,7 +336,8 @@ def fused_lstm_stack(lstm, tok: Tensor, idx: Tensor, steps: int, state
         c0, h0 = state[layer]
         wp = lstm.wp[layer] if opts.has_lstm_projection else None
         out, c, h = FusedLSTMLayer.apply(inp, lstm.w_in[layer], lstm.w_rec[layer], lstm.b[layer],
-                                         wp, c0, h0, index, steps, opts.cell_clip, opts.proj_clip)
+                                         wp, c0, h0, index, steps, opts.cell_clip, opts.proj_clip,
+                                         lowp)
         if opts.use_skip_connections and layer > 0:
             out = out + inp
         outs.append(out)

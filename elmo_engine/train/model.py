@@ -102,7 +102,8 @@ class BiLanguageModel(nn.Module):
             x = x * in_mask
         steps, bsz = inputs.shape[2], inputs.shape[1]
         outs, new_state = self.bilm.lstm(x, [bsz] * steps, state)
-        return outs[-1], new_state
+        # the carried state stays float32 under bf16 autocast too (.float() of float32 is a no-op)
+        return outs[-1], [(c.float(), h.float()) for c, h in new_state]
 
     def _top_fused(self, type_chars: Tensor, inputs: Tensor, state: LSTMState,
                    in_mask: Optional[Tensor]) -> Tuple[Tensor, LSTMState]:
@@ -140,6 +141,7 @@ class BiLanguageModel(nn.Module):
         state : the new carried state (not detached)
         """
         h, new_state = self.top(type_chars, inputs, state, in_mask)   # (2, B, T, P)
+        h = h.float()                   # under bf16 autocast: the loss is computed in float32
         if out_mask is not None:
             h = h * out_mask
         h = h.reshape(2, -1, h.shape[-1])                             # (2, N, P)
@@ -147,8 +149,14 @@ class BiLanguageModel(nn.Module):
         w_true = self.softmax_w[y]                                    # (2, N, P)
         true_logit = (h * w_true).sum(-1) + self.softmax_b[y] - target_logq.reshape(2, -1)
         w_neg = self.softmax_w[negatives]                             # (K, P)
-        neg_logit = torch.addmm(self.softmax_b[negatives] - neg_logq, h.reshape(-1, h.shape[-1]),
-                                w_neg.t()).view(2, -1, negatives.shape[0])   # (2, N, K)
+        if torch.is_autocast_enabled(h.device.type):
+            # mixed precision: the GEMM in the autocast type, its product and the rest float32
+            neg_logit = torch.mm(h.reshape(-1, h.shape[-1]), w_neg.t()).float().add_(
+                self.softmax_b[negatives] - neg_logq).view(2, -1, negatives.shape[0])
+        else:
+            neg_logit = torch.addmm(self.softmax_b[negatives] - neg_logq,
+                                    h.reshape(-1, h.shape[-1]),
+                                    w_neg.t()).view(2, -1, negatives.shape[0])   # (2, N, K)
         # accidental hits: a target among the (sorted, distinct) negatives scores -inf there
         k = negatives.shape[0]
         pos = torch.searchsorted(negatives, y).clamp_(max=k - 1)      # (2, N)

@@ -17,6 +17,7 @@ from typing import Callable, Optional
 
 import torch
 
+from elmo_engine import runtime
 from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.train import ddp, state_io
 from elmo_engine.train.config import RUN_CONTROL, TrainConfig, TrainResult
@@ -126,6 +127,8 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
             setattr(saved, name, getattr(cfg, name))
         cfg = saved
     cfg.check()
+    if cfg.precision == "bf16" and ctx.device.type == "cpu" and not runtime.cpu_bf16().offered:
+        raise InputError(runtime.cpu_bf16().refusal())
     if cfg.batch_size % ctx.world_size:
         raise InputError(f"batch size {cfg.batch_size} is not divisible by the {ctx.world_size} "
                          "processes")
@@ -236,9 +239,11 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                 inputs = torch.from_numpy(w.inputs[:, rows]).to(ctx.device)
                 y = data.type2vocab[torch.from_numpy(w.targets[:, rows]).to(ctx.device)]
                 neg_d = neg.to(ctx.device)
-                loss, carry = net(data.type_chars, inputs, y, carry, neg_d, logq[neg_d], logq[y],
-                                  None if masks is None else masks[0],
-                                  None if masks is None else masks[1])
+                with torch.autocast(ctx.device.type, dtype=torch.bfloat16,
+                                    enabled=cfg.precision == "bf16"):
+                    loss, carry = net(data.type_chars, inputs, y, carry, neg_d, logq[neg_d],
+                                      logq[y], None if masks is None else masks[0],
+                                      None if masks is None else masks[1])
                 opt.zero_grad(set_to_none=True)
                 loss.sum().backward()
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)

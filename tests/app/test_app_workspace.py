@@ -161,3 +161,25 @@ def test_gpu_choices_without_a_gpu(qtbot, ws, tiny_checkpoint):
         ws.load_model(ModelSpec(str(tiny_checkpoint), device="cuda"))
     assert "no CUDA device" in failed.args[1]
     assert ws.model_spec.device == "auto"                     # the CPU model stays
+
+
+def test_bf16_on_the_cpu_where_it_has_bf16_units(qtbot, ws, tiny_checkpoint, monkeypatch):
+    import dataclasses
+
+    import torch
+    from elmo_engine import runtime
+
+    if torch.cuda.is_available():
+        pytest.skip("this checks the CPU")
+    if runtime.cpu_bf16().offered:
+        with qtbot.waitSignal(ws.model_changed, timeout=60000):
+            ws.load_model(ModelSpec(str(tiny_checkpoint), device="cpu", precision="bf16"))
+        assert ws.model_spec.precision == "bf16" and ws.embedder.dtype == torch.bfloat16
+    none = dataclasses.replace(runtime.cpu_bf16(), units=None)
+    monkeypatch.setattr(runtime, "cpu_bf16", lambda: none)
+    with qtbot.waitSignal(ws.message, timeout=60000) as blocker:
+        ws.load_model(ModelSpec(str(tiny_checkpoint), device="cpu", precision="bf16"))
+    assert blocker.args[0].startswith("bf16 needs a CPU with bf16 units")
+    assert blocker.args[0].endswith("; running in fp32")
+    qtbot.waitUntil(lambda: ws.model_spec is not None and ws.model_spec.precision == "fp32",
+                    timeout=60000)

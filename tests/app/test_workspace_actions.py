@@ -393,3 +393,30 @@ def test_unsaved_sentences_alone_do_not_ask(qtbot, window, monkeypatch):
     assert window.actions_.is_dirty()
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: pytest.fail("asked"))
     assert window.close()
+
+
+def test_bf16_menu_entry_follows_the_cpus_bf16_units(qtbot, monkeypatch):
+    import dataclasses
+
+    from PySide6.QtWidgets import QMenu, QWidget
+
+    from elmo_engine import runtime
+    from elmo_explorer import menus
+
+    monkeypatch.setattr(menus, "cuda_name", lambda: "")          # no GPU
+    entries = {}
+    for units in ("AVX512_BF16", None):
+        cpu = dataclasses.replace(runtime.cpu_bf16(), units=units)
+        monkeypatch.setattr(menus, "cpu_bf16", lambda c=cpu: c)
+        window = QWidget()                     # what the menu builder reads of the window
+        qtbot.addWidget(window)
+        window.settings = type("Settings", (), {"precision": "fp32"})()
+        window.set_run_option = lambda key, value: None
+        menu = QMenu(window)
+        menus._build_choice_menu(window, menu, "precision", [("fp32", "fp32"), ("bf16", "bf16")])
+        entries[units] = {a.data(): a for a in menu.actions()}
+    assert entries["AVX512_BF16"]["bf16"].isEnabled()
+    assert "AVX512_BF16" in entries["AVX512_BF16"]["bf16"].toolTip()
+    assert not entries[None]["bf16"].isEnabled()
+    assert "bf16 units" in entries[None]["bf16"].toolTip()
+    assert entries[None]["fp32"].isEnabled()

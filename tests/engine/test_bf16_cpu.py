@@ -1,0 +1,148 @@
+"""bf16 on the CPU: offered only where the CPU has bf16 units (AMX or AVX512_BF16), refused in
+one line elsewhere, and close to float32 on the published fixtures (bounds below, measured
+figures in docs/performance.md)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from elmo_engine import runtime
+from elmo_engine.cli.main import main
+from elmo_engine.embed.embedder import Embedder
+from elmo_engine.embed.fidelity import compare_precisions, layer_fidelity, token_cosines
+from elmo_engine.errors import InputError
+from elmo_engine.model.checkpoint import load_checkpoint
+from elmo_engine.model.lstm_packed import distinct_rows
+
+from conftest import FIXTURES
+
+#: per layer, bf16 against float32 over the fixture sentences (measured on an AVX512_BF16 EPYC:
+#: medians ≥ 0.99999, 0.1 % quantiles ≥ 0.99990)
+MEDIAN_BOUND = 0.9999
+Q001_BOUND = 0.999
+
+needs_units = pytest.mark.skipif(not runtime.cpu_bf16().offered,
+                                 reason="this CPU has no bf16 units (AMX or AVX512_BF16)")
+
+
+def _sentences():
+    lists = json.loads((FIXTURES / "allennlp" / "sentences.json").read_text())
+    return [s.split() for s in lists[0]]
+
+
+@pytest.fixture()
+def no_units(monkeypatch):
+    cpu = dataclasses.replace(runtime.cpu_bf16(), units=None)
+    monkeypatch.setattr(runtime, "cpu_bf16", lambda: cpu)
+    return cpu
+
+
+def test_detection_names_its_units_and_torch_capability():
+    cpu = runtime.cpu_bf16()
+    assert cpu.units in (None, "AMX", "AVX512_BF16")
+    assert cpu.capability == torch.backends.cpu.get_cpu_capability()
+    assert set(cpu.flags) <= {"avx512f", "avx512_bf16", "amx_bf16"}
+    line = cpu.describe()
+    assert cpu.capability in line and "\n" not in line
+    assert ("bf16 offered" in line) == cpu.offered
+    if "amx_bf16" in cpu.flags and "avx512_bf16" in cpu.flags:
+        assert cpu.offered
+
+
+def test_without_units_bf16_is_refused_in_one_line(no_units, tmp_path, capsys):
+    model = load_checkpoint(FIXTURES / "allennlp")
+    with pytest.raises(InputError, match="bf16 units .* has none.*slower than float32"):
+        Embedder(model, device="cpu", precision="bf16")
+    with pytest.raises(InputError, match="only offered on a GPU"):
+        Embedder(model, device="cpu", precision="fp16")
+    inp = tmp_path / "in.txt"
+    inp.write_text("a b c\n", encoding="utf-8")
+    out = tmp_path / "out.npz"
+    assert main(["embed", str(inp), str(out), "--checkpoint", str(FIXTURES / "allennlp"),
+                 "--device", "cpu", "--precision", "bf16"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "lacks" not in err[0] and "bf16 units" in err[0]
+    assert not out.exists()
+    assert Embedder(model, device="cpu").precision == "fp32"          # float32 always works
+
+
+def test_token_cosines_and_layer_fidelity():
+    a = np.array([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
+    b = np.array([[2.0, 0.0], [0.0, 0.0], [1.0, -1.0]])
+    np.testing.assert_allclose(token_cosines(a, b), [1.0, 1.0, 0.0])
+    ref = [np.stack([a, a]), np.zeros((2, 0, 2))]
+    fid = layer_fidelity(ref, [np.stack([a, b]), np.zeros((2, 0, 2))])
+    assert [f.layer for f in fid] == [0, 1] and fid[0].n == 3
+    assert fid[0].median == pytest.approx(1.0) and fid[1].minimum == pytest.approx(0.0)
+
+
+def test_distinct_rows_groups_bf16_rows():
+    gen = torch.Generator().manual_seed(0)
+    base = torch.randn(7, 16, generator=gen).to(torch.bfloat16)
+    rows = base[torch.randint(0, 7, (40,), generator=gen)]
+    distinct, inverse = distinct_rows(rows)
+    assert torch.equal(distinct[inverse], rows)
+    assert distinct.shape[0] == len({tuple(r.float().tolist()) for r in rows})
+
+
+@needs_units
+@pytest.mark.parametrize("fixture", ["allennlp", "bilm-tf/model"])
+def test_bf16_vectors_are_close_to_float32_per_layer(fixture):
+    model = load_checkpoint(FIXTURES / fixture)
+    fid = compare_precisions(model, _sentences(), "bf16")
+    assert len(fid) == model.opts.n_output_layers
+    for f in fid:
+        assert f.n == sum(len(s) for s in _sentences())
+        assert f.median >= MEDIAN_BOUND, f
+        assert f.q001 >= Q001_BOUND, f
+        assert f.median < 1.0 - 1e-9, f        # it really ran in bf16 (not float32 again)
+
+
+@needs_units
+def test_bf16_embedder_runs_bf16_weights_and_packs_them(tmp_path):
+    model = load_checkpoint(FIXTURES / "allennlp")
+    emb = Embedder(model, device="cpu", precision="bf16")
+    assert emb.model.dtype == torch.bfloat16 and emb.precision == "bf16"
+    out = emb.embed([["a", "b", "c"], ["d", "e"], ["f"]])
+    assert all(a.dtype == np.float32 for a in out)
+    assert out[0].shape == (3, 3, 32)
+    assert any(k[0] == "w_rec" for k in emb.model.lstm.kernels.packed_keys())
+    # packed bf16 GEMMs agree with plain bf16 GEMMs to bf16 rounding
+    plain = Embedder(load_checkpoint(FIXTURES / "allennlp"), device="cpu", precision="bf16")
+    plain.model.fast_path = dataclasses.replace(plain.model.fast_path, packed_weights=False)
+    for a, b in zip(out, plain.embed([["a", "b", "c"], ["d", "e"], ["f"]])):
+        assert token_cosines(a.reshape(-1, 32), b.reshape(-1, 32)).min() > 0.999
+
+
+@needs_units
+def test_cli_embed_and_export_vectors_in_bf16(tmp_path):
+    inp = tmp_path / "in.txt"
+    inp.write_text("\n".join(" ".join(s) for s in _sentences()[:4]) + "\n", encoding="utf-8")
+    ckpt = str(FIXTURES / "allennlp")
+    for precision in ("fp32", "bf16"):
+        assert main(["embed", str(inp), str(tmp_path / f"{precision}.npz"), "--checkpoint", ckpt,
+                     "--device", "cpu", "--precision", precision]) == 0
+        assert main(["export", "vectors", str(inp), str(tmp_path / f"v-{precision}.npz"),
+                     "--checkpoint", ckpt, "--device", "cpu", "--precision", precision]) == 0
+    a, b = np.load(tmp_path / "fp32.npz"), np.load(tmp_path / "bf16.npz")
+    assert sorted(a.files) == sorted(b.files)
+    assert any(a[k].dtype.kind == "f" and a[k].ndim >= 2 for k in a.files)
+    for k in (k for k in a.files if a[k].dtype.kind == "f" and a[k].ndim >= 2):
+        x, y = a[k].reshape(-1, a[k].shape[-1]), b[k].reshape(-1, b[k].shape[-1])
+        assert not np.array_equal(x, y)
+        assert token_cosines(x, y).min() > Q001_BOUND
+
+
+def test_info_says_the_cpu_and_its_bf16_units(capsys):
+    ckpt = str(FIXTURES / "allennlp")
+    assert main(["info", ckpt]) == 0
+    text = capsys.readouterr().out
+    assert runtime.cpu_bf16().describe() in text
+    assert main(["info", ckpt, "--json"]) == 0
+    host = json.loads(capsys.readouterr().out)["host"]
+    assert host["bf16_units"] == runtime.cpu_bf16().units
+    assert host["cpu_precisions"] == (["fp32", "bf16"] if runtime.cpu_bf16().offered else ["fp32"])
