@@ -160,4 +160,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="python -m elmo_engine.train", description=DESCRIPTION)
     configure(p)
     args = p.parse_args(argv)
+    from elmo_engine.cli.outputs import guard_outputs
+
+    try:
+        guard_outputs(args)                      # an output never replaces an input
+    except ElmoError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     return run(args, argv)
