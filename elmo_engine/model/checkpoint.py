@@ -125,8 +125,11 @@ def _pick(folder: Path, pattern: str, asked, what: str, also: Optional[str] = No
 
 
 def file_checksum(*paths) -> str:
+    """SHA-256 of the files in turn; each is checked to be a regular file first (a FIFO or
+    ``/dev/zero`` would block or never end)."""
     h = hashlib.sha256()
     for p in paths:
+        _check_regular(Path(p))
         with open(p, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 22), b""):
                 h.update(chunk)
@@ -169,16 +172,11 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
 
 
 def _check_regular(path: Path) -> None:
-    import os
-    import stat
+    from elmo_engine.files import regular_file_problem
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        raise CheckpointError(path, f"cannot read ({e.strerror or e})") from None
-    if not stat.S_ISREG(mode):
-        raise CheckpointError(path, "not a regular file (a folder, FIFO or device); a "
-                              "checkpoint is made of regular files")
+    problem = regular_file_problem(path)
+    if problem:
+        raise CheckpointError(path, f"{problem} (a checkpoint is made of regular files)")
 
 
 def _load_hdf5(opts: BiLMOptions, weights_path: Path, progress=None) -> BiLM:
@@ -276,8 +274,11 @@ def _mismatch_hint(fh, opts: BiLMOptions) -> str:
 
 
 def _read_native_config(cfg_path: Path) -> BiLMOptions:
-    try:
-        d = json.loads(Path(cfg_path).read_text(encoding="utf-8"))
+    from elmo_engine.files import read_bounded
+    from elmo_engine.model.options import MAX_OPTIONS_BYTES
+
+    try:                     # bounded: a 2 GiB sparse bilm.json is refused, not read whole
+        d = json.loads(read_bounded(cfg_path, MAX_OPTIONS_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError) as e:   # ValueError: bad UTF-8/JSON, huge ints
         raise CheckpointError(cfg_path, f"cannot read model config ({_short(e)})") from None
     if not isinstance(d, dict) or d.get("format") != NATIVE_FORMAT:

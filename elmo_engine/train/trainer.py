@@ -134,6 +134,10 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     data = prepare_data(corpus, dev, out, cfg, ctx.device, doc, write=ctx.is_main)
     say(f"{data.summary()}")
     opts = cfg.bilm_options()
+    if doc is not None:            # the state's tensors against its config, before any model
+        state_io.check_tensor_shapes(lambda: BiLanguageModel(opts, len(data.vocab),
+                                                             fused=cfg.fused),
+                                     tensors, Path(out) / state_io.STATE_DIR)
     model = BiLanguageModel(opts, len(data.vocab), fused=cfg.fused).to(ctx.device)
     gen = torch.Generator().manual_seed(cfg.seed)
     with torch.no_grad():
