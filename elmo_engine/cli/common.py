@@ -60,16 +60,19 @@ def refuse_existing(force: bool, *paths: Optional[Path]) -> None:
             raise InputError(f"{path} exists; pass --force to overwrite it")
 
 
+
+
 def read_text(path: Path, pretokenized: bool = False, max_tokens: Optional[int] = None,
               unlimited: bool = False):
     """The sentences of a text file (:class:`~elmo_engine.io.datasets.text_input.TextInput`),
-    saying on stderr how many blank lines were skipped. ``unlimited``: no file-size limit
-    (``embed``, ``export vectors``: a corpus to embed may be big; the others analyse what fits
-    in a view)."""
+    saying on stderr how many blank lines were skipped. Every command reads at most
+    ``MAX_FILE_BYTES`` (16 MiB, ``io.datasets.sentences``) of text, a gzip file by its
+    decompressed size, read as a stream (a 100 kB gzip bomb stops at the limit); ``unlimited``
+    is kept for the callers that passed it (``embed``, ``export vectors``: issue 25 gave them
+    the limit too, their token lists are held while the vectors are written)."""
     from elmo_engine.io.datasets.text_input import read_text_input
 
-    kwargs = {"max_bytes": None} if unlimited else {}
-    text = read_text_input(path, pretokenized=pretokenized, max_tokens=max_tokens, **kwargs)
+    text = read_text_input(path, pretokenized=pretokenized, max_tokens=max_tokens)
     if text.blank:
         log(f"note: {text.blank_note()}")
     return text

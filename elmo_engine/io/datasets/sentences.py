@@ -24,7 +24,7 @@ from elmo_engine.errors import InputError
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 
 #: default limits: a file of sentences bigger than this is almost surely the wrong file
-MAX_FILE_BYTES = 64 << 20
+MAX_FILE_BYTES = 16 << 20      # ~3.5 million tokens; ~0.5 GB of token lists at the limit
 MAX_SENTENCE_BYTES = 1 << 20
 _INVISIBLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2028\u2029"
                         "\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from sys import intern
 from typing import List, Optional
 
 from elmo_engine.errors import InputError
@@ -109,6 +110,7 @@ def read_text_input(path: PathLike, pretokenized: bool = False,
             raise InputError(f"more than {MAX_SENTENCE_TOKENS} tokens; the limit is "
                              f"{MAX_SENTENCE_TOKENS} per sentence (split the line)", path=path,
                              line=lineno)
+        toks = [intern(t) for t in toks]   # repeated words share one string (Zipf; bombs)
         total += len(toks)
         if max_tokens is not None and total > max_tokens:
             raise InputError(f"more than {max_tokens:,} tokens; use a smaller file", path=path,
