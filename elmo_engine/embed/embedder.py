@@ -161,6 +161,7 @@ class Embedder:
             check(state)
             arrays = self._run_stateless(batch)
             for key, arr in zip(batch, arrays):
+                check_finite_vectors(arr, key)
                 self._cache_put(key, arr)
                 for i in todo[key]:
                     results[i] = arr
@@ -257,6 +258,8 @@ class Embedder:
             self._grow_slots(len(batch))
             init = [(c[:, :len(batch)], h[:, :len(batch)]) for c, h in self._slots]
             arrays, final = self._stateful_rows(batch, init)
+            for key, arr in zip(batch, arrays):
+                check_finite_vectors(arr, key)
             self._slots = [(torch.cat([cf, c[:, len(batch):]], 1), torch.cat([hf, h[:, len(batch):]], 1))
                            for (cf, hf), (c, h) in zip(final, self._slots)]
             out.extend(arrays)
@@ -331,6 +334,17 @@ class Embedder:
     def clear_cache(self) -> None:
         self.sentence_cache.clear()
         self._types.clear()
+
+
+def check_finite_vectors(arr: np.ndarray, sentence: Sequence[str]) -> None:
+    """Refuse vectors holding NaN or infinity (``(L+1, n, 2P)``), naming the first such layer
+    and the sentence's start, so that they never reach an output or a result file."""
+    if np.isfinite(arr).all():
+        return
+    bad = next(k for k in range(arr.shape[0]) if not np.isfinite(arr[k]).all())
+    start = " ".join(sentence[:8]) + (" …" if len(sentence) > 8 else "")
+    raise InputError(f"the model's vectors are not finite (NaN or infinite) from layer {bad} "
+                     f"on the sentence '{start}'; nothing is written (are the weights sound?)")
 
 
 def check_held_activations(n_tokens: int, opts, limit: int = MAX_EMBED_BYTES,

@@ -162,6 +162,7 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
         model = _load_hdf5(opts, weights_path, progress)
     model.eval()
     model.requires_grad_(False)
+    check_finite_output(model, weights_path)
     name = Path(path).name if Path(path).is_dir() else Path(path).parent.name
     model.info = CheckpointInfo(
         name=name or str(path), format=fmt, options_path=str(opts_path),
@@ -169,6 +170,34 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
         options=opts, parameter_counts=model.parameter_counts(),
         weights_bytes=Path(weights_path).stat().st_size)
     return model.to(device)
+
+
+#: the sentence every model must turn into finite vectors at load
+PROBE_SENTENCE = ("The", "bank", "of", "the", "river", ".")
+
+
+def check_finite_output(model: BiLM, weights_path) -> None:
+    """Embed one short sentence and refuse the model when a layer's output is not finite,
+    naming the first such layer: weights of ±3e38 are finite but overflow float32, and
+    every vector would be NaN (``embed`` wrote them, ``contexts`` reported p 0.000)."""
+    import torch
+
+    from elmo_engine.model.chars import batch_to_ids
+
+    ids = torch.from_numpy(batch_to_ids([list(PROBE_SENTENCE)],
+                                        model.opts.max_characters_per_token))
+    with torch.no_grad():
+        tok = model.token_vectors(ids[0])                              # (T, P)
+        if not bool(torch.isfinite(tok).all()):
+            raise CheckpointError(weights_path, "the model's output is not finite (NaN or "
+                                  "infinite) from layer 0, the token layer (char CNN, highway, "
+                                  "projection), on a test sentence: the weights overflow")
+        layers, _mask, _state = model(ids)                             # (L+1, 1, T, 2·out)
+    for k in range(1, layers.shape[0]):
+        if not bool(torch.isfinite(layers[k]).all()):
+            raise CheckpointError(weights_path, f"the model's output is not finite (NaN or "
+                                  f"infinite) from layer {k}, biLSTM layer {k}, on a test "
+                                  "sentence: the weights overflow")
 
 
 def _check_regular(path: Path) -> None:
