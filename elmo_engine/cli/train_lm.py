@@ -157,8 +157,11 @@ def run(args, argv: Optional[List[str]] = None) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m elmo_engine.train", description=DESCRIPTION)
+    from elmo_engine.cli.common import Parser, check_option_values
+
+    p = Parser(prog="python -m elmo_engine.train", description=DESCRIPTION)
     configure(p)
+    check_option_values(p)
     args = p.parse_args(argv)
     from elmo_engine.cli.outputs import guard_outputs
 

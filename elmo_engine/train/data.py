@@ -74,11 +74,15 @@ def read_documents(path, tokenizer: str = "regex", skip_headers: bool = True,
     if tokenizer not in TOKENIZERS:
         raise InputError(f"unknown tokenizer {tokenizer!r}; use one of {', '.join(TOKENIZERS)}")
     split = tokenize if tokenizer == "regex" else whitespace_tokenize
+    from elmo_engine.files import regular_file_problem
     from elmo_engine.io.datasets.textio import open_text
 
     path = Path(path)
     if path.is_dir():
         raise InputError(f"the {what} must be a text file, not a folder", path=path)
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(f"cannot read the {what}: {problem}", path=path)
     docs: List[List[List[str]]] = []
     lines: List[List[List[str]]] = []            # the same sentences, a document per line
     cur: List[List[str]] = []
