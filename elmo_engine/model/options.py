@@ -183,12 +183,20 @@ class BiLMOptions:
     @classmethod
     def from_file(cls, path) -> "BiLMOptions":
         path = Path(path)
+        from elmo_engine.files import read_bounded, regular_file_problem
+
+        problem = regular_file_problem(path)        # a FIFO or a device is refused, not read
+        if problem:
+            raise CheckpointError(path, problem)
         try:
             size = path.stat().st_size
             if size > MAX_OPTIONS_BYTES:
                 raise CheckpointError(path, "options file is too large to be an ELMo options.json",
                                       expected=f"<= {MAX_OPTIONS_BYTES} bytes", found=size)
-            raw = path.read_bytes()
+            raw = read_bounded(path, MAX_OPTIONS_BYTES)
+        except ValueError:                          # grew past the limit since the stat
+            raise CheckpointError(path, "options file is too large to be an ELMo options.json",
+                                  expected=f"<= {MAX_OPTIONS_BYTES} bytes") from None
         except OSError as e:
             raise CheckpointError(path, f"cannot read options file ({e.strerror or e})") from None
         try:
