@@ -121,6 +121,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     doc, tensors = (None, None)
     if resume:
         doc, tensors = state_io.load_state(out)
+        state_io.check_document(doc, Path(out) / state_io.STATE_DIR / state_io.STATE_JSON)
         saved = TrainConfig.from_dict(doc["config"])
         for name in RUN_CONTROL:
             setattr(saved, name, getattr(cfg, name))
