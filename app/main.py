@@ -63,8 +63,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run the app; ``argv`` excludes the program name. Returns the exit code."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     size = _parse_size(args.size) if args.size else None
-    from elmo_explorer.startup import NO_DISPLAY_HINT, display_problem
+    from elmo_explorer.startup import NO_DISPLAY_HINT, display_problem, startup_problem
 
+    problem = startup_problem(args.screenshot, args.settings_dir)
+    if problem is not None:                     # before Qt starts: one line, exit 1
+        print(problem, file=sys.stderr)
+        return 1
     if QApplicationInstance() is None:
         why = display_problem()
         if why is not None:

@@ -274,6 +274,8 @@ class MainWindow(QMainWindow):
         self.model_ready.emit()
 
     def _on_model_failed(self, path: str, message: str) -> None:
+        if path and path == self.settings.last_checkpoint:
+            self.settings.last_checkpoint = ""       # the next launch does not reopen it
         keep = (f"\n\nThe model loaded before ({self.workspace.model_info.name}) stays active."
                 if self.workspace.model_info is not None else "")
         if self.workspace.model_info is None:

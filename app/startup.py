@@ -16,6 +16,7 @@ state (see its docstring); here is what the desktop app asks of it:
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Optional
 
 GIL_SWITCH_S = 0.0005  # how long the worker may keep the GIL while the GUI thread waits for it
@@ -104,4 +105,57 @@ def display_problem(environ=None, platform: Optional[str] = None) -> Optional[st
         return "DISPLAY is not set"
     if not _x_socket_reachable(display):
         return f"no X server answers at DISPLAY={display}"
+    return None
+
+
+def _writable_folder(folder: Path, option: str) -> Optional[str]:
+    """Why ``folder`` cannot be created or written (one line naming ``option``), or None."""
+    if folder.exists() and not folder.is_dir():
+        return f"elmo-explorer: {option} {folder} is a file, not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"elmo-explorer: {option} {folder} cannot be created ({e.strerror or e})"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"elmo-explorer: {option} {folder} is not writable"
+    return None
+
+
+def startup_problem(screenshot: Optional[str], settings_dir: Optional[str],
+                    environ=None) -> Optional[str]:
+    """Check the paths the app will write before Qt starts: one line saying what is wrong
+    (the caller prints it and exits 1), or None.
+
+    * ``--screenshot PATH``: not a folder; its folder (or the nearest one that exists: missing
+      folders are created) is a folder, not a file, and writable;
+    * ``--settings-dir DIR`` (or ``ELMO_EXPLORER_SETTINGS_DIR``): a folder that can be created
+      and written, not a file;
+    * without them, the standard settings and data folders under the home folder (a read-only
+      home gets a line suggesting ``--settings-dir``).
+    """
+    env = os.environ if environ is None else environ
+    if screenshot:
+        shot = Path(screenshot)
+        parent = shot.parent if str(shot.parent) else Path(".")
+        if shot.is_dir():
+            return (f"elmo-explorer: --screenshot {shot} is a folder; give a file name such as "
+                    f"{shot / 'window.png'}")
+        if shot.exists() and not shot.is_file():
+            return f"elmo-explorer: --screenshot {shot} is not a regular file"
+        while not parent.exists() and parent != parent.parent:   # missing folders are created
+            parent = parent.parent
+        if not parent.is_dir():
+            return f"elmo-explorer: --screenshot {shot}: {parent} is a file, not a folder"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"elmo-explorer: --screenshot {shot}: cannot write in {parent} (read-only)"
+    folder = settings_dir or env.get("ELMO_EXPLORER_SETTINGS_DIR")
+    if folder:
+        return _writable_folder(Path(folder), "--settings-dir")
+    home = Path(env.get("HOME") or Path.home())
+    for var, default in (("XDG_CONFIG_HOME", home / ".config"),
+                         ("XDG_DATA_HOME", home / ".local" / "share")):
+        base = Path(env.get(var) or default)
+        problem = _writable_folder(base, "the settings folder")
+        if problem:
+            return problem + " (a read-only home folder?); pass --settings-dir DIR"
     return None

@@ -55,6 +55,10 @@ from elmo_engine.progress import TaskState, check, report
 CHUNK = 256
 #: memory for staging frequent words' rows before they are folded into their Gram matrices
 STAGE_BYTES = 128 << 20
+#: the most bytes the accumulator may plan to hold (per-word rows, Gram matrices, the stage and
+#: the baseline sample; the shipped reference corpus with the demo model plans ~600 MiB); a
+#: bigger plan is refused before anything is allocated or embedded
+MAX_PLAN_BYTES = 1 << 30
 _TINY = 1e-30
 
 
@@ -158,6 +162,17 @@ class ContextualityAccumulator:
         order = np.argsort(self.tok_word[idx], kind="stable")
         self.rare_slot = np.full(self.n_tokens, -1, np.int64)
         self.rare_slot[idx[order]] = np.arange(len(idx))
+        n_freq = int(self.frequent.sum())
+        stage = int(np.clip(STAGE_BYTES // (4 * self.k * self.dim), 1024, 65536)) if n_freq else 1
+        planned = (4 * self.k * self.dim * (len(idx) + stage)
+                   + 8 * self.k * n_freq * self.dim * (self.dim + 1)
+                   + 4 * self.k * min(self.settings["baseline_samples"], self.n_tokens) * self.dim)
+        if planned > MAX_PLAN_BYTES:
+            raise InputError(
+                f"the corpus's {self.n_tokens:,} tokens need {planned / 2**20:,.0f} MiB of "
+                f"per-word activations and Gram matrices, over the limit of "
+                f"{MAX_PLAN_BYTES / 2**20:,.0f} MiB: use --max-sentences or a higher "
+                "--min-count")
         self.rows = np.empty((self.k, len(idx), self.dim), np.float32)
         self.freq_index = np.full(len(self.words), -1, np.int64)
         freq_ids = np.nonzero(self.frequent)[0]

@@ -25,6 +25,9 @@ from elmo_engine.analysis.mdl import MDLConfig, MDLResult, online_codelength
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState
 
+#: the most tokens ``layers`` analyses (the shipped reference corpus has 82,000): the
+#: per-word activations and Gram matrices grow with the corpus (~1 GB at this size)
+MAX_LAYERS_TOKENS = 100_000
 REFERENCE_CORPUS = ("reference_corpus", "sentences.txt")
 #: the built-in demo tasks an MDL probe can transmit
 DEMO_MDL_TASKS = ("demo-pos", "demo-supersense", "demo-wsd")
@@ -111,6 +114,11 @@ def analyse_layers(emb, tokens: Sequence[Sequence[str]], *, min_count: int = 5,
     layer and direction over all of them, and linear CKA between the layers on a seeded sample
     of whole sentences of at most ``cka_tokens`` tokens. Progress and cancel through ``state``."""
     k, dim = emb.opts.n_output_layers, 2 * emb.opts.output_dim
+    n_tokens = sum(len(s) for s in tokens)
+    if n_tokens > MAX_LAYERS_TOKENS:
+        raise InputError(f"the corpus has {n_tokens:,} tokens; layers analyses at most "
+                         f"{MAX_LAYERS_TOKENS:,} (its per-word activations are kept): use "
+                         "--max-sentences N or a smaller file")
     acc = ContextualityAccumulator(tokens, k, dim, min_count=min_count,
                                    baseline_samples=baseline_samples, seed=seed,
                                    lowercase=lowercase, centre_mev=centre_mev)

@@ -30,7 +30,7 @@ def build_report_spec(loaded, emb, word: Optional[str], notes: List[str],
     """Embed a loaded workspace's sentences with the embedder ``emb`` and gather the tables and
     figures of its report."""
     data = loaded.data
-    tokens = [tokenize(s)[:MAX_SENTENCE_TOKENS] for s in data.sentences]
+    tokens = [tokenize(s, MAX_SENTENCE_TOKENS)[:MAX_SENTENCE_TOKENS] for s in data.sentences]
     acts = emb.embed(tokens) if tokens else []
     return report_spec(data, tokens, acts, emb.model.info.describe(), str(loaded.path), word,
                        notes, figure_dir, formats)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import math
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -72,16 +74,19 @@ def refuse_existing(force: bool, *paths: Optional[Path]) -> None:
             raise InputError(f"{path} exists; pass --force to overwrite it")
 
 
+
+
 def read_text(path: Path, pretokenized: bool = False, max_tokens: Optional[int] = None,
               unlimited: bool = False):
     """The sentences of a text file (:class:`~elmo_engine.io.datasets.text_input.TextInput`),
-    saying on stderr how many blank lines were skipped. ``unlimited``: no file-size limit
-    (``embed``, ``export vectors``: a corpus to embed may be big; the others analyse what fits
-    in a view)."""
+    saying on stderr how many blank lines were skipped. Every command reads at most
+    ``MAX_FILE_BYTES`` (16 MiB, ``io.datasets.sentences``) of text, a gzip file by its
+    decompressed size, read as a stream (a 100 kB gzip bomb stops at the limit); ``unlimited``
+    is kept for the callers that passed it (``embed``, ``export vectors``: issue 25 gave them
+    the limit too, their token lists are held while the vectors are written)."""
     from elmo_engine.io.datasets.text_input import read_text_input
 
-    kwargs = {"max_bytes": None} if unlimited else {}
-    text = read_text_input(path, pretokenized=pretokenized, max_tokens=max_tokens, **kwargs)
+    text = read_text_input(path, pretokenized=pretokenized, max_tokens=max_tokens)
     if text.blank:
         log(f"note: {text.blank_note()}")
     return text
@@ -155,3 +160,84 @@ def absent_word(word: str, tokens: Sequence[Sequence[str]], where: str,
         if hint and any(w.casefold() == word.casefold() for w in found):
             msg += f" ({hint})"
     return InputError(msg, path=path)
+
+
+# ---- option values, checked while parsing ------------------------------------------------------
+#: the range of every numeric option, by argparse ``dest`` (shared by all commands: a new
+#: command's ``--threads`` or ``--batch-size`` is checked the same way). ``(low, high,
+#: low_open)``: ``low`` excluded when ``low_open``; None: unbounded. An option not listed only
+#: has to be a finite number.
+NUMERIC_LIMITS = {
+    "threads": (1, 1024, False), "batch_size": (1, 1 << 20, False),
+    "epochs": (1, 10 ** 6, False), "max_steps": (1, None, False),
+    "patience": (1, 10 ** 6, False), "seeds": (1, 1000, False),
+    "mix_min_epochs": (1, 10 ** 6, False), "log_every": (1, None, False),
+    "checkpoint_every": (1, None, False), "eval_tokens": (1, None, False),
+    "unroll": (1, 1 << 16, False), "negatives": (1, 1 << 24, False),
+    "vocab_size": (1, 1 << 24, False), "min_count": (1, None, False),
+    "max_sentences": (1, None, False), "mdl_max_sentences": (2, None, False),
+    "baseline_samples": (2, 10 ** 7, False), "cka_tokens": (4, 10 ** 7, False),
+    "hidden": (0, 1 << 16, False), "neighbours": (0, 10 ** 6, False),
+    "max_points": (2, 10 ** 7, False), "n_neighbors": (2, 10 ** 4, False),
+    "lr": (0, None, True), "clip_norm": (0, None, True), "max_minutes": (0, None, True),
+    "checkpoint_minutes": (0, None, True), "eval_minutes": (0, None, True),
+    "cooldown_minutes": (0, None, True), "min_dist": (0, None, False),
+    "min_delta": (0, None, False), "dropout": (0, 1, False), "mix_gamma": (None, None, False),
+}
+_DEVICE = re.compile(r"auto|cpu|cuda(:\d{1,3})?|mps")
+
+
+def number_type(kind, option: str, limits=(None, None, False)):
+    """An argparse ``type`` that reads ``kind`` (int or float) and checks its range: the
+    message names the option (argparse adds ``argument --threads:``)."""
+    low, high, low_open = limits
+    word = "an integer" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except (TypeError, ValueError):
+            raise argparse.ArgumentTypeError(f"must be {word}, got {text!r}") from None
+        if kind is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+        if low is not None and (value < low or (low_open and value == low)):
+            raise argparse.ArgumentTypeError(
+                f"must be {'more than' if low_open else 'at least'} {low}, got {text}")
+        if high is not None and (value > high or (option == "dropout" and value == high)):
+            raise argparse.ArgumentTypeError(
+                f"must be {'less than' if option == 'dropout' else 'at most'} {high}, got {text}")
+        return value
+
+    parse.__name__ = f"{kind.__name__}"
+    return parse
+
+
+def device_type(text: str) -> str:
+    """``--device``: auto, cpu, cuda, cuda:N or mps (checked while parsing)."""
+    if not _DEVICE.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"must be auto, cpu, cuda, cuda:N or mps, got {text!r}")
+    return text
+
+
+def check_option_values(parser: argparse.ArgumentParser) -> None:
+    """Give every numeric option of ``parser`` and its subcommands a range-checked type
+    (:data:`NUMERIC_LIMITS`) and ``--device`` its check, so that a bad value is one line
+    naming the option before anything runs."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                check_option_values(sub)
+            continue
+        if action.dest == "device" and action.type is None:
+            action.type = device_type
+        elif action.type in (int, float):
+            action.type = number_type(action.type, action.dest,
+                                      NUMERIC_LIMITS.get(action.dest, (None, None, False)))
+
+
+class Parser(argparse.ArgumentParser):
+    """The CLI's parser: a usage error is one line naming the option, exit status 1 (the
+    engine's errors end the same way)."""
+
+    def error(self, message: str):
+        self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

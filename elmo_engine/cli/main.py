@@ -33,7 +33,9 @@ def subcommand_names() -> List[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    from elmo_engine.cli.common import Parser, check_option_values
+
+    parser = Parser(
         prog="elmo-explorer",
         description="ELMo Explorer. With no subcommand the desktop app starts "
                     "(options: --checkpoint PATH, --screenshot PNG, --view NAME).")
@@ -41,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for module in SUBCOMMAND_MODULES.values():
         importlib.import_module(module).add_parser(sub)
+    check_option_values(parser)               # every numeric option range-checked, by name
     return parser
 
 

@@ -1,23 +1,35 @@
 """Outputs never overwrite inputs: one check of every command's paths before it runs.
 
-The dispatcher calls :func:`guard_outputs` with the parsed arguments. Options that name
-something to write (``OUTPUT``, ``OUTDIR``, ``--out``, ``--json FILE`` …) are compared with every
-other path argument and with the files of the checkpoint the command will load (the bundled
-model's when no ``--checkpoint`` is given), after resolving symbolic links and recognising hard
-links: an output that *is* an input, or a folder that holds one (a report folder is replaced as
-a whole), is refused before anything is read or written.
+The dispatcher calls :func:`guard_outputs` with the parsed arguments. Every path the command
+will write — the output options (``OUTPUT``, ``OUTDIR``, ``--out``, ``--json FILE`` …) and the
+files they imply (``X.metadata.tsv`` beside ``X.tsv``, one ``X.layerK.tsv`` per layer) — is
+compared with every path it will read: path arguments and lists of them (``train-lm CORPUS…
+--dev DEV…``), the checkpoint's files (the bundled model's when no ``--checkpoint`` is given), the
+checkpoint and arrays file a workspace names, and the bundled resources (demo sentences,
+reference corpus, demo tasks), after resolving symbolic links and recognising hard links. Refused
+before anything is read or written:
+
+* an output that *is* an input, or a folder output that holds one (a report folder is replaced
+  as a whole; ``train-lm --out`` writes ``vocab.txt`` … into it);
+* any output inside the bundled resources;
+* a folder replaced as a whole (``export report … --force``) that holds a model, a training
+  state or a workspace, or that is the current folder, one of its parents or the home folder
+  (:func:`elmo_engine.io.report.replace_problem`).
 """
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Iterable, List, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 from elmo_engine.errors import InputError
 
 #: argparse ``dest`` names of options that are written, per command (everything else is read)
 OUTPUT_DESTS = {"output", "outdir", "out", "matrices", "neighbours_csv", "vectors", "json",
                 "words_csv", "csv", "tensorboard"}
+#: outputs replaced as a whole folder (a report): never a folder holding a model or a workspace
+REPLACED_FOLDER_DESTS = {"outdir"}
 
 
 def _real(p) -> str:
@@ -39,25 +51,92 @@ def _inside(inner, folder) -> bool:
     return _real(inner).startswith(f.rstrip(os.sep) + os.sep)
 
 
-def _checkpoint_files(args) -> List[Path]:
-    if not hasattr(args, "checkpoint"):
-        return []
+def _checkpoint_files(path: Optional[Path]) -> List[Path]:
     from elmo_engine.cli.common import checkpoint_or_demo
     from elmo_engine.model.checkpoint import resolve_checkpoint
 
     try:
-        _fmt, opts, weights = resolve_checkpoint(checkpoint_or_demo(args.checkpoint))
+        _fmt, opts, weights = resolve_checkpoint(checkpoint_or_demo(path))
     except Exception:               # the command itself reports a bad checkpoint
         return []
     return [opts, weights]
 
 
+def _workspace_inputs(ws: Path) -> List[Path]:
+    """The checkpoint folder and files and the arrays file a workspace names (read without
+    loading it: a regular file, at most the workspace size limit)."""
+    from elmo_engine.io.datasets.textio import check_regular_file
+    from elmo_engine.io.workspace_file import MAX_WORKSPACE_BYTES, locate_checkpoint
+
+    try:
+        check_regular_file(ws)
+        with open(ws, "rb") as fh:
+            raw = fh.read(MAX_WORKSPACE_BYTES + 1)
+        obj = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_WORKSPACE_BYTES else None
+    except Exception:               # load_workspace reports what is wrong, naming the key
+        return []
+    if not isinstance(obj, dict):
+        return []
+    out: List[Path] = []
+    arrays = obj.get("arrays")
+    if isinstance(arrays, dict) and isinstance(arrays.get("file"), str) \
+            and Path(arrays["file"]).name == arrays["file"] and arrays["file"] not in ("", ".", ".."):
+        out.append(ws.with_name(arrays["file"]))
+    ck = obj.get("checkpoint")
+    saved = ck.get("path") if isinstance(ck, dict) else None
+    if isinstance(saved, str) and saved and "\0" not in saved:
+        try:
+            found = locate_checkpoint(saved, ws)
+        except (OSError, ValueError):
+            found = None
+        if found is not None:
+            out.append(Path(found))
+            out += _checkpoint_files(Path(found))
+    return out
+
+
+def _as_paths(value) -> List[Path]:
+    if isinstance(value, Path):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [Path(v) for v in value if isinstance(v, (str, Path)) and v]
+    return []
+
+
+def _implied(args, dest: str, out: Path) -> List[Path]:
+    """Files an output implies beside itself (``export vectors X.tsv``: the metadata file and
+    one file per layer)."""
+    if getattr(args, "export_what", None) != "vectors" or dest != "output":
+        return []
+    try:
+        from elmo_engine.io.vectors import LayerChoice, format_for, output_files
+        if format_for(out, args.format) != "tsv":
+            return []
+        choice = LayerChoice(args.layers, None, 1.0, False)
+        return [p for p in output_files(out, "tsv", choice, 66) if p != out]
+    except Exception:               # the command reports a bad format itself
+        return []
+
+
 def _split(args) -> Tuple[List[Tuple[str, Path]], List[Path]]:
     outputs, inputs = [], []
     for dest, value in vars(args).items():
-        if isinstance(value, Path):
-            (outputs if dest in OUTPUT_DESTS else inputs).append((dest, value))
-    return [(d, v) for d, v in outputs], [v for _d, v in inputs]
+        if dest.startswith("_"):
+            continue
+        if dest in OUTPUT_DESTS:
+            if isinstance(value, (str, Path)) and value:
+                outputs.append((dest, Path(value)))
+        else:
+            inputs += _as_paths(value)
+    return outputs, inputs
+
+
+def _bundled() -> Optional[Path]:
+    try:
+        from elmo_engine.resources import HERE
+    except Exception:
+        return None
+    return HERE
 
 
 def guard_outputs(args) -> None:
@@ -65,21 +144,44 @@ def guard_outputs(args) -> None:
     outputs, inputs = _split(args)
     if not outputs:
         return
-    inputs = [p for p in inputs if os.path.lexists(p)] + _checkpoint_files(args)
+    if hasattr(args, "checkpoint"):
+        inputs += _checkpoint_files(args.checkpoint)
+    ws = getattr(args, "workspace", None)
+    if isinstance(ws, Path):
+        inputs += _workspace_inputs(ws)
+    bundled = _bundled()
+    inputs = _existing(inputs)
     seen: List[Tuple[str, Path]] = []
     for dest, out in outputs:
-        for inp in _existing(inputs):
-            if same_file(out, inp):
-                raise InputError(f"is also an input ({inp}); an output never replaces an input, "
-                                 "choose another name", path=out)
-            if os.path.isdir(out) and _inside(inp, out):
-                raise InputError(f"holds an input ({inp}); writing here could replace it, choose "
-                                 "another folder", path=out)
+        written = [out] + _implied(args, dest, out)
+        for target in written:
+            _check_one(dest, target, inputs, bundled)
+        if dest in REPLACED_FOLDER_DESTS:
+            from elmo_engine.io.report import replace_problem
+
+            problem = replace_problem(out)
+            if problem:
+                raise InputError(problem, path=out)
         for other_dest, other in seen:
-            if same_file(out, other):
+            if any(same_file(t, other) for t in written):
                 raise InputError(f"is given for two outputs ({_flag(other_dest)} and "
                                  f"{_flag(dest)})", path=out)
-        seen.append((dest, out))
+        seen += [(dest, t) for t in written]
+
+
+def _check_one(dest: str, out: Path, inputs: List[Path], bundled: Optional[Path]) -> None:
+    for inp in inputs:
+        if same_file(out, inp):
+            raise InputError(f"is also an input ({inp}); an output never replaces an input, "
+                             "choose another name", path=out)
+        if os.path.isdir(out) and _inside(inp, out):
+            raise InputError(f"holds an input ({inp}); writing here could replace it, choose "
+                             "another folder", path=out)
+    if bundled is not None and os.path.exists(bundled) and (
+            same_file(out, bundled) or _inside(out, bundled)
+            or (os.path.isdir(out) and _inside(bundled, out))):
+        raise InputError(f"is part of the bundled resources ({bundled}), which are never "
+                         "written; choose another name", path=out)
 
 
 def _existing(paths: Iterable[Path]) -> List[Path]:

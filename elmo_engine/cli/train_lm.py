@@ -162,7 +162,17 @@ def run(args, argv: Optional[List[str]] = None) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m elmo_engine.train", description=DESCRIPTION)
+    from elmo_engine.cli.common import Parser, check_option_values
+
+    p = Parser(prog="python -m elmo_engine.train", description=DESCRIPTION)
     configure(p)
+    check_option_values(p)
     args = p.parse_args(argv)
+    from elmo_engine.cli.outputs import guard_outputs
+
+    try:
+        guard_outputs(args)                      # an output never replaces an input
+    except ElmoError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
     return run(args, argv)

@@ -32,6 +32,11 @@ from elmo_engine.progress import TaskState, check, report
 
 log = logging.getLogger(__name__)
 
+#: the most activation bytes one :meth:`Embedder.embed` call returns (every sentence's
+#: ``(L+1, n, 2P)`` float32 array is held at once): 512 MiB, about 87,000 tokens of the demo
+#: model (6 kB a token) or 43,000 of the published Original model. Commands that read a whole
+#: corpus embed it a chunk at a time (``analysis.activations.iter_embedded``).
+MAX_EMBED_BYTES = 512 << 20
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -152,6 +157,7 @@ class Embedder:
         between batches.
         """
         sents = [_validate(s, i) for i, s in enumerate(sentences)]
+        check_held_activations(sum(len(s) for s in sents), self.opts)
         results: List[Optional[np.ndarray]] = [None] * len(sents)
         todo: Dict[Tuple[str, ...], List[int]] = {}
         for i, s in enumerate(sents):
@@ -171,6 +177,7 @@ class Embedder:
             check(state)
             arrays = self._run_stateless(batch)
             for key, arr in zip(batch, arrays):
+                check_finite_vectors(arr, key)
                 self._cache_put(key, arr)
                 for i in todo[key]:
                     results[i] = arr
@@ -268,6 +275,8 @@ class Embedder:
             self._grow_slots(len(batch))
             init = [(c[:, :len(batch)], h[:, :len(batch)]) for c, h in self._slots]
             arrays, final = self._stateful_rows(batch, init)
+            for key, arr in zip(batch, arrays):
+                check_finite_vectors(arr, key)
             self._slots = [(torch.cat([cf, c[:, len(batch):]], 1), torch.cat([hf, h[:, len(batch):]], 1))
                            for (cf, hf), (c, h) in zip(final, self._slots)]
             out.extend(arrays)
@@ -342,6 +351,29 @@ class Embedder:
     def clear_cache(self) -> None:
         self.sentence_cache.clear()
         self._types.clear()
+
+
+def check_finite_vectors(arr: np.ndarray, sentence: Sequence[str]) -> None:
+    """Refuse vectors holding NaN or infinity (``(L+1, n, 2P)``), naming the first such layer
+    and the sentence's start, so that they never reach an output or a result file."""
+    if np.isfinite(arr).all():
+        return
+    bad = next(k for k in range(arr.shape[0]) if not np.isfinite(arr[k]).all())
+    start = " ".join(sentence[:8]) + (" …" if len(sentence) > 8 else "")
+    raise InputError(f"the model's vectors are not finite (NaN or infinite) from layer {bad} "
+                     f"on the sentence '{start}'; nothing is written (are the weights sound?)")
+
+
+def check_held_activations(n_tokens: int, opts, limit: int = MAX_EMBED_BYTES,
+                           what: str = "sentences") -> None:
+    """Refuse holding the activations of ``n_tokens`` tokens at once when they exceed
+    ``limit`` bytes (``(L+1) · 2P · 4`` bytes a token): one line saying how many tokens fit."""
+    per_token = int(opts.n_output_layers) * 2 * int(opts.output_dim) * 4
+    if n_tokens * per_token > limit:
+        raise InputError(f"the {what} have {n_tokens:,} tokens; their activations would take "
+                         f"{n_tokens * per_token / 2**20:,.0f} MiB, over the limit of "
+                         f"{limit / 2**20:,.0f} MiB held at once ({limit // per_token:,} tokens "
+                         "for this model): use a smaller file")
 
 
 def _validate(sentence, index: int) -> Tuple[str, ...]:

@@ -262,6 +262,36 @@ def render_html(spec: ReportSpec, tables: Dict[str, str], figures: List[tuple]) 
 
 
 # ---- writing -----------------------------------------------------------------------------
+#: names that mark a folder a report must never replace (a model, a training state, a workspace)
+_PRECIOUS = ("options.json", "bilm.json", "*.hdf5", "*.h5", "*.safetensors", "checkpoint",
+             "state.json", "*.elmows.json", "*.npz")
+
+
+def replace_problem(folder) -> Optional[str]:
+    """Why the existing ``folder`` may not be replaced by a report (None: it may).
+
+    A report replaces its folder as a whole, so the folder may not be the current folder, one
+    of its parents or the home folder, and may not hold a model, a training state or a
+    workspace (their files would be deleted with it).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return None
+    real = os.path.realpath(folder)
+    for name, other in (("the current folder", os.getcwd()),
+                        ("the home folder", os.path.expanduser("~"))):
+        o = os.path.realpath(other)
+        if real == o or o.startswith(real.rstrip(os.sep) + os.sep):
+            return (f"is {name} or one of its parents; a report replaces its folder as a whole, "
+                    "choose a new folder")
+    for pattern in _PRECIOUS:
+        found = sorted(folder.glob(pattern))
+        if found:
+            return (f"holds {found[0].name}, part of a model, training state or workspace; a "
+                    "report never replaces such a folder, choose a new folder")
+    return None
+
+
 def write_report(folder, spec: ReportSpec, overwrite: bool = False,
                  state: Optional[TaskState] = None) -> List[Path]:
     """Write the report folder; return the files written (inside ``folder``).
@@ -275,6 +305,9 @@ def write_report(folder, spec: ReportSpec, overwrite: bool = False,
     folder = Path(folder)
     if not overwrite and folder.exists():
         raise TargetExistsError(folder)
+    problem = replace_problem(folder)
+    if problem:
+        raise InputError(problem, path=folder)
     names = [_safe_name(t.name) for t in spec.tables]
     if len(set(names)) != len(names):
         raise InputError("two report tables have the same name: " + ", ".join(names))

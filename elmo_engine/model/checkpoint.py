@@ -126,8 +126,11 @@ def _pick(folder: Path, pattern: str, asked, what: str, also: Optional[str] = No
 
 
 def file_checksum(*paths) -> str:
+    """SHA-256 of the files in turn; each is checked to be a regular file first (a FIFO or
+    ``/dev/zero`` would block or never end)."""
     h = hashlib.sha256()
     for p in paths:
+        _check_regular(Path(p))
         with open(p, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 22), b""):
                 h.update(chunk)
@@ -160,6 +163,7 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
         model = _load_hdf5(opts, weights_path, progress)
     model.eval()
     model.requires_grad_(False)
+    check_finite_output(model, weights_path)
     name = Path(path).name if Path(path).is_dir() else Path(path).parent.name
     model.info = CheckpointInfo(
         name=name or str(path), format=fmt, options_path=str(opts_path),
@@ -169,17 +173,40 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
     return model.to(device)
 
 
-def _check_regular(path: Path) -> None:
-    import os
-    import stat
+#: the sentence every model must turn into finite vectors at load
+PROBE_SENTENCE = ("The", "bank", "of", "the", "river", ".")
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        raise CheckpointError(path, f"cannot read ({e.strerror or e})") from None
-    if not stat.S_ISREG(mode):
-        raise CheckpointError(path, "not a regular file (a folder, FIFO or device); a "
-                              "checkpoint is made of regular files")
+
+def check_finite_output(model: BiLM, weights_path) -> None:
+    """Embed one short sentence and refuse the model when a layer's output is not finite,
+    naming the first such layer: weights of ±3e38 are finite but overflow float32, and
+    every vector would be NaN (``embed`` wrote them, ``contexts`` reported p 0.000)."""
+    import torch
+
+    from elmo_engine.model.chars import batch_to_ids
+
+    ids = torch.from_numpy(batch_to_ids([list(PROBE_SENTENCE)],
+                                        model.opts.max_characters_per_token))
+    with torch.no_grad():
+        tok = model.token_vectors(ids[0])                              # (T, P)
+        if not bool(torch.isfinite(tok).all()):
+            raise CheckpointError(weights_path, "the model's output is not finite (NaN or "
+                                  "infinite) from layer 0, the token layer (char CNN, highway, "
+                                  "projection), on a test sentence: the weights overflow")
+        layers, _mask, _state = model(ids)                             # (L+1, 1, T, 2·out)
+    for k in range(1, layers.shape[0]):
+        if not bool(torch.isfinite(layers[k]).all()):
+            raise CheckpointError(weights_path, f"the model's output is not finite (NaN or "
+                                  f"infinite) from layer {k}, biLSTM layer {k}, on a test "
+                                  "sentence: the weights overflow")
+
+
+def _check_regular(path: Path) -> None:
+    from elmo_engine.files import regular_file_problem
+
+    problem = regular_file_problem(path)
+    if problem:
+        raise CheckpointError(path, f"{problem} (a checkpoint is made of regular files)")
 
 
 def _load_hdf5(opts: BiLMOptions, weights_path: Path, progress=None) -> BiLM:
@@ -277,8 +304,11 @@ def _mismatch_hint(fh, opts: BiLMOptions) -> str:
 
 
 def _read_native_config(cfg_path: Path) -> BiLMOptions:
-    try:
-        d = json.loads(Path(cfg_path).read_text(encoding="utf-8"))
+    from elmo_engine.files import read_bounded
+    from elmo_engine.model.options import MAX_OPTIONS_BYTES
+
+    try:                     # bounded: a 2 GiB sparse bilm.json is refused, not read whole
+        d = json.loads(read_bounded(cfg_path, MAX_OPTIONS_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError) as e:   # ValueError: bad UTF-8/JSON, huge ints
         raise CheckpointError(cfg_path, f"cannot read model config ({_short(e)})") from None
     if not isinstance(d, dict) or d.get("format") != NATIVE_FORMAT:

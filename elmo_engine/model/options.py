@@ -122,6 +122,10 @@ class BiLMOptions:
             filters.append((int(f[0]), _pos_int(f[1], path, f"char_cnn.filters[{i}] count")))
         emb = _get(cc, "embedding", dict, path, "char_cnn.embedding")
         m = _pos_int(cc.get("max_characters_per_token", 50), path, "char_cnn.max_characters_per_token")
+        if m < 3:                    # <S> and </S> are 3 ids: begin-of-word, the mark, end
+            raise CheckpointError(path, "char_cnn.max_characters_per_token is too small for "
+                                  "the sentence marks (begin-of-word, mark, end-of-word)",
+                                  expected=">= 3", found=_show(m))
         if m > MAX_CHARACTERS_PER_TOKEN:
             raise CheckpointError(path, "char_cnn.max_characters_per_token is implausibly large",
                                   expected=f"<= {MAX_CHARACTERS_PER_TOKEN}", found=_show(m))
@@ -153,6 +157,12 @@ class BiLMOptions:
         if not isinstance(skip, bool):
             raise CheckpointError(path, "lstm.use_skip_connections must be true or false",
                                   found=_show(skip))
+        p_dim = _pos_int(ls.get("projection_dim"), path, "lstm.projection_dim")
+        d_dim = _pos_int(ls.get("dim"), path, "lstm.dim")
+        if p_dim > d_dim:            # the LSTM projects its D-wide state down to P (or not at all)
+            raise CheckpointError(path, "lstm.projection_dim is larger than lstm.dim: the LSTM "
+                                  "projects its cell state down to projection_dim",
+                                  expected=f"<= {d_dim}", found=p_dim)
         extra = {k: v for k, v in d.items() if k not in ("char_cnn", "lstm")}
         return cls(
             filters=tuple(filters),
@@ -173,12 +183,20 @@ class BiLMOptions:
     @classmethod
     def from_file(cls, path) -> "BiLMOptions":
         path = Path(path)
+        from elmo_engine.files import read_bounded, regular_file_problem
+
+        problem = regular_file_problem(path)        # a FIFO or a device is refused, not read
+        if problem:
+            raise CheckpointError(path, problem)
         try:
             size = path.stat().st_size
             if size > MAX_OPTIONS_BYTES:
                 raise CheckpointError(path, "options file is too large to be an ELMo options.json",
                                       expected=f"<= {MAX_OPTIONS_BYTES} bytes", found=size)
-            raw = path.read_bytes()
+            raw = read_bounded(path, MAX_OPTIONS_BYTES)
+        except ValueError:                          # grew past the limit since the stat
+            raise CheckpointError(path, "options file is too large to be an ELMo options.json",
+                                  expected=f"<= {MAX_OPTIONS_BYTES} bytes") from None
         except OSError as e:
             raise CheckpointError(path, f"cannot read options file ({e.strerror or e})") from None
         try:

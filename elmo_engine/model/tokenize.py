@@ -8,17 +8,20 @@ published models were trained on: punctuation split off, clitics split (``don't`
 from __future__ import annotations
 
 import re
-from typing import List
+from typing import List, Optional
 
 #: the most tokens one sentence may have (the embedder refuses longer ones, with a message)
 MAX_SENTENCE_TOKENS = 10_000
-# Pieces, tried in order at each position.
+# Pieces, tried in order at each position. Every unbounded repetition either ends the piece or
+# is followed only by a fixed set of characters (the URL's last character), so a failed try
+# never rescans: a string of n characters is tokenized in O(n) (tests/engine/
+# test_hardening_round3.py walks the parsed pattern to check it). E-mail addresses are found
+# outside the pattern (:func:`_email_ends`): ``[\w.+-]+@…`` tried at every position of a run of
+# ``+ . - _`` rescanned the run to its end each time (quadratic, issue 25).
 _MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0900-\u0903\u093a-\u094f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f"
-_TOKEN_RE = re.compile(
-    r"""
-    (?:https?://|www\.)\S+[^\s.,;:!?'")\]]             # URLs
-  | [\w.+-]+@[\w-]+(?:\.[\w-]+)+                        # e-mail addresses
-  | (?:[A-Za-z]\.){2,}                                  # U.S. / e.g. / U.S.A.
+_URL = r"""(?:https?://|www\.)\S+[^\s.,;:!?'")\]]"""
+_REST = r"""
+    (?:[A-Za-z]\.){2,}                                  # U.S. / e.g. / U.S.A.
   | (?:Mr|Mrs|Ms|Dr|Prof|Sr|Jr|St|vs|etc|Inc|Ltd|Co|Corp|No|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.(?=\s|$)
   | \d+(?:[.,:/]\d+)*(?:%)?                             # 3.14  1,000  10:30  1/2
   | [nN]['’][tT]\b                                     # n't after a split
@@ -27,9 +30,15 @@ _TOKEN_RE = re.compile(
   | ’(?:s|S|m|M|d|D|ll|LL|re|RE|ve|VE)\b
   | \.\.\.|--|``|''                                     # multi-char punctuation
   | \S                                                  # any other single character
-    """.replace("MARKS", _MARKS),
-    re.VERBOSE,
-)
+    """.replace("MARKS", _MARKS)
+#: the token pattern without e-mail addresses (a piece without "@" needs no more)
+_TOKEN_RE = re.compile(_URL + "\n  | " + _REST, re.VERBOSE)
+_URL_RE = re.compile(_URL)
+_REST_RE = re.compile(_REST, re.VERBOSE)
+#: the part of an e-mail address after its user name, tried once per "@"
+_EMAIL_DOMAIN = re.compile(r"@[\w-]+(?:\.[\w-]+)+")
+#: one character of an e-mail user name
+_EMAIL_USER = re.compile(r"[\w.+-]")
 _NT_SPLIT = re.compile(r"(?i)([^\W\d_])(n['’]t)\b")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b\u2028\u2029\ufeff]")
 
@@ -39,8 +48,10 @@ def whitespace_tokenize(text: str) -> List[str]:
     return text.split()
 
 
-def tokenize(text: str) -> List[str]:
-    """Tokenize typed text the way the 1B Word Benchmark was tokenized.
+def tokenize(text: str, limit: Optional[int] = None) -> List[str]:
+    """Tokenize typed text the way the 1B Word Benchmark was tokenized; linear in the text's
+    length. With ``limit``, stop once more than ``limit`` tokens are found (the caller refuses
+    the sentence without tokenizing the rest).
 
     >>> tokenize("I don't think the U.S. will pay $1,000.")
     ['I', 'do', "n't", 'think', 'the', 'U.S.', 'will', 'pay', '$', '1,000', '.']
@@ -50,5 +61,51 @@ def tokenize(text: str) -> List[str]:
     # "don't" -> "do n't", "can't" -> "ca n't", "won't" -> "wo n't" (PTB convention)
     text = _NT_SPLIT.sub(r"\1 \2", text)
     for piece in text.split():
-        tokens.extend(m.group(0) for m in _TOKEN_RE.finditer(piece))
+        if "@" in piece:
+            tokens.extend(_with_emails(piece))
+        else:
+            tokens.extend(m.group(0) for m in _TOKEN_RE.finditer(piece))
+        if limit is not None and len(tokens) > limit:
+            break
     return tokens
+
+
+def _email_ends(piece: str) -> List[int]:
+    r"""For every position ``i``: where an e-mail address starting at ``i`` ends (0: none).
+
+    ``[\w.+-]+@[\w-]+(?:\.[\w-]+)+`` can only match from ``i`` when the run of user-name
+    characters holding ``i`` ends at an "@" followed by a domain; one pass from the end finds the
+    answer for every position of the run at once (linear, where the regex tried at each position
+    rescanned the run)."""
+    n = len(piece)
+    ends = [0] * (n + 1)
+    run_end = 0                  # the end of the address whose run we are in (0: none)
+    for i in range(n - 1, -1, -1):
+        c = piece[i]
+        if _EMAIL_USER.match(c):
+            ends[i] = run_end
+        else:
+            run_end = 0
+            if c == "@":
+                m = _EMAIL_DOMAIN.match(piece, i)
+                run_end = m.end() if m else 0
+    return ends
+
+
+def _with_emails(piece: str) -> List[str]:
+    """The tokens of one whitespace-free piece that holds an "@": the same as the pattern
+    with its e-mail alternative (tried after URLs, before the rest) at every position."""
+    ends = _email_ends(piece)
+    out: List[str] = []
+    pos, n = 0, len(piece)
+    while pos < n:
+        m = _URL_RE.match(piece, pos)
+        if m is None and ends[pos]:
+            out.append(piece[pos:ends[pos]])
+            pos = ends[pos]
+            continue
+        if m is None:
+            m = _REST_RE.match(piece, pos)
+        out.append(m.group(0))
+        pos = m.end()
+    return out

@@ -12,9 +12,7 @@ carried state also flows in reading order. Window ``k`` holds, per direction, th
 """
 from __future__ import annotations
 
-import gzip
 import re
-import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
@@ -76,42 +74,35 @@ def read_documents(path, tokenizer: str = "regex", skip_headers: bool = True,
     if tokenizer not in TOKENIZERS:
         raise InputError(f"unknown tokenizer {tokenizer!r}; use one of {', '.join(TOKENIZERS)}")
     split = tokenize if tokenizer == "regex" else whitespace_tokenize
+    from elmo_engine.files import regular_file_problem
+    from elmo_engine.io.datasets.textio import open_text
+
     path = Path(path)
     if path.is_dir():
         raise InputError(f"the {what} must be a text file, not a folder", path=path)
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(f"cannot read the {what}: {problem}", path=path)
     docs: List[List[List[str]]] = []
     lines: List[List[List[str]]] = []            # the same sentences, a document per line
     cur: List[List[str]] = []
-    opener = gzip.open if path.suffix == ".gz" else open
-    lineno = 0
-    try:
-        with opener(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                try:
-                    line = raw.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise InputError(f"the {what} is not UTF-8 text (bad byte at column "
-                                     f"{e.start + 1})", path=path, line=lineno) from None
-                header = HEADER_RE.match(line) is not None
-                if not line.strip() or header:
-                    if cur:
-                        docs.append(cur)
-                        cur = []
-                    if header and skip_headers:
-                        continue
-                toks = split(line)
-                if not toks:
+    # the one reader: a regular file (a FIFO or a device is refused), gzip by its magic bytes,
+    # UTF-8, lines of at most 1 MiB; errors name the file and the line
+    with open_text(path) as text_lines:
+        for line in text_lines:
+            header = HEADER_RE.match(line) is not None
+            if not line.strip() or header:
+                if cur:
+                    docs.append(cur)
+                    cur = []
+                if header and skip_headers:
                     continue
-                sents = split_sentences(toks) if sentences else [toks]
-                cur.extend(sents)
-                lines.append(sents)
-    except OSError as e:
-        if isinstance(e, gzip.BadGzipFile) or "gzip" in str(e).lower():
-            raise InputError(f"the {what} is not a valid gzip file ({e})", path=path) from None
-        raise InputError(f"cannot read the {what} ({e.strerror or e})", path=path) from None
-    except (EOFError, zlib.error) as e:
-        raise InputError(f"the {what} is a truncated or corrupt gzip file ({e})", path=path,
-                         line=lineno or None) from None
+            toks = split(line)
+            if not toks:
+                continue
+            sents = split_sentences(toks) if sentences else [toks]
+            cur.extend(sents)
+            lines.append(sents)
     if cur:
         docs.append(cur)
     if not docs:

@@ -111,16 +111,23 @@ def load_state(out: Path) -> Tuple[dict, Dict[str, Tensor]]:
     if not path.is_file() or not weights.is_file():
         raise CheckpointError(folder, f"no training state to resume (expected {STATE_JSON} and "
                               f"{STATE_TENSORS}); start without --resume")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise CheckpointError(path, f"cannot read training state ({e})") from None
+    from elmo_engine.files import read_bounded
+
+    try:                     # a regular file of bounded size (a FIFO or a device is refused)
+        doc = json.loads(read_bounded(path, MAX_STATE_JSON_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as e:   # ValueError: UTF-8, JSON, size
+        raise CheckpointError(path, f"cannot read training state ({_short(e)})") from None
     if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:
         raise CheckpointError(path, "not an ELMo Explorer training state", dataset="format",
                               expected=STATE_FORMAT, found=doc.get("format") if isinstance(doc, dict) else None)
     if doc.get("version") != 1:
         raise CheckpointError(path, "unsupported training state version", expected=1,
                               found=doc.get("version"))
+    from elmo_engine.files import regular_file_problem
+
+    problem = regular_file_problem(weights)          # before the checksum reads it
+    if problem:
+        raise CheckpointError(weights, problem)
     if _sha256(weights) != doc.get("tensors_sha256"):
         doc = _embedded_doc(weights)          # killed between the two writes: the newer state
         if doc is None:
@@ -131,6 +138,60 @@ def load_state(out: Path) -> Tuple[dict, Dict[str, Tensor]]:
     except Exception as e:
         raise CheckpointError(weights, f"cannot read training tensors ({e})") from None
     return doc, tensors
+
+
+#: the largest ``state.json`` read (its history grows by a line per log step)
+MAX_STATE_JSON_BYTES = 64 << 20
+#: the fields a resumed run reads, and their types
+_DOC_FIELDS = {"config": dict, "optimizer": dict, "step": int, "epoch": int, "window": int,
+               "tokens": int, "train_seconds": (int, float), "history": dict}
+
+
+def _short(e: Exception) -> str:
+    text = str(e)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
+def check_document(doc: dict, path) -> None:
+    """Every field a resumed run reads, with its type and range: :class:`CheckpointError`
+    naming the field otherwise (a state missing ``history`` or with a string for
+    ``train_seconds`` failed deep inside the trainer)."""
+    import math
+
+    for name, kind in _DOC_FIELDS.items():
+        if name not in doc:
+            raise CheckpointError(path, "training state lacks a field", dataset=name)
+        v = doc[name]
+        if isinstance(v, bool) or not isinstance(v, kind):
+            raise CheckpointError(path, "training state field has the wrong type", dataset=name,
+                                  expected=(kind.__name__ if isinstance(kind, type)
+                                            else "a number"), found=type(v).__name__)
+        if isinstance(v, (int, float)) and not (math.isfinite(v) and v >= 0):
+            raise CheckpointError(path, "training state field out of range", dataset=name,
+                                  expected=">= 0", found=_short(ValueError(v)))
+    hist = doc["history"]
+    for key in ("train", "dev"):
+        if not isinstance(hist.get(key), list):
+            raise CheckpointError(path, "training state history lacks a list",
+                                  dataset=f"history.{key}")
+
+
+def check_tensor_shapes(model_factory, tensors: Dict[str, Tensor], path) -> None:
+    """Compare the state's model tensors with the shapes of the model its config describes,
+    built on PyTorch's ``meta`` device (no memory), before the real model is built: a state
+    whose config claims an enormous model is refused without allocating it."""
+    with torch.device("meta"):
+        own = {k: tuple(v.shape) for k, v in model_factory().state_dict().items()}
+    sd = {k[len("model."):]: tuple(v.shape) for k, v in tensors.items()
+          if k.startswith("model.")}
+    if set(sd) != set(own):
+        missing = sorted(set(own) - set(sd))
+        raise CheckpointError(path, "training state does not match the model its config "
+                              "describes", dataset=(missing or sorted(set(sd) - set(own)))[0])
+    for k, shape in sd.items():
+        if shape != own[k]:
+            raise CheckpointError(path, "training state's config does not match its tensors",
+                                  dataset=k, expected=own[k], found=shape)
 
 
 def _embedded_doc(weights: Path) -> Optional[dict]:

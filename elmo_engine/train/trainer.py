@@ -122,6 +122,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     doc, tensors = (None, None)
     if resume:
         doc, tensors = state_io.load_state(out)
+        state_io.check_document(doc, Path(out) / state_io.STATE_DIR / state_io.STATE_JSON)
         saved = TrainConfig.from_dict(doc["config"])
         for name in RUN_CONTROL:
             setattr(saved, name, getattr(cfg, name))
@@ -137,6 +138,10 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     data = prepare_data(corpus, dev, out, cfg, ctx.device, doc, write=ctx.is_main)
     say(f"{data.summary()}")
     opts = cfg.bilm_options()
+    if doc is not None:            # the state's tensors against its config, before any model
+        state_io.check_tensor_shapes(lambda: BiLanguageModel(opts, len(data.vocab),
+                                                             fused=cfg.fused),
+                                     tensors, Path(out) / state_io.STATE_DIR)
     model = BiLanguageModel(opts, len(data.vocab), fused=cfg.fused).to(ctx.device)
     gen = torch.Generator().manual_seed(cfg.seed)
     with torch.no_grad():

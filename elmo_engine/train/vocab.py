@@ -16,6 +16,9 @@ EOS, BOS, UNK = "</S>", "<S>", "<UNK>"
 SPECIALS = (EOS, BOS, UNK)
 MIN_WORDS = 10  # fewer real words than this cannot train a language model
 
+#: the largest vocabulary file read (64 MiB; a 10^6-word vocabulary is ~10 MB)
+MAX_VOCAB_FILE_BYTES = 64 << 20
+
 
 class Vocabulary:
     """Token ↔ id map. Ids 0, 1, 2 are ``</S>``, ``<S>``, ``<UNK>``; words follow by frequency."""
@@ -56,11 +59,18 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path) -> "Vocabulary":
+        from elmo_engine.files import read_bounded
+
         path = Path(path)
         try:
-            text = path.read_text(encoding="utf-8")
+            text = read_bounded(path, MAX_VOCAB_FILE_BYTES).decode("utf-8")
         except OSError as e:
             raise InputError(f"cannot read vocabulary ({e.strerror or e})", path=path) from None
+        except ValueError as e:
+            if isinstance(e, UnicodeDecodeError):
+                raise InputError(f"vocabulary is not UTF-8 text (byte {e.start})",
+                                 path=path) from None
+            raise InputError(f"vocabulary {e}", path=path) from None
         except UnicodeDecodeError as e:
             raise InputError(f"vocabulary is not UTF-8 text (byte {e.start})", path=path) from None
         tokens = text.split("\n")

@@ -27,7 +27,7 @@ from typing import Dict, Iterator, List, Tuple
 from conftest import REPO
 
 QT = ("PySide6", "shiboken6", "pyqtgraph", "superqt", "qtpy", "PyQt5", "PyQt6", "pytestqt")
-FOUNDATION = ("errors", "progress", "atomic", "runtime", "resources")
+FOUNDATION = ("errors", "progress", "atomic", "runtime", "resources", "files")
 #: layer → the engine layers it may import (besides itself and the foundation)
 ALLOWED: Dict[str, Tuple[str, ...]] = {
     "model": (),

@@ -38,7 +38,7 @@ def test_not_utf8_names_the_line(tmp_path, dev, capsys):
     corpus = tmp_path / "latin1.txt"
     corpus.write_bytes("A fine line .\nCaf\u00e9 au lait .\n".encode("latin-1"))
     code, err = _run(capsys, corpus, "--dev", dev, "--out", tmp_path / "o", "--preset", "tiny")
-    assert code == 1 and "latin1.txt:2" in err and "not UTF-8" in err
+    assert code == 1 and "latin1.txt:2" in err and "UTF-8" in err
 
 
 def test_bad_gzip(tmp_path, dev, capsys):

@@ -77,8 +77,10 @@ def load_task_data(files: TaskFiles) -> Dict[str, object]:
         return {"train": read_wsd(train_p, train_k), "test": read_wsd(test_p, test_k),
                 "dev": read_wsd(files.dev, dev_k) if files.dev else None,
                 "first_sense_fn": wn.first_sense, "label": "sense"}
-    return {"train": read(train_p), "test": read(test_p),
-            "dev": read(files.dev) if files.dev else None, "label": label}
+    out = {"train": read(train_p), "test": read(test_p),
+           "dev": read(files.dev) if files.dev else None, "label": label}
+    check_label_count(out["train"], train_p)
+    return out
 
 
 @dataclass
@@ -109,3 +111,22 @@ def file_task(task: str, train: str, test: str, train_keys: str = "", test_keys:
                       test_keys=Path(test_keys) if test_keys else None, label=label)
     return ProbeTask(f"{task}: {Path(train).name} → {Path(test).name}", task,
                      lambda: load_task_data(files), semantic=task == "wsd")
+
+
+#: the most distinct labels a pos or tsv probe learns (UPOS has 17, PTB XPOS ~50, deprel ~40;
+#: a softmax over 10^5 labels took gigabytes and minutes). WSD tasks score each word's own
+#: candidate senses and are not capped here.
+MAX_PROBE_LABELS = 1_000
+
+
+def check_label_count(sentences, path) -> None:
+    """Refuse a training set with more than :data:`MAX_PROBE_LABELS` distinct labels, naming
+    the file, before anything is embedded."""
+    from elmo_engine.errors import InputError
+
+    seen = set()
+    for s in sentences:
+        seen.update(lab for lab in s.labels if lab is not None)
+        if len(seen) > MAX_PROBE_LABELS:
+            raise InputError(f"more than {MAX_PROBE_LABELS:,} distinct labels; a probe task has "
+                             "at most that many (is the label column right?)", path=path)

@@ -21,19 +21,60 @@ from typing import Iterator, List, Optional, Tuple
 
 from elmo_engine.io.datasets.textio import PathLike, open_text
 from elmo_engine.errors import InputError
+from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 
 #: default limits: a file of sentences bigger than this is almost surely the wrong file
-MAX_FILE_BYTES = 64 << 20
+MAX_FILE_BYTES = 16 << 20      # ~3.5 million tokens; ~0.5 GB of token lists at the limit
 MAX_SENTENCE_BYTES = 1 << 20
 _INVISIBLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2028\u2029"
                         "\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb]")
 
 
-def clean_sentence(text: str) -> str:
-    """NFC-normalise ``text``, turn invisible/control characters into spaces, collapse spaces."""
-    text = unicodedata.normalize("NFC", text)
-    text = _INVISIBLE.sub(" ", text)
-    return " ".join(text.split())
+#: pieces up to this many characters are normalised whole (every real word)
+_NFC_WHOLE = 64
+#: UAX #15's stream-safe limit: a run of more non-starters is normalised this many at a time
+_MAX_NONSTARTERS = 30
+#: a longer piece is normalised in segments of about this many characters, cut before a starter
+_NFC_SEGMENT = 256
+
+
+def clean_sentence(text: str, max_pieces: Optional[int] = None) -> str:
+    """Turn invisible/control characters into spaces, collapse spaces, NFC-normalise each
+    whitespace-separated piece (:func:`nfc_piece`).
+
+    With ``max_pieces``, only the first ``max_pieces + 1`` pieces are kept (a line with more is
+    refused by the caller's token limit; nothing past it is normalised). Linear in the length
+    of the text: normalising a whole line of alternating combining marks took time growing
+    with its square (issue 25)."""
+    pieces = _INVISIBLE.sub(" ", text).split()
+    if max_pieces is not None and len(pieces) > max_pieces + 1:
+        del pieces[max_pieces + 1:]
+    return " ".join(nfc_piece(p) for p in pieces)
+
+
+def nfc_piece(piece: str) -> str:
+    """NFC of one piece of text. A piece longer than 64 characters is normalised in segments
+    cut before a starter (a character of canonical combining class 0, not a Hangul jamo) once a
+    segment holds 256 characters, and runs of more than 30 combining marks (UAX #15's
+    stream-safe limit; no text needs more) 30 at a time, so the time is linear: CPython's
+    canonical reordering of one long run of marks is quadratic."""
+    if len(piece) <= _NFC_WHOLE:
+        return unicodedata.normalize("NFC", piece)
+    out, start, run = [], 0, 0
+    for i, c in enumerate(piece):
+        if unicodedata.combining(c):
+            run += 1
+            if run > _MAX_NONSTARTERS:
+                out.append(unicodedata.normalize("NFC", piece[start:i]))
+                start, run = i, 1
+        else:
+            run = 0
+            if i - start >= _NFC_SEGMENT and not ("\u1100" <= c <= "\u11ff"
+                                                  or "\u3130" <= c <= "\u318f"):
+                out.append(unicodedata.normalize("NFC", piece[start:i]))
+                start = i
+    out.append(unicodedata.normalize("NFC", piece[start:]))
+    return "".join(out)
 
 
 def iter_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES,
@@ -59,7 +100,7 @@ def iter_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES,
         for text in lines:
             if "\x00" in text:
                 raise lines.error("holds NUL bytes: this is not a text file of sentences")
-            sentence = clean_sentence(text)
+            sentence = clean_sentence(text, MAX_SENTENCE_TOKENS)
             if sentence or keep_blank:
                 yield lines.lineno, sentence
                 produced += 1
@@ -123,16 +164,16 @@ def read_token_lines(path: PathLike, tokenize: bool = False) -> List[List[str]]:
     from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
     from elmo_engine.model.tokenize import tokenize as tok_fn, whitespace_tokenize
 
-    split = tok_fn if tokenize else whitespace_tokenize
     sentences = []
     for lineno, text in iter_sentences(path, keep_blank=True):
-        toks = split(text)
+        toks = tok_fn(text, MAX_SENTENCE_TOKENS) if tokenize else whitespace_tokenize(text)
         if not toks:
             raise InputError("empty line (or only invisible characters): every line must hold "
                              "a sentence", path=path, line=lineno)
         if len(toks) > MAX_SENTENCE_TOKENS:
-            raise InputError(f"{len(toks)} tokens; the limit is {MAX_SENTENCE_TOKENS} per "
-                             "sentence (split the line)", path=path, line=lineno)
+            raise InputError(f"more than {MAX_SENTENCE_TOKENS} tokens; the limit is "
+                             f"{MAX_SENTENCE_TOKENS} per sentence (split the line)", path=path,
+                             line=lineno)
         sentences.append(toks)
     if not sentences:
         raise InputError("the input file has no sentences", path=path)

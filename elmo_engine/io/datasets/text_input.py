@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from sys import intern
 from typing import List, Optional
 
 from elmo_engine.errors import InputError
@@ -94,18 +95,22 @@ def read_text_input(path: PathLike, pretokenized: bool = False,
                     out.blank.append(lineno)
                 continue
             group, text = text.split("\t", 1)
-            group = clean_sentence(group)
+            group = clean_sentence(group, MAX_SENTENCE_TOKENS)
             if not group:
                 raise InputError("empty group before the TAB (group<TAB>sentence)", path=path,
                                  line=lineno)
-        sentence = clean_sentence(text)
-        toks = sentence.split() if pretokenized else tokenize(sentence)
+        # the token limit before any per-token work: pieces past it are neither normalised
+        # nor tokenized
+        sentence = clean_sentence(text, MAX_SENTENCE_TOKENS)
+        toks = sentence.split() if pretokenized else tokenize(sentence, MAX_SENTENCE_TOKENS)
         if not toks:
             out.blank.append(lineno)
             continue
         if len(toks) > MAX_SENTENCE_TOKENS:
-            raise InputError(f"{len(toks)} tokens; the limit is {MAX_SENTENCE_TOKENS} per "
-                             "sentence (split the line)", path=path, line=lineno)
+            raise InputError(f"more than {MAX_SENTENCE_TOKENS} tokens; the limit is "
+                             f"{MAX_SENTENCE_TOKENS} per sentence (split the line)", path=path,
+                             line=lineno)
+        toks = [intern(t) for t in toks]   # repeated words share one string (Zipf; bombs)
         total += len(toks)
         if max_tokens is not None and total > max_tokens:
             raise InputError(f"more than {max_tokens:,} tokens; use a smaller file", path=path,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import stat
 import zlib
 from pathlib import Path
 from typing import BinaryIO, Iterator, Optional, Tuple, Union
@@ -28,18 +27,13 @@ _READ_ERRORS = (OSError, EOFError, zlib.error, gzip.BadGzipFile)
 def check_regular_file(path: PathLike) -> None:
     """Refuse anything but a regular file (after following links) before it is opened: a
     folder, a FIFO (reading would wait forever), a device such as ``/dev/zero`` (endless) or a
-    socket. Raises :class:`InputError` naming the path."""
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise InputError(f"cannot open: {exc.strerror or exc}", path=path) from None
-    if stat.S_ISDIR(st.st_mode):
-        raise InputError("is a folder, not a file", path=path)
-    if not stat.S_ISREG(st.st_mode):
-        kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode) else
-                "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else
-                "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
-        raise InputError(f"is {kind}, not a regular file; only files are read", path=path)
+    socket. Raises :class:`InputError` naming the path (the one check:
+    :func:`elmo_engine.files.regular_file_problem`)."""
+    from elmo_engine.files import regular_file_problem
+
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(problem, path=path)
 
 
 def is_gzip(path: PathLike) -> bool:

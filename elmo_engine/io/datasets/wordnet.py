@@ -154,8 +154,31 @@ def _raise_first_bad_line(text: str, path: Path) -> None:
                      path=f"{path}:index.sense")
 
 
+#: the largest WordNet file read (WordNet 3.0's index.sense is 7 MB, lexnames 2 kB)
+MAX_WORDNET_FILE_BYTES = 32 << 20
+
+
+def _zip_entry(zf: "zipfile.ZipFile", name: str, path: Path) -> str:
+    """One zip entry's text, its declared size checked first and the read bounded by it."""
+    info = zf.getinfo(name)
+    if info.file_size > MAX_WORDNET_FILE_BYTES:
+        raise InputError(f"{name} in the zip is {info.file_size:,} bytes; WordNet files are at "
+                         f"most {MAX_WORDNET_FILE_BYTES:,}", path=path)
+    with zf.open(info) as fh:
+        data = fh.read(MAX_WORDNET_FILE_BYTES + 1)
+    if len(data) > MAX_WORDNET_FILE_BYTES:
+        raise InputError(f"{name} in the zip is larger than {MAX_WORDNET_FILE_BYTES:,} bytes",
+                         path=path)
+    return data.decode("utf-8")
+
+
 def _read_files(path: Path) -> Tuple[str, Optional[str]]:
-    """The text of ``index.sense`` and of ``lexnames`` (``None`` if absent) under ``path``."""
+    """The text of ``index.sense`` and of ``lexnames`` (``None`` if absent) under ``path``:
+    regular files only (a FIFO or a device is refused), each at most 32 MiB, zip entries checked
+    by their declared size before they are read."""
+    from elmo_engine.files import read_bounded
+    from elmo_engine.io.datasets.textio import check_regular_file
+
     try:
         if path.is_dir():
             sense = path / "index.sense"
@@ -163,19 +186,23 @@ def _read_files(path: Path) -> Tuple[str, Optional[str]]:
                 raise InputError("no index.sense here (on Debian: apt-get install "
                                  "wordnet-sense-index)", path=path)
             lex = path / "lexnames"
-            return (sense.read_text("utf-8"),
-                    lex.read_text("utf-8") if lex.exists() else None)
+            for f in (sense, lex) if lex.exists() else (sense,):
+                check_regular_file(f)
+            return (read_bounded(sense, MAX_WORDNET_FILE_BYTES).decode("utf-8"),
+                    read_bounded(lex, MAX_WORDNET_FILE_BYTES).decode("utf-8")
+                    if lex.exists() else None)
+        check_regular_file(path)
         with zipfile.ZipFile(path) as zf:
             names = {n.rsplit("/", 1)[-1]: n for n in zf.namelist()
                      if n.count("/") <= 1 and not n.endswith("/")}
             if "index.sense" not in names:
                 raise InputError("the zip holds no wordnet/index.sense", path=path)
-            sense_text = zf.read(names["index.sense"]).decode("utf-8")
-            lex_text = zf.read(names["lexnames"]).decode("utf-8") if "lexnames" in names else None
+            sense_text = _zip_entry(zf, names["index.sense"], path)
+            lex_text = _zip_entry(zf, names["lexnames"], path) if "lexnames" in names else None
             return sense_text, lex_text
     except InputError:
         raise
-    except (OSError, zipfile.BadZipFile, UnicodeDecodeError, KeyError, EOFError) as exc:
+    except (OSError, zipfile.BadZipFile, ValueError, KeyError, EOFError) as exc:
         raise InputError(f"cannot read WordNet: {exc}", path=path) from None
 
 
