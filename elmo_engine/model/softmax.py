@@ -75,7 +75,9 @@ class Softmax:
         self.w = w                                                    # (V, P)
         self.b = b.float()                                            # (V,)
         self.tokens: List[str] = list(tokens)
-        self.index: Dict[str, int] = {t: i for i, t in enumerate(self.tokens)}
+        self.index: Dict[str, int] = {}
+        for i, t in enumerate(self.tokens):                           # a repeat keeps its first row
+            self.index.setdefault(t, i)
         missing = [t for t in (BOS, EOS, UNK) if t not in self.index]
         if missing:
             where = files.vocab if files is not None else "the vocabulary"
@@ -204,7 +206,8 @@ def load_softmax(folder: Path, weights: Optional[Path] = None, vocab: Optional[P
 
 
 def read_vocabulary(path: Path) -> List[str]:
-    """One token per line (UTF-8), bounded; :class:`CheckpointError` naming the line."""
+    """One token per line (UTF-8, a trailing CR dropped), bounded; :class:`CheckpointError`
+    naming the line. A word listed twice keeps its first row (as a dictionary lookup would)."""
     path = Path(path)
     size = path.stat().st_size
     if size > MAX_VOCAB_BYTES:
@@ -220,11 +223,10 @@ def read_vocabulary(path: Path) -> List[str]:
     if len(tokens) > MAX_VOCAB:
         raise CheckpointError(path, "the vocabulary has implausibly many words",
                               expected=f"<= {MAX_VOCAB}", found=len(tokens))
+    tokens = [t[:-1] if t.endswith("\r") else t for t in tokens]
     for i, t in enumerate(tokens):
-        if not t or t != t.strip():
+        if not t.strip():
             raise CheckpointError(path, f"line {i + 1}: a vocabulary line must hold one token")
-    if len(set(tokens)) != len(tokens):
-        raise CheckpointError(path, "the vocabulary lists a word twice")
     return tokens
 
 
