@@ -5,7 +5,8 @@ INPUT is a sentence file (one sentence per line, tokenized as typed text unless
 ``--pretokenized``). Per sentence: the tokens, the forward and backward LM's record per token
 (``word``, ``prob``, ``rank``, ``surprisal``, ``entropy``, ``top``), the substitutes both
 directions agree on and the perplexity per direction; with ``--reach`` the reach matrix
-``reach[layer][direction][i][j]``. ``--pairs FILE`` (or ``--pairs bundled``) scores minimal pairs
+``reach[layer][direction][i][j]``; ``--reach-curve K`` its mean over all the sentences by word
+offset. ``--pairs FILE`` (or ``--pairs bundled``) scores minimal pairs
 instead and prints the accuracy per set and direction. Without a softmax, predictions and pairs
 stop with one line naming the missing file; ``--reach`` alone works on every checkpoint.
 """
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from elmo_engine.cli import common
 from elmo_engine.cli.eval_lm import add_softmax_options
+from elmo_engine.errors import InputError
 
 MAX_TOKENS = 200_000            # the sentences of one run (a view's worth, not a corpus)
 
@@ -36,6 +38,9 @@ def add_parser(subparsers):
     p.add_argument("--reach", action="store_true",
                    help="add the reach matrix: cosine distance of token i per layer and "
                         "direction when token j is replaced by <UNK>")
+    p.add_argument("--reach-curve", type=int, default=None, metavar="K",
+                   help="instead of per-sentence results: the mean reach over all sentences of "
+                        "INPUT by word offset -K..K, per layer and direction")
     p.add_argument("--no-predictions", action="store_true",
                    help="skip the predictions (with --reach: works without a softmax)")
     p.add_argument("--pairs", default=None, metavar="FILE",
@@ -50,7 +55,6 @@ def add_parser(subparsers):
 
 def run(args) -> int:
     from elmo_engine.embed.embedder import Embedder
-    from elmo_engine.errors import InputError
     from elmo_engine.model.checkpoint import load_checkpoint
 
     if args.top_k < 1:
@@ -60,6 +64,8 @@ def run(args) -> int:
     checkpoint = common.checkpoint_or_demo(args.checkpoint)
     model = load_checkpoint(checkpoint)
     embedder = Embedder(model, device=str(common.resolve_device(args.device)))
+    if args.reach_curve is not None:
+        return _curve(args, embedder)
     need_softmax = args.pairs is not None or not args.no_predictions
     softmax = None
     if need_softmax:
@@ -113,6 +119,28 @@ def _print_sentence(doc: dict) -> None:
                       "is replaced by <UNK>)")
                 for row in per_dir[d]:
                     print("    " + " ".join(f"{v:6.3f}" for v in row))
+
+
+def _curve(args, embedder) -> int:
+    from elmo_engine.analysis.language_model import reach_curve
+
+    if args.input is None:
+        raise InputError("--reach-curve needs a sentence file")
+    text = common.read_text(args.input, args.pretokenized, max_tokens=MAX_TOKENS)
+    curve = reach_curve(embedder, text.tokens, max_offset=args.reach_curve)
+    if args.json:
+        json.dump({"offsets": list(curve.offsets), "mean": curve.mean.tolist(),
+                   "pairs": curve.pairs.tolist(), "sentences": curve.sentences,
+                   "replacement": "<UNK>"}, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"mean cosine distance of token i when token j = i + offset is replaced by <UNK> "
+          f"({curve.sentences} sentences)")
+    print(f"{'layer/direction':<18}" + "".join(f"{o:>7}" for o in curve.offsets))
+    for layer in range(curve.mean.shape[0]):
+        for d, name in enumerate(("forward", "backward")):
+            print(f"{f'{layer} {name}':<18}" + "".join(f"{v:7.3f}" for v in curve.mean[layer, d]))
+    return 0
 
 
 def _pairs(args, embedder, softmax) -> int:

@@ -18,14 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 from torch import Tensor
 
 from elmo_engine.progress import TaskState, check, report
 
-CHUNK = 8192                            # words per block (a (R, 8192) float32 block is cached)
+CHUNK = 8192                            # words per block
 
 
 @dataclass(frozen=True)
@@ -51,72 +51,108 @@ class ScanResult:
 
 
 class _Stream:
-    """Running log-sum-exp (and optionally E[l] and top-k) of rows of logits."""
+    """Running log-sum-exp (optionally the entropy and the top-k) of rows of logits.
 
-    def __init__(self, rows: int, k: int, entropy: bool, device):
+    Kept relative to the running max ``m``: ``s = Σ exp(l − m)``, ``u = Σ exp(l − m)·(l − m)``;
+    then ``log Z = m + log s`` and ``H = log s − u / s``."""
+
+    def __init__(self, rows: int, k: int, entropy: bool, chunk: int, device):
         self.m = torch.full((rows,), -math.inf, dtype=torch.float64, device=device)
         self.s = torch.zeros(rows, dtype=torch.float64, device=device)
-        self.t = torch.zeros(rows, dtype=torch.float64, device=device) if entropy else None
+        self.u = torch.zeros(rows, dtype=torch.float64, device=device) if entropy else None
         self.k = k
-        self.top_v = torch.empty(rows, 0, device=device)
+        self.top_v = torch.empty(rows, 0, dtype=torch.float64, device=device)
         self.top_i = torch.empty(rows, 0, dtype=torch.int64, device=device)
+        self.e = torch.empty(rows, chunk, device=device)              # reused exp buffer
 
-    def add(self, logits: Tensor, offset: int) -> None:
-        """Fold a (rows, C) block whose first column is word ``offset``."""
-        bmax = logits.amax(1).double()
-        m_new = torch.maximum(self.m, bmax)
-        scale = torch.exp(self.m - m_new)                             # 0 on the first block
-        e = torch.exp(logits - m_new[:, None].float())                # (rows, C)
-        self.s = self.s * scale + e.sum(1, dtype=torch.float64)
-        if self.t is not None:
-            self.t = self.t * scale + (e * logits).sum(1, dtype=torch.float64)
+    def add(self, shifted: Tensor, block_max: Tensor, offset: int) -> None:
+        """Fold a block already shifted by ``block_max`` (rows, C) (``l − block_max``), whose
+        first column is word ``offset``; ``block_max`` (rows,) float64 ≥ the block's max."""
+        m_new = torch.maximum(self.m, block_max)
+        alpha = torch.exp(self.m - m_new)                             # 0 on the first block
+        beta = torch.exp(block_max - m_new)                           # the block's own scale
+        e = torch.exp(shifted, out=self.e[:, :shifted.shape[1]])      # exp(l − block_max)
+        s_blk = e.sum(1, dtype=torch.float64)
+        if self.u is not None:
+            u_blk = torch.linalg.vecdot(e, shifted).double()          # Σ e·(l − block_max)
+            # relative to m_new: (l − m_new) = (l − m) + (m − m_new), weights scale likewise
+            old = torch.where(alpha > 0, alpha * (self.u + (self.m - m_new) * self.s),
+                              torch.zeros_like(self.u))
+            self.u = old + beta * (u_blk + (block_max - m_new) * s_blk)
+        self.s = self.s * alpha + beta * s_blk
         self.m = m_new
         if self.k:
-            kk = min(self.k, logits.shape[1])
-            v, i = logits.topk(kk, dim=1)
-            v = torch.cat([self.top_v, v], 1)
+            v, i = shifted.topk(min(self.k, shifted.shape[1]), dim=1)
+            v = torch.cat([self.top_v, v.double() + block_max[:, None]], 1)
             i = torch.cat([self.top_i, i + offset], 1)
-            keep = min(self.k, v.shape[1])
-            self.top_v, pos = v.topk(keep, dim=1)
+            self.top_v, pos = v.topk(min(self.k, v.shape[1]), dim=1)
             self.top_i = i.gather(1, pos)
 
     @property
     def log_z(self) -> Tensor:
         return self.m + torch.log(self.s)
 
+    @property
+    def entropy(self) -> Tensor:
+        return (torch.log(self.s) - self.u / self.s).clamp_min(0.0)
+
 
 @torch.no_grad()
-def scan(softmax, h: Tensor, targets: Tensor, k: int = 0, pairs: Optional[Tensor] = None,
-         chunk: int = CHUNK, state: Optional[TaskState] = None) -> ScanResult:
+def scan(softmax, h: Tensor, targets: Tensor, k: int = 0,
+         pairs: Optional[Tuple[int, int, int]] = None, chunk: int = CHUNK,
+         state: Optional[TaskState] = None) -> ScanResult:
     """Statistics of ``softmax(h Wᵀ + b)`` for rows ``h`` (R, P) with target rows ``targets``
-    (R,); ``pairs`` (Q, 2) row indices whose distributions are multiplied (see module docstring);
-    ``k`` 0 skips the top-k and the entropy (perplexity only)."""
+    (R,); ``pairs`` = (first row a, first row b, count): rows ``a+q`` and ``b+q`` are multiplied
+    (see the module docstring); ``k`` 0 skips the top-k and the entropy (perplexity only).
+
+    Every block works in buffers allocated once (a fresh (R, C) tensor per block spends its
+    time faulting in new pages) and reads each block of logits a handful of times."""
     w, b = softmax.w, softmax.b
-    h = h.float()
+    h = h.float().contiguous()
     rows, v = h.shape[0], w.shape[0]
     dev = h.device
     targets = targets.to(dev)
-    # the target's logit from its own row of W (the blocks below skip the target's column)
-    target_logit = (h * w[targets.cpu()].to(dev).float()).sum(1) + b[targets.cpu()].to(dev)
+    chunk = max(1, min(chunk, v))
+    # the target's logit from its own row of W; in its block the target's column is not counted
+    tcpu = targets.cpu()
+    target_logit = (h * w[tcpu].to(dev).float()).sum(1) + b[tcpu].to(dev)      # (R,)
     above = torch.zeros(rows, dtype=torch.int64, device=dev)
-    main = _Stream(rows, k, entropy=k > 0, device=dev)
-    pair = _Stream(pairs.shape[0], k, entropy=False, device=dev) if pairs is not None else None
-    col = torch.arange(chunk, device=dev)
+    main = _Stream(rows, k, entropy=k > 0, chunk=chunk, device=dev)
+    pair = None
+    if pairs is not None:
+        pa, pb, q = pairs
+        pair = _Stream(q, k, entropy=False, chunk=chunk, device=dev)
+        pbuf = torch.empty(q, chunk, device=dev)
+    wbuf = torch.empty(chunk, w.shape[1], device=dev)                 # W's block in float32
+    lbuf = torch.empty(rows, chunk, device=dev)                       # the block's logits
+    gbuf = torch.empty(rows, chunk, dtype=torch.bool, device=dev)
+    rows_idx = torch.arange(rows, device=dev)
     for a in range(0, v, chunk):
         check(state)
-        wc = w[a:a + chunk].to(dev).float()                           # (C, P)
-        logits = torch.addmm(b[a:a + chunk].to(dev), h, wc.t())       # (R, C)
-        c = logits.shape[1]
-        is_target = (targets[:, None] - a) == col[None, :c]           # (R, C)
-        above += ((logits > target_logit[:, None]) & ~is_target).sum(1)
-        main.add(logits, a)
+        c = min(chunk, v - a)
+        wc = wbuf[:c].copy_(w[a:a + c])                               # (C, P)
+        logits = torch.addmm(b[a:a + c].to(dev), h, wc.t(), out=lbuf[:, :c])   # (R, C)
+        bmax = logits.amax(1)                                         # (R,)
+        torch.gt(logits, target_logit[:, None], out=gbuf[:, :c])
+        above += gbuf[:, :c].sum(1)
+        inside = (targets >= a) & (targets < a + c)                   # the target's own column
+        if bool(inside.any()):
+            r = rows_idx[inside]
+            above[r] -= (logits[r, targets[r] - a] > target_logit[r]).long()
         if pair is not None:
-            pair.add(logits[pairs[:, 0]] + logits[pairs[:, 1]], a)    # (Q, C)
-        report(state, min(a + chunk, v), v, "scoring the softmax")
-    entropy = (main.log_z - main.t / main.s) if main.t is not None else torch.zeros_like(main.s)
+            # (l_a + l_b) − (max_a + max_b): the sum of the two shifted blocks
+            pmax = (bmax[pa:pa + q] + bmax[pb:pb + q]).double()
+            torch.add(logits[pa:pa + q], logits[pb:pb + q], out=pbuf[:, :c])
+            pbuf[:, :c].sub_(pmax.float()[:, None])
+        logits.sub_(bmax[:, None])                                    # shifted in place
+        main.add(logits, bmax.double(), a)
+        if pair is not None:
+            pair.add(pbuf[:, :c], pmax, a)
+        report(state, a + c, v, "scoring the softmax")
     return ScanResult(
         log_z=main.log_z, target_logit=target_logit, rank=above + 1,
-        entropy=entropy.clamp_min(0.0), top_ids=main.top_i, top_logits=main.top_v,
+        entropy=main.entropy if main.u is not None else torch.zeros_like(main.s),
+        top_ids=main.top_i, top_logits=main.top_v,
         pair_log_z=pair.log_z if pair is not None else None,
         pair_top_ids=pair.top_i if pair is not None else None,
         pair_top_scores=pair.top_v if pair is not None else None)

@@ -75,6 +75,17 @@ def test_reach_curve_falls_to_zero_on_the_blind_side(demo):
     assert (curve.mean[1:, 0, (off < 0)] > 0).all() and (curve.mean[1:, 1, (off > 0)] > 0).all()
 
 
+def test_lm_reach_curve_command(tmp_path, capsys):
+    text = tmp_path / "in.txt"
+    text.write_text("the cat sat on the mat .\na dog ran home .\n", encoding="utf-8")
+    code = cli_main(["lm", str(text), "--reach-curve", "2", "--json", "--device", "cpu"])
+    doc = json.loads(capsys.readouterr().out)
+    mean = np.array(doc["mean"])
+    assert code == 0 and doc["offsets"] == [-2, -1, 0, 1, 2] and mean.shape == (3, 2, 5)
+    assert doc["sentences"] == 2 and doc["pairs"][2] == 12
+    assert np.abs(mean[:, 0, 3:]).max() <= 1e-6 and np.abs(mean[:, 1, :2]).max() <= 1e-6
+
+
 def test_minimal_pairs_score_and_count(demo, tmp_path, capsys):
     emb, soft = demo
     tsv = tmp_path / "p.tsv"

@@ -33,7 +33,7 @@ def test_scan_equals_a_case_computed_by_hand():
     b = torch.tensor([0.0, 0.0, 0.0, math.log(2)])
     soft = Softmax(w, b, ["<S>", "</S>", "<UNK>", "x"])
     h = torch.tensor([[math.log(3), math.log(2)], [0.0, math.log(2)]])
-    res = scan(soft, h, torch.tensor([0, 1]), k=2, pairs=torch.tensor([[0, 1]]), chunk=3)
+    res = scan(soft, h, torch.tensor([0, 1]), k=2, pairs=(0, 1, 1), chunk=3)
     assert res.log_z.tolist() == pytest.approx([math.log(13), math.log(7)], abs=1e-6)
     assert torch.exp(res.log_prob).tolist() == pytest.approx([3 / 13, 2 / 7], abs=1e-6)
     assert res.rank.tolist() == [2, 1]          # row 0: only id 2 (6) beats 3; row 1: a tie

@@ -114,7 +114,7 @@ def _predict_one(embedder, softmax: Softmax, sent: Tuple[str, ...], top_k: int,
     words = softmax.ids(sent)
     targets = torch.cat([words, torch.tensor([softmax.eos, softmax.bos]), words])
     # word i: forward row i, backward row (n+1) + (i+1)
-    pairs = torch.stack([torch.arange(n), torch.arange(n) + n + 2], 1)    # (n, 2)
+    pairs = (0, n + 2, n)                       # word i: forward row i, backward row n+2+i
     res = scan(softmax, h, targets, k=top_k, pairs=pairs, state=state)
     logp = res.log_prob                                               # (2n+2,)
 
