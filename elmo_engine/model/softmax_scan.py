@@ -3,7 +3,8 @@
 For R rows of top-layer outputs ``h`` (R, P) and their targets, :func:`scan` computes what the LM
 views need without ever holding the (R, V) logit matrix: for V = 793,471 words and a 25-token
 sentence (R = 50) that matrix alone would be 159 MB of float32, and a float32 copy of a float16 W
-1.6 GB. Logits are made ``chunk`` words at a time (W's block converted to float32 on the fly) and
+1.6 GB. Logits are made ``chunk`` words at a time (W's block converted to float32 on the fly, into a
+buffer reused for every block) and
 folded into running statistics:
 
 * ``log Z`` by the streaming log-sum-exp (running max ``m``, ``s = Σ exp(l − m)``);
@@ -25,7 +26,9 @@ from torch import Tensor
 
 from elmo_engine.progress import TaskState, check, report
 
-CHUNK = 8192                            # words per block
+#: words per block: at most this many, and a block of logits at most ``BLOCK_ELEMENTS`` floats
+CHUNK = 32768
+BLOCK_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -112,7 +115,9 @@ def scan(softmax, h: Tensor, targets: Tensor, k: int = 0,
     rows, v = h.shape[0], w.shape[0]
     dev = h.device
     targets = targets.to(dev)
-    chunk = max(1, min(chunk, v))
+    # few large blocks: on a shared CPU every parallel operation may wait for a descheduled
+    # thread, so their number matters more than their size
+    chunk = max(1, min(chunk, v, max(1024, BLOCK_ELEMENTS // max(rows, 1))))
     # the target's logit from its own row of W; in its block the target's column is not counted
     tcpu = targets.cpu()
     target_logit = (h * w[tcpu].to(dev).float()).sum(1) + b[tcpu].to(dev)      # (R,)

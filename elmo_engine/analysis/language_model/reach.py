@@ -29,6 +29,8 @@ from elmo_engine.model.softmax import UNK
 from elmo_engine.progress import TaskState, check, report
 
 REPLACEMENT = UNK
+#: longest sentence given a reach matrix (n+1 rows of n+2 steps in one batch)
+MAX_REACH_TOKENS = 400
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,9 @@ def reach(embedder, tokens: Sequence[str]) -> ReachMatrix:
     n = len(toks)
     if n == 0:
         raise InputError("an empty sentence has no reach matrix")
+    if n > MAX_REACH_TOKENS:
+        raise InputError(f"a sentence of {n} tokens is too long for a reach matrix (at most "
+                         f"{MAX_REACH_TOKENS}: it runs n+1 variants in one batch)")
     variants = [toks] + [toks[:j] + (REPLACEMENT,) + toks[j + 1:] for j in range(n)]
     layers = framed_layers(embedder, variants)[:, :, 1:n + 1]          # (L+1, n+1, n, 2·out)
     out = embedder.opts.output_dim
@@ -82,7 +87,7 @@ def reach_curve(embedder, sentences: Sequence[Sequence[str]], max_offset: int = 
     total = np.zeros((n_layers, 2, len(offsets)))
     count = np.zeros(len(offsets), np.int64)
     used = 0
-    sents = [tuple(s) for s in sentences if len(s) > 0]
+    sents = [tuple(s) for s in sentences if 0 < len(s) <= MAX_REACH_TOKENS]   # longer: skipped
     for k, s in enumerate(sents):
         check(state)
         d = reach(embedder, s).distance                               # (L+1, 2, n, n)
