@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from elmo_engine.errors import CheckpointError, InputError
+from elmo_engine.errors import InputError
 
 
 def model_folder(path: Path) -> Path:
