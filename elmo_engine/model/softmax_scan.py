@@ -27,8 +27,8 @@ from torch import Tensor
 from elmo_engine.progress import TaskState, check, report
 
 #: words per block: at most this many, and a block of logits at most ``BLOCK_ELEMENTS`` floats
-CHUNK = 131072
-BLOCK_ELEMENTS = 1 << 23
+CHUNK = 32768
+BLOCK_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True)
