@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.worker import Worker  # noqa: E402
+from elmo_explorer.state.worker import Worker  # noqa: E402
 from elmo_engine.errors import InputError  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
@@ -148,10 +148,10 @@ def test_broken_callback_is_reported_not_raised(qtbot, worker):
 def test_app_start_up_shortens_the_gil_switch_interval():
     """A pure-Python job on the worker must not keep the GUI thread waiting 5 ms (Python's
     default) at each of the GUI's calls into Python: see test_big_file_does_not_block_the_gui.
-    The app sets it once at start-up (elmo_explorer.startup), with one torch thread fewer than
+    The app sets it once at start-up (elmo_explorer.shell.startup), with one torch thread fewer than
     the cores; checked in a fresh process, as the app starts."""
     code = ("import os, sys, torch\n"
-            "from elmo_explorer.startup import GIL_SWITCH_S, configure_process\n"
+            "from elmo_explorer.shell.startup import GIL_SWITCH_S, configure_process\n"
             "configure_process()\n"
             "print(GIL_SWITCH_S, sys.getswitchinterval(), torch.get_num_threads())\n")
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
@@ -163,5 +163,5 @@ def test_app_start_up_shortens_the_gil_switch_interval():
 
 
 def test_the_app_tests_run_under_the_apps_gil_switch_interval():
-    from elmo_explorer.startup import GIL_SWITCH_S
+    from elmo_explorer.shell.startup import GIL_SWITCH_S
     assert sys.getswitchinterval() <= GIL_SWITCH_S + 1e-9         # tests/conftest.py

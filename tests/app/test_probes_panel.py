@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.panels.probes import ProbeTask, ProbesPanel  # noqa: E402
-from elmo_explorer.workspace import ModelSpec, Workspace  # noqa: E402
+from elmo_explorer.views.probes.controller import ProbeTask, ProbesPanel  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, Workspace  # noqa: E402
 from elmo_engine.io.datasets.records import LabelledSentence  # noqa: E402
 from elmo_engine.analysis.probes.experiment import ProbeConfig  # noqa: E402
 

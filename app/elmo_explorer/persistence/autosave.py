@@ -3,7 +3,7 @@
 Every minute, while anything changed since the last save or autosave, the analysis is written
 to the autosave file on the worker; a clean exit removes it, and the next start offers to
 recover one that a crashed session left. Used by
-:class:`elmo_explorer.workspace_actions.WorkspaceActions`.
+:class:`elmo_explorer.persistence.workspace_actions.WorkspaceActions`.
 """
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from PySide6.QtWidgets import QMessageBox
 
 from elmo_engine.io import recovery
 from elmo_engine.io import workspace_file as wf
-from elmo_explorer import workspace_files, workspace_state
+from elmo_explorer.persistence import workspace_files
+from elmo_explorer.persistence import workspace_state
 
 if TYPE_CHECKING:
-    from elmo_explorer.workspace_actions import WorkspaceActions
+    from elmo_explorer.persistence.workspace_actions import WorkspaceActions
 
 log = logging.getLogger(__name__)
 

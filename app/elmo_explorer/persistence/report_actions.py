@@ -3,7 +3,7 @@
 The report draws every panel's own figures (matplotlib through the engine's one figure path; a
 view is never pasted in as a screenshot), then gathers the engine's report of the analysis
 (:func:`elmo_engine.analysis.report.report_spec`) with the panels' tables and writes the folder
-on the worker. Used by :class:`elmo_explorer.workspace_actions.WorkspaceActions`.
+on the worker. Used by :class:`elmo_explorer.persistence.workspace_actions.WorkspaceActions`.
 """
 from __future__ import annotations
 
@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
-from elmo_explorer.figure_export import FigureOptions, ReportDialog, VectorDialog
-from elmo_explorer.workspace_state import guarded
+from elmo_explorer.common.figure_export import FigureOptions, ReportDialog, VectorDialog
+from elmo_explorer.persistence.workspace_state import guarded
 
 if TYPE_CHECKING:
-    from elmo_explorer.workspace_actions import WorkspaceActions
+    from elmo_explorer.persistence.workspace_actions import WorkspaceActions
 
 log = logging.getLogger(__name__)
 

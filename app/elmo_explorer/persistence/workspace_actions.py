@@ -5,13 +5,13 @@ Installed into the main window with one call, :func:`install_workspace_actions`.
 autosaved, the pending restore, the report's figure options) and the signals; each job lives
 in its own module:
 
-* :mod:`elmo_explorer.workspace_state` — the analysis as ``WorkspaceData`` and back;
-* :mod:`elmo_explorer.workspace_files` — save, open (moved checkpoint, checksum mismatch), save
+* :mod:`elmo_explorer.persistence.workspace_state` — the analysis as ``WorkspaceData`` and back;
+* :mod:`elmo_explorer.persistence.workspace_files` — save, open (moved checkpoint, checksum mismatch), save
   on quit;
-* :mod:`elmo_explorer.autosave` — the autosave timer and crash recovery;
-* :mod:`elmo_explorer.report_actions` — Export vectors…, Export report….
+* :mod:`elmo_explorer.persistence.autosave` — the autosave timer and crash recovery;
+* :mod:`elmo_explorer.persistence.report_actions` — Export vectors…, Export report….
 
-Panels take part through the :class:`~elmo_explorer.panels.protocol.AnalysisPanel` protocol.
+Panels take part through the :class:`~elmo_explorer.views.protocol.AnalysisPanel` protocol.
 File work runs on the worker; the GUI thread only collects state and renders figures.
 """
 from __future__ import annotations
@@ -23,10 +23,12 @@ from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 
 from elmo_engine.io import workspace_file as wf
-from elmo_explorer import autosave as autosave_job
-from elmo_explorer import report_actions, workspace_files, workspace_state
-from elmo_explorer.figure_export import FigureOptions
-from elmo_explorer.panels.protocol import AnalysisPanel
+from elmo_explorer.persistence import autosave as autosave_job
+from elmo_explorer.persistence import report_actions
+from elmo_explorer.persistence import workspace_files
+from elmo_explorer.persistence import workspace_state
+from elmo_explorer.common.figure_export import FigureOptions
+from elmo_explorer.views.protocol import AnalysisPanel
 
 AUTOSAVE_MS = autosave_job.AUTOSAVE_MS
 

@@ -2,7 +2,7 @@
 
 Opening asks where a moved checkpoint is and warns when its checksum differs; the restore waits
 until the workspace's model is loaded and its sentences are embedded. Quitting asks to save work
-that would otherwise be lost. Used by :class:`elmo_explorer.workspace_actions.WorkspaceActions`.
+that would otherwise be lost. Used by :class:`elmo_explorer.persistence.workspace_actions.WorkspaceActions`.
 """
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from elmo_engine.errors import ElmoError
 from elmo_engine.io import workspace_file as wf
-from elmo_explorer import workspace_state
-from elmo_explorer.workspace import ModelSpec
+from elmo_explorer.persistence import workspace_state
+from elmo_explorer.state.workspace import ModelSpec
 
 if TYPE_CHECKING:
-    from elmo_explorer.workspace_actions import WorkspaceActions
+    from elmo_explorer.persistence.workspace_actions import WorkspaceActions
 
 WORKSPACE_FILTER = "ELMo Explorer workspace (*.elmows.json);;JSON (*.json);;All files (*)"
 

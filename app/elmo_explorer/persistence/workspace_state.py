@@ -2,7 +2,7 @@
 
 :func:`collect` gathers the workspace (model, sentences, selection) and every panel's view
 state and probe runs; :func:`restore` gives them back to the panels and the selection. Panels
-are reached through the :class:`~elmo_explorer.panels.protocol.AnalysisPanel` protocol; one
+are reached through the :class:`~elmo_explorer.views.protocol.AnalysisPanel` protocol; one
 panel that fails is logged and skipped, never stops a save or an open. GUI thread, cheap.
 """
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional, Tuple, TypeVar
 
 from elmo_engine.io import workspace_file as wf
-from elmo_explorer.panels.protocol import AnalysisPanel
-from elmo_explorer.workspace import TokenRef, Workspace
+from elmo_explorer.views.protocol import AnalysisPanel
+from elmo_explorer.state.workspace import TokenRef, Workspace
 
 log = logging.getLogger(__name__)
 

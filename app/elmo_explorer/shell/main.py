@@ -62,7 +62,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run the app; ``argv`` excludes the program name. Returns the exit code."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     size = _parse_size(args.size) if args.size else None
-    from elmo_explorer.startup import NO_DISPLAY_HINT, display_problem
+    from elmo_explorer.shell.startup import NO_DISPLAY_HINT, display_problem
 
     if QApplicationInstance() is None:
         why = display_problem()
@@ -72,9 +72,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
-    from elmo_explorer.logging_setup import close_logging, route_qt_messages, setup_logging
-    from elmo_explorer.settings import AppSettings
-    from elmo_explorer.startup import configure_process
+    from elmo_explorer.shell.logging_setup import close_logging, route_qt_messages, setup_logging
+    from elmo_explorer.state.settings import AppSettings
+    from elmo_explorer.shell.startup import configure_process
 
     sentences_text, groups = None, None
     if args.sentences:
@@ -117,11 +117,11 @@ def _one_line(e: BaseException) -> str:
 
 
 def _run(app, args, settings, size, sentences_text: Optional[str], groups=None) -> int:
-    from elmo_explorer.logging_setup import install_excepthooks
-    from elmo_explorer.main_window import MainWindow
+    from elmo_explorer.shell.logging_setup import install_excepthooks
+    from elmo_explorer.shell.main_window import MainWindow
 
     window = MainWindow(settings)
-    from elmo_explorer.workspace_actions import install_workspace_actions
+    from elmo_explorer.persistence.workspace_actions import install_workspace_actions
 
     actions = install_workspace_actions(window, recover=not args.screenshot)
     if args.screenshot:
@@ -142,7 +142,7 @@ def _run(app, args, settings, size, sentences_text: Optional[str], groups=None) 
                 return 1
         shooter = None
         if args.screenshot:
-            from elmo_explorer.screenshot import Screenshot
+            from elmo_explorer.shell.screenshot import Screenshot
 
             shooter = Screenshot(window, args.screenshot, args.view, args.timeout)
         app.aboutToQuit.connect(worker.shutdown)
@@ -165,7 +165,7 @@ def _exit_now(worker) -> None:
     Destroying a running QThread aborts the process, so the process ends here, after the log and
     the standard streams are flushed (the settings were saved when the window closed).
     """
-    from elmo_explorer.logging_setup import close_logging
+    from elmo_explorer.shell.logging_setup import close_logging
 
     log.error("quitting while %r is still running; not waiting for it", worker.current_job())
     close_logging()

@@ -12,14 +12,14 @@ from PySide6.QtGui import QCloseEvent, QDesktopServices
 from PySide6.QtWidgets import (QDockWidget, QFileDialog, QLabel, QMainWindow, QMessageBox,
                                QTabWidget, QVBoxLayout, QWidget)
 
-from elmo_explorer import dialogs
-from elmo_explorer.panels import load_panel_classes
-from elmo_explorer.panels.protocol import AnalysisPanel
-from elmo_explorer.panels.sentences import SentencesPanel
-from elmo_explorer.settings import AppSettings
-from elmo_explorer.menus import build_menus, fill_export, fill_recent
-from elmo_explorer.status_bar import StatusArea
-from elmo_explorer.workspace import ModelSpec, Workspace
+from elmo_explorer.shell import dialogs
+from elmo_explorer.shell import views as view_registry
+from elmo_explorer.views.protocol import AnalysisPanel
+from elmo_explorer.views.sentences.controller import SentencesPanel
+from elmo_explorer.state.settings import AppSettings
+from elmo_explorer.shell.menus import build_menus, fill_export, fill_recent
+from elmo_explorer.shell.status_bar import StatusArea
+from elmo_explorer.state.workspace import ModelSpec, Workspace
 from elmo_engine.atomic import atomic_write_text
 
 log = logging.getLogger(__name__)
@@ -114,9 +114,8 @@ class MainWindow(QMainWindow):
 
     # ---- construction ------------------------------------------------------------------------
     def _add_panels(self, views) -> None:
-        classes, problems = load_panel_classes(views)
-        self.view_problems = list(problems)
-        for view, cls in classes:
+        self.view_problems = []
+        for view, cls in view_registry.panel_classes(views):
             try:
                 panel = cls(self.workspace, self)
             except Exception as e:  # one broken view must not take the window down
@@ -125,7 +124,7 @@ class MainWindow(QMainWindow):
                 continue
             if not isinstance(panel, AnalysisPanel):
                 self.view_problems.append(f"the {view} view lacks part of the AnalysisPanel "
-                                          "protocol (elmo_explorer.panels.protocol)")
+                                          "protocol (elmo_explorer.views.protocol)")
                 panel.deleteLater()
                 continue
             panel.setObjectName(f"{view}Panel")
@@ -322,7 +321,7 @@ class MainWindow(QMainWindow):
                                             group="sentences-file")
 
     def ask_save_sentences(self) -> None:
-        from elmo_explorer.export import ask_save_path
+        from elmo_explorer.common.save_dialog import ask_save_path
 
         path = ask_save_path(self, "Save sentences", "Text files (*.txt)", self.settings.last_dir)
         if path is not None:

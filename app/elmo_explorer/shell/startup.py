@@ -1,4 +1,4 @@
-"""The app's process-wide settings, set once at start-up by :func:`elmo_explorer.main.main`.
+"""The app's process-wide settings, set once at start-up by :func:`elmo_explorer.shell.main.main`.
 
 They go through :func:`elmo_engine.runtime.configure`, the one place that sets process-wide
 state (see its docstring); here is what the desktop app asks of it:

@@ -6,8 +6,8 @@ from typing import Optional
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QProgressBar, QPushButton, QStatusBar, QWidget
 
-from elmo_explorer.dialogs import human_bytes, human_count
-from elmo_explorer.worker import Worker
+from elmo_explorer.shell.dialogs import human_bytes, human_count
+from elmo_explorer.state.worker import Worker
 
 
 JOB_TEXT_PX = 300

@@ -1,48 +1,39 @@
-"""Analysis panels. Each view lives in ``app/panels/<view>.py`` as ``<View>Panel(QWidget)``.
+"""The analysis views the main window shows as tabs, imported by name (no loading by string).
 
-A panel takes ``(workspace, parent=None)`` and provides the
-:class:`~elmo_explorer.panels.protocol.AnalysisPanel` protocol (title, ``ready``, exports,
-view state, probe runs, report parts). The main window shows them as tabs, in :data:`VIEWS`
-order.
+Each view is a package ``elmo_explorer.views.<name>`` whose ``controller`` module holds the panel,
+``<Name>Panel(QWidget)``: it takes ``(workspace, parent=None)`` and provides the
+:class:`~elmo_explorer.views.protocol.AnalysisPanel` protocol (title, ``ready``, exports, view
+state, probe runs, report parts). A new view: write its package, import its panel here and add it
+to :data:`PANELS`; the tabs follow :data:`VIEWS` order.
 """
 from __future__ import annotations
 
-import importlib
-import logging
-from typing import List, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
-log = logging.getLogger(__name__)
+from elmo_explorer.views.contexts.controller import ContextsPanel
+from elmo_explorer.views.layers.controller import LayersPanel
+from elmo_explorer.views.probes.controller import ProbesPanel
+from elmo_explorer.views.projection.controller import ProjectionPanel
+
+#: every analysis view by name
+PANELS: Dict[str, type] = {
+    "contexts": ContextsPanel,
+    "projection": ProjectionPanel,
+    "probes": ProbesPanel,
+    "layers": LayersPanel,
+}
 
 #: the analysis views shown as tabs, in order
-VIEWS = ("contexts", "projection", "probes", "layers")
+VIEWS: Tuple[str, ...] = ("contexts", "projection", "probes", "layers")
 
 
-def panel_class_name(view: str) -> str:
-    """``"contexts"`` → ``"ContextsPanel"``."""
-    return view.capitalize() + "Panel"
+def panel_classes(views: Optional[Iterable[str]] = None) -> List[Tuple[str, type]]:
+    """``[(view, panel class), …]`` for ``views`` (default :data:`VIEWS`), in that order.
 
-
-def load_panel_classes(views=None) -> Tuple[List[Tuple[str, type]], List[str]]:
-    """Import the panel classes that exist (of ``views``, default :data:`VIEWS`).
-
-    Returns ``([(view, class), …], [problem, …])``: a view whose module is not there yet, or that
-    fails to import, is skipped and its problem is logged and returned.
+    Raises ``KeyError`` naming a view that does not exist (a programming error, not a user's).
     """
-    found: List[Tuple[str, type]] = []
-    problems: List[str] = []
-    for view in (VIEWS if views is None else views):
-        module_name = f"elmo_explorer.panels.{view}"
-        try:
-            module = importlib.import_module(module_name)
-            found.append((view, getattr(module, panel_class_name(view))))
-        except ModuleNotFoundError as e:
-            if e.name != module_name:
-                log.exception("the %s view cannot be imported", view)
-                problems.append(f"the {view} view cannot be imported: {e}")
-            else:
-                log.info("the %s view is not installed (%s missing)", view, module_name)
-                problems.append(f"the {view} view is not installed")
-        except Exception as e:  # a broken view must not keep the app from starting
-            log.exception("the %s view cannot be imported", view)
-            problems.append(f"the {view} view cannot be imported: {type(e).__name__}: {e}")
-    return found, problems
+    names = VIEWS if views is None else tuple(views)
+    unknown = [v for v in names if v not in PANELS]
+    if unknown:
+        raise KeyError(f"no such view: {', '.join(unknown)} (known: {', '.join(PANELS)})")
+    return [(v, PANELS[v]) for v in names]

@@ -115,7 +115,7 @@ class Worker(QObject):
         self._started.connect(self._on_started)
         self._done.connect(self._on_done)
         self._progress.connect(self._on_progress)
-        # (the GIL switch interval the app needs is set at start-up: elmo_explorer.startup)
+        # (the GIL switch interval the app needs is set at start-up: elmo_explorer.shell.startup)
         self._thread = _Thread(self)
         self._thread.setObjectName("elmo-worker")
         self._thread.start()

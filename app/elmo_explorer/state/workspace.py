@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
-from elmo_explorer.worker import Worker
+from elmo_explorer.state.worker import Worker
 from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import CancelledError
 from elmo_engine.progress import TaskState

@@ -1,6 +1,7 @@
 """What the main window asks of an analysis view: the :class:`AnalysisPanel` protocol.
 
-Each view is ``app/panels/<view>.py`` → ``<View>Panel``, a ``QWidget`` built as
+Each view is a package ``app/elmo_explorer/views/<view>/`` whose ``controller.py`` holds
+``<View>Panel``, a ``QWidget`` built as
 ``<View>Panel(workspace, parent)`` and split into a model (its state, plain Python), a view (its
 widgets) and the panel itself, the controller that wires them to the workspace and the worker.
 The window (tabs, File → Export, the screenshot tool) and the workspace actions (save/open,
@@ -17,7 +18,7 @@ if TYPE_CHECKING:                       # typing only: importing them needs Qt a
     from PySide6.QtGui import QAction
 
     from elmo_engine.io.report import ReportTable
-    from elmo_explorer.figure_export import FigureOptions
+    from elmo_explorer.common.figure_export import FigureOptions
 
 
 @runtime_checkable

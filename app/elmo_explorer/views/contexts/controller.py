@@ -27,16 +27,16 @@ from elmo_engine.analysis import compare as cmp
 from elmo_engine.analysis.groups import word_groups
 from elmo_engine.analysis.neighbour_corpus import IndexCache
 from elmo_engine.io.report import ReportTable
-from elmo_explorer.figure_export import FigureOptions
-from elmo_explorer.panels.contexts_export import ContextsExports
-from elmo_explorer.panels.contexts_model import (MAX_OCCURRENCES, ContextsModel, default_word,
+from elmo_explorer.common.figure_export import FigureOptions
+from elmo_explorer.views.contexts.export import ContextsExports
+from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel, default_word,
                                                  groups_from_state, settings_from_state,
                                                  valid_ref)
-from elmo_explorer.panels.contexts_neighbours import ContextsNeighbours
-from elmo_explorer.panels.contexts_report import ContextsReport
-from elmo_explorer.panels.contexts_view import ContextsView
-from elmo_explorer.panels.protocol import PanelDefaults
-from elmo_explorer.workspace import TokenRef
+from elmo_explorer.views.contexts.neighbours import ContextsNeighbours
+from elmo_explorer.views.contexts.report import ContextsReport
+from elmo_explorer.views.contexts.view import ContextsView
+from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.state.workspace import TokenRef
 
 __all__ = ["ContextsPanel", "default_word"]
 

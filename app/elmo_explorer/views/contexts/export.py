@@ -2,7 +2,7 @@
 the vectors of selected occurrences (npz, projector TSV).
 
 :class:`ContextsExports` is the part of the contexts controller
-(:class:`elmo_explorer.panels.contexts.ContextsPanel`) that does this, from the panel's model
+(:class:`elmo_explorer.views.contexts.controller.ContextsPanel`) that does this, from the panel's model
 (comparison, vectors, neighbour table) and view (selected occurrences, heatmaps). Files are
 written on the worker (atomically, by the engine's writers); pictures are rendered on the GUI
 thread by the engine's one figure path (:mod:`elmo_engine.analysis.report_figures`).
@@ -19,7 +19,7 @@ from elmo_engine.analysis import compare as cmp
 from elmo_engine.analysis.neighbours import write_neighbours_csv
 
 if TYPE_CHECKING:
-    from elmo_explorer.panels.contexts import ContextsPanel
+    from elmo_explorer.views.contexts.controller import ContextsPanel
 
 IMAGE_FILTERS = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
 NOTHING_YET = "nothing to export yet: pick a word that occurs in the sentences"
@@ -65,7 +65,7 @@ class ContextsExports:
         """One heatmap (``view`` index) or all side by side (None) as a figure with titles,
         labelled axes, the groups and a labelled colour bar (the engine's figure path, at the
         report figure size/DPI); PNG, SVG or PDF by extension."""
-        from elmo_explorer.figure_export import save_figure
+        from elmo_explorer.common.figure_export import save_figure
         try:
             save_figure(self.panel.report.heatmap_figure(view), path,
                         self.panel.report.figure_options())
@@ -142,7 +142,7 @@ class ContextsExports:
         return -1 if item == "all side by side" else names.index(item)
 
     def _ask_path(self, title: str, filters: str):
-        from elmo_explorer.export import ask_save_path
+        from elmo_explorer.common.save_dialog import ask_save_path
         return ask_save_path(self.panel, title, filters)
 
     def ask_export_heatmap(self) -> None:

@@ -1,7 +1,7 @@
 """Nearest neighbours in the contexts view: the reference corpus, its index, the table.
 
 :class:`ContextsNeighbours` is the part of the contexts controller
-(:class:`elmo_explorer.panels.contexts.ContextsPanel`) that does this. The corpus is the loaded
+(:class:`elmo_explorer.views.contexts.controller.ContextsPanel`) that does this. The corpus is the loaded
 sentences (first, so their indices match the workspace's) plus an optional text file; the index
 (``elmo_engine.analysis.neighbours``) is built on the worker with progress and cancel, and
 cached by checkpoint checksum + corpus tokens + vocabulary. Layer 0 answers with known words
@@ -17,10 +17,10 @@ from PySide6.QtWidgets import QFileDialog
 from elmo_engine.analysis.neighbour_corpus import read_corpus, read_vocabulary
 from elmo_engine.analysis.neighbour_corpus import vocabulary_file as engine_vocabulary_file
 from elmo_engine.analysis.neighbours import NeighbourTable, neighbour_table
-from elmo_explorer.panels.contexts_widgets import neighbours_html
+from elmo_explorer.views.contexts.widgets import neighbours_html
 
 if TYPE_CHECKING:
-    from elmo_explorer.panels.contexts import ContextsPanel
+    from elmo_explorer.views.contexts.controller import ContextsPanel
 
 
 def vocabulary_file(info) -> Optional[Path]:

@@ -1,7 +1,7 @@
 """The contexts view's report parts: publication figures of its heatmaps and its tables.
 
 :class:`ContextsReport` is the part of the contexts controller
-(:class:`elmo_explorer.panels.contexts.ContextsPanel`) that gives the workspace actions the
+(:class:`elmo_explorer.views.contexts.controller.ContextsPanel`) that gives the workspace actions the
 view's ``report_figures`` and ``report_tables``:
 
 * the heatmaps of every view side by side, ordered by group, and the per-view summary with the
@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from elmo_engine.analysis import compare as cmp
 from elmo_engine.io.report import ReportTable
-from elmo_explorer.figure_export import FigureOptions, panel_figure_options, write_figures
-from elmo_explorer.panels.contexts_model import num
+from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options, write_figures
+from elmo_explorer.views.contexts.model import num
 
 if TYPE_CHECKING:
-    from elmo_explorer.panels.contexts import ContextsPanel
+    from elmo_explorer.views.contexts.controller import ContextsPanel
 
 
 def _safe(text: str) -> str:

@@ -2,7 +2,7 @@
 
 :class:`ContextsView` only shows what it is given (a comparison, a neighbour table, messages)
 and holds the user's settings (:class:`~.contexts_model.ContextsSettings`); the controller,
-:class:`~elmo_explorer.panels.contexts.ContextsPanel`, connects its widgets and computes.
+:class:`~elmo_explorer.views.contexts.controller.ContextsPanel`, connects its widgets and computes.
 """
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QCompleter, QHBoxLayout, QH
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from elmo_engine.analysis import compare as cmp
-from elmo_explorer.panels.contexts_model import ContextsSettings
-from elmo_explorer.panels.contexts_widgets import MixWeights, NeighboursView, OccurrenceTable, vbox
-from elmo_explorer.panels.heatmap import HeatmapGrid
-from elmo_explorer.panels.wiring import layer_norm_box
+from elmo_explorer.views.contexts.model import ContextsSettings
+from elmo_explorer.views.contexts.widgets import MixWeights, NeighboursView, OccurrenceTable, vbox
+from elmo_explorer.views.heatmap import HeatmapGrid
+from elmo_explorer.views.wiring import layer_norm_box
 
 log = logging.getLogger(__name__)
 

@@ -27,12 +27,12 @@ from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.analysis import layers_run
 from elmo_engine.io import layer_figures
-from elmo_explorer.panels.layers_model import (MDL_TASKS, RECORDED_FILE, LayersModel,
+from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersModel,
                                                LayersSettings, read_recorded)
-from elmo_explorer.panels.layers_export import LayersExports
-from elmo_explorer.panels.layers_view import LayersView
-from elmo_explorer.panels.protocol import PanelDefaults
-from elmo_explorer.panels.wiring import connect_worker
+from elmo_explorer.views.layers.export import LayersExports
+from elmo_explorer.views.layers.view import LayersView
+from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.views.wiring import connect_worker
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class LayersPanel(PanelDefaults, QWidget):
     @staticmethod
     def _open_settings():
         try:
-            from elmo_explorer.settings import AppSettings
+            from elmo_explorer.state.settings import AppSettings
 
             return AppSettings().qs
         except Exception:  # settings are a convenience: the view works without them

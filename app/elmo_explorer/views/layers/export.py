@@ -3,7 +3,7 @@ or PDF — drawn by the one figure module, :mod:`elmo_engine.io.figures` (matplo
 results as JSON.
 
 :class:`LayersExports` is the part of the controller
-(:class:`elmo_explorer.panels.layers.LayersPanel`) that builds the File → Export entries and
+(:class:`elmo_explorer.views.layers.controller.LayersPanel`) that builds the File → Export entries and
 writes the files (atomically, by the engine's writers).
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from PySide6.QtGui import QAction
 from elmo_engine.io import figures, layer_figures
 
 if TYPE_CHECKING:
-    from elmo_explorer.panels.layers import LayersPanel
+    from elmo_explorer.views.layers.controller import LayersPanel
 
 log = logging.getLogger(__name__)
 
@@ -97,14 +97,14 @@ class LayersExports:
         self.panel.exported.emit(str(path))
 
     def _ask_export(self, kind: str) -> None:
-        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path
+        from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 
         path = ask_save_path(self.panel, f"Export {kind}", IMAGE_FILTERS)
         if path is not None:
             self._guard(lambda: self.export_figure(kind, path))
 
     def _ask_export_json(self) -> None:
-        from elmo_explorer.export import ask_save_path
+        from elmo_explorer.common.save_dialog import ask_save_path
 
         path = ask_save_path(self.panel, "Export layers results", "JSON (*.json)")
         if path is not None:

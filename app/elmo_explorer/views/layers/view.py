@@ -1,8 +1,8 @@
 """The Layers view's widgets: the corpus and run controls, the three contextuality curves, the
 CKA heatmap and the MDL table.
 
-:class:`LayersView` draws what :class:`~elmo_explorer.panels.layers_model.LayersModel` holds and
-announces the user's requests as signals; :class:`~elmo_explorer.panels.layers.LayersPanel`
+:class:`LayersView` draws what :class:`~elmo_explorer.views.layers.model.LayersModel` holds and
+announces the user's requests as signals; :class:`~elmo_explorer.views.layers.controller.LayersPanel`
 (the controller) runs the jobs. Colours come from :mod:`elmo_engine.io.figures` (the exported
 figures use the same ones).
 """
@@ -21,8 +21,8 @@ from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QPus
 
 from elmo_engine.io.figures import BASELINE_COLOR
 from elmo_engine.io.layer_figures import DIRECTION_COLORS, MEASURES
-from elmo_explorer.panels.heatmap import _colour_bar, _heatmap_plot
-from elmo_explorer.panels.layers_model import LayersSettings
+from elmo_explorer.views.heatmap import _colour_bar, _heatmap_plot
+from elmo_explorer.views.layers.model import LayersSettings
 
 MDL_COLUMNS = ("task", "probe", "codelength (kbits)", "compression", "MDL last-block acc.",
                "probe test acc. (Probes tab)")

@@ -23,10 +23,10 @@ from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult, probe_sentences
 from elmo_engine.analysis.probes.tables import write_results_csv, write_results_json
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task, file_task
-from elmo_explorer.panels.probes_model import ProbesModel
-from elmo_explorer.panels.probes_view import ProbesView
-from elmo_explorer.panels.protocol import PanelDefaults
-from elmo_explorer.panels.wiring import connect_worker
+from elmo_explorer.views.probes.model import ProbesModel
+from elmo_explorer.views.probes.view import ProbesView
+from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.views.wiring import connect_worker
 
 log = logging.getLogger(__name__)
 
@@ -228,7 +228,7 @@ class ProbesPanel(PanelDefaults, QWidget):
         self.view.task_box.setCurrentIndex(len(self.model.tasks) - 1)
 
     def _export_plots(self) -> None:
-        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path
+        from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 
         path = ask_save_path(self, "Export probe plots", IMAGE_FILTERS)
         if path is not None:
@@ -239,14 +239,14 @@ class ProbesPanel(PanelDefaults, QWidget):
         baselines dotted — drawn by the engine's figure module (PNG, SVG or PDF by the suffix;
         every format of the export options without one)."""
         from elmo_engine.analysis.probes.plots import probe_figure
-        from elmo_explorer.figure_export import panel_figure_options, save_figure
+        from elmo_explorer.common.figure_export import panel_figure_options, save_figure
 
         if not self.model.runs:
             raise LookupError("no probe runs to draw yet")
         return save_figure(probe_figure(self.model.runs), Path(path), panel_figure_options(self))
 
     def _export_text(self, kind: str) -> None:
-        from elmo_explorer.export import ask_save_path
+        from elmo_explorer.common.save_dialog import ask_save_path
 
         flt = "CSV (*.csv)" if kind == "csv" else "JSON (*.json)"
         path = ask_save_path(self, f"Export probe {kind.upper()}", flt)
@@ -262,6 +262,6 @@ class ProbesPanel(PanelDefaults, QWidget):
             fn()
         except Exception as e:  # show, never crash the GUI
             log.exception("probe export failed")
-            from elmo_explorer.dialogs import show_error
+            from elmo_explorer.shell.dialogs import show_error
 
             show_error(self, "Export failed", str(e))

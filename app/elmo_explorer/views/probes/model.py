@@ -1,7 +1,7 @@
 """The probes view's state, in plain Python: its tasks, its runs and the live training curves.
 
-No Qt here: :class:`ProbesModel` is what :class:`~elmo_explorer.panels.probes.ProbesPanel`
-(the controller) keeps and :class:`~elmo_explorer.panels.probes_view.ProbesView` draws.
+No Qt here: :class:`ProbesModel` is what :class:`~elmo_explorer.views.probes.controller.ProbesPanel`
+(the controller) keeps and :class:`~elmo_explorer.views.probes.view.ProbesView` draws.
 """
 from __future__ import annotations
 

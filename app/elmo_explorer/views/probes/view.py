@@ -2,7 +2,7 @@
 
 :class:`ProbesView` only draws what it is given (a :class:`~.probes_model.ProbesModel`'s runs,
 curves and rows) and says what the user asked for (signals); the training itself is run by the
-controller, :class:`~elmo_explorer.panels.probes.ProbesPanel`.
+controller, :class:`~elmo_explorer.views.probes.controller.ProbesPanel`.
 """
 from __future__ import annotations
 

@@ -27,15 +27,15 @@ from elmo_engine.analysis.projection import (LayerSpec, Projection, Projector, a
                                              is_warm, warm_up, word_tokens)
 from elmo_engine.errors import ElmoError, InputError
 from elmo_engine.io.report import ReportTable
-from elmo_explorer.figure_export import FigureOptions
-from elmo_explorer.panels.projection_export import ProjectionExports
-from elmo_explorer.panels.projection_interaction import ProjectionInteraction
-from elmo_explorer.panels.projection_model import ProjectionModel
-from elmo_explorer.panels.projection_report import ProjectionReport
-from elmo_explorer.panels.projection_sources import (colour_categories, loaded_info,
+from elmo_explorer.common.figure_export import FigureOptions
+from elmo_explorer.views.projection.export import ProjectionExports
+from elmo_explorer.views.projection.interaction import ProjectionInteraction
+from elmo_explorer.views.projection.model import ProjectionModel
+from elmo_explorer.views.projection.report import ProjectionReport
+from elmo_explorer.views.projection.sources import (colour_categories, loaded_info,
                                                      reference_request, reference_word)
-from elmo_explorer.panels.projection_view import ProjectionView
-from elmo_explorer.panels.protocol import PanelDefaults
+from elmo_explorer.views.projection.view import ProjectionView
+from elmo_explorer.views.protocol import PanelDefaults
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Exports of the projection view: plot images, coordinates CSV, TensorBoard projector TSV.
 
 :class:`ProjectionExports` is the part of the projection controller
-(:class:`elmo_explorer.panels.projection.ProjectionPanel`) that does this, from the panel's model
+(:class:`elmo_explorer.views.projection.controller.ProjectionPanel`) that does this, from the panel's model
 (the drawn tokens, activations, layers and projections) and view (the plots).
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from elmo_engine.errors import ElmoError
 from elmo_engine.analysis.projection import layer_features, write_coordinates_csv, write_tensorboard
 
 if TYPE_CHECKING:
-    from elmo_explorer.panels.projection import ProjectionPanel
+    from elmo_explorer.views.projection.controller import ProjectionPanel
 
 SVG_WARN_POINTS = 5_000        # an SVG of more points is slow and large
 
@@ -70,7 +70,7 @@ class ProjectionExports:
         return self._export(None, path)
 
     def _export(self, plots, path) -> Optional[Path]:
-        from elmo_explorer.figure_export import save_figure
+        from elmo_explorer.common.figure_export import save_figure
         path = Path(path)
         if not self._svg_ok(path):
             return None
@@ -107,7 +107,7 @@ class ProjectionExports:
         return True
 
     def _ask_image(self, title: str) -> Optional[Path]:
-        from elmo_explorer.export import IMAGE_FILTERS, ask_save_path
+        from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
         return ask_save_path(self.panel, title, IMAGE_FILTERS)
 
     def ask_export_all(self) -> None:
@@ -133,7 +133,7 @@ class ProjectionExports:
             self._export_failed(str(e))
 
     def ask_export_csv(self) -> None:
-        from elmo_explorer.export import ask_save_path
+        from elmo_explorer.common.save_dialog import ask_save_path
         if self._has_plot() and (path := ask_save_path(self.panel, "Export coordinates",
                                                        "CSV (*.csv)")):
             self.export_csv(path, lambda p: self.view.message(f"Saved {p}"))

@@ -1,7 +1,7 @@
 """Linked interaction of the projection view: search, hover, click, selection, legend, data sets.
 
 :class:`ProjectionInteraction` is the part of the projection controller
-(:class:`elmo_explorer.panels.projection.ProjectionPanel`) that does this, from the panel's model
+(:class:`elmo_explorer.views.projection.controller.ProjectionPanel`) that does this, from the panel's model
 (the drawn tokens and layers) and view (plots, legend, info line, controls).
 """
 from __future__ import annotations
@@ -13,10 +13,10 @@ import numpy as np
 from PySide6.QtWidgets import QFileDialog
 
 from elmo_engine.analysis.projection import TokenSet, labelled_tokens, load_labelled
-from elmo_explorer.workspace import TokenRef
+from elmo_explorer.state.workspace import TokenRef
 
 if TYPE_CHECKING:
-    from elmo_explorer.panels.projection import ProjectionPanel
+    from elmo_explorer.views.projection.controller import ProjectionPanel
 
 
 class ProjectionInteraction:

@@ -1,8 +1,8 @@
 """The projection view's state, in plain Python: what is projected and what is drawn.
 
 No Qt here: :class:`ProjectionModel` is what
-:class:`~elmo_explorer.panels.projection.ProjectionPanel` (the controller) keeps and
-:class:`~elmo_explorer.panels.projection_view.ProjectionView` draws. The helpers below read a
+:class:`~elmo_explorer.views.projection.controller.ProjectionPanel` (the controller) keeps and
+:class:`~elmo_explorer.views.projection.view.ProjectionView` draws. The helpers below read a
 saved view state (see :mod:`.projection_report`).
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The projection view's report parts and saved state: figures, tables, view state.
 
 :class:`ProjectionReport` is the part of the projection controller
-(:class:`elmo_explorer.panels.projection.ProjectionPanel`) that gives the workspace actions:
+(:class:`elmo_explorer.views.projection.controller.ProjectionPanel`) that gives the workspace actions:
 
 * ``view_state`` / ``restore_view_state``: token source (loaded sentences, word list, labelled
   data set file), the point cap, colour-by, UMAP settings, mix weights and the search text;
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 from elmo_engine.analysis.projection import Projection
 from elmo_engine.analysis.projection.export import coordinates_table
 from elmo_engine.io.report import ReportTable
-from elmo_explorer.figure_export import FigureOptions, panel_figure_options, write_figures
-from elmo_explorer.panels.projection_controls import COLOUR_BY, SOURCES
-from elmo_explorer.panels.projection_model import (STATE_VERSION, as_float, as_int,
+from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options, write_figures
+from elmo_explorer.views.projection.controls import COLOUR_BY, SOURCES
+from elmo_explorer.views.projection.model import (STATE_VERSION, as_float, as_int,
                                                    mix_weights_text, parse_weights)
-from elmo_explorer.panels.projection_plots import OTHER_COLOUR, PALETTE
+from elmo_explorer.views.projection.plots import OTHER_COLOUR, PALETTE
 
 if TYPE_CHECKING:
-    from elmo_explorer.panels.projection import ProjectionPanel
+    from elmo_explorer.views.projection.controller import ProjectionPanel
 
 #: up to this many points the coordinates go into the report as a CSV table
 TABLE_MAX_POINTS = 50_000

@@ -1,7 +1,7 @@
 """The projection view's widgets: the controls, the linked plots, the legend, the info line.
 
 :class:`ProjectionView` only draws what it is given (projections, colour codes, messages); the
-controller, :class:`~elmo_explorer.panels.projection.ProjectionPanel`, computes.
+controller, :class:`~elmo_explorer.views.projection.controller.ProjectionPanel`, computes.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
 from elmo_engine.analysis.projection import Projection
-from elmo_explorer.panels.projection_controls import LegendList, ProjectionControls
-from elmo_explorer.panels.projection_plots import ProjectionPlots
+from elmo_explorer.views.projection.controls import LegendList, ProjectionControls
+from elmo_explorer.views.projection.plots import ProjectionPlots
 
 
 def plot_title(p: Projection) -> str:

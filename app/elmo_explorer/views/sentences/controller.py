@@ -16,8 +16,8 @@ from PySide6.QtGui import QAction, QFont, QFontDatabase, QPalette, QTextCursor, 
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QPlainTextEdit, QSplitter,
                                QTableView, QTextEdit, QVBoxLayout, QWidget)
 
-from elmo_explorer.panels.token_table import TokenTableModel, write_token_table_csv
-from elmo_explorer.workspace import TokenRef, Workspace
+from elmo_explorer.views.sentences.table import TokenTableModel, write_token_table_csv
+from elmo_explorer.state.workspace import TokenRef, Workspace
 
 EDIT_PAUSE_MS = 400
 FILL_CHARS = 50_000          # characters put into the editor per event-loop turn
@@ -365,7 +365,7 @@ class SentencesPanel(QWidget):
 
     # ---- export ------------------------------------------------------------------------------
     def _export_csv(self) -> None:
-        from elmo_explorer.export import ask_save_path
+        from elmo_explorer.common.save_dialog import ask_save_path
 
         path = ask_save_path(self, "Export token table", "CSV (*.csv)")
         if path is not None:

@@ -2,7 +2,7 @@
 
 The one place that composes the two halves of the project: a subcommand goes to the engine's
 command line (:mod:`elmo_engine.cli`, no Qt imported), anything else starts the app
-(:mod:`elmo_explorer.main`). No other module of the app imports :mod:`elmo_engine.cli`
+(:mod:`elmo_explorer.shell.main`). No other module of the app imports :mod:`elmo_engine.cli`
 (tests/engine/test_import_contract.py).
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     if argv and (argv[0] in cli.subcommand_names() or argv[0] in HEADLESS_FLAGS):
         return cli.main(argv)
-    from elmo_explorer.main import main as gui_main  # Qt is imported only for the GUI
+    from elmo_explorer.shell.main import main as gui_main  # Qt is imported only for the GUI
 
     return gui_main(argv)
 
