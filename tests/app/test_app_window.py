@@ -271,7 +271,7 @@ def test_closing_while_a_job_runs_stops_it(qtbot, window):
     started = time.perf_counter()
     window.close()
     assert time.perf_counter() - started < 2.0
-    assert ws.worker.is_stopped() and not ws.worker._thread.isRunning()
+    assert ws.worker.is_stopped() and not ws.worker.threads_running()
     assert not window.isVisible()
 
 

@@ -100,7 +100,7 @@ def test_numbers_equal_the_engines(qtbot, panel, tiny_checkpoint, corpus):
     assert len(panel.view.cka_texts) == 9 and panel.view.cka_texts[1].toPlainText() == f"{got[0, 1]:.2f}"
     # a second Run with the same settings comes from the cache, at once
     shown = panel.model.result
-    assert panel.run() == 0 and panel.model.result is shown
+    assert panel.run() is None and panel.model.result is shown
 
 
 def test_compare_with_checkpoint_gives_the_cross_matrix(qtbot, panel, tiny_checkpoint, corpus,

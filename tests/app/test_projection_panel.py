@@ -290,7 +290,7 @@ def test_warm_up_waits_for_the_job_queued_right_after_a_load(qtbot, ws, monkeypa
     started = []
     ws.worker.job_started.connect(lambda _i, name: started.append(name))
     ws.worker.submit("load", lambda s: time.sleep(0.3),
-                     on_result=lambda _r: ws.worker.submit("embed", lambda s: time.sleep(0.3)))
+                     on_done=lambda _r: ws.worker.submit("embed", lambda s: time.sleep(0.3)))
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
     qtbot.waitUntil(lambda: bool(seen), timeout=10000)

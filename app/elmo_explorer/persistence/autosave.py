@@ -39,15 +39,15 @@ def autosave(actions: "WorkspaceActions") -> Optional[int]:
         actions.autosaved.emit(str(target))
 
     return actions.ws.worker.submit("Autosaving", lambda st: wf.save_workspace(target, data),
-                                    on_result=done, on_error=lambda m: log.warning(
-                                        "autosave failed: %s", m), group="autosave")
+                                    on_done=done, on_failed=lambda m: log.warning(
+                                        "autosave failed: %s", m), kind="autosave")
 
 
 def check_recovery(actions: "WorkspaceActions") -> int:
     """Offer to recover an autosave left by a session that did not end cleanly."""
     return actions.ws.worker.submit("Looking for unsaved work",
                                     lambda st: recovery.find_recovery(actions.autosave_dir),
-                                    on_result=lambda rec: _offer(actions, rec), group="recovery")
+                                    on_done=lambda rec: _offer(actions, rec), kind="recovery")
 
 
 def _offer(actions: "WorkspaceActions", rec: Optional[recovery.Recovery]) -> None:

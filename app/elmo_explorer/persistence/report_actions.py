@@ -95,8 +95,8 @@ def export_vectors(actions: "WorkspaceActions", path, opts: Dict[str, Any],
         f"Exporting vectors to {path.name}",
         lambda st: write_vectors(path, tokens, acts, opts.get("fmt"), choice, refs,
                                  overwrite, st),
-        on_result=done, on_error=lambda m: actions.error("Cannot export the vectors", m),
-        group="export-vectors")
+        on_done=done, on_failed=lambda m: actions.error("Cannot export the vectors", m),
+        kind="export-vectors")
 
 
 # ---- report -------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ def export_report(actions: "WorkspaceActions", folder, options: Optional[FigureO
         actions.status(f"Wrote the report ({len(files)} files) to {folder}")
         actions.exported.emit(str(folder))
 
-    return actions.ws.worker.submit(f"Writing report {folder.name}", job, on_result=done,
-                                    on_error=lambda m: actions.error("Cannot export the report",
+    return actions.ws.worker.submit(f"Writing report {folder.name}", job, on_done=done,
+                                    on_failed=lambda m: actions.error("Cannot export the report",
                                                                      m),
-                                    group="export-report")
+                                    kind="export-report")

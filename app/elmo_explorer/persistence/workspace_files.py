@@ -49,8 +49,8 @@ def save_workspace(actions: "WorkspaceActions", path) -> int:
 
     return actions.ws.worker.submit(
         f"Saving workspace {path.name}", lambda st: wf.save_workspace(path, data),
-        on_result=done, on_error=lambda m: actions.error("Cannot save the workspace", m),
-        group="workspace-save")
+        on_done=done, on_failed=lambda m: actions.error("Cannot save the workspace", m),
+        kind="workspace-save")
 
 
 # ---- open ---------------------------------------------------------------------------------
@@ -66,8 +66,8 @@ def open_workspace(actions: "WorkspaceActions", path, recovered: bool = False) -
     path = Path(path)
     return actions.ws.worker.submit(
         f"Opening workspace {path.name}", lambda st: wf.load_workspace(path),
-        on_result=lambda loaded: _on_loaded(actions, loaded, recovered),
-        on_error=lambda m: actions.error("Cannot open the workspace", m), group="workspace-open")
+        on_done=lambda loaded: _on_loaded(actions, loaded, recovered),
+        on_failed=lambda m: actions.error("Cannot open the workspace", m), kind="workspace-open")
 
 
 def _on_loaded(actions: "WorkspaceActions", loaded: wf.LoadedWorkspace, recovered: bool) -> None:
@@ -85,8 +85,8 @@ def _on_loaded(actions: "WorkspaceActions", loaded: wf.LoadedWorkspace, recovere
             if folder:
                 actions.ws.worker.submit(
                     "Checking the checkpoint", lambda st: wf.checkpoint_checksum(folder),
-                    on_result=lambda s: _located(actions, loaded, folder, s, recovered),
-                    on_error=lambda m: actions.error("Cannot read it", m))
+                    on_done=lambda s: _located(actions, loaded, folder, s, recovered),
+                    on_failed=lambda m: actions.error("Cannot read it", m))
                 return
         _apply(actions, loaded, None, recovered)
         return

@@ -5,9 +5,9 @@ import html
 import logging
 from typing import Optional
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QMessageBox, QTextBrowser, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
+
+from elmo_explorer.common import error_dialog
 
 log = logging.getLogger(__name__)
 
@@ -96,20 +96,5 @@ def _demo_attribution() -> str:
     return "<p><b>The bundled demo model</b> was trained on:</p>" + paragraphs
 
 
-def show_error(parent: Optional[QWidget], title: str, message: str) -> None:
-    """Show an error dialog (and log it)."""
-    log.warning("%s: %s", title, message)
-    box = QMessageBox(QMessageBox.Icon.Critical, title, _wrap(message),
-                      QMessageBox.StandardButton.Ok, parent)
-    box.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    box.exec()
-
-
-def _wrap(message: str, width: int = 100) -> str:
-    """Insert break opportunities in very long path-like words so the dialog stays readable."""
-    out = []
-    for word in message.split(" "):
-        if len(word) > width:
-            word = "\u200b".join(word[i:i + width] for i in range(0, len(word), width))
-        out.append(word)
-    return " ".join(out)
+#: the error dialog (common.error_dialog); the window calls it through this module
+show_error = error_dialog.show_error

@@ -316,9 +316,9 @@ class MainWindow(QMainWindow):
             self.sentences.show_sentences(sentences)
             self.statusBar().showMessage(f"Read {len(sentences):,} sentences from {path}", 8000)
 
-        return self.workspace.worker.submit(f"Reading {Path(path).name}", job, on_result=done,
-                                            on_error=lambda m: self.show_error("Cannot open sentences", m),
-                                            group="sentences-file")
+        return self.workspace.worker.submit(f"Reading {Path(path).name}", job, on_done=done,
+                                            on_failed=lambda m: self.show_error("Cannot open sentences", m),
+                                            kind="sentences-file")
 
     def ask_save_sentences(self) -> None:
         from elmo_explorer.common.save_dialog import ask_save_path
@@ -335,8 +335,8 @@ class MainWindow(QMainWindow):
             text += "\n"
         return self.workspace.worker.submit(
             f"Saving {Path(path).name}", lambda st: atomic_write_text(path, text),
-            on_result=lambda _: self.statusBar().showMessage(f"Saved {path}", 8000),
-            on_error=lambda m: self.show_error("Cannot save sentences", m))
+            on_done=lambda _: self.statusBar().showMessage(f"Saved {path}", 8000),
+            on_failed=lambda m: self.show_error("Cannot save sentences", m))
 
     # ---- export, views, help -----------------------------------------------------------------
     def show_view(self, view: str) -> None:

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, Signal
 
-from elmo_explorer.state.worker import Worker
+from elmo_explorer.state.worker import JobHandle, JobState, Lane, Worker
 from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import CancelledError
 from elmo_engine.progress import TaskState
@@ -29,6 +29,8 @@ from elmo_engine.model.tokenize import tokenize
 log = logging.getLogger(__name__)
 
 CHUNK_TOKENS = 4096          # tokens per embedding chunk: partial results arrive this often
+#: the request kind of the tokenize-and-embed job (one at a time; a newer one supersedes it)
+EMBED = "embed"
 TOKENIZE_CHUNK = 2000        # lines tokenized between cancel checks / partial deliveries
 MAX_LINE_TOKENS = MAX_SENTENCE_TOKENS   # longer lines are cut here (with a message)
 
@@ -96,7 +98,6 @@ class Workspace(QObject):
     busy_changed = Signal(bool)
     message = Signal(str)
 
-    _partial = Signal(int, object)      # generation, [(index, tokens, activation|None)] — worker thread
     _warning = Signal(str)              # from the embedder, worker thread
 
     def __init__(self, worker: Optional[Worker] = None, parent: Optional[QObject] = None):
@@ -112,19 +113,18 @@ class Workspace(QObject):
         self.selection: Optional[TokenRef] = None
         #: sentence text → its group ("bank: river"), from a group<TAB>sentence file
         self.sentence_groups: Dict[str, str] = {}
-        self._generation = 0
         self._tok_cache: Dict[str, List[str]] = {}
         self._act_cache: Dict[str, np.ndarray] = {}
         self._loading: Optional[ModelSpec] = None
-        self._partial.connect(self._on_partial)
         self._warning.connect(self.message)
         self.worker.busy_changed.connect(self.busy_changed)
 
     # ---- model ------------------------------------------------------------------------------
-    def load_model(self, spec: ModelSpec) -> int:
-        """Load a checkpoint on the worker; on failure the current model stays active.
+    def load_model(self, spec: ModelSpec) -> JobHandle:
+        """Load a checkpoint on the worker (the long lane); on failure the current model stays
+        active.
 
-        Returns the job id. Emits ``model_changed`` or ``model_load_failed``.
+        Returns the job's handle. Emits ``model_changed`` or ``model_load_failed``.
         """
         from elmo_engine.model.checkpoint import load_checkpoint
         from elmo_engine.embed.embedder import Embedder, device_name, pick_device
@@ -143,9 +143,9 @@ class Workspace(QObject):
             return emb, device_name(emb.device)
 
         self._loading = spec
-        return self.worker.submit(f"Loading model {spec.path}", job,
-                                  on_result=lambda r: self._on_model(spec, r),
-                                  on_error=lambda m: self._on_model_error(spec, m), group="model")
+        return self.worker.submit(f"Loading model {spec.path}", job, kind="model",
+                                  on_done=lambda r: self._on_model(spec, r),
+                                  on_failed=lambda m: self._on_model_error(spec, m))
 
     def is_loading(self) -> bool:
         return self._loading is not None
@@ -155,7 +155,7 @@ class Workspace(QObject):
         self.embedder, self.device_label = result
         self.model_info = self.embedder.model.info
         self.model_spec = ModelSpec(spec.path, spec.device, self.embedder.precision)
-        self._generation += 1                        # results of the old model are stale
+        self.worker.invalidate(EMBED)                # results of the old model are stale
         self._act_cache.clear()
         self.activations = [None] * len(self.sentences)
         self.selection = None
@@ -180,7 +180,7 @@ class Workspace(QObject):
         current job of the "embed" group is cancelled).
         """
         sentences = [str(s) for s in sentences]
-        self._generation += 1
+        self.worker.invalidate(EMBED)               # embeddings of the old lines are stale
         keep_tok = {s: self._tok_cache[s] for s in sentences if s in self._tok_cache}
         keep_act = {s: self._act_cache[s] for s in sentences if s in self._act_cache}
         self._tok_cache, self._act_cache = keep_tok, keep_act
@@ -200,26 +200,26 @@ class Workspace(QObject):
         need_tok = [i for i, s in enumerate(self.sentences) if s not in self._tok_cache]
         need_act = [i for i, a in enumerate(self.activations) if a is None]
         if not need_tok and (self.embedder is None or not need_act):
-            self.worker.cancel_group("embed")
+            self.worker.invalidate(EMBED)
             self.activations_changed.emit()
             return
-        gen, emb = self._generation, self.embedder
+        emb = self.embedder
         todo = sorted(set(need_tok) | (set(need_act) if emb is not None else set()))
         texts = [self.sentences[i] for i in todo]
         known = {i: self._tok_cache[self.sentences[i]] for i in todo
                  if self.sentences[i] in self._tok_cache}
-        emit, warn = self._partial.emit, self._warning.emit
+        warn = self._warning.emit
 
-        def job(state: TaskState) -> int:
-            return _tokenize_and_embed(todo, texts, known, emb, state, lambda p: emit(gen, p), warn)
+        def job(state: JobState) -> int:
+            return _tokenize_and_embed(todo, texts, known, emb, state, state.post, warn)
 
         name = "Embedding sentences" if emb is not None else "Tokenizing sentences"
-        self.worker.submit(name, job, group="embed")
+        # interactive: an edited line is embedded at once, even while a probe trains
+        self.worker.submit(name, job, lane=Lane.INTERACTIVE, kind=EMBED, on_event=self._on_partial)
 
-    @Slot(int, object)
-    def _on_partial(self, generation: int, items: list) -> None:
-        if generation != self._generation:
-            return                                   # stale: the sentences changed meanwhile
+    def _on_partial(self, items: list) -> None:
+        """A chunk of tokenized / embedded lines of the current embed job (stale ones never
+        arrive: the worker drops them)."""
         got_tokens = got_acts = False
         for i, toks, act in items:
             text = self.sentences[i]

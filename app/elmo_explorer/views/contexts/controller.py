@@ -29,14 +29,16 @@ from elmo_engine.analysis.neighbour_corpus import IndexCache
 from elmo_engine.io.report import ReportTable
 from elmo_explorer.common.figure_export import FigureOptions
 from elmo_explorer.views.contexts.export import ContextsExports
-from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel, default_word,
+from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel,
                                                  groups_from_state, settings_from_state,
                                                  valid_ref)
-from elmo_explorer.views.contexts.neighbours import ContextsNeighbours
+from elmo_explorer.views.contexts.neighbours import COMPARE, INDEX, NEIGHBOURS, ContextsNeighbours
 from elmo_explorer.views.contexts.report import ContextsReport
 from elmo_explorer.views.contexts.view import ContextsView
-from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.state.worker import Lane
 from elmo_explorer.state.workspace import TokenRef
+from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.views.words import default_word
 
 __all__ = ["ContextsPanel", "default_word"]
 
@@ -137,7 +139,8 @@ class ContextsPanel(PanelDefaults, QWidget):
             return
         self.model.word = word
         self.model.comparison = None
-        self.ws.worker.cancel_group("contexts-neighbours")    # they were for the old word
+        for kind in (COMPARE, NEIGHBOURS):            # they were for the old word
+            self.ws.worker.invalidate(kind)
         self.request_compare()
 
     def set_direction(self, direction: str) -> None:
@@ -174,7 +177,8 @@ class ContextsPanel(PanelDefaults, QWidget):
 
     def _on_sentences_changed(self) -> None:
         m = self.model
-        m.generation += 1                              # results of older jobs are dropped
+        for kind in (COMPARE, INDEX, NEIGHBOURS):      # results of older jobs are dropped
+            self.ws.worker.invalidate(kind)
         m.reset_ready()
         m.carry_groups(self.ws.sentences)
         self._update_completer()
@@ -250,20 +254,18 @@ class ContextsPanel(PanelDefaults, QWidget):
         index = m.index
         center = index.mean if corrected and index is not None else None
         m.reference_size = index.n_tokens if center is not None else sum(len(t) for t in tokens)
-        gen = m.generation
 
         def job(state):
             return cmp.compare_word(tokens, acts, word, weights, direction, corrected, groups,
                                     ignore, MAX_OCCURRENCES, center, layer_norm)
 
-        ws.worker.submit(f"Comparing '{word}' across contexts", job,
-                         on_result=lambda r: self._on_compared(word, tokens, r, gen),
-                         on_error=self._on_compare_failed, group="contexts")
+        ws.worker.submit(f"Comparing '{word}' across contexts", job, lane=Lane.INTERACTIVE,
+                         kind=COMPARE, on_done=lambda r: self._on_compared(word, tokens, r),
+                         on_failed=self._on_compare_failed)
 
-    def _on_compared(self, word: str, tokens, result, generation: int) -> None:
+    def _on_compared(self, word: str, tokens, result) -> None:
+        """The comparison of the current request (the worker drops superseded ones)."""
         m, v = self.model, self.view
-        if word != m.word or generation != m.generation:
-            return
         comp, vectors, total = result
         m.comparison, m.vectors = comp, vectors
         if comp is None:

@@ -54,8 +54,8 @@ class ContextsExports:
     def _submit_write(self, what: str, path, fn) -> None:
         path = Path(path)
         self.panel.ws.worker.submit(f"Writing {what}", lambda state: fn(path),
-                                    on_result=lambda _r: self._exported(path),
-                                    on_error=self.panel.show_error)
+                                    on_done=lambda _r: self._exported(path),
+                                    on_failed=self.panel.show_error)
 
     def _exported(self, path: Path) -> None:
         self.panel.view.show_status(f"wrote {path}")

@@ -8,7 +8,6 @@ workspace file saves (:meth:`ContextsModel.view_state`; the view's settings come
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -16,22 +15,10 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 from elmo_engine.analysis import compare as cmp
 from elmo_engine.analysis.neighbours import NeighbourIndex, NeighbourTable
 
-DEFAULT_WORD = "bank"
 MAX_OCCURRENCES = 300
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
 STATE_VERSION = 1
 Occ = Tuple[int, int]
-
-
-def default_word(tokens: List[List[str]]) -> str:
-    """"bank" when present, else the most frequent word of 4+ letters seen twice, else ""."""
-    counts = Counter(t for s in tokens for t in s)
-    if counts.get(DEFAULT_WORD):
-        return DEFAULT_WORD
-    for word, n in counts.most_common():
-        if n >= 2 and len(word) >= 4 and word.isalpha():
-            return word
-    return next(iter(counts), "")
 
 
 def num(v: float) -> Optional[float]:
@@ -64,7 +51,6 @@ class ContextsModel:
     index, table : the neighbour index over the corpus, and the neighbour table shown
     reference_path, reference_tokens : the optional reference text added to the corpus
     groups : word → {occurrence → group label} typed by the user
-    generation : bumped when the sentences change; older results are dropped
     pending : the jobs ("compare", "neighbours") still to finish before the view is ready
     """
 
@@ -79,7 +65,6 @@ class ContextsModel:
     groups: Dict[str, Dict[Occ, str]] = field(default_factory=dict)
     index_sig: Any = None
     reference_size: int = 0
-    generation: int = 0
     sentences_seen: List[str] = field(default_factory=list)
     keep_word: Optional[str] = None          # set while a saved view is being restored
     pending: Set[str] = field(default_factory=lambda: {"compare", "neighbours"})

@@ -17,7 +17,11 @@ from PySide6.QtWidgets import QFileDialog
 from elmo_engine.analysis.neighbour_corpus import read_corpus, read_vocabulary
 from elmo_engine.analysis.neighbour_corpus import vocabulary_file as engine_vocabulary_file
 from elmo_engine.analysis.neighbours import NeighbourTable, neighbour_table
+from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.contexts.widgets import neighbours_html
+
+#: the request kinds of the view's jobs (a newer request of a kind supersedes older ones)
+COMPARE, INDEX, NEIGHBOURS = "contexts-compare", "contexts-index", "contexts-neighbours"
 
 if TYPE_CHECKING:
     from elmo_explorer.views.contexts.controller import ContextsPanel
@@ -48,8 +52,8 @@ class ContextsNeighbours:
             self.request_index()
 
         m = self.panel.model
-        self.panel.ws.worker.submit(f"Reading {path.name}", job, on_result=done,
-                                    on_error=self.panel.show_error, group="contexts-reference")
+        self.panel.ws.worker.submit(f"Reading {path.name}", job, on_done=done,
+                                    on_failed=self.panel.show_error, kind="contexts-reference")
 
     def ask_reference(self) -> None:
         name, _ = QFileDialog.getOpenFileName(self.panel,
@@ -73,9 +77,7 @@ class ContextsNeighbours:
             words = read_vocabulary(vocab) if vocab is not None else []
             return cache.get_or_build(emb, corpus, words, state)
 
-        def done(index):
-            if sig != m.index_sig:
-                return                           # the model or the corpus changed meanwhile
+        def done(index):                         # (a changed model or corpus superseded older ones)
             m.index = index
             if self.panel.view.correct_box.isChecked():
                 self.panel.request_compare()     # the corpus mean is the better reference
@@ -86,8 +88,8 @@ class ContextsNeighbours:
             self.panel.show_error(message)
             self.panel.done("neighbours")
 
-        ws.worker.submit("Indexing the neighbour corpus", job, on_result=done, on_error=failed,
-                         group="contexts-index")
+        ws.worker.submit("Indexing the neighbour corpus", job, lane=Lane.LONG, kind=INDEX,
+                         on_done=done, on_failed=failed)
 
     def request_neighbours(self) -> None:
         ws, m, v = self.panel.ws, self.panel.model, self.panel.view
@@ -112,14 +114,13 @@ class ContextsNeighbours:
                 return neighbour_table(index, alone, word, k, direction)
             return neighbour_table(index, vec, word, k, direction, exclude)
 
-        ws.worker.submit(f"Nearest neighbours of '{word}'", job,
-                         on_result=lambda t: self._on_neighbours(t, query, index),
-                         on_error=self._on_neighbours_failed, group="contexts-neighbours")
+        ws.worker.submit(f"Nearest neighbours of '{word}'", job, lane=Lane.INTERACTIVE,
+                         kind=NEIGHBOURS, on_done=lambda t: self._on_neighbours(t, query, index),
+                         on_failed=self._on_neighbours_failed)
 
     def _on_neighbours(self, table: NeighbourTable, query, index) -> None:
+        """The neighbours of the current request (the worker drops superseded ones)."""
         panel, m, v = self.panel, self.panel.model, self.panel.view
-        if index is not m.index or table.query != m.word:
-            return                               # stale: a newer index or word is coming
         m.table = table
         where = ""
         if query is not None:

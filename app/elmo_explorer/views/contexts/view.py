@@ -19,7 +19,7 @@ from elmo_engine.analysis import compare as cmp
 from elmo_explorer.views.contexts.model import ContextsSettings
 from elmo_explorer.views.contexts.widgets import MixWeights, NeighboursView, OccurrenceTable, vbox
 from elmo_explorer.views.heatmap import HeatmapGrid
-from elmo_explorer.views.wiring import layer_norm_box
+from elmo_explorer.views.layer_norm import layer_norm_box
 
 log = logging.getLogger(__name__)
 

@@ -31,8 +31,8 @@ from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersMo
                                                LayersSettings, read_recorded)
 from elmo_explorer.views.layers.export import LayersExports
 from elmo_explorer.views.layers.view import LayersView
+from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.views.protocol import PanelDefaults
-from elmo_explorer.views.wiring import connect_worker
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,8 @@ class LayersPanel(PanelDefaults, QWidget):
         v.settings_changed.connect(self._on_settings)
         v.corpus_requested.connect(self._on_corpus_request)
         v.mdl_requested.connect(self.run_mdl)
-        connect_worker(self, workspace)
+        workspace.model_changed.connect(self._on_model)
+        workspace.model_load_failed.connect(lambda *_: self._set_ready())
         self._redraw()
         v.show_status("Load a model; then Run (Ctrl+R) computes contextuality and CKA on the "
                       "corpus." if workspace.embedder is None else "")
@@ -206,24 +207,26 @@ class LayersPanel(PanelDefaults, QWidget):
         self._show_cached_or_recorded()
 
     # ---- jobs ---------------------------------------------------------------------------------
-    def _submit(self, kind: str, name: str, fn, on_result) -> int:
-        self.model.job = self.ws.worker.submit(name, fn, on_result=on_result,
-                                               on_error=self._on_error, group="layers")
+    def _submit(self, kind: str, name: str, fn, on_done) -> JobHandle:
+        """One job at a time (a new one supersedes the running one), on the long lane."""
+        self.model.job = self.ws.worker.submit(
+            name, fn, lane=Lane.LONG, kind="layers", on_done=on_done, on_failed=self._on_error,
+            on_progress=self._on_progress, on_finished=self._on_finished)
         self.model.job_kind = kind
         self._ready = False
         self.view.set_busy(True)
         self.view.show_status(f"{name}…")
         return self.model.job
 
-    def run(self) -> int:
+    def run(self) -> Optional[JobHandle]:
         """Contextuality and CKA of the loaded model on the chosen corpus (cached: at once)."""
         emb = self.ws.embedder
         if emb is None:
             self.view.show_status("Load a model first (File → Open checkpoint…).", error=True)
-            return 0
+            return None
         self._remember()
         if self._show_cached_or_recorded() and self.model.analysis is not None:
-            return 0
+            return None
         corpus, n = self.corpus_path(), self.model.n_sentences()
         key = self.model.key(emb.checksum, corpus)
         info = _model_info(emb, getattr(self.ws.model_spec, "path", ""))
@@ -251,13 +254,13 @@ class LayersPanel(PanelDefaults, QWidget):
 
         return self._submit("analysis", f"Layers: {Path(corpus).name}", job, done)
 
-    def compare_with(self, path: str) -> int:
+    def compare_with(self, path: str) -> Optional[JobHandle]:
         """CKA between the loaded model's layers and those of the checkpoint ``path`` (loaded on
         the worker; the corpus analysis runs first when it is not in memory)."""
         emb = self.ws.embedder
         if emb is None:
             self.view.show_status("Load a model first (File → Open checkpoint…).", error=True)
-            return 0
+            return None
         self._remember()
         corpus, n = self.corpus_path(), self.model.n_sentences()
         key = self.model.key(emb.checksum, corpus)
@@ -307,12 +310,12 @@ class LayersPanel(PanelDefaults, QWidget):
         if name:
             self.compare_with(name)
 
-    def run_mdl(self, task: str) -> int:
+    def run_mdl(self, task: str) -> Optional[JobHandle]:
         """Online-code MDL probes of every layer on a demo task (``demo-pos``, ``demo-wsd``)."""
         emb = self.ws.embedder
         if emb is None:
             self.view.show_status("Load a model first (File → Open checkpoint…).", error=True)
-            return 0
+            return None
         self._remember()
         n = self.model.settings.mdl_sentences
 
@@ -332,19 +335,16 @@ class LayersPanel(PanelDefaults, QWidget):
         return self._submit("mdl", f"MDL probes: {names.get(task, task)}", job, done)
 
     def cancel(self) -> None:
-        if self.model.job is not None:
-            self.ws.worker.cancel(self.model.job)
+        if self.model.job is not None and self.model.job.cancel():
             self.view.show_status("Cancelled; the previous result stays.")
 
-    def _on_progress(self, job_id: int, done: int, total: int, message: str) -> None:
-        if job_id == self.model.job:
-            self.view.show_status(f"{message} ({done}/{total})" if total else message)
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        self.view.show_status(f"{message} ({done}/{total})" if total else message)
 
-    def _on_finished(self, job_id: int) -> None:
-        if job_id == self.model.job:
-            self.model.job = None
-            self.view.set_busy(False)
-            self._set_ready()
+    def _on_finished(self) -> None:
+        self.model.job = None
+        self.view.set_busy(False)
+        self._set_ready()
 
     def _on_error(self, message: str) -> None:
         self.view.show_status(f"Layers: {message}", error=True)

@@ -80,7 +80,7 @@ class LayersModel:
     compare : the shown comparison: ``{"model", "cka", "cka_self"}`` or None
     mdl : task → the ``mdl`` object of each MDL probe run on the current model
     cache : (checksum, corpus key, sentences) → (result, analysis); kept for the session
-    job : the worker job computing now (analysis, comparison or MDL), or None
+    job : the handle of the job computing now (analysis, comparison or MDL), or None
     """
 
     settings: LayersSettings = field(default_factory=LayersSettings)
@@ -89,7 +89,7 @@ class LayersModel:
     compare: Optional[dict] = None
     mdl: Dict[str, dict] = field(default_factory=dict)
     cache: Dict[tuple, tuple] = field(default_factory=dict)
-    job: Optional[int] = None
+    job: Optional[Any] = None
     job_kind: str = ""
 
     # ---- results ----------------------------------------------------------------------------

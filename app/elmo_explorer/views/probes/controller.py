@@ -25,8 +25,8 @@ from elmo_engine.analysis.probes.tables import write_results_csv, write_results_
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task, file_task
 from elmo_explorer.views.probes.model import ProbesModel
 from elmo_explorer.views.probes.view import ProbesView
+from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.views.protocol import PanelDefaults
-from elmo_explorer.views.wiring import connect_worker
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ class ProbesPanel(PanelDefaults, QWidget):
     -------
     ready() : the view has drawn what its current data asks for
     runs_changed() : runs were added, restored or cleared
-    training_event(object) : ``(run token, event dict)`` from the worker while a probe trains
+    training_event(object) : a training event (dict) of the current run, on the GUI thread
     """
 
     title = "Probes"
@@ -74,8 +74,8 @@ class ProbesPanel(PanelDefaults, QWidget):
         v.cancel_button.clicked.connect(self.cancel)
         v.clear_button.clicked.connect(self.clear_runs)
         v.open_task_requested.connect(self._open_files)
-        self.training_event.connect(self._on_event)
-        connect_worker(self, workspace)
+        workspace.model_changed.connect(self._on_model)
+        workspace.model_load_failed.connect(lambda *_: self._set_ready())
         self._redraw()
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
@@ -133,50 +133,51 @@ class ProbesPanel(PanelDefaults, QWidget):
         """Train the demo POS and word-sense probes (when the user presses Run demo)."""
         self.run_tasks(self.model.demo_tasks())
 
-    def run_tasks(self, tasks: List[ProbeTask], config: Optional[ProbeConfig] = None) -> int:
-        """Train the tasks one after another in one worker job; returns the job id (0: no model)."""
+    def run_tasks(self, tasks: List[ProbeTask],
+                  config: Optional[ProbeConfig] = None) -> Optional[JobHandle]:
+        """Train the tasks one after another in one job of the long lane; returns its handle
+        (None: no model)."""
         if self.workspace.embedder is None:
             self.view.status.setText("Load a model first (File → Open checkpoint…).")
             self._set_ready()
-            return 0
+            return None
         cfg = config or ProbeConfig(**{**self.model.config.__dict__,
                                        "control": self.view.control_box.isChecked()})
-        token, emit, ws = self.model.new_run(), self.training_event.emit, self.workspace
+        self.model.new_run()
+        embedder = self.workspace.embedder          # captured now: the job never reads the workspace
 
         def job(state):
             out = []
             for t in tasks:
-                emit((token, {"phase": "start", "name": t.name}))
+                state.post({"phase": "start", "name": t.name})
                 data = t.load()
                 out.append(probe_sentences(
-                    ws.embedder, data["train"], data["test"], data.get("dev"), task=t.task,
+                    embedder, data["train"], data["test"], data.get("dev"), task=t.task,
                     config=cfg.for_task(t.task), name=t.name, label=str(data.get("label", "")),
                     max_train_sentences=t.options.get("max_train_sentences"),
                     first_sense_fn=data.get("first_sense_fn"), state=state,
-                    on_event=lambda e: emit((token, e))))
+                    on_event=state.post))
             return out
 
-        self.model.job = ws.worker.submit("Training probes: " + ", ".join(t.name for t in tasks),
-                                          job, on_result=self._on_results,
-                                          on_error=self._on_error, group="probes")
+        self.model.job = self.workspace.worker.submit(
+            "Training probes: " + ", ".join(t.name for t in tasks), job, lane=Lane.LONG,
+            kind="probes", on_done=self._on_results, on_failed=self._on_error,
+            on_progress=self._on_progress, on_event=self._on_event, on_finished=self._on_finished)
         self._ready = False
         self.view.set_busy(True)
         return self.model.job
 
     def cancel(self) -> None:
-        if self.model.job is not None:
-            self.workspace.worker.cancel(self.model.job)
+        if self.model.job is not None and self.model.job.cancel():
             self.view.status.setText("Cancelled.")
 
-    def _on_progress(self, job_id: int, done: int, total: int, message: str) -> None:
-        if job_id == self.model.job:
-            self.view.status.setText(f"{message} ({done}/{total})" if total else message)
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        self.view.status.setText(f"{message} ({done}/{total})" if total else message)
 
-    def _on_finished(self, job_id: int) -> None:
-        if job_id == self.model.job:
-            self.model.job = None
-            self.view.set_busy(False)
-            self._set_ready()
+    def _on_finished(self) -> None:
+        self.model.job = None
+        self.view.set_busy(False)
+        self._set_ready()
 
     def _on_results(self, results: List[ProbeResult]) -> None:
         self.model.add_results(results)
@@ -188,10 +189,10 @@ class ProbesPanel(PanelDefaults, QWidget):
     def _on_error(self, message: str) -> None:
         self.view.status.setText(f"Probe failed: {message}")
 
-    def _on_event(self, payload) -> None:
-        token, e = payload
-        if not self.model.on_event(token, e):
-            return                                   # from a superseded run
+    def _on_event(self, e: dict) -> None:
+        """A training event of the current run (the worker drops a superseded run's)."""
+        self.model.on_event(e)
+        self.training_event.emit(e)
         if e["phase"] == "start":
             self.view.status.setText(f"{e['name']}: embedding…")
         self.view.draw_curves(self.model.curves)
@@ -262,6 +263,6 @@ class ProbesPanel(PanelDefaults, QWidget):
             fn()
         except Exception as e:  # show, never crash the GUI
             log.exception("probe export failed")
-            from elmo_explorer.shell.dialogs import show_error
+            from elmo_explorer.common.error_dialog import show_error
 
             show_error(self, "Export failed", str(e))

@@ -6,7 +6,7 @@ No Qt here: :class:`ProbesModel` is what :class:`~elmo_explorer.views.probes.con
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 import html
 
@@ -26,8 +26,7 @@ class ProbesModel:
     runs : finished runs of this session, in order
     config : the settings of a run started from the Train button
     curves : phase → one row per epoch (losses, then dev accuracies) of the current run
-    token : the current run's number; events of older runs are stale
-    job : the worker job training now, or None
+    job : the handle of the job training now, or None
     recorded : the runs on show are the bundled model's recorded reference results (replaced
         by the first run the user trains)
     """
@@ -37,8 +36,7 @@ class ProbesModel:
     runs: List[ProbeResult] = field(default_factory=list)
     config: ProbeConfig = field(default_factory=ProbeConfig)
     curves: Dict[str, List[List[float]]] = field(default_factory=dict)
-    token: int = 0
-    job: Optional[int] = None
+    job: Optional[Any] = None
     recorded: bool = False
     seed: Optional[int] = None
 
@@ -62,21 +60,18 @@ class ProbesModel:
         return ("<b>Recorded results of the bundled model</b> (nothing has trained in this "
                 "session; press <b>Train</b> or <b>Run demo</b> to train). Made with:" + cmds)
 
-    def new_run(self) -> int:
-        """Start a run: its token (events carry it)."""
-        self.token += 1
-        return self.token
+    def new_run(self) -> None:
+        """Start a run: no curves yet."""
+        self.curves = {}
+        self.seed = None
 
-    def on_event(self, token: int, event: dict) -> bool:
-        """Take a training event of run ``token``; False when it is from a superseded run."""
-        if token != self.token:
-            return False
+    def on_event(self, event: dict) -> None:
+        """Take a training event of the current run (start, or one epoch of a phase)."""
         if event["phase"] == "start" or event.get("seed", self.seed) != self.seed:
             self.curves = {}                     # a new task or seed: its own curves
             self.seed = event.get("seed")
         if event["phase"] != "start":
             self.curves.setdefault(event["phase"], []).append(event["loss"] + event["dev"])
-        return True
 
     def add_results(self, results: List[ProbeResult]) -> None:
         if self.recorded:                        # the user's own runs replace the recorded ones

@@ -35,6 +35,7 @@ from elmo_explorer.views.projection.report import ProjectionReport
 from elmo_explorer.views.projection.sources import (colour_categories, loaded_info,
                                                      reference_request, reference_word)
 from elmo_explorer.views.projection.view import ProjectionView
+from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.protocol import PanelDefaults
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,6 @@ class ProjectionPanel(PanelDefaults, QWidget):
         ws.sentences_changed.connect(self._on_loaded_changed)
         ws.activations_changed.connect(self._on_loaded_changed)
         ws.selection_changed.connect(self.interaction.on_ws_selection)
-        ws.worker.job_progress.connect(self._on_progress)
         self._auto = QTimer(self)
         self._auto.setSingleShot(True)
         self._auto.setInterval(250)
@@ -135,7 +135,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
             return
         self.model.warm_submitted = True
         self.ws.worker.submit("Preparing UMAP (one-time compile)", lambda s: warm_up(state=s),
-                              group="projection-warmup")
+                              lane=Lane.LONG, kind="projection-warmup")
 
     def _run_imminent(self) -> bool:
         """A projection is about to start (its first UMAP fit then compiles instead)."""
@@ -241,9 +241,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
         if n > 1:
             layers.append(LayerSpec.mix(weights, self.view.controls.layer_norm.isChecked()))
         m.ready = False
-        m.gen += 1
-        self.ws.worker.cancel_group(GROUP)          # an older run's jobs are stale now
-        gen, emb, proj, params = m.gen, self.ws.embedder, self.projector, m.params
+        self.ws.worker.invalidate(GROUP)            # an older run's jobs are stale now
+        emb, proj, params = self.ws.embedder, self.projector, m.params
         checksum = self.ws.model_info.checksum if self.ws.model_info is not None else ""
         with_umap = not auto or MIN_UMAP_POINTS <= len(tokens) <= AUTO_UMAP_MAX
 
@@ -254,7 +253,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
                 self._clear(str(e))
                 self._set_ready()
                 return
-            self._on_pca(gen, tokens, layers, checksum, with_umap, (acts, pcs))
+            self._on_pca(tokens, layers, checksum, with_umap, (acts, pcs))
             return
 
         def job(state):
@@ -264,14 +263,13 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.view.controls.set_running(True)
         self.view.message(f"PCA of {len(tokens):,} tokens…")
         m.job = self.ws.worker.submit(
-            "Projection: PCA", job, group=GROUP,
-            on_result=lambda r: self._on_pca(gen, tokens, layers, checksum, with_umap, r),
-            on_error=self._on_error)
+            "Projection: PCA", job, lane=Lane.LONG, kind=GROUP, on_progress=self._on_progress,
+            on_done=lambda r: self._on_pca(tokens, layers, checksum, with_umap, r),
+            on_failed=self._on_error)
 
-    def _on_pca(self, gen, tokens, layers, checksum, with_umap, result) -> None:
+    def _on_pca(self, tokens, layers, checksum, with_umap, result) -> None:
+        """The current run's PCA (an older run's never arrives: the worker drops it)."""
         m, v = self.model, self.view
-        if gen != m.gen:
-            return
         acts, projections = result
         m.tokens, m.acts, m.layers, m.checksum = tokens, acts, layers, checksum
         m.shown = {}
@@ -291,7 +289,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         if with_umap:
             m.compiled_here = False
             m.umap_errors = []
-            self._umap_step(gen, 0)
+            self._umap_step(0)
         elif len(tokens) < MIN_UMAP_POINTS:
             v.message(f"PCA of {len(tokens):,} tokens: below {MIN_UMAP_POINTS} points UMAP's "
                       "neighbourhoods mean nothing, so PCA is shown (press Run UMAP to force it)."
@@ -301,10 +299,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
             v.message(f"PCA of {len(tokens):,} tokens shown; press Run UMAP for UMAP.")
             self._set_ready()
 
-    def _umap_step(self, gen: int, k: int) -> None:
+    def _umap_step(self, k: int) -> None:
+        """UMAP of layer ``k`` of the current run, then the next (one job each, long lane)."""
         m = self.model
-        if gen != m.gen:
-            return
         if k >= len(m.layers):
             secs = sum(p.seconds for p in m.shown.values() if p.method == "umap")
             note = (f" PCA kept for {'; '.join(m.umap_errors)}" if m.umap_errors else "")
@@ -318,7 +315,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         hit = self.projector.cached(tokens, layer, "umap", params, checksum)
         if hit is not None:
             self._draw(k, hit)
-            self._umap_step(gen, k + 1)
+            self._umap_step(k + 1)
             return
         proj = self.projector
         total = len(m.layers)
@@ -338,33 +335,31 @@ class ProjectionPanel(PanelDefaults, QWidget):
             m.compiled_here = True
             self.view.message("UMAP: compiling its kernels once for this session (10–40 s)…")
         m.job = self.ws.worker.submit(
-            f"Projection: UMAP {layer.name}", job, group=GROUP,
-            on_result=lambda p: (self._on_umap_error(gen, k, p) if isinstance(p, str)
-                                 else (self._draw(k, p), self._umap_step(gen, k + 1))),
-            on_error=lambda msg: self._on_umap_error(gen, k, msg))
+            f"Projection: UMAP {layer.name}", job, lane=Lane.LONG, kind=GROUP,
+            on_progress=self._on_progress,
+            on_done=lambda p: (self._on_umap_error(k, p) if isinstance(p, str)
+                               else (self._draw(k, p), self._umap_step(k + 1))),
+            on_failed=lambda msg: self._on_umap_error(k, msg))
 
     def cancel(self) -> None:
         """Stop the running projection; what is drawn stays."""
-        self.ws.worker.cancel_group(GROUP)
-        self.model.gen += 1
+        self.ws.worker.invalidate(GROUP)
         self.view.message("Cancelled; the plots keep what was drawn.")
         self._set_ready()
 
-    def _on_umap_error(self, gen: int, k: int, message: str) -> None:
+    def _on_umap_error(self, k: int, message: str) -> None:
         """One layer failed (e.g. too few distinct vectors): keep its PCA, go on with the next."""
         m = self.model
-        if gen != m.gen:
-            return
         log.info("UMAP of %s failed: %s", m.layers[k].name, message)
         m.umap_errors.append(f"{m.layers[k].name}: {message}")
-        self._umap_step(gen, k + 1)
+        self._umap_step(k + 1)
 
     def _on_error(self, message: str) -> None:
         self.view.message(f"Projection failed: {message}")
         self._set_ready()
 
-    def _on_progress(self, job_id: int, done: int, total: int, message: str) -> None:
-        if job_id == self.model.job and message:
+    def _on_progress(self, done: int, total: int, message: str) -> None:
+        if message:
             epoch = message.startswith("UMAP epoch")
             self.view.message(f"{self.model.job_label}: {message[5:]}" if epoch else message)
 
@@ -374,6 +369,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.view.draw(k, p)
 
     def _clear(self, message: str) -> None:
+        self.ws.worker.invalidate(GROUP)             # a running job's result would redraw
         self.model.clear()
         self.view.clear(message)
 

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGridLayo
 
 from elmo_engine.errors import InputError
 from elmo_engine.analysis.projection import UmapParams, parse_word_list
-from elmo_explorer.views.wiring import layer_norm_box
+from elmo_explorer.views.layer_norm import layer_norm_box
 
 SOURCES = (("reference", "Word in reference corpus"), ("loaded", "Loaded sentences"),
            ("words", "Word list"), ("dataset", "Labelled data set"))

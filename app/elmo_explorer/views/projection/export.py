@@ -84,7 +84,7 @@ class ProjectionExports:
         tokens, projs = self.model.tokens, self.model.drawn()
         return self.panel.ws.worker.submit("Exporting coordinates",
                                            lambda s: write_coordinates_csv(path, tokens, projs),
-                                           on_result=on_done, on_error=self._export_failed)
+                                           on_done=on_done, on_failed=self._export_failed)
 
     def export_tensorboard(self, folder, k: int, on_done: Optional[Callable] = None) -> int:
         """Write ``vectors.tsv`` + ``metadata.tsv`` of plot ``k``'s layer (on the worker)."""
@@ -94,8 +94,8 @@ class ProjectionExports:
             vec = layer_features(acts, tokens, layer)
             return write_tensorboard(folder, vec, tokens, state=state)
 
-        return self.panel.ws.worker.submit("Exporting vectors", job, on_result=on_done,
-                                           on_error=self._export_failed)
+        return self.panel.ws.worker.submit("Exporting vectors", job, on_done=on_done,
+                                           on_failed=self._export_failed)
 
     def _export_failed(self, message: str) -> None:
         self.view.message(f"Export failed: {message}")

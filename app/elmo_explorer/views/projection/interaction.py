@@ -113,5 +113,5 @@ class ProjectionInteraction:
                 self.panel.run(auto=False)
 
         return self.panel.ws.worker.submit(
-            f"Reading {path.name}", job, on_result=done,
-            on_error=lambda m: self.view.message(f"Cannot open: {m}"), group="projection-data")
+            f"Reading {path.name}", job, on_done=done,
+            on_failed=lambda m: self.view.message(f"Cannot open: {m}"), kind="projection-data")

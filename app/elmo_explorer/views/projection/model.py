@@ -31,8 +31,7 @@ class ProjectionModel:
     dataset, dataset_path : a labelled data set opened for projection, and its file
     params : the UMAP settings of the current run
     checksum : the model's checksum (part of the projector's cache key)
-    gen : the current run's number; results of older runs are dropped
-    job : the worker job of the current run
+    job : the handle of the current run's job (the worker drops older runs' results)
     dirty : the data changed since the last run
     """
 
@@ -44,8 +43,7 @@ class ProjectionModel:
     dataset_path: Optional[Path] = None
     params: UmapParams = field(default_factory=UmapParams)
     checksum: str = ""
-    gen: int = 0
-    job: Optional[int] = None
+    job: Optional[Any] = None
     dirty: bool = True
     ready: bool = False
     current_plot: int = 0
@@ -60,8 +58,7 @@ class ProjectionModel:
     umap_errors: List[str] = field(default_factory=list)
 
     def clear(self) -> None:
-        """Nothing drawn (a new run starts its own generation)."""
-        self.gen += 1
+        """Nothing drawn."""
         self.tokens, self.acts, self.shown = None, None, {}
 
     def drawn(self) -> List[Projection]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from elmo_engine.analysis.groups import split_group
 from elmo_engine.analysis.projection import word_tokens
 from elmo_engine.analysis.projection.tokens import reference_word_sentences
-from elmo_explorer.views.contexts.model import default_word
+from elmo_explorer.views.words import default_word
 from elmo_explorer.views.projection.plots import categories
 
 

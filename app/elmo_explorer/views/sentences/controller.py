@@ -384,4 +384,4 @@ class SentencesPanel(QWidget):
             return str(path)
 
         return ws.worker.submit("Exporting token table", job,
-                                on_result=lambda p: ws.message.emit(f"Saved {p}"))
+                                on_done=lambda p: ws.message.emit(f"Saved {p}"))
