@@ -52,3 +52,9 @@ def demo_model_attribution() -> str:
 def probe_reference_dir() -> Path:
     """The recorded reference probe results of the bundled model (``*.json``, ``README.md``)."""
     return HERE / "probe_reference"
+
+
+def minimal_pairs_folder() -> Path:
+    """The bundled minimal-pair sets (``*.tsv``: ``set<TAB>good<TAB>bad``, written for this
+    project; :mod:`elmo_engine.analysis.language_model.pairs`)."""
+    return HERE / "minimal_pairs"

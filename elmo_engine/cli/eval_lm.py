@@ -1,6 +1,7 @@
 """``elmo-explorer eval-lm [CHECKPOINT] TEXT [--json]``: a trained biLM's perplexity on a text
-(:func:`elmo_engine.train.evaluate.evaluate_text`). Published ELMo files carry no softmax: the
-command says so in one line and exits with status 1."""
+(:func:`elmo_engine.train.evaluate.evaluate_text`), on a model written by train-lm or on published
+files with their ``*_softmax_weights.hdf5`` + vocabulary. Without a softmax the command says in
+one line which file is missing and exits with status 1."""
 from __future__ import annotations
 
 import json
@@ -16,9 +17,12 @@ def add_parser(subparsers):
         description="Forward, backward and mean perplexity (full softmax) of a biLM written by "
                     "train-lm on a text file, read as train-lm reads a corpus.")
     p.add_argument("checkpoint", type=Path, nargs="?", default=None,
-                   help="model folder written by train-lm (default: the bundled demo model)")
+                   help="model folder written by train-lm, or published options + weights with "
+                        "their *_softmax_weights.hdf5 and vocab*.txt (default: the bundled demo "
+                        "model)")
     p.add_argument("text", type=Path, help="text file (UTF-8, optionally .gz)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_softmax_options(p)
     common.add_device(p)
     p.add_argument("--batch-size", type=int, default=32, help="parallel streams (default 32)")
     p.add_argument("--unroll", type=int, default=20, help="tokens per window (default 20)")
@@ -29,6 +33,16 @@ def add_parser(subparsers):
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     return p
+
+
+def add_softmax_options(p) -> None:
+    """``--softmax FILE`` and ``--vocab FILE`` (shared with ``lm``)."""
+    p.add_argument("--softmax", type=Path, default=None,
+                   help="the softmax file (default: softmax.safetensors or *softmax_weights.hdf5 "
+                        "beside the checkpoint)")
+    p.add_argument("--vocab", type=Path, default=None,
+                   help="the softmax's vocabulary (default: vocab.txt or vocab*.txt beside the "
+                        "softmax)")
 
 
 def run(args) -> int:
@@ -51,7 +65,8 @@ def run(args) -> int:
     device = pick_device(args.device)
     try:
         res = evaluate_text(checkpoint, args.text, device=str(device), batch_size=args.batch_size,
-                            unroll=args.unroll, tokenizer=args.tokenize, progress=progress)
+                            unroll=args.unroll, tokenizer=args.tokenize, progress=progress,
+                            softmax=args.softmax, vocab=args.vocab)
     finally:
         if bar is not None:
             bar.close()

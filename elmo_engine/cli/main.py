@@ -19,6 +19,7 @@ SUBCOMMAND_MODULES = {
     "info": "elmo_engine.cli.info",
     "train-lm": "elmo_engine.cli.train_lm",
     "eval-lm": "elmo_engine.cli.eval_lm",
+    "lm": "elmo_engine.cli.lm",
     "probe": "elmo_engine.cli.probe",
     "export": "elmo_engine.cli.export",
     "contexts": "elmo_engine.cli.contexts",

@@ -83,7 +83,7 @@ def resolve_checkpoint(path) -> Tuple[str, Path, Path]:
                         prefer=("options.json",), avoid=("sentences", "vocab", "config", "train_state"))
         weights = _pick(path, "*.hdf5", path, "a weights .hdf5 file", also="*.h5",
                         prefer=("lm_weights.hdf5", "weights.hdf5"),
-                        avoid=("lm_embeddings", "embeddings", "vectors"))
+                        avoid=("lm_embeddings", "embeddings", "vectors", "softmax"))
         return "published", options, weights
     if path.name == NATIVE_CONFIG or path.suffix == ".safetensors":
         cfg = path.parent / NATIVE_CONFIG
@@ -95,7 +95,7 @@ def resolve_checkpoint(path) -> Tuple[str, Path, Path]:
     if path.suffix.lower() == ".json":
         weights = _pick(path.parent, "*.hdf5", path, "a weights .hdf5 file beside the options",
                         also="*.h5", prefer=("lm_weights.hdf5", "weights.hdf5"),
-                        avoid=("lm_embeddings", "embeddings", "vectors"))
+                        avoid=("lm_embeddings", "embeddings", "vectors", "softmax"))
         return "published", path, weights
     if path.suffix.lower() in (".hdf5", ".h5"):
         options = _pick(path.parent, "*.json", path, "an options .json file beside the weights",

@@ -5,13 +5,18 @@ skipped, paragraphs split into sentences, the same tokenizer) and scored with th
 the state carried from sentence to sentence in file order, as ``train-lm`` scores its dev files.
 Words outside the model's vocabulary count as ``<UNK>`` (the share is reported).
 
-Published ELMo files (``options.json`` + weights) carry no softmax, so their perplexity cannot be
-computed: :class:`CheckpointError` says so (the command prints it in one line, status 1). Models written by ``train-lm`` carry it in
-``softmax.safetensors`` beside ``vocab.txt``.
+The softmax is read by :func:`elmo_engine.model.softmax.load_softmax`: ``softmax.safetensors`` +
+``vocab.txt`` written by ``train-lm``, or the published ``*_softmax_weights.hdf5`` + ``vocab*.txt``
+beside the options and weights (or given with ``softmax``/``vocab``). Published weights without
+their softmax file: :class:`CheckpointError` names the missing file and where to get it (the
+command prints it in one line, status 1). The logits are made block by block over the vocabulary
+(:func:`elmo_engine.model.softmax_scan.nll_sum`), so the original model's 793k-word softmax is
+held once, in float16, and never as a (rows, V) float32 matrix of a whole window.
 """
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 from elmo_engine.errors import CheckpointError, InputError
 
@@ -21,7 +26,8 @@ def model_folder(path: Path) -> Path:
 
 
 def evaluate_text(checkpoint, text, device: str = "cpu", batch_size: int = 32,
-                  unroll: int = 20, tokenizer: str = "regex", progress=None) -> dict:
+                  unroll: int = 20, tokenizer: str = "regex", progress=None,
+                  softmax: Optional[Path] = None, vocab: Optional[Path] = None) -> dict:
     """Perplexity of ``text`` under the biLM in ``checkpoint``: ``fwd``, ``bwd``, ``mean``,
     ``tokens`` (positions scored per direction), ``oov_rate`` and ``vocab_size``.
 
@@ -30,42 +36,56 @@ def evaluate_text(checkpoint, text, device: str = "cpu", batch_size: int = 32,
     import torch
 
     from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.train import state_io
+    from elmo_engine.model.softmax import load_softmax
     from elmo_engine.train.data import TypeTable, frame, read_sentences
-    from elmo_engine.train.model import BiLanguageModel
     from elmo_engine.train.trainer import perplexity
-    from elmo_engine.train.vocab import Vocabulary
 
     if batch_size < 1 or unroll < 1:
         raise InputError("--batch-size and --unroll must be at least 1")
     folder = model_folder(Path(checkpoint))
     bilm = load_checkpoint(checkpoint)
-    soft = folder / state_io.SOFTMAX_FILE
-    vocab_path = folder / "vocab.txt"
-    if not soft.is_file():
-        raise CheckpointError(folder, "no softmax: published ELMo files carry none, so a "
-                              "perplexity cannot be computed (eval-lm needs a model written by "
-                              f"train-lm, with {state_io.SOFTMAX_FILE} and vocab.txt)")
-    if not vocab_path.is_file():
-        raise CheckpointError(folder, "vocab.txt is missing beside the softmax")
-    vocab = Vocabulary.load(vocab_path)
-    w, b = state_io.load_softmax(soft, len(vocab), bilm.opts.output_dim)
-    model = BiLanguageModel(bilm.opts, len(vocab), fused=False)
-    model.bilm = bilm
-    with torch.no_grad():
-        model.softmax_w = torch.nn.Parameter(w, requires_grad=False)
-        model.softmax_b = torch.nn.Parameter(b, requires_grad=False)
+    soft = load_softmax(folder, softmax, vocab, output_dim=bilm.opts.output_dim)
+    model = _SoftmaxLM(bilm, soft)
     dev = torch.device(device)
     model.to(dev)
     sents = read_sentences(text, tokenizer, True, True, "text")
     table = TypeTable(bilm.opts.max_characters_per_token)
-    table.ids(vocab.tokens)
     framed = frame(table, sents)
     type_chars = torch.from_numpy(table.char_ids()).to(dev)
-    type2vocab = torch.from_numpy(table.vocab_ids(vocab)).to(dev)
+    type2vocab = torch.from_numpy(table.vocab_ids(soft)).to(dev)
     words = np.concatenate([f[1:-1] for f in framed])
-    oov = float((table.vocab_ids(vocab)[words] == vocab.unk).mean()) if len(words) else 0.0
+    oov = float((table.vocab_ids(soft)[words] == soft.unk).mean()) if len(words) else 0.0
     res = perplexity(model, framed, type_chars, type2vocab, batch_size, unroll, dev, text,
                      progress)
-    res.update(oov_rate=oov, vocab_size=len(vocab), sentences=len(framed))
+    res.update(oov_rate=oov, vocab_size=soft.vocab_size, sentences=len(framed))
     return res
+
+
+class _SoftmaxLM:
+    """The biLM's top layer + a (possibly huge) :class:`~elmo_engine.model.softmax.Softmax`,
+    with the two methods :func:`elmo_engine.train.trainer.perplexity` calls."""
+
+    def __init__(self, bilm, soft):
+        from elmo_engine.train.model import BiLanguageModel
+
+        self.lm = BiLanguageModel(bilm.opts, 1, fused=False)   # a 1-word placeholder softmax
+        self.lm.bilm = bilm
+        self.lm.eval()
+        self.bilm = bilm
+        self.soft = soft
+
+    def to(self, device):
+        self.lm.to(device)
+        return self
+
+    def full_nll(self, type_chars, inputs, targets, state):
+        import torch
+
+        from elmo_engine.model.softmax_scan import nll_sum
+
+        with torch.no_grad():
+            h, new_state = self.lm.top(type_chars, inputs, state)     # (2, B, T, P)
+            y = targets.reshape(2, -1)
+            h = h.reshape(2, -1, h.shape[-1])
+            total = torch.stack([nll_sum(self.soft, h[d], y[d]) for d in range(2)])
+        return total, new_state

@@ -1,0 +1,141 @@
+"""``elmo-explorer lm INPUT [--checkpoint C] [--top-k K] [--reach] [--pairs FILE] [--json]``:
+what ELMo's two language models predict at every token (:mod:`elmo_engine.analysis.language_model`).
+
+INPUT is a sentence file (one sentence per line, tokenized as typed text unless
+``--pretokenized``). Per sentence: the tokens, the forward and backward LM's record per token
+(``word``, ``prob``, ``rank``, ``surprisal``, ``entropy``, ``top``), the substitutes both
+directions agree on and the perplexity per direction; with ``--reach`` the reach matrix
+``reach[layer][direction][i][j]``. ``--pairs FILE`` (or ``--pairs bundled``) scores minimal pairs
+instead and prints the accuracy per set and direction. Without a softmax, predictions and pairs
+stop with one line naming the missing file; ``--reach`` alone works on every checkpoint.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from elmo_engine.cli import common
+from elmo_engine.cli.eval_lm import add_softmax_options
+
+MAX_TOKENS = 200_000            # the sentences of one run (a view's worth, not a corpus)
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "lm", help="the forward and backward LMs' predictions, reach and minimal pairs",
+        description="Per token and direction: probability and rank of the actual word, "
+                    "surprisal, entropy, top-k; substitutes; perplexity; optionally the reach "
+                    "matrix (--reach) or minimal-pair accuracies (--pairs).")
+    p.add_argument("input", type=Path, nargs="?", default=None,
+                   help="sentence file (one sentence per line); not needed with --pairs")
+    common.add_checkpoint(p)
+    add_softmax_options(p)
+    p.add_argument("--top-k", type=int, default=10, metavar="K",
+                   help="predictions listed per token and direction (default 10)")
+    p.add_argument("--reach", action="store_true",
+                   help="add the reach matrix: cosine distance of token i per layer and "
+                        "direction when token j is replaced by <UNK>")
+    p.add_argument("--no-predictions", action="store_true",
+                   help="skip the predictions (with --reach: works without a softmax)")
+    p.add_argument("--pairs", default=None, metavar="FILE",
+                   help="score minimal pairs (TSV set<TAB>good<TAB>bad; 'bundled': the sets "
+                        "shipped with the app) and print the accuracy per set and direction")
+    p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    common.add_pretokenized(p)
+    common.add_device(p)
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.errors import InputError
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    if args.top_k < 1:
+        raise InputError("--top-k must be at least 1")
+    if args.input is None and args.pairs is None:
+        raise InputError("give a sentence file, or --pairs FILE")
+    checkpoint = common.checkpoint_or_demo(args.checkpoint)
+    model = load_checkpoint(checkpoint)
+    embedder = Embedder(model, device=str(common.resolve_device(args.device)))
+    need_softmax = args.pairs is not None or not args.no_predictions
+    softmax = None
+    if need_softmax:
+        from elmo_engine.model.softmax import load_softmax
+        from elmo_engine.train.evaluate import model_folder
+
+        softmax = load_softmax(model_folder(Path(checkpoint)), args.softmax, args.vocab,
+                               output_dim=model.opts.output_dim)
+    if args.pairs is not None:
+        return _pairs(args, embedder, softmax)
+    return _sentences(args, embedder, softmax)
+
+
+def _sentences(args, embedder, softmax) -> int:
+    from elmo_engine.analysis.language_model import predict, reach
+
+    text = common.read_text(args.input, args.pretokenized, max_tokens=MAX_TOKENS)
+    docs = []
+    for k, toks in enumerate(text.tokens):
+        doc = {"tokens": list(toks)}
+        if softmax is not None:
+            doc.update(predict(embedder, softmax, [toks], top_k=args.top_k)[0].to_json())
+        if args.reach:
+            doc["reach"] = reach(embedder, toks).to_json()
+            doc["reach_replacement"] = "<UNK>"
+        docs.append(doc)
+        if not args.json:
+            _print_sentence(doc)
+        common.log(f"lm: sentence {k + 1}/{len(text.tokens)}")
+    if args.json:
+        json.dump({"sentences": docs}, sys.stdout, indent=1)
+        print()
+    return 0
+
+
+def _print_sentence(doc: dict) -> None:
+    print(" ".join(doc["tokens"]))
+    if "forward" in doc:
+        ppl = doc["perplexity"]
+        print(f"  perplexity: forward {ppl['forward']:.2f}, backward {ppl['backward']:.2f}")
+        print(f"  {'word':<16}{'fwd rank':>9}{'fwd bits':>9}{'bwd rank':>9}{'bwd bits':>9}  "
+              "substitutes")
+        for f, b, s in zip(doc["forward"], doc["backward"], doc["substitutes"]):
+            subs = ", ".join(w for w, _ in s[:5])
+            print(f"  {f['word'][:15]:<16}{f['rank']:>9}{f['surprisal']:>9.2f}"
+                  f"{b['rank']:>9}{b['surprisal']:>9.2f}  {subs}")
+    if "reach" in doc:
+        for layer, per_dir in enumerate(doc["reach"]):
+            for d, name in enumerate(("forward", "backward")):
+                print(f"  reach, layer {layer} {name} (row i: token i's distance when token j "
+                      "is replaced by <UNK>)")
+                for row in per_dir[d]:
+                    print("    " + " ".join(f"{v:6.3f}" for v in row))
+
+
+def _pairs(args, embedder, softmax) -> int:
+    from elmo_engine.analysis.language_model.pairs import (DIRECTIONS, accuracy_by_set,
+                                                           bundled_pairs, read_pairs, score_pairs)
+
+    files = bundled_pairs() if args.pairs == "bundled" else [Path(args.pairs)]
+    pairs = [p for f in files for p in read_pairs(f)]
+    scores = score_pairs(embedder, softmax, pairs)
+    table = accuracy_by_set(scores)
+    if args.json:
+        doc = {"sets": [{"set": a.set, "pairs": a.pairs,
+                         **{d: acc for d, acc in zip(DIRECTIONS, a.accuracy)}} for a in table],
+               "pairs": [{"set": s.pair.set, "good": " ".join(s.pair.good),
+                          "bad": " ".join(s.pair.bad),
+                          "log_prob": {d: list(lp) for d, lp in zip(DIRECTIONS, s.log_prob)},
+                          "forward_diff": list(s.forward_diff),
+                          "backward_diff": list(s.backward_diff)} for s in scores]}
+        json.dump(doc, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{'set':<32}{'pairs':>6}{'forward':>9}{'backward':>9}{'combined':>9}")
+    for a in table:
+        f, b, c = a.accuracy
+        print(f"{a.set:<32}{a.pairs:>6}{f:>9.3f}{b:>9.3f}{c:>9.3f}")
+    return 0
