@@ -14,6 +14,8 @@ from elmo_explorer.views.contexts.controller import ContextsPanel
 from elmo_explorer.views.layers.controller import LayersPanel
 from elmo_explorer.views.probes.controller import ProbesPanel
 from elmo_explorer.views.projection.controller import ProjectionPanel
+# language model view (issue 27)
+from elmo_explorer.views.language_model.controller import LanguageModelPanel
 
 #: every analysis view by name
 PANELS: Dict[str, type] = {
@@ -21,10 +23,11 @@ PANELS: Dict[str, type] = {
     "projection": ProjectionPanel,
     "probes": ProbesPanel,
     "layers": LayersPanel,
+    "language-model": LanguageModelPanel,          # issue 27
 }
 
 #: the analysis views shown as tabs, in order
-VIEWS: Tuple[str, ...] = ("contexts", "projection", "probes", "layers")
+VIEWS: Tuple[str, ...] = ("contexts", "projection", "probes", "layers", "language-model")
 
 
 def panel_classes(views: Optional[Iterable[str]] = None) -> List[Tuple[str, type]]:
