@@ -1,0 +1,159 @@
+"""The "Language model" view under pytest-qt (offscreen), on a tiny random checkpoint with a
+test-written softmax, and on one without: the selection fills the detail, the reach heatmap
+has one row per layer and direction, the missing softmax is one line, exports write files,
+the view state round-trips, minimal pairs are scored on the worker."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from elmo_engine.analysis.language_model import predict, reach  # noqa: E402
+from elmo_engine.model.softmax import save_published_softmax  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_explorer.views.language_model.controller import LanguageModelPanel  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+WORDS = ["the", "a", "cat", "cats", "dog", "sat", "sits", "on", "mat", "."]
+SENTENCES = ["the cat sat on the mat .", "a dog sits ."]
+
+
+@pytest.fixture(scope="module")
+def with_softmax(tmp_path_factory, tiny_checkpoint):
+    folder = tmp_path_factory.mktemp("lmpanel") / "model"
+    shutil.copytree(tiny_checkpoint, folder)
+    tokens = ["</S>", "<S>", "<UNK>"] + WORDS
+    rng = np.random.default_rng(7)
+    save_published_softmax(folder / "tiny_softmax_weights.hdf5",
+                           rng.normal(0, 1, (len(tokens), 16)).astype(np.float32),
+                           rng.normal(0, 0.5, len(tokens)).astype(np.float32), tokens,
+                           folder / "vocab-tiny.txt")
+    return folder
+
+
+def _open(qtbot, checkpoint):
+    ws = Workspace()
+    ws.set_sentences(SENTENCES)
+    with qtbot.waitSignal(ws.model_changed, timeout=60000):
+        ws.load_model(ModelSpec(str(checkpoint), device="cpu"))
+    panel = LanguageModelPanel(ws)
+    qtbot.addWidget(panel)
+    panel.resize(1100, 700)
+    qtbot.waitUntil(lambda: ws.all_embedded() and panel.is_ready()
+                    and panel.model.reach is not None, timeout=60000)
+    return ws, panel
+
+
+@pytest.fixture
+def opened(qtbot, with_softmax, app_settings_dir):
+    ws, panel = _open(qtbot, with_softmax)
+    qtbot.waitUntil(lambda: panel.model.predictions is not None and panel.is_ready(),
+                    timeout=60000)
+    yield ws, panel
+    assert ws.worker.shutdown(timeout_s=10)
+
+
+def test_selecting_a_token_fills_the_detail_with_the_engines_numbers(qtbot, opened):
+    ws, panel = opened
+    ws.select(TokenRef(0, 2))
+    qtbot.waitUntil(lambda: panel.model.token == 2 and panel.is_ready(), timeout=30000)
+    expected = predict(ws.embedder, panel.softmax, [ws.tokens[0]], top_k=10)[0]
+    html = panel.view.detail.toHtml()
+    assert "sat" in html and "Forward LM" in html and "Backward LM" in html
+    assert f"rank {expected.forward[2].rank:,}" in html
+    assert f"{expected.backward[2].surprisal:.2f} bits" in html
+    assert panel.view.rows.selected == 2
+    assert panel.view.perplexity.text().startswith(
+        f"Perplexity: forward {expected.perplexity[0]:,.1f}")
+
+
+def test_a_click_on_a_token_selects_it_in_the_workspace(qtbot, opened):
+    ws, panel = opened
+    rows = panel.view.rows
+    from PySide6.QtCore import Qt
+
+    qtbot.mouseClick(rows, Qt.MouseButton.LeftButton, pos=rows.token_rect(4).center())
+    assert ws.selection == TokenRef(0, 4) and panel.model.token == 4
+
+
+def test_reach_heatmap_has_a_row_per_layer_and_direction(qtbot, opened):
+    ws, panel = opened
+    ws.select(TokenRef(0, 3))
+    qtbot.waitUntil(lambda: panel.model.token == 3, timeout=30000)
+    matrix = panel.view.reach.matrix
+    n_layers = ws.n_layers
+    assert matrix.shape == (2 * n_layers, len(ws.tokens[0]))
+    d = reach(ws.embedder, ws.tokens[0]).distance
+    np.testing.assert_allclose(matrix[2], d[1, 0, 3], atol=1e-7)   # layer 1 forward
+    assert matrix[2, 4:].max() <= 1e-6 and matrix[3, :3].max() <= 1e-6
+
+
+def test_a_checkpoint_without_a_softmax_says_which_file_and_still_shows_reach(
+        qtbot, tiny_checkpoint, app_settings_dir):
+    ws, panel = _open(qtbot, tiny_checkpoint)
+    try:
+        status = panel.view.status.text()
+        assert "\n" not in status and "*softmax_weights.hdf5" in status
+        assert "models get original --with-softmax" in status
+        assert panel.model.predictions is None and panel.view.rows.bins is None
+        assert panel.view.reach.matrix.shape == (2 * ws.n_layers, len(ws.tokens[0]))
+        assert panel.score_pairs() is None
+        assert "softmax" in panel.view.pairs.status.text()
+    finally:
+        assert ws.worker.shutdown(timeout_s=10)
+
+
+def test_exports_write_the_figure_tsv_and_lm_json(qtbot, opened, tmp_path):
+    ws, panel = opened
+    ex = panel.exports
+    png = ex.export_figure("sentence", tmp_path / "lm.png")
+    assert png[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    tsv = ex.export_tsv(tmp_path / "lm.tsv").read_text(encoding="utf-8").splitlines()
+    assert len(tsv) == 1 + len(ws.tokens[0])
+    head = tsv[0].split("\t")
+    assert head[:2] == ["index", "word"] and "forward surprisal" in head
+    assert tsv[1].split("\t")[1] == "the"
+    doc = json.loads(ex.export_json(tmp_path / "lm.json").read_text(encoding="utf-8"))
+    sent = doc["sentences"][0]
+    assert set(sent) >= {"tokens", "forward", "backward", "substitutes", "perplexity", "reach"}
+    assert set(sent["forward"][0]) >= {"word", "prob", "rank", "surprisal", "entropy", "top"}
+    assert len(sent["reach"]) == ws.n_layers and len(sent["reach"][0][0]) == len(ws.tokens[0])
+    assert len(panel.report_tables()) == 2                         # tokens, reach
+    with pytest.raises(LookupError):
+        ex.export_figure("pairs", tmp_path / "p.png")               # nothing scored yet
+
+
+def test_view_state_round_trips(qtbot, opened):
+    ws, panel = opened
+    ws.select(TokenRef(1, 1))
+    panel.view.k_box.setValue(5)
+    qtbot.waitUntil(lambda: panel.is_ready() and panel.model.predictions is not None
+                    and len(panel.model.predictions.forward[0].top) == 5, timeout=30000)
+    state = panel.view_state()
+    assert state["sentence"] == 1 and state["token"] == 1 and state["top_k"] == 5
+    ws.select(TokenRef(0, 0))
+    panel.view.k_box.setValue(10)
+    panel.restore_view_state(state)
+    assert ws.selection == TokenRef(1, 1) and panel.view.k_box.value() == 5
+    qtbot.waitUntil(lambda: panel.model.tokens == ("a", "dog", "sits", ".")
+                    and panel.model.token == 1, timeout=30000)
+
+
+def test_minimal_pairs_are_scored_on_the_worker(qtbot, opened, tmp_path):
+    ws, panel = opened
+    f = tmp_path / "pairs.tsv"
+    f.write_text("set\tgood\tbad\nagr\tthe cat sits\tthe cats sits\ndet\ta cat .\ta cats .\n",
+                 encoding="utf-8")
+    panel.set_pairs_source(str(f))
+    with qtbot.waitSignal(panel.pairs_drawn, timeout=60000):
+        panel.score_pairs()
+    acc = panel.view.pairs.accuracy
+    assert acc.rowCount() == 2 and acc.item(0, 0).text() == "agr"
+    assert panel.view.pairs.pairs.rowCount() == 2
+    assert panel.model.pair == 0 and panel.view_state()["pairs"] == str(f)
+    written = panel.exports.export_figure("pairs", tmp_path / "pairs.svg")
+    assert written[0].read_text(encoding="utf-8").lstrip().startswith("<?xml")
