@@ -160,3 +160,25 @@ def test_view_state_round_trips_and_ignores_bad_values():
     assert n.restore({"top_k": "x", "sentence": -1, "token": 0, "pairs": 3}) == (None, None, None)
     assert n.options.top_k == 12
     assert n.restore(None) == (None, None, None)
+
+
+def test_the_recorded_bundled_scores_are_read_only_for_their_model_and_pairs():
+    import json
+
+    from elmo_engine.analysis.language_model import accuracy_by_set, read_pairs
+    from elmo_engine.analysis.language_model.pairs import bundled_pairs
+    from elmo_engine.resources import HERE
+    from elmo_explorer.views.language_model.model import RECORDED_PAIRS, read_recorded_pairs
+
+    path = HERE / RECORDED_PAIRS
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    bundled = [p for f in bundled_pairs() for p in read_pairs(f)]
+    scores = read_recorded_pairs(path, doc["model"]["checksum"], bundled)
+    assert len(scores) == len(bundled) == 90
+    got = {a.set: a.accuracy for a in accuracy_by_set(scores)}
+    for rec in doc["result"]["sets"]:
+        assert got[rec["set"]] == pytest.approx((rec["forward"], rec["backward"], rec["combined"]))
+    assert read_recorded_pairs(path, "another model", bundled) is None
+    assert read_recorded_pairs(path, doc["model"]["checksum"], bundled[1:]) is None
+    swapped = [bundled[1], bundled[0]] + bundled[2:]
+    assert read_recorded_pairs(path, doc["model"]["checksum"], swapped) is None

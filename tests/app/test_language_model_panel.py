@@ -152,7 +152,7 @@ def test_minimal_pairs_are_scored_on_the_worker(qtbot, opened, tmp_path):
     with qtbot.waitSignal(panel.pairs_drawn, timeout=60000):
         panel.score_pairs()
     acc = panel.view.pairs.accuracy
-    assert acc.rowCount() == 2 and acc.item(0, 0).text() == "agr"
+    assert acc.rowCount() == 2 and acc.item(0, 0).text() == "agr" and acc.item(0, 1).text() == "1"
     assert panel.view.pairs.pairs.rowCount() == 2
     assert panel.model.pair == 0 and panel.view_state()["pairs"] == str(f)
     written = panel.exports.export_figure("pairs", tmp_path / "pairs.svg")

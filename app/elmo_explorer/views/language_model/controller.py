@@ -31,8 +31,9 @@ from elmo_engine.analysis.language_model.report import BUNDLED
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.language_model.export import LanguageModelExports
-from elmo_explorer.views.language_model.model import (LanguageModelModel, LMOptions,
-                                                      missing_softmax_line)
+from elmo_explorer.views.language_model.model import (RECORDED_PAIRS, LanguageModelModel,
+                                                      LMOptions, missing_softmax_line,
+                                                      read_recorded_pairs)
 from elmo_explorer.views.language_model.view import LanguageModelView
 from elmo_explorer.views.protocol import PanelDefaults
 
@@ -173,7 +174,31 @@ class LanguageModelPanel(PanelDefaults, QWidget):
     def _on_softmax(self, softmax) -> None:
         self.softmax = softmax
         self.model.softmax_problem = ""
+        self._show_recorded_pairs()
         self._compute()
+
+    def _show_recorded_pairs(self) -> None:
+        """The bundled sets as recorded with this model (the demo's), until Score is pressed."""
+        m = self.model
+        if m.pair_scores or m.options.pairs != BUNDLED:
+            return
+        from elmo_engine.analysis.language_model import read_pairs
+        from elmo_engine.analysis.language_model.pairs import bundled_pairs
+        from elmo_engine.resources import HERE
+
+        try:
+            bundled = [p for f in bundled_pairs() for p in read_pairs(f)]
+        except Exception:  # a broken installation: nothing recorded to show
+            log.warning("the bundled minimal pairs cannot be read", exc_info=True)
+            return
+        scores = read_recorded_pairs(HERE / RECORDED_PAIRS, m.checksum, bundled)
+        if scores is None:
+            return
+        m.store_pairs(BUNDLED, scores, recorded=True)
+        self._redraw_pairs()
+        self.view.pairs.status.setText(f"{len(scores)} bundled pairs, recorded with this model "
+                                       "(`elmo-explorer lm --pairs bundled`); Score recomputes.")
+        self.pairs_drawn.emit()
 
     def _on_softmax_error(self, message: str) -> None:
         self.model.softmax_problem = f"No predictions: {message}"
@@ -296,6 +321,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
             self.view.pairs.status.setText(m.softmax_problem or "The softmax is still being read.")
             return None
         source, softmax = m.options.pairs, self.softmax
+        self._pending_pair = self._pending_pair if self._pending_pair is not None else m.pair
         cached = m.cache_pairs.get(m.pairs_key(source))
         if cached is not None:
             self._on_pairs((source, cached))
@@ -389,8 +415,5 @@ class LanguageModelPanel(PanelDefaults, QWidget):
     def _draw_pair(self) -> None:
         m = self.model
         diffs = m.pair_differences()
-        title = ""
-        if diffs is not None:
-            s = m.pair_scores[m.pair]
-            title = f"{' '.join(s.pair.good)[:60]}: good − bad per word"
+        title = "" if diffs is None else f"pair {m.pair + 1}: where each direction tells them apart"
         self.view.pairs.draw_differences(diffs, title)

@@ -8,6 +8,7 @@ screen and the exported figures agree.
 from __future__ import annotations
 
 import html
+import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +16,9 @@ from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
-from elmo_engine.analysis.language_model import (PairScore, ReachMatrix, SentencePredictions,
-                                                 TokenPrediction)
+from elmo_engine.analysis.language_model import (MinimalPair, PairScore, ReachMatrix,
+                                                 SentencePredictions, TokenPrediction)
+from elmo_engine.analysis.language_model.pairs import DIRECTIONS
 from elmo_engine.analysis.language_model.report import BUNDLED, reach_rows
 from elmo_engine.io.lm_figures import (RANK_COLORS, RANK_LABELS, RANK_TEXT_COLORS, rank_bin)
 from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_PATTERN
@@ -25,6 +27,10 @@ __all__ = ["RANK_COLORS", "RANK_LABELS", "RANK_TEXT_COLORS", "rank_bin", "Langua
            "LMOptions", "LRU", "missing_softmax_line"]
 
 VERSION = 1
+#: the bundled sets scored with the demo model (``elmo-explorer lm --pairs bundled --json``),
+#: shown before anyone scores them (in ``resources/``)
+RECORDED_PAIRS = "lm_pairs_recorded.json"
+MAX_RECORDED_BYTES = 8 << 20
 TOP_K_RANGE = (1, 100)
 #: sentences (and their results) kept per cache
 CACHE_SIZE = 64
@@ -70,6 +76,37 @@ def missing_softmax_line(folder: Path) -> Optional[str]:
             "model… or `elmo-explorer models get original --with-softmax`. Reach works without.")
 
 
+def read_recorded_pairs(path: Path, checksum: str,
+                        bundled: Sequence[MinimalPair]) -> Optional[Tuple[PairScore, ...]]:
+    """The recorded minimal-pair scores in ``path`` when they were made with the model
+    ``checksum`` from exactly the pairs ``bundled`` (in order); None otherwise, or when the
+    file is missing, too large or not of that form."""
+    try:
+        if Path(path).stat().st_size > MAX_RECORDED_BYTES:
+            return None
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        if doc["model"]["checksum"] != checksum:
+            return None
+        recs = doc["result"]["pairs"]
+        if len(recs) != len(bundled):
+            return None
+        out = []
+        for rec, pair in zip(recs, bundled):
+            if (rec["set"], tuple(rec["good"].split()), tuple(rec["bad"].split())) != (
+                    pair.set, pair.good, pair.bad):
+                return None
+            lp = tuple((float(rec["log_prob"][d][0]), float(rec["log_prob"][d][1]))
+                       for d in DIRECTIONS)
+            fwd = tuple(float(x) for x in rec["forward_diff"])
+            bwd = tuple(float(x) for x in rec["backward_diff"])
+            if len(fwd) != len(pair.good) + 1 or len(bwd) != len(pair.good) + 1:
+                return None
+            out.append(PairScore(pair=pair, log_prob=lp, forward_diff=fwd, backward_diff=bwd))
+        return tuple(out)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return None
+
+
 @dataclass
 class LMOptions:
     """The view's options (saved with a workspace)."""
@@ -107,6 +144,7 @@ class LanguageModelModel:
     softmax_problem: str = ""
     pair_scores: Tuple[PairScore, ...] = ()
     pairs_source: str = ""                # the source the shown scores came from
+    pairs_recorded: bool = False          # the shown scores are the recorded ones
     pair: Optional[int] = None
     cache_predictions: LRU = field(default_factory=LRU)
     cache_reach: LRU = field(default_factory=LRU)
@@ -127,6 +165,7 @@ class LanguageModelModel:
         self.checksum = checksum
         self.predictions, self.reach, self.softmax_problem = None, None, ""
         self.pair_scores, self.pairs_source, self.pair = (), "", None
+        self.pairs_recorded = False
 
     def show_sentence(self, sentence: int, tokens: Sequence[str], token: Optional[int]) -> bool:
         """Show ``tokens`` (sentence ``sentence``) with ``token`` selected; True when the results
@@ -158,9 +197,13 @@ class LanguageModelModel:
             if reach is not None:
                 self.reach = reach
 
-    def store_pairs(self, source: str, scores: Tuple[PairScore, ...]) -> None:
-        self.cache_pairs.put(self.pairs_key(source), scores)
-        self.pair_scores, self.pairs_source = scores, source
+    def store_pairs(self, source: str, scores: Tuple[PairScore, ...],
+                    recorded: bool = False) -> None:
+        """Show ``scores`` of ``source``; computed ones are cached, recorded ones not (Score
+        computes them)."""
+        if not recorded:
+            self.cache_pairs.put(self.pairs_key(source), scores)
+        self.pair_scores, self.pairs_source, self.pairs_recorded = scores, source, recorded
         self.pair = 0 if scores else None
 
     # ---- what the view draws ------------------------------------------------------------------
@@ -267,7 +310,7 @@ class LanguageModelModel:
             state["sentence"] = self.sentence
         if self.token is not None:
             state["token"] = self.token
-        if self.pairs_source:
+        if self.pairs_source and not self.pairs_recorded:
             state["pairs"] = self.pairs_source
             if self.pair is not None:
                 state["pair"] = self.pair

@@ -266,8 +266,11 @@ class PairsPanel(QWidget):
         row.addWidget(self.status, 1)
         lay.addLayout(row)
         split = QSplitter(Qt.Orientation.Horizontal)
-        self.accuracy = _table(["set", "pairs", "forward", "backward", "combined"])
-        self.pairs = _table(["set", "grammatical", "ungrammatical", "fwd", "bwd"])
+        self.accuracy = _table(["set", "pairs", "fwd", "bwd", "both"], stretch=0)
+        self.accuracy.setToolTip("Accuracy per set: the share of pairs whose grammatical "
+                                 "sentence the forward (fwd), backward (bwd) and combined (both) "
+                                 "LM find more probable")
+        self.pairs = _table(["pair (grammatical/ungrammatical)", "fwd", "bwd"], stretch=0)
         self.pairs.itemSelectionChanged.connect(self._on_pair)
         self.diff_plot = pg.PlotWidget(background="w")
         self.diff_plot.setMenuEnabled(False)
@@ -280,7 +283,7 @@ class PairsPanel(QWidget):
         self.diff_plot.setLabel("left", "log p(good) − log p(bad)", color="k")
         for w in (self.accuracy, self.pairs, self.diff_plot):
             split.addWidget(w)
-        split.setSizes([300, 360, 360])
+        split.setSizes([330, 330, 380])
         lay.addWidget(split, 1)
 
     def set_source(self, label: str) -> None:
@@ -300,11 +303,12 @@ class PairsPanel(QWidget):
         self.progress.setValue(done)
 
     def fill(self, accuracy_rows, pair_rows, selected: Optional[int]) -> None:
-        _fill(self.accuracy, [(s, str(n), f"{f:.3f}", f"{b:.3f}", f"{c:.3f}")
+        _fill(self.accuracy, [(s.replace("_", " "), str(n), f"{f:.3f}", f"{b:.3f}", f"{c:.3f}")
                               for s, n, f, b, c in accuracy_rows])
         self.pairs.blockSignals(True)
-        _fill(self.pairs, [(s, g, b, "✓" if f else "✗", "✓" if bw else "✗")
-                           for s, g, b, f, bw in pair_rows])
+        _fill(self.pairs, [(pair_text(g, b), "✓" if f else "✗", "✓" if bw else "✗")
+                           for _s, g, b, f, bw in pair_rows],
+              [f"{s}: {g} / {b}" for s, g, b, _f, _b in pair_rows])
         if selected is not None and 0 <= selected < self.pairs.rowCount():
             self.pairs.selectRow(selected)
         self.pairs.blockSignals(False)
@@ -333,24 +337,36 @@ class PairsPanel(QWidget):
             self.pair_selected.emit(rows[0].row())
 
 
-def _table(headers: List[str]) -> QTableWidget:
+def pair_text(good: str, bad: str) -> str:
+    """One line for a pair: the grammatical sentence with the changed word as ``good/bad``."""
+    return " ".join(g if g == b else f"{g}/{b}" for g, b in zip(good.split(), bad.split()))
+
+
+def _table(headers: List[str], stretch: int = -1) -> QTableWidget:
     t = QTableWidget(0, len(headers))
     t.setHorizontalHeaderLabels(headers)
     t.verticalHeader().setVisible(False)
     t.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
     t.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
     t.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-    t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-    t.horizontalHeader().setStretchLastSection(True)
+    head = t.horizontalHeader()
+    head.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+    if stretch >= 0:                    # this column takes the rest (elided when too long)
+        head.setSectionResizeMode(stretch, QHeaderView.ResizeMode.Stretch)
+        t.setTextElideMode(Qt.TextElideMode.ElideRight)
+    else:
+        head.setStretchLastSection(True)
     t.verticalHeader().setDefaultSectionSize(20)
     return t
 
 
-def _fill(table: QTableWidget, rows) -> None:
+def _fill(table: QTableWidget, rows, tips: Sequence[str] = ()) -> None:
     table.setRowCount(len(rows))
     for r, row in enumerate(rows):
         for c, v in enumerate(row):
-            table.setItem(r, c, QTableWidgetItem(v))
+            item = QTableWidgetItem(v)
+            item.setToolTip(tips[r] if r < len(tips) else v)
+            table.setItem(r, c, item)
 
 
 class LanguageModelView(QWidget):
