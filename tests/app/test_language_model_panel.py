@@ -157,3 +157,30 @@ def test_minimal_pairs_are_scored_on_the_worker(qtbot, opened, tmp_path):
     assert panel.model.pair == 0 and panel.view_state()["pairs"] == str(f)
     written = panel.exports.export_figure("pairs", tmp_path / "pairs.svg")
     assert written[0].read_text(encoding="utf-8").lstrip().startswith("<?xml")
+
+
+def test_the_app_report_and_the_headless_report_give_the_same_part(qtbot, opened, tmp_path):
+    from types import SimpleNamespace
+
+    from elmo_engine.analysis.report import build_report_spec
+    from elmo_engine.io import workspace_file as wf
+
+    ws, panel = opened
+    ws.select(TokenRef(0, 3))
+    qtbot.waitUntil(lambda: panel.model.token == 3 and panel.is_ready(), timeout=30000)
+    app_tables = {t.name: t.rows for t in panel.report_tables()}
+    assert set(app_tables) == {"language_model_tokens", "language_model_reach"}
+    data = wf.WorkspaceData(sentences=list(SENTENCES), views={"language-model": panel.view_state()})
+    spec = build_report_spec(SimpleNamespace(data=data, path=tmp_path / "w.json"), ws.embedder,
+                             None, [], tmp_path, formats=["png"])
+    headless = {t.name: t.rows for t in spec.tables if t.name.startswith("language_model")}
+    assert headless.keys() == app_tables.keys()
+    for name, rows in app_tables.items():
+        assert len(headless[name]) == len(rows)
+        for a, b in zip(headless[name], rows):
+            assert a.keys() == b.keys()
+            for k in a:
+                assert a[k] == (pytest.approx(b[k], abs=1e-6) if isinstance(b[k], float) else b[k])
+    assert (tmp_path / "language_model_sentence.png").is_file()
+    figs = panel.report_figures(tmp_path / "app", SimpleNamespace(formats=["svg"], dpi=100))
+    assert [p.name for p in figs] == ["language_model_sentence.svg"]

@@ -13,20 +13,27 @@ its report section), ``elmo-explorer export report`` and ``elmo-explorer lm --js
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from elmo_engine.analysis.language_model.pairs import (DIRECTIONS, PairScore, accuracy_by_set,
-                                                       bundled_pairs, read_pairs, score_pairs)
+from elmo_engine.analysis.language_model.pairs import (DIRECTIONS, MinimalPair, PairScore,
+                                                       accuracy_by_set, bundled_pairs,
+                                                       read_pairs, score_pairs)
 from elmo_engine.analysis.language_model.predictions import SentencePredictions, predict
 from elmo_engine.analysis.language_model.reach import REPLACEMENT, ReachMatrix, reach
 from elmo_engine.io import figures as F
 from elmo_engine.io import lm_figures
 from elmo_engine.io.report import ReportFigure, ReportTable
 
+#: the bundled sets scored with the demo model (``elmo-explorer lm --pairs bundled --json``
+#: wrapped with the model's checksum), in ``resources/``: shown and reported instead of
+#: scoring the same pairs with the same model again (a minute on 2 cores)
+RECORDED_PAIRS = "lm_pairs_recorded.json"
+MAX_RECORDED_BYTES = 8 << 20
 #: the view's name in a workspace file (``views["language-model"]``)
 VIEW = "language-model"
 #: the minimal-pair source meaning "the sets shipped with the app"
@@ -165,6 +172,52 @@ def pair_files(source: str) -> List[Path]:
     return bundled_pairs() if source == BUNDLED else [Path(source)]
 
 
+def read_recorded_pairs(path: Path, checksum: str,
+                        bundled: Sequence[MinimalPair]) -> Optional[Tuple[PairScore, ...]]:
+    """The recorded minimal-pair scores in ``path`` when they were made with the model
+    ``checksum`` from exactly the pairs ``bundled`` (in order); None otherwise, or when the
+    file is missing, too large or not of that form."""
+    try:
+        if Path(path).stat().st_size > MAX_RECORDED_BYTES:
+            return None
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        if doc["model"]["checksum"] != checksum:
+            return None
+        recs = doc["result"]["pairs"]
+        if len(recs) != len(bundled):
+            return None
+        out = []
+        for rec, pair in zip(recs, bundled):
+            if (rec["set"], tuple(rec["good"].split()), tuple(rec["bad"].split())) != (
+                    pair.set, pair.good, pair.bad):
+                return None
+            lp = tuple((float(rec["log_prob"][d][0]), float(rec["log_prob"][d][1]))
+                       for d in DIRECTIONS)
+            fwd = tuple(float(x) for x in rec["forward_diff"])
+            bwd = tuple(float(x) for x in rec["backward_diff"])
+            if len(fwd) != len(pair.good) + 1 or len(bwd) != len(pair.good) + 1:
+                return None
+            out.append(PairScore(pair=pair, log_prob=lp, forward_diff=fwd, backward_diff=bwd))
+        return tuple(out)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return None
+
+
+def recorded_or_scored(emb, softmax, source: str, state=None, recorded: bool = True
+                       ) -> Tuple[Tuple[PairScore, ...], bool]:
+    """The scores of the pairs of ``source``: the recorded ones when ``recorded`` and they
+    were made with this model from exactly these pairs, else scored now. Returns the scores and
+    whether they are the recorded ones."""
+    pairs = [p for f in pair_files(source) for p in read_pairs(f)]
+    if recorded and source == BUNDLED:
+        from elmo_engine.resources import HERE
+
+        got = read_recorded_pairs(HERE / RECORDED_PAIRS, emb.checksum, pairs)
+        if got is not None:
+            return got, True
+    return score_pairs(emb, softmax, pairs, state), False
+
+
 def compute_report_part(emb, softmax, state: Dict[str, Any], tokens: Sequence[Sequence[str]],
                         figure_dir: Optional[Path] = None,
                         formats: Sequence[str] = F.FORMATS) -> ReportPart:
@@ -182,6 +235,6 @@ def compute_report_part(emb, softmax, state: Dict[str, Any], tokens: Sequence[Se
     scores: Tuple[PairScore, ...] = ()
     source = state.get("pairs")
     if softmax is not None and isinstance(source, str) and source:
-        scores = score_pairs(emb, softmax, [p for f in pair_files(source) for p in read_pairs(f)])
+        scores, _recorded = recorded_or_scored(emb, softmax, source)
     pair = state.get("pair") if isinstance(state.get("pair"), int) else None
     return report_part(sent, preds, reach(emb, sent), t, scores, pair, figure_dir, formats)

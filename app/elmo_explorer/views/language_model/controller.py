@@ -75,13 +75,14 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         self.sentence_job: Optional[JobHandle] = None
         self.pairs_job: Optional[JobHandle] = None
         self._pending_pair: Optional[int] = None
+        self._want_pairs = False
         v = self.view
         v.rows.clicked.connect(self._on_token_clicked)
         v.rows.hovered.connect(self._on_token_hovered)
         v.reach.hovered.connect(self._on_reach_hovered)
         v.top_k_changed.connect(self._on_top_k)
         v.cancel_button.clicked.connect(self.cancel)
-        v.pairs.run_requested.connect(self.score_pairs)
+        v.pairs.run_requested.connect(lambda: self.score_pairs())
         v.pairs.source_requested.connect(self._on_pairs_source)
         v.pairs.cancel_button.clicked.connect(self.cancel_pairs)
         v.pairs.pair_selected.connect(self.select_pair)
@@ -125,7 +126,8 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         self._follow_selection(force=True)
         if source is not None:
             self._pending_pair = pair
-            self.score_pairs()
+            self._want_pairs = self.softmax is None      # scored once the softmax is read
+            self.score_pairs(recorded=True)
 
     def report_figures(self, folder: Path, options) -> List[Path]:
         return self.exports.report_figures(folder, options)
@@ -174,7 +176,11 @@ class LanguageModelPanel(PanelDefaults, QWidget):
     def _on_softmax(self, softmax) -> None:
         self.softmax = softmax
         self.model.softmax_problem = ""
-        self._show_recorded_pairs()
+        if self._want_pairs:
+            self._want_pairs = False
+            self.score_pairs(recorded=True)
+        else:
+            self._show_recorded_pairs()
         self._compute()
 
     def _show_recorded_pairs(self) -> None:
@@ -192,13 +198,8 @@ class LanguageModelPanel(PanelDefaults, QWidget):
             log.warning("the bundled minimal pairs cannot be read", exc_info=True)
             return
         scores = read_recorded_pairs(HERE / RECORDED_PAIRS, m.checksum, bundled)
-        if scores is None:
-            return
-        m.store_pairs(BUNDLED, scores, recorded=True)
-        self._redraw_pairs()
-        self.view.pairs.status.setText(f"{len(scores)} bundled pairs, recorded with this model "
-                                       "(`elmo-explorer lm --pairs bundled`); Score recomputes.")
-        self.pairs_drawn.emit()
+        if scores is not None:
+            self._on_pairs((BUNDLED, scores, True))
 
     def _on_softmax_error(self, message: str) -> None:
         self.model.softmax_problem = f"No predictions: {message}"
@@ -312,8 +313,9 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         src = self.model.options.pairs
         self.view.pairs.set_source("Bundled sets" if src == BUNDLED else Path(src).name)
 
-    def score_pairs(self) -> Optional[JobHandle]:
-        """Score the chosen minimal-pair sets (long lane; cached per checkpoint and source)."""
+    def score_pairs(self, recorded: bool = False) -> Optional[JobHandle]:
+        """Score the chosen minimal-pair sets (long lane; cached per checkpoint and source);
+        ``recorded``: take the recorded scores of the bundled sets when they are this model's."""
         m, emb = self.model, self.ws.embedder
         if emb is None:
             return None
@@ -324,15 +326,13 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         self._pending_pair = self._pending_pair if self._pending_pair is not None else m.pair
         cached = m.cache_pairs.get(m.pairs_key(source))
         if cached is not None:
-            self._on_pairs((source, cached))
+            self._on_pairs((source, cached, False))
             return None
 
         def job(state):
-            from elmo_engine.analysis.language_model import read_pairs, score_pairs
-            from elmo_engine.analysis.language_model.report import pair_files
+            from elmo_engine.analysis.language_model.report import recorded_or_scored
 
-            pairs = [p for f in pair_files(source) for p in read_pairs(f)]
-            return source, score_pairs(emb, softmax, pairs, state)
+            return (source, *recorded_or_scored(emb, softmax, source, state, recorded))
 
         self.pairs_job = self.ws.worker.submit(
             "Scoring minimal pairs", job, lane=Lane.LONG, kind=PAIRS, on_done=self._on_pairs,
@@ -348,15 +348,17 @@ class LanguageModelPanel(PanelDefaults, QWidget):
             self.view.pairs.status.setText("Cancelled; the previous scores stay.")
 
     def _on_pairs(self, result) -> None:
-        source, scores = result
+        source, scores, recorded = result
         m = self.model
-        m.store_pairs(source, scores)
+        m.store_pairs(source, scores, recorded)
         if self._pending_pair is not None and self._pending_pair < len(scores):
             m.pair = self._pending_pair
         self._pending_pair = None
         n = len(scores)
-        self.view.pairs.status.setText(f"{n} pairs from "
-                                       f"{'the bundled sets' if source == BUNDLED else source}")
+        where = "the bundled sets" if source == BUNDLED else Path(source).name
+        self.view.pairs.status.setText(
+            f"{n} pairs from {where}, recorded with this model (`elmo-explorer lm --pairs "
+            "bundled`); Score recomputes." if recorded else f"{n} pairs from {where}.")
         self._redraw_pairs()
         self.pairs_drawn.emit()
 

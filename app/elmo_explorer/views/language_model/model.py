@@ -8,7 +8,6 @@ screen and the exported figures agree.
 from __future__ import annotations
 
 import html
-import json
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,21 +15,18 @@ from typing import Any, Dict, Generic, List, Optional, Sequence, Tuple, TypeVar
 
 import numpy as np
 
-from elmo_engine.analysis.language_model import (MinimalPair, PairScore, ReachMatrix,
-                                                 SentencePredictions, TokenPrediction)
-from elmo_engine.analysis.language_model.pairs import DIRECTIONS
-from elmo_engine.analysis.language_model.report import BUNDLED, reach_rows
+from elmo_engine.analysis.language_model import (PairScore, ReachMatrix, SentencePredictions,
+                                                 TokenPrediction)
+from elmo_engine.analysis.language_model.report import (BUNDLED, RECORDED_PAIRS,
+                                                        read_recorded_pairs, reach_rows)
 from elmo_engine.io.lm_figures import (RANK_COLORS, RANK_LABELS, RANK_TEXT_COLORS, rank_bin)
 from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_PATTERN
 
-__all__ = ["RANK_COLORS", "RANK_LABELS", "RANK_TEXT_COLORS", "rank_bin", "LanguageModelModel",
-           "LMOptions", "LRU", "missing_softmax_line"]
+__all__ = ["RANK_COLORS", "RANK_LABELS", "RANK_TEXT_COLORS", "RECORDED_PAIRS", "rank_bin",
+           "read_recorded_pairs", "LanguageModelModel", "LMOptions", "LRU",
+           "missing_softmax_line"]
 
 VERSION = 1
-#: the bundled sets scored with the demo model (``elmo-explorer lm --pairs bundled --json``),
-#: shown before anyone scores them (in ``resources/``)
-RECORDED_PAIRS = "lm_pairs_recorded.json"
-MAX_RECORDED_BYTES = 8 << 20
 TOP_K_RANGE = (1, 100)
 #: sentences (and their results) kept per cache
 CACHE_SIZE = 64
@@ -74,37 +70,6 @@ def missing_softmax_line(folder: Path) -> Optional[str]:
     return (f"No predictions: {folder.name or folder} has no softmax ({PUBLISHED_PATTERN} + "
             f"vocab*.txt, or {OWN_SOFTMAX} + {OWN_VOCAB}); get it with File → Get a published "
             "model… or `elmo-explorer models get original --with-softmax`. Reach works without.")
-
-
-def read_recorded_pairs(path: Path, checksum: str,
-                        bundled: Sequence[MinimalPair]) -> Optional[Tuple[PairScore, ...]]:
-    """The recorded minimal-pair scores in ``path`` when they were made with the model
-    ``checksum`` from exactly the pairs ``bundled`` (in order); None otherwise, or when the
-    file is missing, too large or not of that form."""
-    try:
-        if Path(path).stat().st_size > MAX_RECORDED_BYTES:
-            return None
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-        if doc["model"]["checksum"] != checksum:
-            return None
-        recs = doc["result"]["pairs"]
-        if len(recs) != len(bundled):
-            return None
-        out = []
-        for rec, pair in zip(recs, bundled):
-            if (rec["set"], tuple(rec["good"].split()), tuple(rec["bad"].split())) != (
-                    pair.set, pair.good, pair.bad):
-                return None
-            lp = tuple((float(rec["log_prob"][d][0]), float(rec["log_prob"][d][1]))
-                       for d in DIRECTIONS)
-            fwd = tuple(float(x) for x in rec["forward_diff"])
-            bwd = tuple(float(x) for x in rec["backward_diff"])
-            if len(fwd) != len(pair.good) + 1 or len(bwd) != len(pair.good) + 1:
-                return None
-            out.append(PairScore(pair=pair, log_prob=lp, forward_diff=fwd, backward_diff=bwd))
-        return tuple(out)
-    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
-        return None
 
 
 @dataclass
@@ -310,7 +275,7 @@ class LanguageModelModel:
             state["sentence"] = self.sentence
         if self.token is not None:
             state["token"] = self.token
-        if self.pairs_source and not self.pairs_recorded:
+        if self.pairs_source:
             state["pairs"] = self.pairs_source
             if self.pair is not None:
                 state["pair"] = self.pair
