@@ -161,7 +161,8 @@ def pairs_figure(scores: Sequence[PairScore], pair: Optional[int] = None):
     acc = np.array([a.accuracy for a in table], float).reshape(-1, 3)
     if pair is not None and 0 <= pair < len(scores):
         s = scores[pair]
-        return lm_figures.pairs_figure([a.set for a in table], acc, list(s.pair.good),
+        words = [g if g == b else f"{g}/{b}" for g, b in zip(s.pair.good, s.pair.bad)]
+        return lm_figures.pairs_figure([a.set for a in table], acc, words,
                                        (s.forward_diff, s.backward_diff),
                                        f"{' '.join(s.pair.good)} / {' '.join(s.pair.bad)}"[:90])
     return lm_figures.pairs_figure([a.set for a in table], acc)

@@ -400,7 +400,9 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         title = ""
         if matrix is not None:
             word = html.escape(m.tokens[m.token])
-            title = f"How far '{word}' moves when each token is replaced by &lt;UNK&gt;"
+            title = (f"How far '{word}' moves per layer (→ forward, ← backward half) when each "
+                     "token is replaced by &lt;UNK&gt;")
+        labels = [lab.replace(" forward", " →").replace(" backward", " ←") for lab in labels]
         v.reach.set_matrix(matrix, labels, m.tokens, title,
                            "" if not m.tokens else "Computing the reach…", m.reach_top())
         self._redraw_pairs()

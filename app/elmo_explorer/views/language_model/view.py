@@ -16,7 +16,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPoint, QRect, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeaderView, QLabel,
                                QProgressBar, QPushButton, QSizePolicy, QSpinBox, QSplitter,
                                QTableWidget, QTableWidgetItem, QTextBrowser, QToolTip,
@@ -186,7 +186,24 @@ class ReachPlot(pg.GraphicsLayoutWidget):
         self.message = pg.TextItem("", color="#555555", anchor=(0.5, 0.5))
         p.addItem(self.message)
         self.matrix: Optional[np.ndarray] = None
+        #: the title, above the plot (a QLabel wraps; a plot title would widen the plot)
+        self.title_label = QLabel("")
+        self.title_label.setWordWrap(True)
+        self.title_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.title_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.col_labels: List[str] = []
+        self.ci.layout.setContentsMargins(2, 2, 12, 2)     # room for the colour bar's labels
+        self.tick_font = QFont(self.font())
+        self.tick_font.setPointSizeF(max(self.font().pointSizeF() - 1.5, 6.5))
+        p.getAxis("bottom").setStyle(tickFont=self.tick_font)
+        p.getViewBox().sigResized.connect(lambda *_: self._bottom_ticks())
         self.scene().sigMouseMoved.connect(self._on_moved)
+
+    def _bottom_ticks(self) -> None:
+        """One label per column, cut to the column's width."""
+        width = self.plot.getViewBox().width()
+        ticks = fitted_ticks(self.col_labels, width, QFontMetrics(self.tick_font), offset=0.5)
+        self.plot.getAxis("bottom").setTicks([ticks])
 
     def set_matrix(self, matrix: Optional[np.ndarray], row_labels: Sequence[str],
                    col_labels: Sequence[str], title: str = "", message: str = "",
@@ -195,7 +212,7 @@ class ReachPlot(pg.GraphicsLayoutWidget):
         largest value; larger values show in the top colour)."""
         p = self.plot
         self.matrix = None if matrix is None else np.asarray(matrix, float)
-        p.setTitle(title, color="k", size="10pt")
+        self.title_label.setText(title)
         if self.matrix is None or self.matrix.size == 0:
             self.image.clear()
             p.getAxis("left").setTicks([[]])
@@ -212,10 +229,11 @@ class ReachPlot(pg.GraphicsLayoutWidget):
         self.bar.setLevels((0.0, hi))
         left = p.getAxis("left")
         left.setTicks([[(r + 0.5, lab) for r, lab in enumerate(row_labels)]])
-        fm = QFontMetrics(left.font() if hasattr(left, "font") else self.font())
+        fm = QFontMetrics(self.font())
         left.setWidth(max((fm.horizontalAdvance(t) for t in row_labels), default=20) + 16)
-        p.getAxis("bottom").setTicks([[(c + 0.5, lab[:10]) for c, lab in enumerate(col_labels)]])
+        self.col_labels = list(col_labels)
         p.setRange(xRange=(0, cols), yRange=(0, rows), padding=0.0)
+        self._bottom_ticks()
 
     def cell_at(self, scene_pos) -> Tuple[int, int]:
         if self.matrix is None:
@@ -270,7 +288,7 @@ class PairsPanel(QWidget):
         self.accuracy.setToolTip("Accuracy per set: the share of pairs whose grammatical "
                                  "sentence the forward (fwd), backward (bwd) and combined (both) "
                                  "LM find more probable")
-        self.pairs = _table(["pair (grammatical/ungrammatical)", "fwd", "bwd"], stretch=0)
+        self.pairs = _table(["pair (good/bad)", "fwd", "bwd"], stretch=0)
         self.pairs.itemSelectionChanged.connect(self._on_pair)
         self.diff_plot = pg.PlotWidget(background="w")
         self.diff_plot.setMenuEnabled(False)
@@ -278,9 +296,13 @@ class PairsPanel(QWidget):
         self.diff_plot.setMouseEnabled(False, False)
         self.diff_plot.addLegend(offset=(5, 5), labelTextColor="k")
         for side in ("left", "bottom"):
-            self.diff_plot.getAxis(side).setPen("k")
-            self.diff_plot.getAxis(side).setTextPen("k")
+            axis = self.diff_plot.getAxis(side)
+            axis.setPen("k")
+            axis.setTextPen("k")
+            axis.setStyle(textFillLimits=[(0, 1.0)], hideOverlappingLabels=False)
         self.diff_plot.setLabel("left", "log p(good) − log p(bad)", color="k")
+        self._words: List[str] = []
+        self.diff_plot.getViewBox().sigResized.connect(lambda *_: self._diff_ticks())
         for w in (self.accuracy, self.pairs, self.diff_plot):
             split.addWidget(w)
         split.setSizes([330, 330, 380])
@@ -320,6 +342,7 @@ class PairsPanel(QWidget):
         p.clear()
         p.setTitle(title, color="k", size="9pt")
         if diffs is None:
+            self._words = []
             p.getAxis("bottom").setTicks([[]])
             return
         words, fwd, bwd = diffs
@@ -329,12 +352,30 @@ class PairsPanel(QWidget):
         p.addItem(pg.BarGraphItem(x=x + 0.2, height=bwd, width=0.4, brush=DIRECTION_COLORS[1],
                                   pen=None, name="backward"))
         p.addLine(y=0, pen=pg.mkPen("#444444"))
-        p.getAxis("bottom").setTicks([[(k, w) for k, w in enumerate(words)]])
+        p.setXRange(-0.6, len(words) - 0.4, padding=0)
+        self._words = list(words)
+        self._diff_ticks()
+
+    def _diff_ticks(self) -> None:
+        width = self.diff_plot.getViewBox().width()
+        self.diff_plot.getAxis("bottom").setTicks(
+            [fitted_ticks(self._words, width, QFontMetrics(self.font()))])
 
     def _on_pair(self) -> None:
         rows = self.pairs.selectionModel().selectedRows()
         if rows:
             self.pair_selected.emit(rows[0].row())
+
+
+def fitted_ticks(labels: Sequence[str], width: float, fm: QFontMetrics,
+                 offset: float = 0.0) -> list:
+    """Tick labels for ``labels`` one per unit along ``width`` pixels, each elided to its
+    share of the width (``"…"`` when not even a letter fits)."""
+    if not labels:
+        return []
+    room = max(int(width / len(labels)) - 4, 0)
+    return [(k + offset, fm.elidedText(lab, Qt.TextElideMode.ElideRight, room) or "·")
+            for k, lab in enumerate(labels)]
 
 
 def pair_text(good: str, bad: str) -> str:
@@ -383,23 +424,26 @@ class LanguageModelView(QWidget):
         head = QHBoxLayout()
         head.addWidget(legend())
         head.addStretch(1)
-        self.perplexity = QLabel("")
-        head.addWidget(self.perplexity)
-        head.addSpacing(12)
         head.addWidget(QLabel("top-k:"))
         self.k_box = QSpinBox()
         self.k_box.setRange(1, 100)
         self.k_box.setValue(10)
+        self.k_box.setToolTip("Predictions listed per token and direction")
         self.k_box.valueChanged.connect(self.top_k_changed)
         head.addWidget(self.k_box)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         head.addWidget(self.cancel_button)
         lay.addLayout(head)
+        line = QHBoxLayout()
+        self.perplexity = QLabel("")
+        line.addWidget(self.perplexity)
         self.status = QLabel("")
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        lay.addWidget(self.status)
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        line.addWidget(self.status, 1)
+        lay.addLayout(line)
         self.rows = TokenRows()
         lay.addWidget(self.rows)
         split = QSplitter(Qt.Orientation.Vertical)
@@ -407,9 +451,16 @@ class LanguageModelView(QWidget):
         self.detail = QTextBrowser()
         self.detail.setOpenLinks(False)
         self.reach = ReachPlot()
+        reach_box = QWidget()
+        reach_lay = QVBoxLayout(reach_box)
+        reach_lay.setContentsMargins(0, 0, 0, 0)
+        reach_lay.setSpacing(0)
+        reach_lay.addWidget(self.reach.title_label)
+        reach_lay.addWidget(self.reach, 1)
         middle.addWidget(self.detail)
-        middle.addWidget(self.reach)
-        middle.setSizes([430, 570])
+        middle.addWidget(reach_box)
+        middle.setSizes([380, 620])
+        middle.setStretchFactor(1, 1)
         self.pairs = PairsPanel()
         split.addWidget(middle)
         split.addWidget(self.pairs)
@@ -420,8 +471,8 @@ class LanguageModelView(QWidget):
 
     def show_status(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
+        self.status.setToolTip(text)
         self.status.setStyleSheet("color:#b00020;" if error else "")
-        self.status.setVisible(bool(text))
 
     def set_busy(self, busy: bool) -> None:
         self.cancel_button.setEnabled(busy)
