@@ -184,3 +184,10 @@ def test_the_app_report_and_the_headless_report_give_the_same_part(qtbot, opened
     assert (tmp_path / "language_model_sentence.png").is_file()
     figs = panel.report_figures(tmp_path / "app", SimpleNamespace(formats=["svg"], dpi=100))
     assert [p.name for p in figs] == ["language_model_sentence.svg"]
+
+
+def test_the_filled_view_fits_beside_the_sentences_dock_on_a_1280_wide_screen(opened):
+    _ws, panel = opened
+    assert panel.view.perplexity.text() and panel.view.detail.toPlainText()
+    # the window's other parts (the dock, margins) take ~330 px of 1280
+    assert panel.minimumSizeHint().width() <= 900, panel.minimumSizeHint()
