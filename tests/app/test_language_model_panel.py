@@ -191,3 +191,47 @@ def test_the_filled_view_fits_beside_the_sentences_dock_on_a_1280_wide_screen(op
     assert panel.view.perplexity.text() and panel.view.detail.toPlainText()
     # the window's other parts (the dock, margins) take ~330 px of 1280
     assert panel.minimumSizeHint().width() <= 900, panel.minimumSizeHint()
+
+
+def test_app_report_and_export_report_write_the_same_language_model_tables(
+        qtbot, with_softmax, app_settings_dir, tmp_path):
+    """End to end: the window's Save workspace + Export report…, then ``elmo-explorer export
+    report`` on the saved workspace: the language-model CSVs are the same."""
+    import elmo_explorer.persistence.workspace_actions as wa
+    from elmo_engine.cli.main import main as cli
+    from elmo_explorer.common.figure_export import FigureOptions
+    from elmo_explorer.shell.main_window import MainWindow
+    from elmo_explorer.state.settings import AppSettings
+
+    w = MainWindow(AppSettings(app_settings_dir), views=("language-model",))
+    qtbot.addWidget(w)
+    w.show()
+    w.start(str(with_softmax), "\n".join(SENTENCES) + "\n")
+    panel = w.panels["language-model"]
+    qtbot.waitUntil(lambda: w.workspace.all_embedded() and panel.model.predictions is not None
+                    and panel.is_ready(), timeout=60000)
+    try:
+        w.workspace.select(TokenRef(0, 2))
+        qtbot.waitUntil(lambda: panel.model.token == 2 and panel.is_ready(), timeout=30000)
+        actions = wa.install_workspace_actions(w, recover=False)
+        saved = tmp_path / "lm.elmows.json"
+        with qtbot.waitSignal(actions.saved, timeout=30000):
+            actions.save_workspace(saved)
+        with qtbot.waitSignal(actions.exported, timeout=60000):
+            actions.export_report(tmp_path / "app", FigureOptions(dpi=60))
+        assert cli(["export", "report", str(saved), str(tmp_path / "cli")]) == 0
+        for name in ("language_model_tokens.csv", "language_model_reach.csv"):
+            app_rows = (tmp_path / "app" / "tables" / name).read_text(encoding="utf-8")
+            cli_rows = (tmp_path / "cli" / "tables" / name).read_text(encoding="utf-8")
+            assert app_rows.splitlines()[0] == cli_rows.splitlines()[0]
+            assert len(app_rows.splitlines()) == len(cli_rows.splitlines()) > 2
+            for a, b in zip(app_rows.splitlines()[1:], cli_rows.splitlines()[1:]):
+                for x, y in zip(a.split(","), b.split(",")):
+                    try:
+                        assert float(x) == pytest.approx(float(y), abs=1e-6)
+                    except ValueError:
+                        assert x == y
+        figs = {p.name for p in (tmp_path / "cli" / "figures").iterdir()}
+        assert "language_model_sentence.png" in figs
+    finally:
+        w.workspace.worker.shutdown()

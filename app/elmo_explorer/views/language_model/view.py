@@ -131,6 +131,10 @@ class TokenRows(QWidget):
             QToolTip.showText(event.globalPosition().toPoint(), self.tips[i], self)
         super().mouseMoveEvent(event)
 
+    def leaveEvent(self, event) -> None:
+        self.hovered.emit(-1)
+        super().leaveEvent(event)
+
     def mousePressEvent(self, event) -> None:
         i = self.token_at(event.position().toPoint())
         if i >= 0:
