@@ -185,6 +185,7 @@ class ReachPlot(pg.GraphicsLayoutWidget):
         bar_axis.enableAutoSIPrefix(False)
         bar_axis.setLabel("cosine distance", color="k")
         bar_axis.setTextPen("k")
+        bar_axis.setWidth(64)                   # the tick values and the label side by side
         self.message = pg.TextItem("", color="#555555", anchor=(0.5, 0.5))
         p.addItem(self.message)
         self.matrix: Optional[np.ndarray] = None
