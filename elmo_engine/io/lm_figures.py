@@ -119,9 +119,9 @@ def pairs_figure(sets: Sequence[str], accuracy: np.ndarray,
     axes = fig.subplots(1, 2 if two else 1, gridspec_kw={"width_ratios": [1, 1.4]} if two else None)
     ax = axes[0] if two else axes
     acc = np.asarray(accuracy, float)
-    grouped_bars(ax, [name.replace("_", " ") for name in sets], [{"label": DIRECTION_NAMES[d], "values": acc[:, d],
-                                   "color": DIRECTION_COLORS[d]} for d in range(3)],
-                 ylabel="accuracy")
+    series = [{"label": DIRECTION_NAMES[d], "values": acc[:, d], "color": DIRECTION_COLORS[d]}
+              for d in range(3)]
+    grouped_bars(ax, [name.replace("_", " ") for name in sets], series, ylabel="accuracy")
     ax.set_ylim(0, 1.05)
     baseline(ax, 0.5, "chance")
     ax.set_title("minimal pairs: accuracy per set", fontsize="medium")

@@ -4,8 +4,6 @@ saved view state. Results come from the engine on a tiny random checkpoint with 
 softmax in the published layout."""
 from __future__ import annotations
 
-import shutil
-
 import numpy as np
 import pytest
 
@@ -13,25 +11,18 @@ from elmo_engine.analysis.language_model import (MinimalPair, predict, reach, sc
 from elmo_engine.embed.embedder import Embedder
 from elmo_engine.io.lm_figures import RANK_COLORS
 from elmo_engine.model.checkpoint import load_checkpoint
-from elmo_engine.model.softmax import load_softmax, save_published_softmax
+from elmo_engine.model.softmax import load_softmax
+from lm_helpers import checkpoint_with_softmax
 from elmo_explorer.views.language_model.model import (LRU, LanguageModelModel, LMOptions,
                                                       missing_softmax_line, rank_bin)
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")
-WORDS = ["the", "a", "cat", "cats", "dog", "sat", "sits", "on", "mat", "."]
 SENT = ("the", "cat", "sat", "on", "the", "zebra", ".")
 
 
 @pytest.fixture(scope="module")
 def lm(tmp_path_factory, tiny_checkpoint):
-    folder = tmp_path_factory.mktemp("lm") / "model"
-    shutil.copytree(tiny_checkpoint, folder)
-    tokens = ["</S>", "<S>", "<UNK>"] + WORDS
-    rng = np.random.default_rng(5)
-    save_published_softmax(folder / "tiny_softmax_weights.hdf5",
-                           rng.normal(0, 1, (len(tokens), 16)).astype(np.float32),
-                           rng.normal(0, 0.5, len(tokens)).astype(np.float32), tokens,
-                           folder / "vocab-tiny.txt")
+    folder = checkpoint_with_softmax(tiny_checkpoint, tmp_path_factory.mktemp("lm") / "model", 5)
     emb = Embedder(load_checkpoint(folder), device="cpu")
     softmax = load_softmax(folder, output_dim=emb.opts.output_dim)
     return folder, emb, softmax

@@ -5,34 +5,24 @@ the view state round-trips, minimal pairs are scored on the worker."""
 from __future__ import annotations
 
 import json
-import shutil
-
 import numpy as np
 import pytest
 
 pytest.importorskip("pytestqt")
 
 from elmo_engine.analysis.language_model import predict, reach  # noqa: E402
-from elmo_engine.model.softmax import save_published_softmax  # noqa: E402
 from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
 from elmo_explorer.views.language_model.controller import LanguageModelPanel  # noqa: E402
+from lm_helpers import checkpoint_with_softmax  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
-WORDS = ["the", "a", "cat", "cats", "dog", "sat", "sits", "on", "mat", "."]
 SENTENCES = ["the cat sat on the mat .", "a dog sits ."]
 
 
 @pytest.fixture(scope="module")
 def with_softmax(tmp_path_factory, tiny_checkpoint):
-    folder = tmp_path_factory.mktemp("lmpanel") / "model"
-    shutil.copytree(tiny_checkpoint, folder)
-    tokens = ["</S>", "<S>", "<UNK>"] + WORDS
-    rng = np.random.default_rng(7)
-    save_published_softmax(folder / "tiny_softmax_weights.hdf5",
-                           rng.normal(0, 1, (len(tokens), 16)).astype(np.float32),
-                           rng.normal(0, 0.5, len(tokens)).astype(np.float32), tokens,
-                           folder / "vocab-tiny.txt")
-    return folder
+    return checkpoint_with_softmax(tiny_checkpoint, tmp_path_factory.mktemp("lmpanel") / "model",
+                                   7)
 
 
 def _open(qtbot, checkpoint):

@@ -140,7 +140,8 @@ class LanguageModelModel:
             len(tokens) // 2 if tokens else None)
         self.predictions = self.cache_predictions.get(self.prediction_key(self.tokens))
         self.reach = self.cache_reach.get(self.reach_key(self.tokens))
-        return self.reach is not None and (self.predictions is not None or bool(self.softmax_problem))
+        return self.reach is not None and (self.predictions is not None
+                                           or bool(self.softmax_problem))
 
     def needs(self) -> Tuple[bool, bool]:
         """(predictions, reach) still to compute for the shown tokens."""
