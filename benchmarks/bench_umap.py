@@ -104,7 +104,7 @@ def bench_render(n_points: int = 20_000, n_plots: int = 4, frames: int = 20) -> 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from elmo_explorer.panels.projection_plots import ProjectionPlots, categories
+    from elmo_explorer.views.projection.plots import ProjectionPlots, categories
 
     app = QApplication.instance() or QApplication([])
     plots = ProjectionPlots()

@@ -27,11 +27,11 @@ runtime.configure()          # as every entry point does: strict float32 (see el
 
 
 def pytest_collection_finish(session):
-    """The app's tests run under the app's process-wide settings (elmo_explorer.startup): the
+    """The app's tests run under the app's process-wide settings (elmo_explorer.shell.startup): the
     short GIL switch interval its responsiveness tests depend on. Torch's thread count is left
     as the engine's tests have it."""
     if any(item.nodeid.startswith("tests/app/") for item in session.items):
-        from elmo_explorer.startup import GIL_SWITCH_S
+        from elmo_explorer.shell.startup import GIL_SWITCH_S
 
         runtime.configure(gil_switch_s=GIL_SWITCH_S)
 

@@ -32,8 +32,31 @@ def build_report_spec(loaded, emb, word: Optional[str], notes: List[str],
     data = loaded.data
     tokens = [tokenize(s, MAX_SENTENCE_TOKENS)[:MAX_SENTENCE_TOKENS] for s in data.sentences]
     acts = emb.embed(tokens) if tokens else []
-    return report_spec(data, tokens, acts, emb.model.info.describe(), str(loaded.path), word,
+    spec = report_spec(data, tokens, acts, emb.model.info.describe(), str(loaded.path), word,
                        notes, figure_dir, formats)
+    _add_language_model(spec, emb, data.views, tokens, figure_dir, formats)
+    return spec
+
+
+# ---- the language model view (issue 27): the same part the app's view reports ---------------
+def _add_language_model(spec: ReportSpec, emb, views: dict, tokens, figure_dir: Optional[Path],
+                        formats: Sequence[str]) -> None:
+    from elmo_engine.analysis.language_model.report import VIEW, compute_report_part
+    from elmo_engine.errors import CheckpointError
+    from elmo_engine.model.softmax import load_softmax
+
+    state = (views or {}).get(VIEW)
+    if not isinstance(state, dict):
+        return
+    try:
+        softmax = load_softmax(Path(emb.model.info.weights_path).parent,
+                               output_dim=emb.opts.output_dim)
+    except CheckpointError:
+        softmax = None                     # the part says so; the reach needs no softmax
+    part = compute_report_part(emb, softmax, state, tokens, figure_dir, formats)
+    spec.tables += part.tables
+    spec.figures += part.figures
+    spec.notes += part.notes
 
 
 def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Optional[str] = None,

@@ -81,16 +81,14 @@ def run(args) -> int:
 
 def _sentences(args, embedder, softmax) -> int:
     from elmo_engine.analysis.language_model import predict, reach
+    from elmo_engine.analysis.language_model.report import sentence_document
 
     text = common.read_text(args.input, args.pretokenized, max_tokens=MAX_TOKENS)
     docs = []
     for k, toks in enumerate(text.tokens):
-        doc = {"tokens": list(toks)}
-        if softmax is not None:
-            doc.update(predict(embedder, softmax, [toks], top_k=args.top_k)[0].to_json())
-        if args.reach:
-            doc["reach"] = reach(embedder, toks).to_json()
-            doc["reach_replacement"] = "<UNK>"
+        preds = (predict(embedder, softmax, [toks], top_k=args.top_k)[0]
+                 if softmax is not None else None)
+        doc = sentence_document(toks, preds, reach(embedder, toks) if args.reach else None)
         docs.append(doc)
         if not args.json:
             _print_sentence(doc)

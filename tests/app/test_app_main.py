@@ -9,10 +9,10 @@ pytest.importorskip("pytestqt")
 
 from PySide6.QtGui import QImage  # noqa: E402
 
-import elmo_explorer.dialogs  # noqa: E402
-from elmo_explorer.main import main  # noqa: E402
-from elmo_explorer.main_window import MainWindow  # noqa: E402
-from elmo_explorer.settings import AppSettings  # noqa: E402
+import elmo_explorer.shell.dialogs  # noqa: E402
+from elmo_explorer.shell.main import main  # noqa: E402
+from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
+from elmo_explorer.state.settings import AppSettings  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -20,9 +20,9 @@ pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 @pytest.fixture
 def no_other_views(monkeypatch):
     """Only the app's own sentences view: the analysis views have their own tests."""
-    import elmo_explorer.panels
+    import elmo_explorer.shell.views
 
-    monkeypatch.setattr(elmo_explorer.panels, "VIEWS", ())
+    monkeypatch.setattr(elmo_explorer.shell.views, "VIEWS", ())
 
 
 def test_screenshot_writes_a_png(qtbot, tmp_path, tiny_checkpoint, no_other_views):
@@ -47,8 +47,8 @@ def test_screenshot_waits_for_every_job_the_view_started(qtbot, tmp_path, tiny_c
     does) is pictured only after that work is done, not while it still runs."""
     import time
 
-    import elmo_explorer.screenshot
-    from elmo_explorer.main_window import MainWindow as Window
+    import elmo_explorer.shell.screenshot
+    from elmo_explorer.shell.main_window import MainWindow as Window
 
     events = {}
     start = Window.start
@@ -69,14 +69,14 @@ def test_screenshot_waits_for_every_job_the_view_started(qtbot, tmp_path, tiny_c
         ws.activations_changed.connect(after_embedding)
         return start(self, *a, **k)
 
-    write = elmo_explorer.screenshot.atomic_write_bytes
+    write = elmo_explorer.shell.screenshot.atomic_write_bytes
 
     def recording_write(path, data):
         events["shot"] = time.monotonic()
         write(path, data)
 
     monkeypatch.setattr(Window, "start", start_and_work)
-    monkeypatch.setattr(elmo_explorer.screenshot, "atomic_write_bytes", recording_write)
+    monkeypatch.setattr(elmo_explorer.shell.screenshot, "atomic_write_bytes", recording_write)
     out = tmp_path / "w.png"
     assert main(["--screenshot", str(out), "--checkpoint", str(tiny_checkpoint), "--view",
                  "sentences", "--settings-dir", str(tmp_path / "s"), "--timeout", "120"]) == 0
@@ -87,7 +87,7 @@ def test_screenshot_waits_for_every_job_the_view_started(qtbot, tmp_path, tiny_c
 def test_no_display_is_one_line_and_exit_2(monkeypatch, capsys):
     """Without a display (and no other Qt platform asked for) the app says how to run headless
     and exits 2 before Qt starts, instead of Qt's abort (exit 134) and its xcb messages."""
-    from elmo_explorer import startup
+    from elmo_explorer.shell import startup
 
     assert startup.display_problem({}, "linux") == "DISPLAY is not set"
     assert startup.display_problem({"QT_QPA_PLATFORM": "offscreen"}, "linux") is None
@@ -96,7 +96,7 @@ def test_no_display_is_one_line_and_exit_2(monkeypatch, capsys):
     assert "no X server answers at DISPLAY=:987" in startup.display_problem(
         {"DISPLAY": ":987"}, "linux")
     assert startup.display_problem({}, "darwin") is None
-    import elmo_explorer.main as app_main
+    import elmo_explorer.shell.main as app_main
 
     monkeypatch.setattr(app_main, "QApplicationInstance", lambda: None)
     monkeypatch.setattr(startup, "display_problem", lambda: "DISPLAY is not set")
@@ -115,9 +115,9 @@ def test_screenshot_of_a_bad_checkpoint_fails(qtbot, tmp_path, no_other_views, c
 
 def test_screenshot_without_any_model_fails_clearly(qtbot, tmp_path, no_other_views, capsys,
                                                    monkeypatch):
-    import elmo_explorer.main_window
+    import elmo_explorer.shell.main_window
 
-    monkeypatch.setattr(elmo_explorer.main_window, "demo_checkpoint", lambda: None)
+    monkeypatch.setattr(elmo_explorer.shell.main_window, "demo_checkpoint", lambda: None)
     out = tmp_path / "never.png"
     assert main(["--screenshot", str(out), "--settings-dir", str(tmp_path / "s")]) == 1
     assert "no model to load" in capsys.readouterr().err and not out.exists()
@@ -131,7 +131,7 @@ def test_unknown_view_and_bad_size(qtbot, tmp_path, no_other_views, capsys):
 
 
 def test_settings_persist_between_windows(qtbot, app_settings_dir, tiny_checkpoint, monkeypatch):
-    monkeypatch.setattr(elmo_explorer.dialogs, "show_error", lambda *a: pytest.fail(f"error dialog: {a}"))
+    monkeypatch.setattr(elmo_explorer.shell.dialogs, "show_error", lambda *a: pytest.fail(f"error dialog: {a}"))
     s1 = AppSettings()
     assert s1.folder == app_settings_dir and s1.first_launch
     w = MainWindow(s1, views=())
@@ -177,19 +177,19 @@ def test_model_info_dialog_lists_parts(qtbot, tiny_checkpoint):
     from elmo_engine.model.checkpoint import load_checkpoint
 
     info = load_checkpoint(tiny_checkpoint).info
-    dialog = elmo_explorer.dialogs.ModelInfoDialog(info, "CPU", "fp32")
+    dialog = elmo_explorer.shell.dialogs.ModelInfoDialog(info, "CPU", "fp32")
     qtbot.addWidget(dialog)
     text = dialog.browser.toPlainText()
     assert info.checksum in text and "CPU" in text and "fp32" in text
     for part in ("char embedding", "convolutions", "highway", "lstm", "total"):
         assert part in text
     assert f"{info.parameter_counts['total']:,}" in text
-    assert elmo_explorer.dialogs.human_bytes(1536) == "1.5 KB" and elmo_explorer.dialogs.human_count(93_600_000) == "93.6 M"
+    assert elmo_explorer.shell.dialogs.human_bytes(1536) == "1.5 KB" and elmo_explorer.shell.dialogs.human_count(93_600_000) == "93.6 M"
 
 
 def test_job_errors_are_logged_with_traceback(qtbot, tmp_path):
-    from elmo_explorer.logging_setup import close_logging, setup_logging
-    from elmo_explorer.worker import Worker
+    from elmo_explorer.shell.logging_setup import close_logging, setup_logging
+    from elmo_explorer.state.worker import Worker
 
     path = setup_logging(tmp_path / "logs")
     w = Worker()
@@ -207,12 +207,13 @@ def test_job_errors_are_logged_with_traceback(qtbot, tmp_path):
     assert not any(type(h).__name__ == "_AppHandler" for h in logging.getLogger().handlers)
 
 
-def test_missing_views_are_skipped_and_reported():
-    from elmo_explorer.panels import load_panel_classes, panel_class_name
+def test_an_unknown_view_is_named():
+    from elmo_explorer.shell.views import PANELS, VIEWS, panel_classes
 
-    found, problems = load_panel_classes(["no_such_view"])
-    assert found == [] and problems == ["the no_such_view view is not installed"]
-    assert panel_class_name("projection") == "ProjectionPanel"
+    with pytest.raises(KeyError, match="no_such_view"):
+        panel_classes(["no_such_view"])
+    assert [v for v, _ in panel_classes()] == list(VIEWS) and set(VIEWS) == set(PANELS)
+    assert panel_classes(["layers"]) == [("layers", PANELS["layers"])]
 
 
 def test_groups_come_back_at_the_next_launch(qtbot, app_settings_dir, tiny_checkpoint,
@@ -221,7 +222,7 @@ def test_groups_come_back_at_the_next_launch(qtbot, app_settings_dir, tiny_check
     close; the next launch shows the edited sentences with the remaining sentences' groups."""
     from elmo_engine.resources import demo_sentences_path
 
-    monkeypatch.setattr(elmo_explorer.dialogs, "show_error", lambda *a: pytest.fail(f"error dialog: {a}"))
+    monkeypatch.setattr(elmo_explorer.shell.dialogs, "show_error", lambda *a: pytest.fail(f"error dialog: {a}"))
     w = MainWindow(AppSettings(), views=())
     qtbot.addWidget(w)
     w.show()

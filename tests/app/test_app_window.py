@@ -11,11 +11,11 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QElapsedTimer, Qt, QTimer  # noqa: E402
 from PySide6.QtGui import QTextCursor  # noqa: E402
 
-import elmo_explorer.dialogs  # noqa: E402
+import elmo_explorer.shell.dialogs  # noqa: E402
 from elmo_engine.resources import demo_sentences_path  # noqa: E402
-from elmo_explorer.main_window import MainWindow  # noqa: E402
-from elmo_explorer.settings import AppSettings  # noqa: E402
-from elmo_explorer.workspace import TokenRef  # noqa: E402
+from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
+from elmo_explorer.state.settings import AppSettings  # noqa: E402
+from elmo_explorer.state.workspace import TokenRef  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -26,7 +26,7 @@ TEXT = "He sat on the bank of the river.\n\nShe deposited the check at the bank.
 def errors(monkeypatch):
     """Capture error dialogs instead of showing them."""
     shown = []
-    monkeypatch.setattr(elmo_explorer.dialogs, "show_error", lambda parent, title, msg: shown.append((title, msg)))
+    monkeypatch.setattr(elmo_explorer.shell.dialogs, "show_error", lambda parent, title, msg: shown.append((title, msg)))
     return shown
 
 
@@ -80,7 +80,7 @@ def test_window_shows_model_status_and_tokens(window, tiny_checkpoint):
 
 
 def test_char_id_count_caps_long_tokens():
-    from elmo_explorer.panels.token_table import char_id_count
+    from elmo_explorer.views.sentences.table import char_id_count
 
     assert char_id_count("a") == 3
     assert char_id_count("é") == 4                                  # 2 UTF-8 bytes
@@ -131,7 +131,7 @@ def test_bad_checkpoint_shows_error_and_keeps_model(qtbot, window, errors, tmp_p
 
 
 def test_missing_demo_model_shows_banner(qtbot, app_settings_dir, errors, monkeypatch):
-    import elmo_explorer.main_window as mw
+    import elmo_explorer.shell.main_window as mw
 
     monkeypatch.setattr(mw, "demo_checkpoint", lambda: None)
     w = make_window(qtbot, app_settings_dir, None)
@@ -271,7 +271,7 @@ def test_closing_while_a_job_runs_stops_it(qtbot, window):
     started = time.perf_counter()
     window.close()
     assert time.perf_counter() - started < 2.0
-    assert ws.worker.is_stopped() and not ws.worker._thread.isRunning()
+    assert ws.worker.is_stopped() and not ws.worker.threads_running()
     assert not window.isVisible()
 
 
@@ -298,7 +298,7 @@ def test_a_5000_token_line_keeps_the_gui_live(qtbot, window):
 
 def test_first_launch_uses_the_demo_model(qtbot, app_settings_dir, tiny_checkpoint, errors,
                                           monkeypatch):
-    import elmo_explorer.main_window as mw
+    import elmo_explorer.shell.main_window as mw
 
     monkeypatch.setattr(mw, "demo_checkpoint", lambda: tiny_checkpoint)
     w = MainWindow(AppSettings(app_settings_dir), views=())

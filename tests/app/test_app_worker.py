@@ -1,4 +1,5 @@
-"""The background worker: results, errors, progress, cancel, stale results, shutdown."""
+"""The background worker: job handles (results, errors, progress, posts, cancel), the staleness
+rule (a generation counter per request kind), the two lanes, shutdown."""
 from __future__ import annotations
 
 import os
@@ -10,7 +11,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.worker import Worker  # noqa: E402
+from elmo_explorer.state.worker import JobHandle, Lane, Worker  # noqa: E402
 from elmo_engine.errors import InputError  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
@@ -34,10 +35,11 @@ def test_result_is_delivered_on_the_gui_thread(qtbot, worker):
         return 21 * 2
 
     with qtbot.waitSignal(worker.idle, timeout=5000):
-        jid = worker.submit("answer", fn, on_result=lambda v: got.append((v, threading.get_ident())))
+        job = worker.submit("answer", fn, on_done=lambda v: got.append((v, threading.get_ident())))
     assert got == [(42, gui_thread)]
     assert job_threads and job_threads[0] != gui_thread
-    assert jid >= 1 and not worker.is_busy() and worker.pending() == 0
+    assert isinstance(job, JobHandle) and job.id >= 1 and job.lane is Lane.LONG
+    assert job.finished and not job.active and not worker.is_busy() and worker.pending() == 0
 
 
 def test_signals_in_order(qtbot, worker):
@@ -59,7 +61,7 @@ def test_engine_error_reaches_on_error(qtbot, worker):
         raise InputError("bad line", path="x.txt", line=3)
 
     with qtbot.waitSignal(worker.idle, timeout=5000):
-        worker.submit("parse", fn, on_result=results.append, on_error=errors.append)
+        worker.submit("parse", fn, on_done=results.append, on_failed=errors.append)
     assert results == []
     assert errors == ["x.txt:3: bad line"]
     assert failed == errors
@@ -88,16 +90,16 @@ def test_cancel_stops_a_long_job_within_a_second(qtbot, worker):
             checks.append(1)
             threading.Event().wait(0.002)
 
-    jid = worker.submit("endless", endless, on_result=results.append)
+    job = worker.submit("endless", endless, on_done=results.append)
     assert started.wait(5)
     with qtbot.waitSignal(worker.job_cancelled, timeout=1000) as blocker:
-        assert worker.cancel(jid)
-    assert blocker.args == [jid]
+        assert job.cancel()
+    assert blocker.args == [job.id] and job.stale and not job.cancel()
     assert results == [] and len(checks) > 0
     qtbot.waitUntil(lambda: not worker.is_busy(), timeout=1000)
 
 
-def test_newer_job_in_group_drops_older_result(qtbot, worker):
+def test_newer_job_of_a_kind_drops_older_result(qtbot, worker):
     release = threading.Event()
     started = threading.Event()
     got = []
@@ -107,15 +109,15 @@ def test_newer_job_in_group_drops_older_result(qtbot, worker):
         release.wait(5)
         return "old"
 
-    worker.submit("old", slow_ignoring_cancel, on_result=got.append, on_error=got.append, group="g")
+    worker.submit("old", slow_ignoring_cancel, on_done=got.append, on_failed=got.append, kind="g")
     assert started.wait(5)
-    queued = worker.submit("queued", lambda st: "middle", on_result=got.append, group="g")
-    worker.submit("other group", lambda st: "other", on_result=got.append, group="h")
+    queued = worker.submit("queued", lambda st: "middle", on_done=got.append, kind="g")
+    worker.submit("other group", lambda st: "other", on_done=got.append, kind="h")
     with qtbot.waitSignal(worker.idle, timeout=5000):
-        worker.submit("new", lambda st: "new", on_result=got.append, group="g")
+        worker.submit("new", lambda st: "new", on_done=got.append, kind="g")
         release.set()
     assert got == ["other", "new"]
-    assert queued > 0
+    assert queued.stale and queued.generation == 2 and worker.generation("g") == 3
 
 
 def test_cancel_all_and_shutdown_while_running(qtbot):
@@ -141,17 +143,17 @@ def test_broken_callback_is_reported_not_raised(qtbot, worker):
         raise KeyError("oops")
 
     with qtbot.waitSignal(worker.unhandled_error, timeout=5000) as blocker:
-        worker.submit("cb", lambda st: 1, on_result=bad_callback)
+        worker.submit("cb", lambda st: 1, on_done=bad_callback)
     assert "KeyError" in blocker.args[1]
 
 
 def test_app_start_up_shortens_the_gil_switch_interval():
     """A pure-Python job on the worker must not keep the GUI thread waiting 5 ms (Python's
     default) at each of the GUI's calls into Python: see test_big_file_does_not_block_the_gui.
-    The app sets it once at start-up (elmo_explorer.startup), with one torch thread fewer than
+    The app sets it once at start-up (elmo_explorer.shell.startup), with one torch thread fewer than
     the cores; checked in a fresh process, as the app starts."""
     code = ("import os, sys, torch\n"
-            "from elmo_explorer.startup import GIL_SWITCH_S, configure_process\n"
+            "from elmo_explorer.shell.startup import GIL_SWITCH_S, configure_process\n"
             "configure_process()\n"
             "print(GIL_SWITCH_S, sys.getswitchinterval(), torch.get_num_threads())\n")
     env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
@@ -163,5 +165,74 @@ def test_app_start_up_shortens_the_gil_switch_interval():
 
 
 def test_the_app_tests_run_under_the_apps_gil_switch_interval():
-    from elmo_explorer.startup import GIL_SWITCH_S
+    from elmo_explorer.shell.startup import GIL_SWITCH_S
     assert sys.getswitchinterval() <= GIL_SWITCH_S + 1e-9         # tests/conftest.py
+
+
+def test_progress_and_posts_reach_their_own_job_only(qtbot, worker):
+    mine, other, posts, finished = [], [], [], []
+
+    def fn(state):
+        state.post("partial")
+        state.report(2, 2, "all")
+        return "result"
+
+    worker.submit("other", lambda st: st.report(1, 1, "theirs"),
+                  on_progress=lambda *a: other.append(a))
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        worker.submit("mine", fn, on_progress=lambda *a: mine.append(a), on_event=posts.append,
+                      on_finished=lambda: finished.append("mine"))
+    assert mine == [(2, 2, "all")] and other == [(1, 1, "theirs")]
+    assert posts == ["partial"] and finished == ["mine"]
+
+
+def test_invalidate_drops_posts_and_results_and_skips_on_finished(qtbot, worker):
+    release, started = threading.Event(), threading.Event()
+    got = []
+
+    def fn(state):
+        started.set()
+        release.wait(5)
+        state.post("late post")
+        return "late result"
+
+    job = worker.submit("stale", fn, kind="k", on_done=got.append, on_event=got.append,
+                        on_finished=lambda: got.append("finished"))
+    assert started.wait(5)
+    assert worker.invalidate("k") == job.generation + 1 and job.stale and job.superseded
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+    assert got == []
+
+
+def test_an_interactive_job_does_not_wait_behind_a_long_one(qtbot, worker):
+    """A long job (a stand-in for probe training) runs; an interactive job submitted after it
+    finishes while it still runs."""
+    release = threading.Event()
+    long_started = threading.Event()
+    got = []
+
+    def long_job(state):
+        long_started.set()
+        while not release.is_set():
+            state.check()
+            release.wait(0.01)
+        return "long"
+
+    long = worker.submit("long", long_job, lane=Lane.LONG, on_done=got.append)
+    assert long_started.wait(5)
+    quick = worker.submit("quick", lambda st: "quick", lane=Lane.INTERACTIVE, on_done=got.append)
+    qtbot.waitUntil(lambda: got == ["quick"], timeout=2000)
+    assert long.active and quick.finished
+    assert [h.name for h in worker.running_jobs()] == ["long"]
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+    assert got == ["quick", "long"]
+
+
+def test_each_lane_is_first_in_first_out(qtbot, worker):
+    order = []
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        for i in range(5):
+            worker.submit(f"i{i}", lambda st, i=i: i, lane=Lane.INTERACTIVE, on_done=order.append)
+    assert order == list(range(5))

@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -111,9 +111,9 @@ def test_odd_unicode_and_long_lines(qtbot, ws, tiny_checkpoint):
 
 
 def test_overlong_line_is_truncated_with_a_message(qtbot, ws, tiny_checkpoint, monkeypatch):
-    import elmo_explorer.workspace
+    import elmo_explorer.state.workspace
 
-    monkeypatch.setattr(elmo_explorer.workspace, "MAX_LINE_TOKENS", 40)
+    monkeypatch.setattr(elmo_explorer.state.workspace, "MAX_LINE_TOKENS", 40)
     load(qtbot, ws, tiny_checkpoint)
     with qtbot.waitSignal(ws.message, timeout=60000) as blocker:
         ws.set_sentences(["x " * 45])

@@ -12,9 +12,9 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 
-from elmo_explorer.figure_export import FigureOptions  # noqa: E402
-from elmo_explorer.panels.contexts import ContextsPanel  # noqa: E402
-from elmo_explorer.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_explorer.common.figure_export import FigureOptions  # noqa: E402
+from elmo_explorer.views.contexts.controller import ContextsPanel  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
 from elmo_engine.analysis import compare as cmp  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
@@ -330,9 +330,9 @@ def test_report_figures_and_tables(panel, tmp_path):
 
 def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint, tmp_path):
     """Through the real File → Save/Open workspace and Export report of the main window."""
-    import elmo_explorer.workspace_actions as wa
-    from elmo_explorer.main_window import MainWindow
-    from elmo_explorer.settings import AppSettings
+    import elmo_explorer.persistence.workspace_actions as wa
+    from elmo_explorer.shell.main_window import MainWindow
+    from elmo_explorer.state.settings import AppSettings
 
     w = MainWindow(AppSettings(app_settings_dir), views=("contexts",))
     qtbot.addWidget(w)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from elmo_explorer import main as app_main
+from elmo_explorer.shell import main as app_main
 
 
 @pytest.mark.parametrize("exc, words", [(MemoryError(), "out of memory"),

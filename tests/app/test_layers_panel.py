@@ -9,11 +9,11 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.main import main  # noqa: E402
-from elmo_explorer.panels.layers import LayersPanel  # noqa: E402
-from elmo_explorer.panels.layers_model import (RECORDED_SENTENCES, read_recorded,  # noqa: E402
+from elmo_explorer.shell.main import main  # noqa: E402
+from elmo_explorer.views.layers.controller import LayersPanel  # noqa: E402
+from elmo_explorer.views.layers.model import (RECORDED_SENTENCES, read_recorded,  # noqa: E402
                                                valid_result)
-from elmo_explorer.workspace import ModelSpec, Workspace  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, Workspace  # noqa: E402
 from elmo_engine.analysis.cka import cka_matrix, cross_cka  # noqa: E402
 from elmo_engine.analysis.contextuality import contextuality  # noqa: E402
 from elmo_engine.analysis.layers_run import read_corpus  # noqa: E402
@@ -100,7 +100,7 @@ def test_numbers_equal_the_engines(qtbot, panel, tiny_checkpoint, corpus):
     assert len(panel.view.cka_texts) == 9 and panel.view.cka_texts[1].toPlainText() == f"{got[0, 1]:.2f}"
     # a second Run with the same settings comes from the cache, at once
     shown = panel.model.result
-    assert panel.run() == 0 and panel.model.result is shown
+    assert panel.run() is None and panel.model.result is shown
 
 
 def test_compare_with_checkpoint_gives_the_cross_matrix(qtbot, panel, tiny_checkpoint, corpus,
@@ -193,9 +193,9 @@ def test_recorded_result_is_shown_for_its_model_only(qtbot, ws, app_settings_dir
 
 
 def test_screenshot_of_the_layers_view(qtbot, tmp_path, tiny_checkpoint, monkeypatch):
-    import elmo_explorer.panels
+    import elmo_explorer.shell.views
 
-    monkeypatch.setattr(elmo_explorer.panels, "VIEWS", ("probes", "layers"))
+    monkeypatch.setattr(elmo_explorer.shell.views, "VIEWS", ("probes", "layers"))
     out = tmp_path / "layers.png"
     assert main(["--screenshot", str(out), "--checkpoint", str(tiny_checkpoint), "--view",
                  "layers", "--size", "900x600", "--settings-dir", str(tmp_path / "s")]) == 0
@@ -204,7 +204,7 @@ def test_screenshot_of_the_layers_view(qtbot, tmp_path, tiny_checkpoint, monkeyp
 
 def test_the_recorded_command_is_documented():
     from conftest import REPO
-    from elmo_explorer.panels.layers_model import RECORDED_COMMAND
+    from elmo_explorer.views.layers.model import RECORDED_COMMAND
 
     assert RECORDED_COMMAND in (REPO / "docs" / "guide" / "layers.md").read_text(encoding="utf-8")
     assert RECORDED_COMMAND in (REPO / "README.md").read_text(encoding="utf-8")

@@ -8,8 +8,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.panels.probes import ProbeTask, ProbesPanel  # noqa: E402
-from elmo_explorer.workspace import ModelSpec, Workspace  # noqa: E402
+from elmo_explorer.views.probes.controller import ProbeTask, ProbesPanel  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, Workspace  # noqa: E402
 from elmo_engine.io.datasets.records import LabelledSentence  # noqa: E402
 from elmo_engine.analysis.probes.experiment import ProbeConfig  # noqa: E402
 
@@ -59,7 +59,7 @@ def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
         np.testing.assert_allclose(np.asarray(bar.opts["height"]), r.mix.weights)
         assert abs(sum(bar.opts["height"]) - 1) < 1e-9
     # live curves arrived from the worker for every phase
-    phases = {e["phase"] for _, e in events}
+    phases = {e["phase"] for e in events}
     assert {"start", "layers", "mix", "control layers", "control mix"} <= phases
     assert panel.view.dev_plot.listDataItems()
     # the table has a row per layer and one for the mix, per run
@@ -109,7 +109,7 @@ def test_cancel_stops_training(qtbot, ws):
     qtbot.addWidget(panel)
     cfg = ProbeConfig(epochs=10_000, patience=10_000, batch_size=4)
     with qtbot.waitSignal(panel.training_event, timeout=60000,
-                          check_params_cb=lambda p: p[1]["phase"] == "layers"):
+                          check_params_cb=lambda e: e["phase"] == "layers"):
         panel.run_tasks([_tiny_task()], config=cfg)
     assert panel.view.cancel_button.isEnabled()
     with qtbot.waitSignal(ws.worker.job_cancelled, timeout=60000):

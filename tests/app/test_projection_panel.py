@@ -13,11 +13,11 @@ from PySide6.QtCore import QPoint, QPointF, QRectF, Qt  # noqa: E402
 from PySide6.QtGui import QImage, QMouseEvent  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from elmo_explorer.figure_export import FigureOptions  # noqa: E402
-import elmo_explorer.panels.projection as projection_mod  # noqa: E402
-from elmo_explorer.panels.projection import ProjectionPanel  # noqa: E402
-from elmo_explorer.panels.projection_plots import PALETTE, categories  # noqa: E402
-from elmo_explorer.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_explorer.common.figure_export import FigureOptions  # noqa: E402
+import elmo_explorer.views.projection.controller as projection_mod  # noqa: E402
+from elmo_explorer.views.projection.controller import ProjectionPanel  # noqa: E402
+from elmo_explorer.views.projection.plots import PALETTE, categories  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -63,7 +63,7 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
     """Issue 16, item 3: the default set is the word's occurrences in the reference corpus with
     the typed ones ringed; 2×2 grid with equal axes; colour by group and sense; few points →
     PCA with a message and words beside the points."""
-    import elmo_explorer.panels.projection_sources as sources
+    import elmo_explorer.views.projection.sources as sources
 
     ref = [("pd_fiction", ["The", "bank", "was", "steep", "."]),
            ("openstax_prose", ["A", "central", "bank", "sets", "rates", "."])]
@@ -245,7 +245,7 @@ def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
     assert "<svg" in svg and svg.count("<use") >= len(p.model.tokens)      # every point
     monkey_declined = []
     p.confirm = lambda msg: monkey_declined.append(msg) or False
-    projection_mod_export = __import__("elmo_explorer.panels.projection_export", fromlist=["x"])
+    projection_mod_export = __import__("elmo_explorer.views.projection.export", fromlist=["x"])
     old = projection_mod_export.SVG_WARN_POINTS
     projection_mod_export.SVG_WARN_POINTS = 10
     try:
@@ -290,7 +290,7 @@ def test_warm_up_waits_for_the_job_queued_right_after_a_load(qtbot, ws, monkeypa
     started = []
     ws.worker.job_started.connect(lambda _i, name: started.append(name))
     ws.worker.submit("load", lambda s: time.sleep(0.3),
-                     on_result=lambda _r: ws.worker.submit("embed", lambda s: time.sleep(0.3)))
+                     on_done=lambda _r: ws.worker.submit("embed", lambda s: time.sleep(0.3)))
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
     qtbot.waitUntil(lambda: bool(seen), timeout=10000)

@@ -23,9 +23,9 @@ pytest.importorskip("pytestqt")
 from PySide6.QtCore import QCoreApplication, QEvent, QObject  # noqa: E402
 from PySide6.QtGui import QTextCursor  # noqa: E402
 
-import elmo_explorer.dialogs  # noqa: E402
-from elmo_explorer.main_window import MainWindow  # noqa: E402
-from elmo_explorer.settings import AppSettings  # noqa: E402
+import elmo_explorer.shell.dialogs  # noqa: E402
+from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
+from elmo_explorer.state.settings import AppSettings  # noqa: E402
 from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
 from elmo_engine.embed.embedder import Embedder  # noqa: E402
 from elmo_engine.model.tokenize import tokenize  # noqa: E402
@@ -180,7 +180,7 @@ def check_current(ws, checkpoint) -> None:
 @pytest.fixture
 def window(qtbot, app_settings_dir, tiny_checkpoint, monkeypatch):
     shown = []
-    monkeypatch.setattr(elmo_explorer.dialogs, "show_error", lambda parent, title, msg: shown.append((title, msg)))
+    monkeypatch.setattr(elmo_explorer.shell.dialogs, "show_error", lambda parent, title, msg: shown.append((title, msg)))
     w = MainWindow(AppSettings(app_settings_dir), views=())
     qtbot.addWidget(w)
     w.show()

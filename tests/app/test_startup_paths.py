@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from elmo_explorer.startup import startup_problem
+from elmo_explorer.shell.startup import startup_problem
 
 ROOT = Path(__file__).resolve().parents[2]
 

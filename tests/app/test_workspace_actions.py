@@ -19,12 +19,12 @@ from PySide6.QtGui import QImage  # noqa: E402
 from PySide6.QtWidgets import (QFileDialog, QMenu, QMessageBox, QVBoxLayout,  # noqa: E402
                                QWidget)
 
-import elmo_explorer.workspace_actions as wa  # noqa: E402
-from elmo_explorer.panels.protocol import AnalysisPanel  # noqa: E402
-from elmo_explorer.figure_export import FigureOptions, VectorDialog  # noqa: E402
-from elmo_explorer.main_window import MainWindow  # noqa: E402
-from elmo_explorer.settings import AppSettings  # noqa: E402
-from elmo_explorer.workspace import TokenRef  # noqa: E402
+import elmo_explorer.persistence.workspace_actions as wa  # noqa: E402
+from elmo_explorer.views.protocol import AnalysisPanel  # noqa: E402
+from elmo_explorer.common.figure_export import FigureOptions, VectorDialog  # noqa: E402
+from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
+from elmo_explorer.state.settings import AppSettings  # noqa: E402
+from elmo_explorer.state.workspace import TokenRef  # noqa: E402
 from elmo_engine.errors import InputError  # noqa: E402
 from elmo_engine.io import recovery  # noqa: E402
 from elmo_engine.io import workspace_file as wf  # noqa: E402
@@ -250,7 +250,7 @@ def test_autosave_and_recovery(qtbot, window, tmp_path, monkeypatch, app_setting
 def test_save_figure_size_dpi_formats_and_umask(tmp_path):
     """App exports go through the engine's figure path at the dialog's size and DPI."""
     from elmo_engine.io import figures as F
-    from elmo_explorer.figure_export import save_figure
+    from elmo_explorer.common.figure_export import save_figure
 
     fig, ax = F.new_figure(3.0, 2.0)
     ax.plot([0, 1, 2], [3, 1, 2], label="curve")
@@ -285,7 +285,7 @@ def test_open_loads_the_workspace_model_then_selects(qtbot, window, tmp_path):
 
 
 def test_dialogs_return_their_choices(qtbot, window):
-    from elmo_explorer.figure_export import ReportDialog, VectorDialog
+    from elmo_explorer.common.figure_export import ReportDialog, VectorDialog
     from elmo_engine.errors import InputError
 
     rd = ReportDialog(FigureOptions(), window)

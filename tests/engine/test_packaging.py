@@ -1,6 +1,6 @@
 """What ``pip install`` puts into site-packages: the project's own import names only.
 
-``app/`` is installed as ``elmo_explorer`` and ``resources/`` as ``elmo_engine.resources``
+``app/elmo_explorer/`` is installed as ``elmo_explorer`` and ``resources/`` as ``elmo_engine.resources``
 (``pyproject.toml``); no top-level ``app`` or ``resources`` that could collide with another
 project's.
 """
@@ -17,7 +17,7 @@ from conftest import REPO
 def package_folders():
     """Every package folder of the source tree, by its installed name."""
     found = {}
-    for folder, name in (("elmo_engine", "elmo_engine"), ("app", "elmo_explorer"),
+    for folder, name in (("elmo_engine", "elmo_engine"), ("app/elmo_explorer", "elmo_explorer"),
                          ("resources", "elmo_engine.resources")):
         for init in (REPO / folder).rglob("__init__.py"):
             rel = init.parent.relative_to(REPO / folder).parts
@@ -28,7 +28,8 @@ def package_folders():
 def test_pyproject_lists_every_package_under_its_own_name():
     conf = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     assert sorted(conf["packages"]) == sorted(package_folders())
-    assert conf["package-dir"] == {"elmo_explorer": "app", "elmo_engine.resources": "resources"}
+    assert conf["package-dir"] == {"elmo_explorer": "app/elmo_explorer",
+                                  "elmo_engine.resources": "resources"}
     assert all(top in ("elmo_engine", "elmo_explorer") for top in
                {p.split(".")[0] for p in conf["packages"]})
 

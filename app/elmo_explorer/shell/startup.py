@@ -1,0 +1,161 @@
+"""The app's process-wide settings, set once at start-up by :func:`elmo_explorer.shell.main.main`.
+
+They go through :func:`elmo_engine.runtime.configure`, the one place that sets process-wide
+state (see its docstring); here is what the desktop app asks of it:
+
+* **torch threads**: one fewer than the cores, so that the GUI thread keeps a core while the
+  worker runs the model (unless ``OMP_NUM_THREADS`` says otherwise);
+* **GIL switch interval** at most :data:`GIL_SWITCH_S`: the worker's pure-Python stretches
+  (tokenizing a big file) hold the GIL for Python's switch interval, 5 ms by default, every
+  time the GUI thread needs it, and painting one table calls into Python a hundred times: a
+  5 ms interval froze the window for up to a second while a 2 MB file was tokenized
+  (tests/app/test_app_window.py). At 0.5 ms the GUI waits a tenth as long; the worker loses
+  nothing while the GUI does not ask;
+* strict float32 for torch (as every entry point).
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Optional
+
+GIL_SWITCH_S = 0.0005  # how long the worker may keep the GIL while the GUI thread waits for it
+
+
+def gui_threads() -> Optional[int]:
+    """Torch threads for the app: the cores but one, or None when ``OMP_NUM_THREADS`` is set."""
+    if os.environ.get("OMP_NUM_THREADS"):
+        return None
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
+def configure_process() -> None:
+    """Set the app's process-wide settings (call once, before the window is built)."""
+    from elmo_engine import runtime
+
+    runtime.configure(threads=gui_threads(), gil_switch_s=GIL_SWITCH_S)
+
+
+# ---- a display to draw on --------------------------------------------------------------------
+NO_DISPLAY_HINT = ("elmo-explorer: no display to open the window on ({why}); without a display run "
+                   "QT_QPA_PLATFORM=offscreen elmo-explorer --screenshot shot.png "
+                   "[--view contexts|projection|probes|layers], or use a subcommand "
+                   "(elmo-explorer --help)")
+
+
+#: where X servers put their local sockets (fixed by the X11 convention on every Unix, not a
+#: path of any one machine)
+X11_SOCKET_DIR = os.path.join(os.sep, "tmp", ".X11-unix")
+
+
+def _x_socket_reachable(display: str, timeout_s: float = 1.0) -> bool:
+    """Whether an X server answers at ``display`` (``:0``, ``unix:1.0``, ``host:10.0``)."""
+    import socket
+
+    host, _, rest = display.rpartition(":")
+    try:
+        number = int(rest.split(".")[0])
+    except ValueError:
+        return True                                  # a form we do not know: let Qt try
+    if host in ("", "unix") or host.startswith("/"):
+        if host.startswith("/"):                     # launchd-style socket path (macOS XQuartz)
+            return os.path.exists(display)
+        path = os.path.join(X11_SOCKET_DIR, f"X{number}")
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout_s)
+            try:
+                s.connect(path)
+                return True
+            except OSError:
+                pass
+        try:                                          # Linux's abstract socket namespace
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+                s.settimeout(timeout_s)
+                s.connect("\0" + path)
+                return True
+        except OSError:
+            return False
+    try:
+        with socket.create_connection((host, 6000 + number), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def display_problem(environ=None, platform: Optional[str] = None) -> Optional[str]:
+    """Why the window cannot open (no display, an X server that does not answer), or None.
+
+    Checked before Qt starts: Qt's xcb plugin aborts the process (status 134) with a page of
+    messages when it finds no display. Only Linux/BSD with the default or the xcb platform are
+    checked; any other ``QT_QPA_PLATFORM`` (offscreen, wayland, vnc, …) is taken at its word.
+    """
+    import sys
+
+    env = os.environ if environ is None else environ
+    platform = sys.platform if platform is None else platform
+    if platform.startswith(("win", "darwin", "cygwin")):
+        return None
+    qpa = env.get("QT_QPA_PLATFORM", "").split(":")[0].strip()
+    if qpa and qpa != "xcb":
+        return None
+    display = env.get("DISPLAY", "")
+    if not qpa and env.get("WAYLAND_DISPLAY"):
+        return None                                   # Qt uses Wayland
+    if not display:
+        return "DISPLAY is not set"
+    if not _x_socket_reachable(display):
+        return f"no X server answers at DISPLAY={display}"
+    return None
+
+
+def _writable_folder(folder: Path, option: str) -> Optional[str]:
+    """Why ``folder`` cannot be created or written (one line naming ``option``), or None."""
+    if folder.exists() and not folder.is_dir():
+        return f"elmo-explorer: {option} {folder} is a file, not a folder"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return f"elmo-explorer: {option} {folder} cannot be created ({e.strerror or e})"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"elmo-explorer: {option} {folder} is not writable"
+    return None
+
+
+def startup_problem(screenshot: Optional[str], settings_dir: Optional[str],
+                    environ=None) -> Optional[str]:
+    """Check the paths the app will write before Qt starts: one line saying what is wrong
+    (the caller prints it and exits 1), or None.
+
+    * ``--screenshot PATH``: not a folder; its folder (or the nearest one that exists: missing
+      folders are created) is a folder, not a file, and writable;
+    * ``--settings-dir DIR`` (or ``ELMO_EXPLORER_SETTINGS_DIR``): a folder that can be created
+      and written, not a file;
+    * without them, the standard settings and data folders under the home folder (a read-only
+      home gets a line suggesting ``--settings-dir``).
+    """
+    env = os.environ if environ is None else environ
+    if screenshot:
+        shot = Path(screenshot)
+        parent = shot.parent if str(shot.parent) else Path(".")
+        if shot.is_dir():
+            return (f"elmo-explorer: --screenshot {shot} is a folder; give a file name such as "
+                    f"{shot / 'window.png'}")
+        if shot.exists() and not shot.is_file():
+            return f"elmo-explorer: --screenshot {shot} is not a regular file"
+        while not parent.exists() and parent != parent.parent:   # missing folders are created
+            parent = parent.parent
+        if not parent.is_dir():
+            return f"elmo-explorer: --screenshot {shot}: {parent} is a file, not a folder"
+        if not os.access(parent, os.W_OK | os.X_OK):
+            return f"elmo-explorer: --screenshot {shot}: cannot write in {parent} (read-only)"
+    folder = settings_dir or env.get("ELMO_EXPLORER_SETTINGS_DIR")
+    if folder:
+        return _writable_folder(Path(folder), "--settings-dir")
+    home = Path(env.get("HOME") or Path.home())
+    for var, default in (("XDG_CONFIG_HOME", home / ".config"),
+                         ("XDG_DATA_HOME", home / ".local" / "share")):
+        base = Path(env.get(var) or default)
+        problem = _writable_folder(base, "the settings folder")
+        if problem:
+            return problem + " (a read-only home folder?); pass --settings-dir DIR"
+    return None

@@ -1,0 +1,421 @@
+"""The app's background work: one job protocol, two lanes.
+
+The GUI thread submits a plain callable ``fn(state)`` and gets a :class:`JobHandle` back. The job
+runs on a background thread with a :class:`JobState` (an :class:`elmo_engine.progress.TaskState`
+for progress and cancel, plus :meth:`JobState.post` for the job's own partial results). Its
+progress, posts, result and error come back to the GUI thread through queued signals and reach
+the callbacks of *that* handle only (``on_progress``, ``on_event``, ``on_done``, ``on_failed``);
+nothing else crosses threads.
+
+Two lanes, one thread and one FIFO queue each: :attr:`Lane.INTERACTIVE` for what the user waits
+on while typing or clicking (embedding edited sentences, similarity, nearest neighbours) and
+:attr:`Lane.LONG` for everything else (loading a model, files, probes, UMAP, indexing,
+training). An interactive job therefore never waits behind a long one.
+
+Staleness, one rule for every view: a job submitted with a ``kind`` (a request kind such as
+``"embed"`` or ``"contexts-compare"``) takes the next number of that kind's generation counter;
+a newer request of the kind, or :meth:`Worker.invalidate`, makes every older job of the kind
+stale: it is cancelled, and its posts, result or error are dropped, never delivered. Staleness
+is decided on the GUI thread only, so "result arrived" never races "superseded".
+"""
+from __future__ import annotations
+
+import enum
+import itertools
+import logging
+import os
+import threading
+import time
+import traceback
+from collections import deque
+from typing import Any, Callable, Deque, Dict, List, Optional
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from elmo_engine.errors import CancelledError, ElmoError
+from elmo_engine.progress import TaskState
+
+log = logging.getLogger(__name__)
+
+PROGRESS_INTERVAL_S = 0.05          # at most ~20 progress signals a second per job
+WORKER_NICE = 5        # the worker threads yield the CPU to the GUI thread when the machine is busy
+
+
+class Lane(enum.Enum):
+    """Which queue a job waits in (one thread each)."""
+
+    INTERACTIVE = "interactive"     # typed sentences, similarity, neighbours: short, user-facing
+    LONG = "long"                   # model loading, files, probes, UMAP, indexing, training
+
+
+class JobState(TaskState):
+    """What a job receives: progress and cancel (:class:`TaskState`) plus :meth:`post`."""
+
+    def __init__(self, on_progress, on_post: Callable[[Any], None]):
+        super().__init__(on_progress)
+        self._on_post = on_post
+
+    def post(self, payload: Any) -> None:
+        """Send a partial result to the handle's ``on_event`` (GUI thread; dropped when stale)."""
+        self._on_post(payload)
+
+
+JobFn = Callable[[JobState], Any]
+
+
+class JobHandle:
+    """One submitted job, as the GUI thread sees it.
+
+    Attributes
+    ----------
+    id, name, lane, kind : as submitted (``kind`` None: never superseded, only cancelled)
+    generation : the kind's generation number this job was submitted under
+    on_progress(done, total, message), on_event(payload), on_done(result), on_failed(message) :
+        this job's callbacks, run on the GUI thread; none runs once the job is stale
+    on_finished() : runs last when the job ended (done, failed or cancelled), not when a newer
+        request of its kind superseded it (that one's ``on_finished`` follows); for busy states
+    """
+
+    def __init__(self, worker: "Worker", job_id: int, name: str, lane: Lane, kind: Optional[str],
+                 generation: int):
+        self.id, self.name, self.lane, self.kind, self.generation = job_id, name, lane, kind, generation
+        self.on_progress: Optional[Callable[[int, int, str], None]] = None
+        self.on_event: Optional[Callable[[Any], None]] = None
+        self.on_done: Optional[Callable[[Any], None]] = None
+        self.on_failed: Optional[Callable[[str], None]] = None
+        self.on_finished: Optional[Callable[[], None]] = None
+        self._worker = worker
+        self._cancelled = False
+        self.finished = False           # its outcome came back (whether delivered or dropped)
+        self.state: JobState = JobState(worker._progress_fn(job_id),
+                                        lambda payload: worker._post.emit(job_id, payload))
+
+    @property
+    def superseded(self) -> bool:
+        """A newer request of its kind was made (or the kind was invalidated)."""
+        return self.kind is not None and self._worker.generation(self.kind) != self.generation
+
+    @property
+    def stale(self) -> bool:
+        """Cancelled or superseded: no result, post or error of it will be delivered."""
+        return self._cancelled or self.superseded
+
+    @property
+    def active(self) -> bool:
+        """Queued or running, and not stale: its result will still be delivered."""
+        return not self.finished and not self.stale
+
+    def cancel(self) -> bool:
+        """Cancel the job (its result is dropped). False when it already ended or was stale."""
+        if self.finished or self.stale:
+            return False
+        self._cancelled = True
+        self.state.cancel()
+        return True
+
+    def __repr__(self) -> str:
+        return f"<JobHandle {self.id} {self.name!r} {self.lane.value} kind={self.kind}>"
+
+
+def _lower_priority() -> None:
+    """Raise this thread's niceness (Linux: per thread) so the GUI thread wins CPU contention."""
+    if not hasattr(os, "setpriority") or not hasattr(threading, "get_native_id"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + WORKER_NICE))
+    except OSError:               # not permitted or not supported: run at normal priority
+        log.debug("could not lower the worker thread's priority", exc_info=True)
+
+
+class _LaneThread(QThread):
+    """One lane: a FIFO queue and the thread that empties it. Reports through callables only
+    (the worker's signals, emitted from this thread and delivered queued on the GUI thread)."""
+
+    def __init__(self, lane: Lane, started: Callable[[int], None],
+                 done: Callable[[int, tuple], None]):
+        super().__init__()
+        self.setObjectName(f"elmo-worker-{lane.value}")
+        self._started, self._done = started, done
+        self._cond = threading.Condition()
+        self._queue: Deque[tuple] = deque()          # (handle, fn)
+        self._running: Optional[JobHandle] = None    # guarded by _cond
+        self._stopping = False
+
+    def put(self, handle: JobHandle, fn: JobFn) -> None:
+        with self._cond:
+            self._queue.append((handle, fn))
+            self._cond.notify()
+
+    def running(self) -> Optional[JobHandle]:
+        with self._cond:
+            return self._running
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+
+    def run(self) -> None:  # Qt override
+        _lower_priority()
+        while True:
+            item = self._next()
+            if item is None:
+                return
+            self._run_job(*item)
+
+    def _next(self) -> Optional[tuple]:
+        with self._cond:
+            self._running = None
+            while not self._queue and not self._stopping:
+                self._cond.wait()
+            if not self._stopping:
+                item = self._queue.popleft()
+                self._running = item[0]
+                return item
+            dropped = list(self._queue)
+            self._queue.clear()
+        for handle, _fn in dropped:    # report queued jobs as cancelled so nothing waits forever
+            self._done(handle.id, ("cancelled", None))
+        return None
+
+    def _run_job(self, handle: JobHandle, fn: JobFn) -> None:
+        state = handle.state
+        if state.cancelled:
+            self._done(handle.id, ("cancelled", None))
+            return
+        self._started(handle.id)
+        try:
+            value = fn(state)
+        except CancelledError:
+            outcome: tuple = ("cancelled", None)
+        except ElmoError as e:
+            log.warning("job %r failed: %s", handle.name, e)
+            outcome = ("error", (str(e), traceback.format_exc()))
+        except Exception as e:
+            tb = traceback.format_exc()
+            log.error("job %r failed with an unexpected error\n%s", handle.name, tb)
+            outcome = ("error", (f"{handle.name} failed: {type(e).__name__}: {e}", tb))
+        else:
+            outcome = ("ok", value)
+        if state.cancelled and outcome[0] == "ok":
+            outcome = ("cancelled", None)
+        self._done(handle.id, outcome)
+
+
+class Worker(QObject):
+    """Runs jobs on two background threads, one per :class:`Lane`.
+
+    Views use :meth:`submit` and the returned handle only. The signals below are the app-wide
+    picture for the status bar and the screenshot tool (every job, both lanes):
+
+    Signals
+    -------
+    job_started(int, str) : job id, name — the job began running
+    job_progress(int, int, int, str) : id, done, total, message (throttled)
+    job_finished(int) : the job ended without error (also when it was cancelled)
+    job_failed(int, str) : the job raised; the message is for the user
+    job_cancelled(int) : the job stopped because it was cancelled (before ``job_finished``)
+    unhandled_error(str, str) : job name, message — a job without ``on_failed`` failed
+    idle() : no job is queued or running any more
+    busy_changed(bool)
+    """
+
+    job_started = Signal(int, str)
+    job_progress = Signal(int, int, int, str)
+    job_finished = Signal(int)
+    job_failed = Signal(int, str)
+    job_cancelled = Signal(int)
+    unhandled_error = Signal(str, str)
+    idle = Signal()
+    busy_changed = Signal(bool)
+
+    # private, emitted from the lane threads, delivered queued on the GUI thread
+    _started = Signal(int)
+    _progress = Signal(int, int, int, str)
+    _post = Signal(int, object)
+    _done = Signal(int, object)          # id, ("ok", value) | ("cancelled", None) | ("error", (msg, tb))
+
+    def __init__(self, parent: Optional[QObject] = None):
+        super().__init__(parent)
+        self._ids = itertools.count(1)
+        self._jobs: Dict[int, JobHandle] = {}       # submitted, not yet reported done (GUI thread)
+        self._generations: Dict[str, int] = {}      # request kind → its newest generation
+        self._stopping = False
+        self._started.connect(self._on_started)
+        self._done.connect(self._on_done)
+        self._progress.connect(self._on_progress)
+        self._post.connect(self._on_post)
+        # (the GIL switch interval the app needs is set at start-up: elmo_explorer.shell.startup)
+        self._lanes = {lane: _LaneThread(lane, self._started.emit, self._done.emit) for lane in Lane}
+        for thread in self._lanes.values():
+            thread.start()
+
+    # ---- GUI-thread API --------------------------------------------------------------------
+    def submit(self, name: str, fn: JobFn, *, lane: Lane = Lane.LONG, kind: Optional[str] = None,
+               on_done: Optional[Callable[[Any], None]] = None,
+               on_failed: Optional[Callable[[str], None]] = None,
+               on_progress: Optional[Callable[[int, int, str], None]] = None,
+               on_event: Optional[Callable[[Any], None]] = None,
+               on_finished: Optional[Callable[[], None]] = None) -> JobHandle:
+        """Queue ``fn(state)`` on ``lane``; return its handle.
+
+        Parameters
+        ----------
+        name : shown in the status bar
+        fn : runs on the lane's thread with a :class:`JobState`; may call ``state.report``,
+            ``state.check`` and ``state.post``. Give it copies (the embedder, the arrays) taken
+            now, never read the workspace from it.
+        lane : :attr:`Lane.INTERACTIVE` for what the user waits on while typing, else LONG
+        kind : the request kind; a newer job of the kind makes every older one stale
+        on_done, on_failed, on_progress, on_event, on_finished : this job's callbacks (GUI
+            thread, see :class:`JobHandle`); a job that fails without ``on_failed`` is reported
+            through ``unhandled_error``
+        """
+        if self._stopping:
+            raise RuntimeError("the worker was shut down")
+        generation = 0
+        if kind is not None:
+            generation = self.invalidate(kind)
+        handle = JobHandle(self, next(self._ids), name, lane, kind, generation)
+        handle.on_done, handle.on_failed = on_done, on_failed
+        handle.on_progress, handle.on_event = on_progress, on_event
+        handle.on_finished = on_finished
+        was_busy = bool(self._jobs)
+        self._jobs[handle.id] = handle
+        self._lanes[lane].put(handle, fn)
+        if not was_busy:
+            self.busy_changed.emit(True)
+        return handle
+
+    def invalidate(self, kind: str) -> int:
+        """Make every job of ``kind`` stale (cancelled, results dropped); return the kind's new
+        generation. A view calls it when its inputs change without a new job to submit."""
+        generation = self._generations.get(kind, 0) + 1
+        self._generations[kind] = generation
+        for handle in self._jobs.values():
+            if handle.kind == kind and handle.generation != generation:
+                handle.state.cancel()
+        return generation
+
+    def generation(self, kind: str) -> int:
+        """The newest generation of ``kind`` (0: never requested)."""
+        return self._generations.get(kind, 0)
+
+    def cancel_all(self) -> None:
+        """Cancel every queued and running job; none of their results will be delivered."""
+        for handle in list(self._jobs.values()):
+            handle.cancel()
+
+    def is_stopped(self) -> bool:
+        """True once :meth:`shutdown` was called (no more jobs are accepted)."""
+        return self._stopping
+
+    def is_busy(self) -> bool:
+        return bool(self._jobs)
+
+    def threads_running(self) -> bool:
+        """Whether a lane's thread still runs (False once :meth:`shutdown` has stopped them)."""
+        return any(t.isRunning() for t in self._lanes.values())
+
+    def pending(self) -> int:
+        """Jobs submitted and not yet reported done (queued + running, both lanes)."""
+        return len(self._jobs)
+
+    def running_jobs(self) -> List[JobHandle]:
+        """The jobs running now (at most one per lane)."""
+        return [h for h in (t.running() for t in self._lanes.values()) if h is not None]
+
+    def current_job(self) -> Optional[tuple]:
+        """``(id, name)`` of a running job (the long lane's first), or None."""
+        running = sorted(self.running_jobs(), key=lambda h: h.lane != Lane.LONG)
+        return None if not running else (running[0].id, running[0].name)
+
+    def shutdown(self, timeout_s: float = 10.0) -> bool:
+        """Cancel everything, stop the threads and wait for them. Return True if they stopped."""
+        if self._stopping:
+            return not self.threads_running()
+        self.cancel_all()
+        self._stopping = True
+        for thread in self._lanes.values():
+            thread.stop()
+        deadline = time.monotonic() + timeout_s
+        stopped = all(t.wait(max(0, int((deadline - time.monotonic()) * 1000)))
+                      for t in self._lanes.values())
+        if not stopped:
+            log.error("a worker thread did not stop within %.0f s", timeout_s)
+        return stopped
+
+    # ---- internals (GUI thread) ---------------------------------------------------------------
+    def _live(self, job_id: int) -> Optional[JobHandle]:
+        handle = self._jobs.get(job_id)
+        return None if handle is None or handle.stale else handle
+
+    @Slot(int)
+    def _on_started(self, job_id: int) -> None:
+        handle = self._live(job_id)
+        if handle is not None:
+            self.job_started.emit(job_id, handle.name)
+
+    @Slot(int, int, int, str)
+    def _on_progress(self, job_id: int, done: int, total: int, message: str) -> None:
+        handle = self._live(job_id)
+        if handle is not None:
+            self.job_progress.emit(job_id, done, total, message)
+            if handle.on_progress is not None:
+                self._call(handle, handle.on_progress, done, total, message)
+
+    @Slot(int, object)
+    def _on_post(self, job_id: int, payload: Any) -> None:
+        handle = self._live(job_id)
+        if handle is not None and handle.on_event is not None:
+            self._call(handle, handle.on_event, payload)
+
+    @Slot(int, object)
+    def _on_done(self, job_id: int, outcome: tuple) -> None:
+        handle = self._jobs.pop(job_id, None)
+        if handle is None:
+            return
+        handle.finished = True
+        kind, value = outcome
+        callback, arg = None, None
+        stale = handle.stale
+        if stale or kind == "cancelled":
+            self.job_cancelled.emit(job_id)
+            self.job_finished.emit(job_id)
+        elif kind == "ok":
+            self.job_finished.emit(job_id)
+            callback, arg = handle.on_done, value
+        else:
+            message, _tb = value
+            self.job_failed.emit(job_id, message)
+            callback, arg = handle.on_failed, message
+        # the busy state is settled before the callback runs: a callback may open a modal dialog
+        if not self._jobs:
+            self.busy_changed.emit(False)
+            self.idle.emit()
+        if callback is not None:
+            self._call(handle, callback, arg)
+        elif kind == "error" and not stale:
+            self.unhandled_error.emit(handle.name, arg)
+        if handle.on_finished is not None and not handle.superseded:
+            self._call(handle, handle.on_finished)
+
+    def _call(self, handle: JobHandle, callback: Callable, *args: Any) -> None:
+        try:
+            callback(*args)
+        except Exception as e:  # a broken callback must not take the app down
+            log.exception("callback of job %r failed", handle.name)
+            self.unhandled_error.emit(handle.name, f"{type(e).__name__}: {e}")
+
+    def _progress_fn(self, job_id: int) -> Callable[[int, int, str], None]:
+        last = [0.0]
+
+        def progress(done: int, total: int, message: str = "") -> None:
+            now = time.monotonic()
+            if done < total and now - last[0] < PROGRESS_INTERVAL_S:
+                return
+            last[0] = now
+            self._progress.emit(job_id, int(done), int(total), str(message))
+
+        return progress

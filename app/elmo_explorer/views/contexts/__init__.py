@@ -1,0 +1,1 @@
+"""The Contexts view: see controller.py (the panel)."""

@@ -1,0 +1,1 @@
+"""The Layers view: see controller.py (the panel)."""

@@ -1,0 +1,1 @@
+"""The Probes view: see controller.py (the panel)."""

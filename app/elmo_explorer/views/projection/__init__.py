@@ -1,0 +1,1 @@
+"""The Projection view: see controller.py (the panel)."""

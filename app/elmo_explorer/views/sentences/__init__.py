@@ -1,0 +1,1 @@
+"""The Sentences view: see controller.py (the panel)."""

@@ -1,0 +1,227 @@
+"""The "Language model" view under pytest-qt (offscreen), on a tiny random checkpoint with a
+test-written softmax, and on one without: the selection fills the detail, the reach heatmap
+has one row per layer and direction, the missing softmax is one line, exports write files,
+the view state round-trips, minimal pairs are scored on the worker."""
+from __future__ import annotations
+
+import json
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from elmo_engine.analysis.language_model import predict, reach  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_explorer.views.language_model.controller import LanguageModelPanel  # noqa: E402
+from lm_helpers import checkpoint_with_softmax  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+SENTENCES = ["the cat sat on the mat .", "a dog sits ."]
+
+
+@pytest.fixture(scope="module")
+def with_softmax(tmp_path_factory, tiny_checkpoint):
+    return checkpoint_with_softmax(tiny_checkpoint, tmp_path_factory.mktemp("lmpanel") / "model",
+                                   7)
+
+
+def _open(qtbot, checkpoint):
+    ws = Workspace()
+    ws.set_sentences(SENTENCES)
+    with qtbot.waitSignal(ws.model_changed, timeout=60000):
+        ws.load_model(ModelSpec(str(checkpoint), device="cpu"))
+    panel = LanguageModelPanel(ws)
+    qtbot.addWidget(panel)
+    panel.resize(1100, 700)
+    qtbot.waitUntil(lambda: ws.all_embedded() and panel.is_ready()
+                    and panel.model.reach is not None, timeout=60000)
+    return ws, panel
+
+
+@pytest.fixture
+def opened(qtbot, with_softmax, app_settings_dir):
+    ws, panel = _open(qtbot, with_softmax)
+    qtbot.waitUntil(lambda: panel.model.predictions is not None and panel.is_ready(),
+                    timeout=60000)
+    yield ws, panel
+    assert ws.worker.shutdown(timeout_s=10)
+
+
+def test_selecting_a_token_fills_the_detail_with_the_engines_numbers(qtbot, opened):
+    ws, panel = opened
+    ws.select(TokenRef(0, 2))
+    qtbot.waitUntil(lambda: panel.model.token == 2 and panel.is_ready(), timeout=30000)
+    expected = predict(ws.embedder, panel.softmax, [ws.tokens[0]], top_k=10)[0]
+    html = panel.view.detail.toHtml()
+    assert "sat" in html and "Forward LM" in html and "Backward LM" in html
+    assert f"rank {expected.forward[2].rank:,}" in html
+    assert f"{expected.backward[2].surprisal:.2f} bits" in html
+    assert panel.view.rows.selected == 2
+    assert panel.view.perplexity.text().startswith(
+        f"Perplexity: forward {expected.perplexity[0]:,.1f}")
+
+
+def test_a_click_on_a_token_selects_it_in_the_workspace(qtbot, opened):
+    ws, panel = opened
+    rows = panel.view.rows
+    from PySide6.QtCore import Qt
+
+    qtbot.mouseClick(rows, Qt.MouseButton.LeftButton, pos=rows.token_rect(4).center())
+    assert ws.selection == TokenRef(0, 4) and panel.model.token == 4
+
+
+def test_reach_heatmap_has_a_row_per_layer_and_direction(qtbot, opened):
+    ws, panel = opened
+    ws.select(TokenRef(0, 3))
+    qtbot.waitUntil(lambda: panel.model.token == 3, timeout=30000)
+    matrix = panel.view.reach.matrix
+    n_layers = ws.n_layers
+    assert matrix.shape == (2 * n_layers, len(ws.tokens[0]))
+    d = reach(ws.embedder, ws.tokens[0]).distance
+    np.testing.assert_allclose(matrix[2], d[1, 0, 3], atol=1e-7)   # layer 1 forward
+    assert matrix[2, 4:].max() <= 1e-6 and matrix[3, :3].max() <= 1e-6
+
+
+def test_a_checkpoint_without_a_softmax_says_which_file_and_still_shows_reach(
+        qtbot, tiny_checkpoint, app_settings_dir):
+    ws, panel = _open(qtbot, tiny_checkpoint)
+    try:
+        status = panel.view.status.text()
+        assert "\n" not in status and "*softmax_weights.hdf5" in status
+        assert "models get original --with-softmax" in status
+        assert panel.model.predictions is None and panel.view.rows.bins is None
+        assert panel.view.reach.matrix.shape == (2 * ws.n_layers, len(ws.tokens[0]))
+        assert panel.score_pairs() is None
+        assert "softmax" in panel.view.pairs.status.text()
+    finally:
+        assert ws.worker.shutdown(timeout_s=10)
+
+
+def test_exports_write_the_figure_tsv_and_lm_json(qtbot, opened, tmp_path):
+    ws, panel = opened
+    ex = panel.exports
+    png = ex.export_figure("sentence", tmp_path / "lm.png")
+    assert png[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    tsv = ex.export_tsv(tmp_path / "lm.tsv").read_text(encoding="utf-8").splitlines()
+    assert len(tsv) == 1 + len(ws.tokens[0])
+    head = tsv[0].split("\t")
+    assert head[:2] == ["index", "word"] and "forward surprisal" in head
+    assert tsv[1].split("\t")[1] == "the"
+    doc = json.loads(ex.export_json(tmp_path / "lm.json").read_text(encoding="utf-8"))
+    sent = doc["sentences"][0]
+    assert set(sent) >= {"tokens", "forward", "backward", "substitutes", "perplexity", "reach"}
+    assert set(sent["forward"][0]) >= {"word", "prob", "rank", "surprisal", "entropy", "top"}
+    assert len(sent["reach"]) == ws.n_layers and len(sent["reach"][0][0]) == len(ws.tokens[0])
+    assert len(panel.report_tables()) == 2                         # tokens, reach
+    with pytest.raises(LookupError):
+        ex.export_figure("pairs", tmp_path / "p.png")               # nothing scored yet
+
+
+def test_view_state_round_trips(qtbot, opened):
+    ws, panel = opened
+    ws.select(TokenRef(1, 1))
+    panel.view.k_box.setValue(5)
+    qtbot.waitUntil(lambda: panel.is_ready() and panel.model.predictions is not None
+                    and len(panel.model.predictions.forward[0].top) == 5, timeout=30000)
+    state = panel.view_state()
+    assert state["sentence"] == 1 and state["token"] == 1 and state["top_k"] == 5
+    ws.select(TokenRef(0, 0))
+    panel.view.k_box.setValue(10)
+    panel.restore_view_state(state)
+    assert ws.selection == TokenRef(1, 1) and panel.view.k_box.value() == 5
+    qtbot.waitUntil(lambda: panel.model.tokens == ("a", "dog", "sits", ".")
+                    and panel.model.token == 1, timeout=30000)
+
+
+def test_minimal_pairs_are_scored_on_the_worker(qtbot, opened, tmp_path):
+    ws, panel = opened
+    f = tmp_path / "pairs.tsv"
+    f.write_text("set\tgood\tbad\nagr\tthe cat sits\tthe cats sits\ndet\ta cat .\ta cats .\n",
+                 encoding="utf-8")
+    panel.set_pairs_source(str(f))
+    with qtbot.waitSignal(panel.pairs_drawn, timeout=60000):
+        panel.score_pairs()
+    acc = panel.view.pairs.accuracy
+    assert acc.rowCount() == 2 and acc.item(0, 0).text() == "agr" and acc.item(0, 1).text() == "1"
+    assert panel.view.pairs.pairs.rowCount() == 2
+    assert panel.model.pair == 0 and panel.view_state()["pairs"] == str(f)
+    written = panel.exports.export_figure("pairs", tmp_path / "pairs.svg")
+    assert written[0].read_text(encoding="utf-8").lstrip().startswith("<?xml")
+
+
+def test_the_app_report_and_the_headless_report_give_the_same_part(qtbot, opened, tmp_path):
+    from types import SimpleNamespace
+
+    from elmo_engine.analysis.report import build_report_spec
+    from elmo_engine.io import workspace_file as wf
+
+    ws, panel = opened
+    ws.select(TokenRef(0, 3))
+    qtbot.waitUntil(lambda: panel.model.token == 3 and panel.is_ready(), timeout=30000)
+    app_tables = {t.name: t.rows for t in panel.report_tables()}
+    assert set(app_tables) == {"language_model_tokens", "language_model_reach"}
+    data = wf.WorkspaceData(sentences=list(SENTENCES), views={"language-model": panel.view_state()})
+    spec = build_report_spec(SimpleNamespace(data=data, path=tmp_path / "w.json"), ws.embedder,
+                             None, [], tmp_path, formats=["png"])
+    headless = {t.name: t.rows for t in spec.tables if t.name.startswith("language_model")}
+    assert headless.keys() == app_tables.keys()
+    for name, rows in app_tables.items():
+        assert len(headless[name]) == len(rows)
+        for a, b in zip(headless[name], rows):
+            assert a.keys() == b.keys()
+            for k in a:
+                assert a[k] == (pytest.approx(b[k], abs=1e-6) if isinstance(b[k], float) else b[k])
+    assert (tmp_path / "language_model_sentence.png").is_file()
+    figs = panel.report_figures(tmp_path / "app", SimpleNamespace(formats=["svg"], dpi=100))
+    assert [p.name for p in figs] == ["language_model_sentence.svg"]
+
+
+def test_the_filled_view_fits_beside_the_sentences_dock_on_a_1280_wide_screen(opened):
+    _ws, panel = opened
+    assert panel.view.perplexity.text() and panel.view.detail.toPlainText()
+    # the window's other parts (the dock, margins) take ~330 px of 1280
+    assert panel.minimumSizeHint().width() <= 900, panel.minimumSizeHint()
+
+
+def test_app_report_and_export_report_write_the_same_language_model_tables(
+        qtbot, with_softmax, app_settings_dir, tmp_path):
+    """End to end: the window's Save workspace + Export report…, then ``elmo-explorer export
+    report`` on the saved workspace: the language-model CSVs are the same."""
+    import elmo_explorer.persistence.workspace_actions as wa
+    from elmo_engine.cli.main import main as cli
+    from elmo_explorer.common.figure_export import FigureOptions
+    from elmo_explorer.shell.main_window import MainWindow
+    from elmo_explorer.state.settings import AppSettings
+
+    w = MainWindow(AppSettings(app_settings_dir), views=("language-model",))
+    qtbot.addWidget(w)
+    w.show()
+    w.start(str(with_softmax), "\n".join(SENTENCES) + "\n")
+    panel = w.panels["language-model"]
+    qtbot.waitUntil(lambda: w.workspace.all_embedded() and panel.model.predictions is not None
+                    and panel.is_ready(), timeout=60000)
+    try:
+        w.workspace.select(TokenRef(0, 2))
+        qtbot.waitUntil(lambda: panel.model.token == 2 and panel.is_ready(), timeout=30000)
+        actions = wa.install_workspace_actions(w, recover=False)
+        saved = tmp_path / "lm.elmows.json"
+        with qtbot.waitSignal(actions.saved, timeout=30000):
+            actions.save_workspace(saved)
+        with qtbot.waitSignal(actions.exported, timeout=60000):
+            actions.export_report(tmp_path / "app", FigureOptions(dpi=60))
+        assert cli(["export", "report", str(saved), str(tmp_path / "cli")]) == 0
+        for name in ("language_model_tokens.csv", "language_model_reach.csv"):
+            app_rows = (tmp_path / "app" / "tables" / name).read_text(encoding="utf-8")
+            cli_rows = (tmp_path / "cli" / "tables" / name).read_text(encoding="utf-8")
+            assert app_rows.splitlines()[0] == cli_rows.splitlines()[0]
+            assert len(app_rows.splitlines()) == len(cli_rows.splitlines()) > 2
+            for a, b in zip(app_rows.splitlines()[1:], cli_rows.splitlines()[1:]):
+                for x, y in zip(a.split(","), b.split(",")):
+                    try:
+                        assert float(x) == pytest.approx(float(y), abs=1e-6)
+                    except ValueError:
+                        assert x == y
+        figs = {p.name for p in (tmp_path / "cli" / "figures").iterdir()}
+        assert "language_model_sentence.png" in figs
+    finally:
+        w.workspace.worker.shutdown()
