@@ -92,9 +92,12 @@ def parse_floats(text: Optional[str], option: str) -> Optional[List[float]]:
 
 
 def checkpoint_or_demo(path: Optional[Path]) -> Path:
-    """``--checkpoint`` when given, else the bundled demo model's folder."""
+    """``--checkpoint`` when given (a path, or a published model's name: ``small`` → its
+    downloaded folder, docs/guide/models.md), else the bundled demo model's folder."""
     if path is not None:
-        return path
+        from elmo_engine.io.model_store import resolve_checkpoint_argument
+
+        return resolve_checkpoint_argument(path)
     from elmo_engine.resources import demo_checkpoint_path
 
     return demo_checkpoint_path()

@@ -169,10 +169,9 @@ def _load(path: Optional[Path], device):
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.embed.embedder import Embedder
 
-    if path is None:
-        from elmo_engine.resources import demo_checkpoint_path
+    from elmo_engine.cli.common import checkpoint_or_demo
 
-        path = demo_checkpoint_path()
+    path = checkpoint_or_demo(path)           # a published model's name → its folder
     model = load_checkpoint(path, device=device)
     return Embedder(model, device=str(device), cache_size=256), path
 

@@ -24,6 +24,7 @@ SUBCOMMAND_MODULES = {
     "contexts": "elmo_engine.cli.contexts",
     "project": "elmo_engine.cli.project",
     "layers": "elmo_engine.cli.layers",
+    "models": "elmo_engine.cli.models",
 }
 
 

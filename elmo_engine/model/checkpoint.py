@@ -80,10 +80,11 @@ def resolve_checkpoint(path) -> Tuple[str, Path, Path]:
             raise CheckpointError(path, "no options .json + weights .hdf5 here, only pickle files; "
                                   + PICKLE_REFUSAL)
         options = _pick(path, "*.json", path, "an options .json file",
-                        prefer=("options.json",), avoid=("sentences", "vocab", "config", "train_state"))
+                        prefer=("options.json",),
+                        avoid=("sentences", "vocab", "config", "train_state", "manifest"))
         weights = _pick(path, "*.hdf5", path, "a weights .hdf5 file", also="*.h5",
                         prefer=("lm_weights.hdf5", "weights.hdf5"),
-                        avoid=("lm_embeddings", "embeddings", "vectors"))
+                        avoid=("lm_embeddings", "embeddings", "vectors", "softmax"))
         return "published", options, weights
     if path.name == NATIVE_CONFIG or path.suffix == ".safetensors":
         cfg = path.parent / NATIVE_CONFIG
@@ -95,13 +96,13 @@ def resolve_checkpoint(path) -> Tuple[str, Path, Path]:
     if path.suffix.lower() == ".json":
         weights = _pick(path.parent, "*.hdf5", path, "a weights .hdf5 file beside the options",
                         also="*.h5", prefer=("lm_weights.hdf5", "weights.hdf5"),
-                        avoid=("lm_embeddings", "embeddings", "vectors"))
+                        avoid=("lm_embeddings", "embeddings", "vectors", "softmax"))
         return "published", path, weights
     if path.suffix.lower() in (".hdf5", ".h5"):
         options = _pick(path.parent, "*.json", path, "an options .json file beside the weights",
                         prefer=("options.json", path.stem + "_options.json",
                                 path.stem.replace("weights", "options") + ".json"),
-                        avoid=("sentences", "vocab", "config", "train_state"))
+                        avoid=("sentences", "vocab", "config", "train_state", "manifest"))
         return "published", options, path
     raise CheckpointError(path, "not a checkpoint: open a folder, an options .json, a weights "
                           ".hdf5 or a .safetensors file")

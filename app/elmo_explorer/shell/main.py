@@ -25,7 +25,8 @@ VIEW_CHOICES = ("contexts", "projection", "probes", "layers", "sentences")
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="elmo-explorer", description="ELMo Explorer desktop app")
     p.add_argument("--checkpoint", metavar="PATH",
-                   help="checkpoint folder or file to load (default: the last one, else the demo)")
+                   help="checkpoint folder or file, or a downloaded published model's name "
+                        "(elmo-explorer models list) to load (default: the last one, else the demo)")
     p.add_argument("--sentences", metavar="FILE", help="file of sentences, one per line (or group<TAB>sentence)")
     p.add_argument("--view", choices=VIEW_CHOICES, help="view to show first")
     p.add_argument("--screenshot", metavar="PATH",
@@ -76,6 +77,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     from elmo_explorer.state.settings import AppSettings
     from elmo_explorer.shell.startup import configure_process
 
+    if args.checkpoint:                          # a published model's name → its folder
+        from elmo_engine.errors import ElmoError
+        from elmo_engine.io.model_store import resolve_checkpoint_argument
+
+        try:
+            args.checkpoint = str(resolve_checkpoint_argument(args.checkpoint))
+        except ElmoError as e:
+            print(f"elmo-explorer: {e}", file=sys.stderr)
+            return 1
     sentences_text, groups = None, None
     if args.sentences:
         from elmo_engine.io.datasets.sentences import read_grouped_sentences
