@@ -90,9 +90,9 @@ def test_the_dialog_lists_the_catalogue_with_sizes_and_the_storage(qtbot, window
     names = [dialog.table.item(i, 0).text() for i in range(dialog.table.rowCount())]
     assert names == ["small", "medium", "original", "original-5.5b"]
     assert cell(dialog, "small", "Parameters") == "13.6 M"
-    assert cell(dialog, "small", "Download") == "~54.4 MB"
-    assert cell(dialog, "original", "Download").startswith("~374.4 MB (+~")
-    assert "with softmax" in cell(dialog, "original", "Memory")
+    assert cell(dialog, "small", "Download (+ softmax)") == "~54.4 MB"
+    assert cell(dialog, "original", "Download (+ softmax)").startswith("~374.4 MB + ~")
+    assert cell(dialog, "original", "Memory without / with softmax") == "374.4 MB / 1.2 GB"
     assert cell(dialog, "small", "Architecture") == "2x1024_128_2048cnn_1xhighway"
     assert cell(dialog, "small", "Trained on").startswith("1 Billion Word Benchmark")
     assert cell(dialog, "small", "On disk") == "—"

@@ -33,14 +33,14 @@ def test_rows_carry_the_catalogue_and_the_disk():
                           status("medium", partial=12_000_000)))
     assert [r.name for r in m.rows] == list(CAT.names())
     small = cells(m, "small")
-    assert small["Parameters"] == "13.6 M" and small["Download"] == "~54.4 MB"
-    assert small["Memory"] == "54.4 MB"
+    assert small["Parameters"] == "13.6 M" and small["Download (+ softmax)"] == "~54.4 MB"
+    assert small["Memory without / with softmax"] == "54.4 MB / no softmax published"
     assert small["On disk"] == "downloaded, 54.4 MB (size checked)"
     assert cells(m, "medium")["On disk"] == "partial: 12.0 MB (Get resumes)"
     orig = CAT.require("original")
     extra = orig.download_bytes(True) - orig.download_bytes(False)
-    assert cells(m, "original")["Download"] == f"~374.4 MB (+~{extra / 1e9:.1f} GB softmax)"
-    assert cells(m, "original")["Memory"].endswith(" with softmax")
+    assert cells(m, "original")["Download (+ softmax)"] == f"~374.4 MB + ~{extra / 1e9:.1f} GB"
+    assert cells(m, "original")["Memory without / with softmax"] == "374.4 MB / 1.2 GB"
     assert m.selected == "small"                   # the first downloaded model
 
 
@@ -61,7 +61,10 @@ def test_actions_follow_the_selection_and_what_runs():
     a = m.actions(True)                            # downloaded without softmax, softmax wanted
     assert a.get and a.get_label == "Get softmax" and a.open and a.default == "get"
     assert m.actions(False).default == "open" and not m.actions(False).get
-    m.busy = Busy.GETTING
+    m.busy, m.busy_name = Busy.GETTING, "original"
+    m.set_listing(m.listing)
+    assert cells(m, "original")["On disk"] == "downloading…"
+    assert cells(m, "small")["On disk"] == "—"
     a = m.actions(True)
     assert a.cancel and not (a.get or a.open or a.verify or a.remove or a.softmax_box)
 

@@ -27,7 +27,7 @@ from elmo_explorer.state.worker import JobHandle, JobState, Lane, Worker
 log = logging.getLogger(__name__)
 
 GEOMETRY_KEY = "dialogs/get_model_geometry"
-DEFAULT_SIZE = (1120, 440)
+DEFAULT_SIZE = (1200, 400)
 
 
 class _JobTransfer(TransferState):
@@ -118,7 +118,7 @@ class GetModelDialog(GetModelView):
     # ---- jobs ----------------------------------------------------------------------------------
     def _submit(self, busy: Busy, name: str, title: str, fn, on_done) -> None:
         self.model.busy, self.model.busy_name, self._outcome = busy, name, None
-        self._update_actions()
+        self.refresh()                               # the row says what runs; the buttons wait
         waiting = [h for h in self.worker.running_jobs() if h.lane is Lane.LONG]
         self.show_progress(None, f"{title}: waiting for “{waiting[0].name}” to finish…"
                            if waiting else f"{title}…")

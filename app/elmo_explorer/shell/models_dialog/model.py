@@ -16,7 +16,8 @@ from elmo_engine.io.model_store import ModelStatus, StoreListing, VerifyReport
 from elmo_engine.progress import TransferReport, format_bytes
 
 #: the table's columns, in order
-COLUMNS = ("Model", "Architecture", "Parameters", "Download", "Memory", "Trained on", "On disk")
+COLUMNS = ("Model", "On disk", "Parameters", "Download (+ softmax)",
+           "Memory without / with softmax", "Architecture", "Trained on")
 
 
 class Busy(enum.Enum):
@@ -75,17 +76,18 @@ def on_disk_text(s: ModelStatus, verified: Optional[bool] = None) -> str:
     return "—"
 
 
-def row_for(s: ModelStatus, verified: Optional[bool] = None) -> Row:
+def row_for(s: ModelStatus, verified: Optional[bool] = None, doing: Optional[str] = None) -> Row:
     m = s.model
     download = _size(m.download_bytes(False))
-    memory = format_bytes(m.memory_bytes)
+    memory = format_bytes(m.memory_bytes) + " / "
     if m.softmax is not None:
-        extra = m.download_bytes(True) - m.download_bytes(False)
-        download += f" (+{_size(extra)} softmax)"
-        memory += f" / {format_bytes(m.memory_with_softmax_bytes or 0)} with softmax"
-    cells = (m.name, m.folder, f"{m.parameters / 1e6:.1f} M", download, memory, m.corpus,
-             on_disk_text(s, verified))
-    tip = (f"{m.label}\n{m.architecture}\nstored in {s.folder}"
+        download += " + " + _size(m.download_bytes(True) - m.download_bytes(False))
+        memory += format_bytes(m.memory_with_softmax_bytes or 0)
+    else:
+        memory += "no softmax published"
+    cells = (m.name, doing or on_disk_text(s, verified), f"{m.parameters / 1e6:.1f} M", download, memory,
+             m.folder, m.corpus)
+    tip = (f"{m.label}\n{m.architecture}\ntrained on {m.corpus}\nstored in {s.folder}"
            + (f"\n{s.problem}" if s.problem else ""))
     return Row(name=m.name, cells=cells, tooltip=tip, downloaded=s.downloaded,
                has_softmax=s.has_softmax, softmax_published=m.softmax is not None,
@@ -133,10 +135,18 @@ class DialogModel:
         for s in listing.models:                   # a model that went away forgets its check
             if not s.downloaded:
                 self.verified.pop(s.model.name, None)
-        self.rows = tuple(row_for(s, self.verified.get(s.model.name)) for s in listing.models)
+        self.rows = tuple(row_for(s, self.verified.get(s.model.name), self._doing(s.model.name))
+                          for s in listing.models)
         if self.selected not in {r.name for r in self.rows}:
             self.selected = next((r.name for r in self.rows if r.downloaded),
                                  self.rows[0].name if self.rows else None)
+
+    def _doing(self, name: str) -> Optional[str]:
+        """"downloading…" etc. for the model a job works on."""
+        if self.busy is Busy.IDLE or name != self.busy_name:
+            return None
+        return {Busy.GETTING: "downloading…", Busy.VERIFYING: "verifying…",
+                Busy.REMOVING: "removing…"}[self.busy]
 
     def row(self, name: Optional[str] = None) -> Optional[Row]:
         name = self.selected if name is None else name

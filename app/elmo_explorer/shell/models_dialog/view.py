@@ -41,8 +41,9 @@ class GetModelView(QDialog):
         self.table.verticalHeader().hide()
         head = self.table.horizontalHeader()
         head.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        head.setSectionResizeMode(COLUMNS.index("Trained on"), QHeaderView.ResizeMode.Interactive)
-        head.setStretchLastSection(True)
+        head.setSectionResizeMode(COLUMNS.index("Trained on"), QHeaderView.ResizeMode.Stretch)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         lay.addWidget(self.table, 1)
 
         self.storage = QLabel(self)
@@ -93,17 +94,14 @@ class GetModelView(QDialog):
                 item = QTableWidgetItem(text)
                 item.setToolTip(row.tooltip)
                 item.setData(Qt.ItemDataRole.UserRole, row.name)
-                if j == 2:
+                if j == COLUMNS.index("Parameters"):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                if row.damaged and j == len(row.cells) - 1:
+                if row.damaged and j == COLUMNS.index("On disk"):
                     item.setForeground(Qt.GlobalColor.darkRed)
                 self.table.setItem(i, j, item)
             if row.name == selected:
                 self.table.selectRow(i)
         self.table.blockSignals(False)
-        corpus = COLUMNS.index("Trained on")
-        self.table.resizeColumnToContents(corpus)
-        self.table.setColumnWidth(corpus, min(self.table.columnWidth(corpus), 260))
 
     def selected_name(self) -> Optional[str]:
         items = self.table.selectedItems()
