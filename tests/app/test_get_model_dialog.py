@@ -224,3 +224,37 @@ def test_esc_during_a_download_asks_and_the_size_is_remembered(qtbot, window, st
     qtbot.addWidget(other)
     assert (other.width(), other.height()) == (700, 380)
     assert show_get_model_dialog(window) is dialog and dialog.isVisible()
+
+
+def test_offline_is_one_line_and_get_works_again_once_the_server_answers(qtbot, window, store,
+                                                                         server, monkeypatch):
+    import socket
+
+    with socket.socket() as s:                       # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    monkeypatch.setenv("ELMO_EXPLORER_MODEL_MIRROR", dead)
+    dialog = open_dialog(qtbot, window)
+    dialog.select("small")
+    dialog.get_button.click()
+    wait_idle(qtbot, dialog)
+    text = dialog.status.text()
+    assert dialog.is_error_shown() and "\n" not in text and "cannot reach 127.0.0.1" in text
+    assert not (store / "models" / "small").exists()
+    monkeypatch.setenv("ELMO_EXPLORER_MODEL_MIRROR", server.url)
+    dialog.get_button.click()
+    wait_idle(qtbot, dialog)
+    assert not dialog.is_error_shown() and (store / "models" / "small").is_dir()
+
+
+def test_quitting_during_a_download_stops_it_and_installs_nothing(qtbot, window, store, server):
+    server.delay_s, server.piece = 0.05, 2048
+    dialog = open_dialog(qtbot, window)
+    dialog.select("small")
+    dialog.get_button.click()
+    part = store / "models" / ".incoming" / "small"
+    qtbot.waitUntil(lambda: any(p.stat().st_size for p in part.glob("*.part"))
+                    if part.is_dir() else False, timeout=30000)
+    window.close()
+    assert not window.workspace.worker.threads_running()
+    assert not (store / "models" / "small").exists()
