@@ -258,3 +258,38 @@ def test_quitting_during_a_download_stops_it_and_installs_nothing(qtbot, window,
     window.close()
     assert not window.workspace.worker.threads_running()
     assert not (store / "models" / "small").exists()
+
+
+def test_with_softmax_adds_the_softmax_to_a_downloaded_model(qtbot, window, store, tmp_path,
+                                                             monkeypatch):
+    import h5py
+    import numpy as np
+
+    m = load_catalogue().require("original")
+    sm = tmp_path / "sm.hdf5"
+    with h5py.File(sm, "w") as fh:                    # the published layout, tiny
+        fh.create_dataset("softmax/W", data=np.ones((6, 16), "f4"))
+        fh.create_dataset("softmax/b", data=np.zeros(6, "f4"))
+    files = {m.file("options").path: OPTIONS, m.file("weights").path: WEIGHTS,
+             m.file("softmax").path: sm.read_bytes(),
+             m.file("vocab").path: b"<S>\n</S>\n<UNK>\nthe\nbank\nriver\n"}
+    with ModelServer(files) as srv:
+        monkeypatch.setenv("ELMO_EXPLORER_MODEL_MIRROR", srv.url)
+        dialog = open_dialog(qtbot, window)
+        dialog.select("original")
+        assert dialog.softmax.isEnabled() and not dialog.softmax.isChecked()
+        dialog.get_button.click()                     # without the softmax
+        wait_idle(qtbot, dialog)
+        assert not dialog.is_error_shown(), dialog.status.text()
+        assert cell(dialog, "original", "On disk").startswith("downloaded, ")
+        assert dialog.open_button.isDefault() and not dialog.get_button.isEnabled()
+        dialog.softmax.setChecked(True)
+        assert dialog.get_button.isEnabled() and dialog.get_button.text() == "&Get softmax"
+        assert dialog.get_button.isDefault()
+        dialog.get_button.click()
+        wait_idle(qtbot, dialog)
+    assert not dialog.is_error_shown(), dialog.status.text()
+    assert cell(dialog, "original", "On disk").startswith("downloaded + softmax, ")
+    assert "with its softmax" in dialog.status.text()
+    assert (store / "models" / "original" / m.file("softmax").name).read_bytes() == sm.read_bytes()
+    assert not dialog.softmax.isEnabled()             # nothing more to get
