@@ -23,6 +23,8 @@ class ModelServer:
         self.drop_after: Optional[int] = None
         self.drops = 0
         self.delay_s = 0.0
+        self.fail_status: Optional[int] = None        # answer this status ``fails`` times
+        self.fails = 0
         self.piece = 1 << 16
         self.requests: List[dict] = []
         self.proxied: List[str] = []
@@ -64,6 +66,15 @@ class ModelServer:
         data = self.files.get(path)
         with self._lock:
             self.requests.append({"path": path, "range": rng})
+            failing = self.fail_status is not None and self.fails > 0
+            if failing:
+                self.fails -= 1
+        if failing:
+            h.send_response(self.fail_status)
+            h.send_header("Content-Length", "0")
+            h.end_headers()
+            return
+        with self._lock:
             drop = None
             if (self.drop_after is not None and self.drops > 0 and data is not None
                     and len(data) > self.drop_after):

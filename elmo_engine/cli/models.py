@@ -152,6 +152,7 @@ def _path(args) -> int:
 def _verify(args) -> int:
     from elmo_engine.errors import InputError
     from elmo_engine.io.model_store import list_models, verify_model
+    from elmo_engine.progress import TransferState
 
     names: List[str]
     if args.name is not None:
@@ -162,8 +163,12 @@ def _verify(args) -> int:
             raise InputError("no published model is downloaded; get one with "
                              "`elmo-explorer models get small`")
     bad = 0
+    printer = _Printer(enabled=True)
     for name in names:
-        report = verify_model(name)
+        try:
+            report = verify_model(name, TransferState(on_transfer=printer))
+        finally:
+            printer.end()
         for c in report.checks:
             if c.ok:
                 print(f"{name}: {c.name}: ok (size and SHA-256 as recorded)")

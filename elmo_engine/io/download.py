@@ -73,7 +73,8 @@ def fetch(url: str, part: Path, state: Optional[TransferState] = None, *,
           sleep: Callable[[float], None] = time.sleep) -> int:
     """Download ``url`` into ``part`` (continuing what is there); return its size in bytes.
 
-    ``retries`` dropped connections are resumed (waiting ``backoff_s``, doubling); after that,
+    ``retries`` dropped connections (or server errors, 5xx, or failed reconnections) are resumed
+    (waiting ``backoff_s``, doubling); after that,
     and on any other failure, :class:`DownloadError` is raised and the part file is kept for a
     later resume. A file larger than ``max_bytes`` (announced, or sent without an announced
     size) is refused and its part removed. A cancel (``state.cancel()``) raises
@@ -86,7 +87,21 @@ def fetch(url: str, part: Path, state: Optional[TransferState] = None, *,
     dropped = 0
     while True:
         have = part.stat().st_size if part.exists() else 0
-        resp = _open(opener, url, have, timeout)
+        try:
+            resp = _open(opener, url, have, timeout)
+        except NotFoundError:
+            raise
+        except DownloadError as e:
+            # transient: a server error (5xx), or no answer after the connection had worked
+            if not ((e.status or 0) >= 500 or (e.status is None and dropped)):
+                raise
+            dropped += 1
+            if dropped > retries:
+                kept = (f"; the partial file {part} is kept for a later resume"
+                        if part.exists() else "")
+                raise DownloadError(f"{e} ({dropped} tries{kept})", url, e.status) from None
+            sleep(backoff_s * (2 ** (dropped - 1)))
+            continue
         if isinstance(resp, int):              # 416: nothing after byte ``have``
             if resp == have:                   # the part is already the whole file
                 return have

@@ -112,9 +112,16 @@ def _download(todo, stage: Path, base: str, state: Optional[TransferState],
             os.replace(part, target)
         try:
             _check_file(f, target, url)
-        except (CheckpointError, DownloadError):
+        except DownloadError:
             target.unlink()
             raise
+        except CheckpointError as e:
+            target.unlink()
+            text = str(e).removeprefix(f"{target}: ")
+            if "it was removed" in text:
+                raise
+            raise CheckpointError(target, f"{text} (downloaded from {url}; it was "
+                                  "removed)") from None
         new[f.name] = FileRecord(name=f.name, role=f.role, size=target.stat().st_size,
                                  sha256=sha256_file(target, state), url=url,
                                  downloaded=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -161,7 +161,8 @@ def model_status(name: str) -> ModelStatus:
             continue
         size = file_size(folder / f.name)
         present[f.role] = size == rec.size
-        if size != rec.size:
+        if size != rec.size and f.role in ("options", "weights"):
+            # a damaged softmax only makes has_softmax false (embedding does not need it)
             problem = _size_problem(folder / f.name, rec.size, size, name)
     downloaded = present.get("options", False) and present.get("weights", False)
     has_softmax = downloaded and present.get("softmax", False) and present.get("vocab", False)

@@ -136,6 +136,18 @@ def test_softmax_is_added_to_a_downloaded_model_from_the_alternate_vocab_address
     assert load_checkpoint(folder).info.weights_bytes == (
         FIXTURES / "allennlp" / "lm_weights.hdf5").stat().st_size
     assert model_store.verify_model("original").ok
+    # a softmax file that changed: the model still opens, without its softmax; verify says so
+    (folder / "vocab-2016-09-10.txt").write_bytes(vocab + b"extra\n")
+    status = model_store.model_status("original")
+    assert status.downloaded and not status.has_softmax and status.problem is None
+    assert model_store.model_path("original") == folder
+    report = model_store.verify_model("original")
+    assert not report.ok and [c.name for c in report.checks if not c.ok] == ["vocab-2016-09-10.txt"]
+    # getting the softmax again replaces the changed file
+    with ModelServer(files) as srv:
+        monkeypatch.setenv(cat.MIRROR_ENV, srv.url)
+        assert model_get.get_model("original", with_softmax=True).has_softmax
+    assert (folder / "vocab-2016-09-10.txt").read_bytes() == vocab
 
 
 def test_softmax_of_a_model_without_one_is_refused(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ import pytest
 
 from elmo_engine.cli.main import main
 from elmo_engine.errors import CancelledError, CheckpointError, InputError
-from elmo_engine.io import download, model_get
+from elmo_engine.io import download, model_get, model_store
 from elmo_engine.io.catalogue import load_catalogue
 from elmo_engine.io.download import DownloadError
 from elmo_engine.progress import TransferState, format_bytes
@@ -309,3 +309,26 @@ def test_a_file_much_larger_than_the_catalogue_says_is_refused(store, monkeypatc
             model_get.get_model("small")
     assert nothing_installed(store)
     assert not list((store / "models").rglob("*.part"))
+
+
+def test_an_error_page_served_as_options_is_refused(store, monkeypatch, capsys):
+    m = load_catalogue().require("small")
+    with ModelServer({m.file("options").path: b"<html>Access denied</html>",
+                      m.file("weights").path: WEIGHTS}) as srv:
+        monkeypatch.setenv("ELMO_EXPLORER_MODEL_MIRROR", srv.url)
+        assert main(["models", "get", "small", "--quiet"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "options.json: options file is not valid JSON" in err[0]
+    assert f"downloaded from {srv.url}/2x1024" in err[0] and "it was removed" in err[0]
+    assert nothing_installed(store) and not list((store / "models").rglob("*options.json"))
+
+
+def test_server_errors_are_retried_then_reported(server, store):
+    server.fail_status, server.fails = 503, 2               # S3's "slow down", twice
+    assert model_get.get_model("small", backoff_s=0).downloaded
+    assert [r["range"] for r in server.requests[:3]] == [None, None, None]
+    server.fails = 100
+    model_store.remove_model("small")
+    with pytest.raises(DownloadError, match=r"HTTP 503 .*\(5 tries\)"):
+        model_get.get_model("small", backoff_s=0)
+    assert nothing_installed(store)
