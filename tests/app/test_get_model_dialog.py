@@ -21,7 +21,7 @@ from elmo_explorer.shell.models_dialog.model import COLUMNS, Busy  # noqa: E402
 from elmo_explorer.state.settings import AppSettings  # noqa: E402
 
 from conftest import FIXTURES  # noqa: E402
-from model_server import ModelServer  # noqa: E402
+from model_server import ModelServer, use_data_folder  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -32,12 +32,7 @@ SMALL = load_catalogue().require("small")
 
 @pytest.fixture()
 def store(tmp_path, monkeypatch):
-    data = tmp_path / "data"
-    monkeypatch.setenv("ELMO_EXPLORER_DATA", str(data))
-    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
-                "ALL_PROXY", "no_proxy", "NO_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    return data
+    return use_data_folder(tmp_path / "data", monkeypatch)
 
 
 @pytest.fixture()
@@ -79,6 +74,23 @@ def cell(dialog, name: str, column: str) -> str:
         if dialog.table.item(i, 0).text() == name:
             return dialog.table.item(i, COLUMNS.index(column)).text()
     raise AssertionError(f"no row {name}")
+
+
+def start_slow_download(qtbot, window, server) -> GetModelDialog:
+    """Open the dialog and Get ``small`` from a server that sends 2 kB every 50 ms."""
+    server.delay_s, server.piece = 0.05, 2048
+    dialog = open_dialog(qtbot, window)
+    dialog.select("small")
+    dialog.get_button.click()
+    assert dialog.model.busy is Busy.GETTING
+    return dialog
+
+
+def wait_for_part(qtbot, store, at_least: int) -> None:
+    """Until ``small``'s part files hold ``at_least`` bytes (a download is under way)."""
+    part = store / "models" / ".incoming" / "small"
+    qtbot.waitUntil(lambda: part.is_dir() and sum(
+        p.stat().st_size for p in part.glob("*.part")) >= at_least, timeout=30000)
 
 
 def wait_idle(qtbot, dialog, timeout=60000):
@@ -138,13 +150,8 @@ def test_get_shows_progress_then_open_loads_the_model(qtbot, window, store, serv
 
 
 def test_cancel_mid_download_installs_nothing_and_get_resumes(qtbot, window, store, server):
-    server.delay_s, server.piece = 0.05, 2048
-    dialog = open_dialog(qtbot, window)
-    dialog.select("small")
-    dialog.get_button.click()
-    part = store / "models" / ".incoming" / "small"
-    qtbot.waitUntil(lambda: sum(p.stat().st_size for p in part.glob("*.part")) > 8192
-                    if part.is_dir() else False, timeout=30000)
+    dialog = start_slow_download(qtbot, window, server)
+    wait_for_part(qtbot, store, 8192)
     assert dialog.cancel_button.isVisible() and dialog.cancel_button.isEnabled()
     dialog.cancel_button.click()
     wait_idle(qtbot, dialog)
@@ -206,11 +213,8 @@ def test_verify_then_remove_after_confirmation(qtbot, window, store, server):
 
 def test_esc_during_a_download_asks_and_the_size_is_remembered(qtbot, window, store, server,
                                                                app_settings_dir):
-    server.delay_s, server.piece = 0.05, 2048
-    dialog = open_dialog(qtbot, window)
+    dialog = start_slow_download(qtbot, window, server)
     dialog.resize(700, 380)
-    dialog.select("small")
-    dialog.get_button.click()
     dialog.ask = lambda title, text: False
     qtbot.keyClick(dialog, Qt.Key.Key_Escape)
     assert dialog.isVisible() and dialog.model.busy is Busy.GETTING     # "No": keeps going
@@ -248,13 +252,8 @@ def test_offline_is_one_line_and_get_works_again_once_the_server_answers(qtbot, 
 
 
 def test_quitting_during_a_download_stops_it_and_installs_nothing(qtbot, window, store, server):
-    server.delay_s, server.piece = 0.05, 2048
-    dialog = open_dialog(qtbot, window)
-    dialog.select("small")
-    dialog.get_button.click()
-    part = store / "models" / ".incoming" / "small"
-    qtbot.waitUntil(lambda: any(p.stat().st_size for p in part.glob("*.part"))
-                    if part.is_dir() else False, timeout=30000)
+    start_slow_download(qtbot, window, server)
+    wait_for_part(qtbot, store, 1)
     window.close()
     assert not window.workspace.worker.threads_running()
     assert not (store / "models" / "small").exists()

@@ -18,9 +18,10 @@ from PySide6.QtWidgets import QMessageBox, QWidget
 
 from elmo_engine.errors import ElmoError
 from elmo_engine.io import model_get, model_store
-from elmo_engine.progress import TaskState, TransferReport, TransferState, format_bytes
-from elmo_explorer.shell.models_dialog.model import (Busy, DialogModel, free_space_text, one_line,
-                                                     progress_fraction, progress_text)
+from elmo_engine.progress import TransferReport, TransferState, format_bytes
+from elmo_explorer.shell.models_dialog.model import (Busy, DialogModel, Row, free_space_text,
+                                                     one_line, progress_fraction,
+                                                     progress_text)
 from elmo_explorer.shell.models_dialog.view import GetModelView
 from elmo_explorer.state.worker import JobHandle, JobState, Lane, Worker
 
@@ -153,9 +154,13 @@ class GetModelDialog(GetModelView):
                 self.show_status(f"{busy.value.capitalize()} {name}: cancelled.")
         self.refresh()
 
+    def _idle_row(self) -> Optional[Row]:
+        """The selected row, when nothing runs (else None: the buttons are off anyway)."""
+        return self.model.row() if self.model.busy is Busy.IDLE else None
+
     def get_selected(self) -> None:
-        row = self.model.row()
-        if row is None or self.model.busy is not Busy.IDLE:
+        row = self._idle_row()
+        if row is None:
             return
         name = row.name
         with_softmax = self.softmax.isChecked() and row.softmax_published
@@ -173,8 +178,8 @@ class GetModelDialog(GetModelView):
         self._submit(Busy.GETTING, name, f"Downloading {name}", job, done)
 
     def verify_selected(self) -> None:
-        row = self.model.row()
-        if row is None or self.model.busy is not Busy.IDLE:
+        row = self._idle_row()
+        if row is None:
             return
         name = row.name
 
@@ -187,8 +192,8 @@ class GetModelDialog(GetModelView):
         self._submit(Busy.VERIFYING, name, f"Verifying {name}", job, done)
 
     def remove_selected(self) -> None:
-        row = self.model.row()
-        if row is None or self.model.busy is not Busy.IDLE:
+        row = self._idle_row()
+        if row is None:
             return
         name = row.name
         folder = self.model.folder(name)
@@ -211,8 +216,8 @@ class GetModelDialog(GetModelView):
             self.show_status("Cancelling…")
 
     def open_selected(self) -> None:
-        row = self.model.row()
-        if row is None or self.model.busy is not Busy.IDLE:
+        row = self._idle_row()
+        if row is None:
             return
         try:
             folder = model_store.model_path(row.name)          # checks the sizes

@@ -85,8 +85,8 @@ def row_for(s: ModelStatus, verified: Optional[bool] = None, doing: Optional[str
         memory += format_bytes(m.memory_with_softmax_bytes or 0)
     else:
         memory += "no softmax published"
-    cells = (m.name, doing or on_disk_text(s, verified), f"{m.parameters / 1e6:.1f} M", download, memory,
-             m.folder, m.corpus)
+    cells = (m.name, doing or on_disk_text(s, verified), f"{m.parameters / 1e6:.1f} M", download,
+             memory, m.folder, m.corpus)
     tip = (f"{m.label}\n{m.architecture}\ntrained on {m.corpus}\nstored in {s.folder}"
            + (f"\n{s.problem}" if s.problem else ""))
     return Row(name=m.name, cells=cells, tooltip=tip, downloaded=s.downloaded,
@@ -100,7 +100,8 @@ def free_space_text(listing: StoreListing) -> str:
 
 
 def progress_text(rep: TransferReport) -> str:
-    """"weights: 12.3 MB of 54.4 MB, 4.1 MB/s, 10 s left" (the step alone while it counts no bytes)."""
+    """"weights: 12.3 MB of 54.4 MB, 4.1 MB/s, 10 s left" (the step alone while it counts no
+    bytes)."""
     return ": ".join(t for t in (rep.message, rep.describe()) if t) or "starting…"
 
 

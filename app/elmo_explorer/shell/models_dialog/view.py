@@ -95,7 +95,8 @@ class GetModelView(QDialog):
                 item.setToolTip(row.tooltip)
                 item.setData(Qt.ItemDataRole.UserRole, row.name)
                 if j == COLUMNS.index("Parameters"):
-                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight
+                                          | Qt.AlignmentFlag.AlignVCenter)
                 if row.damaged and j == COLUMNS.index("On disk"):
                     item.setForeground(Qt.GlobalColor.darkRed)
                 self.table.setItem(i, j, item)
