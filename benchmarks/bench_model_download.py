@@ -2,7 +2,7 @@
 
 Writes a random-weight checkpoint of the published ``small`` size (2x1024_128_2048cnn_1xhighway,
 54 MB) in the published layout, serves it under the catalogue's file names from a loopback server
-(tests/engine/model_server.py), then in fresh processes (peak memory = the child's max RSS):
+(tests/model_server.py), then in fresh processes (peak memory = the child's max RSS):
 
 * baseline: ``urllib.request.urlretrieve`` of the two files, then SHA-256 of each;
 * ``get_model("small")``: the same plus the checks, the load test and the install;
@@ -28,7 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "engine"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 CHILD = r"""
 import hashlib, json, sys, time, urllib.request

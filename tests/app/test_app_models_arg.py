@@ -11,8 +11,8 @@ pytest.importorskip("pytestqt")
 
 from elmo_engine.io import model_store  # noqa: E402
 from elmo_engine.io.catalogue import load_catalogue  # noqa: E402
-from elmo_explorer.main import main  # noqa: E402
-from elmo_explorer.main_window import MainWindow  # noqa: E402
+from elmo_explorer.shell.main import main  # noqa: E402
+from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
 
 from conftest import FIXTURES  # noqa: E402
 
@@ -36,9 +36,9 @@ def install_small(data) -> None:
 
 def test_a_downloaded_name_opens_and_a_missing_one_says_what_to_run(qtbot, tmp_path,
                                                                       monkeypatch, capsys):
-    import elmo_explorer.panels
+    import elmo_explorer.shell.views
 
-    monkeypatch.setattr(elmo_explorer.panels, "VIEWS", ())
+    monkeypatch.setattr(elmo_explorer.shell.views, "VIEWS", ())
     monkeypatch.setenv("ELMO_EXPLORER_DATA", str(tmp_path / "data"))
     settings = ["--settings-dir", str(tmp_path / "s")]
     assert main(["--checkpoint", "small", *settings]) == 1

@@ -26,7 +26,7 @@ from elmo_engine.io.download import DownloadError
 from elmo_engine.progress import TransferState, format_bytes
 
 from conftest import FIXTURES
-from model_server import ModelServer
+from model_server import ModelServer, use_data_folder
 
 OPTIONS = (FIXTURES / "allennlp" / "options.json").read_bytes()
 WEIGHTS = (FIXTURES / "allennlp" / "lm_weights.hdf5").read_bytes()
@@ -39,12 +39,7 @@ def served(name: str = "small", weights: bytes = WEIGHTS) -> dict:
 
 @pytest.fixture()
 def store(tmp_path, monkeypatch):
-    data = tmp_path / "data"
-    monkeypatch.setenv("ELMO_EXPLORER_DATA", str(data))
-    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
-                "ALL_PROXY", "no_proxy", "NO_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-    return data
+    return use_data_folder(tmp_path / "data", monkeypatch)
 
 
 @pytest.fixture()

@@ -8,6 +8,8 @@ from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
 
 from elmo_engine.runtime import cpu_bf16
 
+from elmo_explorer.shell.models_dialog.controller import show_get_model_dialog
+
 log = logging.getLogger(__name__)
 
 
@@ -20,6 +22,10 @@ def build_menus(window) -> None:
                                    "Open an options .json, weights .hdf5 or .safetensors file")
     _action(window, f, "Open checkpoint &folder…", window.ask_open_checkpoint_folder, "Ctrl+Shift+O")
     window.act_demo = _action(window, f, "Open &demo model", window.open_demo_model, "Ctrl+D")
+    window.act_get_model = _action(window, f, "&Get a published model…",
+                                   lambda: show_get_model_dialog(window), "Ctrl+G",
+                                   "Download AllenNLP's published ELMo models (small, medium, "
+                                   "original, original-5.5b) and open them")
     window.recent_menu = f.addMenu("&Recent checkpoints")
     window.recent_menu.aboutToShow.connect(lambda: fill_recent(window))
     window.act_compare = _action(window, f, "Co&mpare with checkpoint…", window.ask_compare_checkpoint,

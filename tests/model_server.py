@@ -13,7 +13,20 @@ import threading
 import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Dict, List, Optional
+
+PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+              "no_proxy", "NO_PROXY")
+
+
+def use_data_folder(folder: Path, monkeypatch) -> Path:
+    """``ELMO_EXPLORER_DATA`` = ``folder``, and no proxy from the environment (the loopback server
+    is reached directly); return ``folder``."""
+    monkeypatch.setenv("ELMO_EXPLORER_DATA", str(folder))
+    for var in PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    return folder
 
 
 class ModelServer:
