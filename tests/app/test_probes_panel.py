@@ -10,28 +10,10 @@ pytest.importorskip("pytestqt")
 
 from elmo_explorer.views.probes.controller import ProbeTask, ProbesPanel  # noqa: E402
 from elmo_explorer.state.workspace import ModelSpec, Workspace  # noqa: E402
-from elmo_engine.io.datasets.records import LabelledSentence  # noqa: E402
+from app_helpers import tiny_probe_task  # noqa: E402
 from elmo_engine.analysis.probes.experiment import ProbeConfig  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
-
-WORDS = [("the", "DET"), ("dog", "NOUN"), ("runs", "VERB"), ("a", "DET"), ("cat", "NOUN"),
-         ("sleeps", "VERB"), ("one", "NUM"), ("bird", "NOUN"), ("sings", "VERB")]
-
-
-def _sentences(n, offset):
-    out = []
-    for s in range(n):
-        ws = [WORDS[(s + offset + j) % len(WORDS)] for j in range(4)]
-        out.append(LabelledSentence(tuple(w for w, _ in ws), tuple(t for _, t in ws)))
-    return out
-
-
-def _tiny_task():
-    data = {"train": _sentences(30, 0), "dev": _sentences(8, 2), "test": _sentences(8, 5),
-            "label": "upos"}
-    return ProbeTask("tiny POS", "tsv", lambda: data)
-
 
 @pytest.fixture
 def ws(qtbot, tiny_checkpoint):
@@ -49,7 +31,7 @@ def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
     panel.training_event.connect(events.append)
     cfg = ProbeConfig(epochs=3, patience=2, batch_size=32, control=True, mix_min_epochs=2)
     with qtbot.waitSignal(panel.runs_changed, timeout=240000):
-        panel.run_tasks([_tiny_task(), _tiny_task()], config=cfg)
+        panel.run_tasks([tiny_probe_task(), tiny_probe_task()], config=cfg)
     assert len(panel.model.runs) == 2
     run = panel.model.runs[0]
     assert len(run.layers) == 3 and run.layers[0].control_test is not None
@@ -110,7 +92,7 @@ def test_cancel_stops_training(qtbot, ws):
     cfg = ProbeConfig(epochs=10_000, patience=10_000, batch_size=4)
     with qtbot.waitSignal(panel.training_event, timeout=60000,
                           check_params_cb=lambda e: e["phase"] == "layers"):
-        panel.run_tasks([_tiny_task()], config=cfg)
+        panel.run_tasks([tiny_probe_task()], config=cfg)
     assert panel.view.cancel_button.isEnabled()
     with qtbot.waitSignal(ws.worker.job_cancelled, timeout=60000):
         panel.cancel()
@@ -174,6 +156,6 @@ def test_first_show_shows_recorded_results_and_trains_nothing(qtbot, ws, tmp_pat
     assert panel.probe_runs() == []                            # not saved with a workspace
     assert len(panel.view.bars) == 1 and not panel.view.empty_label.isVisibleTo(panel)
     with qtbot.waitSignal(panel.runs_changed, timeout=60000):   # the user's run replaces them
-        panel.run_tasks([_tiny_task()], ProbeConfig(epochs=2, n_seeds=1, mix_min_epochs=1))
+        panel.run_tasks([tiny_probe_task()], ProbeConfig(epochs=2, n_seeds=1, mix_min_epochs=1))
     assert [r.name for r in panel.model.runs] == ["tiny POS"] and not panel.model.recorded
     assert not panel.view.recorded_label.isVisibleTo(panel)
