@@ -9,20 +9,11 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from elmo_explorer.views.probes.controller import ProbeTask, ProbesPanel  # noqa: E402
-from elmo_explorer.state.workspace import ModelSpec, Workspace  # noqa: E402
+from elmo_explorer.state.workspace import Workspace  # noqa: E402
 from app_helpers import tiny_probe_task  # noqa: E402
 from elmo_engine.analysis.probes.experiment import ProbeConfig  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
-
-@pytest.fixture
-def ws(qtbot, tiny_checkpoint):
-    w = Workspace()
-    with qtbot.waitSignal(w.model_changed, timeout=60000):
-        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
-    yield w
-    assert w.worker.shutdown(timeout_s=10)
-
 
 def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
     panel = ProbesPanel(ws, recorded=False)

@@ -17,7 +17,7 @@ from elmo_explorer.common.figure_export import FigureOptions  # noqa: E402
 import elmo_explorer.views.projection.controller as projection_mod  # noqa: E402
 from elmo_explorer.views.projection.controller import ProjectionPanel  # noqa: E402
 from elmo_explorer.views.projection.plots import PALETTE, categories  # noqa: E402
-from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_explorer.state.workspace import TokenRef  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -32,15 +32,12 @@ SENTENCES = [
 
 
 @pytest.fixture
-def ws(qtbot, tiny_checkpoint):
-    w = Workspace()
-    with qtbot.waitSignal(w.model_changed, timeout=30000):
-        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
-    w.set_sentences(SENTENCES)
-    qtbot.waitUntil(w.all_embedded, timeout=30000)
-    qtbot.waitUntil(lambda: not w.worker.is_busy(), timeout=10000)
-    yield w
-    assert w.worker.shutdown(timeout_s=60)
+def ws(ws, qtbot):
+    """The loaded workspace (tests/app/conftest.py) with :data:`SENTENCES` embedded."""
+    ws.set_sentences(SENTENCES)
+    qtbot.waitUntil(ws.all_embedded, timeout=30000)
+    qtbot.waitUntil(lambda: not ws.worker.is_busy(), timeout=10000)
+    return ws
 
 
 @pytest.fixture
