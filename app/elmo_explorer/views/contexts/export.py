@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QInputDialog, QWidget
 
 from elmo_engine.analysis import compare as cmp
 from elmo_engine.analysis.neighbours import write_neighbours_csv
+from elmo_engine.io import projector_tsv
 from elmo_explorer.views.contexts.model import ContextsModel
 
 IMAGE_FILTERS = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
@@ -78,8 +79,8 @@ def vectors_tsv_writer(comp: cmp.Comparison, vectors: np.ndarray, rows: List[int
     meta_path = (p[:-4] if p.endswith(".tsv") else p) + ".metadata.tsv"
 
     def write(target) -> None:
-        cmp.write_vectors_tsv(target, data)
-        cmp.write_metadata_tsv(meta_path, meta, META_COLUMNS)
+        projector_tsv.write_vectors(target, data)
+        projector_tsv.write_metadata(meta_path, META_COLUMNS, meta)
 
     return write
 
