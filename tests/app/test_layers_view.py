@@ -105,7 +105,7 @@ def test_compare_with_checkpoint_gives_the_cross_matrix(qtbot, panel, tiny_check
     np.testing.assert_allclose(m, want, atol=1e-6)
     assert panel.view.cka_matrix.shape == (3, 2) and len(panel.view.cka_texts) == 6
     assert panel.model.result is not None                 # A's own analysis came with it
-    assert panel.exports.figure("cka") is not None
+    assert panel.figure("cka") is not None
 
 
 def test_cancel_leaves_the_previous_result(qtbot, panel, ws, tmp_path, layers_sentences):
@@ -137,12 +137,12 @@ def test_exports_are_valid_files(qtbot, panel, tmp_path):
     for kind in ("contextuality", "cka", "mdl"):
         for ext, head in magic.items():
             out = tmp_path / f"{kind}.{ext}"
-            assert panel.exports.export_figure(kind, out) == [out]
+            assert panel.export_figure(kind, out) == [out]
             data = out.read_bytes()
             assert data.startswith(head) and len(data) > 2000
             if ext == "svg":
                 assert b"<svg" in data
-    panel.exports.export_json(tmp_path / "r.json")
+    panel.export_json(tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert valid_result(doc["result"]) and "demo-pos" in doc["mdl"]
 
