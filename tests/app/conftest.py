@@ -35,8 +35,6 @@ write_tiny_checkpoint = _root.write_tiny_checkpoint
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.state.workspace import ModelSpec, Workspace  # noqa: E402
-
 
 @pytest.fixture(autouse=True)
 def no_widgets_left():
@@ -67,6 +65,8 @@ def no_widgets_left():
 @pytest.fixture
 def workspace(qtbot):
     """A workspace without a model; its worker is stopped after the test."""
+    from elmo_explorer.state.workspace import Workspace
+
     w = Workspace()
     yield w
     assert w.worker.shutdown(timeout_s=10)
@@ -75,6 +75,8 @@ def workspace(qtbot):
 @pytest.fixture
 def ws(qtbot, tiny_checkpoint):
     """A workspace with the tiny checkpoint loaded (no sentences); stopped after the test."""
+    from elmo_explorer.state.workspace import ModelSpec, Workspace
+
     w = Workspace()
     with qtbot.waitSignal(w.model_changed, timeout=60000):
         w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
