@@ -130,3 +130,20 @@ def torch_one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def make_checkpoint():
+    """``make_checkpoint(folder, seed=0, n_layers=2)``: another tiny random checkpoint."""
+    return write_tiny_checkpoint
+
+
+@pytest.fixture(scope="session")
+def layers_sentences():
+    """The small corpus of the layers analyses (:data:`LAYERS_SENTENCES`)."""
+    return list(LAYERS_SENTENCES)
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO

@@ -374,27 +374,7 @@ def write_vectors_npz(path, vectors: np.ndarray, occurrences: Sequence[Occurrenc
             np.savez(fh, **arrays)
 
 
-def write_vectors_tsv(path, vectors: np.ndarray) -> None:
-    """TensorBoard-projector vectors: one ``(d,)`` row of ``(n, d)`` per line, tab-separated."""
-    vectors = np.asarray(vectors, dtype=np.float32)
-    if vectors.ndim != 2:
-        raise InputError(f"expected vectors of shape (n, dim), got {vectors.shape}")
-    lines = ["\t".join(f"{v:.7g}" for v in row) for row in vectors]
-    atomic_write_text(path, "".join(line + "\n" for line in lines))
-
-
-def write_metadata_tsv(path, rows: Sequence[Sequence[object]], header: Sequence[str]) -> None:
-    """TensorBoard-projector metadata: a header line, then one row per vector (tabs removed)."""
-    def clean(x) -> str:
-        return str(x).replace("\t", " ").replace("\n", " ")
-
-    lines = ["\t".join(clean(h) for h in header)]
-    lines += ["\t".join(clean(x) for x in row) for row in rows]
-    atomic_write_text(path, "".join(line + "\n" for line in lines))
-
-
 __all__ = ["DIRECTIONS", "Comparison", "Occurrence", "compare", "compare_word", "cosine_matrix",
            "find_occurrences", "gather", "group_similarity", "half", "layer_stats", "mix_layers",
            "normalise_weights", "read_matrices_csv", "reference_mean", "self_similarity",
-           "snippet", "view_names", "write_matrices_csv", "write_metadata_tsv",
-           "write_vectors_npz", "write_vectors_tsv"]
+           "snippet", "view_names", "write_matrices_csv", "write_vectors_npz"]

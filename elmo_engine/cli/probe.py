@@ -188,9 +188,9 @@ def run(args) -> int:
     state = TaskState(bars)
     try:
         result = probe_sentences(
-            embedder, data["train"], data["test"], data.get("dev"), task=args.task, config=config,
-            name=args.task, label=str(data.get("label", "")), max_train_sentences=args.max_sentences,
-            first_sense_fn=data.get("first_sense_fn"), state=state)
+            embedder, data.train, data.test, data.dev, task=args.task, config=config,
+            name=args.task, label=data.label, max_train_sentences=args.max_sentences,
+            first_sense_fn=data.first_sense_fn, state=state)
     finally:
         bars.close()
     result.config["checkpoint"] = str(args.checkpoint) if args.checkpoint else "demo"

@@ -1,4 +1,5 @@
-"""Vectors for the TensorBoard embedding projector: ``vectors.tsv`` + ``metadata.tsv``.
+"""Vectors for the TensorBoard embedding projector: ``vectors.tsv`` + ``metadata.tsv``, in the one
+projector format (:mod:`elmo_engine.io.projector_tsv`).
 
 Two targets (:func:`tsv_files` names the files):
 
@@ -20,8 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import List, Optional
 
-from elmo_engine.io.vectors import (LayerChoice, TargetExistsError, _row_format, _rows,
-                                    swap_in_folder)
+from elmo_engine.io.projector_tsv import clean_cell, metadata_lines, row_format
+from elmo_engine.io.vectors import LayerChoice, TargetExistsError, _rows, swap_in_folder
 
 
 def _umask() -> int:
@@ -60,22 +61,18 @@ def tsv_files(path, layers: LayerChoice, n_layers: Optional[int] = None) -> List
     return [path.parent / n for n in vec] + [path.parent / meta]
 
 
-def _tsv_cell(text: str) -> str:
-    return " ".join(str(text).replace("\t", " ").split())
-
-
 def _fill(folder: Path, names, meta_name, tokens, activations, layers, refs, state) -> None:
-    row = _row_format(activations[0].shape[2], "\t")
+    row = row_format(activations[0].shape[2])
     vec_files = [open(folder / n, "w", encoding="utf-8", newline="") for n in names]
     try:
         meta = io.StringIO()
-        meta.write("word\tsentence\ttoken\tcontext\n")     # header: more than one column
+        meta.writelines(metadata_lines(["word", "sentence", "token", "context"], []))
         for s, t, word, vec in _rows(tokens, activations, layers, refs, state):
             rows = vec if layers.mode == "each" else vec[None]
             for fh, v in zip(vec_files, rows.tolist()):
                 fh.write(row % tuple(v) + "\n")
             ctx = " ".join(tokens[s][max(0, t - 3):t] + [f"[{word}]"] + list(tokens[s][t + 1:t + 4]))
-            meta.write(f"{_tsv_cell(word)}\t{s}\t{t}\t{_tsv_cell(ctx)}\n")
+            meta.write(f"{clean_cell(word)}\t{s}\t{t}\t{clean_cell(ctx)}\n")
         (folder / meta_name).write_text(meta.getvalue(), encoding="utf-8")
     finally:
         for fh in vec_files:

@@ -2,6 +2,7 @@
 fixtures are in ``tests/app/conftest.py``."""
 from __future__ import annotations
 
+from elmo_engine.analysis.probes.tasks import TaskData
 from elmo_engine.io.datasets.records import LabelledSentence
 from elmo_explorer.views.probes.controller import ProbeTask
 
@@ -20,6 +21,6 @@ def tagged_sentences(n: int, offset: int):
 
 def tiny_probe_task(name: str = "tiny POS") -> ProbeTask:
     """A POS task of 30 / 8 / 8 sentences (train / dev / test): trains in seconds."""
-    data = {"train": tagged_sentences(30, 0), "dev": tagged_sentences(8, 2),
-            "test": tagged_sentences(8, 5), "label": "upos"}
+    data = TaskData(tagged_sentences(30, 0), tagged_sentences(8, 5), tagged_sentences(8, 2),
+                    "upos")
     return ProbeTask(name, "tsv", lambda: data)

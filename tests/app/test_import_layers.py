@@ -5,6 +5,8 @@ inside functions included, read with :mod:`ast`; no Qt needed):
   only app modules of its own layer or the layers before it;
 - a view package (``views/<name>/``) imports no other view package (shared pieces live in
   ``views/`` itself), and its ``model.py`` imports neither Qt nor the view's widgets;
+- no part of a view imports the view's controller (a collaborator takes values and returns
+  values; it does not hold the panel it was cut from), nor does persistence import its owner;
 - the views are imported by name (``shell/views.py``), never through ``importlib``.
 """
 from __future__ import annotations
@@ -90,4 +92,17 @@ def test_view_models_import_neither_qt_nor_widgets():
 def test_views_are_imported_by_name():
     bad = [f"{mod}:{line}" for mod, f in app_modules() for line, name in imports(f)
            if name == "importlib" or name.startswith("importlib.import_module")]
+    assert bad == []
+
+
+def test_no_collaborator_reaches_back_to_its_owner():
+    owners = {"controller": "the panel", "workspace_actions": "WorkspaceActions"}
+    bad = []
+    for mod, f in app_modules():
+        parts = mod.split(".")
+        if parts[1:2] not in (["views"], ["persistence"]) or parts[-1] in owners:
+            continue
+        bad += [f"{mod}:{line} imports {name}" for line, name in imports(f)
+                if name.split(".")[-1] in owners or ".controller." in name
+                or ".workspace_actions." in name]
     assert bad == []

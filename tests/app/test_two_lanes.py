@@ -3,16 +3,13 @@ token table within a second of the typing pause (the interactive lane never wait
 from __future__ import annotations
 
 import pytest
+from PySide6.QtGui import QTextCursor
 
-pytest.importorskip("pytestqt")
-
-from PySide6.QtGui import QTextCursor  # noqa: E402
-
-from app_helpers import tiny_probe_task  # noqa: E402
-from elmo_engine.analysis.probes.experiment import ProbeConfig  # noqa: E402
-from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
-from elmo_explorer.state.settings import AppSettings  # noqa: E402
-from elmo_explorer.state.worker import Lane  # noqa: E402
+from app_helpers import tiny_probe_task
+from elmo_engine.analysis.probes.experiment import ProbeConfig
+from elmo_explorer.shell.main_window import MainWindow
+from elmo_explorer.state.settings import AppSettings
+from elmo_explorer.state.worker import Lane
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from elmo_engine.analysis import compare as cmp
+from elmo_engine.io import projector_tsv
 from elmo_engine.errors import InputError
 
 
@@ -164,10 +165,10 @@ def test_exports_round_trip(tmp_path):
         np.testing.assert_array_equal(z["sentence"], [0, 1, 2])
         np.testing.assert_array_equal(z["token"], [0, 1, 3])
         assert list(z["group"]) == ["g", "", "h"]
-    cmp.write_vectors_tsv(tmp_path / "v.tsv", vec[2])
+    projector_tsv.write_vectors(tmp_path / "v.tsv", vec[2])
     np.testing.assert_allclose(np.loadtxt(tmp_path / "v.tsv", delimiter="\t"), vec[2], rtol=1e-6)
-    cmp.write_metadata_tsv(tmp_path / "m.tsv", [[0, 0, "w\tx"], [1, 1, "w"], [2, 3, "w"]],
-                           ["sentence", "token", "word"])
+    projector_tsv.write_metadata(tmp_path / "m.tsv", ["sentence", "token", "word"],
+                                 [[0, 0, "w\tx"], [1, 1, "w"], [2, 3, "w"]])
     with open(tmp_path / "m.tsv", encoding="utf-8") as fh:
         rows = list(csv.reader(fh, delimiter="\t"))
     assert rows[0] == ["sentence", "token", "word"] and rows[1] == ["0", "0", "w x"]

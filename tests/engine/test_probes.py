@@ -351,3 +351,19 @@ def test_normaliser_mix_in_chunks_equals_the_whole_array_mix():
     assert got.shape == (1000, 16) and got.dtype == np.float32
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-5)
     assert abs(float(got.mean())) < 0.1            # every layer centred before mixing
+
+
+def test_task_kinds_choose_examples_and_scoring():
+    from elmo_engine.analysis.probes.kinds import ScoringMode, TaskKind
+    from elmo_engine.analysis.probes.tasks import TASKS
+    from elmo_engine.errors import InputError
+
+    assert TASKS == ("pos", "wsd", "tsv", "demo-pos", "demo-wsd", "demo-supersense")
+    assert [k for k in TaskKind if k.is_wsd] == [TaskKind.WSD, TaskKind.DEMO_WSD]
+    assert TaskKind.of("wsd").scoring is ScoringMode.F1
+    assert TaskKind.of("demo-wsd").scoring is ScoringMode.LEMMA
+    assert {TaskKind.of(t).scoring for t in ("pos", "tsv", "demo-pos", "demo-supersense")} == {
+        ScoringMode.ACCURACY}
+    assert TaskKind.of(TaskKind.POS) is TaskKind.POS and not TaskKind.DEMO_SUPERSENSE.is_wsd
+    with pytest.raises(InputError, match="unknown probe task 'semcor'"):
+        TaskKind.of("semcor")

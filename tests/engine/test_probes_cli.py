@@ -131,9 +131,10 @@ def test_demo_tasks_load_and_run(tmp_path):
         wsd = load_task_data(TaskFiles("demo-wsd"))
     except Exception as e:  # the demo files are part of the repo; say so if they are missing
         pytest.fail(f"demo tasks not loadable: {e}")
-    assert isinstance(wsd["train"][0], WsdSentence) and wsd["train"][0].instances[0].candidates
-    inst = wsd["test"][0].instances[0]
-    assert wsd["first_sense_fn"](inst.lemma, inst.pos) == inst.candidates[0]
+    assert isinstance(wsd.train[0], WsdSentence) and wsd.train[0].instances[0].candidates
+    inst = wsd.test[0].instances[0]
+    assert wsd.first_sense_fn(inst.lemma, inst.pos) == inst.candidates[0]
+    assert wsd.label == "sense" and wsd.dev is not None
     out = tmp_path / "demo.json"
     assert _main(["probe", "--checkpoint", str(FIXTURE), "--task", "demo-pos",
                   "--max-sentences", "80", "--epochs", "2", "--seeds", "1",

@@ -1,81 +1,78 @@
-"""File → Export vectors… and Export report…: dialogs on the GUI thread, files on the worker.
+"""File → Export vectors… and Export report…: the dialogs and the jobs, as functions of values.
 
+:class:`~elmo_explorer.persistence.workspace_actions.WorkspaceActions` calls them: the ``ask_*``
+functions run the dialogs (GUI thread) and return what the user chose; ``vectors_job`` and
+``report_job`` take copies of what they need and return the job for the worker's long lane.
 The report draws every panel's own figures (matplotlib through the engine's one figure path; a
 view is never pasted in as a screenshot), then gathers the engine's report of the analysis
-(:func:`elmo_engine.analysis.report.report_spec`) with the panels' tables and writes the folder
-on the worker. Used by :class:`elmo_explorer.persistence.workspace_actions.WorkspaceActions`.
+(:func:`elmo_engine.analysis.report.report_spec`) with the panels' tables and writes the folder.
 """
 from __future__ import annotations
 
-import logging
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
-from PySide6.QtWidgets import QFileDialog, QMessageBox
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
+from elmo_engine.io import workspace_file as wf
 from elmo_explorer.common.figure_export import FigureOptions, ReportDialog, VectorDialog
 from elmo_explorer.persistence.workspace_state import guarded
+from elmo_explorer.state.workspace import Workspace
+from elmo_explorer.views.protocol import AnalysisPanel
 
-if TYPE_CHECKING:
-    from elmo_explorer.persistence.workspace_actions import WorkspaceActions
+Panels = Iterable[Tuple[str, AnalysisPanel]]
+VECTOR_FILTERS = {"npz": "NumPy (*.npz)", "hdf5": "HDF5, AllenNLP layout (*.hdf5)",
+                  "csv": "CSV (*.csv)", "tsv": "Projector folder (*)"}
 
-log = logging.getLogger(__name__)
 
-
-def _confirm_overwrite(actions: "WorkspaceActions", path: Path) -> Optional[bool]:
+def confirm_overwrite(parent: QWidget, path: Path) -> Optional[bool]:
     """None: cancelled; else the overwrite flag to use."""
     if not path.exists():
         return False
-    answer = QMessageBox.question(actions.window, "Replace?", f"{path}\nexists already. "
-                                  "Replace it?")
+    answer = QMessageBox.question(parent, "Replace?", f"{path}\nexists already. Replace it?")
     return True if answer == QMessageBox.StandardButton.Yes else None
 
 
-def _ask_target(actions: "WorkspaceActions", title: str, filters: str) -> Optional[Path]:
-    name, _ = QFileDialog.getSaveFileName(actions.window, title,
-                                          actions.window.settings.last_dir, filters,
+def ask_target(parent: QWidget, title: str, filters: str, start: str) -> Optional[Path]:
+    name, _ = QFileDialog.getSaveFileName(parent, title, start, filters,
                                           options=QFileDialog.Option.DontConfirmOverwrite)
     return Path(name) if name else None
 
 
 # ---- vectors ------------------------------------------------------------------------------
-def ask_export_vectors(actions: "WorkspaceActions") -> None:
-    if not actions.ws.all_embedded():
-        actions.error("Nothing to export yet", "Load a model and wait until every sentence is "
-                      "embedded, then export the vectors.")
-        return
-    dlg = VectorDialog(actions.ws, _mix_hint(actions), actions.window)
+def ask_vector_export(parent: QWidget, ws: Workspace, panels: Panels,
+                      start: str) -> Optional[Tuple[Path, Dict[str, Any], bool]]:
+    """The vector dialog, the target and the overwrite question: ``(path, options,
+    overwrite)``, or None when the user cancelled."""
+    dlg = VectorDialog(ws, mix_hint(panels), parent)
     if not dlg.exec():
-        return
+        return None
     opts = dlg.options()
-    flt = {"npz": "NumPy (*.npz)", "hdf5": "HDF5, AllenNLP layout (*.hdf5)",
-           "csv": "CSV (*.csv)", "tsv": "Projector folder (*)"}[opts["fmt"]]
-    path = _ask_target(actions, "Export vectors", flt)
+    path = ask_target(parent, "Export vectors", VECTOR_FILTERS[opts["fmt"]], start)
     if path is None:
-        return
+        return None
     if opts["fmt"] != "tsv" and not path.suffix:
         path = path.with_suffix("." + opts["fmt"])
-    overwrite = _confirm_overwrite(actions, path)
-    if overwrite is not None:
-        export_vectors(actions, path, opts, overwrite)
+    overwrite = confirm_overwrite(parent, path)
+    return None if overwrite is None else (path, opts, overwrite)
 
 
-def _mix_hint(actions: "WorkspaceActions") -> Optional[List[float]]:
+def mix_hint(panels: Panels) -> Optional[List[float]]:
     """The contexts view's mix weights, offered as the default of a mix export."""
-    panel = dict(actions.panels()).get("contexts")
+    panel = dict(panels).get("contexts")
     state = guarded(panel, "view_state", panel.view_state, {}) if panel is not None else None
     w = state.get("weights") if isinstance(state, dict) else None
     return [float(x) for x in w] if isinstance(w, list) else None
 
 
-def export_vectors(actions: "WorkspaceActions", path, opts: Dict[str, Any],
-                   overwrite: bool = False) -> int:
-    """Export on the worker. ``opts``: fmt, layers, weights, gamma, scope (all|word|token)."""
+def vectors_job(ws: Workspace, path: Path, opts: Dict[str, Any],
+                overwrite: bool) -> Callable[[Any], Any]:
+    """The export job: the workspace's tokens and activations copied now (GUI thread).
+    ``opts``: fmt, layers, weights, gamma, scope (all|word|token)."""
     from elmo_engine.io.vectors import LayerChoice, export_vectors as write_vectors
 
-    ws, path = actions.ws, Path(path)
     tokens, acts = [list(t) for t in ws.tokens], list(ws.activations)
     refs = None
     if opts.get("scope") == "word" and ws.selection is not None:
@@ -85,56 +82,48 @@ def export_vectors(actions: "WorkspaceActions", path, opts: Dict[str, Any],
     w = opts.get("weights")
     choice = LayerChoice(opts.get("layers", "each"), tuple(w) if w else None,
                          float(opts.get("gamma", 1.0)))
-
-    def done(summary) -> None:
-        actions.window.settings.last_dir = str(path.parent)
-        actions.status(f"Exported {summary.n_vectors:,} vectors to {path}")
-        actions.exported.emit(str(path))
-
-    return ws.worker.submit(
-        f"Exporting vectors to {path.name}",
-        lambda st: write_vectors(path, tokens, acts, opts.get("fmt"), choice, refs,
-                                 overwrite, st),
-        on_done=done, on_failed=lambda m: actions.error("Cannot export the vectors", m),
-        kind="export-vectors")
+    return lambda state: write_vectors(path, tokens, acts, opts.get("fmt"), choice, refs,
+                                       overwrite, state)
 
 
 # ---- report -------------------------------------------------------------------------------
-def ask_export_report(actions: "WorkspaceActions") -> None:
-    dlg = ReportDialog(actions.figure_options, actions.window)
+def ask_report_export(parent: QWidget, options: FigureOptions,
+                      start: str) -> Optional[Tuple[Path, FigureOptions, bool]]:
+    """The report dialog, the folder and the overwrite question: ``(folder, figure options,
+    overwrite)``, or None when the user cancelled."""
+    dlg = ReportDialog(options, parent)
     if not dlg.exec():
-        return
-    actions.figure_options = dlg.options()
-    path = _ask_target(actions, "Export report (a new folder)", "Report folder (*)")
+        return None
+    options = dlg.options()
+    path = ask_target(parent, "Export report (a new folder)", "Report folder (*)", start)
     if path is None:
-        return
-    overwrite = _confirm_overwrite(actions, path)
-    if overwrite is not None:
-        export_report(actions, path, actions.figure_options, overwrite)
+        return None
+    overwrite = confirm_overwrite(parent, path)
+    return None if overwrite is None else (path, options, overwrite)
 
 
-def _render_figures(actions: "WorkspaceActions", tmp: Path, options: FigureOptions):
+def render_figures(panels: Panels, tmp: Path, options: FigureOptions) -> List[tuple]:
     """Every panel's own figures (the engine's figure path; no screenshots of views):
     ``[(path, caption)]``."""
     figures: List[tuple] = []
-    for name, panel in actions.panels():
+    for name, panel in panels:
         (tmp / name).mkdir()
         own = guarded(panel, "report_figures",
                       lambda p=panel, n=name: p.report_figures(tmp / n, options), [])
         figures += [(Path(p), f"{panel.title}: {Path(p).stem.replace('_', ' ')}") for p in own]
     return figures
 
-def export_report(actions: "WorkspaceActions", folder, options: Optional[FigureOptions] = None,
-                  overwrite: bool = False) -> int:
-    """Render every panel's figures (GUI thread), then write the report on the worker."""
-    folder, options = Path(folder), options or actions.figure_options
+
+def report_job(ws: Workspace, panels: Panels, data: wf.WorkspaceData, folder: Path,
+               options: FigureOptions, overwrite: bool, source: str) -> Callable[[Any], Any]:
+    """Render the panels' figures and collect their tables now (GUI thread); return the job
+    that writes the report folder."""
+    panels = list(panels)
     tmp = Path(tempfile.mkdtemp(prefix="elmo-report-"))
-    figures = _render_figures(actions, tmp, options)
-    tables = [t for _n, p in actions.panels()
-              for t in guarded(p, "report_tables", p.report_tables, [])]
-    data, info = actions.collect(), actions.ws.model_info
-    tokens, acts = [list(t) for t in actions.ws.tokens], list(actions.ws.activations)
-    source = str(actions.path) if actions.path else "ELMo Explorer session (not saved)"
+    figures = render_figures(panels, tmp, options)
+    tables = [t for _n, p in panels for t in guarded(p, "report_tables", p.report_tables, [])]
+    info = ws.model_info
+    tokens, acts = [list(t) for t in ws.tokens], list(ws.activations)
 
     def job(state):
         from elmo_engine.analysis.report import report_spec
@@ -154,12 +143,4 @@ def export_report(actions: "WorkspaceActions", folder, options: Optional[FigureO
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def done(files) -> None:
-        actions.window.settings.last_dir = str(folder.parent)
-        actions.status(f"Wrote the report ({len(files)} files) to {folder}")
-        actions.exported.emit(str(folder))
-
-    return actions.ws.worker.submit(f"Writing report {folder.name}", job, on_done=done,
-                                    on_failed=lambda m: actions.error("Cannot export the report",
-                                                                     m),
-                                    kind="export-report")
+    return job

@@ -9,7 +9,7 @@ state (see its docstring); here is what the desktop app asks of it:
   (tokenizing a big file) hold the GIL for Python's switch interval, 5 ms by default, every
   time the GUI thread needs it, and painting one table calls into Python a hundred times: a
   5 ms interval froze the window for up to a second while a 2 MB file was tokenized
-  (tests/app/test_app_window.py). At 0.5 ms the GUI waits a tenth as long; the worker loses
+  (tests/app/test_main_window.py). At 0.5 ms the GUI waits a tenth as long; the worker loses
   nothing while the GUI does not ask;
 * strict float32 for torch (as every entry point).
 """

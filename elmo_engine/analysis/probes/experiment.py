@@ -32,6 +32,7 @@ from elmo_engine.analysis.probes.features import (ControlTask, Examples, majorit
                                                   split_off, subsample, tagging_examples,
                                                   wsd_examples)
 from elmo_engine.analysis.probes.classifiers import EventFn, Normaliser, TrainSettings
+from elmo_engine.analysis.probes.kinds import ScoringMode, TaskKind
 from elmo_engine.analysis.probes.runner import (Encoder, centroid_positions, centroids,
                                                 train_seeds)
 from elmo_engine.progress import TaskState
@@ -95,11 +96,11 @@ class ProbeConfig(TrainSettings):
     def settings(self) -> TrainSettings:
         return TrainSettings(**{f.name: getattr(self, f.name) for f in fields(TrainSettings)})
 
-    def for_task(self, task: str) -> "ProbeConfig":
+    def for_task(self, task: "str | TaskKind") -> "ProbeConfig":
         """This configuration with the task's own defaults (:data:`TASK_DEFAULTS`) in the
         settings that still hold the general default."""
         base = ProbeConfig()
-        own = {k: v for k, v in TASK_DEFAULTS.get(task, {}).items()
+        own = {k: v for k, v in TASK_DEFAULTS.get(TaskKind.of(task).value, {}).items()
                if getattr(self, k) == getattr(base, k)}
         return replace(self, **own)
 
@@ -176,8 +177,16 @@ class ProbeResult:
     command: Optional[str] = None
 
     @property
+    def kind(self) -> Optional[TaskKind]:
+        """The task's kind (None for a task name this version does not know)."""
+        try:
+            return TaskKind(self.task)
+        except ValueError:
+            return None
+
+    @property
     def is_wsd(self) -> bool:
-        return self.task.endswith("wsd")
+        return self.kind is not None and self.kind.is_wsd
 
     @property
     def semantic(self) -> bool:
@@ -230,17 +239,14 @@ def centroid_predictions(train_x: np.ndarray, train: Examples, test_x: np.ndarra
                       test)
 
 
-def _mode(task: str) -> str:
-    return "lemma" if task == "demo-wsd" else ("f1" if task.endswith("wsd") else "accuracy")
-
-
 def run_probe(train: Examples, dev: Examples, test: Examples, config: ProbeConfig = ProbeConfig(),
-              task: str = "pos", name: str = "", label: str = "", model: str = "",
-              state: Optional[TaskState] = None, on_event: Optional[EventFn] = None
-              ) -> ProbeResult:
+              task: "str | TaskKind" = TaskKind.POS, name: str = "", label: str = "",
+              model: str = "", state: Optional[TaskState] = None,
+              on_event: Optional[EventFn] = None) -> ProbeResult:
     """Train and score every probe on ready-made examples, over ``config.n_seeds`` seeds."""
     t0 = time.perf_counter()
-    wsd, mode = task.endswith("wsd"), _mode(task)
+    kind = TaskKind.of(task)
+    wsd, mode = kind.is_wsd, kind.scoring
     if train.n_layers != test.n_layers or train.n_layers != dev.n_layers:
         raise InputError("train, dev and test features come from different models")
     if len(set(train.labels)) < 2 and not wsd:
@@ -252,52 +258,52 @@ def run_probe(train: Examples, dev: Examples, test: Examples, config: ProbeConfi
     seeds = [config.seed + i for i in range(config.n_seeds)]
     main = train_seeds(train, dev, test, norm, config, seeds, mode, "", state, on_event,
                        centroid=wsd)
-    baselines = majority_baseline(train, test, per_lemma=mode == "lemma")
-    ref = "first_sense" if mode == "f1" else ("majority" if wsd else "word_majority")
+    baselines = majority_baseline(train, test, per_lemma=mode is ScoringMode.LEMMA)
+    ref = "first_sense" if mode is ScoringMode.F1 else ("majority" if wsd else "word_majority")
     ref_value = baselines.get(ref)
     layers = []
     for h in range(k):
-        tests = [run[h]["main"] for run in main["layers_test"]]
+        tests = [run[h]["main"] for run in main.layers_test]
         t_mean, t_sd = _stats(tests)
-        d_mean, d_sd = _stats([run[h] for run in main["layers_dev"]])
-        first = main["layers_test"][0][h]
-        lay = LayerResult(h, d_mean, t_mean, _stats([r[h]["macro_f1"] for r in main["layers_test"]])[0],
+        d_mean, d_sd = _stats([run[h] for run in main.layers_dev])
+        first = main.layers_test[0][h]
+        lay = LayerResult(h, d_mean, t_mean, _stats([r[h]["macro_f1"] for r in main.layers_test])[0],
                           first["per_label"], dev_sd=d_sd, test_sd=t_sd, test_per_seed=tests,
                           per_lemma=first.get("per_lemma"))
-        if wsd:
-            lay.centroid_test = main["centroid_test"][h]
+        if wsd and main.centroid_test is not None:
+            lay.centroid_test = main.centroid_test[h]
         layers.append(lay)
-    w = np.asarray(main["weights"], np.float64)                                       # (S, K)
-    mtests = [m["main"] for m in main["mix_test"]]
-    mix = MixResult(w.mean(0).tolist(), _stats(main["gamma"])[0], _stats(main["mix_dev"])[0],
-                    _stats(mtests)[0], _stats([m["macro_f1"] for m in main["mix_test"]])[0],
+    w = np.asarray(main.weights, np.float64)                                          # (S, K)
+    mtests = [m["main"] for m in main.mix_test]
+    mix = MixResult(w.mean(0).tolist(), _stats(main.gamma)[0], _stats(main.mix_dev)[0],
+                    _stats(mtests)[0], _stats([m["macro_f1"] for m in main.mix_test])[0],
                     weights_sd=(w.std(0, ddof=1) if len(w) > 1 else np.zeros(k)).tolist(),
-                    weights_per_seed=w.tolist(), gamma_sd=_stats(main["gamma"])[1],
-                    dev_sd=_stats(main["mix_dev"])[1], test_sd=_stats(mtests)[1],
+                    weights_per_seed=w.tolist(), gamma_sd=_stats(main.gamma)[1],
+                    dev_sd=_stats(main.mix_dev)[1], test_sd=_stats(mtests)[1],
                     test_per_seed=mtests,
-                    epochs_per_seed=[hh["epochs"] for hh in main["mix_history"]])
+                    epochs_per_seed=[hh["epochs"] for hh in main.mix_history])
     if wsd:
-        mix.centroid_test, mix.centroid_test_sd = _stats(main["mix_centroid_test"])
-    history = {"layers": main["history"][0], "mix": main["mix_history"][0]}
-    timings = {"training_s": main["training_s"], "scoring_s": main["scoring_s"]}
+        mix.centroid_test, mix.centroid_test_sd = _stats(main.mix_centroid_test)
+    history = {"layers": main.history[0], "mix": main.mix_history[0]}
+    timings = {"training_s": main.training_s, "scoring_s": main.scoring_s}
     notes: List[str] = []
     if config.control:
         ctl = ControlTask(train, config.control_seed)
         cres = train_seeds(ctl.relabel(train), ctl.relabel(dev), ctl.relabel(test), norm, config,
                            seeds, mode, "control ", state, on_event)
         for h in range(k):
-            c = [run[h]["main"] for run in cres["layers_test"]]
+            c = [run[h]["main"] for run in cres.layers_test]
             layers[h].control_test, layers[h].control_test_sd = _stats(c)
             layers[h].selectivity, layers[h].selectivity_sd = _stats(
                 np.asarray(layers[h].test_per_seed) - np.asarray(c))
-        c = [m["main"] for m in cres["mix_test"]]
-        mix.control_weights = np.asarray(cres["weights"]).mean(0).tolist()
+        c = [m["main"] for m in cres.mix_test]
+        mix.control_weights = np.asarray(cres.weights).mean(0).tolist()
         mix.control_test, mix.control_test_sd = _stats(c)
         mix.selectivity, mix.selectivity_sd = _stats(np.asarray(mtests) - np.asarray(c))
-        history["control_layers"] = cres["history"][0]
-        history["control_mix"] = cres["mix_history"][0]
-        timings["training_s"] += cres["training_s"]
-        timings["scoring_s"] += cres["scoring_s"]
+        history["control_layers"] = cres.history[0]
+        history["control_mix"] = cres.mix_history[0]
+        timings["training_s"] += cres.training_s
+        timings["scoring_s"] += cres.scoring_s
         if wsd:
             notes.append(WSD_CONTROL_NOTE)
     dev_w = float(np.max(np.abs(np.asarray(mix.weights) - 1.0 / k)))
@@ -316,14 +322,14 @@ def run_probe(train: Examples, dev: Examples, test: Examples, config: ProbeConfi
               "test_sentences": test.n_sentences, "labels": len(set(train.labels)),
               "dim": int(train.features.shape[2])}
     elapsed = time.perf_counter() - t0
-    return ProbeResult(task, name or task, label, model, layers, mix, baselines, counts,
+    return ProbeResult(kind.value, name or kind.value, label, model, layers, mix, baselines, counts,
                        asdict(config), history, elapsed, timings, seeds=seeds,
                        reference_baseline=ref if ref_value is not None else "", notes=notes)
 
 
 def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Sequence] = None,
-                    task: str = "pos", config: ProbeConfig = ProbeConfig(), name: str = "",
-                    label: str = "", max_train_sentences: Optional[int] = None,
+                    task: "str | TaskKind" = TaskKind.POS, config: ProbeConfig = ProbeConfig(),
+                    name: str = "", label: str = "", max_train_sentences: Optional[int] = None,
                     dev_fraction: float = 0.1, first_sense_fn=None,
                     state: Optional[TaskState] = None, on_event: Optional[EventFn] = None
                     ) -> ProbeResult:
@@ -334,7 +340,7 @@ def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Seq
     embedder : an :class:`~elmo_engine.embed.embedder.Embedder`
     train, test, dev : ``LabelledSentence`` lists (tagging) or ``WsdSentence`` lists (WSD);
         without ``dev`` a seeded ``dev_fraction`` of the training sentences is held out
-    task : "pos", "tsv", "wsd", "demo-pos", "demo-wsd" … (a name ending in "wsd" means WSD)
+    task : a :class:`TaskKind` or its value ("pos", "tsv", "wsd", "demo-pos", "demo-wsd", …)
     max_train_sentences : keep a seeded random subset of this many training sentences
     first_sense_fn : ``(lemma, pos) -> sense key`` for WSD instances without candidates
     """
@@ -342,7 +348,7 @@ def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Seq
     train = subsample(train, max_train_sentences, config.seed)
     if dev is None:
         train, dev = split_off(train, dev_fraction, config.seed)
-    if task.endswith("wsd"):
+    if TaskKind.of(task).is_wsd:
         def extract(sents, what):
             return wsd_examples(embedder, sents, state, what, first_sense_fn=first_sense_fn)
     else:
@@ -360,5 +366,5 @@ def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Seq
     return result
 
 
-__all__ = ["DESCRIPTION", "LayerResult", "MixResult", "ProbeConfig", "ProbeResult", "TASK_DEFAULTS",
-           "centroid_predictions", "probe_sentences", "run_probe"]
+__all__ = ["DESCRIPTION", "LayerResult", "MixResult", "ProbeConfig", "ProbeResult", "ScoringMode",
+           "TASK_DEFAULTS", "TaskKind", "centroid_predictions", "probe_sentences", "run_probe"]

@@ -10,6 +10,7 @@ first sense.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field, replace
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -19,6 +20,7 @@ from elmo_engine.analysis.probes.classifiers import (EventFn, LayerProbes, MixPr
                                                      Split, TrainSettings, fit, predict)
 from elmo_engine.analysis.probes.features import (Examples, classification_scores,
                                                   per_group_accuracy)
+from elmo_engine.analysis.probes.kinds import ScoringMode
 from elmo_engine.progress import TaskState, check
 
 
@@ -72,15 +74,15 @@ class Encoder:
                 for i, c in enumerate(chosen.tolist())]
 
 
-def score(ex: Examples, pred: Sequence[Optional[str]], mode: str) -> dict:
+def score(ex: Examples, pred: Sequence[Optional[str]], mode: ScoringMode) -> dict:
     """Scores of ``pred``; ``main`` is accuracy (tagging), F1 (WSD) or the mean per-lemma
-    accuracy (``lemma``: the demo word-sense task, with ``per_lemma``)."""
+    accuracy (:attr:`ScoringMode.LEMMA`: the demo word-sense task, with ``per_lemma``)."""
     s = classification_scores(ex.gold, pred)
-    if mode == "lemma":
+    if mode is ScoringMode.LEMMA:
         g = per_group_accuracy(ex.gold, pred, ex.groups)
         s["main"], s["per_lemma"] = g["macro"], g["per_lemma"]
     else:
-        s["main"] = s["f1"] if mode == "f1" else s["accuracy"]
+        s["main"] = s["f1"] if mode is ScoringMode.F1 else s["accuracy"]
     return s
 
 
@@ -115,32 +117,45 @@ def centroid_positions(cent: torch.Tensor, test_x: np.ndarray, split: Split) -> 
     return torch.cat(out) if out else torch.zeros(0, dtype=torch.long)
 
 
-def train_seeds(train: Examples, dev: Examples, test: Examples, norm: Normaliser, config,
-                seeds: Sequence[int], mode: str, prefix: str, state: Optional[TaskState],
-                on_event: Optional[EventFn], centroid: bool = False) -> dict:
-    """Per-layer and mix probes on one labelling of the data, once per seed.
+@dataclass
+class SeedRuns:
+    """What :func:`train_seeds` found on one labelling of the data; the lists are per seed, in
+    the order of the seeds (K = the number of biLM layers)."""
 
-    Returns per seed (lists in ``seeds`` order): ``layers_test`` (K scores dicts),
-    ``layers_dev`` (K floats), ``mix_test``, ``mix_dev``, ``weights``, ``gamma``,
-    ``history``, ``mix_history``; with ``centroid`` also ``centroid_test`` (K floats, seed-free)
-    and ``mix_centroid_test`` per seed; ``training_s`` and ``scoring_s``.
-    """
+    encoder: "Encoder"
+    layers_test: List[List[dict]] = field(default_factory=list)   # K score dicts a seed
+    layers_dev: List[List[float]] = field(default_factory=list)   # K main dev scores a seed
+    mix_test: List[dict] = field(default_factory=list)            # the mix probe's scores
+    mix_dev: List[float] = field(default_factory=list)
+    weights: List[List[float]] = field(default_factory=list)      # softmax(s), K a seed
+    gamma: List[float] = field(default_factory=list)
+    history: List[dict] = field(default_factory=list)             # per-layer training curves
+    mix_history: List[dict] = field(default_factory=list)
+    mix_centroid_test: List[float] = field(default_factory=list)  # WSD: centroids of the mix
+    centroid_test: Optional[List[float]] = None                   # WSD: K, seed-free
+    training_s: float = 0.0
+    scoring_s: float = 0.0
+
+
+def train_seeds(train: Examples, dev: Examples, test: Examples, norm: Normaliser, config,
+                seeds: Sequence[int], mode: ScoringMode, prefix: str,
+                state: Optional[TaskState], on_event: Optional[EventFn],
+                centroid: bool = False) -> SeedRuns:
+    """Per-layer and mix probes on one labelling of the data, once per seed; with ``centroid``
+    also the nearest-sense-centroid scores (of each layer, and of each seed's mix)."""
     k, dim = train.n_layers, train.features.shape[2]
-    wsd = mode != "accuracy"
+    wsd = mode is not ScoringMode.ACCURACY
     enc = Encoder(train, restricted=wsd)
     s_tr, s_dev, s_te = (enc.split(e, config.device) for e in (train, dev, test))
     n_cls, restricted = len(enc.classes), s_tr.cand is not None
-    out: Dict[str, list] = {key: [] for key in ("layers_test", "layers_dev", "mix_test", "mix_dev",
-                                                "weights", "gamma", "history", "mix_history",
-                                                "mix_centroid_test")}
+    out = SeedRuns(enc)
     t_train = t_score = 0.0
     for seed in seeds:
         t0 = time.perf_counter()
         base = config.settings()
-        layer_set = TrainSettings(**{**base.__dict__, "seed": seed})
-        mix_set = TrainSettings(**{**base.__dict__, "seed": seed, "stop_on": "loss",
-                                   "min_epochs": config.mix_min_epochs,
-                                   "epochs": max(base.epochs, config.mix_min_epochs)})
+        layer_set = replace(base, seed=seed)
+        mix_set = replace(base, seed=seed, stop_on="loss", min_epochs=config.mix_min_epochs,
+                          epochs=max(base.epochs, config.mix_min_epochs))
 
         def emit(e, seed=seed):
             if on_event is not None:
@@ -157,36 +172,36 @@ def train_seeds(train: Examples, dev: Examples, test: Examples, norm: Normaliser
             scores.append(score(test, pred, mode))
             if wsd:
                 scores[-1]["per_label"] = per_pos(test, pred)
-        out["layers_test"].append(scores)
-        out["layers_dev"].append([score(dev, enc.labels(s_dev, pos_dev[h], dev), mode)["main"]
-                                  for h in range(k)])
-        out["mix_test"].append(score(test, enc.labels(s_te, predict(mixp, s_te, norm)[0], test),
-                                     mode))
-        out["mix_dev"].append(score(dev, enc.labels(s_dev, predict(mixp, s_dev, norm)[0], dev),
-                                    mode)["main"])
-        out["weights"].append(mixp.mix.weights_numpy().tolist())
-        out["gamma"].append(float(mixp.mix.gamma.detach().cpu()))
-        out["history"].append(hist)
-        out["mix_history"].append(mhist)
+        out.layers_test.append(scores)
+        out.layers_dev.append([score(dev, enc.labels(s_dev, pos_dev[h], dev), mode)["main"]
+                               for h in range(k)])
+        out.mix_test.append(score(test, enc.labels(s_te, predict(mixp, s_te, norm)[0], test),
+                                  mode))
+        out.mix_dev.append(score(dev, enc.labels(s_dev, predict(mixp, s_dev, norm)[0], dev),
+                                 mode)["main"])
+        out.weights.append(mixp.mix.weights_numpy().tolist())
+        out.gamma.append(float(mixp.mix.gamma.detach().cpu()))
+        out.history.append(hist)
+        out.mix_history.append(mhist)
         if centroid:
-            w = np.asarray(out["weights"][-1], np.float32)
+            w = np.asarray(out.weights[-1], np.float32)
             mixed_tr, mixed_te = norm.mixed(train.features, w), norm.mixed(test.features, w)
             pos = centroid_positions(centroids(enc, mixed_tr, train), mixed_te, s_te)
-            out["mix_centroid_test"].append(score(test, enc.labels(s_te, pos, test), mode)["main"])
+            out.mix_centroid_test.append(score(test, enc.labels(s_te, pos, test), mode)["main"])
         t_train += t1 - t0
         t_score += time.perf_counter() - t1
         check(state)
     if centroid:
         t1 = time.perf_counter()
-        out["centroid_test"] = []
+        out.centroid_test = []
         for h in range(k):
             pos = centroid_positions(centroids(enc, train.features[h], train), test.features[h],
                                      s_te)
-            out["centroid_test"].append(score(test, enc.labels(s_te, pos, test), mode)["main"])
+            out.centroid_test.append(score(test, enc.labels(s_te, pos, test), mode)["main"])
         t_score += time.perf_counter() - t1
-    out["training_s"], out["scoring_s"] = t_train, t_score
-    out["encoder"] = enc
+    out.training_s, out.scoring_s = t_train, t_score
     return out
 
 
-__all__ = ["Encoder", "centroid_positions", "centroids", "per_pos", "score", "train_seeds"]
+__all__ = ["Encoder", "SeedRuns", "centroid_positions", "centroids", "per_pos", "score",
+           "train_seeds"]

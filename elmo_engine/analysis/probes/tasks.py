@@ -4,26 +4,42 @@ A task is either one of the built-in demo tasks (``demo-pos``: EWT UPOS of every
 ``demo-wsd`` / ``demo-supersense``: 20 ambiguous SemCor lemmas; ``resources/demo_tasks``) or the
 user's files:
 CoNLL-U (``pos``), ``token<TAB>label`` TSV (``tsv``) or the WSD framework's XML + gold keys
-(``wsd``). :func:`load_task_data` reads them into the arguments of
+(``wsd``). :func:`load_task_data` reads them into a :class:`TaskData`, the arguments of
 :func:`~elmo_engine.analysis.probes.experiment.probe_sentences`; :class:`ProbeTask` is a task the
-app can offer and load later, on its worker.
+app can offer and load later, on its worker. The kinds are :class:`TaskKind`.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional
 
+from elmo_engine.analysis.probes.kinds import TaskKind
 from elmo_engine.errors import InputError
 
-TASKS = ("pos", "wsd", "tsv", "demo-pos", "demo-wsd", "demo-supersense")
+#: the ``probe`` command's --task choices
+TASKS = tuple(k.value for k in TaskKind)
+FirstSenseFn = Callable[[str, str], Optional[str]]
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """A task's sentences, read: ``LabelledSentence`` lists (tagging) or ``WsdSentence`` lists
+    (WSD); ``dev`` None: held out of train by the probe; ``label``: what the labels are
+    ("upos", "sense", …); ``first_sense_fn``: WSD's ``(lemma, pos) -> sense key``."""
+
+    train: List
+    test: List
+    dev: Optional[List] = None
+    label: str = ""
+    first_sense_fn: Optional[FirstSenseFn] = None
 
 
 @dataclass
 class TaskFiles:
     """The data of a task: the task name and its files (the ``probe`` command's options)."""
 
-    task: str                                    # one of TASKS
+    task: str                                    # a TaskKind value
     train: Optional[Path] = None
     test: Optional[Path] = None
     dev: Optional[Path] = None
@@ -40,26 +56,25 @@ def _need(path: Optional[Path], flag: str, task: str) -> Path:
     return path
 
 
-def load_task_data(files: TaskFiles) -> Dict[str, object]:
-    """Read the train/dev/test sentences ``files`` names; returns a dict for probe_sentences."""
+def load_task_data(files: TaskFiles) -> TaskData:
+    """Read the train/dev/test sentences ``files`` names."""
     from elmo_engine.io.datasets import demo, tsv, wsd
     from elmo_engine.io.datasets.conllu import read_conllu
 
-    task = files.task
-    if task.startswith("demo-"):
-        name = task[len("demo-"):]
-        if name == "wsd":
-            return {"train": demo.load_demo_wsd("train"), "dev": demo.load_demo_wsd("dev"),
-                    "test": demo.load_demo_wsd("test"), "first_sense_fn": demo.demo_first_sense,
-                    "label": "sense"}
-        return {"train": demo.load_demo_task(name, "train"), "dev": demo.load_demo_task(name, "dev"),
-                "test": demo.load_demo_task(name, "test"), "label": name}
+    kind, task = TaskKind.of(files.task), files.task
+    if kind.is_demo:
+        name = kind.value[len("demo-"):]
+        if kind is TaskKind.DEMO_WSD:
+            return TaskData(demo.load_demo_wsd("train"), demo.load_demo_wsd("test"),
+                            demo.load_demo_wsd("dev"), "sense", demo.demo_first_sense)
+        return TaskData(demo.load_demo_task(name, "train"), demo.load_demo_task(name, "test"),
+                        demo.load_demo_task(name, "dev"), name)
     train_p, test_p = _need(files.train, "--train", task), _need(files.test, "--test", task)
-    if task == "pos":
+    if kind is TaskKind.POS:
         def read(p):
             return list(read_conllu(p, label=files.label))
         label = files.label
-    elif task == "tsv":
+    elif kind is TaskKind.TSV:
         def read(p):
             return list(tsv.read_tsv(p))
         label = "label"
@@ -74,13 +89,12 @@ def load_task_data(files: TaskFiles) -> Dict[str, object]:
 
         def read_wsd(p, k):
             return list(wsd.read_wsd(p, k, wordnet=wn))
-        return {"train": read_wsd(train_p, train_k), "test": read_wsd(test_p, test_k),
-                "dev": read_wsd(files.dev, dev_k) if files.dev else None,
-                "first_sense_fn": wn.first_sense, "label": "sense"}
-    out = {"train": read(train_p), "test": read(test_p),
-           "dev": read(files.dev) if files.dev else None, "label": label}
-    check_label_count(out["train"], train_p)
-    return out
+        return TaskData(read_wsd(train_p, train_k), read_wsd(test_p, test_k),
+                        read_wsd(files.dev, dev_k) if files.dev else None, "sense",
+                        wn.first_sense)
+    data = TaskData(read(train_p), read(test_p), read(files.dev) if files.dev else None, label)
+    check_label_count(data.train, train_p)
+    return data
 
 
 @dataclass
@@ -88,8 +102,8 @@ class ProbeTask:
     """A task the app can train: a name and a loader run on the worker."""
 
     name: str
-    task: str                                    # "pos", "tsv", "wsd", "demo-pos", …
-    load: Callable[[], Dict[str, object]]
+    task: str                                    # a TaskKind value: "pos", "tsv", "wsd", …
+    load: Callable[[], TaskData]
     semantic: bool = False
     options: Dict[str, object] = field(default_factory=dict)
 

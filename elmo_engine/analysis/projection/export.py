@@ -1,4 +1,5 @@
-"""Exports of a projection: coordinates as CSV, vectors as a TensorBoard projector pair.
+"""Exports of a projection: coordinates as CSV, vectors as a TensorBoard projector pair (in the
+one projector format, :mod:`elmo_engine.io.projector_tsv`).
 
 Every file is written atomically (a temporary file beside the target, then a rename).
 """
@@ -6,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import re
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
@@ -14,12 +14,10 @@ import numpy as np
 
 from elmo_engine.atomic import atomic_path
 from elmo_engine.errors import InputError
-from elmo_engine.progress import TaskState, check, report
+from elmo_engine.io import projector_tsv
+from elmo_engine.progress import TaskState
 from elmo_engine.analysis.projection.compute import Projection
 from elmo_engine.analysis.projection.tokens import TokenSet
-
-_CTRL = re.compile(r"[\t\r\n]+")
-ROWS_PER_CHUNK = 2000
 
 
 def coordinates_table(tokens: TokenSet, projections: Sequence[Projection]
@@ -61,8 +59,9 @@ def write_coordinates_csv(path, tokens: TokenSet, projections: Sequence[Projecti
 
 
 def _clean(text: str) -> str:
-    """TensorBoard metadata cells cannot hold tabs or line breaks."""
-    return _CTRL.sub(" ", text)
+    """TensorBoard metadata cells cannot hold tabs or line breaks (the one rule:
+    :func:`elmo_engine.io.projector_tsv.clean_cell`)."""
+    return projector_tsv.clean_cell(text)
 
 
 def metadata_columns(tokens: TokenSet) -> Tuple[List[str], List[List[str]]]:
@@ -105,17 +104,6 @@ def write_tensorboard(folder, vectors: np.ndarray, tokens: TokenSet,
         keep = [names.index(c) for c in columns]
         names, rows = [names[k] for k in keep], [[r[k] for k in keep] for r in rows]
     folder = Path(folder)
-    vec_path = folder / f"{prefix}vectors.tsv"
-    meta_path = folder / f"{prefix}metadata.tsv"
-    n = vectors.shape[0]
-    with atomic_path(vec_path) as tmp:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-            for start in range(0, n, ROWS_PER_CHUNK):
-                check(state)
-                report(state, start, n, f"writing vectors ({start:,}/{n:,})")
-                np.savetxt(fh, vectors[start:start + ROWS_PER_CHUNK], fmt="%.6g", delimiter="\t")
-    lines = (["\t".join(names)] if len(names) > 1 else []) + ["\t".join(r) for r in rows]
-    with atomic_path(meta_path) as tmp:
-        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    report(state, n, n, "written")
+    vec_path = projector_tsv.write_vectors(folder / f"{prefix}vectors.tsv", vectors, state)
+    meta_path = projector_tsv.write_metadata(folder / f"{prefix}metadata.tsv", names, rows)
     return vec_path, meta_path

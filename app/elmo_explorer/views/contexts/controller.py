@@ -7,40 +7,46 @@ selected occurrence's nearest neighbours per layer come from an index over the l
 plus an optional reference text file. All computation runs on the workspace's worker
 (``elmo_engine.analysis.compare`` / ``elmo_engine.analysis.neighbours``).
 
-Model, view, controller: :class:`~.contexts_model.ContextsModel` (the word, its comparison, the
-neighbour corpus; no Qt), :class:`~.contexts_view.ContextsView` (the widgets) and
-:class:`ContextsPanel`, which computes on the worker; its neighbour, export and report parts
-are :class:`~.contexts_neighbours.ContextsNeighbours`, :class:`~.contexts_export.ContextsExports`
-and :class:`~.contexts_report.ContextsReport`.
+Model, view, controller: :class:`~.model.ContextsModel` (the word, its comparison, the
+neighbour corpus; no Qt), :class:`~.view.ContextsView` (the widgets) and :class:`ContextsPanel`,
+which computes on the worker (the comparison and the neighbours on the interactive lane, the
+corpus index on the long one). Its exports and report parts are functions of values
+(:mod:`.export`, :mod:`.report`); the neighbour corpus's reading rules are in
+:mod:`.neighbours`.
 """
 from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.analysis import compare as cmp
 from elmo_engine.analysis.groups import word_groups
-from elmo_engine.analysis.neighbour_corpus import IndexCache
+from elmo_engine.analysis.neighbour_corpus import IndexCache, read_corpus, read_vocabulary
+from elmo_engine.analysis.neighbours import NeighbourTable, neighbour_table
 from elmo_engine.io.report import ReportTable
-from elmo_explorer.common.figure_export import FigureOptions
-from elmo_explorer.views.contexts.export import ContextsExports
+from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options, save_figure
+from elmo_explorer.common.save_dialog import ask_save_path
+from elmo_explorer.state.worker import Lane
+from elmo_explorer.state.workspace import TokenRef
+from elmo_explorer.views.contexts import export, report
 from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel,
                                                  groups_from_state, settings_from_state,
                                                  valid_ref)
-from elmo_explorer.views.contexts.neighbours import COMPARE, INDEX, NEIGHBOURS, ContextsNeighbours
-from elmo_explorer.views.contexts.report import ContextsReport
+from elmo_explorer.views.contexts.neighbours import vocabulary_file
 from elmo_explorer.views.contexts.view import ContextsView
-from elmo_explorer.state.worker import Lane
-from elmo_explorer.state.workspace import TokenRef
+from elmo_explorer.views.contexts.widgets import neighbours_html
 from elmo_explorer.views.protocol import PanelDefaults
 from elmo_explorer.views.words import default_word
 
 __all__ = ["ContextsPanel", "default_word"]
+
+#: the request kinds of the view's jobs (a newer request of a kind supersedes older ones)
+COMPARE, INDEX, NEIGHBOURS = "contexts-compare", "contexts-index", "contexts-neighbours"
 
 
 class ContextsPanel(PanelDefaults, QWidget):
@@ -62,19 +68,21 @@ class ContextsPanel(PanelDefaults, QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
         self.index_cache = IndexCache()          # used on the worker thread only
-        self.nearest = ContextsNeighbours(self)
-        self.exports = ContextsExports(self)
-        self.report = ContextsReport(self)
-        self._actions = self.exports.make_actions()
+        self._actions: Dict[str, QAction] = {}
+        for key, text in export.ENTRIES:
+            act = QAction(text, self)
+            act.triggered.connect(lambda _=False, k=key: self.ask_export(k))
+            act.setEnabled(False)                # until there is something to export
+            self._actions[key] = act
         v = self.view
         v.word_edit.returnPressed.connect(lambda: self.set_word(v.word_edit.text()))
         v.completer.activated[str].connect(self.set_word)
         for w in (v.case_box, v.correct_box, v.norm_box):
             w.toggled.connect(lambda _c: self.request_compare())
         v.direction_box.currentTextChanged.connect(lambda _t: self._recompute_all())
-        v.k_box.valueChanged.connect(lambda _v: self.nearest.request_neighbours())
+        v.k_box.valueChanged.connect(lambda _v: self.request_neighbours())
         v.mix.changed.connect(lambda _w: self.request_compare())
-        v.ref_button.clicked.connect(self.nearest.ask_reference)
+        v.ref_button.clicked.connect(self.ask_reference)
         v.heatmaps.cell_clicked.connect(lambda _k, i, _j: self.select_occurrence(i))
         v.occ_table.groups_edited.connect(self._on_groups_edited)
         v.occ_table.occurrence_clicked.connect(lambda s, t: self.ws.select(TokenRef(s, t)))
@@ -91,7 +99,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         return self.model.ready
 
     def export_actions(self) -> List[QAction]:
-        return list(self._actions)
+        return list(self._actions.values())
 
     def view_state(self) -> Dict[str, Any]:
         """The view's parameters as JSON values (see docs/guide/contexts.md)."""
@@ -120,13 +128,16 @@ class ContextsPanel(PanelDefaults, QWidget):
         ref = state.get("reference_file")
         if isinstance(ref, str) and ref and Path(ref).is_file() and (
                 m.reference_path is None or Path(ref) != m.reference_path):
-            self.nearest.set_reference_file(ref)
+            self._read_reference(ref)
 
-    def report_figures(self, folder: Path, options: FigureOptions) -> List[Path]:
-        return self.report.figures(folder, options)
+    def report_figures(self, folder: Path, options: Optional[FigureOptions] = None) -> List[Path]:
+        return report.report_figures(self.model.comparison, folder,
+                                     options or panel_figure_options(self))
 
     def report_tables(self) -> List[ReportTable]:
-        return self.report.tables()
+        v = self.view
+        return report.report_tables(self.model, len(self.ws.tokens), v.k_box.value(),
+                                    v.direction_box.currentText())
 
     # ---- what the tests and scripts drive -----------------------------------------------------
     def set_word(self, word: str) -> None:
@@ -161,7 +172,7 @@ class ContextsPanel(PanelDefaults, QWidget):
 
     def set_reference_file(self, path) -> None:
         """Add a text file's sentences to the neighbour corpus (read on the worker)."""
-        self.nearest.set_reference_file(path)
+        self._read_reference(path)
 
     # ---- workspace events -------------------------------------------------------------------
     def done(self, what: str) -> None:
@@ -184,7 +195,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         self._update_completer()
         m.comparison = None
         m.index, m.index_sig = None, None              # rebuilt (or found in the cache)
-        for act in self._actions:
+        for act in self._actions.values():
             act.setEnabled(False)
         if self.ws.model_info is None and not self.ws.is_loading():
             self.view.show_status("Load a model to compare contexts.")
@@ -201,7 +212,7 @@ class ContextsPanel(PanelDefaults, QWidget):
                 self.view.word_edit.setText(word)
         if m.comparison is None and m.word:
             self.request_compare()
-        self.nearest.request_index()
+        self.request_index()
 
     def _update_completer(self) -> None:
         counts = Counter(t for s in self.ws.tokens for t in s)
@@ -225,7 +236,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         if occ != m.query:
             m.query = occ
             self.view.occ_table.select_occurrence(occ)
-            self.nearest.request_neighbours()
+            self.request_neighbours()
 
     def _on_groups_edited(self) -> None:
         self.model.groups[self.model.word] = self.view.occ_table.groups()
@@ -233,7 +244,7 @@ class ContextsPanel(PanelDefaults, QWidget):
 
     def _recompute_all(self) -> None:
         self.request_compare()
-        self.nearest.request_neighbours()
+        self.request_neighbours()
 
     # ---- comparison -------------------------------------------------------------------------
     def request_compare(self) -> None:
@@ -290,12 +301,12 @@ class ContextsPanel(PanelDefaults, QWidget):
             if m.query not in comp.occurrences:
                 m.query = comp.occurrences[0]
             v.occ_table.select_occurrence(m.query)
-        for act in self._actions:
+        for act in self._actions.values():
             act.setEnabled(comp is not None)
-        self._actions[2].setEnabled(m.table is not None)
+        self._actions["neighbours"].setEnabled(m.table is not None)
         self.comparison_drawn.emit()
         self.done("compare")
-        self.nearest.request_neighbours()
+        self.request_neighbours()
 
     def _on_compare_failed(self, message: str) -> None:
         self.show_error(message)
@@ -304,3 +315,174 @@ class ContextsPanel(PanelDefaults, QWidget):
     def show_error(self, message: str) -> None:
         self.view.show_error(message)
         self.failed.emit(message)
+
+    # ---- neighbours: the reference corpus, its index, the table ------------------------------
+    def _read_reference(self, path) -> None:
+        """Add a text file's sentences to the neighbour corpus (read on the worker)."""
+        path, m = Path(path), self.model
+
+        def done(tokens) -> None:
+            m.reference_path, m.reference_tokens = path, tokens
+            self.view.ref_label.setText(f"{path.name}: {len(tokens):,} sentences")
+            self.request_index()
+
+        self.ws.worker.submit(f"Reading {path.name}", lambda state: read_corpus(path),
+                              kind="contexts-reference", on_done=done, on_failed=self.show_error)
+
+    def ask_reference(self) -> None:
+        name, _ = QFileDialog.getOpenFileName(self, "Reference text (one sentence per line)", "",
+                                              "Text (*.txt *.txt.gz);;All files (*)")
+        if name:
+            self._read_reference(name)
+
+    def request_index(self) -> None:
+        """Index the neighbour corpus (the loaded sentences first, so that their indices match
+        the workspace's, then the reference text) on the long lane; cached by checksum + corpus
+        tokens + vocabulary. Layer 0 answers with known words."""
+        ws, m = self.ws, self.model
+        if ws.embedder is None or not ws.all_embedded():
+            return
+        corpus = m.corpus(ws.tokens)
+        sig = (ws.model_info.checksum if ws.model_info else "", tuple(map(tuple, corpus)))
+        if sig == m.index_sig:
+            return
+        m.index_sig = sig
+        emb, cache, vocab = ws.embedder, self.index_cache, vocabulary_file(ws.model_info)
+
+        def job(state):
+            words = read_vocabulary(vocab) if vocab is not None else []
+            return cache.get_or_build(emb, corpus, words, state)
+
+        def done(index) -> None:                 # (a changed model or corpus superseded older ones)
+            m.index = index
+            if self.view.correct_box.isChecked():
+                self.request_compare()           # the corpus mean is the better reference
+            self.request_neighbours()
+
+        def failed(message: str) -> None:
+            m.index_sig = None
+            self.show_error(message)
+            self.done("neighbours")
+
+        ws.worker.submit("Indexing the neighbour corpus", job, lane=Lane.LONG, kind=INDEX,
+                         on_done=done, on_failed=failed)
+
+    def request_neighbours(self) -> None:
+        ws, m, v = self.ws, self.model, self.view
+        index = m.index
+        if index is None or not m.word:
+            return                                   # the index job asks again when it is done
+        vec, exclude = None, []
+        if m.comparison is not None and m.query in m.comparison.occurrences:
+            s, t = m.query
+            act = ws.activations[s] if s < len(ws.activations) else None
+            if act is None:
+                return
+            vec = act[:, t].copy()                                  # (L+1, 2P)
+            exclude = [m.query]
+        emb, word, k = ws.embedder, m.word, v.k_box.value()
+        direction = v.direction_box.currentText()
+        query = m.query if vec is not None else None
+
+        def job(state):
+            if vec is None:                   # not in the sentences: the word on its own
+                alone = emb.embed([[word]])[0][:, 0]                # (L+1, 2P)
+                return neighbour_table(index, alone, word, k, direction)
+            return neighbour_table(index, vec, word, k, direction, exclude)
+
+        ws.worker.submit(f"Nearest neighbours of '{word}'", job, lane=Lane.INTERACTIVE,
+                         kind=NEIGHBOURS, on_done=lambda t: self._on_neighbours(t, query, index),
+                         on_failed=self._on_neighbours_failed)
+
+    def _on_neighbours(self, table: NeighbourTable, query, index) -> None:
+        """The neighbours of the current request (the worker drops superseded ones)."""
+        m, v = self.model, self.view
+        m.table = table
+        where = ""
+        if query is not None:
+            where = (f" (the occurrence in sentence {query[0] + 1}; "
+                     f"{v.direction_box.currentText()} halves)")
+        v.neigh_title.setText(f"Nearest neighbours of '{table.query}'{where}")
+        layers = [(name, [(nb.score, index.tokens[nb.sentence], nb.token) for nb in nbs])
+                  for name, nbs in table.layers]
+        note = "" if query is not None else (
+            "not in the loaded sentences: the word on its own (no context); add a sentence "
+            "with it to see its neighbours in context")
+        v.neighbours.setHtml(neighbours_html(f"corpus: {index.n_tokens:,} tokens, "
+                                             f"{len(index.words or [])} known words",
+                                             table.words, layers, note))
+        self._actions["neighbours"].setEnabled(True)
+        self.neighbours_drawn.emit()
+        self.done("neighbours")
+
+    def _on_neighbours_failed(self, message: str) -> None:
+        self.show_error(message)
+        self.done("neighbours")
+
+    # ---- exports (export_*: no dialogs, for tests and scripts; ask_export: dialogs) ------------
+    def export_heatmap(self, path, view: Optional[int] = None) -> None:
+        """One heatmap (``view`` index) or all side by side (None) as a figure with titles,
+        labelled axes, the groups and a labelled colour bar (the engine's figure path, at the
+        report figure size/DPI); PNG, SVG or PDF by extension."""
+        try:
+            save_figure(report.heatmap_figure(self.model.comparison, view), path,
+                        panel_figure_options(self))
+        except Exception as exc:                     # noqa: BLE001 - shown to the user
+            self.show_error(f"could not export the heatmap: {exc}")
+            return
+        self._exported(Path(path))
+
+    def export_matrices_csv(self, path) -> None:
+        self._write("similarity matrices", path, export.matrices_writer(self.model.comparison))
+
+    def export_neighbours_csv(self, path) -> None:
+        self._write("neighbours", path, export.neighbours_writer(export.neighbour_rows(self.model)))
+
+    def export_vectors_npz(self, path) -> None:
+        """Vectors (all layers, both halves) of the selected occurrences (all if ≤ 1 selected)."""
+        rows, occ, meta = self._selected()
+        self._write("vectors", path, export.vectors_npz_writer(self.model.vectors, rows, occ, meta))
+
+    def export_vectors_tsv(self, path, view: int = -1) -> None:
+        """One view's vectors (current direction) as projector TSV + ``.metadata.tsv``."""
+        rows, _occ, meta = self._selected()
+        self._write("vectors", path, export.vectors_tsv_writer(
+            self.model.comparison, self.model.vectors, rows, meta, view, path))
+
+    def ask_export(self, key: str) -> None:
+        """File → Export: ask (the view, the file), then export."""
+        comp = self.model.comparison
+        if key != "neighbours" and comp is None:
+            self.show_error(export.NOTHING_YET)
+            return
+        view = export.ask_view(self, comp, key == "heatmap") if key in ("heatmap", "tsv") else 0
+        if view is None:
+            return
+        title, filters = {"heatmap": ("Export heatmap", export.IMAGE_FILTERS),
+                          "matrices": ("Export similarity matrices", "CSV (*.csv)"),
+                          "neighbours": ("Export nearest neighbours", "CSV (*.csv)"),
+                          "npz": ("Export occurrence vectors", "NumPy archive (*.npz)"),
+                          "tsv": ("Export occurrence vectors (TSV)", "TSV (*.tsv)")}[key]
+        path = ask_save_path(self, title, filters)
+        if not path:
+            return
+        if key == "heatmap":
+            self.export_heatmap(path, None if view < 0 else view)
+        elif key == "tsv":
+            self.export_vectors_tsv(path, view)
+        else:
+            {"matrices": self.export_matrices_csv, "neighbours": self.export_neighbours_csv,
+             "npz": self.export_vectors_npz}[key](path)
+
+    def _selected(self):
+        return export.selected(self.model.comparison, self.view.occ_table.selected_rows(),
+                               self.ws.tokens)
+
+    def _write(self, what: str, path, write) -> None:
+        path = Path(path)
+        self.ws.worker.submit(f"Writing {what}", lambda state: write(path),
+                              on_done=lambda _r: self._exported(path), on_failed=self.show_error)
+
+    def _exported(self, path: Path) -> None:
+        self.view.show_status(f"wrote {path}")
+        self.exported.emit(str(path))

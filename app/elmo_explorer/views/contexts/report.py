@@ -1,8 +1,5 @@
-"""The contexts view's report parts: publication figures of its heatmaps and its tables.
-
-:class:`ContextsReport` is the part of the contexts controller
-(:class:`elmo_explorer.views.contexts.controller.ContextsPanel`) that gives the workspace actions the
-view's ``report_figures`` and ``report_tables``:
+"""The contexts view's report parts, as functions of values: publication figures of its
+heatmaps and its tables (the panel's ``report_figures`` and ``report_tables`` call them):
 
 * the heatmaps of every view side by side, ordered by group, and the per-view summary with the
   permutation p-values (:mod:`elmo_engine.analysis.report_figures`), PNG + SVG (+ PDF when
@@ -15,15 +12,12 @@ widgets or touches torch.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from elmo_engine.analysis import compare as cmp
 from elmo_engine.io.report import ReportTable
-from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options, write_figures
-from elmo_explorer.views.contexts.model import num
-
-if TYPE_CHECKING:
-    from elmo_explorer.views.contexts.controller import ContextsPanel
+from elmo_explorer.common.figure_export import FigureOptions, write_figures
+from elmo_explorer.views.contexts.model import ContextsModel, num
 
 
 def _safe(text: str) -> str:
@@ -31,98 +25,86 @@ def _safe(text: str) -> str:
     return keep[:40] or "word"
 
 
-class ContextsReport:
-    """The report figures and tables of the contexts panel."""
+def heatmap_figure(comp: Optional[cmp.Comparison], view: Optional[int] = None):
+    """The matplotlib figure of one view (0 … L, L+1 = mix) of the current comparison, or
+    of all views side by side (None), drawn by the engine's one figure path."""
+    from elmo_engine.analysis.report_figures import contexts_heatmaps
 
-    def __init__(self, panel: "ContextsPanel"):
-        self.panel = panel
+    if comp is None:
+        raise LookupError("nothing to draw yet: pick a word that occurs in the sentences")
+    return contexts_heatmaps(comp, None if view is None else [view])
 
-    def figure_options(self) -> FigureOptions:
-        """The report dialog's size/DPI (File → Export report), else the defaults."""
-        return panel_figure_options(self.panel)
 
-    # ---- figures --------------------------------------------------------------------------
-    def heatmap_figure(self, view: Optional[int] = None):
-        """The matplotlib figure of one view (0 … L, L+1 = mix) of the current comparison, or
-        of all views side by side (None), drawn by the engine's one figure path."""
-        from elmo_engine.analysis.report_figures import contexts_heatmaps
+def report_figures(comp: Optional[cmp.Comparison], folder,
+                   options: FigureOptions) -> List[Path]:
+    """Write the heatmaps (all views side by side) and the per-view summary (self-, within-
+    and between-group similarity, p-values) into ``folder`` in the figure formats (PNG and
+    SVG by default, PDF on request); return the files in order. Nothing is written (an
+    empty list) when no word is compared."""
+    from elmo_engine.analysis.report_figures import contexts_heatmaps, contexts_summary
 
-        comp = self.panel.model.comparison
-        if comp is None:
-            raise LookupError("nothing to draw yet: pick a word that occurs in the sentences")
-        return contexts_heatmaps(comp, None if view is None else [view])
+    if comp is None:
+        return []
+    word = _safe(comp.word)
+    return write_figures([(f"contexts_{word}_heatmaps", lambda: contexts_heatmaps(comp)),
+                          (f"contexts_{word}_summary", lambda: contexts_summary(comp))],
+                         folder, options)
 
-    def figures(self, folder, options: Optional[FigureOptions] = None) -> List[Path]:
-        """Write the heatmaps (all views side by side) and the per-view summary (self-, within-
-        and between-group similarity, p-values) into ``folder`` in the figure formats (PNG and
-        SVG by default, PDF on request); return the files in order. Nothing is written (an
-        empty list) when no word is compared."""
-        from elmo_engine.analysis.report_figures import contexts_heatmaps, contexts_summary
 
-        comp = self.panel.model.comparison
-        if comp is None:
-            return []
-        word = _safe(comp.word)
-        return write_figures([(f"contexts_{word}_heatmaps", lambda: contexts_heatmaps(comp)),
-                              (f"contexts_{word}_summary", lambda: contexts_summary(comp))],
-                             folder, options or self.figure_options())
-
-    # ---- tables ---------------------------------------------------------------------------
-    def tables(self) -> List[ReportTable]:
-        """The panel's results as shown: summary, groups, matrices (CSV only), neighbours."""
-        m = self.panel.model
-        comp, tables = m.comparison, []
-        if comp is not None:
-            setting = (f"{comp.direction} halves, "
-                       + ("anisotropy-corrected" if comp.corrected else "raw cosine")
-                       + ", mix weights " + " ".join(f"{w:.3f}" for w in comp.weights))
+def report_tables(m: ContextsModel, n_loaded: int, k: int, direction: str) -> List[ReportTable]:
+    """The view's results as shown: summary, groups, matrices (CSV only), neighbours
+    (``n_loaded`` sentences loaded; ``k`` neighbours, ``direction`` halves shown)."""
+    comp, tables = m.comparison, []
+    if comp is not None:
+        setting = (f"{comp.direction} halves, "
+                   + ("anisotropy-corrected" if comp.corrected else "raw cosine")
+                   + ", mix weights " + " ".join(f"{w:.3f}" for w in comp.weights))
+        tables.append(ReportTable(
+            "contexts_view_summary", f"Contexts view: '{comp.word}' per layer",
+            [{"view": name, **{row: num(vals[k]) for row, vals in comp.summary_rows()}}
+             for k, name in enumerate(comp.names)],
+            caption=f"As shown in the contexts view ({len(comp.occurrences)} occurrences; "
+                    f"{setting}). Within/between: mean cosine of pairs in the same / in "
+                    "different groups; empty without group labels."))
+        if any(comp.groups):
             tables.append(ReportTable(
-                "contexts_view_summary", f"Contexts view: '{comp.word}' per layer",
-                [{"view": name, **{row: num(vals[k]) for row, vals in comp.summary_rows()}}
-                 for k, name in enumerate(comp.names)],
-                caption=f"As shown in the contexts view ({len(comp.occurrences)} occurrences; "
-                        f"{setting}). Within/between: mean cosine of pairs in the same / in "
-                        "different groups; empty without group labels."))
-            if any(comp.groups):
-                tables.append(ReportTable(
-                    "contexts_view_groups", f"Groups of the occurrences of '{comp.word}'",
-                    [{"#": i + 1, "sentence": s + 1, "token": t + 1, "group": g,
-                      "context": comp.labels[i]}
-                     for i, ((s, t), g) in enumerate(zip(comp.occurrences, comp.groups))]))
-            heads = [str(j + 1) for j in range(len(comp.occurrences))]
-            tables.append(ReportTable(
-                "contexts_view_similarity", f"Cosine matrices of '{comp.word}', every view",
-                [{"view": name, "occurrence": f"{i + 1}: {comp.labels[i]}",
-                  **{h: round(float(comp.matrices[k, i, j]), 6) for j, h in enumerate(heads)}}
-                 for k, name in enumerate(comp.names) for i in range(len(heads))],
-                ["view", "occurrence", *heads], caption="The matrices of the figures, one block "
-                "per view.", show=False))
-        if m.table is not None and m.index is not None:
-            tables.append(self._neighbour_table())
-        return tables
+                "contexts_view_groups", f"Groups of the occurrences of '{comp.word}'",
+                [{"#": i + 1, "sentence": s + 1, "token": t + 1, "group": g,
+                  "context": comp.labels[i]}
+                 for i, ((s, t), g) in enumerate(zip(comp.occurrences, comp.groups))]))
+        heads = [str(j + 1) for j in range(len(comp.occurrences))]
+        tables.append(ReportTable(
+            "contexts_view_similarity", f"Cosine matrices of '{comp.word}', every view",
+            [{"view": name, "occurrence": f"{i + 1}: {comp.labels[i]}",
+              **{h: round(float(comp.matrices[k, i, j]), 6) for j, h in enumerate(heads)}}
+             for k, name in enumerate(comp.names) for i in range(len(heads))],
+            ["view", "occurrence", *heads], caption="The matrices of the figures, one block "
+            "per view.", show=False))
+    if m.table is not None and m.index is not None:
+        tables.append(_neighbour_table(m, n_loaded, k, direction))
+    return tables
 
-    def _neighbour_table(self) -> ReportTable:
-        m, v = self.panel.model, self.panel.view
-        table, index = m.table, m.index
-        n_loaded = len(self.panel.ws.tokens)
-        ref = m.reference_path.name if m.reference_path else "reference text"
-        rows: List[Dict[str, Any]] = [
-            {"view": "layer 0", "rank": r, "cosine": round(float(s), 4), "neighbour": w,
-             "source": "known words", "sentence": None, "context": ""}
-            for r, (w, s) in enumerate(table.words, start=1)]
-        for name, nbs in table.layers:
-            for r, nb in enumerate(nbs, start=1):
-                toks = index.tokens[nb.sentence]
-                loaded = nb.sentence < n_loaded
-                rows.append({"view": name, "rank": r, "cosine": round(float(nb.score), 4),
-                             "neighbour": toks[nb.token],
-                             "source": "loaded sentences" if loaded else ref,
-                             "sentence": nb.sentence + 1 if loaded else nb.sentence - n_loaded + 1,
-                             "context": cmp.snippet(toks, nb.token, 6, 90)})
-        where = (f"the occurrence in sentence {m.query[0] + 1}" if m.query is not None
-                 and m.comparison is not None else "the word on its own")
-        return ReportTable(
-            "contexts_neighbours", f"Nearest neighbours of '{table.query}'", rows,
-            caption=f"k = {v.k_box.value()} nearest tokens per layer to {where} "
-                    f"({v.direction_box.currentText()} halves) in a corpus of "
-                    f"{index.n_tokens:,} tokens; layer 0: nearest known words (character CNN).")
+
+def _neighbour_table(m: ContextsModel, n_loaded: int, k: int, direction: str) -> ReportTable:
+    table, index = m.table, m.index
+    ref = m.reference_path.name if m.reference_path else "reference text"
+    rows: List[Dict[str, Any]] = [
+        {"view": "layer 0", "rank": r, "cosine": round(float(s), 4), "neighbour": w,
+         "source": "known words", "sentence": None, "context": ""}
+        for r, (w, s) in enumerate(table.words, start=1)]
+    for name, nbs in table.layers:
+        for r, nb in enumerate(nbs, start=1):
+            toks = index.tokens[nb.sentence]
+            loaded = nb.sentence < n_loaded
+            rows.append({"view": name, "rank": r, "cosine": round(float(nb.score), 4),
+                         "neighbour": toks[nb.token],
+                         "source": "loaded sentences" if loaded else ref,
+                         "sentence": nb.sentence + 1 if loaded else nb.sentence - n_loaded + 1,
+                         "context": cmp.snippet(toks, nb.token, 6, 90)})
+    where = (f"the occurrence in sentence {m.query[0] + 1}" if m.query is not None
+             and m.comparison is not None else "the word on its own")
+    return ReportTable(
+        "contexts_neighbours", f"Nearest neighbours of '{table.query}'", rows,
+        caption=f"k = {k} nearest tokens per layer to {where} "
+                f"({direction} halves) in a corpus of "
+                f"{index.n_tokens:,} tokens; layer 0: nearest known words (character CNN).")

@@ -29,7 +29,8 @@ from elmo_engine.analysis import layers_run
 from elmo_engine.io import layer_figures
 from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersModel,
                                                LayersSettings, read_recorded)
-from elmo_explorer.views.layers.export import LayersExports
+from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
+from elmo_explorer.views.layers import export
 from elmo_explorer.views.layers.view import LayersView
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.views.protocol import PanelDefaults
@@ -68,7 +69,6 @@ class LayersPanel(PanelDefaults, QWidget):
         self.ws = workspace
         self.model = LayersModel()
         self.view = LayersView(self)
-        self.exports = LayersExports(self)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
@@ -102,7 +102,16 @@ class LayersPanel(PanelDefaults, QWidget):
             self.ready.emit()
 
     def export_actions(self) -> List[QAction]:
-        return self.exports.make_actions()
+        out = []
+        for text, kind in export.ENTRIES:
+            a = QAction(text, self)
+            a.triggered.connect(lambda _=False, k=kind: self._ask_export(k))
+            a.setEnabled(export.has(self.model, kind))
+            out.append(a)
+        a = QAction("Layers results (JSON)…", self)
+        a.triggered.connect(self._ask_export_json)
+        a.setEnabled(self.model.result is not None)
+        return out + [a]
 
     def view_state(self) -> Dict[str, Any]:
         self.model.settings = self._current_settings()
@@ -115,7 +124,7 @@ class LayersPanel(PanelDefaults, QWidget):
         self._redraw()
 
     def report_figures(self, folder: Path, options) -> List[Path]:
-        return self.exports.report_figures(folder, options)
+        return export.report_figures(self.model, self.cka_title(), folder, options)
 
     # ---- wiring -------------------------------------------------------------------------------
     def attach_probes(self, probes_panel) -> None:
@@ -363,3 +372,37 @@ class LayersPanel(PanelDefaults, QWidget):
         if m.compare is not None:
             return f"CKA: {m.result['model'].get('name') or 'A'} × {m.compare['model']['name'] or 'B'}"
         return "CKA between layers" if m.result is not None else ""
+
+    # ---- File → Export (export_*: no dialogs, for tests and scripts) --------------------------
+    def figure(self, kind: str):
+        """The export figure of ``kind`` ("contextuality", "cka", "mdl"), or None."""
+        return export.figure(self.model, kind, self.cka_title())
+
+    def export_figure(self, kind: str, path) -> List[Path]:
+        """Write one figure as PNG, SVG or PDF (by extension)."""
+        written = export.write_figure(self.model, kind, self.cka_title(), path)
+        for p in written:
+            self.exported.emit(str(p))
+        return written
+
+    def export_json(self, path) -> None:
+        """The shown results (``view_state``'s result, comparison and MDL runs) as JSON."""
+        export.write_json(self.model, path)
+        self.exported.emit(str(path))
+
+    def _ask_export(self, kind: str) -> None:
+        path = ask_save_path(self, f"Export {kind}", IMAGE_FILTERS)
+        if path is not None:
+            self._guard(lambda: self.export_figure(kind, path))
+
+    def _ask_export_json(self) -> None:
+        path = ask_save_path(self, "Export layers results", "JSON (*.json)")
+        if path is not None:
+            self._guard(lambda: self.export_json(path))
+
+    def _guard(self, fn) -> None:
+        try:
+            fn()
+        except Exception as e:  # shown, never a crash
+            log.exception("layers export failed")
+            self.view.show_status(f"Export failed: {e}", error=True)

@@ -152,10 +152,10 @@ class ProbesPanel(PanelDefaults, QWidget):
                 state.post({"phase": "start", "name": t.name})
                 data = t.load()
                 out.append(probe_sentences(
-                    embedder, data["train"], data["test"], data.get("dev"), task=t.task,
-                    config=cfg.for_task(t.task), name=t.name, label=str(data.get("label", "")),
+                    embedder, data.train, data.test, data.dev, task=t.task,
+                    config=cfg.for_task(t.task), name=t.name, label=data.label,
                     max_train_sentences=t.options.get("max_train_sentences"),
-                    first_sense_fn=data.get("first_sense_fn"), state=state,
+                    first_sense_fn=data.first_sense_fn, state=state,
                     on_event=state.post))
             return out
 

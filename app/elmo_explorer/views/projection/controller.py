@@ -1,41 +1,39 @@
 """The projection view: UMAP of the tokens, one plot per layer, side by side and linked.
 
-PCA is drawn at once; UMAP then runs on the worker one layer at a time (group "projection"), each
-plot switching from PCA to UMAP as its layer completes. umap's numba kernels are compiled once per
-process by a warm-up job submitted once the worker has stayed idle for a moment (never on the GUI
-thread, never between a model load and the embedding it triggers).
-Hover shows a token in its sentence, box selection (Shift+drag) in one plot highlights the same
-tokens in all, the legend colours by word, label or sentence, and the search box marks a token.
+PCA is drawn at once; UMAP then runs on the worker one layer at a time, each plot switching
+from PCA to UMAP as its layer completes (the one-time compile: :mod:`.warmup`). Hover shows a
+token in its sentence, Shift+drag in one plot selects the same tokens in all, the legend colours
+by word, label or sentence, the search box marks a token.
 
-Model, view, controller: :class:`~.projection_model.ProjectionModel` (what is projected and
-drawn; no Qt), :class:`~.projection_view.ProjectionView` (controls, plots, legend) and
-:class:`ProjectionPanel`, which runs the projections on the worker; its interaction, export and
-report parts are :class:`~.projection_interaction.ProjectionInteraction`,
-:class:`~.projection_export.ProjectionExports` and :class:`~.projection_report.ProjectionReport`.
+Model, view, controller: :class:`~.model.ProjectionModel` (what is projected and drawn; no
+Qt), :class:`~.view.ProjectionView` (controls, plots, legend, info line) and
+:class:`ProjectionPanel`, which runs the projections on the worker's long lane and wires the
+linked interaction. Its sources, exports and report parts are functions of values
+(:mod:`.sources`, :mod:`.export`, :mod:`.report`).
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any, Callable, Dict, List
+from typing import Any, Callable, Dict, List, Optional
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
+import numpy as np
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from elmo_engine.analysis.projection import (LayerSpec, Projection, Projector, all_tokens,
-                                             is_warm, warm_up, word_tokens)
+from elmo_engine.analysis.projection import LayerSpec, Projection, Projector, TokenSet, is_warm
 from elmo_engine.errors import ElmoError, InputError
 from elmo_engine.io.report import ReportTable
-from elmo_explorer.common.figure_export import FigureOptions
-from elmo_explorer.views.projection.export import ProjectionExports
-from elmo_explorer.views.projection.interaction import ProjectionInteraction
+from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options, save_figure
+from elmo_explorer.state.worker import JobHandle, Lane
+from elmo_explorer.state.workspace import TokenRef
+from elmo_explorer.views.projection import export, report
 from elmo_explorer.views.projection.model import ProjectionModel
-from elmo_explorer.views.projection.report import ProjectionReport
-from elmo_explorer.views.projection.sources import (colour_categories, loaded_info,
-                                                     reference_request, reference_word)
-from elmo_explorer.views.projection.view import ProjectionView
-from elmo_explorer.state.worker import Lane
+from elmo_explorer.views.projection.sources import (ask_dataset_path, colour_categories,
+                                                     dataset_job, request)
+from elmo_explorer.views.projection.view import ProjectionView, describe
+from elmo_explorer.views.projection.warmup import UmapWarmUp
 from elmo_explorer.views.protocol import PanelDefaults
 
 log = logging.getLogger(__name__)
@@ -44,7 +42,6 @@ AUTO_UMAP_MAX = 5_000          # with more tokens an automatic run stops at PCA 
 MIN_UMAP_POINTS = 50           # below this UMAP means nothing: PCA, with a message
 INLINE_PCA_MAX = 400_000       # tokens × dims up to which PCA runs on the GUI thread (~10 ms)
 GROUP = "projection"
-WARM_UP_QUIET_MS = 1500        # the worker stays idle this long before the UMAP compile starts
 
 
 class ProjectionPanel(PanelDefaults, QWidget):
@@ -67,35 +64,37 @@ class ProjectionPanel(PanelDefaults, QWidget):
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
-        self.interaction = ProjectionInteraction(self)
-        self.exports = ProjectionExports(self)
-        self.report = ProjectionReport(self)
+        self.warm = UmapWarmUp(workspace.worker, self._run_imminent, self)
         #: asked before a slow export (an SVG of many points); tests answer it themselves
-        self.confirm: Callable[[str], bool] = self.exports.ask_confirm
+        self.confirm: Callable[[str], bool] = lambda message: export.confirm(self, message)
 
         c, plots = self.view.controls, self.view.plots
         c.run_requested.connect(lambda: self.run(auto=False))
         c.cancel_requested.connect(self.cancel)
-        c.open_dataset_requested.connect(self.interaction.ask_open_dataset)
+        c.open_dataset_requested.connect(self.ask_open_dataset)
         c.source_changed.connect(self._on_source_changed)
         c.colour_changed.connect(lambda _k: self.apply_colours())
-        c.search_changed.connect(self.interaction.search)
+        c.search_changed.connect(self.search)
         c.select_mode_toggled.connect(plots.set_select_mode)
         c.clear_selection_requested.connect(lambda: plots.set_selection([]))
-        plots.hovered.connect(self.interaction.on_hover)
-        plots.point_clicked.connect(self.interaction.on_click)
-        plots.selection_made.connect(self.interaction.on_selection)
-        self.view.legend.entry_clicked.connect(self.interaction.on_legend)
+        plots.hovered.connect(self.on_hover)
+        plots.point_clicked.connect(self.on_click)
+        plots.selection_made.connect(self.on_selection)
+        self.view.legend.entry_clicked.connect(self.on_legend)
         ws = self.ws
         ws.model_changed.connect(self._on_data_changed)
         ws.sentences_changed.connect(self._on_loaded_changed)
         ws.activations_changed.connect(self._on_loaded_changed)
-        ws.selection_changed.connect(self.interaction.on_ws_selection)
+        ws.selection_changed.connect(self.on_ws_selection)
         self._auto = QTimer(self)
         self._auto.setSingleShot(True)
         self._auto.setInterval(250)
         self._auto.timeout.connect(lambda: self.run(auto=True))
-        self._actions = self.exports.make_actions()
+        self._actions: List[QAction] = []
+        for text, method in export.ENTRIES:
+            a = QAction(text, self)
+            a.triggered.connect(lambda _checked=False, m=method: getattr(self, m)())
+            self._actions.append(a)
         QTimer.singleShot(0, self._schedule_warm_up)
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
@@ -112,44 +111,54 @@ class ProjectionPanel(PanelDefaults, QWidget):
         return list(self._actions)
 
     def view_state(self) -> Dict[str, Any]:
-        """The view's parameters as JSON values (see docs/guide/projection.md)."""
-        return self.report.view_state()
+        """The view's parameters as JSON values (docs/guide/projection.md)."""
+        path = self.model.dataset_path
+        return self.view.controls.state(str(path) if path is not None else None)
 
     def restore_view_state(self, state: Dict[str, Any]) -> None:
-        """Apply a ``view_state()`` dict (see :meth:`ProjectionReport.restore_view_state`)."""
-        self.report.restore_view_state(state)
+        """Apply a ``view_state()`` dict (invalid keys ignored); the scheduled automatic run
+        recomputes, a data set file is read on the worker."""
+        if not isinstance(state, dict):
+            return
+        c, m = self.view.controls, self.model
+        c.apply_state(state)
+        self.apply_colours()
+        self.search(c.search.text())
+        path = state.get("dataset_file")
+        if (isinstance(path, str) and path and Path(path).is_file()
+                and (m.dataset is None or Path(path) != m.dataset_path)):
+            self.open_dataset(path, colour=c.colour_by(), run=c.source_key() == "dataset")
+        if c.source_key() == "dataset" and m.dataset is None:
+            if not (isinstance(path, str) and path and Path(path).is_file()):
+                self.view.message("The saved view used a labelled data set that is not there "
+                                  "now: open it with Open data set…")
+            return                               # else waits for the data set (worker)
+        m.dirty = True
+        self.maybe_auto()
 
-    def report_figures(self, folder: Path, options: FigureOptions) -> List[Path]:
-        return self.report.figures(folder, options)
+    def report_figures(self, folder: Path, options: Optional[FigureOptions] = None) -> List[Path]:
+        if self.model.tokens is None:
+            return []
+        return report.report_figures(self.model, self.colour_categories(),
+                                     self.view.controls.colour_by(), folder,
+                                     options or panel_figure_options(self))
 
     def report_tables(self) -> List[ReportTable]:
-        return self.report.tables()
+        return report.report_tables(self.model, self.view.controls.settings_text())
+
+    def grid_figure(self, plots=None):
+        """The drawn plots as one matplotlib figure (:func:`.report.grid_figure`)."""
+        return report.grid_figure(self.model, self.colour_categories(),
+                                  self.view.controls.colour_by(), plots)
 
     # ---- warm-up ------------------------------------------------------------------------------
     def _schedule_warm_up(self) -> None:
-        """Compile umap's kernels on the worker once it is first idle (not before the model)."""
-        if self.model.warm_submitted or is_warm() or self.ws.worker.is_stopped():
-            return                         # (a timer may still fire after the window closed)
-        if self.ws.worker.is_busy() or self._run_imminent():
-            self.ws.worker.idle.connect(self._warm_when_idle)
-            return
-        self.model.warm_submitted = True
-        self.ws.worker.submit("Preparing UMAP (one-time compile)", lambda s: warm_up(state=s),
-                              lane=Lane.LONG, kind="projection-warmup")
+        self.warm.schedule()
 
     def _run_imminent(self) -> bool:
         """A projection is about to start (its first UMAP fit then compiles instead)."""
         return self._auto.isActive() or (self.model.dirty and self.isVisible()
                                          and self.ws.all_embedded())
-
-    def _warm_when_idle(self) -> None:
-        """The worker went idle: try again once it has stayed idle for a moment. A model load
-        ends with the worker idle for an instant before the embedding is queued; the compile
-        must not slip in there and hold the first vectors back."""
-        if self._run_imminent():
-            return
-        self.ws.worker.idle.disconnect(self._warm_when_idle)
-        QTimer.singleShot(WARM_UP_QUIET_MS, self._schedule_warm_up)
 
     # ---- data changes -------------------------------------------------------------------------
     def _on_data_changed(self, *_args) -> None:
@@ -177,37 +186,6 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.maybe_auto()
 
     # ---- running ------------------------------------------------------------------------------
-    def _request(self):
-        """The tokens, their activations (None: embed on the worker) and layers, or a message."""
-        ws = self.ws
-        if ws.embedder is None or ws.n_layers == 0:
-            return "Load a model to project tokens."
-        key = self.view.controls.source_key()
-        cap = self.view.controls.max_points.value()
-        if key == "dataset":
-            if self.model.dataset is None:
-                return "Open a labelled data set (CoNLL-U, WSD XML or token<TAB>label TSV)."
-            return self.model.dataset.sample(cap).compact(), None
-        if not ws.all_embedded():
-            return None
-        self.model.sentence_info = loaded_info(ws)
-        if key == "reference":
-            return self._reference_request(cap)
-        if key == "words":
-            words = self.view.controls.word_list()
-            if not words:
-                return "Type the words to project."
-            tokens = word_tokens(ws.tokens, words)
-        else:
-            tokens = all_tokens(ws.tokens, f"{len(ws.tokens):,} loaded sentences")
-        return tokens.sample(cap), list(ws.activations)
-
-    def reference_word(self) -> str:
-        return reference_word(self)
-
-    def _reference_request(self, cap: int):
-        return reference_request(self, cap)
-
     def run(self, auto: bool = False) -> None:
         """Project the chosen tokens: PCA at once, then UMAP layer by layer on the worker."""
         m = self.model
@@ -215,7 +193,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
         if self.ws.worker.is_stopped():                 # the window has closed
             return
         try:
-            req = self._request()
+            c = self.view.controls
+            req = request(self.ws, m, c.source_key(), c.max_points.value(), c.word_list())
             m.params = self.view.controls.params()
             weights = (self.view.controls.mix_weights(self.ws.n_layers) if self.ws.n_layers
                        else [])
@@ -280,12 +259,12 @@ class ProjectionPanel(PanelDefaults, QWidget):
             "reference" else []
         v.plots.set_typed(typed, tokens.words)
         v.plots.set_select_mode(v.controls.select_button.isChecked())
-        self.exports.add_plot_menus()
+        v.add_plot_menus(self.ask_export_plot, self.ask_export_tensorboard)
         self.apply_colours()
         for k, p in enumerate(projections):
             self._draw(k, p)
-        self.interaction.search(v.controls.search.text())
-        self.interaction.on_ws_selection(self.ws.selection)
+        self.search(v.controls.search.text())
+        self.on_ws_selection(self.ws.selection)
         if with_umap:
             m.compiled_here = False
             m.umap_errors = []
@@ -318,9 +297,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
             self._umap_step(k + 1)
             return
         proj = self.projector
-        total = len(m.layers)
-
-        label = f"UMAP of {layer.name} ({k + 1}/{total}, {len(tokens):,} tokens)"
+        label = f"UMAP of {layer.name} ({k + 1}/{len(m.layers)}, {len(tokens):,} tokens)"
         m.job_label = label
 
         def job(state):
@@ -375,7 +352,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
 
     def colour_categories(self):
         """``(codes, legend)`` of the drawn tokens for the colour-by choice."""
-        return colour_categories(self)
+        return colour_categories(self.model.tokens, self.view.controls.colour_by(),
+                                 self.model.sentence_info)
 
     def apply_colours(self, *_args) -> None:
         if self.model.tokens is None:
@@ -383,3 +361,140 @@ class ProjectionPanel(PanelDefaults, QWidget):
         codes, legend = self.colour_categories()
         self.model.legend_codes = codes
         self.view.set_colours(codes, legend)
+
+    # ---- linked interaction: search, hover, click, box and legend selection -------------------
+    def search(self, text: str) -> np.ndarray:
+        """Mark every point whose token is ``text`` (case-insensitive) in all plots."""
+        return self.view.show_search(self.model.tokens, text)
+
+    def on_hover(self, k: int, i: int) -> None:
+        if k >= 0:
+            self.model.current_plot = k
+        if i >= 0 and self.model.tokens is not None:
+            self.view.info.setText(describe(self.model.tokens, self.model.layers, i, k))
+
+    def on_click(self, k: int, i: int) -> None:
+        tokens = self.model.tokens
+        if i < 0 or tokens is None:
+            return
+        self.view.info.setText(describe(tokens, self.model.layers, i, k))
+        if self._from_loaded():
+            self.ws.select(TokenRef(int(tokens.sentence[i]), int(tokens.position[i])))
+
+    def on_selection(self, idx: np.ndarray) -> None:
+        if self.model.tokens is not None:
+            self.view.show_selection(self.model.tokens, idx)
+
+    def on_legend(self, row: int) -> None:
+        codes = self.model.legend_codes
+        if codes is not None:
+            idx = np.flatnonzero(codes == row)
+            self.view.plots.set_selection(idx)
+            self.on_selection(idx)
+
+    def _from_loaded(self) -> bool:
+        tokens = self.model.tokens
+        return (tokens is not None and self.view.controls.source_key() != "dataset"
+                and len(tokens.sentences) == len(self.ws.tokens))
+
+    def on_ws_selection(self, ref) -> None:
+        if ref is None or not self._from_loaded() or self.view.controls.search.text().strip():
+            return
+        t = self.model.tokens
+        hit = np.flatnonzero((t.sentence == ref.sentence) & (t.position == ref.token))
+        self.view.plots.set_highlight(hit)
+        if len(hit):
+            self.view.info.setText(describe(t, self.model.layers, int(hit[0])))
+
+    # ---- a labelled data set --------------------------------------------------------------------
+    def ask_open_dataset(self) -> None:
+        path = ask_dataset_path(self)
+        if path:
+            self.open_dataset(path)
+
+    def open_dataset(self, path, colour: str = "label", run: bool = True) -> JobHandle:
+        """Read a labelled data set on the worker, then (``run``) project its labelled tokens
+        coloured by ``colour``."""
+        path = Path(path)
+
+        def done(tokens: TokenSet) -> None:
+            c = self.view.controls
+            self.model.dataset, self.model.dataset_path = tokens, path
+            c.dataset_label.setText(f"{path.name}: {len(tokens):,} labelled tokens")
+            if run:
+                c.set_colour_by(colour)
+                c.set_source("dataset")
+                self.run(auto=False)
+
+        return self.ws.worker.submit(
+            f"Reading {path.name}", dataset_job(path), kind="projection-data", on_done=done,
+            on_failed=lambda m: self.view.message(f"Cannot open: {m}"))
+
+    # ---- exports (export_*: no dialogs, for tests and scripts; ask_*: dialogs) ------------------
+    def export_plot(self, k: int, path) -> Optional[Path]:
+        """Write plot ``k`` as PNG/SVG/PDF (by extension); None when the user declines."""
+        return self._export_figure([k], path)
+
+    def export_all(self, path) -> Optional[Path]:
+        """Write every drawn plot as one grid figure (PNG/SVG/PDF by extension)."""
+        return self._export_figure(None, path)
+
+    def _export_figure(self, plots, path) -> Optional[Path]:
+        path, m = Path(path), self.model
+        question = export.svg_warning(path, 0 if m.tokens is None else len(m.tokens))
+        if question is not None and not self.confirm(question):
+            return None
+        if m.tokens is None or not m.shown:
+            raise LookupError("nothing to export yet: no projection is drawn")
+        return save_figure(self.grid_figure(plots), path, panel_figure_options(self))[0]
+
+    def export_csv(self, path, on_done: Optional[Callable] = None) -> JobHandle:
+        """Write the drawn coordinates of every plot as CSV (on the worker)."""
+        return self.ws.worker.submit(
+            "Exporting coordinates", export.coordinates_job(path, self.model.tokens,
+                                                            self.model.drawn()),
+            on_done=on_done, on_failed=self._export_failed)
+
+    def export_tensorboard(self, folder, k: int, on_done: Optional[Callable] = None) -> JobHandle:
+        """Write ``vectors.tsv`` + ``metadata.tsv`` of plot ``k``'s layer (on the worker)."""
+        m = self.model
+        return self.ws.worker.submit(
+            "Exporting vectors", export.tensorboard_job(folder, m.tokens, m.acts, m.layers[k]),
+            on_done=on_done, on_failed=self._export_failed)
+
+    def _export_failed(self, message: str) -> None:
+        self.view.message(f"Export failed: {message}")
+
+    def _has_plot(self) -> bool:
+        if self.model.tokens is None or not self.model.shown:
+            self.view.message("Nothing to export yet: run a projection first.")
+            return False
+        return True
+
+    def _plot_index(self, k: Optional[int]) -> int:
+        return min(self.model.current_plot if k is None else k, len(self.view.plots.plots) - 1)
+
+    def ask_export_all(self) -> None:
+        if self._has_plot():
+            export.ask_and_write_image(self, "Export the projection plots", self.export_all,
+                                       self.view.message)
+
+    def ask_export_plot(self, k: Optional[int] = None) -> None:
+        if self._has_plot():
+            k = self._plot_index(k)
+            export.ask_and_write_image(self, f"Export the {self.model.layers[k].name} plot",
+                                       lambda p: self.export_plot(k, p), self.view.message)
+
+    def ask_export_csv(self) -> None:
+        if self._has_plot() and (path := export.ask_csv_path(self)):
+            self.export_csv(path, lambda p: self.view.message(f"Saved {p}"))
+
+    def ask_export_tensorboard(self, k: Optional[int] = None) -> None:
+        if not self._has_plot():
+            return
+        k = self._plot_index(k)
+        name = self.model.layers[k].name
+        folder = export.ask_folder(self, name)
+        if folder:
+            self.export_tensorboard(folder, k, lambda r: self.view.message(
+                f"Saved {name} vectors: {r[0]} and {r[1]}"))

@@ -1,7 +1,7 @@
 """The control bar of the projection view and its legend list (plain widgets, no jobs)."""
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QColor, QIcon, QPixmap
@@ -12,6 +12,8 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QFormLayout, QGridLayo
 from elmo_engine.errors import InputError
 from elmo_engine.analysis.projection import UmapParams, parse_word_list
 from elmo_explorer.views.layer_norm import layer_norm_box
+from elmo_explorer.views.projection.model import (STATE_VERSION, as_float, as_int,
+                                                   mix_weights_text, parse_weights)
 
 SOURCES = (("reference", "Word in reference corpus"), ("loaded", "Loaded sentences"),
            ("words", "Word list"), ("dataset", "Labelled data set"))
@@ -213,6 +215,58 @@ class ProjectionControls(QWidget):
 
     def set_running(self, running: bool) -> None:
         self.cancel_button.setEnabled(running)
+
+    # ---- saved with a workspace ---------------------------------------------------------------
+    def state(self, dataset_file: Optional[str]) -> Dict[str, Any]:
+        """The controls as JSON values (the view state of docs/guide/projection.md)."""
+        return {"version": STATE_VERSION, "source": self.source_key(), "words": self.words.text(),
+                "dataset_file": dataset_file,
+                "max_points": self.max_points.value(), "colour_by": self.colour_by(),
+                "umap": {"n_neighbors": self.n_neighbors.value(),
+                         "min_dist": self.min_dist.value(), "seed": self.seed.value(),
+                         "epochs": self.epochs.value()},
+                "mix_weights": parse_weights(self.mix.text()),
+                "layer_norm": self.layer_norm.isChecked(), "search": self.search.text()}
+
+    def apply_state(self, state: Dict[str, Any]) -> None:
+        """Show what a saved ``state()`` sets validly, without announcing it (missing, unknown
+        or invalid keys are ignored; the controller recomputes once, after)."""
+        widgets = (self, self.source, self.words, self.max_points, self.colour, self.search,
+                   self.n_neighbors, self.min_dist, self.seed, self.epochs, self.mix,
+                   self.layer_norm)
+        blocked = [w.blockSignals(True) for w in widgets]
+        try:
+            self._apply(state)
+            self._on_source()                    # show the source's widgets (signal blocked)
+        finally:
+            for w, was in zip(widgets, blocked):
+                w.blockSignals(was)
+        self._update_settings_tip()
+
+    def _apply(self, state: Dict[str, Any]) -> None:
+        if state.get("source") in [k for k, _ in SOURCES]:
+            self.set_source(state["source"])
+        if isinstance(state.get("words"), str):
+            self.words.setText(state["words"])
+        if as_int(state.get("max_points")) is not None:
+            self.max_points.setValue(state["max_points"])    # clamped to the box's range
+        if state.get("colour_by") in [k for k, _ in COLOUR_BY]:
+            self.set_colour_by(state["colour_by"])
+        if isinstance(state.get("search"), str):
+            self.search.setText(state["search"])
+        umap = state.get("umap")
+        if isinstance(umap, dict):
+            for key, box in (("n_neighbors", self.n_neighbors), ("seed", self.seed),
+                             ("epochs", self.epochs)):
+                if as_int(umap.get(key)) is not None:
+                    box.setValue(umap[key])
+            if as_float(umap.get("min_dist")) is not None:
+                self.min_dist.setValue(umap["min_dist"])
+        text = mix_weights_text(state)                       # "": equal weights
+        if text is not None:
+            self.mix.setText(text)
+        if isinstance(state.get("layer_norm"), bool):
+            self.layer_norm.setChecked(state["layer_norm"])
 
     def _on_source(self, *_args) -> None:
         key = self.source_key()

@@ -11,29 +11,32 @@
 """
 from __future__ import annotations
 
+from pathlib import Path
+from typing import List
+
 from elmo_engine.analysis.groups import split_group
-from elmo_engine.analysis.projection import word_tokens
+from elmo_engine.analysis.projection import (TokenSet, all_tokens, labelled_tokens,
+                                             load_labelled, word_tokens)
 from elmo_engine.analysis.projection.tokens import reference_word_sentences
-from elmo_explorer.views.words import default_word
+from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.plots import categories
+from elmo_explorer.views.words import default_word
 
 
-def reference_word(panel) -> str:
-    """The word of the reference source: typed in the field, else the selected word, else
-    the contexts view's default ("bank")."""
-    words = panel.view.controls.word_list()
-    if words:
-        return words[0]
-    if panel.ws.selection is not None:
-        return panel.ws.word_at(panel.ws.selection)
-    return default_word(panel.ws.tokens)
+def reference_word(typed: List[str], ws) -> str:
+    """The word of the reference source: the first ``typed`` in the field, else the workspace's
+    selected word, else the default ("bank")."""
+    if typed:
+        return typed[0]
+    if ws.selection is not None:
+        return ws.word_at(ws.selection)
+    return default_word(ws.tokens)
 
 
-def reference_request(panel, cap: int):
-    """The word's occurrences in the bundled reference corpus plus the loaded sentences
-    (ringed), embedded on the worker; groups and senses from the loaded sentences' groups."""
-    ws, m = panel.ws, panel.model
-    word = panel.reference_word()
+def reference_request(ws, m: ProjectionModel, word: str, cap: int):
+    """``word``'s occurrences in the bundled reference corpus plus the loaded sentences
+    (ringed), embedded on the worker; groups and senses from the loaded sentences' groups.
+    ``(tokens, None)``, or a message; fills ``m``'s reference cache and sentence info."""
     if not word:
         return "Type a word to find in the reference corpus."
     ref = m.reference_cache.get(word)
@@ -51,6 +54,30 @@ def reference_request(panel, cap: int):
     return tokens.sample(cap).compact(), None
 
 
+def request(ws, m: ProjectionModel, key: str, cap: int, words: List[str]):
+    """What to project from source ``key`` ("dataset", "reference", "words", "loaded"), at
+    most ``cap`` points: ``(tokens, activations)`` (activations None: embed on the worker), a
+    message, or None while the sentences are still being embedded."""
+    if ws.embedder is None or ws.n_layers == 0:
+        return "Load a model to project tokens."
+    if key == "dataset":
+        if m.dataset is None:
+            return "Open a labelled data set (CoNLL-U, WSD XML or token<TAB>label TSV)."
+        return m.dataset.sample(cap).compact(), None
+    if not ws.all_embedded():
+        return None
+    m.sentence_info = loaded_info(ws)
+    if key == "reference":
+        return reference_request(ws, m, reference_word(words, ws), cap)
+    if key == "words":
+        if not words:
+            return "Type the words to project."
+        tokens = word_tokens(ws.tokens, words)
+    else:
+        tokens = all_tokens(ws.tokens, f"{len(ws.tokens):,} loaded sentences")
+    return tokens.sample(cap), list(ws.activations)
+
+
 def loaded_info(ws) -> dict:
     """Sentence tokens → (group, typed=True) for the loaded sentences."""
     return {tuple(toks): (ws.sentence_groups.get(text, "") or "typed (no group)", True)
@@ -66,14 +93,12 @@ def _sense(group: str, typed: bool, token: str) -> str:
     return sense if word is None or word.casefold() == token.casefold() else "(other words)"
 
 
-def colour_categories(panel):
-    """``(codes, legend)`` of the drawn tokens for the colour-by choice (see categories)."""
-    t = panel.model.tokens
-    by = panel.view.controls.colour_by()
+def colour_categories(t: TokenSet, by: str, info: dict):
+    """``(codes, legend)`` of the tokens ``t`` for the colour-by choice ``by`` (see
+    categories); ``info``: sentence tokens → (group, typed)."""
     if by == "label" and t.labels is not None:
         return categories([t.label_of(i) or "(none)" for i in range(len(t))])
     if by in ("group", "sense"):
-        info = panel.model.sentence_info
         rows = [info.get(tuple(t.sentences[s]), ("(no group)", False))
                 for s in t.sentence.tolist()]
         if by == "group":
@@ -83,3 +108,22 @@ def colour_categories(panel):
         return categories([f"{s + 1}: {' '.join(t.sentences[s][:6])}"
                            for s in t.sentence.tolist()], by_frequency=False)
     return categories(t.words)
+
+
+def dataset_job(path: Path):
+    """The job that reads a labelled data set file into a token set."""
+    def job(state) -> TokenSet:
+        state.report(0, 1, f"reading {path.name}")
+        return labelled_tokens(load_labelled(path), source=path.name)
+
+    return job
+
+
+def ask_dataset_path(parent) -> str:
+    """A labelled data set file to open ("": cancelled)."""
+    from PySide6.QtWidgets import QFileDialog
+
+    path, _ = QFileDialog.getOpenFileName(
+        parent, "Open a labelled data set", "",
+        "Labelled data (*.conllu *.conllu.gz *.xml *.tsv *.txt *.gz);;All files (*)")
+    return path

@@ -5,15 +5,23 @@ controller, :class:`~elmo_explorer.views.projection.controller.ProjectionPanel`,
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from elmo_engine.analysis.projection import Projection
+from elmo_engine.analysis.projection import LayerSpec, Projection, TokenSet
 from elmo_explorer.views.projection.controls import LegendList, ProjectionControls
 from elmo_explorer.views.projection.plots import ProjectionPlots
+
+
+def describe(tokens: TokenSet, layers: Sequence[LayerSpec], i: int, k: int = -1) -> str:
+    """Point ``i`` (of plot ``k``) in words: layer, token, label, its sentence."""
+    where = f"{layers[k].name} · " if 0 <= k < len(layers) else ""
+    label = f" · {tokens.label_of(i)}" if tokens.label_of(i) else ""
+    return (f"{where}'{tokens.words[i]}'{label} · sentence {int(tokens.sentence[i]) + 1}: "
+            f"{tokens.context(i, 12)}")
 
 
 def plot_title(p: Projection) -> str:
@@ -66,3 +74,29 @@ class ProjectionView(QWidget):
         self.plots.set_layers([])
         self.legend.set_entries([])
         self.message(message)
+
+    # ---- linked interaction: what the plots and the info line show ---------------------------
+    def show_search(self, tokens: Optional[TokenSet], text: str) -> np.ndarray:
+        """Mark every point whose token is ``text`` (case-insensitive) in all plots."""
+        text = text.strip()
+        hits = tokens.find(text) if (tokens is not None and text) else np.zeros(0, int)
+        self.plots.set_highlight(hits)
+        if text and tokens is not None:
+            self.info.setText(f"'{text}': {len(hits):,} of {len(tokens):,} tokens")
+        return hits
+
+    def show_selection(self, tokens: TokenSet, idx: np.ndarray) -> None:
+        words = sorted({tokens.words[i] for i in idx.tolist()})
+        more = "…" if len(words) > 12 else ""
+        self.info.setText(f"{len(idx):,} tokens selected: {', '.join(words[:12])}{more}")
+
+    def add_plot_menus(self, export_plot: Callable[[int], None],
+                       export_vectors: Callable[[int], None]) -> None:
+        """Per-plot entries in each plot's right-click menu (``k``: the plot)."""
+        for k, lp in enumerate(self.plots.plots):
+            menu = lp.view.menu
+            menu.addSeparator()
+            menu.addAction("Export this plot (PNG/SVG/PDF)…").triggered.connect(
+                lambda _c=False, k=k: export_plot(k))
+            menu.addAction("Export this layer's vectors for TensorBoard…").triggered.connect(
+                lambda _c=False, k=k: export_vectors(k))

@@ -160,26 +160,26 @@ def test_unknown_word_gets_layer0_neighbours(panel, qtbot):
 def test_exports_write_files(panel, qtbot, tmp_path):
     png = tmp_path / "layer1.png"
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.exports.export_heatmap(png, view=1)
+        panel.export_heatmap(png, view=1)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.exports.export_heatmap(tmp_path / "all.svg")
+        panel.export_heatmap(tmp_path / "all.svg")
     assert b"<svg" in (tmp_path / "all.svg").read_bytes()[:2000]
     assert "layer 1 (biLSTM)" in (tmp_path / "all.svg").read_text(encoding="utf-8")
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.exports.export_heatmap(tmp_path / "all.pdf")
+        panel.export_heatmap(tmp_path / "all.pdf")
     assert (tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.exports.export_matrices_csv(tmp_path / "m.csv")
+        panel.export_matrices_csv(tmp_path / "m.csv")
     back = cmp.read_matrices_csv(tmp_path / "m.csv")
     np.testing.assert_allclose(back["mix"], panel.model.comparison.matrices[3], atol=1e-6)
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.exports.export_neighbours_csv(tmp_path / "n.csv")
+        panel.export_neighbours_csv(tmp_path / "n.csv")
     with open(tmp_path / "n.csv", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert {r["view"] for r in rows} == {"layer 0", "layer 1", "layer 2"} and len(rows) == 24
     with qtbot.waitSignal(panel.exported, timeout=5000):      # one row selected: all rows
-        panel.exports.export_vectors_npz(tmp_path / "all.npz")
+        panel.export_vectors_npz(tmp_path / "all.npz")
     with np.load(tmp_path / "all.npz", allow_pickle=False) as z:
         np.testing.assert_array_equal(z["vectors"], panel.model.vectors)
     sel = panel.view.occ_table.selectionModel()
@@ -188,12 +188,12 @@ def test_exports_write_files(panel, qtbot, tmp_path):
     for r in (1, 2):
         sel.select(model.index(r, 0), sel.SelectionFlag.Select | sel.SelectionFlag.Rows)
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.exports.export_vectors_npz(tmp_path / "v.npz")
+        panel.export_vectors_npz(tmp_path / "v.npz")
     with np.load(tmp_path / "v.npz", allow_pickle=False) as z:
         np.testing.assert_array_equal(z["vectors"], panel.model.vectors[:, [1, 2]])
         assert list(z["sentence"]) == [1, 2] and list(z["word"]) == ["bank", "bank"]
     with qtbot.waitSignal(panel.exported, timeout=5000):
-        panel.exports.export_vectors_tsv(tmp_path / "v.tsv", view=1)
+        panel.export_vectors_tsv(tmp_path / "v.tsv", view=1)
     np.testing.assert_allclose(np.loadtxt(tmp_path / "v.tsv", delimiter="\t"),
                                panel.model.vectors[1, [1, 2]], rtol=1e-5, atol=1e-6)
     meta = (tmp_path / "v.metadata.tsv").read_text(encoding="utf-8").splitlines()
@@ -357,8 +357,9 @@ def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint
             panel.set_word("river")
         with qtbot.waitSignal(actions.restored, timeout=60000):
             actions.open_workspace(path)
-        qtbot.waitUntil(lambda: panel.model.comparison is not None and panel.model.comparison.word == "bank",
-                        timeout=10000)
+        qtbot.waitUntil(lambda: panel.model.comparison is not None and panel.model.comparison.word == "bank"
+                        and panel.model.index is not None and panel.model.table is not None
+                        and panel.model.table.query == "bank", timeout=10000)   # neighbours drawn
         assert panel.model.comparison.direction == "forward" and panel.model.comparison.groups[0] == "river"
         out = tmp_path / "report"
         with qtbot.waitSignal(actions.exported, timeout=30000):

@@ -269,10 +269,8 @@ def test_save_figure_size_dpi_formats_and_umask(tmp_path):
         save_figure(fig, tmp_path / "x.bmp", FigureOptions())
 
 
-def test_open_loads_the_workspace_model_then_selects(qtbot, window, tmp_path):
-    from conftest import write_tiny_checkpoint
-
-    other = write_tiny_checkpoint(tmp_path / "other", seed=1)
+def test_open_loads_the_workspace_model_then_selects(qtbot, window, tmp_path, make_checkpoint):
+    other = make_checkpoint(tmp_path / "other", seed=1)
     path = tmp_path / "o.elmows.json"
     wf.save_workspace(path, wf.WorkspaceData(
         sentences=["A bank of fog rolled in."], selection={"sentence": 0, "token": 1, "word": "bank"},

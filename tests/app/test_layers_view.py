@@ -13,33 +13,22 @@ from elmo_explorer.shell.main import main  # noqa: E402
 from elmo_explorer.views.layers.controller import LayersPanel  # noqa: E402
 from elmo_explorer.views.layers.model import (RECORDED_SENTENCES, read_recorded,  # noqa: E402
                                                valid_result)
-from elmo_explorer.state.workspace import ModelSpec, Workspace  # noqa: E402
 from elmo_engine.analysis.cka import cka_matrix, cross_cka  # noqa: E402
 from elmo_engine.analysis.contextuality import contextuality  # noqa: E402
 from elmo_engine.analysis.layers_run import read_corpus  # noqa: E402
-from conftest import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
 
 @pytest.fixture
-def corpus(tmp_path):
+def corpus(tmp_path, layers_sentences):
     f = tmp_path / "corpus.txt"
-    f.write_text("\n".join(SENTENCES * 3) + "\n", encoding="utf-8")
+    f.write_text("\n".join(layers_sentences * 3) + "\n", encoding="utf-8")
     return f
 
 
 @pytest.fixture
-def ws(qtbot, tiny_checkpoint, app_settings_dir):
-    w = Workspace()
-    with qtbot.waitSignal(w.model_changed, timeout=60000):
-        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
-    yield w
-    assert w.worker.shutdown(timeout_s=10)
-
-
-@pytest.fixture
-def panel(qtbot, ws, corpus):
+def panel(qtbot, ws, corpus, app_settings_dir):
     p = LayersPanel(ws)
     qtbot.addWidget(p)
     p._on_model()                       # the model was loaded before the panel existed
@@ -104,8 +93,8 @@ def test_numbers_equal_the_engines(qtbot, panel, tiny_checkpoint, corpus):
 
 
 def test_compare_with_checkpoint_gives_the_cross_matrix(qtbot, panel, tiny_checkpoint, corpus,
-                                                        tmp_path):
-    other = write_tiny_checkpoint(tmp_path / "b", seed=3, n_layers=1)      # 2 output layers
+                                                        tmp_path, make_checkpoint):
+    other = make_checkpoint(tmp_path / "b", seed=3, n_layers=1)      # 2 output layers
     _run(qtbot, panel, lambda: panel.compare_with(str(other)))
     cmp = panel.model.compare
     m = np.array(cmp["cka"]["matrix"])
@@ -116,14 +105,14 @@ def test_compare_with_checkpoint_gives_the_cross_matrix(qtbot, panel, tiny_check
     np.testing.assert_allclose(m, want, atol=1e-6)
     assert panel.view.cka_matrix.shape == (3, 2) and len(panel.view.cka_texts) == 6
     assert panel.model.result is not None                 # A's own analysis came with it
-    assert panel.exports.figure("cka") is not None
+    assert panel.figure("cka") is not None
 
 
-def test_cancel_leaves_the_previous_result(qtbot, panel, ws, tmp_path):
+def test_cancel_leaves_the_previous_result(qtbot, panel, ws, tmp_path, layers_sentences):
     _run(qtbot, panel)
     before = panel.model.result
     big = tmp_path / "big.txt"
-    big.write_text("\n".join(SENTENCES * 400) + "\n", encoding="utf-8")
+    big.write_text("\n".join(layers_sentences * 400) + "\n", encoding="utf-8")
     panel.set_corpus(str(big))
     panel.view.full_box.setChecked(True)
     job = panel.run()
@@ -148,12 +137,12 @@ def test_exports_are_valid_files(qtbot, panel, tmp_path):
     for kind in ("contextuality", "cka", "mdl"):
         for ext, head in magic.items():
             out = tmp_path / f"{kind}.{ext}"
-            assert panel.exports.export_figure(kind, out) == [out]
+            assert panel.export_figure(kind, out) == [out]
             data = out.read_bytes()
             assert data.startswith(head) and len(data) > 2000
             if ext == "svg":
                 assert b"<svg" in data
-    panel.exports.export_json(tmp_path / "r.json")
+    panel.export_json(tmp_path / "r.json")
     doc = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert valid_result(doc["result"]) and "demo-pos" in doc["mdl"]
 
@@ -202,9 +191,8 @@ def test_screenshot_of_the_layers_view(qtbot, tmp_path, tiny_checkpoint, monkeyp
     assert out.stat().st_size > 10_000
 
 
-def test_the_recorded_command_is_documented():
-    from conftest import REPO
+def test_the_recorded_command_is_documented(repo_root):
     from elmo_explorer.views.layers.model import RECORDED_COMMAND
 
-    assert RECORDED_COMMAND in (REPO / "docs" / "guide" / "layers.md").read_text(encoding="utf-8")
-    assert RECORDED_COMMAND in (REPO / "README.md").read_text(encoding="utf-8")
+    assert RECORDED_COMMAND in (repo_root / "docs" / "guide" / "layers.md").read_text(encoding="utf-8")
+    assert RECORDED_COMMAND in (repo_root / "README.md").read_text(encoding="utf-8")

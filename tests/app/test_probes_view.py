@@ -9,99 +9,112 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from elmo_explorer.views.probes.controller import ProbeTask, ProbesPanel  # noqa: E402
-from elmo_explorer.state.workspace import ModelSpec, Workspace  # noqa: E402
-from elmo_engine.io.datasets.records import LabelledSentence  # noqa: E402
+from elmo_explorer.state.workspace import Workspace  # noqa: E402
+from app_helpers import tiny_probe_task  # noqa: E402
 from elmo_engine.analysis.probes.experiment import ProbeConfig  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
-WORDS = [("the", "DET"), ("dog", "NOUN"), ("runs", "VERB"), ("a", "DET"), ("cat", "NOUN"),
-         ("sleeps", "VERB"), ("one", "NUM"), ("bird", "NOUN"), ("sings", "VERB")]
+CONFIG = ProbeConfig(epochs=3, patience=2, batch_size=32, control=True, mix_min_epochs=2)
 
 
-def _sentences(n, offset):
-    out = []
-    for s in range(n):
-        ws = [WORDS[(s + offset + j) % len(WORDS)] for j in range(4)]
-        out.append(LabelledSentence(tuple(w for w, _ in ws), tuple(t for _, t in ws)))
-    return out
+@pytest.fixture(scope="module")
+def two_runs(tiny_checkpoint, torch_one_thread):
+    """Two runs of the tiny POS task with a control task, trained by the engine (no panel),
+    as a workspace file stores them: what the drawing, export and restore tests show."""
+    from elmo_engine.analysis.probes.experiment import probe_sentences
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.model.checkpoint import load_checkpoint
 
-
-def _tiny_task():
-    data = {"train": _sentences(30, 0), "dev": _sentences(8, 2), "test": _sentences(8, 5),
-            "label": "upos"}
-    return ProbeTask("tiny POS", "tsv", lambda: data)
+    emb = Embedder(load_checkpoint(str(tiny_checkpoint)), device="cpu")
+    task = tiny_probe_task()
+    data = task.load()
+    runs = [probe_sentences(emb, data.train, data.test, data.dev, task=task.task, config=CONFIG,
+                            name=task.name, label=data.label) for _ in range(2)]
+    return json.loads(json.dumps([r.to_dict() for r in runs]))
 
 
 @pytest.fixture
-def ws(qtbot, tiny_checkpoint):
-    w = Workspace()
-    with qtbot.waitSignal(w.model_changed, timeout=60000):
-        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
-    yield w
-    assert w.worker.shutdown(timeout_s=10)
+def shown(qtbot, workspace, two_runs):
+    """A probes panel showing :func:`two_runs`."""
+    panel = ProbesPanel(workspace, recorded=False)
+    qtbot.addWidget(panel)
+    panel.restore_probe_runs(two_runs)
+    return panel
 
 
-def test_training_draws_weight_bars_and_table(qtbot, ws, tmp_path):
+def test_training_streams_curves_and_draws_weight_bars_and_table(qtbot, ws):
     panel = ProbesPanel(ws, recorded=False)
     qtbot.addWidget(panel)
     events = []
     panel.training_event.connect(events.append)
-    cfg = ProbeConfig(epochs=3, patience=2, batch_size=32, control=True, mix_min_epochs=2)
     with qtbot.waitSignal(panel.runs_changed, timeout=240000):
-        panel.run_tasks([_tiny_task(), _tiny_task()], config=cfg)
+        panel.run_tasks([tiny_probe_task(), tiny_probe_task()], config=CONFIG)
     assert len(panel.model.runs) == 2
     run = panel.model.runs[0]
     assert len(run.layers) == 3 and run.layers[0].control_test is not None
+    assert len(run.seeds) == 3 and len(run.layers[1].test_per_seed) == 3
+    # live curves arrived from the worker for every phase
+    assert {"start", "layers", "mix", "control layers", "control mix"} <= {e["phase"] for e in events}
+    assert panel.view.dev_plot.listDataItems() and "layer 0" in panel.view.curve_legend.text()
     # one bar item per run; bar heights are the normalised weights
     assert len(panel.view.bars) == 2
     for bar, r in zip(panel.view.bars, panel.model.runs):
         np.testing.assert_allclose(np.asarray(bar.opts["height"]), r.mix.weights)
         assert abs(sum(bar.opts["height"]) - 1) < 1e-9
-    # live curves arrived from the worker for every phase
-    phases = {e["phase"] for e in events}
-    assert {"start", "layers", "mix", "control layers", "control mix"} <= phases
-    assert panel.view.dev_plot.listDataItems()
-    # the table has a row per layer and one for the mix, per run
-    assert panel.view.table.rowCount() == 2 * 4
-    assert panel.view.table.item(3, 2).text().startswith("mix")
-    assert panel.view.table.item(3, 3).text() == "—"          # no "mix weight 1.0000"
-    mean = float(panel.view.table.item(1, 3).text().split("±")[0])
+    assert panel.view.table.rowCount() == 2 * 4 and not panel.view.empty_label.isVisibleTo(panel)
+
+
+def test_table_has_a_row_per_layer_and_the_mix(shown):
+    table, run = shown.view.table, shown.model.runs[0]
+    assert table.rowCount() == 2 * 4
+    assert table.item(3, 2).text().startswith("mix")
+    assert table.item(3, 3).text() == "—"                    # no "mix weight 1.0000"
+    mean = float(table.item(1, 3).text().split("±")[0])
     assert mean == pytest.approx(run.mix.weights[1], abs=1e-4)
-    assert len(run.seeds) == 3 and len(run.layers[1].test_per_seed) == 3
-    # colours by task kind: two UPOS runs → syntax blue, dark then light
+    dlg = shown.view.show_table_dialog()                     # enlarged in its own window
+    try:
+        assert dlg.table.rowCount() == 8 and dlg.table.item(3, 2).text().startswith("mix")
+    finally:
+        dlg.close()
+        dlg.deleteLater()
+
+
+def test_colours_by_task_kind_and_legends(shown):
     from elmo_engine.io.figures import task_color
 
-    assert panel.model.colours() == [task_color("syntax"), task_color("syntax", light=True)]
+    # two UPOS runs → syntax blue, dark then light
+    assert shown.model.colours() == [task_color("syntax"), task_color("syntax", light=True)]
     # legends beside the plots, naming the runs, the control task and the baseline
-    assert "tiny POS" in panel.view.run_legend.text()
-    assert "control task" in panel.view.run_legend.text()
-    assert "layer 0" in panel.view.curve_legend.text()
-    # the table can be enlarged into its own window with the same rows
-    dlg = panel.view.show_table_dialog()
-    assert dlg.table.rowCount() == 8 and dlg.table.item(3, 2).text().startswith("mix")
-    dlg.close()
-    assert not panel.view.empty_label.isVisibleTo(panel)
-    # exports
-    panel.write_export(tmp_path / "runs.json", "json")
+    assert "tiny POS" in shown.view.run_legend.text()
+    assert "control task" in shown.view.run_legend.text()
+    np.testing.assert_allclose(np.asarray(shown.view.bars[1].opts["height"]),
+                               shown.model.runs[1].mix.weights)
+
+
+def test_exports_write_json_csv_and_figures(shown, tmp_path):
+    run = shown.model.runs[0]
+    shown.write_export(tmp_path / "runs.json", "json")
     d = json.loads((tmp_path / "runs.json").read_text("utf-8"))
     assert len(d) == 2 and d[0]["mix"]["weights"] == run.mix.weights
-    panel.write_export(tmp_path / "runs.csv", "csv")
+    shown.write_export(tmp_path / "runs.csv", "csv")
     lines = (tmp_path / "runs.csv").read_text("utf-8").splitlines()
     assert lines[0].startswith("run,task,layer,mix weight") and len(lines) == 9
     for ext, magic in ((".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")):
-        (written,) = panel.export_plots(tmp_path / f"plots{ext}")   # drawn by the figure module
+        (written,) = shown.export_plots(tmp_path / f"plots{ext}")   # drawn by the figure module
         assert written.name == f"plots{ext}" and written.read_bytes()[:5].startswith(magic)
     text = (tmp_path / "plots.svg").read_text(encoding="utf-8")
-    assert "mix weight (softmax" in text and panel.model.runs[0].name in text
-    assert len(panel.export_actions()) == 3
-    saved = json.loads(json.dumps(panel.probe_runs()))      # as a workspace file stores them
-    panel.clear_runs()
-    assert panel.view.bars == [] and panel.view.table.rowCount() == 0
-    panel.restore_probe_runs(saved)
-    assert len(panel.view.bars) == 2 and panel.view.table.rowCount() == 8
-    np.testing.assert_allclose(np.asarray(panel.view.bars[1].opts["height"]),
-                               panel.model.runs[1].mix.weights)
+    assert "mix weight (softmax" in text and run.name in text
+    assert len(shown.export_actions()) == 3
+
+
+def test_saved_runs_come_back(shown):
+    saved = json.loads(json.dumps(shown.probe_runs()))       # as a workspace file stores them
+    shown.clear_runs()
+    assert shown.view.bars == [] and shown.view.table.rowCount() == 0
+    shown.restore_probe_runs(saved)
+    assert len(shown.view.bars) == 2 and shown.view.table.rowCount() == 8
+    assert [r.mix.weights for r in shown.model.runs] == [d["mix"]["weights"] for d in saved]
 
 
 def test_cancel_stops_training(qtbot, ws):
@@ -110,7 +123,7 @@ def test_cancel_stops_training(qtbot, ws):
     cfg = ProbeConfig(epochs=10_000, patience=10_000, batch_size=4)
     with qtbot.waitSignal(panel.training_event, timeout=60000,
                           check_params_cb=lambda e: e["phase"] == "layers"):
-        panel.run_tasks([_tiny_task()], config=cfg)
+        panel.run_tasks([tiny_probe_task()], config=cfg)
     assert panel.view.cancel_button.isEnabled()
     with qtbot.waitSignal(ws.worker.job_cancelled, timeout=60000):
         panel.cancel()
@@ -174,6 +187,6 @@ def test_first_show_shows_recorded_results_and_trains_nothing(qtbot, ws, tmp_pat
     assert panel.probe_runs() == []                            # not saved with a workspace
     assert len(panel.view.bars) == 1 and not panel.view.empty_label.isVisibleTo(panel)
     with qtbot.waitSignal(panel.runs_changed, timeout=60000):   # the user's run replaces them
-        panel.run_tasks([_tiny_task()], ProbeConfig(epochs=2, n_seeds=1, mix_min_epochs=1))
+        panel.run_tasks([tiny_probe_task()], ProbeConfig(epochs=2, n_seeds=1, mix_min_epochs=1))
     assert [r.name for r in panel.model.runs] == ["tiny POS"] and not panel.model.recorded
     assert not panel.view.recorded_label.isVisibleTo(panel)

@@ -15,9 +15,10 @@ from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from elmo_explorer.common.figure_export import FigureOptions  # noqa: E402
 import elmo_explorer.views.projection.controller as projection_mod  # noqa: E402
+import elmo_explorer.views.projection.warmup as warmup_mod  # noqa: E402
 from elmo_explorer.views.projection.controller import ProjectionPanel  # noqa: E402
 from elmo_explorer.views.projection.plots import PALETTE, categories  # noqa: E402
-from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_explorer.state.workspace import TokenRef  # noqa: E402
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -32,15 +33,12 @@ SENTENCES = [
 
 
 @pytest.fixture
-def ws(qtbot, tiny_checkpoint):
-    w = Workspace()
-    with qtbot.waitSignal(w.model_changed, timeout=30000):
-        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
-    w.set_sentences(SENTENCES)
-    qtbot.waitUntil(w.all_embedded, timeout=30000)
-    qtbot.waitUntil(lambda: not w.worker.is_busy(), timeout=10000)
-    yield w
-    assert w.worker.shutdown(timeout_s=60)
+def ws(ws, qtbot):
+    """The loaded workspace (tests/app/conftest.py) with :data:`SENTENCES` embedded."""
+    ws.set_sentences(SENTENCES)
+    qtbot.waitUntil(ws.all_embedded, timeout=30000)
+    qtbot.waitUntil(lambda: not ws.worker.is_busy(), timeout=10000)
+    return ws
 
 
 @pytest.fixture
@@ -105,7 +103,7 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
     senses = {name: n for name, _c, n in panel.colour_categories()[1]}
     assert typed_fill(lp) == own_colour(lp)                         # recoloured with the rest
     assert senses == {"river": 2, "money": 1, "typed (no sense)": 1, "reference (unlabelled)": 2}
-    fig = panel.report.grid_figure()
+    fig = panel.grid_figure()
     assert len([a for a in fig.axes if a.get_visible()]) == 4
     assert all(a.get_aspect() == 1.0 for a in fig.axes if a.get_visible())
     ws.worker.shutdown(timeout_s=30)
@@ -229,8 +227,8 @@ def test_hover_shows_token_in_sentence(pca_panel):
 def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
     p = pca_panel
     done = []
-    p.exports.export_csv(tmp_path / "c.csv", done.append)
-    p.exports.export_tensorboard(tmp_path / "tb", 2, done.append)
+    p.export_csv(tmp_path / "c.csv", done.append)
+    p.export_tensorboard(tmp_path / "tb", 2, done.append)
     qtbot.waitUntil(lambda: len(done) == 2, timeout=60000)
     with open(tmp_path / "c.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -238,10 +236,10 @@ def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
     vec = np.loadtxt(tmp_path / "tb" / "vectors.tsv", delimiter="\t")
     assert vec.shape == (len(p.model.tokens), 32)
     assert (tmp_path / "tb" / "metadata.tsv").read_text().splitlines()[0].startswith("token\t")
-    png = p.exports.export_plot(1, tmp_path / "p.png")
+    png = p.export_plot(1, tmp_path / "p.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert p.exports.export_all(tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
-    svg = p.exports.export_plot(0, tmp_path / "one.svg").read_text(encoding="utf-8")
+    assert p.export_all(tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
+    svg = p.export_plot(0, tmp_path / "one.svg").read_text(encoding="utf-8")
     assert "<svg" in svg and svg.count("<use") >= len(p.model.tokens)      # every point
     monkey_declined = []
     p.confirm = lambda msg: monkey_declined.append(msg) or False
@@ -249,7 +247,7 @@ def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
     old = projection_mod_export.SVG_WARN_POINTS
     projection_mod_export.SVG_WARN_POINTS = 10
     try:
-        assert p.exports.export_all(tmp_path / "all.svg") is None            # declined: nothing written
+        assert p.export_all(tmp_path / "all.svg") is None            # declined: nothing written
     finally:
         projection_mod_export.SVG_WARN_POINTS = old
     assert monkey_declined and not (tmp_path / "all.svg").exists()
@@ -261,7 +259,7 @@ def test_labelled_dataset_source(pca_panel, qtbot, tmp_path):
     f = tmp_path / "pos.tsv"
     f.write_text("The\tDET\nbank\tNOUN\nfell\tVERB\n\nA\tDET\nbank\tNOUN\nrose\t_\n", "utf-8")
     with qtbot.waitSignal(p.ready, timeout=30000):
-        p.interaction.open_dataset(f)
+        p.open_dataset(f)
     assert p.view.controls.source_key() == "dataset" and p.view.controls.colour_by() == "label"
     assert p.model.tokens.words == ("The", "bank", "fell", "A", "bank")
     assert p.view.legend.entries() == ["DET", "NOUN", "VERB"]
@@ -270,8 +268,8 @@ def test_labelled_dataset_source(pca_panel, qtbot, tmp_path):
 
 def test_warm_up_runs_on_the_worker(qtbot, ws, monkeypatch):
     seen = []
-    monkeypatch.setattr(projection_mod, "is_warm", lambda: bool(seen))
-    monkeypatch.setattr(projection_mod, "warm_up",
+    monkeypatch.setattr(warmup_mod, "is_warm", lambda: bool(seen))
+    monkeypatch.setattr(warmup_mod, "warm_up",
                         lambda state: seen.append(threading.current_thread()))
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
@@ -285,8 +283,8 @@ def test_warm_up_waits_for_the_job_queued_right_after_a_load(qtbot, ws, monkeypa
     import time
 
     seen = []
-    monkeypatch.setattr(projection_mod, "is_warm", lambda: bool(seen))
-    monkeypatch.setattr(projection_mod, "warm_up", lambda state: seen.append("warm-up"))
+    monkeypatch.setattr(warmup_mod, "is_warm", lambda: bool(seen))
+    monkeypatch.setattr(warmup_mod, "warm_up", lambda state: seen.append("warm-up"))
     started = []
     ws.worker.job_started.connect(lambda _i, name: started.append(name))
     ws.worker.submit("load", lambda s: time.sleep(0.3),
@@ -338,7 +336,7 @@ def test_layer_with_too_few_distinct_vectors_keeps_pca(qtbot, ws):
     assert "PCA kept for layer 0" in panel.view.controls.status.text()
 
 
-# ---- workspace / report hooks (app/panels/projection_report.py) ------------------------------
+# ---- workspace / report hooks (views/projection/report.py, controls.state) ------------------------------
 def test_view_state_round_trip(pca_panel, qtbot, ws):
     import json
 
