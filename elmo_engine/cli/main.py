@@ -24,6 +24,8 @@ SUBCOMMAND_MODULES = {
     "contexts": "elmo_engine.cli.contexts",
     "project": "elmo_engine.cli.project",
     "layers": "elmo_engine.cli.layers",
+    "index": "elmo_engine.cli.index",
+    "search": "elmo_engine.cli.search",
 }
 
 
