@@ -26,6 +26,8 @@ SUBCOMMAND_MODULES = {
     "layers": "elmo_engine.cli.layers",
     "index": "elmo_engine.cli.index",
     "search": "elmo_engine.cli.search",
+    "senses": "elmo_engine.cli.senses",
+    "wsd-nn": "elmo_engine.cli.wsd_nn",
 }
 
 
