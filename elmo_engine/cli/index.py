@@ -39,6 +39,10 @@ def add_parser(sub) -> None:
     p.add_argument("--ann-threads", type=int, default=1,
                    help="threads building the HNSW graphs (default 1: reproducible; more is "
                         "faster but the graph then depends on thread timing)")
+    p.add_argument("--ann-quantizer", choices=["fp16", "sq8"], default="fp16",
+                   help="how the HNSW graphs store vectors: fp16 (default) or sq8, a byte per "
+                        "dimension, for ~10^7 tokens in less memory (a little less recall)")
+    p.add_argument("--ann-m", type=int, default=32, help="HNSW links per node (default 32)")
     p.add_argument("--keep-shards", action="store_true",
                    help="keep the shards once the index is complete (default: remove them; "
                         "they hold the same vectors again)")
@@ -83,7 +87,9 @@ def run(args) -> int:
 
     if args.shard_size < 1 or args.token_budget < 1 or args.ann_threads < 1:
         raise InputError("--shard-size, --token-budget and --ann-threads must be at least 1")
-    settings = AnnSettings(threads=args.ann_threads)
+    if args.ann_m < 4:
+        raise InputError("--ann-m must be at least 4")
+    settings = AnnSettings(m=args.ann_m, threads=args.ann_threads, quantizer=args.ann_quantizer)
     if args.merge:
         merge(args.corpus, args.out, force=args.force)
         _finalize(args.out, settings, finalize, args.keep_shards)

@@ -25,6 +25,7 @@ from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
 
 LIBRARY = "faiss"
+QUANTIZERS = ("fp16", "sq8")
 
 
 @dataclass(frozen=True)
@@ -35,9 +36,14 @@ class AnnSettings:
     ef_construction: int = 128
     ef_search: int = 128
     threads: int = 1
+    quantizer: str = "fp16"        # "fp16", or "sq8" (a byte per dimension: for 10^7 vectors)
+
+    def __post_init__(self):
+        if self.quantizer not in QUANTIZERS:
+            raise InputError(f"unknown quantizer {self.quantizer!r}; use fp16 or sq8")
 
     def to_dict(self) -> dict:
-        return {"library": LIBRARY, "kind": "HNSWSQ fp16", "m": self.m,
+        return {"library": LIBRARY, "kind": "HNSWSQ", "quantizer": self.quantizer, "m": self.m,
                 "ef_construction": self.ef_construction, "ef_search": self.ef_search,
                 "threads": self.threads}
 
@@ -63,10 +69,12 @@ def build_ann(vectors: np.ndarray, target: Path, settings: AnnSettings,
 
 def _build(faiss, vectors, target, settings, state, chunk) -> None:
     n, dim = vectors.shape
-    ix = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_fp16, settings.m,
-                           faiss.METRIC_INNER_PRODUCT)
+    qt = {"fp16": faiss.ScalarQuantizer.QT_fp16, "sq8": faiss.ScalarQuantizer.QT_8bit}
+    ix = faiss.IndexHNSWSQ(dim, qt[settings.quantizer], settings.m, faiss.METRIC_INNER_PRODUCT)
     ix.hnsw.efConstruction = settings.ef_construction
-    ix.train(np.zeros((1, dim), np.float32))       # fp16 needs no training statistics
+    # fp16 needs no statistics; sq8 learns each dimension's range from an even sample
+    step = max(1, n // 100_000)
+    ix.train(np.ascontiguousarray(vectors[::step][:100_000], dtype=np.float32))
     for start in range(0, n, chunk):
         check(state)
         block = np.ascontiguousarray(vectors[start:start + chunk], dtype=np.float32)  # (c, D)
@@ -86,8 +94,8 @@ class AnnIndex:
         if not path.is_file():
             raise InputError("the nearest-neighbour index is missing; rebuild the index",
                              path=path)
-        # vectors (2 bytes each) + at most ~2·m links of 4 bytes per level-0 node, with room
-        limit = n * (dim * 2 + 8 * settings.m * 2 + 64) + (1 << 20)
+        # vectors (at most 2 bytes a dimension) + ~2·m links of 4 bytes per node, with room
+        limit = n * (dim * 2 + 8 * settings.m * 2 + 64) + 8 * dim + (1 << 20)
         if path.stat().st_size > limit:
             raise InputError("bigger than a nearest-neighbour index over this index's vectors "
                              "can be", path=path)

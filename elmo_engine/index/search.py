@@ -77,8 +77,13 @@ class CorpusIndex:
         self.db = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
         self._ann: Dict[int, AnnIndex] = {}
         s = m.ann
-        self.ann_settings = AnnSettings(int(s.get("m", 32)), int(s.get("ef_construction", 128)),
-                                        int(s.get("ef_search", 128)), int(s.get("threads", 1)))
+        try:
+            self.ann_settings = AnnSettings(int(s.get("m", 32)), int(s.get("ef_construction", 128)),
+                                            int(s.get("ef_search", 128)), int(s.get("threads", 1)),
+                                            str(s.get("quantizer", "fp16")))
+        except (TypeError, ValueError) as e:
+            raise InputError(f"malformed 'ann' settings in the manifest ({e})",
+                             path=self.folder) from None
 
     def close(self) -> None:
         self.db.close()
