@@ -24,6 +24,10 @@ SUBCOMMAND_MODULES = {
     "contexts": "elmo_engine.cli.contexts",
     "project": "elmo_engine.cli.project",
     "layers": "elmo_engine.cli.layers",
+    "index": "elmo_engine.cli.index",
+    "search": "elmo_engine.cli.search",
+    "senses": "elmo_engine.cli.senses",
+    "wsd-nn": "elmo_engine.cli.wsd_nn",
 }
 
 
