@@ -19,7 +19,7 @@ from typing import List, Optional
 
 log = logging.getLogger(__name__)
 
-VIEW_CHOICES = ("contexts", "projection", "probes", "layers", "sentences")
+VIEW_CHOICES = ("contexts", "projection", "probes", "layers", "corpus", "sentences")
 
 
 def build_parser() -> argparse.ArgumentParser:
