@@ -96,7 +96,7 @@ class MapPlot(pg.PlotWidget):
             p = self.coords[index]
             self.selected.setData(x=[float(p[0])], y=[float(p[1])])
 
-    def viewport(self) -> Rect:
+    def data_rect(self) -> Rect:
         (x0, x1), (y0, y1) = self.view.viewRange()
         return (x0, y0, x1, y1)
 
@@ -111,7 +111,7 @@ class MapPlot(pg.PlotWidget):
         self._timer.stop()
         if self.coords is None:
             return
-        rect = self.viewport()
+        rect = self.data_rect()
         inside = visible(self.coords, rect)
         mode = mode_for(len(inside), self.points_max)
         if mode is MapMode.DENSITY:

@@ -1,0 +1,131 @@
+"""The Corpus view under pytest-qt (offscreen) on a tiny index built in a temporary folder: the
+hint without an index, a selected token finds itself first in every layer, the senses table
+fills, a 10^5-point map draws a density image and points once zoomed in, the TSV export."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_explorer.views.corpus.atlas import MapMode, POINTS_MAX, synthetic_map  # noqa: E402
+from elmo_explorer.views.corpus.controller import CorpusPanel  # noqa: E402
+from conftest import LAYERS_SENTENCES as SENTENCES  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+
+@pytest.fixture
+def ws(qtbot, tiny_checkpoint, app_settings_dir):
+    w = Workspace()
+    with qtbot.waitSignal(w.model_changed, timeout=60000):
+        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+    w.set_sentences(SENTENCES)
+    qtbot.waitUntil(w.all_embedded, timeout=60000)
+    yield w
+    assert w.worker.shutdown(timeout_s=10)
+
+
+@pytest.fixture
+def panel(qtbot, ws, tmp_path):
+    p = CorpusPanel(ws)
+    qtbot.addWidget(p)
+    p.resize(1200, 700)
+    p._on_model()                         # the model was loaded before the panel existed
+    return p
+
+
+@pytest.fixture
+def built(qtbot, panel, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    with qtbot.waitSignal(panel.index_changed, timeout=120000,
+                          check_params_cb=lambda path: bool(path)):
+        panel.build([corpus], tmp_path / "index")
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    return panel
+
+
+def test_without_an_index_the_view_is_a_one_line_hint_with_a_build_button(panel):
+    assert panel.index is None and panel.is_ready()
+    assert panel.view.pages.currentIndex() == 0
+    assert "index" in panel.view.hint.text() and "\n" not in panel.view.hint.text()
+    assert panel.view.hint_build.isEnabled()
+
+
+def test_a_selected_token_lists_its_nearest_occurrences_with_itself_first(qtbot, built, ws):
+    assert built.view.pages.currentIndex() == 1
+    assert built.index.layers == (0, 1, 2)
+    ref = TokenRef(1, 4)                                   # "bank" in sentence 1
+    assert ws.word_at(ref) == "bank"
+    with qtbot.waitSignal(built.results_changed, timeout=60000,
+                          check_params_cb=lambda: bool(built.model.lines)):
+        ws.select(ref)
+    qtbot.waitUntil(lambda: built.model.query is not None and built.model.query.position == 4
+                    and built.model.lines.get(2) and built.model.lines[2][0].sentence_id == 1,
+                    timeout=60000)
+    n_bank = sum(s.split().count("bank") for s in SENTENCES)
+    for layer in (1, 2):
+        lines = built.model.lines[layer]
+        assert len(lines) == n_bank                        # same word: every "bank", k = 10
+        assert (lines[0].sentence_id, lines[0].position) == (1, 4)
+        assert lines[0].cosine == pytest.approx(1.0, abs=2e-3)
+        assert all(a.cosine >= b.cosine for a, b in zip(lines, lines[1:]))
+        assert all(ln.word == "bank" for ln in lines)
+        table = built.view.tables[layer]
+        assert table.rowCount() == n_bank and table.item(0, 2).text() == "bank"
+        assert table.item(0, 1).text() == "she sat on the"      # left context
+    # layer 0 is context-free: every "bank" ties at cosine 1
+    assert all(ln.cosine == pytest.approx(1.0, abs=2e-3) for ln in built.model.lines[0])
+
+
+def test_a_word_gets_its_senses_per_layer_and_its_map(qtbot, built):
+    built.query_word("the")
+    qtbot.waitUntil(lambda: built.model.senses is not None and built.map is not None
+                    and built.map.title == "the", timeout=120000)
+    qtbot.waitUntil(built.is_ready, timeout=60000)
+    rows = built.model.cluster_rows()
+    assert {r["layer"] for r in rows} == {0, 1, 2}
+    table = built.view.clusters
+    assert table.rowCount() == len(rows) > 3
+    assert all(table.item(r, 6).text() for r in range(table.rowCount()))     # typical sentence
+    n_the = sum(s.split().count("the") for s in SENTENCES)
+    assert len(built.map.rows) == n_the
+    assert built.view.maps[2].mode is MapMode.POINTS
+    assert len(built.view.maps[2].shown) == n_the
+
+
+def test_a_map_of_1e5_points_is_a_density_image_until_zoomed_in(qtbot, panel):
+    data = synthetic_map(100_000)
+    panel.show_map(data)
+    plot = panel.view.maps[1]
+    assert plot.mode is MapMode.DENSITY
+    img = plot.image.image
+    assert img is not None and img.ndim == 3 and img.shape[2] == 4
+    assert (img[..., 3] > 0).sum() > 100                 # many bins drawn
+    assert plot.image.isVisible() and len(plot.shown) == 0
+    cx, cy = np.median(data.coords[1], axis=0)
+    plot.zoom_to((cx - 0.2, cy - 0.2, cx + 0.2, cy + 0.2))
+    assert plot.mode is MapMode.POINTS
+    assert 0 < len(plot.shown) <= POINTS_MAX
+    assert not plot.image.isVisible()
+    xy = data.coords[1][plot.shown]
+    assert np.all(np.abs(xy - [cx, cy]) <= 0.2 + 1e-6)
+    plot.zoom_to((cx - 50, cy - 50, cx + 50, cy + 50))   # back out: density again
+    assert plot.mode is MapMode.DENSITY
+
+
+def test_the_concordance_exports_as_tsv(qtbot, built, tmp_path):
+    built.query_word("river")
+    qtbot.waitUntil(lambda: bool(built.model.lines.get(2)), timeout=60000)
+    qtbot.waitUntil(built.is_ready, timeout=60000)
+    out = built.exports.export_tsv(tmp_path / "conc.tsv")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("layer\trank\tcosine")
+    n = sum(len(v) for v in built.model.lines.values())
+    assert len(lines) == 1 + n and n >= 3
+    assert all(ln.split("\t")[6] == "river" for ln in lines[1:])
+    state = built.view_state()
+    assert state["index"] == str(built.index.folder) and state["query"]["word"] == "river"
+    assert built.exports.figure("map") is not None
