@@ -108,9 +108,8 @@ def _build(args, ranks, settings) -> int:
 
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.index import dist
-    from elmo_engine.index.build import (corpus_file, embed_shards, finalize, missing_shards,
+    from elmo_engine.index.build import (embed_shards, finalize, missing_shards, new_manifest,
                                          prepare)
-    from elmo_engine.index.store import Manifest
     from elmo_engine.model.checkpoint import load_checkpoint
 
     main = ranks.rank == 0
@@ -121,13 +120,9 @@ def _build(args, ranks, settings) -> int:
     model = load_checkpoint(ckpt, device=device)
     layers = parse_layers(args.layers, model.opts.n_output_layers)
     sentences = read_corpus(args.corpus, args.pretokenized, not args.no_split)
-    wanted = Manifest(
-        checksum=model.info.checksum, checkpoint=str(ckpt), layers=layers,
-        dim=2 * model.opts.output_dim, shard_size=args.shard_size, n_sentences=len(sentences),
-        n_tokens=sum(len(s) for s in sentences),
-        corpus=tuple(corpus_file(p) for p in args.corpus),
-        reading={"tokenizer": "whitespace" if args.pretokenized else "regex",
-                 "split_sentences": not args.no_split, "skip_headers": True})
+    wanted = new_manifest(model, str(ckpt), sentences, layers, args.shard_size, args.corpus,
+                          {"tokenizer": "whitespace" if args.pretokenized else "regex",
+                           "split_sentences": not args.no_split, "skip_headers": True})
     # rank 0 prepares the folder (or every rank, when they do not share a file system)
     ok, complete, error = True, False, None
     if main or not (args.out / "index.json").exists():
@@ -178,7 +173,7 @@ def _embed(out, sentences, manifest, emb, ranks, embed_shards, missing_shards) -
 
     bar = tqdm(total=0, unit="tok", unit_scale=True, desc=f"rank {ranks.rank}"
                if ranks.distributed else "embedding", file=sys.stderr, position=ranks.rank,
-               disable=None)
+               disable=manifest.n_tokens < 20_000 and not sys.stderr.isatty())
 
     def on_progress(done: int, total: int, message: str) -> None:
         bar.total = total
