@@ -108,8 +108,9 @@ def _build(args, ranks, settings) -> int:
 
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.index import dist
-    from elmo_engine.index.build import (embed_shards, finalize, missing_shards, new_manifest,
-                                         prepare)
+    from elmo_engine.index.build import (check_model, embed_shards, finalize, missing_shards,
+                                         new_manifest, prepare)
+    from elmo_engine.index.store import read_manifest
     from elmo_engine.model.checkpoint import load_checkpoint
 
     main = ranks.rank == 0
@@ -124,10 +125,10 @@ def _build(args, ranks, settings) -> int:
                           {"tokenizer": "whitespace" if args.pretokenized else "regex",
                            "split_sentences": not args.no_split, "skip_headers": True})
     # rank 0 prepares the folder (or every rank, when they do not share a file system)
-    ok, complete, error = True, False, None
+    ok, error = True, None
     if main or not (args.out / "index.json").exists():
         try:
-            manifest, complete = prepare(args.out, wanted, args.force and main)
+            prepare(args.out, wanted, args.force and main)
         except InputError as e:
             ok, error = False, e
     if not dist.all_ok(ranks, ok):
@@ -135,9 +136,6 @@ def _build(args, ranks, settings) -> int:
             raise error
         return 1
     dist.barrier(ranks)
-    from elmo_engine.index.build import check_model
-    from elmo_engine.index.store import read_manifest
-
     manifest = read_manifest(args.out)
     check_model(args.out, wanted.checksum)
     if manifest.identity() != wanted.identity():
