@@ -108,9 +108,9 @@ def _build(args, ranks, settings) -> int:
 
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.index import dist
-    from elmo_engine.index.build import (corpus_file, embed_shards, finalize, missing_shards,
-                                         prepare)
-    from elmo_engine.index.store import Manifest
+    from elmo_engine.index.build import (check_model, embed_shards, finalize, missing_shards,
+                                         new_manifest, prepare)
+    from elmo_engine.index.store import read_manifest
     from elmo_engine.model.checkpoint import load_checkpoint
 
     main = ranks.rank == 0
@@ -121,18 +121,14 @@ def _build(args, ranks, settings) -> int:
     model = load_checkpoint(ckpt, device=device)
     layers = parse_layers(args.layers, model.opts.n_output_layers)
     sentences = read_corpus(args.corpus, args.pretokenized, not args.no_split)
-    wanted = Manifest(
-        checksum=model.info.checksum, checkpoint=str(ckpt), layers=layers,
-        dim=2 * model.opts.output_dim, shard_size=args.shard_size, n_sentences=len(sentences),
-        n_tokens=sum(len(s) for s in sentences),
-        corpus=tuple(corpus_file(p) for p in args.corpus),
-        reading={"tokenizer": "whitespace" if args.pretokenized else "regex",
-                 "split_sentences": not args.no_split, "skip_headers": True})
+    wanted = new_manifest(model, str(ckpt), sentences, layers, args.shard_size, args.corpus,
+                          {"tokenizer": "whitespace" if args.pretokenized else "regex",
+                           "split_sentences": not args.no_split, "skip_headers": True})
     # rank 0 prepares the folder (or every rank, when they do not share a file system)
-    ok, complete, error = True, False, None
+    ok, error = True, None
     if main or not (args.out / "index.json").exists():
         try:
-            manifest, complete = prepare(args.out, wanted, args.force and main)
+            prepare(args.out, wanted, args.force and main)
         except InputError as e:
             ok, error = False, e
     if not dist.all_ok(ranks, ok):
@@ -140,9 +136,6 @@ def _build(args, ranks, settings) -> int:
             raise error
         return 1
     dist.barrier(ranks)
-    from elmo_engine.index.build import check_model
-    from elmo_engine.index.store import read_manifest
-
     manifest = read_manifest(args.out)
     check_model(args.out, wanted.checksum)
     if manifest.identity() != wanted.identity():
@@ -178,7 +171,7 @@ def _embed(out, sentences, manifest, emb, ranks, embed_shards, missing_shards) -
 
     bar = tqdm(total=0, unit="tok", unit_scale=True, desc=f"rank {ranks.rank}"
                if ranks.distributed else "embedding", file=sys.stderr, position=ranks.rank,
-               disable=None)
+               disable=manifest.n_tokens < 20_000 and not sys.stderr.isatty())
 
     def on_progress(done: int, total: int, message: str) -> None:
         bar.total = total

@@ -249,3 +249,30 @@ def merge(parts: Sequence[Path], out: Path, force: bool = False) -> Manifest:
                     with atomic_path(dst.with_suffix(".json")) as tmp:   # last: marks it whole
                         shutil.copyfile(src.with_suffix(".json"), tmp)
     return read_manifest(out)
+
+
+def new_manifest(model, checkpoint: str, sentences: Sequence[Sequence[str]],
+                 layers: Sequence[int], shard_size: int, corpus: Sequence[Path],
+                 reading: Dict[str, object]) -> Manifest:
+    """The manifest of an index of ``sentences`` (read from the files ``corpus``) by ``model``."""
+    return Manifest(checksum=model.info.checksum, checkpoint=str(checkpoint),
+                    layers=tuple(sorted(set(int(v) for v in layers))),
+                    dim=2 * model.opts.output_dim, shard_size=int(shard_size),
+                    n_sentences=len(sentences), n_tokens=sum(len(s) for s in sentences),
+                    corpus=tuple(corpus_file(p) for p in corpus), reading=dict(reading))
+
+
+def build_index(folder: Path, sentences: Sequence[Sequence[str]], manifest: Manifest,
+                embedder: Embedder, settings: AnnSettings = AnnSettings(),
+                state: Optional[TaskState] = None, force: bool = False) -> Manifest:
+    """Build (or resume) an index in one process: what the app's worker calls. Progress goes
+    to ``state`` (tokens while embedding, vectors while building the graphs); a cancel stops
+    between shards, and the next call resumes."""
+    if embedder.checksum != manifest.checksum:
+        raise InputError("the embedder's model is not the manifest's", path=folder)
+    manifest, complete = prepare(folder, manifest, force)
+    if complete:
+        return manifest
+    embed_shards(folder, sentences, manifest, embedder, 0, 1, state)
+    return finalize(folder, settings, state,
+                    on_stage=lambda s: report(state, 0, 1, s))

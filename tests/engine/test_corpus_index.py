@@ -210,3 +210,34 @@ def test_merge_joins_the_parts_of_separate_nodes(small, tmp_path, monkeypatch):
     assert main(["index", "--merge", str(tmp_path / "node0"), str(tmp_path / "node1"),
                  "--out", str(tmp_path / "merged")]) == 0
     assert same_answers(tmp_path / "merged", reference)
+
+
+def test_engine_build_cancel_then_resume(small, tmp_path):
+    """The app's path: build_index with a TaskState; a cancel stops between shards with the
+    complete ones kept, and the next call resumes to the same index."""
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.errors import CancelledError
+    from elmo_engine.index.build import build_index, new_manifest
+    from elmo_engine.index.store import shard_done
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.progress import TaskState
+    from elmo_engine.train.data import read_sentences
+
+    corpus, reference = small
+    model = load_checkpoint(TINY)
+    sents = read_sentences(corpus)
+    manifest = new_manifest(model, str(TINY), sents, (0, 1, 2), 7, [corpus],
+                            read_manifest(reference).reading)
+    assert manifest.identity() == read_manifest(reference).identity()
+    emb = Embedder(model, device="cpu", cache_size=0)
+    seen = []
+    state = TaskState(lambda done, total, msg: seen.append((done, total, msg)))
+    state_cancel = TaskState(lambda done, total, msg: done > 0 and state_cancel.cancel())
+    with pytest.raises(CancelledError):
+        build_index(tmp_path / "ix", sents, manifest, emb, state=state_cancel)
+    done = [k for k in range(manifest.n_shards) if shard_done(tmp_path / "ix", k)]
+    assert done == [0]
+    build_index(tmp_path / "ix", sents, manifest, emb, state=state)
+    assert seen[0][0] > 0 and "resuming" in seen[0][2]             # shard 0 was not redone
+    assert any("tokens/s" in m for _, _, m in seen)
+    assert same_answers(tmp_path / "ix", reference)
