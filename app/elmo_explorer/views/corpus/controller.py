@@ -8,7 +8,9 @@ word's senses and then mapping its occurrences (long lane, ``corpus-senses``, ``
 """
 from __future__ import annotations
 
+import json
 import logging
+from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, List, Optional
 
@@ -25,6 +27,7 @@ from elmo_explorer.views.protocol import PanelDefaults
 
 log = logging.getLogger(__name__)
 SETTINGS_KEY = "corpus/last_index"
+OPTIONS_KEY = "corpus/options"          # the options, remembered across launches (JSON)
 
 
 class CorpusPanel(PanelDefaults, QWidget):
@@ -152,6 +155,13 @@ class CorpusPanel(PanelDefaults, QWidget):
             return
         qs = self._qsettings()
         last = qs.value(SETTINGS_KEY, "", type=str) if qs is not None else ""
+        if qs is not None and self.model.options == CorpusOptions():
+            try:
+                stored = json.loads(qs.value(OPTIONS_KEY, "", type=str) or "{}")
+            except ValueError:
+                stored = {}
+            self.model.options = CorpusOptions.from_dict(stored)
+            self.view.apply_options(self.model.options)
         for path in (self._pending_path, last, self.default_folder()):
             if path and (Path(path) / "index.json").is_file():
                 if self._complete_for_model(Path(path)):
@@ -386,6 +396,9 @@ class CorpusPanel(PanelDefaults, QWidget):
         k, same, scope = self.view.options()
         old = self.model.options
         self.model.options = CorpusOptions(k, same, scope, old.map_max_points, old.k_max)
+        qs = self._qsettings()
+        if qs is not None:
+            qs.setValue(OPTIONS_KEY, json.dumps(asdict(self.model.options)))
         if self.index is None:
             return
         if (k, same) != (old.k, old.same_word) and self.model.query is not None:

@@ -11,7 +11,6 @@ import numpy as np
 
 from elmo_engine.errors import InputError
 from elmo_engine.index.ann import AnnSettings
-from elmo_engine.index.build import corpus_file, embed_shards, finalize, prepare
 from elmo_engine.index.search import CorpusIndex, Hit
 from elmo_engine.index.senses import SenseInduction, induce_from_index
 from elmo_engine.index.store import Manifest
@@ -21,6 +20,8 @@ from elmo_explorer.views.corpus.atlas import MapData, categories, project_layer
 #: the layers an index built from the app holds (the token layer and both biLSTM layers)
 BUILD_LAYERS: Tuple[int, ...] = (0, 1, 2)
 SHARD_SIZE = 500                     # sentences per shard: resuming loses at most this much
+#: how the corpus is read: as ``elmo-explorer index`` reads it by default
+READING = {"tokenizer": "regex", "split_sentences": True, "skip_headers": True}
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,10 @@ def read_corpus(paths: Sequence[Path]) -> List[List[str]]:
 def build_index(req: BuildRequest, embedder, state: TaskState,
                 on_stage: Callable[[str], None] = lambda s: None) -> Manifest:
     """Embed ``req.corpus`` into ``req.folder`` (or resume a stopped build of the same corpus
-    and model), then join it; progress in tokens with tokens/s and the time left."""
+    and model) with the engine's one-process build; progress in tokens with tokens/s and the
+    time left, then the graphs' vectors."""
     from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.index.build import build_index as engine_build, new_manifest
 
     n_layers = embedder.opts.n_output_layers
     layers = tuple(v for v in req.layers if 0 <= v < n_layers)
@@ -61,21 +64,13 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
     sentences = read_corpus(req.corpus)
     if not sentences:
         raise InputError("no sentences in the corpus", path=req.corpus[0])
-    wanted = Manifest(
-        checksum=embedder.checksum, checkpoint=req.checkpoint, layers=layers,
-        dim=2 * embedder.opts.output_dim, shard_size=req.shard_size,
-        n_sentences=len(sentences), n_tokens=sum(len(s) for s in sentences),
-        corpus=tuple(corpus_file(p) for p in req.corpus),
-        reading={"tokenizer": "regex", "split_sentences": True, "skip_headers": True})
-    manifest, complete = prepare(req.folder, wanted, req.force)
-    if complete:
-        return manifest
+    wanted = new_manifest(embedder.model, req.checkpoint, sentences, layers, req.shard_size,
+                          req.corpus, READING)
     # a private embedder over the same model: no cache shared with the interactive lane
     emb = Embedder(embedder.model, device=str(embedder.device), token_budget=4096,
                    cache_size=0)
     on_stage("embedding")
-    embed_shards(req.folder, sentences, manifest, emb, state=state)
-    return finalize(req.folder, AnnSettings(), state, on_stage=on_stage)
+    return engine_build(req.folder, sentences, wanted, emb, AnnSettings(), state, req.force)
 
 
 def open_index(folder: Path, checksum: Optional[str]) -> CorpusIndex:
