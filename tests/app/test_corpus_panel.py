@@ -129,3 +129,37 @@ def test_the_concordance_exports_as_tsv(qtbot, built, tmp_path):
     state = built.view_state()
     assert state["index"] == str(built.index.folder) and state["query"]["word"] == "river"
     assert built.exports.figure("map") is not None
+
+
+def test_a_cancelled_build_resumes_to_the_same_index(qtbot, panel, ws, tmp_path):
+    from elmo_engine.index.build import missing_shards
+    from elmo_engine.index.store import read_manifest
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES * 20) + "\n", encoding="utf-8")
+    folder = tmp_path / "resumed"
+    handle = panel.build([corpus], folder, shard_size=1)
+    shown = handle.on_progress
+
+    def progress(done, total, message):
+        shown(done, total, message)
+        if 0 < done < total:
+            handle.cancel()
+
+    handle.on_progress = progress
+    qtbot.waitUntil(lambda: handle.finished, timeout=120000)
+    m = read_manifest(folder)
+    left = len(missing_shards(folder, m))
+    assert not m.complete and 0 < left < m.n_shards == 20 * len(SENTENCES)
+    assert panel.index is None
+    with qtbot.waitSignal(panel.index_changed, timeout=180000,
+                          check_params_cb=lambda path: bool(path)):
+        panel.build([corpus], folder, shard_size=1)
+    assert panel.index.manifest.complete
+    assert panel.index.manifest.n_tokens == 20 * sum(len(s.split()) for s in SENTENCES)
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    with qtbot.waitSignal(panel.results_changed, timeout=60000):
+        ws.select(TokenRef(2, 1))                            # "bank" in "the bank raised …"
+    qtbot.waitUntil(lambda: panel.model.lines.get(2) and panel.model.query.position == 1,
+                    timeout=60000)
+    assert panel.model.lines[2][0].cosine == pytest.approx(1.0, abs=2e-3)

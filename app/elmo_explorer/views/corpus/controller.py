@@ -249,13 +249,14 @@ class CorpusPanel(PanelDefaults, QWidget):
 
         return self.build([reference_corpus_path()], self.default_folder())
 
-    def build(self, corpus: List[Path], folder: Optional[Path]) -> Optional[JobHandle]:
+    def build(self, corpus: List[Path], folder: Optional[Path],
+              shard_size: int = jobs.SHARD_SIZE) -> Optional[JobHandle]:
         emb, spec = self.ws.embedder, self.ws.model_spec
         if emb is None or folder is None:
             self.report_error("load a model first: the index holds its vectors")
             return None
         req = jobs.BuildRequest(tuple(Path(p) for p in corpus), Path(folder),
-                                spec.path if spec is not None else "")
+                                spec.path if spec is not None else "", shard_size=shard_size)
         self.view.set_busy(True, "building the corpus index")
 
         def job(state):
