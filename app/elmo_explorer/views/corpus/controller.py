@@ -55,6 +55,7 @@ class CorpusPanel(PanelDefaults, QWidget):
         self._jobs: Dict[str, JobHandle] = {}
         self._pending_path: Optional[str] = None             # restored before the model came
         self._senses_word: Optional[str] = None              # the word senses were asked for
+        self._waiting = None                                 # a selection not embedded yet
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
@@ -70,10 +71,11 @@ class CorpusPanel(PanelDefaults, QWidget):
         v.map_point_clicked.connect(self._on_map_point)
         workspace.selection_changed.connect(self._on_selection)
         workspace.model_changed.connect(self._on_model)
+        workspace.activations_changed.connect(self._on_activations)
 
     # ---- protocol -----------------------------------------------------------------------------
     def is_ready(self) -> bool:
-        return not any(h.active for h in self._jobs.values())
+        return self._waiting is None and not any(h.active for h in self._jobs.values())
 
     def export_actions(self):
         return self.exports.make_actions()
@@ -276,8 +278,14 @@ class CorpusPanel(PanelDefaults, QWidget):
             word = ws.word_at(ref)
             vectors = {L: ws.vector(ref, L).copy() for L in self.index.layers if L < ws.n_layers}
         except (IndexError, KeyError):
-            return                                            # not embedded yet
+            self._waiting = ref                               # not embedded yet: on arrival
+            return
+        self._waiting = None
         self.query_occurrence(Query(word, tuple(ws.tokens[ref.sentence]), ref.token), vectors)
+
+    def _on_activations(self) -> None:
+        if self._waiting is not None and self.index is not None:
+            self._on_selection(self._waiting)
 
     def _start_query(self) -> None:
         """With nothing selected: in the first loaded sentence, the word (alphabetic, 4 letters
@@ -380,7 +388,7 @@ class CorpusPanel(PanelDefaults, QWidget):
             + (f" (an even sample of {data.n_total:,})" if data.n_total > shown else "")
             + " · 2-D PCA per layer (fitted on at most 20,000) · a density image when zoomed "
             "out, points when zoomed in · colours: "
-            + ", ".join(f"{n} ({c:,})" for n, _col, c in data.legend[:6]))
+            + ", ".join(f"“{n}” ({c:,})" for n, _col, c in data.legend[:6]))
         self._mark_selected()
         self.results_changed.emit()
 

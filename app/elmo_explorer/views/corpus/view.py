@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QProgressBar, QPushButton,
-                               QSpinBox, QSplitter, QStackedWidget, QTableWidget,
+                               QSizePolicy, QSpinBox, QSplitter, QStyledItemDelegate, QStackedWidget, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from elmo_explorer.views.corpus.mapplot import MapPlot
@@ -21,9 +21,8 @@ from elmo_explorer.views.corpus.model import (ConcordanceLine, CorpusOptions, DE
                                               MapScope, Query)
 
 HIGHLIGHT = "#ffd400"          # the Projection view's "found" colour
-HINT = ("No corpus index is open. Build one from the bundled reference corpus "
-        "(4,000 sentences, about a minute) or open an index folder built with "
-        "'elmo-explorer index'.")
+HINT = ("No corpus index is open: build one from the bundled reference corpus (4,025 "
+        "sentences) or open a folder made by 'elmo-explorer index'.")
 LAYER_NAMES = {0: "layer 0 (char-CNN token layer)", 1: "layer 1 (biLSTM 1)",
                2: "layer 2 (biLSTM 2)"}
 CLUSTER_COLUMNS = (("layer", "Layer"), ("cluster", "Sense"), ("size", "Occurrences"),
@@ -34,6 +33,14 @@ CLUSTER_COLUMNS = (("layer", "Layer"), ("cluster", "Sense"), ("size", "Occurrenc
 
 def layer_name(layer: int) -> str:
     return LAYER_NAMES.get(layer, f"layer {layer}")
+
+
+class _ElideLeft(QStyledItemDelegate):
+    """The left context loses its far (left) end when the column is narrow."""
+
+    def initStyleOption(self, option, index):  # noqa: N802 - Qt override
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideLeft
 
 
 class ConcordanceTable(QTableWidget):
@@ -53,8 +60,9 @@ class ConcordanceTable(QTableWidget):
         h.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
         h.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         h.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
-        self.verticalHeader().setDefaultSectionSize(20)
-        self.setTextElideMode(Qt.TextElideMode.ElideLeft)
+        self.verticalHeader().setDefaultSectionSize(18)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)     # the right context: its far end
+        self.setItemDelegateForColumn(1, _ElideLeft(self))
         self.lines: List[ConcordanceLine] = []
 
     def set_lines(self, lines: Sequence[ConcordanceLine], texts: Dict[int, str]) -> None:
@@ -98,6 +106,7 @@ class CorpusView(QWidget):
         # ---- the bar: index, build/open, progress, cancel --------------------------------------
         bar = QHBoxLayout()
         self.index_label = QLabel("no index")
+        self.index_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.index_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.open_button = QPushButton("Open index…")
         self.build_button = QPushButton("Build index…")
@@ -105,6 +114,7 @@ class CorpusView(QWidget):
         self.progress.setMaximumWidth(160)
         self.progress.hide()
         self.status = QLabel("")
+        self.status.setMaximumWidth(420)
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.hide()
         bar.addWidget(self.index_label, 1)
@@ -118,7 +128,8 @@ class CorpusView(QWidget):
         hint_page = QWidget()
         hl = QHBoxLayout(hint_page)
         self.hint = QLabel(HINT)
-        self.hint.setWordWrap(False)
+        self.hint.setWordWrap(True)                 # one line at the window's usual widths
+        self.hint.setMinimumWidth(300)
         self.hint_build = QPushButton("Build")
         self.hint_open = QPushButton("Open…")
         hl.addWidget(self.hint)
@@ -160,6 +171,9 @@ class CorpusView(QWidget):
         self.map_scope.addItem("map: every token", MapScope.ALL)
         self.query_label = QLabel("")
         self.query_label.setTextFormat(Qt.TextFormat.RichText)
+        # a long sentence must not widen the window: the label takes the width that is left
+        self.query_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.query_label.setMinimumWidth(40)
         for w in (QLabel("Word:"), self.word_edit, self.k_box, self.scope, self.map_scope):
             q.addWidget(w)
         q.addWidget(self.query_label, 1)
@@ -179,6 +193,7 @@ class CorpusView(QWidget):
             bl = QVBoxLayout(box)
             bl.setContentsMargins(2, 2, 2, 2)
             t = ConcordanceTable()
+            t.setMinimumWidth(120)
             t.cellDoubleClicked.connect(lambda r, _c, L=layer: self.line_activated.emit(L, r))
             bl.addWidget(t)
             tl.addWidget(box)
@@ -191,6 +206,7 @@ class CorpusView(QWidget):
         plots = QHBoxLayout()
         for layer in DEFAULT_LAYERS:
             m = MapPlot(layer_name(layer))
+            m.setMinimumWidth(120)
             m.point_clicked.connect(lambda i, L=layer: self.map_point_clicked.emit(L, i))
             plots.addWidget(m)
             self.maps[layer] = m
@@ -207,8 +223,9 @@ class CorpusView(QWidget):
         self.clusters.setWordWrap(False)
         self.tabs.addTab(self.clusters, "Senses")
         split.addWidget(self.tabs)
-        split.setStretchFactor(0, 2)
-        split.setStretchFactor(1, 3)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
+        split.setSizes([300, 340])                  # ~12 concordance lines at 1280 × 800
         lay.addWidget(split, 1)
         return page
 
