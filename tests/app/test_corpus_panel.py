@@ -163,3 +163,20 @@ def test_a_cancelled_build_resumes_to_the_same_index(qtbot, panel, ws, tmp_path)
     qtbot.waitUntil(lambda: panel.model.lines.get(2) and panel.model.query.position == 1,
                     timeout=60000)
     assert panel.model.lines[2][0].cosine == pytest.approx(1.0, abs=2e-3)
+
+
+def test_screenshot_of_the_corpus_view_without_an_index_shows_the_hint(qtbot, tmp_path,
+                                                                      tiny_checkpoint,
+                                                                      monkeypatch):
+    import elmo_explorer.shell.views
+    from PySide6.QtGui import QImage
+
+    from elmo_explorer.shell.main import main
+
+    monkeypatch.setattr(elmo_explorer.shell.views, "VIEWS", ("corpus",))
+    out = tmp_path / "corpus.png"
+    code = main(["--screenshot", str(out), "--checkpoint", str(tiny_checkpoint), "--view",
+                 "corpus", "--size", "1280x800", "--settings-dir", str(tmp_path / "s")])
+    assert code == 0
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1280, 800)
