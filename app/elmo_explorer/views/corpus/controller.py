@@ -213,6 +213,7 @@ class CorpusPanel(PanelDefaults, QWidget):
                             lambda index: self._opened(index, restore_query))
 
     def _opened(self, index, restore_query: bool) -> None:
+        q = self.model.query if restore_query else None      # closing clears the results
         self._close()
         self.index = index
         self.model.index_path = str(index.folder)
@@ -222,7 +223,6 @@ class CorpusPanel(PanelDefaults, QWidget):
         if qs is not None:
             qs.setValue(SETTINGS_KEY, str(index.folder))
         self.index_changed.emit(str(index.folder))
-        q = self.model.query if restore_query else None
         if q is not None:
             self.query_occurrence(q, None)
         elif self.ws.selection is not None:

@@ -21,8 +21,8 @@ from elmo_explorer.views.corpus.model import (ConcordanceLine, CorpusOptions, DE
                                               MapScope, Query)
 
 HIGHLIGHT = "#ffd400"          # the Projection view's "found" colour
-HINT = ("No corpus index is open: build one from the bundled reference corpus (4,025 "
-        "sentences) or open a folder made by 'elmo-explorer index'.")
+HINT = ("No corpus index is open: build one from the bundled reference corpus, or open an "
+        "index folder.")
 LAYER_NAMES = {0: "layer 0 (char-CNN token layer)", 1: "layer 1 (biLSTM 1)",
                2: "layer 2 (biLSTM 2)"}
 CLUSTER_COLUMNS = (("layer", "Layer"), ("cluster", "Sense"), ("size", "Occurrences"),
@@ -132,10 +132,9 @@ class CorpusView(QWidget):
         self.hint.setMinimumWidth(300)
         self.hint_build = QPushButton("Build")
         self.hint_open = QPushButton("Open…")
-        hl.addWidget(self.hint)
+        hl.addWidget(self.hint, 1)                  # the label takes the width: one line
         hl.addWidget(self.hint_build)
         hl.addWidget(self.hint_open)
-        hl.addStretch(1)
         hint_page.setMaximumHeight(60)
         hint_wrap = QWidget()
         hwl = QVBoxLayout(hint_wrap)
