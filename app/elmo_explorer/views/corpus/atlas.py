@@ -100,11 +100,11 @@ def project_layer(vectors: np.ndarray, rows: np.ndarray, seed: int = 0,
 
 
 def bounds(coords: np.ndarray) -> Rect:
-    """The data's extent with a 3 % margin (a degenerate axis gets a unit width)."""
+    """The data's extent with a 6 % margin (a degenerate axis gets a unit width)."""
     if len(coords) == 0:
         return (-1.0, -1.0, 1.0, 1.0)
     lo, hi = coords.min(0), coords.max(0)
-    pad = np.where(hi - lo > 0, (hi - lo) * 0.03, 0.5)
+    pad = np.where(hi - lo > 0, (hi - lo) * 0.06, 0.5)
     return (float(lo[0] - pad[0]), float(lo[1] - pad[1]), float(hi[0] + pad[0]),
             float(hi[1] + pad[1]))
 

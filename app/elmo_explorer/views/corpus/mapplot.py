@@ -21,6 +21,7 @@ from elmo_explorer.views.corpus.atlas import (MapMode, Rect, bounds, grid_shape,
 from elmo_explorer.views.palette import SELECTED_EXTRA_PX, SELECTED_PEN
 
 POINT_SIZE = 4
+FEW_POINTS = 2000          # up to this many points in view they are drawn larger
 REFRESH_MS = 40
 CLICK_RADIUS_PX = 8
 
@@ -128,7 +129,8 @@ class MapPlot(pg.PlotWidget):
             self.shown = inside
             pts = self.coords[inside]
             brushes = [self._brushes[c] for c in self.codes[inside]]
-            self.points.setData(x=pts[:, 0], y=pts[:, 1], brush=brushes)
+            size = POINT_SIZE if len(inside) > FEW_POINTS else POINT_SIZE + 3
+            self.points.setData(x=pts[:, 0], y=pts[:, 1], brush=brushes, size=size)
         if mode is not self.mode:
             self.mode = mode
             self.mode_changed.emit(mode.value)
