@@ -152,6 +152,7 @@ def test_a_cancelled_build_resumes_to_the_same_index(qtbot, panel, ws, tmp_path)
     left = len(missing_shards(folder, m))
     assert not m.complete and 0 < left < m.n_shards == 20 * len(SENTENCES)
     assert panel.index is None
+    assert f"stopped with {m.n_shards - left} of {m.n_shards} shards" in panel.view.hint.text()
     with qtbot.waitSignal(panel.index_changed, timeout=180000,
                           check_params_cb=lambda path: bool(path)):
         panel.build([corpus], folder, shard_size=1)

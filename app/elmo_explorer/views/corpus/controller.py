@@ -56,6 +56,7 @@ class CorpusPanel(PanelDefaults, QWidget):
         self._pending_path: Optional[str] = None             # restored before the model came
         self._senses_word: Optional[str] = None              # the word senses were asked for
         self._waiting = None                                 # a selection not embedded yet
+        self._build_folder: Optional[Path] = None            # the last build asked for
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
@@ -63,6 +64,7 @@ class CorpusPanel(PanelDefaults, QWidget):
         self.view.apply_options(self.model.options)
         v = self.view
         v.build_requested.connect(self.build_reference)
+        v.build_files_requested.connect(self._ask_build)
         v.open_requested.connect(self._ask_open)
         v.cancel_requested.connect(self.cancel)
         v.word_requested.connect(self.query_word)
@@ -110,6 +112,8 @@ class CorpusPanel(PanelDefaults, QWidget):
         return h
 
     def _job_finished(self) -> None:
+        if self.index is None and self.ws.embedder is not None:
+            self._show_hint()                                # says how far a stopped build got
         if self.is_ready():
             self.view.set_busy(False, self.view.status.text()
                                if not self.view.progress.isVisible() else "")
@@ -184,7 +188,7 @@ class CorpusPanel(PanelDefaults, QWidget):
         return m.complete and m.checksum == self.ws.embedder.checksum
 
     def _show_hint(self) -> None:
-        folder = self.default_folder()
+        folder = self._build_folder or self.default_folder()
         text = HINT
         if folder is not None and (folder / "index.json").is_file():
             from elmo_engine.index.build import missing_shards
@@ -193,8 +197,8 @@ class CorpusPanel(PanelDefaults, QWidget):
             try:
                 m = read_manifest(folder)
                 left = len(missing_shards(folder, m))
-                text = (f"A build of the reference corpus stopped with {m.n_shards - left} of "
-                        f"{m.n_shards} shards embedded; Build resumes it.")
+                text = (f"The build of {folder.name} stopped with {m.n_shards - left} of "
+                        f"{m.n_shards} shards embedded; building it again resumes it.")
             except Exception:                              # noqa: BLE001 - the hint stays
                 log.debug("unreadable interrupted build", exc_info=True)
         self.view.hint.setText(text)
@@ -204,6 +208,14 @@ class CorpusPanel(PanelDefaults, QWidget):
         folder = QFileDialog.getExistingDirectory(self, "Open a corpus index folder")
         if folder:
             self.open_index(folder)
+
+    def _ask_build(self) -> None:
+        """Index corpus files of the user's into the data folder (a stopped build of the same
+        files resumes)."""
+        files, _ = QFileDialog.getOpenFileNames(
+            self, "Corpus files to index", "", "Text (*.txt *.gz *.tsv);;All files (*)")
+        if files:
+            self.build([Path(f) for f in files], self.default_folder(Path(files[0]).stem))
 
     def open_index(self, path: str, restore_query: bool = False) -> JobHandle:
         checksum = self.ws.embedder.checksum if self.ws.embedder is not None else None
@@ -260,6 +272,7 @@ class CorpusPanel(PanelDefaults, QWidget):
         req = jobs.BuildRequest(tuple(Path(p) for p in corpus), Path(folder),
                                 spec.path if spec is not None else "", shard_size=shard_size)
         self.view.set_busy(True, "building the corpus index")
+        self._build_folder = req.folder
 
         def job(state):
             return jobs.build_index(req, emb, state, on_stage=lambda s: state.post(s))

@@ -87,11 +87,13 @@ class ConcordanceTable(QTableWidget):
 
 
 class CorpusView(QWidget):
-    """Signals: ``build_requested``, ``open_requested``, ``cancel_requested``,
+    """Signals: ``build_requested`` (the reference corpus), ``build_files_requested`` (ask for
+    files), ``open_requested``, ``cancel_requested``,
     ``word_requested(str)``, ``options_changed``, ``line_activated(int layer, int row)``,
     ``map_point_clicked(int layer, int index)``."""
 
     build_requested = Signal()
+    build_files_requested = Signal()
     open_requested = Signal()
     cancel_requested = Signal()
     word_requested = Signal(str)
@@ -110,6 +112,7 @@ class CorpusView(QWidget):
         self.index_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.open_button = QPushButton("Open index…")
         self.build_button = QPushButton("Build index…")
+        self.build_button.setToolTip("Index corpus files of your own (UTF-8 text, plain or .gz)")
         self.progress = QProgressBar()
         self.progress.setMaximumWidth(160)
         self.progress.hide()
@@ -143,7 +146,7 @@ class CorpusView(QWidget):
         self.pages.addWidget(hint_wrap)
         self.pages.addWidget(self._main_page())
         for b, sig in ((self.open_button, self.open_requested), (self.hint_open, self.open_requested),
-                       (self.build_button, self.build_requested),
+                       (self.build_button, self.build_files_requested),
                        (self.hint_build, self.build_requested),
                        (self.cancel_button, self.cancel_requested)):
             b.clicked.connect(sig)
