@@ -106,6 +106,7 @@ def test_wsd_scoring():
     assert s.f1 == pytest.approx(2 * (2 / 3) * 0.5 / (2 / 3 + 0.5))
 
 
+@pytest.mark.slow
 def test_wsd_nn_on_the_demo_task():
     """The demo WSD task (bank, play, … in bundled sentences): sense representations from its
     train split, scored on its test split with the demo model."""
