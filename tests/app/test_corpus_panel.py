@@ -140,14 +140,17 @@ def test_a_cancelled_build_resumes_to_the_same_index(qtbot, panel, ws, tmp_path)
     folder = tmp_path / "resumed"
     handle = panel.build([corpus], folder, shard_size=1)
     shown = handle.on_progress
+    messages = []
 
     def progress(done, total, message):
         shown(done, total, message)
+        messages.append(panel.view.status.text())
         if 0 < done < total:
             handle.cancel()
 
     handle.on_progress = progress
     qtbot.waitUntil(lambda: handle.finished, timeout=120000)
+    assert any("tokens/s" in t and "left" in t for t in messages), messages
     m = read_manifest(folder)
     left = len(missing_shards(folder, m))
     assert not m.complete and 0 < left < m.n_shards == 20 * len(SENTENCES)
