@@ -26,6 +26,10 @@ SUBCOMMAND_MODULES = {
     "project": "elmo_engine.cli.project",
     "layers": "elmo_engine.cli.layers",
     "models": "elmo_engine.cli.models",
+    "index": "elmo_engine.cli.index",
+    "search": "elmo_engine.cli.search",
+    "senses": "elmo_engine.cli.senses",
+    "wsd-nn": "elmo_engine.cli.wsd_nn",
 }
 
 

@@ -35,7 +35,8 @@ ALLOWED: Dict[str, Tuple[str, ...]] = {
     "io": ("model", "embed"),
     "analysis": ("model", "embed", "io"),
     "train": ("model", "embed", "io"),
-    "cli": ("model", "embed", "io", "analysis", "train"),
+    "index": ("model", "embed", "io"),
+    "cli": ("model", "embed", "io", "analysis", "train", "index"),
 }
 for name in FOUNDATION:
     ALLOWED[name] = ()

@@ -19,7 +19,8 @@ from typing import List, Optional
 
 log = logging.getLogger(__name__)
 
-VIEW_CHOICES = ("contexts", "projection", "probes", "layers", "language-model", "sentences")
+VIEW_CHOICES = ("contexts", "projection", "probes", "layers", "language-model", "corpus",
+                "sentences")
 
 
 def build_parser() -> argparse.ArgumentParser:

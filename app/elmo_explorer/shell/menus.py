@@ -7,7 +7,6 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
 
 from elmo_engine.runtime import cpu_bf16
-
 from elmo_explorer.shell.models_dialog.controller import show_get_model_dialog
 
 log = logging.getLogger(__name__)

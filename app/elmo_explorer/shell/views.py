@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from elmo_explorer.views.contexts.controller import ContextsPanel
+from elmo_explorer.views.corpus.controller import CorpusPanel          # issue 28: the Corpus view
 from elmo_explorer.views.layers.controller import LayersPanel
 from elmo_explorer.views.probes.controller import ProbesPanel
 from elmo_explorer.views.projection.controller import ProjectionPanel
@@ -24,10 +25,11 @@ PANELS: Dict[str, type] = {
     "probes": ProbesPanel,
     "layers": LayersPanel,
     "language-model": LanguageModelPanel,          # issue 27
+    "corpus": CorpusPanel,                          # issue 28
 }
 
 #: the analysis views shown as tabs, in order
-VIEWS: Tuple[str, ...] = ("contexts", "projection", "probes", "layers", "language-model")
+VIEWS: Tuple[str, ...] = ("contexts", "projection", "probes", "layers", "language-model", "corpus")
 
 
 def panel_classes(views: Optional[Iterable[str]] = None) -> List[Tuple[str, type]]:

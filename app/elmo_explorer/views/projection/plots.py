@@ -15,11 +15,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor
 
-# 20 distinguishable colours (Tableau 20, reordered so neighbours differ)
-PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
-           "#17becf", "#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896",
-           "#c5b0d5", "#c49c94", "#f7b6d2", "#9edae5", "#dbdb8d", "#393b79"]
-OTHER_COLOUR = "#c8c8c8"
+from elmo_explorer.views.palette import OTHER_COLOUR, PALETTE  # shared with the Corpus view
+
 POINT_SIZE = 5
 HOVER_RADIUS_PX = 8
 #: up to this many points each point is labelled with its word

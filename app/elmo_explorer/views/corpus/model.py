@@ -1,0 +1,172 @@
+"""The Corpus view's state, plain Python (no Qt): the open index, the options, the query, its
+concordance lines per layer, the word's induced senses and its map; the TSV export and the
+report tables are functions of this state."""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from elmo_engine.index.search import Hit
+from elmo_engine.index.senses import SenseInduction
+
+#: the layers the view shows side by side (those the index holds)
+DEFAULT_LAYERS: Tuple[int, ...] = (0, 1, 2)
+#: characters of context on each side of a concordance line
+KWIC_WIDTH = 60
+TSV_COLUMNS = ("layer", "rank", "cosine", "sentence_id", "position", "left", "word", "right")
+
+
+class MapScope:
+    WORD = "word"                 # the occurrences of the query's word
+    ALL = "all"                   # every token of the index (sampled to map_max_points)
+
+
+@dataclass(frozen=True)
+class CorpusOptions:
+    """What the user chose; saved with a workspace."""
+
+    k: int = 10                           # concordance lines per layer
+    same_word: bool = True                # only the query word's occurrences (exact search)
+    map_scope: str = MapScope.WORD
+    map_max_points: int = 1_000_000       # the map samples evenly beyond this
+    k_max: int = 6                        # most clusters tried per layer
+
+    @staticmethod
+    def from_dict(d: Dict[str, Any]) -> "CorpusOptions":
+        """Options from saved JSON; missing or invalid values keep their defaults."""
+        out = CorpusOptions()
+        if not isinstance(d, dict):
+            return out
+        def whole(lo: int, hi: int):
+            return lambda v: isinstance(v, int) and not isinstance(v, bool) and lo <= v <= hi
+
+        checks = {"k": whole(1, 1000), "same_word": lambda v: isinstance(v, bool),
+                  "map_scope": lambda v: v in (MapScope.WORD, MapScope.ALL),
+                  "map_max_points": whole(1000, 10_000_000), "k_max": whole(2, 20)}
+        good = {k: d[k] for k, ok in checks.items() if k in d and ok(d[k])}
+        return replace(out, **good)
+
+
+@dataclass(frozen=True)
+class Query:
+    """The occurrence searched for: the word and its sentence (tokens) and position."""
+
+    word: str
+    tokens: Tuple[str, ...]
+    position: int
+    source: str = "selection"             # "selection" (a loaded sentence) or "corpus" (a hit)
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.tokens)
+
+
+@dataclass(frozen=True)
+class ConcordanceLine:
+    """One hit as a keyword-in-context line."""
+
+    layer: int
+    rank: int
+    cosine: float
+    sentence_id: int
+    position: int
+    left: str
+    word: str
+    right: str
+    row: int
+
+    @staticmethod
+    def from_hit(hit: Hit, rank: int, width: int = KWIC_WIDTH) -> "ConcordanceLine":
+        left, word, right = hit.kwic(width)
+        return ConcordanceLine(hit.layer, rank, hit.cosine, hit.sentence_id, hit.position,
+                               left, word, right, hit.row)
+
+
+@dataclass
+class CorpusModel:
+    """Everything the view shows, as values."""
+
+    index_path: Optional[str] = None
+    index_summary: str = ""               # "4,000 sentences, 96,412 tokens, layers 0,1,2"
+    options: CorpusOptions = field(default_factory=CorpusOptions)
+    query: Optional[Query] = None
+    lines: Dict[int, List[ConcordanceLine]] = field(default_factory=dict)
+    senses: Optional[SenseInduction] = None
+    map_word: Optional[str] = None        # the word the map shows (None: all tokens / none)
+
+    # ---- results -------------------------------------------------------------------------
+    def set_hits(self, hits_by_layer: Dict[int, Sequence[Hit]]) -> None:
+        self.lines = {layer: [ConcordanceLine.from_hit(h, i + 1) for i, h in enumerate(hits)]
+                      for layer, hits in sorted(hits_by_layer.items())}
+
+    def clear_results(self) -> None:
+        self.query, self.lines, self.senses, self.map_word = None, {}, None, None
+
+    def concordance_tsv(self) -> str:
+        """Every concordance line, layer by layer, as tab-separated values with a header (tabs
+        and newlines inside a field become spaces)."""
+        def cell(v: Any) -> str:
+            text = f"{v:.6f}" if isinstance(v, float) else str(v)
+            return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+
+        out = ["\t".join(TSV_COLUMNS)]
+        for layer in sorted(self.lines):
+            for line in self.lines[layer]:
+                out.append("\t".join(cell(getattr(line, c)) for c in TSV_COLUMNS))
+        return "\n".join(out) + "\n"
+
+    def cluster_rows(self) -> List[Dict[str, Any]]:
+        """One row per induced cluster: layer, cluster, size, share, silhouette, its most
+        distinctive context words and its most typical sentence."""
+        s = self.senses
+        if s is None:
+            return []
+        rows = []
+        for ls in s.layers:
+            n = max(1, sum(c.size for c in ls.clusters))
+            for c in ls.clusters:
+                typical = [s.occurrences[i] for i in c.typical]
+                rows.append({
+                    "layer": ls.layer, "cluster": c.label + 1, "size": c.size,
+                    "share": round(c.size / n, 3),
+                    "silhouette": None if math.isnan(ls.silhouette) else round(ls.silhouette, 3),
+                    "context_words": ", ".join(w for w, _z in c.context_words[:6]),
+                    "typical": typical[0].text if typical else "",
+                    "typical_position": typical[0].position if typical else -1,
+                    "more_typical": " | ".join(o.text for o in typical[1:]),
+                })
+        return rows
+
+    # ---- workspace state ------------------------------------------------------------------
+    def view_state(self) -> Dict[str, Any]:
+        state: Dict[str, Any] = {"index": self.index_path, "options": asdict(self.options)}
+        if self.query is not None:
+            state["query"] = {"word": self.query.word, "tokens": list(self.query.tokens),
+                              "position": self.query.position}
+        return state
+
+    def restore_view_state(self, state: Dict[str, Any]) -> Optional[str]:
+        """Apply the options of a saved state; returns the saved index path (None: none)."""
+        if not isinstance(state, dict):
+            return None
+        self.options = CorpusOptions.from_dict(state.get("options", {}))
+        q = state.get("query")
+        if isinstance(q, dict):
+            toks, pos, word = q.get("tokens"), q.get("position"), q.get("word")
+            if (isinstance(toks, list) and all(isinstance(t, str) for t in toks)
+                    and isinstance(pos, int) and 0 <= pos < len(toks)
+                    and isinstance(word, str) and word):
+                self.query = Query(word, tuple(toks), pos, "corpus")
+        path = state.get("index")
+        return path if isinstance(path, str) and path else None
+
+    # ---- report ---------------------------------------------------------------------------
+    def report_rows(self) -> List[Dict[str, Any]]:
+        rows = []
+        for layer in sorted(self.lines):
+            for line in self.lines[layer]:
+                rows.append({"layer": layer, "rank": line.rank, "cosine": round(line.cosine, 4),
+                             "sentence": line.sentence_id,
+                             "context": f"{line.left} [{line.word}] {line.right}".strip()})
+        return rows

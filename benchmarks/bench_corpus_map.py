@@ -1,0 +1,101 @@
+"""How smooth the Corpus view's map stays: one layer's plot redrawn for 10^5 and 10^6 points.
+
+Run by hand (offscreen is fine)::
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_corpus_map.py [--points 100000 1000000]
+
+For each size it prints the time of one redraw zoomed out (the density image, binned at the
+plot's resolution) and zoomed in (the points in view), the median of ``--repeats``, beside the
+baseline of drawing every point as a pyqtgraph scatter (what a plain plot does), timed in the same
+run; and the PCA of the points' vectors (512-wide float16, fitted on 20,000, applied to all).
+The results are recorded in docs/guide/corpus-index.md ("The Corpus view").
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
+
+
+def host() -> str:
+    name = ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            name = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")),
+                        "")
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return f"{platform.machine()} {name} ({os.cpu_count()} logical CPUs, load {load:.1f})"
+
+
+def timed(fn, repeats: int) -> float:
+    out = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t)
+    return statistics.median(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--points", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    import pyqtgraph as pg
+    from PySide6.QtWidgets import QApplication
+
+    from elmo_explorer.views.corpus.atlas import MapMode, project_layer, synthetic_map
+    from elmo_explorer.views.corpus.mapplot import MapPlot
+
+    app = QApplication.instance() or QApplication([])
+    print(host())
+    for n in args.points:
+        data = synthetic_map(n, layers=(1,))
+        plot = MapPlot("bench")
+        plot.resize(420, 320)
+        plot.show()
+        app.processEvents()
+        plot.set_data(data.coords[1], data.codes, data.colours())
+        app.processEvents()
+        assert plot.mode is MapMode.DENSITY
+        dens = timed(lambda: (plot.refresh(), app.processEvents(), plot.grab()), args.repeats)
+        cx, cy = np.median(data.coords[1], axis=0)
+        half = 0.25 if n <= 200_000 else 0.08
+        plot.zoom_to((cx - half, cy - half, cx + half, cy + half))
+        assert plot.mode is MapMode.POINTS, plot.mode
+        shown = len(plot.shown)
+        pts = timed(lambda: (plot.refresh(), app.processEvents(), plot.grab()), args.repeats)
+        base = pg.PlotWidget()
+        base.resize(420, 320)
+        base.show()
+        brushes = [pg.mkBrush(c) for c in data.colours()]
+        every = lambda: (base.clear(), base.addItem(pg.ScatterPlotItem(  # noqa: E731
+            x=data.coords[1][:, 0], y=data.coords[1][:, 1], pxMode=True, size=4, pen=None,
+            brush=[brushes[c] for c in data.codes])), app.processEvents(), base.grab())
+        baseline = timed(every, max(1, min(args.repeats, 2)))
+        vecs = np.random.default_rng(0).normal(size=(n, 512)).astype(np.float16)
+        t = time.perf_counter()
+        project_layer(vecs, np.arange(n))
+        pca_s = time.perf_counter() - t
+        print(f"{n:>9,} points: density redraw {dens * 1000:7.1f} ms | points redraw "
+              f"({shown:,} in view) {pts * 1000:7.1f} ms | baseline: every point as a scatter "
+              f"{baseline * 1000:8.1f} ms ({baseline / dens:5.1f}x the density redraw) | "
+              f"PCA of {n:,}x512 {pca_s:5.1f} s")
+        plot.close()
+        base.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

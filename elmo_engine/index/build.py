@@ -1,0 +1,278 @@
+"""Building a corpus index: embed the corpus shard by shard, then join the shards (finalize).
+
+The corpus is embedded once, ``shard_size`` sentences at a time; each shard's unit-length vectors
+of the chosen layers are written in float16 (:mod:`.store`). A rerun skips the complete shards, so
+a run killed at any point (SIGKILL included) resumes where it stopped. Under ``torchrun`` each
+process takes the shards ``k`` with ``k % world_size == rank`` (:mod:`.dist`); :func:`finalize`
+then joins all shards into the final vector files, the SQLite token table and one ANN index per
+layer, from the shards alone, so the index is the same whoever wrote them and whenever.
+"""
+from __future__ import annotations
+
+import hashlib
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from elmo_engine.atomic import atomic_path, cleanup_stale_parts
+from elmo_engine.embed.embedder import Embedder
+from elmo_engine.errors import InputError
+from elmo_engine.index.ann import AnnSettings, ann_file, build_ann
+from elmo_engine.index.store import (CorpusFile, Manifest, SHARDS, TOKENS_DB, read_manifest,
+                                     read_shard, remove_index_files, shard_done, shard_stem,
+                                     vectors_file, write_manifest, write_shard)
+from elmo_engine.progress import TaskState, check, report
+
+
+def corpus_file(path: Path) -> CorpusFile:
+    """A corpus file's identity: name, size, SHA-256 of its bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            h.update(chunk)
+    return CorpusFile(Path(path).name, Path(path).stat().st_size, h.hexdigest())
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (a zero row stays zero) and stored as float16."""
+    norms = np.linalg.norm(x, axis=1, keepdims=True)              # (N, 1)
+    return (x / np.maximum(norms, 1e-12)).astype(np.float16)
+
+
+# ---- preparing the folder --------------------------------------------------------------------
+def prepare(folder: Path, wanted: Manifest, force: bool = False) -> Tuple[Manifest, bool]:
+    """Make ``folder`` ready for ``wanted``: a new index, or the same one to resume.
+
+    Returns the manifest to use and whether the index is already complete. An index of another
+    model is refused (its checksum differs); so is one of another corpus or settings, unless
+    ``force``, which removes the old index files first.
+    """
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise InputError("exists and is not a folder; give a folder for the index", path=folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    if (folder / "index.json").exists():
+        old = read_manifest(folder)
+        if force:
+            remove_index_files(folder)
+        elif old.checksum != wanted.checksum:
+            raise InputError(
+                f"was built with another model (checksum {old.checksum[:12]}…, this one is "
+                f"{wanted.checksum[:12]}…); pass --force to rebuild it or choose another --out",
+                path=folder)
+        elif old.identity() != wanted.identity():
+            diff = [k for k, v in wanted.identity().items() if old.identity().get(k) != v]
+            raise InputError(f"holds an index of another corpus or settings ({', '.join(diff)}"
+                             "); pass --force to rebuild it or choose another --out", path=folder)
+        else:
+            cleanup_stale_parts(folder / SHARDS, min_age_s=0.0)
+            return old, old.complete
+    write_manifest(folder, wanted)
+    return wanted, False
+
+
+def check_model(folder: Path, checksum: str) -> Manifest:
+    """The manifest of ``folder``, refused if it was built with another model."""
+    m = read_manifest(folder)
+    if m.checksum != checksum:
+        raise InputError(f"was built with another model (checksum {m.checksum[:12]}…; the "
+                         f"loaded one is {checksum[:12]}…); load that checkpoint or rebuild "
+                         "the index", path=folder)
+    return m
+
+
+# ---- embedding -------------------------------------------------------------------------------
+class Rate:
+    """Tokens per second and the time left, for progress messages."""
+
+    def __init__(self, total: int, done: int = 0):
+        self.total, self.start_done, self.t0 = total, done, time.monotonic()
+
+    def message(self, done: int) -> str:
+        dt = max(time.monotonic() - self.t0, 1e-6)
+        rate = (done - self.start_done) / dt
+        left = (self.total - done) / rate if rate > 0 else float("nan")
+        eta = time.strftime("%H:%M:%S", time.gmtime(left)) if left == left else "?"
+        return f"{rate:,.0f} tokens/s, {eta} left"
+
+
+def embed_shards(folder: Path, sentences: Sequence[Sequence[str]], manifest: Manifest,
+                 embedder: Embedder, rank: int = 0, world: int = 1,
+                 state: Optional[TaskState] = None) -> int:
+    """Embed and write this process's missing shards; returns how many it wrote."""
+    folder = Path(folder)
+    mine = [k for k in range(manifest.n_shards) if k % world == rank]
+    size = manifest.shard_size
+    tokens_of = [sum(len(s) for s in sentences[k * size:(k + 1) * size]) for k in mine]
+    total = sum(tokens_of)
+    done = sum(n for k, n in zip(mine, tokens_of) if shard_done(folder, k))
+    rate = Rate(total, done)
+    report(state, done, total, "resuming" if done else "embedding")
+    written = 0
+    for k, n in zip(mine, tokens_of):
+        if shard_done(folder, k):
+            continue
+        check(state)
+        block = sentences[k * size:(k + 1) * size]
+        arrays = embedder.embed(block)                          # each (L+1, n_i, D)
+        vectors = {layer: unit_rows(np.concatenate([a[layer] for a in arrays]))
+                   for layer in manifest.layers}                # each (n_tokens, D) float16
+        write_shard(folder, k, k * size, block, vectors)
+        written += 1
+        done += n
+        report(state, done, total, rate.message(done))
+    return written
+
+
+def missing_shards(folder: Path, manifest: Manifest) -> List[int]:
+    return [k for k in range(manifest.n_shards) if not shard_done(folder, k)]
+
+
+# ---- joining ---------------------------------------------------------------------------------
+def finalize(folder: Path, settings: AnnSettings = AnnSettings(),
+             state: Optional[TaskState] = None,
+             on_stage: Callable[[str], None] = lambda s: None,
+             keep_shards: bool = False) -> Manifest:
+    """Join the shards of ``folder`` into the final files and mark the index complete; then
+    remove the shards (they hold the same vectors again) unless ``keep_shards``."""
+    folder = Path(folder)
+    m = read_manifest(folder)
+    missing = missing_shards(folder, m)
+    if missing:
+        shown = ", ".join(str(k) for k in missing[:8]) + (" …" if len(missing) > 8 else "")
+        raise InputError(f"{len(missing)} of {m.n_shards} shards are missing ({shown}); run the "
+                         "index command again to embed them, or merge the folders that hold "
+                         "them with --merge", path=folder)
+    shards = [read_shard(folder, k, m) for k in range(m.n_shards)]
+    n_tokens = sum(len(s) for sents, _ in shards for s in sents)
+    if n_tokens != m.n_tokens:
+        raise InputError(f"the shards hold {n_tokens} tokens, the manifest says {m.n_tokens}",
+                         path=folder)
+    on_stage("joining the vectors")
+    for layer in m.layers:
+        check(state)
+        with atomic_path(vectors_file(folder, layer)) as tmp:
+            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16,
+                                            shape=(n_tokens, m.dim))   # (N, D)
+            row = 0
+            for _, files in shards:
+                part = np.load(files[layer], mmap_mode="r", allow_pickle=False)
+                out[row:row + len(part)] = part
+                row += len(part)
+            out.flush()
+            del out
+    on_stage("writing the token table")
+    write_tokens_db(folder / TOKENS_DB, [s for sents, _ in shards for s in sents])
+    for layer in m.layers:
+        on_stage(f"building the nearest-neighbour index of layer {layer}")
+        vecs = np.load(vectors_file(folder, layer), mmap_mode="r", allow_pickle=False)
+        build_ann(vecs, ann_file(folder, layer), settings, state)
+    m.complete = True
+    m.ann = settings.to_dict()
+    write_manifest(folder, m)
+    if not keep_shards:
+        for k in range(m.n_shards):
+            stem = shard_stem(folder, k)
+            stem.with_suffix(".json").unlink(missing_ok=True)      # first: the shard is gone
+            for layer in m.layers:
+                Path(f"{stem}.L{layer}.npy").unlink(missing_ok=True)
+    return m
+
+
+def write_tokens_db(target: Path, sentences: Sequence[Sequence[str]]) -> None:
+    """The token table: one row per token (its row in the vector files), and the sentences."""
+    with atomic_path(target) as tmp:
+        tmp.unlink()
+        con = sqlite3.connect(tmp)
+        try:
+            con.executescript(
+                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"
+                "CREATE TABLE sentences (id INTEGER PRIMARY KEY, first_row INTEGER NOT NULL,"
+                " n_tokens INTEGER NOT NULL, text TEXT NOT NULL);"
+                "CREATE TABLE tokens (row INTEGER PRIMARY KEY, sentence_id INTEGER NOT NULL,"
+                " position INTEGER NOT NULL, word TEXT NOT NULL, folded TEXT NOT NULL);")
+            row = 0
+            sent_rows, tok_rows = [], []
+            for sid, s in enumerate(sentences):
+                sent_rows.append((sid, row, len(s), " ".join(s)))
+                tok_rows.extend((row + i, sid, i, w, w.casefold()) for i, w in enumerate(s))
+                row += len(s)
+                if len(tok_rows) > 200_000:
+                    _flush(con, sent_rows, tok_rows)
+            _flush(con, sent_rows, tok_rows)
+            con.executescript("CREATE INDEX tokens_folded ON tokens(folded);"
+                              "CREATE INDEX tokens_word ON tokens(word);")
+            con.commit()
+        finally:
+            con.close()
+
+
+def _flush(con: sqlite3.Connection, sent_rows: list, tok_rows: list) -> None:
+    con.executemany("INSERT INTO sentences VALUES (?,?,?,?)", sent_rows)
+    con.executemany("INSERT INTO tokens VALUES (?,?,?,?,?)", tok_rows)
+    sent_rows.clear()
+    tok_rows.clear()
+
+
+def merge(parts: Sequence[Path], out: Path, force: bool = False) -> Manifest:
+    """Copy the shards of index folders ``parts`` (other nodes' outputs) into ``out``; all must
+    be of the same model, corpus and settings. ``out`` may be one of the parts."""
+    out = Path(out)
+    manifests = [(Path(p), read_manifest(Path(p))) for p in parts]
+    if not manifests:
+        m = read_manifest(out)
+    else:
+        m = manifests[0][1]
+        for p, other in manifests[1:]:
+            if other.identity() != m.identity():
+                raise InputError("is an index of another model, corpus or settings than "
+                                 f"{manifests[0][0]}; only parts of one build can be merged",
+                                 path=p)
+        m.complete = False
+        m.ann = {}
+        prepare(out, m, force=force)
+        for p, _ in manifests:
+            if p.resolve() == out.resolve():
+                continue
+            for k in range(m.n_shards):
+                if shard_done(p, k) and not shard_done(out, k):
+                    read_shard(p, k, m)                               # checked before copying
+                    src, dst = shard_stem(p, k), shard_stem(out, k)
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    for layer in m.layers:
+                        with atomic_path(Path(f"{dst}.L{layer}.npy")) as tmp:
+                            shutil.copyfile(f"{src}.L{layer}.npy", tmp)
+                    with atomic_path(dst.with_suffix(".json")) as tmp:   # last: marks it whole
+                        shutil.copyfile(src.with_suffix(".json"), tmp)
+    return read_manifest(out)
+
+
+def new_manifest(model, checkpoint: str, sentences: Sequence[Sequence[str]],
+                 layers: Sequence[int], shard_size: int, corpus: Sequence[Path],
+                 reading: Dict[str, object]) -> Manifest:
+    """The manifest of an index of ``sentences`` (read from the files ``corpus``) by ``model``."""
+    return Manifest(checksum=model.info.checksum, checkpoint=str(checkpoint),
+                    layers=tuple(sorted(set(int(v) for v in layers))),
+                    dim=2 * model.opts.output_dim, shard_size=int(shard_size),
+                    n_sentences=len(sentences), n_tokens=sum(len(s) for s in sentences),
+                    corpus=tuple(corpus_file(p) for p in corpus), reading=dict(reading))
+
+
+def build_index(folder: Path, sentences: Sequence[Sequence[str]], manifest: Manifest,
+                embedder: Embedder, settings: AnnSettings = AnnSettings(),
+                state: Optional[TaskState] = None, force: bool = False) -> Manifest:
+    """Build (or resume) an index in one process: what the app's worker calls. Progress goes
+    to ``state`` (tokens while embedding, vectors while building the graphs); a cancel stops
+    between shards, and the next call resumes."""
+    if embedder.checksum != manifest.checksum:
+        raise InputError("the embedder's model is not the manifest's", path=folder)
+    manifest, complete = prepare(folder, manifest, force)
+    if complete:
+        return manifest
+    embed_shards(folder, sentences, manifest, embedder, 0, 1, state)
+    return finalize(folder, settings, state,
+                    on_stage=lambda s: report(state, 0, 1, s))

@@ -1,0 +1,127 @@
+"""The Corpus view's Qt-free parts: its model (options, concordance TSV, senses rows, saved
+state) and the map's data (density binning, viewport, PCA per layer)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from elmo_engine.index.search import Hit
+from elmo_engine.index.senses import LayerSenses, Occurrence, SenseCluster, SenseInduction
+from elmo_engine.io.corpus_figures import density_rgba
+from elmo_explorer.views.corpus import atlas
+from elmo_explorer.views.corpus.model import (CorpusModel, CorpusOptions, MapScope, Query,
+                                              TSV_COLUMNS)
+
+
+def _hit(layer, rank, cos=0.9):
+    return Hit(sentence_id=rank, position=1, word="bank", cosine=cos,
+               text="the bank of\tthe river", layer=layer, row=10 * rank + 1)
+
+
+def test_the_model_imports_no_qt():
+    import subprocess
+    import sys
+
+    code = ("import sys, elmo_explorer.views.corpus.model, elmo_explorer.views.corpus.atlas, "
+            "elmo_explorer.views.corpus.jobs; print(any(m.startswith('PySide6') for m in "
+            "sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_concordance_tsv_has_a_header_and_one_line_per_hit_with_tabs_removed():
+    m = CorpusModel()
+    m.set_hits({2: [_hit(2, 0, 1.0), _hit(2, 1, 0.5)], 1: [_hit(1, 0, 0.75)]})
+    lines = m.concordance_tsv().splitlines()
+    assert lines[0].split("\t") == list(TSV_COLUMNS)
+    rows = [ln.split("\t") for ln in lines[1:]]
+    assert [r[0] for r in rows] == ["1", "2", "2"]               # layer order
+    assert all(len(r) == len(TSV_COLUMNS) for r in rows)
+    assert [float(r[2]) for r in rows] == [0.75, 1.0, 0.5]
+    assert rows[1][5:8] == ["the", "bank", "of the river"]       # the tab became a space
+
+
+def test_options_from_saved_json_keep_defaults_for_bad_values():
+    o = CorpusOptions.from_dict({"k": 25, "same_word": False, "map_scope": MapScope.ALL,
+                                 "map_max_points": True, "k_max": 99, "junk": 1})
+    assert (o.k, o.same_word, o.map_scope) == (25, False, MapScope.ALL)
+    assert o.map_max_points == CorpusOptions().map_max_points     # a bool is not a count
+    assert o.k_max == CorpusOptions().k_max
+    assert CorpusOptions.from_dict("nonsense") == CorpusOptions()
+
+
+def test_view_state_round_trips_index_options_and_query():
+    m = CorpusModel(index_path="idx", options=CorpusOptions(k=7, same_word=False))
+    m.query = Query("bank", ("the", "bank", "."), 1)
+    other = CorpusModel()
+    assert other.restore_view_state(m.view_state()) == "idx"
+    assert other.options == m.options
+    assert (other.query.word, other.query.tokens, other.query.position) == \
+        ("bank", ("the", "bank", "."), 1)
+    bad = m.view_state()
+    bad["query"]["position"] = 9                                  # outside its sentence
+    third = CorpusModel()
+    third.restore_view_state(bad)
+    assert third.query is None
+
+
+def test_cluster_rows_name_size_share_context_words_and_typical_sentence():
+    occs = tuple(Occurrence(i, 1, ("the", "bank", f"w{i}")) for i in range(4))
+    ls = LayerSenses(2, 2, 0.4, ((2, 0.4),), (0, 0, 1, 1), (
+        SenseCluster(0, 3, (2, 0), (("river", 2.5), ("shore", 1.0))),
+        SenseCluster(1, 1, (3,), (("money", 3.0),))))
+    m = CorpusModel(senses=SenseInduction("bank", occs, (ls,), 4))
+    rows = m.cluster_rows()
+    assert [(r["layer"], r["cluster"], r["size"], r["share"]) for r in rows] == \
+        [(2, 1, 3, 0.75), (2, 2, 1, 0.25)]
+    assert rows[0]["context_words"] == "river, shore"
+    assert rows[0]["typical"] == "the bank w2" and rows[0]["more_typical"] == "the bank w0"
+
+
+def test_density_bins_count_colour_and_leave_empty_bins_transparent():
+    coords = np.array([[0.1, 0.1], [0.15, 0.12], [0.9, 0.9], [5.0, 5.0]], np.float32)
+    codes = np.array([0, 1, 0, 0])
+    img = density_rgba(coords, codes, ["#ff0000", "#0000ff"], (0, 0, 1, 1), (2, 2))
+    assert img.shape == (2, 2, 4) and img.dtype == np.uint8
+    # bin (row 0, col 0): one red + one blue point → purple, the fullest bin → opaque
+    assert tuple(img[0, 0]) == (128, 0, 128, 255)
+    # bin (row 1, col 1): one red point, less opaque than the fullest bin but visible
+    assert tuple(img[1, 1, :3]) == (255, 0, 0) and 76 < img[1, 1, 3] < 255
+    assert img[0, 1, 3] == 0 and img[1, 0, 3] == 0                # empty; (5, 5) is outside
+
+
+def test_viewport_mode_switches_at_the_points_limit():
+    coords = np.random.default_rng(0).normal(size=(50_000, 2)).astype(np.float32)
+    everything = atlas.bounds(coords)
+    assert len(atlas.visible(coords, everything)) == 50_000
+    assert atlas.mode_for(50_000) is atlas.MapMode.DENSITY
+    small = (-0.1, -0.1, 0.1, 0.1)
+    inside = atlas.visible(coords, small)
+    assert 0 < len(inside) < atlas.POINTS_MAX
+    assert np.all(np.abs(coords[inside]) <= 0.1)
+    assert atlas.mode_for(len(inside)) is atlas.MapMode.POINTS
+
+
+def test_projection_per_layer_is_the_pca_of_the_rows_and_samples_big_sets(monkeypatch):
+    from elmo_engine.analysis.projection.compute import pca
+
+    rng = np.random.default_rng(1)
+    vecs = rng.normal(size=(500, 16)).astype(np.float16)
+    rows = np.arange(0, 500, 2)
+    xy, explained = atlas.project_layer(vecs, rows)
+    ref = pca(vecs[rows].astype(np.float32), 2)
+    assert xy.shape == (250, 2)
+    np.testing.assert_allclose(xy, ref.coords[:, :2], atol=1e-4)
+    assert explained == pytest.approx(ref.explained[:2].sum())
+    monkeypatch.setattr(atlas, "PCA_SAMPLE", 100)                 # fit on 100, apply to all
+    xy2, _ = atlas.project_layer(vecs, rows)
+    assert xy2.shape == (250, 2) and np.isfinite(xy2).all()
+
+
+def test_categories_colour_the_commonest_words_and_grey_the_rest():
+    codes, legend = atlas.categories(["a", "b", "a", "c"], max_colours=2)
+    assert [n for n, _c, _k in legend] == ["a", "b"]
+    assert codes.tolist() == [0, 1, 0, 2]                          # "c" is "other"
+    data = atlas.synthetic_map(1000, clusters=3)
+    assert data.colours()[-1] == atlas.OTHER_COLOUR and len(data.legend) == 3
+    assert set(data.coords) == {0, 1, 2} and data.coords[1].shape == (1000, 2)

@@ -1,0 +1,215 @@
+"""The Corpus view under pytest-qt (offscreen) on a tiny index built in a temporary folder: the
+hint without an index, a selected token finds itself first in every layer, the senses table
+fills, a 10^5-point map draws a density image and points once zoomed in, the TSV export."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
+from elmo_explorer.views.corpus.atlas import MapMode, POINTS_MAX, synthetic_map  # noqa: E402
+from elmo_explorer.views.corpus.controller import CorpusPanel  # noqa: E402
+from conftest import LAYERS_SENTENCES as SENTENCES  # noqa: E402
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+
+@pytest.fixture
+def ws(qtbot, tiny_checkpoint, app_settings_dir):
+    w = Workspace()
+    with qtbot.waitSignal(w.model_changed, timeout=60000):
+        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+    w.set_sentences(SENTENCES)
+    qtbot.waitUntil(w.all_embedded, timeout=60000)
+    yield w
+    assert w.worker.shutdown(timeout_s=10)
+
+
+@pytest.fixture
+def panel(qtbot, ws, tmp_path):
+    p = CorpusPanel(ws)
+    qtbot.addWidget(p)
+    p.resize(1200, 700)
+    p._on_model()                         # the model was loaded before the panel existed
+    return p
+
+
+@pytest.fixture
+def built(qtbot, panel, tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    with qtbot.waitSignal(panel.index_changed, timeout=120000,
+                          check_params_cb=lambda path: bool(path)):
+        panel.build([corpus], tmp_path / "index")
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    return panel
+
+
+def test_without_an_index_the_view_is_a_one_line_hint_with_a_build_button(panel):
+    assert panel.index is None and panel.is_ready()
+    assert panel.view.pages.currentIndex() == 0
+    assert "index" in panel.view.hint.text() and "\n" not in panel.view.hint.text()
+    assert panel.view.hint_build.isEnabled()
+
+
+def test_a_selected_token_lists_its_nearest_occurrences_with_itself_first(qtbot, built, ws):
+    assert built.view.pages.currentIndex() == 1
+    assert built.index.layers == (0, 1, 2)
+    ref = TokenRef(1, 4)                                   # "bank" in sentence 1
+    assert ws.word_at(ref) == "bank"
+    with qtbot.waitSignal(built.results_changed, timeout=60000,
+                          check_params_cb=lambda: bool(built.model.lines)):
+        ws.select(ref)
+    qtbot.waitUntil(lambda: built.model.query is not None and built.model.query.position == 4
+                    and built.model.lines.get(2) and built.model.lines[2][0].sentence_id == 1,
+                    timeout=60000)
+    n_bank = sum(s.split().count("bank") for s in SENTENCES)
+    for layer in (1, 2):
+        lines = built.model.lines[layer]
+        assert len(lines) == n_bank                        # same word: every "bank", k = 10
+        assert (lines[0].sentence_id, lines[0].position) == (1, 4)
+        assert lines[0].cosine == pytest.approx(1.0, abs=2e-3)
+        assert all(a.cosine >= b.cosine for a, b in zip(lines, lines[1:]))
+        assert all(ln.word == "bank" for ln in lines)
+        table = built.view.tables[layer]
+        assert table.rowCount() == n_bank and table.item(0, 2).text() == "bank"
+        assert table.item(0, 1).text() == "she sat on the"      # left context
+    # layer 0 is context-free: every "bank" ties at cosine 1
+    assert all(ln.cosine == pytest.approx(1.0, abs=2e-3) for ln in built.model.lines[0])
+
+
+def test_a_word_gets_its_senses_per_layer_and_its_map(qtbot, built):
+    built.query_word("the")
+    qtbot.waitUntil(lambda: built.model.senses is not None and built.map is not None
+                    and built.map.title == "the", timeout=120000)
+    qtbot.waitUntil(built.is_ready, timeout=60000)
+    rows = built.model.cluster_rows()
+    assert {r["layer"] for r in rows} == {0, 1, 2}
+    table = built.view.clusters
+    assert table.rowCount() == len(rows) > 3
+    assert all(table.item(r, 6).text() for r in range(table.rowCount()))     # typical sentence
+    n_the = sum(s.split().count("the") for s in SENTENCES)
+    assert len(built.map.rows) == n_the
+    assert built.view.maps[2].mode is MapMode.POINTS
+    assert len(built.view.maps[2].shown) == n_the
+
+
+def test_a_map_of_1e5_points_is_a_density_image_until_zoomed_in(qtbot, panel):
+    data = synthetic_map(100_000)
+    panel.show_map(data)
+    plot = panel.view.maps[1]
+    assert plot.mode is MapMode.DENSITY
+    img = plot.image.image
+    assert img is not None and img.ndim == 3 and img.shape[2] == 4
+    assert (img[..., 3] > 0).sum() > 100                 # many bins drawn
+    assert plot.image.isVisible() and len(plot.shown) == 0
+    cx, cy = np.median(data.coords[1], axis=0)
+    plot.zoom_to((cx - 0.2, cy - 0.2, cx + 0.2, cy + 0.2))
+    assert plot.mode is MapMode.POINTS
+    assert 0 < len(plot.shown) <= POINTS_MAX
+    assert not plot.image.isVisible()
+    xy = data.coords[1][plot.shown]
+    assert np.all(np.abs(xy - [cx, cy]) <= 0.2 + 1e-6)
+    plot.zoom_to((cx - 50, cy - 50, cx + 50, cy + 50))   # back out: density again
+    assert plot.mode is MapMode.DENSITY
+
+
+def test_the_concordance_exports_as_tsv(qtbot, built, tmp_path):
+    built.query_word("river")
+    qtbot.waitUntil(lambda: bool(built.model.lines.get(2)), timeout=60000)
+    qtbot.waitUntil(built.is_ready, timeout=60000)
+    out = built.exports.export_tsv(tmp_path / "conc.tsv")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("layer\trank\tcosine")
+    n = sum(len(v) for v in built.model.lines.values())
+    assert len(lines) == 1 + n and n >= 3
+    assert all(ln.split("\t")[6] == "river" for ln in lines[1:])
+    state = built.view_state()
+    assert state["index"] == str(built.index.folder) and state["query"]["word"] == "river"
+    assert built.exports.figure("map") is not None
+
+
+def test_a_cancelled_build_resumes_to_the_same_index(qtbot, panel, ws, tmp_path):
+    from elmo_engine.index.build import missing_shards
+    from elmo_engine.index.store import read_manifest
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES * 20) + "\n", encoding="utf-8")
+    folder = tmp_path / "resumed"
+    handle = panel.build([corpus], folder, shard_size=1)
+    shown = handle.on_progress
+    messages = []
+
+    def progress(done, total, message):
+        shown(done, total, message)
+        messages.append(panel.view.status.text())
+        if 0 < done < total:
+            handle.cancel()
+
+    handle.on_progress = progress
+    qtbot.waitUntil(lambda: handle.finished, timeout=120000)
+    assert any("tokens/s" in t and "left" in t for t in messages), messages
+    m = read_manifest(folder)
+    left = len(missing_shards(folder, m))
+    assert not m.complete and 0 < left < m.n_shards == 20 * len(SENTENCES)
+    assert panel.index is None
+    assert f"stopped with {m.n_shards - left} of {m.n_shards} shards" in panel.view.hint.text()
+    with qtbot.waitSignal(panel.index_changed, timeout=180000,
+                          check_params_cb=lambda path: bool(path)):
+        panel.build([corpus], folder, shard_size=1)
+    assert panel.index.manifest.complete
+    assert panel.index.manifest.n_tokens == 20 * sum(len(s.split()) for s in SENTENCES)
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    with qtbot.waitSignal(panel.results_changed, timeout=60000):
+        ws.select(TokenRef(2, 1))                            # "bank" in "the bank raised …"
+    qtbot.waitUntil(lambda: panel.model.lines.get(2) and panel.model.query.position == 1,
+                    timeout=60000)
+    assert panel.model.lines[2][0].cosine == pytest.approx(1.0, abs=2e-3)
+
+
+def test_screenshot_of_the_corpus_view_without_an_index_shows_the_hint(qtbot, tmp_path,
+                                                                      tiny_checkpoint,
+                                                                      monkeypatch):
+    import elmo_explorer.shell.views
+    from PySide6.QtGui import QImage
+
+    from elmo_explorer.shell.main import main
+
+    monkeypatch.setattr(elmo_explorer.shell.views, "VIEWS", ("corpus",))
+    out = tmp_path / "corpus.png"
+    code = main(["--screenshot", str(out), "--checkpoint", str(tiny_checkpoint), "--view",
+                 "corpus", "--size", "1280x800", "--settings-dir", str(tmp_path / "s")])
+    assert code == 0
+    image = QImage(str(out))
+    assert (image.width(), image.height()) == (1280, 800)
+
+
+def test_a_saved_state_reopens_the_index_and_its_query_and_reports_it(qtbot, built, ws,
+                                                                      tmp_path):
+    from elmo_explorer.common.figure_export import FigureOptions
+
+    built.query_word("money")
+    qtbot.waitUntil(lambda: built.model.senses is not None and built.map is not None
+                    and built.map.title == "money", timeout=120000)
+    qtbot.waitUntil(built.is_ready, timeout=60000)
+    state = built.view_state()
+    state["options"]["k"] = 3
+    other = CorpusPanel(ws)
+    qtbot.addWidget(other)
+    with qtbot.waitSignal(other.results_changed, timeout=60000,
+                          check_params_cb=lambda: bool(other.model.lines)):
+        other.restore_view_state(state)
+    assert other.index is not None and str(other.index.folder) == state["index"]
+    assert other.model.query.word == "money" and other.view.k_box.value() == 3
+    assert all(len(v) <= 3 for v in other.model.lines.values())
+    tables = {t.name: t for t in built.report_tables()}
+    assert set(tables) == {"corpus_concordance", "corpus_senses"}
+    assert tables["corpus_concordance"].rows[0]["context"].count("[money]") == 1
+    folder = tmp_path / "figs"
+    folder.mkdir()
+    files = built.report_figures(folder, FigureOptions(dpi=60, formats=("png",)))
+    assert sorted(f.name for f in files) == ["corpus_map.png", "corpus_senses.png"]
+    assert all(f.stat().st_size > 1000 for f in files)
+    qtbot.waitUntil(other.is_ready, timeout=60000)

@@ -1,0 +1,243 @@
+"""The corpus index: build, search by example, the model check, resume after SIGKILL, torchrun.
+
+Tiny corpora and the vendored tiny AllenNLP test model (32-wide layers) keep it fast; the search
+tests also use the bundled demo model once.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, REPO
+from elmo_engine.cli.main import main
+from elmo_engine.index.search import CorpusIndex
+from elmo_engine.index.store import read_manifest
+
+TINY = FIXTURES / "allennlp"
+CORPUS = REPO / "resources" / "reference_corpus" / "sentences.txt"
+
+
+def write_corpus(path: Path, n: int, start: int = 0) -> Path:
+    lines = CORPUS.read_text("utf-8").splitlines()[start:start + n]
+    path.write_text("\n".join(lines) + "\n", "utf-8")
+    return path
+
+
+def build(corpus: Path, out: Path, *extra: str, checkpoint: Path = TINY) -> int:
+    return main(["index", str(corpus), "--out", str(out), "--checkpoint", str(checkpoint),
+                 "--shard-size", "7", "--device", "cpu", *extra])
+
+
+def same_answers(a: Path, b: Path) -> bool:
+    (ids_a, cos_a), (ids_b, cos_b) = answers(a), answers(b)
+    return ids_a == ids_b and np.allclose(cos_a, cos_b, rtol=0, atol=2e-3)
+
+
+def answers(folder: Path, k: int = 5) -> tuple:
+    """Every token's same-word and any-word nearest occurrences, per layer (the index's
+    behaviour, compared between builds). Cosines within 2e-3: a process with another number of
+    threads computes the vectors to within float32 rounding, which float16 storage can show."""
+    ix = CorpusIndex(folder)
+    try:
+        ids, cos = [], []
+        for layer in ix.layers:
+            for row in range(ix.manifest.n_tokens):
+                for same in (True, False):
+                    hits = ix.search_row(row, layer, k, same_word=same)
+                    ids.append([(h.sentence_id, h.position, h.word) for h in hits])
+                    cos.extend(h.cosine for h in hits)
+        return ids, np.array(cos)
+    finally:
+        ix.close()
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    d = tmp_path_factory.mktemp("index")
+    corpus = write_corpus(d / "corpus.txt", 30)
+    assert build(corpus, d / "ix", "--layers", "0,1,2") == 0
+    return corpus, d / "ix"
+
+
+def test_layout_and_manifest(small):
+    corpus, ix = small
+    m = read_manifest(ix)
+    assert m.complete and m.layers == (0, 1, 2) and m.dim == 32
+    assert m.n_sentences == 30 and m.n_shards == 5
+    n = sum(len(line.split()) for line in corpus.read_text("utf-8").splitlines())
+    assert abs(m.n_tokens - n) < n // 3                       # regex tokens vs whitespace words
+    for layer in m.layers:
+        v = np.load(ix / f"vectors.L{layer}.npy", mmap_mode="r")
+        assert v.shape == (m.n_tokens, 32) and v.dtype == np.float16
+        norms = np.linalg.norm(v.astype(np.float32), axis=1)
+        np.testing.assert_allclose(norms, 1.0, atol=2e-3)
+    assert not list((ix / "shards").glob("*.npy"))            # removed once complete
+    assert main(["index", str(corpus), "--out", str(ix), "--checkpoint", str(TINY),
+                 "--shard-size", "7", "--layers", "0,1,2"]) == 0   # complete: nothing to do
+
+
+@pytest.mark.parametrize("any_word", [False, True])
+def test_search_json_returns_the_occurrence_itself_first(small, capsys, any_word):
+    corpus, ix = small
+    line = corpus.read_text("utf-8").splitlines()[4]
+    word = max(line.split()[1:-1], key=len).strip(",.;:")
+    capsys.readouterr()
+    args = ["search", str(ix), "--sentence", line, "--word", word, "--layer", "2", "-k", "4",
+            "--checkpoint", str(TINY), "--json"] + (["--any-word"] if any_word else [])
+    assert main(args) == 0
+    out = json.loads(capsys.readouterr().out)
+    first = out["hits"][0]
+    assert set(first) >= {"sentence_id", "position", "word", "cosine", "text"}
+    assert first["sentence_id"] == 4 and first["word"] == word
+    assert first["text"].split(" ")[first["position"]] == word
+    assert first["cosine"] == pytest.approx(1.0, abs=2e-3)        # float16 rounding
+    cos = [h["cosine"] for h in out["hits"]]
+    assert cos == sorted(cos, reverse=True) and len(cos) <= 4
+    if not any_word:
+        assert all(h["word"].casefold() == word.casefold() for h in out["hits"])
+
+
+def test_search_errors_are_one_line(small, capsys):
+    corpus, ix = small
+    assert main(["search", str(ix), "--sentence", "the bank of the river", "--word", "bank",
+                 "--checkpoint", str(TINY), "--layer", "2"]) == 1
+    err = capsys.readouterr().err
+    assert "'bank' does not occur in the index" in err and "Traceback" not in err
+    assert main(["search", str(ix), "--sentence", "a b", "--word", "c",
+                 "--checkpoint", str(TINY)]) == 1
+    assert "does not occur in the sentence" in capsys.readouterr().err
+
+
+def test_another_model_is_refused(small, tmp_path, capsys):
+    corpus, ix = small
+    # the bundled demo model is another checkpoint: the index refuses it, for search and build
+    assert main(["search", str(ix), "--sentence", "a b", "--word", "a", "--checkpoint",
+                 str(REPO / "resources" / "demo_model")]) == 1
+    assert "another model" in capsys.readouterr().err
+    out = tmp_path / "ix"
+    assert build(corpus, out, "--layers", "1") == 0
+    assert build(corpus, out, "--layers", "1",
+                 checkpoint=REPO / "resources" / "demo_model") == 1
+    assert "was built with another model" in capsys.readouterr().err
+
+
+def test_demo_model_finds_itself(tmp_path, capsys):
+    corpus = write_corpus(tmp_path / "c.txt", 12, start=100)
+    assert main(["index", str(corpus), "--out", str(tmp_path / "ix"), "--shard-size", "5"]) == 0
+    line = corpus.read_text("utf-8").splitlines()[7]
+    word = max(line.split()[1:-1], key=len).strip(",.;:")
+    capsys.readouterr()
+    assert main(["search", str(tmp_path / "ix"), "--sentence", line, "--word", word,
+                 "--json", "--any-word"]) == 0
+    first = json.loads(capsys.readouterr().out)["hits"][0]
+    assert (first["sentence_id"], first["word"]) == (7, word)
+    assert first["cosine"] == pytest.approx(1.0, abs=2e-3)
+
+
+def _cli(*args: str) -> list:
+    return [sys.executable, "-m", "elmo_engine.cli", *args]
+
+
+def _env() -> dict:
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
+
+
+@pytest.mark.slow
+def test_sigkill_at_three_moments_then_resume_gives_the_same_index(small, tmp_path):
+    corpus, reference = small
+    out = tmp_path / "ix"
+    cmd = _cli("index", str(corpus), "--out", str(out), "--checkpoint", str(TINY),
+               "--shard-size", "7", "--layers", "0,1,2", "--device", "cpu")
+    shards = out / "shards"
+    # kill once one shard is whole, once a shard's vectors are there without its JSON (the
+    # moment inside a shard, made by hand since it is too short to hit), once joining started
+    for moment in ("one shard", "mid-shard", "joining"):
+        proc = subprocess.Popen(cmd, cwd=REPO, env=_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and time.monotonic() < deadline:
+            done = len(list(shards.glob("*.json"))) if shards.is_dir() else 0
+            if (moment != "joining" and done >= 1 + (moment == "mid-shard")) or (
+                    moment == "joining" and (out / "vectors.L0.npy").exists()):
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        if moment == "mid-shard":                                # vectors written, JSON not yet
+            for f in sorted(shards.glob("*.L0.npy"))[:1]:
+                pending = shards / f"s{len(list(shards.glob('*.json'))):06d}.L0.npy"
+                pending.write_bytes(f.read_bytes())
+            (shards / ".s000009.json.abc.json.part").write_text("{half")
+    assert subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True).returncode == 0
+    assert read_manifest(out).complete
+    assert not list(shards.glob(".*.part"))
+    assert same_answers(out, reference)
+
+
+@pytest.mark.slow
+def test_torchrun_two_processes_merged_answer_as_one(small, tmp_path):
+    corpus, reference = small
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
+           "--nproc-per-node", "2", "-m", "elmo_engine.cli", "index", str(corpus), "--out",
+           str(tmp_path / "two"), "--checkpoint", str(TINY), "--shard-size", "7",
+           "--layers", "0,1,2", "--device", "cpu"]
+    proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_manifest(tmp_path / "two").complete
+    assert same_answers(tmp_path / "two", reference)
+
+
+def test_merge_joins_the_parts_of_separate_nodes(small, tmp_path, monkeypatch):
+    """Two "nodes" without a shared folder: each writes its ranks' shards; --merge joins."""
+    corpus, reference = small
+    import elmo_engine.index.dist as dist
+
+    for rank in (0, 1):
+        monkeypatch.setattr(dist, "setup", lambda r=rank: dist.Ranks(r, 2, 0))
+        monkeypatch.setattr(dist, "barrier", lambda ranks: None)
+        monkeypatch.setattr(dist, "all_ok", lambda ranks, ok: ok)
+        assert build(corpus, tmp_path / f"node{rank}", "--layers", "0,1,2") == 0
+    assert not read_manifest(tmp_path / "node0").complete           # node 1's shards missing
+    assert main(["index", "--merge", str(tmp_path / "node0"), str(tmp_path / "node1"),
+                 "--out", str(tmp_path / "merged")]) == 0
+    assert same_answers(tmp_path / "merged", reference)
+
+
+def test_engine_build_cancel_then_resume(small, tmp_path):
+    """The app's path: build_index with a TaskState; a cancel stops between shards with the
+    complete ones kept, and the next call resumes to the same index."""
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.errors import CancelledError
+    from elmo_engine.index.build import build_index, new_manifest
+    from elmo_engine.index.store import shard_done
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.progress import TaskState
+    from elmo_engine.train.data import read_sentences
+
+    corpus, reference = small
+    model = load_checkpoint(TINY)
+    sents = read_sentences(corpus)
+    manifest = new_manifest(model, str(TINY), sents, (0, 1, 2), 7, [corpus],
+                            read_manifest(reference).reading)
+    assert manifest.identity() == read_manifest(reference).identity()
+    emb = Embedder(model, device="cpu", cache_size=0)
+    seen = []
+    state = TaskState(lambda done, total, msg: seen.append((done, total, msg)))
+    state_cancel = TaskState(lambda done, total, msg: done > 0 and state_cancel.cancel())
+    with pytest.raises(CancelledError):
+        build_index(tmp_path / "ix", sents, manifest, emb, state=state_cancel)
+    done = [k for k in range(manifest.n_shards) if shard_done(tmp_path / "ix", k)]
+    assert done == [0]
+    build_index(tmp_path / "ix", sents, manifest, emb, state=state)
+    assert seen[0][0] > 0 and "resuming" in seen[0][2]             # shard 0 was not redone
+    assert any("tokens/s" in m for _, _, m in seen)
+    assert same_answers(tmp_path / "ix", reference)
