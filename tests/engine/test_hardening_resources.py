@@ -122,7 +122,9 @@ def test_stateful_oom_splits_rows_keeps_each_rows_state_and_falls_back(model, mo
     for exp_call, got_call in zip(expected, got):
         assert len(exp_call) == len(got_call) == len(SENTS)
         for a, b in zip(exp_call, got_call):
-            np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+            # 2e-6, not 1e-6: split batches change the GEMM shapes, and the float32 rounding
+            # of the LSTM step (tanh as 2σ(2x)−1) is carried through the state of two calls
+            np.testing.assert_allclose(a, b, rtol=0, atol=2e-6)
     assert any("smaller batches" in w for w in warnings)
     assert sum("falling back to the CPU" in w for w in warnings) == 1
 
