@@ -120,7 +120,7 @@ def test_the_concordance_exports_as_tsv(qtbot, built, tmp_path):
     built.query_word("river")
     qtbot.waitUntil(lambda: bool(built.model.lines.get(2)), timeout=60000)
     qtbot.waitUntil(built.is_ready, timeout=60000)
-    out = built.exports.export_tsv(tmp_path / "conc.tsv")
+    out = built.export_tsv(tmp_path / "conc.tsv")
     lines = out.read_text(encoding="utf-8").splitlines()
     assert lines[0].startswith("layer\trank\tcosine")
     n = sum(len(v) for v in built.model.lines.values())
@@ -128,7 +128,29 @@ def test_the_concordance_exports_as_tsv(qtbot, built, tmp_path):
     assert all(ln.split("\t")[6] == "river" for ln in lines[1:])
     state = built.view_state()
     assert state["index"] == str(built.index.folder) and state["query"]["word"] == "river"
-    assert built.exports.figure("map") is not None
+    assert built.figure("map") is not None
+
+
+def test_the_export_entries_ask_for_a_path_write_and_say_so(qtbot, built, tmp_path,
+                                                             monkeypatch):
+    from elmo_explorer.views.corpus import controller
+
+    built.query_word("river")
+    qtbot.waitUntil(lambda: built.model.senses is not None and built.is_ready(), timeout=60000)
+    actions = built.export_actions()
+    assert [a.text() for a in actions] == ["Corpus concordance (TSV)…",
+                                           "Corpus map (PNG/SVG/PDF)…",
+                                           "Corpus senses (PNG/SVG/PDF)…"]
+    assert all(a.isEnabled() for a in actions)
+    monkeypatch.setattr(controller, "ask_save_path", lambda *a: tmp_path / "senses.svg")
+    with qtbot.waitSignal(built.exported, timeout=30000) as sig:
+        actions[2].trigger()
+    assert sig.args == [str(tmp_path / "senses.svg")]
+    assert (tmp_path / "senses.svg").read_text(encoding="utf-8").lstrip().startswith("<?xml")
+    monkeypatch.setattr(controller, "ask_save_path", lambda *a: tmp_path / "map.bmp")
+    actions[1].trigger()                                  # a format there is none of: one line
+    assert not (tmp_path / "map.bmp").exists()
+    assert "export failed" in built.view.status.text() and ".bmp" in built.view.status.text()
 
 
 def test_a_cancelled_build_resumes_to_the_same_index(qtbot, panel, ws, tmp_path):

@@ -99,22 +99,44 @@ def test_a_checkpoint_without_a_softmax_says_which_file_and_still_shows_reach(
 
 def test_exports_write_the_figure_tsv_and_lm_json(qtbot, opened, tmp_path):
     ws, panel = opened
-    ex = panel.exports
-    png = ex.export_figure("sentence", tmp_path / "lm.png")
+    png = panel.export_figure("sentence", tmp_path / "lm.png")
     assert png[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    tsv = ex.export_tsv(tmp_path / "lm.tsv").read_text(encoding="utf-8").splitlines()
+    tsv = panel.export_tsv(tmp_path / "lm.tsv").read_text(encoding="utf-8").splitlines()
     assert len(tsv) == 1 + len(ws.tokens[0])
     head = tsv[0].split("\t")
     assert head[:2] == ["index", "word"] and "forward surprisal" in head
     assert tsv[1].split("\t")[1] == "the"
-    doc = json.loads(ex.export_json(tmp_path / "lm.json").read_text(encoding="utf-8"))
+    doc = json.loads(panel.export_json(tmp_path / "lm.json").read_text(encoding="utf-8"))
     sent = doc["sentences"][0]
     assert set(sent) >= {"tokens", "forward", "backward", "substitutes", "perplexity", "reach"}
     assert set(sent["forward"][0]) >= {"word", "prob", "rank", "surprisal", "entropy", "top"}
     assert len(sent["reach"]) == ws.n_layers and len(sent["reach"][0][0]) == len(ws.tokens[0])
     assert len(panel.report_tables()) == 2                         # tokens, reach
     with pytest.raises(LookupError):
-        ex.export_figure("pairs", tmp_path / "p.png")               # nothing scored yet
+        panel.export_figure("pairs", tmp_path / "p.png")            # nothing scored yet
+
+
+def test_the_export_entries_ask_for_a_path_write_and_say_so(qtbot, opened, tmp_path,
+                                                             monkeypatch):
+    from elmo_explorer.views.language_model import controller
+
+    ws, panel = opened
+    actions = panel.export_actions()
+    assert [a.text() for a in actions] == [
+        "Language model figure (PNG/SVG/PDF)…", "Minimal pairs figure (PNG/SVG/PDF)…",
+        "Language model per token (TSV)…", "Language model sentence (JSON)…"]
+    assert [a.isEnabled() for a in actions] == [True, False, True, True]  # no pairs scored
+    monkeypatch.setattr(controller, "ask_save_path", lambda *a: tmp_path / "s.json")
+    with qtbot.waitSignal(panel.exported, timeout=5000) as sig:
+        actions[3].trigger()
+    assert sig.args == [str(tmp_path / "s.json")]
+    doc = json.loads((tmp_path / "s.json").read_text(encoding="utf-8"))
+    assert doc["sentences"][0]["tokens"] == list(ws.tokens[0])
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    bad = tmp_path / "a-file" / "t.tsv"                   # a file where a folder must be
+    monkeypatch.setattr(controller, "ask_save_path", lambda *a: bad)
+    actions[2].trigger()                                  # the write fails: one line, no crash
+    assert not bad.exists() and panel.view.status.text().startswith("Export failed:")
 
 
 def test_view_state_round_trips(qtbot, opened):
@@ -145,7 +167,7 @@ def test_minimal_pairs_are_scored_on_the_worker(qtbot, opened, tmp_path):
     assert acc.rowCount() == 2 and acc.item(0, 0).text() == "agr" and acc.item(0, 1).text() == "1"
     assert panel.view.pairs.pairs.rowCount() == 2
     assert panel.model.pair == 0 and panel.view_state()["pairs"] == str(f)
-    written = panel.exports.export_figure("pairs", tmp_path / "pairs.svg")
+    written = panel.export_figure("pairs", tmp_path / "pairs.svg")
     assert written[0].read_text(encoding="utf-8").lstrip().startswith("<?xml")
 
 

@@ -5,6 +5,7 @@ Jobs, each through ``Worker.submit`` with a request kind (a newer one of the kin
 older): building or resuming an index (long lane, ``corpus-build``, cancellable), opening one
 (``corpus-open``), searching a query per layer (interactive lane, ``corpus-search``), inducing a
 word's senses and then mapping its occurrences (long lane, ``corpus-senses``, ``corpus-map``).
+File → Export: the panel asks for the path and calls :mod:`.export`'s functions of values.
 """
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
+from elmo_engine.errors import ElmoError
+from elmo_explorer.common.figure_export import panel_figure_options
+from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.state.worker import JobHandle, Lane
-from elmo_explorer.views.corpus import jobs
+from elmo_explorer.views.corpus import export, jobs
 from elmo_explorer.views.corpus.atlas import MapData
-from elmo_explorer.views.corpus.export import CorpusExports
 from elmo_explorer.views.corpus.model import CorpusModel, CorpusOptions, MapScope, Query
 from elmo_explorer.views.corpus.view import CorpusView, HINT
 from elmo_explorer.views.protocol import PanelDefaults
@@ -49,7 +53,6 @@ class CorpusPanel(PanelDefaults, QWidget):
         self.ws = workspace
         self.model = CorpusModel()
         self.view = CorpusView(self)
-        self.exports = CorpusExports(self)
         self.index = None                                    # an open CorpusIndex
         self.map: Optional[MapData] = None
         self._jobs: Dict[str, JobHandle] = {}
@@ -79,8 +82,17 @@ class CorpusPanel(PanelDefaults, QWidget):
     def is_ready(self) -> bool:
         return self._waiting is None and not any(h.active for h in self._jobs.values())
 
-    def export_actions(self):
-        return self.exports.make_actions()
+    def export_actions(self) -> List[QAction]:
+        a = QAction(export.TSV_ENTRY, self)
+        a.triggered.connect(self._ask_tsv)
+        a.setEnabled(bool(self.model.lines))
+        out = [a]
+        for text, kind in export.FIGURE_ENTRIES:
+            a = QAction(text, self)
+            a.triggered.connect(lambda _=False, k=kind: self._ask_figure(k))
+            a.setEnabled(self.figure(kind) is not None)
+            out.append(a)
+        return out
 
     def view_state(self) -> dict:
         return self.model.view_state()
@@ -94,10 +106,10 @@ class CorpusPanel(PanelDefaults, QWidget):
             self._pending_path = path
 
     def report_tables(self):
-        return self.exports.report_tables()
+        return export.report_tables(self.model)
 
     def report_figures(self, folder: Path, options) -> List[Path]:
-        return self.exports.report_figures(folder, options)
+        return export.report_figures(self.model, self.map, folder, options)
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _submit(self, kind: str, name: str, fn, on_done, lane: Lane = Lane.LONG,
@@ -178,7 +190,6 @@ class CorpusPanel(PanelDefaults, QWidget):
         self.ready.emit()
 
     def _complete_for_model(self, folder: Path) -> bool:
-        from elmo_engine.errors import ElmoError
         from elmo_engine.index.store import read_manifest
 
         try:
@@ -439,3 +450,36 @@ class CorpusPanel(PanelDefaults, QWidget):
     def _on_map_point(self, _layer: int, i: int) -> None:
         if self.map is not None and self.index is not None:
             self._query_row(int(self.map.rows[i]))
+
+    # ---- File → Export (export_*: no dialogs, for tests and scripts) --------------------------
+    def figure(self, kind: str):
+        """The export figure of ``kind`` ("map" or "senses"), None when there is none."""
+        return export.figure(self.model, self.map, kind)
+
+    def export_tsv(self, path) -> Path:
+        written = export.write_tsv(self.model, path)
+        self.exported.emit(str(path))
+        return written
+
+    def export_figure(self, kind: str, path, options=None) -> List[Path]:
+        written = export.write_figure(self.model, self.map, kind, path,
+                                      options or panel_figure_options(self))
+        for w in written:
+            self.exported.emit(str(w))
+        return written
+
+    def _ask_tsv(self) -> None:
+        path = ask_save_path(self, "Export the concordance", "Tab-separated (*.tsv)")
+        if path is not None:
+            self._guard(lambda: self.export_tsv(path))
+
+    def _ask_figure(self, kind: str) -> None:
+        path = ask_save_path(self, f"Export the corpus {kind}", IMAGE_FILTERS)
+        if path is not None:
+            self._guard(lambda: self.export_figure(kind, path))
+
+    def _guard(self, fn) -> None:
+        try:
+            fn()
+        except (ElmoError, OSError) as e:
+            self.report_error(f"export failed: {e}", dialog=True)

@@ -14,23 +14,26 @@ missing file; the reach works on every checkpoint.
 
 Model, view, controller: :class:`~.model.LanguageModelModel`, :class:`~.view.LanguageModelView`
 and :class:`LanguageModelPanel` (the :class:`~elmo_explorer.views.protocol.AnalysisPanel`
-protocol); exports and report parts: :class:`~.export.LanguageModelExports`.
+protocol); exports and report parts: :mod:`.export`'s functions of the model, which the panel
+calls with the paths it asks for.
 """
 from __future__ import annotations
 
 import html
 import logging
+from functools import partial
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.analysis.language_model.report import BUNDLED
+from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.state.workspace import TokenRef
-from elmo_explorer.views.language_model.export import LanguageModelExports
+from elmo_explorer.views.language_model import export
 from elmo_explorer.views.language_model.model import (RECORDED_PAIRS, LanguageModelModel,
                                                       LMOptions, missing_softmax_line,
                                                       read_recorded_pairs)
@@ -66,7 +69,6 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         self.ws = workspace
         self.model = LanguageModelModel()
         self.view = LanguageModelView(self)
-        self.exports = LanguageModelExports(self)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
@@ -108,7 +110,13 @@ class LanguageModelPanel(PanelDefaults, QWidget):
             self.ready.emit()
 
     def export_actions(self) -> List[QAction]:
-        return self.exports.make_actions()
+        out = []
+        for key, text in export.ENTRIES:
+            a = QAction(text, self)
+            a.triggered.connect(lambda _=False, k=key: self._ask_export(k))
+            a.setEnabled(export.has(self.model, key))
+            out.append(a)
+        return out
 
     def view_state(self) -> Dict[str, Any]:
         return self.model.view_state()
@@ -130,10 +138,10 @@ class LanguageModelPanel(PanelDefaults, QWidget):
             self.score_pairs(recorded=True)
 
     def report_figures(self, folder: Path, options) -> List[Path]:
-        return self.exports.report_figures(folder, options)
+        return export.report_figures(self.model, folder, options)
 
     def report_tables(self):
-        return self.exports.report_tables()
+        return export.report_tables(self.model)
 
     # ---- model and softmax --------------------------------------------------------------------
     def _on_model_changed(self) -> None:
@@ -421,3 +429,44 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         diffs = m.pair_differences()
         title = "" if diffs is None else f"pair {m.pair + 1}: where each direction tells them apart"
         self.view.pairs.draw_differences(diffs, title)
+
+    # ---- File → Export (export_*: no dialogs, for tests and scripts) --------------------------
+    def figure(self, kind: str):
+        """The export figure of ``kind`` ("sentence", "pairs"), or None (nothing to draw)."""
+        return export.figure(self.model, kind)
+
+    def export_figure(self, kind: str, path) -> List[Path]:
+        written = export.write_figure(self.model, kind, path)
+        for p in written:
+            self.exported.emit(str(p))
+        return written
+
+    def export_tsv(self, path) -> Path:
+        written = export.write_tsv(self.model, path)
+        self.exported.emit(str(path))
+        return written
+
+    def export_json(self, path) -> Path:
+        written = export.write_json(self.model, path)
+        self.exported.emit(str(path))
+        return written
+
+    def _ask_export(self, key: str) -> None:
+        write: Callable[[Path], object]
+        if key in export.FIGURES:
+            title, filters = f"Export the {key} figure", IMAGE_FILTERS
+            write = partial(self.export_figure, key)
+        elif key == "tsv":
+            title, filters, write = ("Export per-token predictions", "TSV (*.tsv)",
+                                     self.export_tsv)
+        else:
+            title, filters, write = ("Export the sentence as lm --json", "JSON (*.json)",
+                                     self.export_json)
+        path = ask_save_path(self, title, filters)
+        if path is None:
+            return
+        try:
+            write(path)
+        except Exception as e:  # shown, never a crash
+            log.exception("language model export failed")
+            self.view.show_status(f"Export failed: {e}", error=True)

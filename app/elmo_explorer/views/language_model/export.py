@@ -1,145 +1,104 @@
-"""Exports of the "Language model" view: the sentence figure (token rows and reach) and the
-minimal-pair figure as PNG, SVG or PDF through the one figure module
+"""Exports of the "Language model" view, as functions of values: the sentence figure (token rows
+and reach) and the minimal-pair figure as PNG, SVG or PDF through the one figure module
 (:mod:`elmo_engine.io.lm_figures` on :mod:`elmo_engine.io.figures`), the per-token table as TSV
 and the sentence as JSON with the fields of ``elmo-explorer lm --json``; and the view's report
 section (:func:`elmo_engine.analysis.language_model.report.report_part`, the function
-``elmo-explorer export report`` uses too).
+``elmo-explorer export report`` uses too). Each takes the view model
+(:class:`~.model.LanguageModelModel`) and returns what it wrote; the panel
+(:class:`~elmo_explorer.views.language_model.controller.LanguageModelPanel`) builds the
+File → Export entries, asks for the paths and says what was written.
 """
 from __future__ import annotations
 
 import json
-import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, List
-
-from PySide6.QtGui import QAction
+from typing import List
 
 from elmo_engine.analysis.language_model.report import (pairs_figure, report_part,
                                                         sentence_document, token_rows)
 from elmo_engine.atomic import atomic_write_text
 from elmo_engine.io import figures
-
-if TYPE_CHECKING:
-    from elmo_explorer.views.language_model.controller import LanguageModelPanel
-
-log = logging.getLogger(__name__)
+from elmo_explorer.views.language_model.model import LanguageModelModel
 
 FIGURES = ("sentence", "pairs")
+#: File → Export entries: (key, menu text); "sentence" and "pairs" are figures
+ENTRIES = (("sentence", "Language model figure (PNG/SVG/PDF)…"),
+           ("pairs", "Minimal pairs figure (PNG/SVG/PDF)…"),
+           ("tsv", "Language model per token (TSV)…"),
+           ("json", "Language model sentence (JSON)…"))
 
 
-class LanguageModelExports:
-    """``export_*``: no dialogs (tests and scripts); ``_ask_*``: with a file dialog."""
+def has(m: LanguageModelModel, key: str) -> bool:
+    """Whether there is something to export under ``key`` (one of :data:`ENTRIES`)."""
+    if key == "sentence":
+        return bool(m.tokens) and (m.reach is not None or m.predictions is not None)
+    if key == "pairs":
+        return bool(m.pair_scores)
+    if key == "tsv":
+        return m.predictions is not None
+    return bool(m.tokens)
 
-    def __init__(self, panel: "LanguageModelPanel"):
-        self.panel = panel
 
-    def make_actions(self) -> List[QAction]:
-        m = self.panel.model
-        out = []
-        for text, fn, enabled in (
-                ("Language model figure (PNG/SVG/PDF)…", lambda: self._ask_figure("sentence"),
-                 bool(m.tokens) and (m.reach is not None or m.predictions is not None)),
-                ("Minimal pairs figure (PNG/SVG/PDF)…", lambda: self._ask_figure("pairs"),
-                 bool(m.pair_scores)),
-                ("Language model per token (TSV)…", self._ask_tsv, m.predictions is not None),
-                ("Language model sentence (JSON)…", self._ask_json, bool(m.tokens))):
-            a = QAction(text, self.panel)
-            a.triggered.connect(lambda _=False, f=fn: f())
-            a.setEnabled(enabled)
-            out.append(a)
-        return out
+# ---- figures ----------------------------------------------------------------------------------
+def figure(m: LanguageModelModel, kind: str):
+    """The export figure of ``kind`` ("sentence", "pairs"), or None (nothing to draw)."""
+    if kind == "pairs":
+        return pairs_figure(m.pair_scores, m.pair) if m.pair_scores else None
+    if not m.tokens or (m.reach is None and m.predictions is None):
+        return None
+    rows, labels = m.reach_heatmap()
+    return _sentence_figure(m.tokens, m.predictions, m.token, rows, labels)
 
-    # ---- figures ------------------------------------------------------------------------------
-    def figure(self, kind: str):
-        """The export figure of ``kind`` ("sentence", "pairs"), or None (nothing to draw)."""
-        m = self.panel.model
-        if kind == "pairs":
-            return pairs_figure(m.pair_scores, m.pair) if m.pair_scores else None
-        if not m.tokens or (m.reach is None and m.predictions is None):
-            return None
-        p = m.predictions
-        rows, labels = m.reach_heatmap()
-        return _sentence_figure(m.tokens, p, m.token, rows, labels)
 
-    def export_figure(self, kind: str, path) -> List[Path]:
-        fig = self.figure(kind)
-        if fig is None:
-            raise LookupError("nothing to export yet")
-        written = figures.save(fig, path)
-        for p in written:
-            self.panel.exported.emit(str(p))
-        return written
+def write_figure(m: LanguageModelModel, kind: str, path) -> List[Path]:
+    """Write one figure as PNG, SVG or PDF (by extension)."""
+    fig = figure(m, kind)
+    if fig is None:
+        raise LookupError("nothing to export yet")
+    return figures.save(fig, path)
 
-    # ---- tables -------------------------------------------------------------------------------
-    def export_tsv(self, path) -> Path:
-        """One row per token (both directions' rank, probability, surprisal, entropy, top
-        predictions; the substitutes)."""
-        m = self.panel.model
-        if m.predictions is None:
-            raise LookupError("no predictions to export (" + (m.softmax_problem or "not yet")
-                              + ")")
-        rows = token_rows(m.tokens, m.predictions, top_shown=m.options.top_k)
-        cols = list(rows[0])
-        lines = ["\t".join(cols)]
-        for r in rows:
-            lines.append("\t".join(_tsv_cell(r.get(c)) for c in cols))
-        atomic_write_text(path, "\n".join(lines) + "\n")
-        self.panel.exported.emit(str(path))
-        return Path(path)
 
-    def export_json(self, path) -> Path:
-        """``{"sentences": [record]}`` as ``elmo-explorer lm --json --reach`` writes it."""
-        m = self.panel.model
-        if not m.tokens:
-            raise LookupError("no sentence to export")
-        doc = {"sentences": [sentence_document(m.tokens, m.predictions, m.reach)]}
-        atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
-        self.panel.exported.emit(str(path))
-        return Path(path)
+# ---- tables -----------------------------------------------------------------------------------
+def write_tsv(m: LanguageModelModel, path) -> Path:
+    """One row per token (both directions' rank, probability, surprisal, entropy, top
+    predictions; the substitutes)."""
+    if m.predictions is None:
+        raise LookupError("no predictions to export (" + (m.softmax_problem or "not yet") + ")")
+    rows = token_rows(m.tokens, m.predictions, top_shown=m.options.top_k)
+    cols = list(rows[0])
+    lines = ["\t".join(cols)]
+    for r in rows:
+        lines.append("\t".join(_tsv_cell(r.get(c)) for c in cols))
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    return Path(path)
 
-    # ---- report -------------------------------------------------------------------------------
-    def _part(self, folder=None, options=None):
-        m = self.panel.model
-        kw = {}
-        if options is not None:
-            kw = {"formats": options.formats, "dpi": options.dpi}
-        return report_part(m.tokens, m.predictions, m.reach, m.token, m.pair_scores, m.pair,
-                           folder, **kw)
 
-    def report_tables(self):
-        return self._part().tables
+def write_json(m: LanguageModelModel, path) -> Path:
+    """``{"sentences": [record]}`` as ``elmo-explorer lm --json --reach`` writes it."""
+    if not m.tokens:
+        raise LookupError("no sentence to export")
+    doc = {"sentences": [sentence_document(m.tokens, m.predictions, m.reach)]}
+    atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
+    return Path(path)
 
-    def report_figures(self, folder: Path, options) -> List[Path]:
-        return [f.path for f in self._part(Path(folder), options).figures]
 
-    # ---- dialogs ------------------------------------------------------------------------------
-    def _ask_figure(self, kind: str) -> None:
-        from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
+# ---- report -----------------------------------------------------------------------------------
+def _part(m: LanguageModelModel, folder=None, options=None):
+    kw = {}
+    if options is not None:
+        kw = {"formats": options.formats, "dpi": options.dpi}
+    return report_part(m.tokens, m.predictions, m.reach, m.token, m.pair_scores, m.pair,
+                       folder, **kw)
 
-        path = ask_save_path(self.panel, f"Export the {kind} figure", IMAGE_FILTERS)
-        if path is not None:
-            self._guard(lambda: self.export_figure(kind, path))
 
-    def _ask_tsv(self) -> None:
-        from elmo_explorer.common.save_dialog import ask_save_path
+def report_tables(m: LanguageModelModel):
+    """The view's report tables (per token, reach)."""
+    return _part(m).tables
 
-        path = ask_save_path(self.panel, "Export per-token predictions", "TSV (*.tsv)")
-        if path is not None:
-            self._guard(lambda: self.export_tsv(path))
 
-    def _ask_json(self) -> None:
-        from elmo_explorer.common.save_dialog import ask_save_path
-
-        path = ask_save_path(self.panel, "Export the sentence as lm --json", "JSON (*.json)")
-        if path is not None:
-            self._guard(lambda: self.export_json(path))
-
-    def _guard(self, fn) -> None:
-        try:
-            fn()
-        except Exception as e:  # shown, never a crash
-            log.exception("language model export failed")
-            self.panel.view.show_status(f"Export failed: {e}", error=True)
+def report_figures(m: LanguageModelModel, folder: Path, options) -> List[Path]:
+    """The view's report figures, written into ``folder`` in ``options``' formats."""
+    return [f.path for f in _part(m, Path(folder), options).figures]
 
 
 def _sentence_figure(tokens, p, token, rows, labels):
