@@ -236,3 +236,33 @@ def test_each_lane_is_first_in_first_out(qtbot, worker):
         for i in range(5):
             worker.submit(f"i{i}", lambda st, i=i: i, lane=Lane.INTERACTIVE, on_done=order.append)
     assert order == list(range(5))
+
+
+def test_the_status_bar_says_cancelled_for_a_cancel_not_for_a_superseded_job(qtbot, worker):
+    """A job replaced by a newer request of its kind was not cancelled by the user: the status
+    bar stays quiet; the bar's Cancel (and Esc) says "Cancelled"."""
+    from PySide6.QtWidgets import QMainWindow
+
+    from elmo_explorer.shell.status_bar import StatusArea
+
+    window = QMainWindow()
+    qtbot.addWidget(window)
+    status = StatusArea(window.statusBar(), worker, window)
+    go = threading.Event()
+
+    def waiting(state):
+        while not go.is_set():
+            state.check()
+            threading.Event().wait(0.002)
+
+    worker.submit("first", waiting, kind="k")
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        worker.submit("second", lambda state: None, kind="k")        # supersedes the first
+        go.set()
+    assert window.statusBar().currentMessage() == ""
+    go.clear()
+    worker.submit("third", waiting, kind="k")
+    qtbot.waitUntil(lambda: status._current is not None, timeout=5000)
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        status.cancel_button.click()
+    assert window.statusBar().currentMessage() == "Cancelled"

@@ -357,7 +357,7 @@ class MainWindow(QMainWindow):
 
     def cancel_jobs(self) -> None:
         if self.workspace.worker.is_busy():
-            self.workspace.worker.cancel_all()
+            self.status.cancel_all()
             self.statusBar().showMessage("Cancelling…", 3000)
 
     def open_log_folder(self) -> None:

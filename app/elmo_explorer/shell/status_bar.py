@@ -39,7 +39,9 @@ class StatusArea:
         bar.addPermanentWidget(self.model_label)
         bar.addPermanentWidget(self.device_label)
         self._current: Optional[int] = None
-        self.cancel_button.clicked.connect(worker.cancel_all)
+        self._user_cancelled = False      # "Cancelled" is said for this button only: a job that
+                                          # a newer request superseded was not cancelled by anyone
+        self.cancel_button.clicked.connect(self.cancel_all)
         worker.job_started.connect(self._on_started)
         worker.job_progress.connect(self._on_progress)
         worker.job_failed.connect(self._on_failed)
@@ -77,12 +79,18 @@ class StatusArea:
     def _on_failed(self, job_id: int, message: str) -> None:
         self.bar.showMessage(f"Failed: {message.splitlines()[0] if message else ''}", 15000)
 
+    def cancel_all(self) -> None:
+        """Cancel every job (the button and Esc); the bar then says "Cancelled"."""
+        self._user_cancelled = True
+        self.worker.cancel_all()
+
     def _on_cancelled(self, job_id: int) -> None:
-        if job_id == self._current:
+        if job_id == self._current and self._user_cancelled:
             self.bar.showMessage("Cancelled", 4000)
 
     def _on_idle(self) -> None:
         self._current = None
+        self._user_cancelled = False
         self._set_busy(False)
 
     def show_model(self, info, device_label: str, precision: str) -> None:
