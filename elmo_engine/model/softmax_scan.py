@@ -26,11 +26,8 @@ from torch import Tensor
 
 from elmo_engine.progress import TaskState, check, report
 
-#: words per block: at most this many, and a block of logits at most ``BLOCK_ELEMENTS`` floats.
-#: 2,048 words keep W's block in float32 (4 MiB) in cache between its conversion and the GEMM that
-#: reads it: for 52 rows × 793k words, conversion + GEMM take 0.36 s in blocks of 2,048 and
-#: 0.80 s in blocks of 32,768 (2-core EPYC, quiet; benchmarks/bench_lm.py)
-CHUNK = 2048
+#: words per block: at most this many, and a block of logits at most ``BLOCK_ELEMENTS`` floats
+CHUNK = 32768
 BLOCK_ELEMENTS = 1 << 22
 
 
@@ -118,6 +115,8 @@ def scan(softmax, h: Tensor, targets: Tensor, k: int = 0,
     rows, v = h.shape[0], w.shape[0]
     dev = h.device
     targets = targets.to(dev)
+    # few large blocks: on a shared CPU every parallel operation may wait for a descheduled
+    # thread, so their number matters more than their size
     chunk = max(1, min(chunk, v, max(1024, BLOCK_ELEMENTS // max(rows, 1))))
     # the target's logit from its own row of W; in its block the target's column is not counted
     tcpu = targets.cpu()
