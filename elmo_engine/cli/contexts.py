@@ -20,8 +20,8 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from elmo_engine.analysis import compare as cmp
-from elmo_engine.analysis.groups import word_groups
+from elmo_engine.analysis.contexts import compare as cmp
+from elmo_engine.analysis.contexts.groups import word_groups
 from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
 from elmo_engine.errors import InputError
@@ -88,9 +88,9 @@ def run(args) -> int:
     """Run the ``contexts`` subcommand; print the summary, write the requested files."""
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.embed.embedder import Embedder
-    from elmo_engine.analysis.neighbour_corpus import (MAX_CORPUS_TOKENS, build_index,
+    from elmo_engine.analysis.contexts.neighbour_corpus import (MAX_CORPUS_TOKENS, build_index,
                                                       read_vocabulary, vocabulary_file)
-    from elmo_engine.analysis.neighbours import neighbour_table, write_neighbours_csv
+    from elmo_engine.analysis.contexts.neighbours import neighbour_table, write_neighbours_csv
 
     if args.neighbours < 0:
         raise InputError("--neighbours must be at least 0")

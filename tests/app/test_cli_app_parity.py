@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_engine.analysis.neighbour_corpus import vocabulary_file as engine_vocabulary  # noqa: E402
+from elmo_engine.analysis.contexts.neighbour_corpus import vocabulary_file as engine_vocabulary  # noqa: E402
 from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
 from elmo_engine.resources import demo_checkpoint_path  # noqa: E402
 from elmo_explorer.views.contexts.neighbours import vocabulary_file  # noqa: E402

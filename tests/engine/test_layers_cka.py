@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from elmo_engine.analysis.cka import CKAResult, cka_matrix, cross_cka, linear_cka
+from elmo_engine.analysis.layers.cka import CKAResult, cka_matrix, cross_cka, linear_cka
 from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.progress import TaskState
 

@@ -7,7 +7,7 @@ its report section), ``elmo-explorer export report`` and ``elmo-explorer lm --js
   ``forward``/``backward`` records, ``substitutes``, ``perplexity``, ``reach``);
 * :func:`token_rows`: one row per token (both directions), the view's TSV export and the
   report's table;
-* :func:`report_part`: the report's tables and figures (:mod:`elmo_engine.io.lm_figures`) from
+* :func:`report_part`: the report's tables and figures (:mod:`elmo_engine.io.figures.language_model`) from
   results already computed (the app's cache); :func:`compute_report_part` computes them from a
   saved view state first (the headless report).
 """
@@ -26,7 +26,7 @@ from elmo_engine.analysis.language_model.pairs import (DIRECTIONS, MinimalPair, 
 from elmo_engine.analysis.language_model.predictions import SentencePredictions, predict
 from elmo_engine.analysis.language_model.reach import REPLACEMENT, ReachMatrix, reach
 from elmo_engine.io import figures as F
-from elmo_engine.io import lm_figures
+from elmo_engine.io.figures import language_model as lm_figures
 from elmo_engine.io.report import ReportFigure, ReportTable
 
 #: the bundled sets scored with the demo model (``elmo-explorer lm --pairs bundled --json``

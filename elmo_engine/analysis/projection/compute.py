@@ -18,7 +18,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from elmo_engine.analysis.compare import layer_stats
+from elmo_engine.analysis.contexts.compare import layer_stats
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check
 from elmo_engine.analysis.projection.tokens import TokenSet
@@ -35,7 +35,7 @@ class LayerSpec:
     The mix is ``Σ_k w_k h_k``; ELMo's γ only scales it, which changes neither the cosine UMAP
     nor the PCA picture, so it is left out. With ``layer_norm`` every layer is first normalised
     by its mean and standard deviation over every token of the projected sentences — the rule
-    the Contexts view and ``contexts`` use (:func:`elmo_engine.analysis.compare.layer_stats`,
+    the Contexts view and ``contexts`` use (:func:`elmo_engine.analysis.contexts.compare.layer_stats`,
     AllenNLP's ``ScalarMix(do_layer_norm=True)``), so that layer 0's larger norm does not
     swamp the others.
     """

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from elmo_engine.analysis import compare as cmp
-from elmo_engine.analysis.neighbours import NeighbourIndex, NeighbourTable
+from elmo_engine.analysis.contexts import compare as cmp
+from elmo_engine.analysis.contexts.neighbours import NeighbourIndex, NeighbourTable
 
 MAX_OCCURRENCES = 300
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)

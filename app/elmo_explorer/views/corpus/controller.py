@@ -259,7 +259,7 @@ class CorpusPanel(PanelDefaults, QWidget):
 
     def build_reference(self) -> Optional[JobHandle]:
         """Build (or resume) the index of the bundled reference corpus for the loaded model."""
-        from elmo_engine.analysis.layers_run import reference_corpus_path
+        from elmo_engine.analysis.layers.run import reference_corpus_path
 
         return self.build([reference_corpus_path()], self.default_folder())
 

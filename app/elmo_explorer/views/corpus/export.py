@@ -1,5 +1,5 @@
 """Exports of the Corpus view: the concordance lines as TSV (atomic write), the map and the senses
-as PNG, SVG or PDF — drawn by the one figure module (:mod:`elmo_engine.io.corpus_figures` on
+as PNG, SVG or PDF — drawn by the one figure module (:mod:`elmo_engine.io.figures.corpus` on
 :mod:`elmo_engine.io.figures`) — and the view's report tables and figures.
 """
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, List, Optional
 from PySide6.QtGui import QAction
 
 from elmo_engine.atomic import atomic_write_text
-from elmo_engine.io import corpus_figures
+from elmo_engine.io.figures import corpus as corpus_figures
 from elmo_engine.io.report import ReportTable
 from elmo_explorer.common.figure_export import panel_figure_options, save_figure, write_figures
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path

@@ -2,7 +2,7 @@
 options, the results of the engine (:mod:`elmo_engine.analysis.language_model`) cached per
 checkpoint and tokens, and the text the view shows for them.
 
-The rank colours and bins are the figure module's (:mod:`elmo_engine.io.lm_figures`), so the
+The rank colours and bins are the figure module's (:mod:`elmo_engine.io.figures.language_model`), so the
 screen and the exported figures agree.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from elmo_engine.analysis.language_model import (PairScore, ReachMatrix, Sentenc
                                                  TokenPrediction)
 from elmo_engine.analysis.language_model.report import (BUNDLED, RECORDED_PAIRS,
                                                         read_recorded_pairs, reach_rows)
-from elmo_engine.io.lm_figures import (RANK_COLORS, RANK_LABELS, RANK_TEXT_COLORS, rank_bin)
+from elmo_engine.io.figures.language_model import (RANK_COLORS, RANK_LABELS, RANK_TEXT_COLORS, rank_bin)
 from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_PATTERN
 
 __all__ = ["RANK_COLORS", "RANK_LABELS", "RANK_TEXT_COLORS", "RECORDED_PAIRS", "rank_bin",

@@ -75,7 +75,7 @@ class LayersModel:
     ----------
     settings : the user's choices
     result : the shown result: ``{"model", "corpus", "contextuality", "cka", "recorded"}``
-    analysis : the engine's :class:`~elmo_engine.analysis.layers_run.LayersAnalysis` behind
+    analysis : the engine's :class:`~elmo_engine.analysis.layers.run.LayersAnalysis` behind
         ``result`` when it was computed in this session (its CKA sample feeds a comparison)
     compare : the shown comparison: ``{"model", "cka", "cka_self"}`` or None
     mdl : task → the ``mdl`` object of each MDL probe run on the current model

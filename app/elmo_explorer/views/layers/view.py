@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QPus
                                QWidget)
 
 from elmo_engine.io.figures import BASELINE_COLOR
-from elmo_engine.io.layer_figures import DIRECTION_COLORS, MEASURES
+from elmo_engine.io.figures.layers import DIRECTION_COLORS, MEASURES
 from elmo_explorer.views.heatmap import _colour_bar, _heatmap_plot
 from elmo_explorer.views.layers.model import LayersSettings
 

@@ -17,10 +17,10 @@ from typing import List, Optional, Sequence
 import numpy as np
 from cachetools import LRUCache
 
-from elmo_engine.analysis.compare import reference_mean
+from elmo_engine.analysis.contexts.compare import reference_mean
 from elmo_engine.io.datasets.textio import iter_lines
 from elmo_engine.errors import InputError
-from elmo_engine.analysis.neighbours import NeighbourIndex, WordIndex
+from elmo_engine.analysis.contexts.neighbours import NeighbourIndex, WordIndex
 from elmo_engine.progress import TaskState, check, report
 from elmo_engine.model.tokenize import tokenize
 

@@ -25,7 +25,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.atomic import atomic_path, atomic_write_text
-from elmo_engine.analysis.permutation import PermutationResult, group_permutation_test
+from elmo_engine.analysis.contexts.permutation import PermutationResult, group_permutation_test
 from elmo_engine.errors import InputError
 
 DIRECTIONS = ("both", "forward", "backward")

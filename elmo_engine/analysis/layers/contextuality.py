@@ -45,9 +45,9 @@ import numpy as np
 from scipy import sparse
 
 from elmo_engine.analysis.activations import check_arrays, direction_slice, layer_directions
-from elmo_engine.analysis.contextuality_result import (DESCRIPTION, ContextualityResult,
+from elmo_engine.analysis.layers.contextuality_result import (DESCRIPTION, ContextualityResult,
                                                        LayerContextuality, Measure)
-from elmo_engine.analysis.spectra import mev_of_stack, top_eigenvalues
+from elmo_engine.analysis.layers.spectra import mev_of_stack, top_eigenvalues
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
 
