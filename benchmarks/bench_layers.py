@@ -103,17 +103,17 @@ def plain_contextuality(acts, tokens, layer, sl, min_count=5):
 
 
 def plain_cka(x, y, unbiased=True):
-    def hsic(k, l):
+    def hsic(k, m):
         n = k.shape[0]
         if not unbiased:
             h = np.eye(n) - 1.0 / n
-            return np.trace(k @ h @ l @ h) / (n - 1) ** 2
-        kt, lt = k - np.diag(np.diag(k)), l - np.diag(np.diag(l))
+            return np.trace(k @ h @ m @ h) / (n - 1) ** 2
+        kt, lt = k - np.diag(np.diag(k)), m - np.diag(np.diag(m))
         one = np.ones(n)
         return (np.trace(kt @ lt) + one @ kt @ one * (one @ lt @ one) / ((n - 1) * (n - 2))
                 - 2.0 / (n - 2) * one @ kt @ lt @ one) / (n * (n - 3))
-    k, l = x @ x.T, y @ y.T
-    return hsic(k, l) / math.sqrt(hsic(k, k) * hsic(l, l))
+    k, m = x @ x.T, y @ y.T
+    return hsic(k, m) / math.sqrt(hsic(k, k) * hsic(m, m))
 
 
 def plain_mdl(feats, labels, n_classes, cfg, seed=0):

@@ -1,6 +1,7 @@
 """Contextual nearest-neighbour queries over 100,000 reference tokens: index vs naive.
 
-The index (``elmo_engine.analysis.contexts.neighbours.NeighbourIndex``) keeps L2-normalised float32 halves and takes
+The index (``elmo_engine.analysis.contexts.neighbours.NeighbourIndex``) keeps L2-normalised float32
+halves and takes
 the top k with ``np.argpartition``; the naive baseline normalises the float64 matrix at query time
 and sorts every score. Vectors are random with the width 2P of the demo model (or the shared
 fixture model when the demo model is absent, or ``--dim``); with ``--corpus FILE`` they are the

@@ -1,4 +1,5 @@
-"""The biLM training loop: truncated BPTT over carried-state windows, sampled softmax, dev perplexity.
+"""The biLM training loop: truncated BPTT over carried-state windows, sampled softmax, dev
+perplexity.
 
 ``train(corpus, dev, out, cfg)`` reads the corpus, builds (or, resuming, reloads) the vocabulary,
 trains, checkpoints, evaluates and exports the inference model into ``out``. It runs in one
@@ -350,7 +351,8 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                                 dev_result["epoch"], say)
         history["final"] = dev_result
     if ctx.is_main:
-        meta = {"command": first_command, "resumed_with": resumed_with, "stopped": stop, "steps": step, "tokens": tokens,
+        meta = {"command": first_command, "resumed_with": resumed_with, "stopped": stop, "steps": step,
+                "tokens": tokens,
                 "epochs_done": round(epoch + window / n_windows, 4),
                 "train_seconds": round(train_seconds, 1), "dev_perplexity": dev_result,
                 "config": asdict(cfg), "data": data.fingerprint(), "world_size": ctx.world_size,

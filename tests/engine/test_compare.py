@@ -1,4 +1,5 @@
-"""Cross-context comparison (elmo_engine.analysis.contexts.compare) against plain NumPy references."""
+"""Cross-context comparison (elmo_engine.analysis.contexts.compare) against plain NumPy
+references."""
 from __future__ import annotations
 
 import csv

@@ -1,4 +1,5 @@
-"""Comparison and nearest neighbours on the shared fixture biLM (elmo_engine.analysis.contexts.compare/neighbours)."""
+"""Comparison and nearest neighbours on the shared fixture biLM
+(elmo_engine.analysis.contexts.compare/neighbours)."""
 from __future__ import annotations
 
 import csv

@@ -15,7 +15,8 @@ the source with :mod:`ast`, so an import that only runs in some code path is cau
    names are ``elmo_explorer`` and ``elmo_engine.resources``.
 5. The engine's tests import neither Qt nor the app (CI runs them where PySide6 is not
    installed).
-6. The app's view models (``app/elmo_explorer/views/*/model.py``) import no Qt: a view's state is plain
+6. The app's view models (``app/elmo_explorer/views/*/model.py``) import no Qt: a view's state is
+plain
    Python, its widgets live in the view.
 7. Inside ``analysis``, each analysis is a package (``contexts``, ``layers``, ``probes``,
    ``projection``, ``language_model``) that imports only itself and the shared top-level modules

@@ -160,7 +160,7 @@ class VectorDialog(QDialog):
         self.weights.setEnabled(mix)
         self.gamma.setEnabled(mix)
 
-    def accept(self) -> None:  # noqa: D102 - Qt override
+    def accept(self) -> None:  # Qt override
         try:
             self.options()
         except InputError as e:

@@ -7,7 +7,8 @@ its report section), ``elmo-explorer export report`` and ``elmo-explorer lm --js
   ``forward``/``backward`` records, ``substitutes``, ``perplexity``, ``reach``);
 * :func:`token_rows`: one row per token (both directions), the view's TSV export and the
   report's table;
-* :func:`report_part`: the report's tables and figures (:mod:`elmo_engine.io.figures.language_model`) from
+* :func:`report_part`: the report's tables and figures
+(:mod:`elmo_engine.io.figures.language_model`) from
   results already computed (the app's cache); :func:`compute_report_part` computes them from a
   saved view state first (the headless report).
 """

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from elmo_engine.analysis.probes.classifiers import (EventFn, LayerProbes, MixProbe, Normaliser,
-                                                     Split, TrainSettings, fit, predict)
+                                                     Split, fit, predict)
 from elmo_engine.analysis.probes.features import (Examples, classification_scores,
                                                   per_group_accuracy)
 from elmo_engine.analysis.probes.kinds import ScoringMode

@@ -35,7 +35,8 @@ class LayerSpec:
     The mix is ``Σ_k w_k h_k``; ELMo's γ only scales it, which changes neither the cosine UMAP
     nor the PCA picture, so it is left out. With ``layer_norm`` every layer is first normalised
     by its mean and standard deviation over every token of the projected sentences — the rule
-    the Contexts view and ``contexts`` use (:func:`elmo_engine.analysis.contexts.compare.layer_stats`,
+    the Contexts view and ``contexts`` use
+    (:func:`elmo_engine.analysis.contexts.compare.layer_stats`,
     AllenNLP's ``ScalarMix(do_layer_norm=True)``), so that layer 0's larger norm does not
     swamp the others.
     """

@@ -427,7 +427,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         try:
             save_figure(report.heatmap_figure(self.model.comparison, view), path,
                         panel_figure_options(self))
-        except Exception as exc:                     # noqa: BLE001 - shown to the user
+        except Exception as exc:                     # broad on purpose: shown to the user
             self.show_error(f"could not export the heatmap: {exc}")
             return
         self._exported(Path(path))

@@ -199,7 +199,7 @@ class CorpusPanel(PanelDefaults, QWidget):
                 left = len(missing_shards(folder, m))
                 text = (f"The build of {folder.name} stopped with {m.n_shards - left} of "
                         f"{m.n_shards} shards embedded; building it again resumes it.")
-            except Exception:                              # noqa: BLE001 - the hint stays
+            except Exception:                              # broad on purpose: the hint stays
                 log.debug("unreadable interrupted build", exc_info=True)
         self.view.hint.setText(text)
         self.view.show_index(None)

@@ -2,7 +2,8 @@
 options, the results of the engine (:mod:`elmo_engine.analysis.language_model`) cached per
 checkpoint and tokens, and the text the view shows for them.
 
-The rank colours and bins are the figure module's (:mod:`elmo_engine.io.figures.language_model`), so the
+The rank colours and bins are the figure module's (:mod:`elmo_engine.io.figures.language_model`), so
+the
 screen and the exported figures agree.
 """
 from __future__ import annotations

@@ -108,7 +108,7 @@ class ProbesPanel(PanelDefaults, QWidget):
         self.runs_changed.emit()
 
     # ---- workspace events ---------------------------------------------------------------------
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if not self._shown:
             self._shown = True
