@@ -399,7 +399,7 @@ def test_bf16_menu_entry_follows_the_cpus_bf16_units(qtbot, monkeypatch):
     from PySide6.QtWidgets import QMenu, QWidget
 
     from elmo_engine import runtime
-    from elmo_explorer import menus
+    from elmo_explorer.shell import menus
 
     monkeypatch.setattr(menus, "cuda_name", lambda: "")          # no GPU
     entries = {}
