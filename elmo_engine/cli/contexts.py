@@ -128,6 +128,7 @@ def run(args) -> int:
     comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
                                             args.correct, groups, args.ignore_case, 10 ** 6,
                                             center, not args.no_layer_norm)
+    assert comp is not None and vectors is not None, "the occurrences were found above"
     summary = {"word": args.word, "occurrences": total, "direction": args.direction,
                "corrected": bool(args.correct), "layer_norm": not args.no_layer_norm}
     print(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
@@ -151,7 +152,7 @@ def run(args) -> int:
         cmp.write_vectors_npz(args.vectors, vectors, comp.occurrences,
                               [tokens[s][t] for s, t in comp.occurrences],
                               [" ".join(tokens[s]) for s, _ in comp.occurrences], comp.groups)
-    if args.neighbours > 0:
+    if args.neighbours > 0 and index is not None:        # built above when neighbours are asked
         vec, exclude = vectors[:, 0], [comp.occurrences[0]]
         table = neighbour_table(index, vec, args.word, args.neighbours, args.direction, exclude)
         print("layer 0 (nearest known words): "

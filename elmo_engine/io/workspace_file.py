@@ -152,7 +152,7 @@ def save_workspace(path, data: WorkspaceData) -> Path:
     new_npz: Optional[Path] = None
     if data.arrays:
         buf = io.BytesIO()
-        np.savez(buf, **data.arrays)
+        np.savez(buf, allow_pickle=False, **data.arrays)
         blob = buf.getvalue()
         arrays_name = f"{_stem(path)}.{hashlib.sha256(blob).hexdigest()[:12]}.npz"
         npz = path.with_name(arrays_name)

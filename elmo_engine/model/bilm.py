@@ -29,7 +29,7 @@ switches, :class:`~elmo_engine.model.cpu_fast.FastPath`). Speed (see
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -38,6 +38,9 @@ from elmo_engine.model.char_cnn import CharCNN
 from elmo_engine.model.cpu_fast import FastPath
 from elmo_engine.model.lstm import LSTMStack, LSTMState
 from elmo_engine.model.options import BiLMOptions
+
+if TYPE_CHECKING:                           # checkpoint imports this module
+    from elmo_engine.model.checkpoint import CheckpointInfo
 
 __all__ = ["BiLM", "CharCNN", "FastPath", "LSTMStack", "LSTMState", "reverse_index"]
 
@@ -51,6 +54,9 @@ def reverse_index(lengths: Tensor, steps: int) -> Tensor:
 
 class BiLM(nn.Module):
     """The full biLM. Input: char ids of framed sentences; output: the L+1 layers (§9)."""
+
+    #: where the weights came from; set by :func:`~elmo_engine.model.checkpoint.load_checkpoint`
+    info: "CheckpointInfo"
 
     def __init__(self, opts: BiLMOptions, fast: FastPath = FastPath()):
         super().__init__()

@@ -107,6 +107,7 @@ def _with_emails(piece: str) -> List[str]:
             continue
         if m is None:
             m = _REST_RE.match(piece, pos)
+        assert m is not None, "_REST matches any character"
         out.append(m.group(0))
         pos = m.end()
     return out

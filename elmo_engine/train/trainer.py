@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 
@@ -120,7 +120,8 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     from tqdm import tqdm
 
     say = (log or (lambda m: print(m, file=sys.stderr, flush=True))) if ctx.is_main else (lambda m: None)
-    doc, tensors = (None, None)
+    doc: Optional[dict] = None
+    tensors: Dict[str, torch.Tensor] = {}
     if resume:
         doc, tensors = state_io.load_state(out)
         state_io.check_document(doc, Path(out) / state_io.STATE_DIR / state_io.STATE_JSON)
@@ -151,7 +152,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
         model.load_state_dict(cpu_model.state_dict())
     opt = make_optimizer(model, cfg)
     step, epoch, window, tokens, elapsed_before = 0, 0, 0, 0, 0.0
-    history = {"train": [], "dev": []}
+    history: Dict[str, Any] = {"train": [], "dev": []}       # the run's JSON record
     bsz_local = cfg.batch_size // ctx.world_size
     rows = slice(ctx.rank * bsz_local, (ctx.rank + 1) * bsz_local)
     carry = model.bilm.lstm.zero_state(bsz_local, ctx.device)
@@ -329,7 +330,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     checkpoint()
     dev_result = history["dev"][-1]
     export_model, export_bilm = model, model.bilm
-    softmax = (model.softmax_w, model.softmax_b)
+    softmax: Tuple[torch.Tensor, torch.Tensor] = (model.softmax_w, model.softmax_b)
     best = history.get("best")
     if periodic and best is not None and best["step"] != step:
         # the best dev perplexity was reached at an earlier snapshot: that is the model

@@ -193,7 +193,7 @@ class NeighbourIndex:
             arrays["mean"] = self.mean
         with atomic_path(path, suffix=".npz") as tmp:
             with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)
+                np.savez(fh, allow_pickle=False, **arrays)
 
     @classmethod
     def load(cls, path) -> "NeighbourIndex":
