@@ -154,7 +154,7 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
     if not (isinstance(weights, list) and len(weights) == n_layers
             and all(isinstance(w, (int, float)) and w >= 0 for w in weights)):
         weights = None
-    direction = state.get("direction") if state.get("direction") in cmp.DIRECTIONS else "both"
+    direction = str(state["direction"]) if state.get("direction") in cmp.DIRECTIONS else "both"
     corrected = state.get("corrected") is True
     layer_norm = state.get("layer_norm") is not False
     groups = _state_groups(state, word, tokens)
@@ -163,6 +163,7 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
     if comp is None:
         spec.notes.append(f"'{word}' does not occur in the sentences: no similarity tables.")
         return
+    assert comp.test is not None                     # compare_word always tests
     sizes = {g: comp.groups.count(g) for g in comp.groups if g}
     spec.parameters |= {
         "contexts: occurrences compared": f"{len(comp.occurrences)} of {total}",

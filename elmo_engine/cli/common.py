@@ -125,7 +125,9 @@ def checkpoint_or_demo(path: Optional[Path]) -> Path:
     if path is not None:
         from elmo_engine.io.model_store import resolve_checkpoint_argument
 
-        return resolve_checkpoint_argument(path)
+        resolved = resolve_checkpoint_argument(path)
+        assert resolved is not None                  # None only for no argument
+        return resolved
     from elmo_engine.resources import demo_checkpoint_path
 
     return demo_checkpoint_path()

@@ -139,6 +139,7 @@ def run(args) -> int:
         print(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
               f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}   "
               f"{_fmt(comp.p_value[k])}")
+    assert comp.test is not None                     # compare_word always tests
     print(f"p: {comp.test.describe()}")
     summary["test"] = comp.test.describe()
     summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),

@@ -18,7 +18,7 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 
 from elmo_engine.analysis.layers.run import (analyse_layers, compare_layers, demo_mdl_data,
@@ -226,7 +226,7 @@ def _run(args) -> int:
                              cka_tokens=args.cka_tokens, unbiased=not args.biased_cka,
                              state=state)
         ctx, cka, timings = res.contextuality, res.cka, dict(res.timings)
-        compare = None
+        compare: Optional[Dict[str, Any]] = None
         if args.compare is not None:
             t0 = time.perf_counter()
             emb_b, path_b = _load(args.compare, device)

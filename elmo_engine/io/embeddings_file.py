@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ class EmbeddingsWriter:
             self.fh = dest
         else:
             self.path = dest
-            self.arrays = {}
+            self.arrays: Dict[str, np.ndarray] = {}
 
     def add(self, key, arr) -> None:
         if self.fmt == "hdf5":
@@ -46,7 +46,7 @@ class EmbeddingsWriter:
             ds[0] = index_json
         else:
             with open(self.path, "wb") as fh:
-                np.savez(fh, sentence_to_index=np.array(index_json), **self.arrays)
+                np.savez(fh, allow_pickle=False, sentence_to_index=np.array(index_json), **self.arrays)
 
     def close(self) -> None:
         self.arrays = {}

@@ -364,7 +364,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                  "batch_size": cfg.batch_size, "n_negative_samples_batch": cfg.n_negative,
                  "dropout": cfg.dropout, "all_clip_norm_val": cfg.clip_norm, "bidirectional": True,
                  "n_epochs": cfg.epochs, "n_train_tokens": data.n_train_tokens}
-        if export_bilm is not model.bilm:
+        if export_bilm is not model.bilm and best is not None:
             meta["exported_step"] = best["step"]
         state_io.export_model(export_bilm, out, data.vocab, meta, extra, softmax=softmax)
         say(f"exported {out / 'options.json'} and {out / 'lm_weights.hdf5'}")

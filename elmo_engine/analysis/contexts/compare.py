@@ -46,7 +46,7 @@ def find_occurrences(tokens: Sequence[Sequence[str]], word: str, ignore_case: bo
     return [(s, t) for s, sent in enumerate(tokens) for t, tok in enumerate(sent) if tok == word]
 
 
-def gather(activations: Sequence[np.ndarray], occurrences: Sequence[Occurrence]) -> np.ndarray:
+def gather(activations: Sequence[Optional[np.ndarray]], occurrences: Sequence[Occurrence]) -> np.ndarray:
     """Stack the vectors of the given occurrences: ``(L+1, n_occ, 2P)`` float32."""
     if not occurrences:
         raise InputError("no occurrences to compare")

@@ -121,7 +121,7 @@ class IndexCache:
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.max_items = max_items
         self.max_bytes = max_bytes
-        self._mem = LRUCache(maxsize=max(1, max_items))      # the newest always stays
+        self._mem: LRUCache = LRUCache(maxsize=max(1, max_items))      # the newest always stays
 
     def _file(self, key: str) -> Optional[Path]:
         return None if self.cache_dir is None else self.cache_dir / f"neighbours-{key[:32]}.npz"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -316,7 +316,7 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
     best_epoch = np.zeros(n_heads, int)
     ref = best.copy()                          # the scores that last restarted the patience
     snapshot = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    history: Dict[str, list] = {"loss": [], "dev": [], "dev_loss": []}
+    history: Dict[str, Any] = {"loss": [], "dev": [], "dev_loss": []}
     stale = 0
     epoch = 0
     for epoch in range(1, settings.epochs + 1):

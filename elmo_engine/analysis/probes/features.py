@@ -296,17 +296,17 @@ def majority_baseline(train: Examples, test: Examples, per_lemma: bool = False
         mfs = [per[g].most_common(1)[0][0] if g in per else fs
                for g, fs in zip(key_test, test.first_sense)]
         if per_lemma:
-            out["majority"] = per_group_accuracy(test.gold, mfs, test.groups)["macro"]
-            out["first_sense"] = per_group_accuracy(test.gold, test.first_sense,
-                                                    test.groups)["macro"]
+            out["majority"] = float(per_group_accuracy(test.gold, mfs, test.groups)["macro"])
+            out["first_sense"] = float(per_group_accuracy(test.gold, test.first_sense,
+                                                          test.groups)["macro"])
         else:
-            out["majority"] = classification_scores(test.gold, mfs)["f1"]
-            out["first_sense"] = classification_scores(test.gold, test.first_sense)["f1"]
+            out["majority"] = float(classification_scores(test.gold, mfs)["f1"])
+            out["first_sense"] = float(classification_scores(test.gold, test.first_sense)["f1"])
     else:
-        out["majority"] = classification_scores(test.gold, [overall] * len(test))["accuracy"]
-        out["word_majority"] = classification_scores(
+        out["majority"] = float(classification_scores(test.gold, [overall] * len(test))["accuracy"])
+        out["word_majority"] = float(classification_scores(
             test.gold, [per[t].most_common(1)[0][0] if t in per else overall
-                        for t in key_test])["accuracy"]
+                        for t in key_test])["accuracy"])
     return out
 
 

@@ -56,13 +56,13 @@ class Encoder:
         cands = self.candidates(ex)
         width = max((len(c) for c in cands), default=1) or 1
         cand = np.full((len(ex), width), -1, np.int64)
-        y = np.full(len(ex), -1, np.int64)
+        y_np = np.full(len(ex), -1, np.int64)
         for i, (ids, lab) in enumerate(zip(cands, ex.labels)):
             cand[i, :len(ids)] = ids
             c = self.index.get(lab, -1)
             if c in ids:
-                y[i] = ids.index(c)
-        return Split(x, torch.from_numpy(y).to(device), torch.from_numpy(cand).to(device))
+                y_np[i] = ids.index(c)
+        return Split(x, torch.from_numpy(y_np).to(device), torch.from_numpy(cand).to(device))
 
     def labels(self, split: Split, pos: torch.Tensor, ex: Examples) -> List[Optional[str]]:
         """Labels of one head's argmax positions ``pos`` (N,); WSD examples without a trained

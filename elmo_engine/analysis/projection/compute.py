@@ -156,7 +156,7 @@ def layer_features(activations: Sequence[np.ndarray], tokens: TokenSet, layer: L
         if act is None:
             raise InputError(f"sentence {s} has no activations yet")
         pos = tokens.position[rows]
-        if layer.weights is None:
+        if w is None:
             out[rows] = act[layer.index, pos]                            # (r, D)
         else:
             out[rows] = np.tensordot(w, act[:, pos], axes=1)             # (L+1,) · (L+1, r, D)
@@ -261,6 +261,7 @@ def _knn_block(y: np.ndarray, sq: Optional[np.ndarray], start: int, k: int, metr
     if metric == "cosine":
         d = 1.0 - g
     else:
+        assert sq is not None                                            # given for euclidean
         d = np.maximum(sq[start:stop, None] + sq[None, :] - 2.0 * g, 0.0)
     d[rows, start + rows] = -1.0                                         # self first
     if k < n:

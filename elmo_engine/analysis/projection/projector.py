@@ -30,7 +30,7 @@ class Projector:
 
     def __init__(self, max_entries: int = 64):
         self.max_entries = int(max_entries)
-        self._cache = LRUCache(maxsize=max(1, self.max_entries))
+        self._cache: LRUCache = LRUCache(maxsize=max(1, self.max_entries))
         self._lock = threading.Lock()
         self.stats = {"hits": 0, "misses": 0}
 

@@ -243,7 +243,7 @@ def run_colors(kinds: Sequence[str]) -> List[str]:
     """One colour per run from its task kind: the first run of a kind gets the kind's dark
     colour, the second its light one, later ones (and other kinds) the fixed palette in turn."""
     seen: Dict[str, int] = {}
-    out = []
+    out: List[str] = []
     for kind in kinds:
         n = seen.get(kind, 0)
         seen[kind] = n + 1
