@@ -75,7 +75,7 @@ class CharCNN(nn.Module):
             g = torch.sigmoid(torch.addmm(bc, x, wc))
             t = torch.relu(torch.addmm(bt, x, wt))
             x = g * t + (1.0 - g) * x
-        if self.w_proj is not None:
+        if self.w_proj is not None and self.b_proj is not None:
             x = torch.addmm(self.b_proj, x, self.w_proj)              # (n, P)
         return x
 

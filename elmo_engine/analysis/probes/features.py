@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -243,7 +243,7 @@ class ControlTask:
 # ---- metrics
 # ----------------------------------------------------------------------------------------
 def classification_scores(gold: Sequence[Tuple[str, ...]], pred: Sequence[Optional[str]]
-                          ) -> Dict[str, object]:
+                          ) -> Dict[str, Any]:
     """Accuracy / WSD precision-recall-F1, macro-F1 and per-label scores.
 
     ``gold`` holds the acceptable labels of each example; ``pred`` a label or ``None`` (no
@@ -313,7 +313,7 @@ def majority_baseline(train: Examples, test: Examples, per_lemma: bool = False
 
 
 def per_group_accuracy(gold: Sequence[Tuple[str, ...]], pred: Sequence[Optional[str]],
-                       groups: Sequence[str]) -> Dict[str, object]:
+                       groups: Sequence[str]) -> Dict[str, Any]:
     """Accuracy per group (lemma) and their unweighted mean: ``{"macro": m, "per_lemma":
     {lemma: {"accuracy", "support"}}}`` — the demo word-sense task is scored this way."""
     hits: Counter = Counter()

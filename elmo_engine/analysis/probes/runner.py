@@ -108,6 +108,8 @@ def centroids(enc: Encoder, train_x: np.ndarray, train: Examples) -> torch.Tenso
 def centroid_positions(cent: torch.Tensor, test_x: np.ndarray, split: Split) -> torch.Tensor:
     """Nearest centroid (cosine) among each example's candidates: argmax positions (N,)."""
     x = torch.from_numpy(np.asarray(test_x, dtype=np.float32))
+    if split.cand is None:
+        raise ValueError("centroid probes choose among candidates: the split has none")
     cand = split.cand.cpu()
     out = []
     for a in range(0, x.shape[0], 4096):

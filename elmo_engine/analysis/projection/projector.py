@@ -78,8 +78,8 @@ class Projector:
         red = self._reduced(activations, tokens, layer, dims, checksum)
         coords = _as_2d(red.coords)
         coords.setflags(write=False)
-        ex = tuple(float(e) for e in red.explained[:2]) + (0.0,) * max(0, 2 - red.explained.size)
-        proj = Projection(layer, "pca", coords, time.perf_counter() - t0, explained=ex[:2])
+        ex = [float(e) for e in red.explained[:2]] + [0.0] * max(0, 2 - red.explained.size)
+        proj = Projection(layer, "pca", coords, time.perf_counter() - t0, explained=(ex[0], ex[1]))
         self._put(key, proj)
         return proj
 

@@ -234,6 +234,7 @@ def tokens_from_file(path: Path, labelled: bool = False, words: Optional[str] = 
             wanted = {w.casefold() for w in parse_word_list(words)}
             keep = [i for i, w in enumerate(tokens.words) if w.casefold() in wanted]
             tokens = type(tokens)(tokens.sentences, tokens.sentence[keep], tokens.position[keep],
+                                  None if tokens.labels is None else
                                   [tokens.labels[i] for i in keep], tokens.source)
         return tokens
     from elmo_engine.io.datasets.sentences import read_sentences

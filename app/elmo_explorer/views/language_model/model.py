@@ -234,7 +234,7 @@ class LanguageModelModel:
         (replacing the token itself moves it most and would wash out the rest); None when
         there is none (then the largest value)."""
         m, _ = self.reach_heatmap()
-        if m is None or m.shape[1] < 2:
+        if m is None or self.token is None or m.shape[1] < 2:
             return None
         others = np.delete(m, self.token, axis=1)
         top = float(others.max())
@@ -242,7 +242,7 @@ class LanguageModelModel:
 
     def reach_hover(self, row: int, j: int) -> str:
         m, labels = self.reach_heatmap()
-        if m is None or not (0 <= row < m.shape[0] and 0 <= j < m.shape[1]):
+        if m is None or self.token is None or not (0 <= row < m.shape[0] and 0 <= j < m.shape[1]):
             return ""
         return (f"'{self.tokens[self.token]}', {labels[row]}: moves {m[row, j]:.4f} (cosine "
                 f"distance) when '{self.tokens[j]}' is replaced by <UNK>")

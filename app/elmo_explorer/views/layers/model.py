@@ -191,7 +191,7 @@ class LayersModel:
             return
         self.settings = LayersSettings.from_dict(state.get("settings"), self.settings)
         result = state.get("result")
-        if valid_result(result) and result["model"].get("checksum") == checksum:
+        if result is not None and valid_result(result) and result["model"].get("checksum") == checksum:
             self.result, self.analysis = result, None
             cmp = state.get("compare")
             self.compare = cmp if isinstance(cmp, dict) and _valid_cka(cmp.get("cka")) else None
