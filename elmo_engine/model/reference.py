@@ -51,7 +51,7 @@ class ReferenceBiLM:
         for i, (width, _k) in enumerate(o.filters):
             kern = w[f"CNN/W_cnn_{i}"][0]                             # (w, C, k)
             positions = o.max_characters_per_token - width + 1
-            s = torch.stack([sum(emb[:, p + a] @ kern[a] for a in range(width))
+            s = torch.stack([sum((emb[:, p + a] @ kern[a] for a in range(1, width)), emb[:, p] @ kern[0])
                              for p in range(positions)], 1) + w[f"CNN/b_cnn_{i}"]
             y = s.max(dim=1).values
             feats.append(torch.relu(y) if o.activation == "relu" else torch.tanh(y))

@@ -301,6 +301,7 @@ class FusedLSTMLayer(torch.autograd.Function):
                 d_b = d_z.sum(0)
             else:
                 d_wrec = d_w
+                assert per_type is not None                  # kept per type when idx is given
                 d_b = per_type.sum(0)
                 d_win = gm.mm(x.t(), per_type)
                 d_x = gm.mm(per_type, w_it) if need_x else None
@@ -334,7 +335,8 @@ def fused_lstm_stack(lstm, tok: Tensor, idx: Tensor, steps: int, state
     tok = tok.float()                        # (the token layer's output may be bf16 there)
     outs: List[Tensor] = []
     new_state = []
-    inp, index = tok, idx
+    inp = tok
+    index: Optional[Tensor] = idx
     for layer in range(opts.n_layers):
         c0, h0 = state[layer]
         wp = lstm.wp[layer] if opts.has_lstm_projection else None

@@ -35,7 +35,9 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Opti
 
 
 @torch.no_grad()
-def perplexity(model: BiLanguageModel, framed, type_chars, type2vocab, batch_size: int,
+# ``model``: a BiLanguageModel, or anything with its ``bilm`` and ``full_nll`` (the exported
+# model with a full softmax, elmo_engine.train.evaluate._SoftmaxLM)
+def perplexity(model: "BiLanguageModel | Any", framed, type_chars, type2vocab, batch_size: int,
                unroll: int, device: torch.device, path=None,
                progress: Optional[Callable[[int, int], None]] = None) -> dict:
     """Full-softmax perplexity per direction of framed sentences (file order, state carried

@@ -115,6 +115,8 @@ def report_part(tokens: Sequence[str], predictions: Optional[SentencePredictions
     elif tokens:
         part.notes.append("Language model: no softmax beside the checkpoint, so no predictions "
                           "(the reach of each token is reported).")
+    rows: Optional[np.ndarray]
+    labels: List[str]
     if reach_matrix is not None and token is not None and 0 <= token < len(tokens):
         rows, labels = reach_rows(reach_matrix, token)
         part.tables.append(ReportTable(
@@ -193,8 +195,8 @@ def read_recorded_pairs(path: Path, checksum: str,
             if (rec["set"], tuple(rec["good"].split()), tuple(rec["bad"].split())) != (
                     pair.set, pair.good, pair.bad):
                 return None
-            lp = tuple((float(rec["log_prob"][d][0]), float(rec["log_prob"][d][1]))
-                       for d in DIRECTIONS)
+            lp3 = [(float(rec["log_prob"][d][0]), float(rec["log_prob"][d][1])) for d in DIRECTIONS]
+            lp = (lp3[0], lp3[1], lp3[2])
             fwd = tuple(float(x) for x in rec["forward_diff"])
             bwd = tuple(float(x) for x in rec["backward_diff"])
             if len(fwd) != len(pair.good) + 1 or len(bwd) != len(pair.good) + 1:

@@ -161,7 +161,7 @@ def groups_from_state(groups: Any, tokens: Sequence[Sequence[str]]
             if not isinstance(it, dict) or not isinstance(it.get("group"), str):
                 continue
             s, t = it.get("sentence"), it.get("token")
-            if (valid_ref(tokens, s, t) and it["group"].strip()
+            if (isinstance(s, int) and isinstance(t, int) and valid_ref(tokens, s, t) and it["group"].strip()
                     and tokens[s][t].casefold() == word.casefold()):
                 labels[(s, t)] = it["group"].strip()
         if labels:
