@@ -4,9 +4,8 @@ Writes random-weight checkpoints of the published sizes (original 2x4096_512_204
 small 2x1024_128_2048cnn_1xhighway) in the published layout to a temporary folder, then prints for
 each: tokens/s on a batch of 64 sentences of ~25 tokens for our engine and for a baseline path
 (per-timestep cell computing ``concat(x, h) @ W_0`` every step, char-CNN for every token, no
-caches),
-the ratio, the max |difference|, the latency of one 10-token sentence, and the peak memory of
-loading the model (in a fresh process) relative to the weights' size.
+caches), the ratio, the max |difference|, the latency of one 10-token sentence, and the peak memory
+of loading the model (in a fresh process) relative to the weights' size.
 
 It also prints the host (CPU, flags avx512f/avx512_bf16/amx_bf16, torch's capability, threads),
 the measured GEMM rates in float32 and bf16, the model's FLOPs per token and the share of the
@@ -75,9 +74,8 @@ CORPUS = ROOT.parent / "shared" / "data" / "openstax_prose" / "valid.txt"
 
 def corpus_sentences(n: int, length: int, path: Path = CORPUS, spread: int = 3):
     """The first ``n`` sentences of real prose with ``length`` ± ``spread`` tokens (1B-Word
-    tokenized):
-    real text repeats word types far less than a small synthetic vocabulary, so the per-type
-    caches save what they would save on a user's text."""
+    tokenized): real text repeats word types far less than a small synthetic vocabulary, so the
+    per-type caches save what they would save on a user's text."""
     import re
 
     from elmo_engine.model.tokenize import tokenize

@@ -3,11 +3,10 @@
 :func:`report_spec` turns a workspace's state (sentences, selection, view parameters, probe runs)
 into a :class:`~elmo_engine.io.report.ReportSpec`: the selected word compared across its
 occurrences layer by layer (:mod:`elmo_engine.analysis.contexts.compare`: summary and similarity
-tables,
-the heatmaps and the summary figure, groups kept) and the stored probe results (a table, the
+tables, the heatmaps and the summary figure, groups kept) and the stored probe results (a table, the
 scores and the scalar-mix weights), every figure drawn by :mod:`elmo_engine.io.figures`.
-``elmo-explorer export report`` and the app's *Export report…* both use it; the app
-adds its own figures. :func:`elmo_engine.io.report.write_report` writes the folder.
+``elmo-explorer export report`` and the app's *Export report…* both use it; the app adds its own
+figures. :func:`elmo_engine.io.report.write_report` writes the folder.
 """
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Used by the tests and by ``benchmarks/bench_bilm.py`` to check the fast path in
 :mod:`elmo_engine.model.bilm`. It shares nothing with it but the loaded weights: one sentence at a
-time,
-one direction at a time, the full ``concat(x, h) @ W_0`` at every step, no caches, no sorting.
+time, one direction at a time, the full ``concat(x, h) @ W_0`` at every step, no caches, no sorting.
 """
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """One LSTM layer of both directions for training, with a hand-written backward pass.
 
 The biLM's autograd path (:meth:`elmo_engine.model.bilm.LSTMStack.forward` with grad enabled)
-records
-about thirty small operations per time step and direction; their bookkeeping, and a weight
+records about thirty small operations per time step and direction; their bookkeeping, and a weight
 gradient GEMM of a few rows at every step, cost more than the arithmetic. Here one
 :class:`torch.autograd.Function` runs a whole layer of a window (T steps, B rows, both
 directions) and computes the same gradients itself:
@@ -27,11 +26,10 @@ directions) and computes the same gradients itself:
 The computation is exactly that of :class:`elmo_engine.model.bilm.LSTMStack` (TensorFlow's
 ``LSTMCell`` with projection: gate order i, j, f, o, forget bias +1, cell clip, projection clip),
 up to float rounding; ``tests/engine/test_lm_train_fused.py`` checks outputs and every gradient
-against
-the autograd path. Clipped values pass no gradient, as with ``torch.clamp`` (a value exactly
-on the bound passes it). Windows have every row running at every step (the trainer's streams),
-so there is no ragged batch here; the final state is returned for carrying to the next window
-and is not differentiable.
+against the autograd path. Clipped values pass no gradient, as with ``torch.clamp`` (a value exactly
+on the bound passes it). Windows have every row running at every step (the trainer's streams), so
+there is no ragged batch here; the final state is returned for carrying to the next window and is
+not differentiable.
 """
 from __future__ import annotations
 

@@ -355,8 +355,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
         history["final"] = dev_result
     if ctx.is_main:
         meta = {"command": first_command, "resumed_with": resumed_with, "stopped": stop, "steps": step,
-                "tokens": tokens,
-                "epochs_done": round(epoch + window / n_windows, 4),
+                "tokens": tokens, "epochs_done": round(epoch + window / n_windows, 4),
                 "train_seconds": round(train_seconds, 1), "dev_perplexity": dev_result,
                 "config": asdict(cfg), "data": data.fingerprint(), "world_size": ctx.world_size,
                 "torch": torch.__version__, "threads": torch.get_num_threads(),

@@ -336,8 +336,7 @@ def test_layer_with_too_few_distinct_vectors_keeps_pca(qtbot, ws):
     assert "PCA kept for layer 0" in panel.view.controls.status.text()
 
 
-# ---- workspace / report hooks (views/projection/report.py, controls.state)
-# ------------------------------
+# ---- workspace / report hooks (views/projection/report.py, controls.state) -----------------------
 def test_view_state_round_trip(pca_panel, qtbot, ws):
     import json
 

@@ -108,9 +108,8 @@ class MainWindow(QMainWindow):
         if self.view_problems:
             self.statusBar().showMessage("Not available: " + "; ".join(self.view_problems), 15000)
         # Everything imported and built so far (torch, Qt, numpy: ~180k objects) lives as long as
-        # the app.
-        # Freezing it keeps the garbage collector's full passes, which hold the GIL, from scanning
-        # it again and again: unfrozen, one pass took 50–400 ms and stalled the GUI thread.
+        # the app. Freezing it keeps the garbage collector's full passes, which hold the GIL, from
+        # scanning it again and again: unfrozen, one pass took 50–400 ms and stalled the GUI thread.
         gc.freeze()
 
     # ---- construction ------------------------------------------------------------------------

@@ -306,9 +306,8 @@ def compare_word(tokens: Sequence[Sequence[str]], activations: Sequence[Optional
     they first occur, unlabelled ones last, reading order within a group). With ``layer_norm``
     every layer is normalised by its mean and standard deviation over all tokens of
     ``activations`` before the mix (:func:`layer_stats`). Returns ``(comparison, vectors (L+1, n,
-    2P), total)`` where
-    ``total`` counts all occurrences (only the first ``max_occurrences`` are compared), or
-    ``(None, None, total)`` when there are none.
+    2P), total)`` where ``total`` counts all occurrences (only the first ``max_occurrences`` are
+    compared), or ``(None, None, total)`` when there are none.
     """
     occ = find_occurrences(tokens, word, ignore_case)
     total = len(occ)

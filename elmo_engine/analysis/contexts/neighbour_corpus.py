@@ -2,8 +2,7 @@
 
 A reference corpus is a text file with one sentence per line (plain or gzip), tokenized like typed
 text. :func:`build_index` embeds a corpus with an :class:`~elmo_engine.embed.embedder.Embedder`
-(with
-progress and cancel), indexes its contextual layers and its word types (plus an optional
+(with progress and cancel), indexes its contextual layers and its word types (plus an optional
 vocabulary) and records the corpus mean per layer (the anisotropy reference). :class:`IndexCache`
 keeps built indexes in memory (bounded by count and bytes) and optionally on disk as npz (never
 pickled), keyed by the checkpoint checksum, the corpus tokens and the vocabulary.

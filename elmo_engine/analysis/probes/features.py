@@ -1,11 +1,10 @@
 """Probe inputs: per-layer feature arrays of labelled tokens, control labels, and metrics.
 
 The biLM runs once per sentence (through the :class:`~elmo_engine.embed.embedder.Embedder`, which
-caches
-activations); only the labelled tokens' vectors are kept, as one ``(K, N, 2P)`` float32 array
+caches activations); only the labelled tokens' vectors are kept, as one ``(K, N, 2P)`` float32 array
 (``K = L+1`` layers, ``N`` labelled tokens). Control labels follow Hewitt & Liang (2019): every word
-type gets one random label drawn from the task's label distribution, so a probe can only reach
-them by memorising word identity.
+type gets one random label drawn from the task's label distribution, so a probe can only reach them
+by memorising word identity.
 """
 from __future__ import annotations
 
@@ -182,8 +181,7 @@ def split_off(items: Sequence, fraction: float, seed: int) -> Tuple[list, list]:
             [x for i, x in enumerate(items) if i in dev])
 
 
-# ---- control task (Hewitt & Liang 2019)
-# -----------------------------------------------------------
+# ---- control task (Hewitt & Liang 2019) ----------------------------------------------------------
 def _unit(seed: int, key: str) -> float:
     """A reproducible uniform number in [0, 1) for (seed, key), independent of order."""
     h = hashlib.sha256(f"{seed}\x1f{key}".encode("utf-8", "surrogatepass")).digest()
@@ -240,8 +238,7 @@ class ControlTask:
         return ex.with_labels(labs)
 
 
-# ---- metrics
-# ----------------------------------------------------------------------------------------
+# ---- metrics -------------------------------------------------------------------------------------
 def classification_scores(gold: Sequence[Tuple[str, ...]], pred: Sequence[Optional[str]]
                           ) -> Dict[str, Any]:
     """Accuracy / WSD precision-recall-F1, macro-F1 and per-label scores.

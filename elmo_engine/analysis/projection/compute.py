@@ -36,9 +36,8 @@ class LayerSpec:
     nor the PCA picture, so it is left out. With ``layer_norm`` every layer is first normalised
     by its mean and standard deviation over every token of the projected sentences — the rule
     the Contexts view and ``contexts`` use
-    (:func:`elmo_engine.analysis.contexts.compare.layer_stats`,
-    AllenNLP's ``ScalarMix(do_layer_norm=True)``), so that layer 0's larger norm does not
-    swamp the others.
+    (:func:`elmo_engine.analysis.contexts.compare.layer_stats`, AllenNLP's
+    ``ScalarMix(do_layer_norm=True)``), so that layer 0's larger norm does not swamp the others.
     """
 
     index: Optional[int] = None

@@ -32,8 +32,8 @@ def _occurrence_labels(comp, snippets: bool) -> list:
 
 def contexts_heatmaps(comp, views: Optional[Sequence[int]] = None, width: float = 0.0):
     """The cosine matrices of ``comp`` (a
-    :class:`~elmo_engine.analysis.contexts.compare.Comparison`)
-    for ``views`` (indices into ``comp.names``; default all) side by side."""
+    :class:`~elmo_engine.analysis.contexts.compare.Comparison`) for ``views`` (indices into
+    ``comp.names``; default all) side by side."""
     views = list(range(len(comp.names))) if views is None else list(views)
     n = comp.matrices.shape[1]
     mats = comp.matrices[views]

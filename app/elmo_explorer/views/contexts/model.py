@@ -1,9 +1,9 @@
 """The contexts view's state, in plain Python: the word, its comparison, the neighbours.
 
 No Qt here: :class:`ContextsModel` is what
-:class:`~elmo_explorer.views.contexts.controller.ContextsPanel`
-(the controller) keeps, :class:`~elmo_explorer.views.contexts.view.ContextsView` draws, and a
-workspace file saves (:meth:`ContextsModel.view_state`; the view's settings come in as a
+:class:`~elmo_explorer.views.contexts.controller.ContextsPanel` (the controller) keeps,
+:class:`~elmo_explorer.views.contexts.view.ContextsView` draws, and a workspace file saves
+(:meth:`ContextsModel.view_state`; the view's settings come in as a
 :class:`ContextsSettings`).
 """
 from __future__ import annotations

@@ -3,8 +3,7 @@ options, the results of the engine (:mod:`elmo_engine.analysis.language_model`) 
 checkpoint and tokens, and the text the view shows for them.
 
 The rank colours and bins are the figure module's (:mod:`elmo_engine.io.figures.language_model`), so
-the
-screen and the exported figures agree.
+the screen and the exported figures agree.
 """
 from __future__ import annotations
 

@@ -2,11 +2,9 @@
 the cross-model comparison and the MDL probes.
 
 No Qt here: :class:`LayersModel` is what :class:`~elmo_explorer.views.layers.controller.LayersPanel`
-(the
-controller) keeps and :class:`~elmo_explorer.views.layers.view.LayersView` draws. Results are
-kept in the JSON form of ``elmo-explorer layers --json`` (``contextuality``, ``cka``,
-``compare``, ``mdl``), so that a recorded result, a computed one and a saved workspace all read
-the same way.
+(the controller) keeps and :class:`~elmo_explorer.views.layers.view.LayersView` draws. Results are
+kept in the JSON form of ``elmo-explorer layers --json`` (``contextuality``, ``cka``, ``compare``,
+``mdl``), so that a recorded result, a computed one and a saved workspace all read the same way.
 """
 from __future__ import annotations
 

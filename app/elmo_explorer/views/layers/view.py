@@ -3,9 +3,8 @@ CKA heatmap and the MDL table.
 
 :class:`LayersView` draws what :class:`~elmo_explorer.views.layers.model.LayersModel` holds and
 announces the user's requests as signals;
-:class:`~elmo_explorer.views.layers.controller.LayersPanel`
-(the controller) runs the jobs. Colours come from :mod:`elmo_engine.io.figures` (the exported
-figures use the same ones).
+:class:`~elmo_explorer.views.layers.controller.LayersPanel` (the controller) runs the jobs. Colours
+come from :mod:`elmo_engine.io.figures` (the exported figures use the same ones).
 """
 from __future__ import annotations
 
