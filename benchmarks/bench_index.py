@@ -161,7 +161,7 @@ def synthetic(a) -> None:
     from elmo_engine.index.ann import AnnIndex, AnnSettings, build_ann
 
     work = Path(a.work)
-    base = np.load(work / "index" / "vectors.L2.npy", mmap_mode="r")
+    base = np.load(work / "index" / "vectors.L2.npy", mmap_mode="r", allow_pickle=False)
     rng = np.random.default_rng(0)
     target = work / "synthetic.npy"
     dim = base.shape[1]

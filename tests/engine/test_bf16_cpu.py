@@ -128,7 +128,8 @@ def test_cli_embed_and_export_vectors_in_bf16(tmp_path):
                      "--device", "cpu", "--precision", precision]) == 0
         assert main(["export", "vectors", str(inp), str(tmp_path / f"v-{precision}.npz"),
                      "--checkpoint", ckpt, "--device", "cpu", "--precision", precision]) == 0
-    a, b = np.load(tmp_path / "fp32.npz"), np.load(tmp_path / "bf16.npz")
+    a = np.load(tmp_path / "fp32.npz", allow_pickle=False)
+    b = np.load(tmp_path / "bf16.npz", allow_pickle=False)
     assert sorted(a.files) == sorted(b.files)
     assert any(a[k].dtype.kind == "f" and a[k].ndim >= 2 for k in a.files)
     for k in (k for k in a.files if a[k].dtype.kind == "f" and a[k].ndim >= 2):

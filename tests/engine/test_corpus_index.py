@@ -75,7 +75,7 @@ def test_layout_and_manifest(small):
     n = sum(len(line.split()) for line in corpus.read_text("utf-8").splitlines())
     assert abs(m.n_tokens - n) < n // 3                       # regex tokens vs whitespace words
     for layer in m.layers:
-        v = np.load(ix / f"vectors.L{layer}.npy", mmap_mode="r")
+        v = np.load(ix / f"vectors.L{layer}.npy", mmap_mode="r", allow_pickle=False)
         assert v.shape == (m.n_tokens, 32) and v.dtype == np.float16
         norms = np.linalg.norm(v.astype(np.float32), axis=1)
         np.testing.assert_allclose(norms, 1.0, atol=2e-3)
