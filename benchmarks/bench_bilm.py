@@ -3,9 +3,9 @@
 Writes random-weight checkpoints of the published sizes (original 2x4096_512_2048cnn_2xhighway and
 small 2x1024_128_2048cnn_1xhighway) in the published layout to a temporary folder, then prints for
 each: tokens/s on a batch of 64 sentences of ~25 tokens for our engine and for a baseline path
-(per-timestep cell computing ``concat(x, h) @ W_0`` every step, char-CNN for every token, no caches),
-the ratio, the max |difference|, the latency of one 10-token sentence, and the peak memory of
-loading the model (in a fresh process) relative to the weights' size.
+(per-timestep cell computing ``concat(x, h) @ W_0`` every step, char-CNN for every token, no
+caches), the ratio, the max |difference|, the latency of one 10-token sentence, and the peak memory
+of loading the model (in a fresh process) relative to the weights' size.
 
 It also prints the host (CPU, flags avx512f/avx512_bf16/amx_bf16, torch's capability, threads),
 the measured GEMM rates in float32 and bf16, the model's FLOPs per token and the share of the
@@ -36,15 +36,15 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import hostinfo  # noqa: E402
-from elmo_engine import runtime  # noqa: E402
-from elmo_engine.embed.fidelity import layer_fidelity  # noqa: E402
-from elmo_engine.model.bilm import BiLM  # noqa: E402
-from elmo_engine.model.chars import batch_to_ids  # noqa: E402
-from elmo_engine.model.checkpoint import load_checkpoint, save_published  # noqa: E402
-from elmo_engine.embed.embedder import Embedder  # noqa: E402
-from elmo_engine.model.options import BiLMOptions  # noqa: E402
-from elmo_engine.model.reference import conv1d_token_layer  # noqa: E402
+import hostinfo
+from elmo_engine import runtime
+from elmo_engine.embed.fidelity import layer_fidelity
+from elmo_engine.model.bilm import BiLM
+from elmo_engine.model.chars import batch_to_ids
+from elmo_engine.model.checkpoint import load_checkpoint, save_published
+from elmo_engine.embed.embedder import Embedder
+from elmo_engine.model.options import BiLMOptions
+from elmo_engine.model.reference import conv1d_token_layer
 
 FILTERS = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512), (7, 1024))
 MODELS = {
@@ -73,9 +73,9 @@ CORPUS = ROOT.parent / "shared" / "data" / "openstax_prose" / "valid.txt"
 
 
 def corpus_sentences(n: int, length: int, path: Path = CORPUS, spread: int = 3):
-    """The first ``n`` sentences of real prose with ``length`` ± ``spread`` tokens (1B-Word tokenized):
-    real text repeats word types far less than a small synthetic vocabulary, so the per-type
-    caches save what they would save on a user's text."""
+    """The first ``n`` sentences of real prose with ``length`` ± ``spread`` tokens (1B-Word
+    tokenized): real text repeats word types far less than a small synthetic vocabulary, so the
+    per-type caches save what they would save on a user's text."""
     import re
 
     from elmo_engine.model.tokenize import tokenize
@@ -488,7 +488,7 @@ def main() -> None:
                     for c in r["bf16_cosine"]))
             print(f"  load: peak RSS above interpreter = {r['load_peak_over_weights']:.2f} x weights "
                   f"({(peak_rss - base_rss) / 1e6:.0f} MB for {r['weights_mb']:.0f} MB of weights)")
-            del model, emb
+            model = emb = None                              # free it before the next model loads
     print(json.dumps(results, indent=1))
 
 

@@ -20,8 +20,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from elmo_engine.io.vectors import LayerChoice, export_vectors  # noqa: E402
-from elmo_engine.io.workspace_file import (WorkspaceData, load_workspace,  # noqa: E402
+from elmo_engine.io.vectors import LayerChoice, export_vectors
+from elmo_engine.io.workspace_file import (WorkspaceData, load_workspace,
                                            save_workspace)
 
 

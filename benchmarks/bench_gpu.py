@@ -16,10 +16,10 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_bilm import random_checkpoint, sentences  # noqa: E402
-from elmo_engine import runtime  # noqa: E402
-from elmo_engine.embed.embedder import Embedder  # noqa: E402
-from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
+from bench_bilm import random_checkpoint, sentences
+from elmo_engine import runtime
+from elmo_engine.embed.embedder import Embedder
+from elmo_engine.model.checkpoint import load_checkpoint
 
 
 def main():

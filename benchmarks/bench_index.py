@@ -35,7 +35,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_ann import exact, host, recall  # noqa: E402
+from bench_ann import exact, host, recall
 
 TOKEN_RE = re.compile(r"\w+(?:[-'’]\w+)*|[^\w\s]")
 

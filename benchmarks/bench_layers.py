@@ -38,7 +38,7 @@ _SPLIT = re.compile(r"(?<=[.!?])[\"”’')\]]*\s+(?=[\"“‘(\[]?[A-Z])")
 
 def corpus_sentences(n: int):
     """Up to ``n`` tokenized sentences and where they came from."""
-    from elmo_engine.analysis.layers_run import read_corpus, reference_corpus_path
+    from elmo_engine.analysis.layers.run import read_corpus, reference_corpus_path
     from elmo_engine.model.tokenize import tokenize
 
     files = [SHARED / "openstax_prose" / "train.txt.gz", SHARED / "pd_fiction" / "train.txt.gz"]
@@ -103,17 +103,17 @@ def plain_contextuality(acts, tokens, layer, sl, min_count=5):
 
 
 def plain_cka(x, y, unbiased=True):
-    def hsic(k, l):
+    def hsic(k, m):
         n = k.shape[0]
         if not unbiased:
             h = np.eye(n) - 1.0 / n
-            return np.trace(k @ h @ l @ h) / (n - 1) ** 2
-        kt, lt = k - np.diag(np.diag(k)), l - np.diag(np.diag(l))
+            return np.trace(k @ h @ m @ h) / (n - 1) ** 2
+        kt, lt = k - np.diag(np.diag(k)), m - np.diag(np.diag(m))
         one = np.ones(n)
         return (np.trace(kt @ lt) + one @ kt @ one * (one @ lt @ one) / ((n - 1) * (n - 2))
                 - 2.0 / (n - 2) * one @ kt @ lt @ one) / (n * (n - 3))
-    k, l = x @ x.T, y @ y.T
-    return hsic(k, l) / math.sqrt(hsic(k, k) * hsic(l, l))
+    k, m = x @ x.T, y @ y.T
+    return hsic(k, m) / math.sqrt(hsic(k, k) * hsic(m, m))
 
 
 def plain_mdl(feats, labels, n_classes, cfg, seed=0):
@@ -124,7 +124,7 @@ def plain_mdl(feats, labels, n_classes, cfg, seed=0):
 
     import torch
 
-    from elmo_engine.analysis.mdl import block_boundaries
+    from elmo_engine.analysis.layers.mdl import block_boundaries
 
     n = len(labels)
     order = np.random.default_rng(seed).permutation(n)
@@ -194,7 +194,7 @@ def plain_mdl(feats, labels, n_classes, cfg, seed=0):
 # ---- parts -----------------------------------------------------------------------------------
 def bench_contextuality(args, report):
     from elmo_engine.analysis.activations import iter_embedded
-    from elmo_engine.analysis.contextuality import ContextualityAccumulator, contextuality
+    from elmo_engine.analysis.layers.contextuality import ContextualityAccumulator, contextuality
 
     tokens, source = corpus_sentences(args.sentences)
     emb = load_embedder()
@@ -246,7 +246,7 @@ def bench_contextuality(args, report):
 
 
 def bench_cka(layers, args, report):
-    from elmo_engine.analysis.cka import cka_matrix, linear_cka
+    from elmo_engine.analysis.layers.cka import cka_matrix, linear_cka
 
     t0 = time.perf_counter()
     m = cka_matrix(layers)
@@ -270,9 +270,9 @@ def bench_cka(layers, args, report):
 
 
 def bench_mdl(args, report):
-    from elmo_engine.analysis.mdl import MDLConfig, online_codelength
+    from elmo_engine.analysis.layers.mdl import MDLConfig, online_codelength
     from elmo_engine.io.datasets.conllu import read_conllu
-    from elmo_engine.analysis.layers_run import gather_rows as _gather_rows
+    from elmo_engine.analysis.layers.run import gather_rows as _gather_rows
 
     path = Path(args.conllu)
     if not path.is_file():

@@ -32,15 +32,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_bilm import WORDS, random_checkpoint  # noqa: E402
-from bench_lm_softmax import host  # noqa: E402
+from bench_bilm import WORDS, random_checkpoint
+from bench_lm_softmax import host
 
-from elmo_engine import runtime  # noqa: E402
-from elmo_engine.analysis.language_model import predict, reach  # noqa: E402
-from elmo_engine.analysis.language_model.states import framed_layers, lm_rows  # noqa: E402
-from elmo_engine.embed.embedder import Embedder  # noqa: E402
-from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
-from elmo_engine.model.softmax import Softmax  # noqa: E402
+from elmo_engine import runtime
+from elmo_engine.analysis.language_model import predict, reach
+from elmo_engine.analysis.language_model.states import framed_layers, lm_rows
+from elmo_engine.embed.embedder import Embedder
+from elmo_engine.model.checkpoint import load_checkpoint
+from elmo_engine.model.softmax import Softmax
 
 
 def timed(fn, repeats: int) -> float:

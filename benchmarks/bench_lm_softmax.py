@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_bilm import WORDS, random_checkpoint  # noqa: E402
+from bench_bilm import WORDS, random_checkpoint
 
 
 def host() -> str:
@@ -74,7 +74,7 @@ def run_eval(model: Path, text: Path) -> tuple:
     wall = time.perf_counter() - t0
     if out.returncode != 0:
         raise SystemExit(out.stderr)
-    hwm = int(next(l for l in out.stderr.splitlines() if l.startswith("HWM")).split()[1])
+    hwm = int(next(line for line in out.stderr.splitlines() if line.startswith("HWM")).split()[1])
     return hwm, wall, out.stdout
 
 

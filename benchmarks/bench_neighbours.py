@@ -1,12 +1,12 @@
 """Contextual nearest-neighbour queries over 100,000 reference tokens: index vs naive.
 
-The index (``elmo_engine.analysis.neighbours.NeighbourIndex``) keeps L2-normalised float32 halves and takes
-the top k with ``np.argpartition``; the naive baseline normalises the float64 matrix at query time
-and sorts every score. Vectors are random with the width 2P of the demo model (or the shared
-fixture model when the demo model is absent, or ``--dim``); with ``--corpus FILE`` they are the
-real activations of the first ``--tokens`` tokens of a text file (one sentence or paragraph per
-line), embedded by ``--checkpoint`` (default: the demo model, else the shared fixture model),
-and the build time includes embedding.
+The index (``elmo_engine.analysis.contexts.neighbours.NeighbourIndex``) keeps L2-normalised float32
+halves and takes the top k with ``np.argpartition``; the naive baseline normalises the float64
+matrix at query time and sorts every score. Vectors are random with the width 2P of the demo model
+(or the shared fixture model when the demo model is absent, or ``--dim``); with ``--corpus FILE``
+they are the real activations of the first ``--tokens`` tokens of a text file (one sentence or
+paragraph per line), embedded by ``--checkpoint`` (default: the demo model, else the shared fixture
+model), and the build time includes embedding.
 
     python benchmarks/bench_neighbours.py [--tokens 100000] [--queries 50] [--k 10] [--dim 2P]
     python benchmarks/bench_neighbours.py --corpus ../shared/data/wikitext2_eval/wiki.valid.tokens
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elmo_engine.analysis.neighbours import NeighbourIndex
+from elmo_engine.analysis.contexts.neighbours import NeighbourIndex
 
 
 def default_checkpoint() -> Path:
@@ -37,7 +37,7 @@ def real_index(path: str, checkpoint: str, n_tokens: int):
 
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.embed.embedder import Embedder
-    from elmo_engine.analysis.neighbour_corpus import build_index, read_corpus
+    from elmo_engine.analysis.contexts.neighbour_corpus import build_index, read_corpus
 
     runtime.configure(threads=1)
     sents, total = [], 0

@@ -39,13 +39,13 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import hostinfo  # noqa: E402
-from elmo_engine import runtime  # noqa: E402
-from elmo_engine.train.data import Streams  # noqa: E402
-from elmo_engine.train.dataset import prepare_data  # noqa: E402
-from elmo_engine.train.model import BiLanguageModel, LogUniformSampler  # noqa: E402
-from elmo_engine.train.presets import preset  # noqa: E402
-from elmo_engine.train.trainer import TrainConfig, make_optimizer  # noqa: E402
+import hostinfo
+from elmo_engine import runtime
+from elmo_engine.train.data import Streams
+from elmo_engine.train.dataset import prepare_data
+from elmo_engine.train.model import BiLanguageModel, LogUniformSampler
+from elmo_engine.train.presets import preset
+from elmo_engine.train.trainer import TrainConfig, make_optimizer
 
 SHARED = ROOT.parent / "shared" / "data"
 TEXTS = [SHARED / "pd_fiction" / "valid.txt", SHARED / "openstax_prose" / "valid.txt"]

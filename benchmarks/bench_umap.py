@@ -27,9 +27,9 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from elmo_engine.analysis.projection import (LayerSpec, Projector, all_tokens,  # noqa: E402
+from elmo_engine.analysis.projection import (LayerSpec, Projector, all_tokens,
                                              exact_knn, layer_features, pca, warm_up)
-from elmo_engine.analysis.projection.umapfit import _fit, _quiet_third_party  # noqa: E402
+from elmo_engine.analysis.projection.umapfit import _fit, _quiet_third_party
 
 TEXT = REPO.parent / "shared" / "data" / "openstax_prose" / "valid.txt"
 

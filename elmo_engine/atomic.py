@@ -16,9 +16,12 @@ import stat
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from elmo_engine.errors import ElmoError
+
+if TYPE_CHECKING:                       # only for the annotation; h5py is imported lazily
+    import h5py
 
 PART_SUFFIX = ".part"
 _DISK_FULL = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded",

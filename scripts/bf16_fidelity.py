@@ -32,9 +32,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import hostinfo  # noqa: E402
-from elmo_engine import runtime  # noqa: E402
-from elmo_engine.errors import InputError  # noqa: E402
+import hostinfo
+from elmo_engine import runtime
+from elmo_engine.errors import InputError
 
 DATA = ROOT.parent / "shared" / "data"
 HELD_OUT = DATA / "wikitext2_eval" / "wiki.valid.tokens"
@@ -95,7 +95,7 @@ def part_probe(args, tmp: Path) -> dict:
     rows = []
     print("probe: demo-pos, 3 seeds, test accuracy (mean over seeds)")
     print("  layer   float32   bf16      bf16 - float32")
-    entries = [(str(l["layer"]), i) for i, l in enumerate(res["fp32"]["layers"])] + [("mix", None)]
+    entries = [(str(lay["layer"]), i) for i, lay in enumerate(res["fp32"]["layers"])] + [("mix", None)]
     for name, i in entries:
         a = res["fp32"]["layers"][i] if i is not None else res["fp32"]["mix"]
         b = res["bf16"]["layers"][i] if i is not None else res["bf16"]["mix"]

@@ -33,12 +33,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
-from elmo_engine.io.datasets.conllu import read_conllu  # noqa: E402
-from elmo_engine.io.datasets.wordnet import load_wordnet, supersense  # noqa: E402
-from elmo_engine.io.datasets.wsd import read_wsd  # noqa: E402
-from elmo_engine.embed.embedder import Embedder  # noqa: E402
-from elmo_engine.analysis.probes.experiment import ProbeConfig, probe_sentences  # noqa: E402
+from elmo_engine.model.checkpoint import load_checkpoint
+from elmo_engine.io.datasets.conllu import read_conllu
+from elmo_engine.io.datasets.wordnet import load_wordnet, supersense
+from elmo_engine.io.datasets.wsd import read_wsd
+from elmo_engine.embed.embedder import Embedder
+from elmo_engine.analysis.probes.experiment import ProbeConfig, probe_sentences
 
 DATA = ROOT.parent / "shared" / "data"
 EWT_TRAIN = DATA / "ud_english_ewt" / "en_ewt-ud-train.conllu.gz"

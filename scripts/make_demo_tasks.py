@@ -27,7 +27,6 @@ import argparse
 import hashlib
 import json
 import random
-import re
 import shutil
 import sys
 import zipfile
@@ -38,12 +37,12 @@ from typing import Dict, List
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from elmo_engine.atomic import atomic_write_text  # noqa: E402
-from elmo_engine.io.datasets.conllu import read_conllu  # noqa: E402
-from elmo_engine.io.datasets.records import LabelledSentence  # noqa: E402
-from elmo_engine.io.datasets.tsv import write_tsv  # noqa: E402
-from elmo_engine.io.datasets.wordnet import WordNet, supersense  # noqa: E402
-from elmo_engine.io.datasets.wsd import read_wsd  # noqa: E402
+from elmo_engine.atomic import atomic_write_text
+from elmo_engine.io.datasets.conllu import read_conllu
+from elmo_engine.io.datasets.records import LabelledSentence
+from elmo_engine.io.datasets.tsv import write_tsv
+from elmo_engine.io.datasets.wordnet import WordNet, supersense
+from elmo_engine.io.datasets.wsd import read_wsd
 
 SEED = 20261203
 #: POS: sentences per split (train from EWT train; dev and test from EWT dev), 5-40 tokens long

@@ -36,7 +36,7 @@ from typing import Iterator, List, Tuple
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from elmo_engine.model.tokenize import tokenize  # noqa: E402
+from elmo_engine.model.tokenize import tokenize
 
 PER_SOURCE = 2000
 MIN_TOKENS, MAX_TOKENS = 6, 40
@@ -142,7 +142,8 @@ analyses when no corpus is given, and gives every layer measure enough repeated 
 | sentences | {n} ({per} narrative fiction, {per} textbook prose, interleaved) |
 | tokens (engine tokenizer) | {tokens} |
 | word types | {types} |
-| word types with ≥ 5 occurrences (the contextuality measures' rule) | {frequent}, covering {covered} tokens ({share:.0f} %) |
+| word types with ≥ 5 occurrences (the contextuality measures' rule) | {frequent}, covering
+{covered} tokens ({share:.0f} %) |
 
 ## Sources and licences
 

@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Dict, Iterator, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import make_reference_corpus as ref  # noqa: E402
+import make_reference_corpus as ref
 
-from elmo_engine.model.tokenize import tokenize  # noqa: E402
+from elmo_engine.model.tokenize import tokenize
 
 WORDS = ("bank", "play", "light", "book", "bat")
 PER_WORD_SOURCE = 200

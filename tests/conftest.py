@@ -14,9 +14,9 @@ from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-import pytest  # noqa: E402
+import pytest
 
-from elmo_engine import runtime  # noqa: E402
+from elmo_engine import runtime
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "elmo"          # vendored; see its SOURCE.md

@@ -1,14 +1,15 @@
-"""What the app and the commands compute from the vectors.
+"""What the app and the commands compute from the vectors: one package per analysis, and at the
+top only what they share.
 
-* :mod:`.compare` — one word across contexts, per layer; :mod:`.neighbours`,
-  :mod:`.neighbour_corpus` — contextual nearest neighbours;
+* :mod:`.contexts` — one word across contexts, per layer; contextual nearest neighbours;
 * :mod:`.projection` — PCA/UMAP per layer;
 * :mod:`.probes` — per-layer and scalar-mix probes, their tasks and tables;
-* :mod:`.report` — a workspace's analysis as report tables and figures.
-* :mod:`.contextuality` — self-similarity, intra-sentence similarity and maximum explainable
-  variance per layer and direction, with anisotropy baselines (Ethayarajh 2019);
-* :mod:`.cka` — linear CKA between layers and between models (Kornblith et al. 2019), with the
-  unbiased HSIC estimator (Song et al. 2012; Nguyen et al. 2021);
-* :mod:`.mdl` — online-code MDL probes (Voita & Titov 2020);
-* :mod:`.activations` — direction slices and chunked embedding shared by the three.
+* :mod:`.layers` — contextuality (Ethayarajh 2019), CKA (Kornblith et al. 2019) and MDL probes
+  (Voita & Titov 2020) per layer;
+* :mod:`.language_model` — the biLM's own predictions: ranks, surprisal, reach, minimal pairs;
+* shared: :mod:`.activations` — direction slices and chunked embedding (used by ``layers`` and
+  ``probes``); :mod:`.report` — a workspace's analysis as report tables and figures.
+
+The figures of every analysis are drawn in :mod:`elmo_engine.io.figures` and its per-analysis
+modules.
 """

@@ -48,7 +48,8 @@ def check_arrays(activations: Sequence[np.ndarray], tokens: Optional[Sequence[Se
         raise InputError("no sentences to analyse")
     if tokens is not None and len(tokens) != len(activations):
         raise InputError(f"{len(tokens)} token lists for {len(activations)} activation arrays")
-    k, dim = None, None
+    k: Optional[int] = None
+    dim: Optional[int] = None
     for i, arr in enumerate(activations):
         if arr.ndim != 3:
             raise InputError(f"sentence {i}: activations must be (layers, tokens, dim), "
@@ -59,7 +60,8 @@ def check_arrays(activations: Sequence[np.ndarray], tokens: Optional[Sequence[Se
             raise InputError(f"sentence {i}: shape {arr.shape} does not match ({k}, n, {dim})")
         if tokens is not None and arr.shape[1] != len(tokens[i]):
             raise InputError(f"sentence {i}: {len(tokens[i])} tokens but {arr.shape[1]} vectors")
-    return int(k), int(dim)
+    assert k is not None and dim is not None         # at least one array (checked above)
+    return k, dim
 
 
 def stack_tokens(activations: Sequence[np.ndarray]) -> np.ndarray:

@@ -2,10 +2,11 @@
 
 :func:`report_spec` turns a workspace's state (sentences, selection, view parameters, probe runs)
 into a :class:`~elmo_engine.io.report.ReportSpec`: the selected word compared across its
-occurrences layer by layer (:mod:`elmo_engine.analysis.compare`: summary and similarity tables,
-the heatmaps and the summary figure, groups kept) and the stored probe results (a table, the
-scores and the scalar-mix weights), every figure drawn by :mod:`.report_figures`. ``elmo-explorer export report`` and the app's *Export report…* both use it; the app
-adds its own figures. :func:`elmo_engine.io.report.write_report` writes the folder.
+occurrences layer by layer (:mod:`elmo_engine.analysis.contexts.compare`: summary and similarity
+tables, the heatmaps and the summary figure, groups kept) and the stored probe results (a table, the
+scores and the scalar-mix weights), every figure drawn by :mod:`elmo_engine.io.figures`.
+``elmo-explorer export report`` and the app's *Export report…* both use it; the app adds its own
+figures. :func:`elmo_engine.io.report.write_report` writes the folder.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import math
 from pathlib import Path
 from typing import List, Optional, Sequence
 
-from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.analysis.probes.experiment import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS, results_rows
 from elmo_engine.errors import InputError
@@ -71,7 +72,7 @@ def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Op
     model : ``CheckpointInfo.describe()`` of the model used, or None
     source : where the workspace came from (a path, or "ELMo Explorer session")
     word : the word to compare (default: the selected token's)
-    figure_dir : write the figures here (:mod:`.report_figures`, in ``formats``; None: tables
+    figure_dir : write the figures here (:mod:`elmo_engine.io.figures`, in ``formats``; None: tables
         only)
     contexts : compare the word here (False: the caller adds the contexts view's own tables
         and figures, as the app does)
@@ -152,7 +153,7 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
     if not (isinstance(weights, list) and len(weights) == n_layers
             and all(isinstance(w, (int, float)) and w >= 0 for w in weights)):
         weights = None
-    direction = state.get("direction") if state.get("direction") in cmp.DIRECTIONS else "both"
+    direction = str(state["direction"]) if state.get("direction") in cmp.DIRECTIONS else "both"
     corrected = state.get("corrected") is True
     layer_norm = state.get("layer_norm") is not False
     groups = _state_groups(state, word, tokens)
@@ -161,6 +162,7 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
     if comp is None:
         spec.notes.append(f"'{word}' does not occur in the sentences: no similarity tables.")
         return
+    assert comp.test is not None                     # compare_word always tests
     sizes = {g: comp.groups.count(g) for g in comp.groups if g}
     spec.parameters |= {
         "contexts: occurrences compared": f"{len(comp.occurrences)} of {total}",
@@ -193,7 +195,7 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
                                        ["occurrence", *heads], show=show))
     if figure_dir is None:
         return
-    from elmo_engine.analysis.report_figures import contexts_heatmaps, contexts_summary
+    from elmo_engine.io.figures.contexts import contexts_heatmaps, contexts_summary
 
     for stem, fig, caption in (
             ("contexts_heatmaps", contexts_heatmaps(comp),
@@ -219,7 +221,7 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
                                            "are fractions in [0, 1]."))
     if figure_dir is None:
         return
-    from elmo_engine.analysis.probes.plots import probe_figure
+    from elmo_engine.io.figures.probes import probe_figure
 
     spec.figures += [ReportFigure(p, "Probe runs: scalar-mix layer weights and test score per "
                                      "layer (mean ± sd over seeds; dashed: control task; dotted: "

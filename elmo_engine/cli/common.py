@@ -1,7 +1,8 @@
 """The conventions every subcommand shares, in one place (docs/guide/cli.md):
 
 * typed text is tokenized; ``--pretokenized`` splits on whitespace (:func:`add_pretokenized`,
-  :func:`read_text`, over the one reader :func:`elmo_engine.io.datasets.text_input.read_text_input`);
+  :func:`read_text`, over the one reader
+  :func:`elmo_engine.io.datasets.text_input.read_text_input`);
 * ``--device auto`` (CUDA when available, else the CPU) everywhere (:func:`add_device`);
 * ``--precision fp32`` by default wherever a model runs; bf16 on a GPU or on a CPU with bf16
   units, fp16 on a GPU (:func:`add_precision`, checked before any long work by
@@ -124,7 +125,9 @@ def checkpoint_or_demo(path: Optional[Path]) -> Path:
     if path is not None:
         from elmo_engine.io.model_store import resolve_checkpoint_argument
 
-        return resolve_checkpoint_argument(path)
+        resolved = resolve_checkpoint_argument(path)
+        assert resolved is not None                  # None only for no argument
+        return resolved
     from elmo_engine.resources import demo_checkpoint_path
 
     return demo_checkpoint_path()

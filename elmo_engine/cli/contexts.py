@@ -20,8 +20,8 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from elmo_engine.analysis import compare as cmp
-from elmo_engine.analysis.groups import word_groups
+from elmo_engine.analysis.contexts import compare as cmp
+from elmo_engine.analysis.contexts.groups import word_groups
 from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
 from elmo_engine.errors import InputError
@@ -88,9 +88,9 @@ def run(args) -> int:
     """Run the ``contexts`` subcommand; print the summary, write the requested files."""
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.embed.embedder import Embedder
-    from elmo_engine.analysis.neighbour_corpus import (MAX_CORPUS_TOKENS, build_index,
+    from elmo_engine.analysis.contexts.neighbour_corpus import (MAX_CORPUS_TOKENS, build_index,
                                                       read_vocabulary, vocabulary_file)
-    from elmo_engine.analysis.neighbours import neighbour_table, write_neighbours_csv
+    from elmo_engine.analysis.contexts.neighbours import neighbour_table, write_neighbours_csv
 
     if args.neighbours < 0:
         raise InputError("--neighbours must be at least 0")
@@ -128,6 +128,7 @@ def run(args) -> int:
     comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
                                             args.correct, groups, args.ignore_case, 10 ** 6,
                                             center, not args.no_layer_norm)
+    assert comp is not None and vectors is not None, "the occurrences were found above"
     summary = {"word": args.word, "occurrences": total, "direction": args.direction,
                "corrected": bool(args.correct), "layer_norm": not args.no_layer_norm}
     print(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
@@ -138,6 +139,7 @@ def run(args) -> int:
         print(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
               f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}   "
               f"{_fmt(comp.p_value[k])}")
+    assert comp.test is not None                     # compare_word always tests
     print(f"p: {comp.test.describe()}")
     summary["test"] = comp.test.describe()
     summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),
@@ -151,7 +153,7 @@ def run(args) -> int:
         cmp.write_vectors_npz(args.vectors, vectors, comp.occurrences,
                               [tokens[s][t] for s, t in comp.occurrences],
                               [" ".join(tokens[s]) for s, _ in comp.occurrences], comp.groups)
-    if args.neighbours > 0:
+    if args.neighbours > 0 and index is not None:        # built above when neighbours are asked
         vec, exclude = vectors[:, 0], [comp.occurrences[0]]
         table = neighbour_table(index, vec, args.word, args.neighbours, args.direction, exclude)
         print("layer 0 (nearest known words): "

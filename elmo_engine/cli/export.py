@@ -12,7 +12,7 @@ Examples::
 with its checkpoint, compares the selected word across its occurrences layer by layer
 (tables, the heatmaps and the summary figure, with the workspace's groups), and adds the probe
 results stored in the workspace (table, scores and scalar-mix weights), every figure as PNG, SVG
-and PDF from the one figure path (``elmo_engine.analysis.report_figures``), with ``report.md``
+and PDF from the one figure path (``elmo_engine.io.figures.contexts``), with ``report.md``
 and ``report.html``.
 """
 from __future__ import annotations

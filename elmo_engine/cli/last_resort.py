@@ -27,7 +27,8 @@ def log_dir() -> Path:
 
 
 def log_traceback(exc: BaseException, command: str) -> Optional[Path]:
-    """Append ``exc``'s traceback to the log; return the log's path (None if it can't be written)."""
+    """Append ``exc``'s traceback to the log; return the log's path (None if it can't be
+    written)."""
     try:
         folder = log_dir()
         folder.mkdir(parents=True, exist_ok=True)

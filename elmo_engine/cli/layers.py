@@ -18,10 +18,10 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 
-from elmo_engine.analysis.layers_run import (analyse_layers, compare_layers, demo_mdl_data,
+from elmo_engine.analysis.layers.run import (analyse_layers, compare_layers, demo_mdl_data,
                                              mdl_probe, reference_corpus_path,
                                              subset)
 from elmo_engine.cli import common
@@ -205,7 +205,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from elmo_engine.analysis.tables import format_report, words_csv
+    from elmo_engine.analysis.layers.tables import format_report, words_csv
     from elmo_engine.atomic import atomic_write_text
     from elmo_engine.embed.embedder import pick_device
     from elmo_engine.progress import TaskState
@@ -226,7 +226,7 @@ def _run(args) -> int:
                              cka_tokens=args.cka_tokens, unbiased=not args.biased_cka,
                              state=state)
         ctx, cka, timings = res.contextuality, res.cka, dict(res.timings)
-        compare = None
+        compare: Optional[Dict[str, Any]] = None
         if args.compare is not None:
             t0 = time.perf_counter()
             emb_b, path_b = _load(args.compare, device)

@@ -105,7 +105,8 @@ def build_config(args):
                "unroll": "unroll", "negatives": "n_negative", "lr": "lr", "clip_norm": "clip_norm",
                "dropout": "dropout", "seed": "seed", "checkpoint_every": "checkpoint_every",
                "checkpoint_minutes": "checkpoint_minutes", "log_every": "log_every",
-               "optimizer": "optimizer", "eval_minutes": "eval_minutes", "patience": "patience", "eval_tokens": "eval_tokens",
+               "optimizer": "optimizer", "eval_minutes": "eval_minutes", "patience": "patience",
+               "eval_tokens": "eval_tokens",
                "shuffle": "shuffle", "cooldown_minutes": "cooldown_minutes",
                "precision": "precision"}
     for arg, attr in mapping.items():

@@ -97,6 +97,8 @@ class SentenceCache:
             self._mem[key] = arr
 
     def disk_file(self, key: Key) -> Path:
+        if self.folder is None:
+            raise ValueError("this cache has no folder")
         digest = hashlib.sha256("\x1f".join(key).encode("utf-8", "surrogatepass")).hexdigest()
         return self.folder / digest[:2] / f"{digest}.npy"
 

@@ -273,6 +273,7 @@ class Embedder:
             check(state)
             batch = sents[start:start + batch_size]
             self._grow_slots(len(batch))
+            assert self._slots is not None                  # grown above
             init = [(c[:, :len(batch)], h[:, :len(batch)]) for c, h in self._slots]
             arrays, final = self._stateful_rows(batch, init)
             for key, arr in zip(batch, arrays):

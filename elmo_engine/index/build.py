@@ -196,7 +196,8 @@ def write_tokens_db(target: Path, sentences: Sequence[Sequence[str]]) -> None:
                 "CREATE TABLE tokens (row INTEGER PRIMARY KEY, sentence_id INTEGER NOT NULL,"
                 " position INTEGER NOT NULL, word TEXT NOT NULL, folded TEXT NOT NULL);")
             row = 0
-            sent_rows, tok_rows = [], []
+            sent_rows: List[tuple] = []
+            tok_rows: List[tuple] = []
             for sid, s in enumerate(sentences):
                 sent_rows.append((sid, row, len(s), " ".join(s)))
                 tok_rows.extend((row + i, sid, i, w, w.casefold()) for i, w in enumerate(s))

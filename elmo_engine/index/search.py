@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -76,7 +76,7 @@ class CorpusIndex:
             raise InputError("the token table is missing; rebuild the index", path=db)
         self.db = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
         self._ann: Dict[int, AnnIndex] = {}
-        s = m.ann
+        s: Dict[str, Any] = dict(m.ann)
         try:
             self.ann_settings = AnnSettings(int(s.get("m", 32)), int(s.get("ef_construction", 128)),
                                             int(s.get("ef_search", 128)), int(s.get("threads", 1)),
@@ -123,7 +123,7 @@ class CorpusIndex:
                              f"{self.manifest.n_sentences})", path=self.folder)
         return got[0].split(" ")
 
-    def tokens_at(self, rows: Sequence[int]) -> List[Tuple[int, int, int, str, str]]:
+    def tokens_at(self, rows: "Sequence[int] | np.ndarray") -> List[Tuple[int, int, int, str, str]]:
         """``(row, sentence_id, position, word, sentence text)`` for each row, in that order."""
         out = {}
         rows = [int(r) for r in rows]

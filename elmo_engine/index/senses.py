@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Protocol, Sequence, Tuple
 
 import numpy as np
 
@@ -119,7 +119,8 @@ def distinctive_words(occs: Sequence[Occurrence], labels: np.ndarray, cluster: i
     """Words near the occurrences of ``cluster`` that mark it against the other clusters: the
     log-odds z-score with the informative Dirichlet prior of Monroe et al. (2008, eq. 22; the
     prior's mass ``prior`` spread by each word's share of all contexts), highest first, z > 0."""
-    inside, outside = Counter(), Counter()
+    inside: Counter = Counter()
+    outside: Counter = Counter()
     for occ, lab in zip(occs, labels):
         (inside if lab == cluster else outside).update(_contexts(occ, window))
     n_in, n_out = sum(inside.values()), sum(outside.values())
@@ -139,8 +140,8 @@ def distinctive_words(occs: Sequence[Occurrence], labels: np.ndarray, cluster: i
     return tuple(scored[:top])
 
 
-def purity(labels: Sequence[int], gold: Sequence[str]) -> float:
-    by = {}
+def purity(labels: "Sequence[int] | np.ndarray", gold: Sequence[str]) -> float:
+    by: Dict[int, Counter] = {}
     for lab, g in zip(labels, gold):
         by.setdefault(lab, Counter())[g] += 1
     return sum(c.most_common(1)[0][1] for c in by.values()) / max(1, len(gold))
@@ -159,7 +160,7 @@ def cluster_layer(layer: int, x: np.ndarray, occs: Sequence[Occurrence], k_max: 
         members = np.flatnonzero(labels == c)
         centre = x[members].mean(0)
         near = members[np.argsort(-(x[members] @ centre), kind="stable")[:typical]]
-        maj = Counter(gold[i] for i in members).most_common(1)[0][0] if gold else None
+        maj = Counter(gold[int(i)] for i in members).most_common(1)[0][0] if gold else None
         clusters.append(SenseCluster(c, len(members), tuple(int(i) for i in near),
                                      distinctive_words(occs, labels, c, window), maj))
     pur = ari = None
@@ -195,7 +196,15 @@ def induce_from_index(index, word: str, layers: Optional[Sequence[int]] = None,
     return SenseInduction(word, occs, tuple(out), n_total)
 
 
-def layer_summary(results: Sequence[SenseInduction]) -> Dict[int, Dict[str, float]]:
+class _Induced(Protocol):
+    """What :func:`layer_summary` reads: one word's senses per layer (a :class:`SenseInduction`
+    or :class:`~elmo_engine.index.sense_eval.LemmaInduction`)."""
+
+    @property
+    def layers(self) -> Sequence[LayerSenses]: ...
+
+
+def layer_summary(results: Sequence[_Induced]) -> Dict[int, Dict[str, float]]:
     """Mean purity, ARI and k per layer over several words' inductions (labelled ones)."""
     acc: Dict[int, Dict[str, list]] = {}
     for r in results:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -30,7 +30,7 @@ class EmbeddingsWriter:
             self.fh = dest
         else:
             self.path = dest
-            self.arrays = {}
+            self.arrays: Dict[str, np.ndarray] = {}
 
     def add(self, key, arr) -> None:
         if self.fmt == "hdf5":
@@ -46,7 +46,7 @@ class EmbeddingsWriter:
             ds[0] = index_json
         else:
             with open(self.path, "wb") as fh:
-                np.savez(fh, sentence_to_index=np.array(index_json), **self.arrays)
+                np.savez(fh, allow_pickle=False, sentence_to_index=np.array(index_json), **self.arrays)
 
     def close(self) -> None:
         self.arrays = {}
@@ -76,7 +76,7 @@ def write_embeddings(output: Path, sentences: Sequence[List[str]], embedder, fmt
         if on_tokens is not None:
             on_tokens(done)
 
-    index = {}
+    index: Dict[str, str] = {}
     chunk = 2000 if not stateful else batch_size * 32
     cleanup_stale_parts(output.parent, target=output.name)
     with (atomic_hdf5(output) if fmt == "hdf5" else atomic_path(output)) as dest:
@@ -84,7 +84,12 @@ def write_embeddings(output: Path, sentences: Sequence[List[str]], embedder, fmt
         try:
             for start in range(0, len(sentences), chunk):
                 part = sentences[start:start + chunk]
-                state = TaskState(lambda d, t, m, b=told[0]: tell(b + d))
+                base = told[0]                     # tokens before this chunk
+
+                def on_progress(done: int, total: int, message: str, base: int = base) -> None:
+                    tell(base + done)
+
+                state = TaskState(on_progress)
                 if stateful:
                     arrays = embedder.embed_stateful(part, batch_size=batch_size, state=state)
                 else:

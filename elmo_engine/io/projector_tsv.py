@@ -1,6 +1,6 @@
 """The one TensorBoard-projector TSV format (projector.tensorflow.org, "Load data") that every
 export of vectors as TSV writes: the contexts view's occurrence vectors
-(:mod:`elmo_engine.analysis.compare`), the projection's points
+(:mod:`elmo_engine.analysis.contexts.compare`), the projection's points
 (:mod:`elmo_engine.analysis.projection.export`) and the ``embed``/``Export vectors`` TSV target
 (:mod:`elmo_engine.io.vectors_tsv`).
 

@@ -190,7 +190,8 @@ def render_markdown(spec: ReportSpec, tables: Dict[str, str], figures: List[tupl
 
 
 # ---- HTML --------------------------------------------------------------------------------
-CSS = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em auto;
+CSS = """body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;max-width:1100px;margin:2em
+auto;
 padding:0 1em;color:#222;line-height:1.45}h1{font-size:1.7em}h2{border-bottom:1px solid #ccc;
 padding-bottom:.2em;margin-top:1.6em}table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}

@@ -183,7 +183,7 @@ class ExportSummary:
     files: Tuple[Path, ...]
 
 
-def output_files(path, fmt: str, layers: "LayerChoice" = None, n_layers: Optional[int] = None
+def output_files(path, fmt: str, layers: "Optional[LayerChoice]" = None, n_layers: Optional[int] = None
                  ) -> List[Path]:
     """The files an export to ``path`` writes (for ``each`` to ``NAME.tsv`` without
     ``n_layers``: the per-layer files already there), so that a caller can refuse existing ones

@@ -23,13 +23,13 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
 from elmo_engine.atomic import atomic_write_bytes, atomic_write_text
 from elmo_engine.errors import InputError
-from elmo_engine.io.npz_lazy import open_npz
+from elmo_engine.io.npz_lazy import LazyArrays, open_npz
 from elmo_engine.io.vectors import writing
 
 FORMAT = "elmo-explorer-workspace"
@@ -60,7 +60,7 @@ class WorkspaceData:
     selection: Optional[Dict[str, Any]] = None          # {"sentence", "token", "word"}
     views: Dict[str, dict] = field(default_factory=dict)
     probe_runs: List[dict] = field(default_factory=list)
-    arrays: Dict[str, np.ndarray] = field(default_factory=dict)   # loaded: a lazy mapping
+    arrays: Mapping[str, np.ndarray] = field(default_factory=dict)   # loaded: a lazy mapping
     notes: str = ""
     saved_at: str = ""
     source: str = ""                   # autosaves: the explicitly saved file they belong to
@@ -152,7 +152,7 @@ def save_workspace(path, data: WorkspaceData) -> Path:
     new_npz: Optional[Path] = None
     if data.arrays:
         buf = io.BytesIO()
-        np.savez(buf, **data.arrays)
+        np.savez(buf, allow_pickle=False, **data.arrays)
         blob = buf.getvalue()
         arrays_name = f"{_stem(path)}.{hashlib.sha256(blob).hexdigest()[:12]}.npz"
         npz = path.with_name(arrays_name)
@@ -332,7 +332,7 @@ def _parse(obj: Any, path: Path):
     return data, session
 
 
-def _load_arrays(path: Path, spec: dict) -> Dict[str, np.ndarray]:
+def _load_arrays(path: Path, spec: dict) -> "LazyArrays":
     name = _need(spec, "file", str, path, "arrays.")
     keys = _need(spec, "keys", dict, path, "arrays.")
     if Path(name).name != name or name in ("", ".", "..") or "\0" in name:

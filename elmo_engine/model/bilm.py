@@ -29,7 +29,7 @@ switches, :class:`~elmo_engine.model.cpu_fast.FastPath`). Speed (see
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor, nn
@@ -38,6 +38,9 @@ from elmo_engine.model.char_cnn import CharCNN
 from elmo_engine.model.cpu_fast import FastPath
 from elmo_engine.model.lstm import LSTMStack, LSTMState
 from elmo_engine.model.options import BiLMOptions
+
+if TYPE_CHECKING:                           # checkpoint imports this module
+    from elmo_engine.model.checkpoint import CheckpointInfo
 
 __all__ = ["BiLM", "CharCNN", "FastPath", "LSTMStack", "LSTMState", "reverse_index"]
 
@@ -51,6 +54,9 @@ def reverse_index(lengths: Tensor, steps: int) -> Tensor:
 
 class BiLM(nn.Module):
     """The full biLM. Input: char ids of framed sentences; output: the L+1 layers (§9)."""
+
+    #: where the weights came from; set by :func:`~elmo_engine.model.checkpoint.load_checkpoint`
+    info: "CheckpointInfo"
 
     def __init__(self, opts: BiLMOptions, fast: FastPath = FastPath()):
         super().__init__()
@@ -127,12 +133,12 @@ class BiLM(nn.Module):
         outs, new_state = self.lstm(x, n_active, state_s)
         mask = (torch.arange(steps, device=tok.device)[None, :] < lens_sorted[:, None])
         mask = mask.to(tok.dtype)[:, :, None]                         # (B, T, 1)
-        layers = [torch.cat([tok_s, tok_s], -1) * mask]
+        per_layer = [torch.cat([tok_s, tok_s], -1) * mask]
         for out in outs:
             fwd = out[0]
             bwd = out[1].gather(1, rev[:, :, None].expand_as(out[1]))  # back to original order
-            layers.append(torch.cat([fwd, bwd], -1))
-        stacked = torch.stack(layers)[:, inv]                         # (L+1, B, T, 2·out)
+            per_layer.append(torch.cat([fwd, bwd], -1))
+        stacked = torch.stack(per_layer)[:, inv]                         # (L+1, B, T, 2·out)
         state_out = [(c[:, inv], h[:, inv]) for c, h in new_state]
         return stacked, state_out
 
@@ -161,7 +167,7 @@ class BiLM(nn.Module):
         return layers.view(-1, bsz, steps, 2 * out_dim), state_out
 
     def forward(self, char_ids: Tensor, state: Optional[LSTMState] = None
-                ) -> Tuple[Tensor, Tensor, LSTMState]:
+                ) -> Tuple[Tensor, Tensor, Optional[LSTMState]]:
         """(B, T, M) framed char ids → (layers (L+1, B, T, 2·out), mask (B, T), state)."""
         bsz, steps, m = char_ids.shape
         mask = (char_ids > 0).any(-1)                                 # (B, T)
@@ -180,7 +186,7 @@ class BiLM(nn.Module):
             "convolutions": sum(p.numel() for p in cc.conv_w) + sum(p.numel() for p in cc.conv_b),
             "highway": sum(p.numel() for group in (cc.w_carry, cc.b_carry, cc.w_transform,
                                                      cc.b_transform) for p in group),
-            "token_projection": 0 if cc.w_proj is None else cc.w_proj.numel() + cc.b_proj.numel(),
+            "token_projection": 0 if cc.w_proj is None or cc.b_proj is None else cc.w_proj.numel() + cc.b_proj.numel(),
             "lstm": sum(p.numel() for p in self.lstm.parameters()),
         }
         counts["total"] = sum(counts.values())

@@ -8,6 +8,8 @@ float rounding against the plain convolution (tests/engine/test_bilm_fast_paths.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -35,6 +37,8 @@ class CharCNN(nn.Module):
                                              for _ in range(opts.n_highway)])
         self.b_transform = nn.ParameterList([nn.Parameter(torch.zeros(n))
                                              for _ in range(opts.n_highway)])
+        self.w_proj: Optional[nn.Parameter]
+        self.b_proj: Optional[nn.Parameter]
         if opts.has_token_projection:
             self.w_proj = nn.Parameter(torch.zeros(n, opts.projection_dim))
             self.b_proj = nn.Parameter(torch.zeros(opts.projection_dim))
@@ -71,7 +75,7 @@ class CharCNN(nn.Module):
             g = torch.sigmoid(torch.addmm(bc, x, wc))
             t = torch.relu(torch.addmm(bt, x, wt))
             x = g * t + (1.0 - g) * x
-        if self.w_proj is not None:
+        if self.w_proj is not None and self.b_proj is not None:
             x = torch.addmm(self.b_proj, x, self.w_proj)              # (n, P)
         return x
 

@@ -153,7 +153,7 @@ class FastKernels:
         return {"config": self.config}
 
     def __setstate__(self, state) -> None:
-        self.__init__(state["config"])
+        FastKernels.__init__(self, state["config"])
 
     # ---- packed weights ---------------------------------------------------------------------
     def packed_weight(self, name: str, layer: int, d: int, param: Tensor) -> Optional[Tensor]:

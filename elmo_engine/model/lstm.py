@@ -46,6 +46,7 @@ class LSTMStack(nn.Module):
                 self.wp.append(nn.Parameter(torch.zeros(2, d, p)))
         forget = torch.zeros(1, 4 * d)
         forget[:, 2 * d:3 * d] = 1.0                                  # TF's forget_bias=1.0
+        self.forget_bias: Tensor
         self.register_buffer("forget_bias", forget, persistent=False)
 
     def zero_state(self, batch: int, device=None, dtype=None) -> LSTMState:

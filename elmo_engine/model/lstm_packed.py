@@ -65,6 +65,8 @@ def run_packed(stack: "LSTMStack", x: Tensor, n_active: Sequence[int], state: "L
     layer_in = x.transpose(1, 2).reshape(2, steps * bsz, -1)[:, pos]  # (2, total, P)
     # Layer 0's input is the token layer, a function of the word type: its input projection
     # is computed once per distinct row (both directions read the same rows, reordered).
+    distinct: Optional[Tensor]
+    inverse: Optional[Tensor]
     distinct, inverse = distinct_rows(layer_in.reshape(2 * total, -1))
     if distinct.shape[0] > 0.9 * total:
         distinct = inverse = None
@@ -120,6 +122,7 @@ def _direction(stack: "LSTMStack", d: int, inp: Tensor, distinct: Optional[Tenso
             if n == 0:
                 continue
             if xp is None:
+                assert inverse is not None          # xp is None only for the distinct rows
                 z = torch.index_select(source, 0, inverse[offsets[t]:offsets[t + 1]],
                                        out=z_buf[:n])
             else:

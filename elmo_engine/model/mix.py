@@ -23,10 +23,10 @@ from torch import nn
 LAYER_NORM_EPS = 1e-13
 
 
-def softmax_weights(s: Sequence[float]) -> np.ndarray:
+def softmax_weights(s: "Sequence[float] | np.ndarray") -> np.ndarray:
     """The normalised mixing weights ``softmax(s)`` as float64 (they sum to 1)."""
-    s = np.asarray(s, dtype=np.float64)
-    e = np.exp(s - s.max())
+    x = np.asarray(s, dtype=np.float64)
+    e = np.exp(x - x.max())
     return e / e.sum()
 
 

@@ -1,8 +1,8 @@
 """A plain, slow reference path for the biLM, written straight from the spec.
 
 Used by the tests and by ``benchmarks/bench_bilm.py`` to check the fast path in
-:mod:`elmo_engine.model.bilm`. It shares nothing with it but the loaded weights: one sentence at a time,
-one direction at a time, the full ``concat(x, h) @ W_0`` at every step, no caches, no sorting.
+:mod:`elmo_engine.model.bilm`. It shares nothing with it but the loaded weights: one sentence at a
+time, one direction at a time, the full ``concat(x, h) @ W_0`` at every step, no caches, no sorting.
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ class ReferenceBiLM:
         for i, (width, _k) in enumerate(o.filters):
             kern = w[f"CNN/W_cnn_{i}"][0]                             # (w, C, k)
             positions = o.max_characters_per_token - width + 1
-            s = torch.stack([sum(emb[:, p + a] @ kern[a] for a in range(width))
+            s = torch.stack([sum((emb[:, p + a] @ kern[a] for a in range(1, width)), emb[:, p] @ kern[0])
                              for p in range(positions)], 1) + w[f"CNN/b_cnn_{i}"]
             y = s.max(dim=1).values
             feats.append(torch.relu(y) if o.activation == "relu" else torch.tanh(y))

@@ -97,6 +97,8 @@ class _Stream:
 
     @property
     def entropy(self) -> Tensor:
+        if self.u is None:
+            raise ValueError("this scan was made without entropy")
         return (torch.log(self.s) - self.u / self.s).clamp_min(0.0)
 
 

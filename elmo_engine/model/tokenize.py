@@ -18,7 +18,8 @@ MAX_SENTENCE_TOKENS = 10_000
 # test_hardening_round3.py walks the parsed pattern to check it). E-mail addresses are found
 # outside the pattern (:func:`_email_ends`): ``[\w.+-]+@…`` tried at every position of a run of
 # ``+ . - _`` rescanned the run to its end each time (quadratic, issue 25).
-_MARKS = "\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0900-\u0903\u093a-\u094f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f"
+_MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0900-\u0903"
+          "\u093a-\u094f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe00-\ufe0f\ufe20-\ufe2f")
 _URL = r"""(?:https?://|www\.)\S+[^\s.,;:!?'")\]]"""
 _REST = r"""
     (?:[A-Za-z]\.){2,}                                  # U.S. / e.g. / U.S.A.
@@ -106,6 +107,7 @@ def _with_emails(piece: str) -> List[str]:
             continue
         if m is None:
             m = _REST_RE.match(piece, pos)
+        assert m is not None, "_REST matches any character"
         out.append(m.group(0))
         pos = m.end()
     return out

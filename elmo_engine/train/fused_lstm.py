@@ -1,7 +1,7 @@
 """One LSTM layer of both directions for training, with a hand-written backward pass.
 
-The biLM's autograd path (:meth:`elmo_engine.model.bilm.LSTMStack.forward` with grad enabled) records
-about thirty small operations per time step and direction; their bookkeeping, and a weight
+The biLM's autograd path (:meth:`elmo_engine.model.bilm.LSTMStack.forward` with grad enabled)
+records about thirty small operations per time step and direction; their bookkeeping, and a weight
 gradient GEMM of a few rows at every step, cost more than the arithmetic. Here one
 :class:`torch.autograd.Function` runs a whole layer of a window (T steps, B rows, both
 directions) and computes the same gradients itself:
@@ -25,11 +25,11 @@ directions) and computes the same gradients itself:
 
 The computation is exactly that of :class:`elmo_engine.model.bilm.LSTMStack` (TensorFlow's
 ``LSTMCell`` with projection: gate order i, j, f, o, forget bias +1, cell clip, projection clip),
-up to float rounding; ``tests/engine/test_lm_train_fused.py`` checks outputs and every gradient against
-the autograd path. Clipped values pass no gradient, as with ``torch.clamp`` (a value exactly
-on the bound passes it). Windows have every row running at every step (the trainer's streams),
-so there is no ragged batch here; the final state is returned for carrying to the next window
-and is not differentiable.
+up to float rounding; ``tests/engine/test_lm_train_fused.py`` checks outputs and every gradient
+against the autograd path. Clipped values pass no gradient, as with ``torch.clamp`` (a value exactly
+on the bound passes it). Windows have every row running at every step (the trainer's streams), so
+there is no ragged batch here; the final state is returned for carrying to the next window and is
+not differentiable.
 """
 from __future__ import annotations
 
@@ -299,6 +299,7 @@ class FusedLSTMLayer(torch.autograd.Function):
                 d_b = d_z.sum(0)
             else:
                 d_wrec = d_w
+                assert per_type is not None                  # kept per type when idx is given
                 d_b = per_type.sum(0)
                 d_win = gm.mm(x.t(), per_type)
                 d_x = gm.mm(per_type, w_it) if need_x else None
@@ -318,7 +319,8 @@ class FusedLSTMLayer(torch.autograd.Function):
 
 def fused_lstm_stack(lstm, tok: Tensor, idx: Tensor, steps: int, state
                      ) -> Tuple[List[Tensor], List[Tuple[Tensor, Tensor]]]:
-    """Every layer of ``lstm`` (an :class:`elmo_engine.model.bilm.LSTMStack`) over a training window.
+    """Every layer of ``lstm`` (an :class:`elmo_engine.model.bilm.LSTMStack`) over a training
+    window.
 
     tok : (U, P) token vectors of the window's distinct types and idx : (2, T·B) the type of
         each position per direction, time-major; or tok (2, T·B, P) per position and idx None
@@ -331,7 +333,8 @@ def fused_lstm_stack(lstm, tok: Tensor, idx: Tensor, steps: int, state
     tok = tok.float()                        # (the token layer's output may be bf16 there)
     outs: List[Tensor] = []
     new_state = []
-    inp, index = tok, idx
+    inp = tok
+    index: Optional[Tensor] = idx
     for layer in range(opts.n_layers):
         c0, h0 = state[layer]
         wp = lstm.wp[layer] if opts.has_lstm_projection else None

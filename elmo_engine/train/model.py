@@ -69,7 +69,7 @@ class BiLanguageModel(nn.Module):
             bc.fill_(-2.0)
             normal_(wt, math.sqrt(1.0 / n))
             bt.zero_()
-        if cc.w_proj is not None:
+        if cc.w_proj is not None and cc.b_proj is not None:
             normal_(cc.w_proj, math.sqrt(1.0 / n))
             cc.b_proj.zero_()
         d = opts.lstm_dim

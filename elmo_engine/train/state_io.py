@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple, Union
 
 import torch
 from torch import Tensor
@@ -143,8 +143,9 @@ def load_state(out: Path) -> Tuple[dict, Dict[str, Tensor]]:
 #: the largest ``state.json`` read (its history grows by a line per log step)
 MAX_STATE_JSON_BYTES = 64 << 20
 #: the fields a resumed run reads, and their types
-_DOC_FIELDS = {"config": dict, "optimizer": dict, "step": int, "epoch": int, "window": int,
-               "tokens": int, "train_seconds": (int, float), "history": dict}
+_DOC_FIELDS: Dict[str, Union[type, Tuple[type, ...]]] = {
+    "config": dict, "optimizer": dict, "step": int, "epoch": int, "window": int,
+    "tokens": int, "train_seconds": (int, float), "history": dict}
 
 
 def _short(e: Exception) -> str:

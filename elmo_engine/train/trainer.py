@@ -1,4 +1,5 @@
-"""The biLM training loop: truncated BPTT over carried-state windows, sampled softmax, dev perplexity.
+"""The biLM training loop: truncated BPTT over carried-state windows, sampled softmax, dev
+perplexity.
 
 ``train(corpus, dev, out, cfg)`` reads the corpus, builds (or, resuming, reloads) the vocabulary,
 trains, checkpoints, evaluates and exports the inference model into ``out``. It runs in one
@@ -13,7 +14,7 @@ import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import torch
 
@@ -34,7 +35,9 @@ def make_optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Opti
 
 
 @torch.no_grad()
-def perplexity(model: BiLanguageModel, framed, type_chars, type2vocab, batch_size: int,
+# ``model``: a BiLanguageModel, or anything with its ``bilm`` and ``full_nll`` (the exported
+# model with a full softmax, elmo_engine.train.evaluate._SoftmaxLM)
+def perplexity(model: "BiLanguageModel | Any", framed, type_chars, type2vocab, batch_size: int,
                unroll: int, device: torch.device, path=None,
                progress: Optional[Callable[[int, int], None]] = None) -> dict:
     """Full-softmax perplexity per direction of framed sentences (file order, state carried
@@ -119,7 +122,8 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     from tqdm import tqdm
 
     say = (log or (lambda m: print(m, file=sys.stderr, flush=True))) if ctx.is_main else (lambda m: None)
-    doc, tensors = (None, None)
+    doc: Optional[dict] = None
+    tensors: Dict[str, torch.Tensor] = {}
     if resume:
         doc, tensors = state_io.load_state(out)
         state_io.check_document(doc, Path(out) / state_io.STATE_DIR / state_io.STATE_JSON)
@@ -150,7 +154,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
         model.load_state_dict(cpu_model.state_dict())
     opt = make_optimizer(model, cfg)
     step, epoch, window, tokens, elapsed_before = 0, 0, 0, 0, 0.0
-    history = {"train": [], "dev": []}
+    history: Dict[str, Any] = {"train": [], "dev": []}       # the run's JSON record
     bsz_local = cfg.batch_size // ctx.world_size
     rows = slice(ctx.rank * bsz_local, (ctx.rank + 1) * bsz_local)
     carry = model.bilm.lstm.zero_state(bsz_local, ctx.device)
@@ -328,7 +332,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
     checkpoint()
     dev_result = history["dev"][-1]
     export_model, export_bilm = model, model.bilm
-    softmax = (model.softmax_w, model.softmax_b)
+    softmax: Tuple[torch.Tensor, torch.Tensor] = (model.softmax_w, model.softmax_b)
     best = history.get("best")
     if periodic and best is not None and best["step"] != step:
         # the best dev perplexity was reached at an earlier snapshot: that is the model
@@ -350,8 +354,8 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                                 dev_result["epoch"], say)
         history["final"] = dev_result
     if ctx.is_main:
-        meta = {"command": first_command, "resumed_with": resumed_with, "stopped": stop, "steps": step, "tokens": tokens,
-                "epochs_done": round(epoch + window / n_windows, 4),
+        meta = {"command": first_command, "resumed_with": resumed_with, "stopped": stop, "steps": step,
+                "tokens": tokens, "epochs_done": round(epoch + window / n_windows, 4),
                 "train_seconds": round(train_seconds, 1), "dev_perplexity": dev_result,
                 "config": asdict(cfg), "data": data.fingerprint(), "world_size": ctx.world_size,
                 "torch": torch.__version__, "threads": torch.get_num_threads(),
@@ -361,7 +365,7 @@ def _train(corpus, dev, out, cfg, resume, ctx, task, show_progress, command, log
                  "batch_size": cfg.batch_size, "n_negative_samples_batch": cfg.n_negative,
                  "dropout": cfg.dropout, "all_clip_norm_val": cfg.clip_norm, "bidirectional": True,
                  "n_epochs": cfg.epochs, "n_train_tokens": data.n_train_tokens}
-        if export_bilm is not model.bilm:
+        if export_bilm is not model.bilm and best is not None:
             meta["exported_step"] = best["step"]
         state_io.export_model(export_bilm, out, data.vocab, meta, extra, softmax=softmax)
         say(f"exported {out / 'options.json'} and {out / 'lm_weights.hdf5'}")

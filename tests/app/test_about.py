@@ -5,8 +5,8 @@ import pytest
 
 pytest.importorskip("PySide6")
 
-from elmo_engine.resources import demo_checkpoint_path, demo_model_attribution  # noqa: E402
-from elmo_explorer.shell.dialogs import about_text  # noqa: E402
+from elmo_engine.resources import demo_checkpoint_path, demo_model_attribution
+from elmo_explorer.shell.dialogs import about_text
 
 
 def test_about_names_both_corpora():

@@ -9,12 +9,12 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_engine.io import model_store  # noqa: E402
-from elmo_engine.io.catalogue import load_catalogue  # noqa: E402
-from elmo_explorer.shell.main import main  # noqa: E402
-from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
+from elmo_engine.io import model_store
+from elmo_engine.io.catalogue import load_catalogue
+from elmo_explorer.shell.main import main
+from elmo_explorer.shell.main_window import MainWindow
 
-from conftest import FIXTURES  # noqa: E402
+from conftest import FIXTURES
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_engine.analysis.neighbour_corpus import vocabulary_file as engine_vocabulary  # noqa: E402
-from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
-from elmo_engine.resources import demo_checkpoint_path  # noqa: E402
-from elmo_explorer.views.contexts.neighbours import vocabulary_file  # noqa: E402
+from elmo_engine.analysis.contexts.neighbour_corpus import vocabulary_file as engine_vocabulary
+from elmo_engine.model.checkpoint import load_checkpoint
+from elmo_engine.resources import demo_checkpoint_path
+from elmo_explorer.views.contexts.neighbours import vocabulary_file
 
 
 def test_the_view_and_the_cli_read_the_same_vocabulary(tiny_checkpoint, tmp_path):

@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtGui import QImage  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
 
-from elmo_explorer.common.figure_export import FigureOptions  # noqa: E402
-from elmo_explorer.views.contexts.controller import ContextsPanel  # noqa: E402
-from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
-from elmo_engine.analysis import compare as cmp  # noqa: E402
+from elmo_explorer.common.figure_export import FigureOptions
+from elmo_explorer.views.contexts.controller import ContextsPanel
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace
+from elmo_engine.analysis.contexts import compare as cmp
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

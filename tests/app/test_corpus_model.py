@@ -7,7 +7,7 @@ import pytest
 
 from elmo_engine.index.search import Hit
 from elmo_engine.index.senses import LayerSenses, Occurrence, SenseCluster, SenseInduction
-from elmo_engine.io.corpus_figures import density_rgba
+from elmo_engine.io.figures.corpus import density_rgba
 from elmo_explorer.views.corpus import atlas
 from elmo_explorer.views.corpus.model import (CorpusModel, CorpusOptions, MapScope, Query,
                                               TSV_COLUMNS)

@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
-from elmo_explorer.views.corpus.atlas import MapMode, POINTS_MAX, synthetic_map  # noqa: E402
-from elmo_explorer.views.corpus.controller import CorpusPanel  # noqa: E402
-from conftest import LAYERS_SENTENCES as SENTENCES  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace
+from elmo_explorer.views.corpus.atlas import MapMode, POINTS_MAX, synthetic_map
+from elmo_explorer.views.corpus.controller import CorpusPanel
+from conftest import LAYERS_SENTENCES as SENTENCES
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

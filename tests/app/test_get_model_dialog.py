@@ -9,19 +9,19 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import Qt  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
 
-import elmo_explorer.shell.dialogs  # noqa: E402
-from elmo_engine.io.catalogue import load_catalogue  # noqa: E402
-from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
-from elmo_explorer.shell.models_dialog.controller import (GetModelDialog,  # noqa: E402
+import elmo_explorer.shell.dialogs
+from elmo_engine.io.catalogue import load_catalogue
+from elmo_explorer.shell.main_window import MainWindow
+from elmo_explorer.shell.models_dialog.controller import (GetModelDialog,
                                                           show_get_model_dialog)
-from elmo_explorer.shell.models_dialog.model import COLUMNS, Busy  # noqa: E402
-from elmo_explorer.state.settings import AppSettings  # noqa: E402
+from elmo_explorer.shell.models_dialog.model import COLUMNS, Busy
+from elmo_explorer.state.settings import AppSettings
 
-from conftest import FIXTURES  # noqa: E402
-from model_server import ModelServer, use_data_folder  # noqa: E402
+from conftest import FIXTURES
+from model_server import ModelServer, use_data_folder
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

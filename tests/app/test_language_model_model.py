@@ -9,7 +9,7 @@ import pytest
 
 from elmo_engine.analysis.language_model import (MinimalPair, predict, reach, score_pairs)
 from elmo_engine.embed.embedder import Embedder
-from elmo_engine.io.lm_figures import RANK_COLORS
+from elmo_engine.io.figures.language_model import RANK_COLORS
 from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.model.softmax import load_softmax
 from lm_helpers import checkpoint_with_softmax

@@ -10,10 +10,10 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_engine.analysis.language_model import predict, reach  # noqa: E402
-from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace  # noqa: E402
-from elmo_explorer.views.language_model.controller import LanguageModelPanel  # noqa: E402
-from lm_helpers import checkpoint_with_softmax  # noqa: E402
+from elmo_engine.analysis.language_model import predict, reach
+from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace
+from elmo_explorer.views.language_model.controller import LanguageModelPanel
+from lm_helpers import checkpoint_with_softmax
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 SENTENCES = ["the cat sat on the mat .", "a dog sits ."]

@@ -9,13 +9,13 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.shell.main import main  # noqa: E402
-from elmo_explorer.views.layers.controller import LayersPanel  # noqa: E402
-from elmo_explorer.views.layers.model import (RECORDED_SENTENCES, read_recorded,  # noqa: E402
+from elmo_explorer.shell.main import main
+from elmo_explorer.views.layers.controller import LayersPanel
+from elmo_explorer.views.layers.model import (RECORDED_SENTENCES, read_recorded,
                                                valid_result)
-from elmo_engine.analysis.cka import cka_matrix, cross_cka  # noqa: E402
-from elmo_engine.analysis.contextuality import contextuality  # noqa: E402
-from elmo_engine.analysis.layers_run import read_corpus  # noqa: E402
+from elmo_engine.analysis.layers.cka import cka_matrix, cross_cka
+from elmo_engine.analysis.layers.contextuality import contextuality
+from elmo_engine.analysis.layers.run import read_corpus
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

@@ -8,14 +8,14 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QElapsedTimer, Qt, QTimer  # noqa: E402
-from PySide6.QtGui import QTextCursor  # noqa: E402
+from PySide6.QtCore import QElapsedTimer, Qt, QTimer
+from PySide6.QtGui import QTextCursor
 
-import elmo_explorer.shell.dialogs  # noqa: E402
-from elmo_engine.resources import demo_sentences_path  # noqa: E402
-from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
-from elmo_explorer.state.settings import AppSettings  # noqa: E402
-from elmo_explorer.state.workspace import TokenRef  # noqa: E402
+import elmo_explorer.shell.dialogs
+from elmo_engine.resources import demo_sentences_path
+from elmo_explorer.shell.main_window import MainWindow
+from elmo_explorer.state.settings import AppSettings
+from elmo_explorer.state.workspace import TokenRef
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -26,7 +26,8 @@ TEXT = "He sat on the bank of the river.\n\nShe deposited the check at the bank.
 def errors(monkeypatch):
     """Capture error dialogs instead of showing them."""
     shown = []
-    monkeypatch.setattr(elmo_explorer.shell.dialogs, "show_error", lambda parent, title, msg: shown.append((title, msg)))
+    monkeypatch.setattr(elmo_explorer.shell.dialogs, "show_error",
+                        lambda parent, title, msg: shown.append((title, msg)))
     return shown
 
 

@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.views.probes.controller import ProbeTask, ProbesPanel  # noqa: E402
-from elmo_explorer.state.workspace import Workspace  # noqa: E402
-from app_helpers import tiny_probe_task  # noqa: E402
-from elmo_engine.analysis.probes.experiment import ProbeConfig  # noqa: E402
+from elmo_explorer.views.probes.controller import ProbeTask, ProbesPanel
+from elmo_explorer.state.workspace import Workspace
+from app_helpers import tiny_probe_task
+from elmo_engine.analysis.probes.experiment import ProbeConfig
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

@@ -9,16 +9,16 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QPoint, QPointF, QRectF, Qt  # noqa: E402
-from PySide6.QtGui import QImage, QMouseEvent  # noqa: E402
-from PySide6.QtWidgets import QApplication  # noqa: E402
+from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
+from PySide6.QtGui import QImage, QMouseEvent
+from PySide6.QtWidgets import QApplication
 
-from elmo_explorer.common.figure_export import FigureOptions  # noqa: E402
-import elmo_explorer.views.projection.controller as projection_mod  # noqa: E402
-import elmo_explorer.views.projection.warmup as warmup_mod  # noqa: E402
-from elmo_explorer.views.projection.controller import ProjectionPanel  # noqa: E402
-from elmo_explorer.views.projection.plots import PALETTE, categories  # noqa: E402
-from elmo_explorer.state.workspace import TokenRef  # noqa: E402
+from elmo_explorer.common.figure_export import FigureOptions
+import elmo_explorer.views.projection.controller as projection_mod
+import elmo_explorer.views.projection.warmup as warmup_mod
+from elmo_explorer.views.projection.controller import ProjectionPanel
+from elmo_explorer.views.projection.plots import PALETTE, categories
+from elmo_explorer.state.workspace import TokenRef
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -336,7 +336,7 @@ def test_layer_with_too_few_distinct_vectors_keeps_pca(qtbot, ws):
     assert "PCA kept for layer 0" in panel.view.controls.status.text()
 
 
-# ---- workspace / report hooks (views/projection/report.py, controls.state) ------------------------------
+# ---- workspace / report hooks (views/projection/report.py, controls.state) -----------------------
 def test_view_state_round_trip(pca_panel, qtbot, ws):
     import json
 

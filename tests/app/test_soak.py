@@ -20,15 +20,15 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtCore import QCoreApplication, QEvent, QObject  # noqa: E402
-from PySide6.QtGui import QTextCursor  # noqa: E402
+from PySide6.QtCore import QCoreApplication, QEvent, QObject
+from PySide6.QtGui import QTextCursor
 
-import elmo_explorer.shell.dialogs  # noqa: E402
-from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
-from elmo_explorer.state.settings import AppSettings  # noqa: E402
-from elmo_engine.model.checkpoint import load_checkpoint  # noqa: E402
-from elmo_engine.embed.embedder import Embedder  # noqa: E402
-from elmo_engine.model.tokenize import tokenize  # noqa: E402
+import elmo_explorer.shell.dialogs
+from elmo_explorer.shell.main_window import MainWindow
+from elmo_explorer.state.settings import AppSettings
+from elmo_engine.model.checkpoint import load_checkpoint
+from elmo_engine.embed.embedder import Embedder
+from elmo_engine.model.tokenize import tokenize
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -69,7 +69,8 @@ def measure(window, drawn) -> dict:
     QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     gc.unfreeze()
     gc.collect()
-    counts = {"app": app_objects(), "all": Counter(type(o).__qualname__ for o in gc.get_objects()), "qobjects": len(window.findChildren(QObject)),
+    counts = {"app": app_objects(), "all": Counter(type(o).__qualname__ for o in gc.get_objects()),
+              "qobjects": len(window.findChildren(QObject)),
               "ws_qobjects": len(window.workspace.findChildren(QObject)), "rss": rss_mb()}
     gc.freeze()                                   # as the app runs: long-lived objects frozen
     return counts
@@ -180,7 +181,8 @@ def check_current(ws, checkpoint) -> None:
 @pytest.fixture
 def window(qtbot, app_settings_dir, tiny_checkpoint, monkeypatch):
     shown = []
-    monkeypatch.setattr(elmo_explorer.shell.dialogs, "show_error", lambda parent, title, msg: shown.append((title, msg)))
+    monkeypatch.setattr(elmo_explorer.shell.dialogs, "show_error",
+                        lambda parent, title, msg: shown.append((title, msg)))
     w = MainWindow(AppSettings(app_settings_dir), views=())
     qtbot.addWidget(w)
     w.show()
@@ -217,9 +219,11 @@ def test_soak_edit_embed_cancel(qtbot, window, tiny_checkpoint):
     print(f"\n[soak] {CYCLES} cycles (+{WARMUP} warm-up) in {elapsed:.1f} s; modes {dict(modes)}; "
           f"app objects {sum(before['app'].values())} -> {sum(after['app'].values())}; "
           f"all tracked objects {sum(before['all'].values())} -> {sum(after['all'].values())} "
-          f"(grew most: {(after['all'] - before['all']).most_common(4)}); QObjects {before['qobjects']} -> {after['qobjects']} "
+          f"(grew most: {(after['all'] - before['all']).most_common(4)}); "
+          f"QObjects {before['qobjects']} -> {after['qobjects']} "
           f"(workspace {before['ws_qobjects']} -> {after['ws_qobjects']}); "
-          f"RSS {before['rss']:.1f} -> {after['rss']:.1f} MB; {len(cancelled)} jobs cancelled; {drawn.checks} drawn states checked")
+          f"RSS {before['rss']:.1f} -> {after['rss']:.1f} MB; {len(cancelled)} jobs cancelled; "
+          f"{drawn.checks} drawn states checked")
     # Python objects of any type: one-time growth (lazy imports, caches filling) ends in the first
     # half; the second half may not grow further
     second_half = sum(after["all"].values()) - sum(middle["all"].values())

@@ -7,12 +7,12 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from PySide6.QtGui import QImage  # noqa: E402
+from PySide6.QtGui import QImage
 
-import elmo_explorer.shell.dialogs  # noqa: E402
-from elmo_explorer.shell.main import main  # noqa: E402
-from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
-from elmo_explorer.state.settings import AppSettings  # noqa: E402
+import elmo_explorer.shell.dialogs
+from elmo_explorer.shell.main import main
+from elmo_explorer.shell.main_window import MainWindow
+from elmo_explorer.state.settings import AppSettings
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -184,7 +184,8 @@ def test_model_info_dialog_lists_parts(qtbot, tiny_checkpoint):
     for part in ("char embedding", "convolutions", "highway", "lstm", "total"):
         assert part in text
     assert f"{info.parameter_counts['total']:,}" in text
-    assert elmo_explorer.shell.dialogs.human_bytes(1536) == "1.5 KB" and elmo_explorer.shell.dialogs.human_count(93_600_000) == "93.6 M"
+    assert elmo_explorer.shell.dialogs.human_bytes(1536) == "1.5 KB"
+    assert elmo_explorer.shell.dialogs.human_count(93_600_000) == "93.6 M"
 
 
 def test_job_errors_are_logged_with_traceback(qtbot, tmp_path):

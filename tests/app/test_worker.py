@@ -11,8 +11,8 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.state.worker import JobHandle, Lane, Worker  # noqa: E402
-from elmo_engine.errors import InputError  # noqa: E402
+from elmo_explorer.state.worker import JobHandle, Lane, Worker
+from elmo_engine.errors import InputError
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

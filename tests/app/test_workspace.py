@@ -6,7 +6,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.state.workspace import ModelSpec, TokenRef  # noqa: E402
+from elmo_explorer.state.workspace import ModelSpec, TokenRef
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

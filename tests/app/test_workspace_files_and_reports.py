@@ -13,21 +13,21 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-import pyqtgraph as pg  # noqa: E402
-from PySide6.QtCore import Signal  # noqa: E402
-from PySide6.QtGui import QImage  # noqa: E402
-from PySide6.QtWidgets import (QFileDialog, QMenu, QMessageBox, QVBoxLayout,  # noqa: E402
+import pyqtgraph as pg
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QImage
+from PySide6.QtWidgets import (QFileDialog, QMenu, QMessageBox, QVBoxLayout,
                                QWidget)
 
-import elmo_explorer.persistence.workspace_actions as wa  # noqa: E402
-from elmo_explorer.views.protocol import AnalysisPanel  # noqa: E402
-from elmo_explorer.common.figure_export import FigureOptions, VectorDialog  # noqa: E402
-from elmo_explorer.shell.main_window import MainWindow  # noqa: E402
-from elmo_explorer.state.settings import AppSettings  # noqa: E402
-from elmo_explorer.state.workspace import TokenRef  # noqa: E402
-from elmo_engine.errors import InputError  # noqa: E402
-from elmo_engine.io import recovery  # noqa: E402
-from elmo_engine.io import workspace_file as wf  # noqa: E402
+import elmo_explorer.persistence.workspace_actions as wa
+from elmo_explorer.views.protocol import AnalysisPanel
+from elmo_explorer.common.figure_export import FigureOptions, VectorDialog
+from elmo_explorer.shell.main_window import MainWindow
+from elmo_explorer.state.settings import AppSettings
+from elmo_explorer.state.workspace import TokenRef
+from elmo_engine.errors import InputError
+from elmo_engine.io import recovery
+from elmo_engine.io import workspace_file as wf
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

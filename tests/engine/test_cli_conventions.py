@@ -236,9 +236,9 @@ def test_export_vectors_to_a_tsv_name_writes_files(tmp_path, text_file, tiny_che
 def test_contexts_reads_groups_and_neighbours_match_the_apps(tmp_path, tiny_checkpoint, capsys):
     """The CLI's index is the app's: the sentences, then the reference, and layer 0's known
     words include the vocabulary file (here the demo model's vocab.txt, as in the app)."""
-    from elmo_engine.analysis.neighbour_corpus import (build_index, read_vocabulary,
+    from elmo_engine.analysis.contexts.neighbour_corpus import (build_index, read_vocabulary,
                                                        vocabulary_file)
-    from elmo_engine.analysis.neighbours import neighbour_table
+    from elmo_engine.analysis.contexts.neighbours import neighbour_table
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.model.checkpoint import load_checkpoint
 

@@ -1,4 +1,5 @@
-"""Cross-context comparison (elmo_engine.analysis.compare) against plain NumPy references."""
+"""Cross-context comparison (elmo_engine.analysis.contexts.compare) against plain NumPy
+references."""
 from __future__ import annotations
 
 import csv
@@ -7,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.io import projector_tsv
 from elmo_engine.errors import InputError
 

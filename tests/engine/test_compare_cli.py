@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from elmo_engine.cli import contexts as compare_cli
-from elmo_engine.analysis.compare import read_matrices_csv
+from elmo_engine.analysis.contexts.compare import read_matrices_csv
 from elmo_engine.errors import InputError
 
 

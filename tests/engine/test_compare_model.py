@@ -1,4 +1,5 @@
-"""Comparison and nearest neighbours on the shared fixture biLM (elmo_engine.analysis.compare/neighbours)."""
+"""Comparison and nearest neighbours on the shared fixture biLM
+(elmo_engine.analysis.contexts.compare/neighbours)."""
 from __future__ import annotations
 
 import csv
@@ -7,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
-from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.errors import InputError
-from elmo_engine.analysis.neighbour_corpus import (IndexCache, build_index, index_key, read_corpus,
+from elmo_engine.analysis.contexts.neighbour_corpus import (IndexCache, build_index, index_key, read_corpus,
                                                    read_vocabulary)
-from elmo_engine.analysis.neighbours import (NeighbourIndex, WordIndex, highlight_html, top_k,
+from elmo_engine.analysis.contexts.neighbours import (NeighbourIndex, WordIndex, highlight_html, top_k,
                                              write_neighbours_csv)
 
 SENTS = [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from elmo_engine.io import corpus_figures as CF
+from elmo_engine.io.figures import corpus as CF
 from elmo_engine.io.figures import render
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#c8c8c8"]

@@ -17,7 +17,7 @@ from elmo_engine.io.datasets.wordnet import (
                                              )
 from elmo_engine.errors import InputError
 
-from conftest import DATA, need  # noqa: E402
+from conftest import DATA, need
 
 SE07 = DATA / "wsd_eval_raganato2017" / "semeval2007" / "semeval2007"
 SEMCOR = DATA / "semcor30"

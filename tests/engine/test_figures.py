@@ -89,7 +89,7 @@ def test_scatter_panels_have_equal_axes():
 
 def test_probe_figure_colours_by_kind_with_baselines_controls_and_flags(tmp_path):
     from elmo_engine.analysis.probes.experiment import LayerResult, MixResult, ProbeResult
-    from elmo_engine.analysis.probes.plots import figure_runs, probe_figure, run_colors
+    from elmo_engine.io.figures.probes import figure_runs, probe_figure, run_colors
 
     def run(task, name, below=False):
         layers = [LayerResult(k, 0.5, 0.6 + k / 10, 0.5, test_sd=0.01, control_test=0.4,

@@ -224,7 +224,7 @@ def test_text_is_capped(tmp_path, monkeypatch):
 
 
 def test_one_reader_for_bom_nul_and_invisible_characters(tmp_path):
-    from elmo_engine.analysis.neighbour_corpus import read_corpus
+    from elmo_engine.analysis.contexts.neighbour_corpus import read_corpus
     from elmo_engine.io.datasets.sentences import read_sentences, read_token_lines
 
     bom = tmp_path / "bom.txt"

@@ -96,7 +96,7 @@ def test_export_vectors_implied_metadata_file_is_guarded(tmp_path, capsys):
     ["probe", "--task", "demo-pos", "--out", "{task}", "--force"],
 ])
 def test_bundled_inputs_are_never_written(capsys, argv):
-    from elmo_engine.analysis.layers_run import reference_corpus_path
+    from elmo_engine.analysis.layers.run import reference_corpus_path
     from elmo_engine.resources import demo_sentences_path, demo_tasks_dir
 
     task = sorted((demo_tasks_dir() / "pos").iterdir())[0]
@@ -198,7 +198,7 @@ def test_tokens_of_normal_text_are_unchanged():
         text = tk._NT_SPLIT.sub(r"\1 \2", tk._CONTROL.sub(" ", text))
         return [m.group(0) for p in text.split() for m in old.finditer(p)]
 
-    from elmo_engine.analysis.layers_run import reference_corpus_path
+    from elmo_engine.analysis.layers.run import reference_corpus_path
     lines = reference_corpus_path().read_text("utf-8").splitlines()[:1500]
     lines += demo_sentences_path().read_text("utf-8").splitlines()
     rng = random.Random(0)

@@ -32,7 +32,7 @@ def run_capped(argv, limit_gb: float = 2.5, timeout: int = 240):
 
 
 def _corpus(path: Path, nbytes: int) -> Path:
-    from elmo_engine.analysis.layers_run import reference_corpus_path
+    from elmo_engine.analysis.layers.run import reference_corpus_path
 
     lines = reference_corpus_path().read_text("utf-8").splitlines()
     with open(path, "w", encoding="utf-8") as fh:
@@ -58,7 +58,7 @@ def test_activations_of_a_big_text_are_capped(tmp_path):
 def test_the_layer_cap_is_stated_and_the_plan_checked_before_allocating():
     import numpy as np
 
-    from elmo_engine.analysis import contextuality as cx
+    from elmo_engine.analysis.layers import contextuality as cx
     from elmo_engine.errors import InputError
 
     tokens = [["w%d" % (i % 50) for i in range(40)] for _ in range(3000)]   # 120,000 tokens

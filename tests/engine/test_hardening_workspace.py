@@ -85,7 +85,8 @@ json_value = st.recursive(
     leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids,
                                                                       max_size=4),
     max_leaves=12)
-SPLICES = [b"{\"views\": " + b"{\"v\": " * 900, b"\xff", b"\xc3", b"\x00", b"\xef\xbb\xbf", b"\"\\ud800\"", b"9" * 5000, b"1e999",
+SPLICES = [b"{\"views\": " + b"{\"v\": " * 900, b"\xff", b"\xc3", b"\x00", b"\xef\xbb\xbf", b"\"\\ud800\"",
+           b"9" * 5000, b"1e999",
            b"-0", b"NaN", b"[" * 3000, b"{\"a\":" * 2000, b"[" * 500 + b"]" * 500, b"}", b",",
            b"\"", b"\"" + b"a" * TEN_MB + b"\"", b" " * TEN_MB, b"\n" * 50]
 

@@ -15,8 +15,13 @@ the source with :mod:`ast`, so an import that only runs in some code path is cau
    names are ``elmo_explorer`` and ``elmo_engine.resources``.
 5. The engine's tests import neither Qt nor the app (CI runs them where PySide6 is not
    installed).
-6. The app's view models (``app/elmo_explorer/views/*/model.py``) import no Qt: a view's state is plain
+6. The app's view models (``app/elmo_explorer/views/*/model.py``) import no Qt: a view's state is
+plain
    Python, its widgets live in the view.
+7. Inside ``analysis``, each analysis is a package (``contexts``, ``layers``, ``probes``,
+   ``projection``, ``language_model``) that imports only itself and the shared top-level modules
+   (``activations``; ``report`` gathers them all), except where :data:`ANALYSIS_SHARED` says.
+8. Figures are drawn in ``io.figures`` only: no other engine module imports matplotlib.
 """
 from __future__ import annotations
 
@@ -42,6 +47,10 @@ for name in FOUNDATION:
     ALLOWED[name] = ()
 EXCEPTIONS = {("elmo_engine.train.__main__", "cli")}   # a program's entry point
 IMPORTERS = {"import_module", "__import__", "find_spec"}
+ANALYSES = ("contexts", "layers", "probes", "projection", "language_model")
+#: (analysis, analysis it may import): the projection colours points by the Contexts view's
+#: per-layer statistics (``contexts.compare.layer_stats``)
+ANALYSIS_SHARED = {("projection", "contexts")}
 
 
 def modules(folder: str, package: str) -> Iterator[Tuple[str, Path]]:
@@ -160,3 +169,33 @@ def test_the_checker_sees_lazy_and_dynamic_imports(tmp_path):
                    "CLI_MODULES = {'x': 'elmo_engine.cli.embed'}\n", encoding="utf-8")
     names = [name for _, name in imported(src)]
     assert {"PySide6.QtCore", "elmo_explorer.shell.main", "elmo_engine.cli.embed"} <= set(names)
+
+
+def test_each_analysis_imports_only_itself_and_the_shared_modules():
+    bad, seen = [], set()
+    for mod, f in modules("elmo_engine/analysis", "elmo_engine.analysis"):
+        parts = mod.split(".")
+        if len(parts) < 3 or parts[2] not in ANALYSES:
+            continue
+        seen.add(parts[2])
+        for line, name in imported(f):
+            np_ = name.split(".")
+            if np_[:2] != ["elmo_engine", "analysis"] or len(np_) < 3:
+                continue
+            target = np_[2]
+            if target in ANALYSES and target != parts[2] \
+                    and (parts[2], target) not in ANALYSIS_SHARED:
+                bad.append(f"{mod}:{line} imports {name}")
+            elif target in ("report",):
+                bad.append(f"{mod}:{line} imports {name} (the report gathers the analyses)")
+    assert seen == set(ANALYSES)
+    assert bad == []
+
+
+def test_figures_are_drawn_in_io_figures_only():
+    bad = [f"{mod}:{line} imports {name}" for mod, f in modules("elmo_engine", "elmo_engine")
+           if not mod.startswith("elmo_engine.io.figures")
+           for line, name in imported(f) if top(name) == "matplotlib"]
+    figure_modules = {mod for mod, _ in modules("elmo_engine/io/figures", "elmo_engine.io.figures")}
+    assert {"elmo_engine.io.figures.contexts", "elmo_engine.io.figures.layers"} <= figure_modules
+    assert bad == []

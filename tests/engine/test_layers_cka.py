@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from elmo_engine.analysis.cka import CKAResult, cka_matrix, cross_cka, linear_cka
+from elmo_engine.analysis.layers.cka import CKAResult, cka_matrix, cross_cka, linear_cka
 from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.progress import TaskState
 
@@ -17,22 +17,22 @@ def _one_blas_thread():
         yield
 
 
-def hsic_direct(k, l, unbiased):
+def hsic_direct(k, m, unbiased):
     """HSIC straight from the n x n kernels: tr(KHLH)/(n-1)², or Song et al.'s HSIC₁."""
     n = k.shape[0]
     if not unbiased:
         h = np.eye(n) - np.ones((n, n)) / n
-        return np.trace(k @ h @ l @ h) / (n - 1) ** 2
-    kt, lt = k - np.diag(np.diag(k)), l - np.diag(np.diag(l))
+        return np.trace(k @ h @ m @ h) / (n - 1) ** 2
+    kt, lt = k - np.diag(np.diag(k)), m - np.diag(np.diag(m))
     one = np.ones(n)
     return (np.trace(kt @ lt) + (one @ kt @ one) * (one @ lt @ one) / ((n - 1) * (n - 2))
             - 2.0 / (n - 2) * one @ kt @ lt @ one) / (n * (n - 3))
 
 
 def cka_direct(x, y, unbiased):
-    k, l = x @ x.T, y @ y.T
-    return hsic_direct(k, l, unbiased) / np.sqrt(hsic_direct(k, k, unbiased)
-                                                 * hsic_direct(l, l, unbiased))
+    k, m = x @ x.T, y @ y.T
+    return hsic_direct(k, m, unbiased) / np.sqrt(hsic_direct(k, k, unbiased)
+                                                 * hsic_direct(m, m, unbiased))
 
 
 def test_hand_computed_one_feature():

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from elmo_engine.cli import layers as layers_cli
-from elmo_engine.analysis.cka import cka_matrix, cross_cka
-from elmo_engine.analysis.contextuality import contextuality
+from elmo_engine.analysis.layers.cka import cka_matrix, cross_cka
+from elmo_engine.analysis.layers.contextuality import contextuality
 from elmo_engine.cli import build_parser, main
 from conftest import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint
 

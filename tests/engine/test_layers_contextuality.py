@@ -6,8 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from elmo_engine.analysis.contextuality import ContextualityAccumulator, contextuality
-from elmo_engine.analysis.spectra import mev_of_stack, top_eigenvalues
+from elmo_engine.analysis.layers.contextuality import ContextualityAccumulator, contextuality
+from elmo_engine.analysis.layers.spectra import mev_of_stack, top_eigenvalues
 from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.progress import TaskState
 

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from elmo_engine.analysis.mdl import (BLOCK_FRACTIONS, MDLConfig, block_boundaries,
+from elmo_engine.analysis.layers.mdl import (BLOCK_FRACTIONS, MDLConfig, block_boundaries,
                                       online_codelength, uniform_codelength)
 from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.progress import TaskState

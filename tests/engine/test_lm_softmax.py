@@ -101,8 +101,10 @@ def test_prob_and_rank_equal_numpy_from_the_top_layer(published):
     assert got.perplexity[0] == pytest.approx(math.exp(-np.mean(logps)), rel=1e-5)
     # substitutes: p_fwd · p_bwd renormalised
     i = 2
-    pf = np.exp(logits_f[i] - logits_f[i].max()); pf /= pf.sum()
-    pb = np.exp(logits_b[i + 2] - logits_b[i + 2].max()); pb /= pb.sum()
+    pf = np.exp(logits_f[i] - logits_f[i].max())
+    pf /= pf.sum()
+    pb = np.exp(logits_b[i + 2] - logits_b[i + 2].max())
+    pb /= pb.sum()
     prod = pf * pb / (pf * pb).sum()
     assert got.substitutes[i][0].word == tokens[int(prod.argmax())]
     assert got.substitutes[i][0].prob == pytest.approx(float(prod.max()), abs=1e-5)

@@ -17,7 +17,7 @@ from elmo_engine.train.vocab import Vocabulary
 
 import lm_train_helpers as helpers
 
-from conftest import FIXTURES  # noqa: E402
+from conftest import FIXTURES
 
 BILM_TF_DATA = FIXTURES / "bilm-tf" / "train" / "data.txt"
 

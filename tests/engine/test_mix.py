@@ -1,4 +1,5 @@
-"""ScalarMix: the torch module against the NumPy reference, weights, fixed parameters, layer norm."""
+"""ScalarMix: the torch module against the NumPy reference, weights, fixed parameters, layer
+norm."""
 from __future__ import annotations
 
 import numpy as np

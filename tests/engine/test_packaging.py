@@ -1,8 +1,8 @@
 """What ``pip install`` puts into site-packages: the project's own import names only.
 
-``app/elmo_explorer/`` is installed as ``elmo_explorer`` and ``resources/`` as ``elmo_engine.resources``
-(``pyproject.toml``); no top-level ``app`` or ``resources`` that could collide with another
-project's.
+``app/elmo_explorer/`` is installed as ``elmo_explorer`` and ``resources/`` as
+``elmo_engine.resources`` (``pyproject.toml``); no top-level ``app`` or ``resources`` that could
+collide with another project's.
 """
 from __future__ import annotations
 

@@ -153,7 +153,7 @@ def test_layer_features_single_and_mix(corpus):
 
 
 def test_layer_normalised_mix_is_the_contexts_rule(corpus):
-    from elmo_engine.analysis.compare import compare, gather, layer_stats, mix_layers
+    from elmo_engine.analysis.contexts.compare import compare, gather, layer_stats, mix_layers
 
     sents, acts = corpus
     # layers of very different scale: without normalisation layer 0 decides the mix

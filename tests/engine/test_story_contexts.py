@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from elmo_engine.analysis import compare as cmp
-from elmo_engine.analysis.groups import split_group, word_groups
-from elmo_engine.analysis.permutation import (all_relabellings, group_permutation_test,
+from elmo_engine.analysis.contexts import compare as cmp
+from elmo_engine.analysis.contexts.groups import split_group, word_groups
+from elmo_engine.analysis.contexts.permutation import (all_relabellings, group_permutation_test,
                                               n_relabellings)
 from elmo_engine.errors import InputError
 from elmo_engine.io.datasets.sentences import is_grouped, read_grouped_sentences
@@ -62,7 +62,7 @@ def test_separated_groups_get_the_smallest_p_and_ties_get_one():
 
 
 def test_monte_carlo_when_too_many_and_undefined_without_two_groups(monkeypatch):
-    import elmo_engine.analysis.permutation as P
+    import elmo_engine.analysis.contexts.permutation as P
     monkeypatch.setattr(P, "EXACT_LIMIT", 10)
     monkeypatch.setattr(P, "N_RANDOM", 199)
     rng = np.random.default_rng(0)

@@ -1,7 +1,7 @@
 """Exported figures' size, resolution and formats, and the export dialogs.
 
 Every exported figure is a matplotlib figure drawn by the engine
-(:mod:`elmo_engine.analysis.report_figures` on :mod:`elmo_engine.io.figures`, the one figure
+(:mod:`elmo_engine.io.figures.contexts` on :mod:`elmo_engine.io.figures`, the one figure
 path); :func:`save_figure` writes it at the size and DPI chosen here. Nothing is drawn from the
 widgets on screen.
 """
@@ -35,7 +35,7 @@ class FigureOptions:
 
 
 def save_figure(fig, path, options: FigureOptions) -> List[Path]:
-    """Write a matplotlib figure (from :mod:`elmo_engine.analysis.report_figures`) through the
+    """Write a matplotlib figure (from :mod:`elmo_engine.io.figures.contexts`) through the
     one figure path, :func:`elmo_engine.io.figures.save`: ``path`` with a .png/.svg/.pdf
     suffix writes that format, without one every format of ``options``. The figure is scaled to
     ``options.width_in`` at least (its height follows when ``keep_aspect``, else ``height_in``
@@ -160,7 +160,7 @@ class VectorDialog(QDialog):
         self.weights.setEnabled(mix)
         self.gamma.setEnabled(mix)
 
-    def accept(self) -> None:  # noqa: D102 - Qt override
+    def accept(self) -> None:  # Qt override
         try:
             self.options()
         except InputError as e:

@@ -1,7 +1,7 @@
 """Save dialogs for exports: :func:`ask_save_path` and the image filters.
 
 Exported figures themselves are drawn by the engine's one figure path
-(:mod:`elmo_engine.analysis.report_figures` on :mod:`elmo_engine.io.figures`, matplotlib Agg);
+(:mod:`elmo_engine.io.figures.contexts` on :mod:`elmo_engine.io.figures`, matplotlib Agg);
 nothing is exported by painting a widget.
 """
 from __future__ import annotations

@@ -339,7 +339,7 @@ class WorkspaceActions(QObject):
         self.saved.emit(str(target))
         return True
 
-    def eventFilter(self, obj, event) -> bool:  # noqa: N802 - Qt override
+    def eventFilter(self, obj, event) -> bool:
         if obj is self.window and event.type() == QEvent.Type.Close:
             if not self.confirm_close():
                 event.ignore()                           # the user chose to stay

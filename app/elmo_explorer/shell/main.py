@@ -51,7 +51,7 @@ def _parse_size(text: str):
     return w, h
 
 
-def QApplicationInstance():  # noqa: N802 - mirrors QApplication.instance()
+def QApplicationInstance():
     """The running QApplication, if any (tests create one), without importing Qt otherwise."""
     if "PySide6.QtWidgets" not in sys.modules:
         return None

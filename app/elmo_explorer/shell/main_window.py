@@ -107,9 +107,9 @@ class MainWindow(QMainWindow):
         self._restore_window()
         if self.view_problems:
             self.statusBar().showMessage("Not available: " + "; ".join(self.view_problems), 15000)
-        # Everything imported and built so far (torch, Qt, numpy: ~180k objects) lives as long as the app.
-        # Freezing it keeps the garbage collector's full passes, which hold the GIL, from scanning
-        # it again and again: unfrozen, one pass took 50–400 ms and stalled the GUI thread.
+        # Everything imported and built so far (torch, Qt, numpy: ~180k objects) lives as long as
+        # the app. Freezing it keeps the garbage collector's full passes, which hold the GIL, from
+        # scanning it again and again: unfrozen, one pass took 50–400 ms and stalled the GUI thread.
         gc.freeze()
 
     # ---- construction ------------------------------------------------------------------------
@@ -153,7 +153,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         self._restored_state = not state.isEmpty() and self.restoreState(state)
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if not self._restored_state:           # first launch: give the sentences a third
             self._restored_state = True
@@ -388,7 +388,7 @@ class MainWindow(QMainWindow):
             log.warning("cannot save the session's sentences: %s", e)
         self.settings.sync()
 
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+    def closeEvent(self, event: QCloseEvent) -> None:
         self.save_session()
         self.hide()                                  # gone at once, even if a job must finish
         if not self.workspace.worker.shutdown(timeout_s=SHUTDOWN_WAIT_S):

@@ -1,1 +1,2 @@
-"""Shared state: the workspace (model handle, sentences, selection), the worker (job handles, two lanes) and the app settings. Imports the engine only."""
+"""Shared state: the workspace (model handle, sentences, selection), the worker (job handles, two
+lanes) and the app settings. Imports the engine only."""

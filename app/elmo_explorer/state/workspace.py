@@ -9,7 +9,8 @@ Invariants (GUI thread):
 * ``len(sentences) == len(tokens) == len(activations)``;
 * ``tokens[i]`` is final once ``activations[i]`` is not None (before that it may be ``[]`` while
   the line is being tokenized on the worker);
-* ``activations[i]`` is a read-only ``(L+1, len(tokens[i]), 2P)`` float32 array of the current model.
+* ``activations[i]`` is a read-only ``(L+1, len(tokens[i]), 2P)`` float32 array of the current
+model.
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ Small matrices also show their values in the cells. Moving the mouse over a cell
 :attr:`HeatmapGrid.hovered` with a sentence naming both occurrences and the cosine.
 
 Exported heatmaps are drawn by the engine's one figure path
-(:func:`elmo_engine.analysis.report_figures.contexts_heatmaps`), not from these widgets.
+(:func:`elmo_engine.io.figures.contexts.contexts_heatmaps`), not from these widgets.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The "normalise the layers before mixing" check box the analysis views share (one mix rule:
 the Contexts and Projection views offer the same normalisation,
-:func:`elmo_engine.analysis.compare.layer_stats`)."""
+:func:`elmo_engine.analysis.contexts.compare.layer_stats`)."""
 from __future__ import annotations
 
 from PySide6.QtWidgets import QCheckBox

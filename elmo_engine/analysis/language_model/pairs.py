@@ -107,7 +107,7 @@ def score_pairs(embedder, softmax, pairs: Sequence[MinimalPair],
             return tuple((rb.surprisal - ra.surprisal) * LN2 for ra, rb in zip(a, b))
 
         out.append(PairScore(
-            pair=pair, log_prob=tuple(lp),
+            pair=pair, log_prob=(lp[0], lp[1], lp[2]),
             forward_diff=diffs(good.forward + (good.forward_end,),
                                bad.forward + (bad.forward_end,)),
             backward_diff=diffs((good.backward_start,) + good.backward,
@@ -121,8 +121,11 @@ def accuracy_by_set(scores: Sequence[PairScore]) -> Tuple[SetAccuracy, ...]:
     groups: Dict[str, List[PairScore]] = {}
     for s in scores:
         groups.setdefault(s.pair.set, []).append(s)
-    return tuple(SetAccuracy(name, len(g), tuple(sum(s.correct(d) for s in g) / len(g)
-                                                 for d in range(3)))
+
+    def share(g: List[PairScore], d: int) -> float:
+        return sum(s.correct(d) for s in g) / len(g)
+
+    return tuple(SetAccuracy(name, len(g), (share(g, 0), share(g, 1), share(g, 2)))
                  for name, g in groups.items())
 
 

@@ -130,6 +130,8 @@ def _predict_one(embedder, softmax: Softmax, sent: Tuple[str, ...], top_k: int,
     forward = tuple(record(i, w) for i, w in enumerate(sent))
     backward = tuple(record(n + 2 + i, w) for i, w in enumerate(sent))
     subs = []
+    assert res.pair_log_z is not None and res.pair_top_scores is not None \
+        and res.pair_top_ids is not None                 # asked for with the pairs above
     for q in range(n):
         p = torch.exp(res.pair_top_scores[q].double() - res.pair_log_z[q])
         subs.append(tuple(Candidate(softmax.tokens[int(i)], float(v))

@@ -7,7 +7,8 @@ its report section), ``elmo-explorer export report`` and ``elmo-explorer lm --js
   ``forward``/``backward`` records, ``substitutes``, ``perplexity``, ``reach``);
 * :func:`token_rows`: one row per token (both directions), the view's TSV export and the
   report's table;
-* :func:`report_part`: the report's tables and figures (:mod:`elmo_engine.io.lm_figures`) from
+* :func:`report_part`: the report's tables and figures
+(:mod:`elmo_engine.io.figures.language_model`) from
   results already computed (the app's cache); :func:`compute_report_part` computes them from a
   saved view state first (the headless report).
 """
@@ -26,7 +27,7 @@ from elmo_engine.analysis.language_model.pairs import (DIRECTIONS, MinimalPair, 
 from elmo_engine.analysis.language_model.predictions import SentencePredictions, predict
 from elmo_engine.analysis.language_model.reach import REPLACEMENT, ReachMatrix, reach
 from elmo_engine.io import figures as F
-from elmo_engine.io import lm_figures
+from elmo_engine.io.figures import language_model as lm_figures
 from elmo_engine.io.report import ReportFigure, ReportTable
 
 #: the bundled sets scored with the demo model (``elmo-explorer lm --pairs bundled --json``
@@ -114,6 +115,8 @@ def report_part(tokens: Sequence[str], predictions: Optional[SentencePredictions
     elif tokens:
         part.notes.append("Language model: no softmax beside the checkpoint, so no predictions "
                           "(the reach of each token is reported).")
+    rows: Optional[np.ndarray]
+    labels: List[str]
     if reach_matrix is not None and token is not None and 0 <= token < len(tokens):
         rows, labels = reach_rows(reach_matrix, token)
         part.tables.append(ReportTable(
@@ -192,8 +195,8 @@ def read_recorded_pairs(path: Path, checksum: str,
             if (rec["set"], tuple(rec["good"].split()), tuple(rec["bad"].split())) != (
                     pair.set, pair.good, pair.bad):
                 return None
-            lp = tuple((float(rec["log_prob"][d][0]), float(rec["log_prob"][d][1]))
-                       for d in DIRECTIONS)
+            lp3 = [(float(rec["log_prob"][d][0]), float(rec["log_prob"][d][1])) for d in DIRECTIONS]
+            lp = (lp3[0], lp3[1], lp3[2])
             fwd = tuple(float(x) for x in rec["forward_diff"])
             bwd = tuple(float(x) for x in rec["backward_diff"])
             if len(fwd) != len(pair.good) + 1 or len(bwd) != len(pair.good) + 1:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 import torch
@@ -118,6 +118,7 @@ class RowAdam:
             return
         rows, leaf = self.heads.last_rows
         grad = leaf.grad
+        assert grad is not None                          # checked above
         b1, b2 = self.betas
         self.steps += 1
         m = self.exp_avg.index_select(0, rows).mul_(b1).add_(grad, alpha=1 - b1)
@@ -220,7 +221,9 @@ def evaluate(model: nn.Module, split: Split, norm: Normaliser, batch_size: int =
              ) -> Tuple[torch.Tensor, np.ndarray]:
     """Argmax candidate positions (H, N) long, and the mean cross-entropy per head (H,)."""
     model.eval()
-    out, loss, n = [], None, 0
+    out: List[torch.Tensor] = []
+    loss: Optional[torch.Tensor] = None
+    n = 0
     with torch.no_grad():
         for a in range(0, len(split), batch_size):
             xb = norm.torch(split.x[:, a:a + batch_size])
@@ -236,6 +239,7 @@ def evaluate(model: nn.Module, split: Split, norm: Normaliser, batch_size: int =
     model.train()
     if not out:
         return torch.zeros(0, 0, dtype=torch.long), np.zeros(0)
+    assert loss is not None                          # set by the first batch
     return torch.cat(out, dim=1), (loss / max(n, 1)).double().cpu().numpy()
 
 
@@ -316,7 +320,7 @@ def fit(model: nn.Module, n_heads: int, train: Split, dev: Split, norm: Normalis
     best_epoch = np.zeros(n_heads, int)
     ref = best.copy()                          # the scores that last restarted the patience
     snapshot = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    history: Dict[str, list] = {"loss": [], "dev": [], "dev_loss": []}
+    history: Dict[str, Any] = {"loss": [], "dev": [], "dev_loss": []}
     stale = 0
     epoch = 0
     for epoch in range(1, settings.epochs + 1):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -100,7 +100,7 @@ class ProbeConfig(TrainSettings):
         """This configuration with the task's own defaults (:data:`TASK_DEFAULTS`) in the
         settings that still hold the general default."""
         base = ProbeConfig()
-        own = {k: v for k, v in TASK_DEFAULTS.get(TaskKind.of(task).value, {}).items()
+        own: Dict[str, Any] = {k: v for k, v in TASK_DEFAULTS.get(TaskKind.of(task).value, {}).items()
                if getattr(self, k) == getattr(base, k)}
         return replace(self, **own)
 
@@ -284,7 +284,7 @@ def run_probe(train: Examples, dev: Examples, test: Examples, config: ProbeConfi
                     epochs_per_seed=[hh["epochs"] for hh in main.mix_history])
     if wsd:
         mix.centroid_test, mix.centroid_test_sd = _stats(main.mix_centroid_test)
-    history = {"layers": main.history[0], "mix": main.mix_history[0]}
+    history: Dict[str, object] = {"layers": main.history[0], "mix": main.mix_history[0]}
     timings = {"training_s": main.training_s, "scoring_s": main.scoring_s}
     notes: List[str] = []
     if config.control:

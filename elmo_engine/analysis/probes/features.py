@@ -1,17 +1,17 @@
 """Probe inputs: per-layer feature arrays of labelled tokens, control labels, and metrics.
 
-The biLM runs once per sentence (through the :class:`~elmo_engine.embed.embedder.Embedder`, which caches
-activations); only the labelled tokens' vectors are kept, as one ``(K, N, 2P)`` float32 array
+The biLM runs once per sentence (through the :class:`~elmo_engine.embed.embedder.Embedder`, which
+caches activations); only the labelled tokens' vectors are kept, as one ``(K, N, 2P)`` float32 array
 (``K = L+1`` layers, ``N`` labelled tokens). Control labels follow Hewitt & Liang (2019): every word
-type gets one random label drawn from the task's label distribution, so a probe can only reach
-them by memorising word identity.
+type gets one random label drawn from the task's label distribution, so a probe can only reach them
+by memorising word identity.
 """
 from __future__ import annotations
 
 import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -181,7 +181,7 @@ def split_off(items: Sequence, fraction: float, seed: int) -> Tuple[list, list]:
             [x for i, x in enumerate(items) if i in dev])
 
 
-# ---- control task (Hewitt & Liang 2019) -----------------------------------------------------------
+# ---- control task (Hewitt & Liang 2019) ----------------------------------------------------------
 def _unit(seed: int, key: str) -> float:
     """A reproducible uniform number in [0, 1) for (seed, key), independent of order."""
     h = hashlib.sha256(f"{seed}\x1f{key}".encode("utf-8", "surrogatepass")).digest()
@@ -238,9 +238,9 @@ class ControlTask:
         return ex.with_labels(labs)
 
 
-# ---- metrics ----------------------------------------------------------------------------------------
+# ---- metrics -------------------------------------------------------------------------------------
 def classification_scores(gold: Sequence[Tuple[str, ...]], pred: Sequence[Optional[str]]
-                          ) -> Dict[str, object]:
+                          ) -> Dict[str, Any]:
     """Accuracy / WSD precision-recall-F1, macro-F1 and per-label scores.
 
     ``gold`` holds the acceptable labels of each example; ``pred`` a label or ``None`` (no
@@ -293,24 +293,24 @@ def majority_baseline(train: Examples, test: Examples, per_lemma: bool = False
         mfs = [per[g].most_common(1)[0][0] if g in per else fs
                for g, fs in zip(key_test, test.first_sense)]
         if per_lemma:
-            out["majority"] = per_group_accuracy(test.gold, mfs, test.groups)["macro"]
-            out["first_sense"] = per_group_accuracy(test.gold, test.first_sense,
-                                                    test.groups)["macro"]
+            out["majority"] = float(per_group_accuracy(test.gold, mfs, test.groups)["macro"])
+            out["first_sense"] = float(per_group_accuracy(test.gold, test.first_sense,
+                                                          test.groups)["macro"])
         else:
-            out["majority"] = classification_scores(test.gold, mfs)["f1"]
-            out["first_sense"] = classification_scores(test.gold, test.first_sense)["f1"]
+            out["majority"] = float(classification_scores(test.gold, mfs)["f1"])
+            out["first_sense"] = float(classification_scores(test.gold, test.first_sense)["f1"])
     else:
-        out["majority"] = classification_scores(test.gold, [overall] * len(test))["accuracy"]
-        out["word_majority"] = classification_scores(
+        out["majority"] = float(classification_scores(test.gold, [overall] * len(test))["accuracy"])
+        out["word_majority"] = float(classification_scores(
             test.gold, [per[t].most_common(1)[0][0] if t in per else overall
-                        for t in key_test])["accuracy"]
+                        for t in key_test])["accuracy"])
     return out
 
 
 
 
 def per_group_accuracy(gold: Sequence[Tuple[str, ...]], pred: Sequence[Optional[str]],
-                       groups: Sequence[str]) -> Dict[str, object]:
+                       groups: Sequence[str]) -> Dict[str, Any]:
     """Accuracy per group (lemma) and their unweighted mean: ``{"macro": m, "per_lemma":
     {lemma: {"accuracy", "support"}}}`` — the demo word-sense task is scored this way."""
     hits: Counter = Counter()

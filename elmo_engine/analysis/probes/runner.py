@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from elmo_engine.analysis.probes.classifiers import (EventFn, LayerProbes, MixProbe, Normaliser,
-                                                     Split, TrainSettings, fit, predict)
+                                                     Split, fit, predict)
 from elmo_engine.analysis.probes.features import (Examples, classification_scores,
                                                   per_group_accuracy)
 from elmo_engine.analysis.probes.kinds import ScoringMode
@@ -56,13 +56,13 @@ class Encoder:
         cands = self.candidates(ex)
         width = max((len(c) for c in cands), default=1) or 1
         cand = np.full((len(ex), width), -1, np.int64)
-        y = np.full(len(ex), -1, np.int64)
+        y_np = np.full(len(ex), -1, np.int64)
         for i, (ids, lab) in enumerate(zip(cands, ex.labels)):
             cand[i, :len(ids)] = ids
             c = self.index.get(lab, -1)
             if c in ids:
-                y[i] = ids.index(c)
-        return Split(x, torch.from_numpy(y).to(device), torch.from_numpy(cand).to(device))
+                y_np[i] = ids.index(c)
+        return Split(x, torch.from_numpy(y_np).to(device), torch.from_numpy(cand).to(device))
 
     def labels(self, split: Split, pos: torch.Tensor, ex: Examples) -> List[Optional[str]]:
         """Labels of one head's argmax positions ``pos`` (N,); WSD examples without a trained
@@ -108,6 +108,8 @@ def centroids(enc: Encoder, train_x: np.ndarray, train: Examples) -> torch.Tenso
 def centroid_positions(cent: torch.Tensor, test_x: np.ndarray, split: Split) -> torch.Tensor:
     """Nearest centroid (cosine) among each example's candidates: argmax positions (N,)."""
     x = torch.from_numpy(np.asarray(test_x, dtype=np.float32))
+    if split.cand is None:
+        raise ValueError("centroid probes choose among candidates: the split has none")
     cand = split.cand.cpu()
     out = []
     for a in range(0, x.shape[0], 4096):

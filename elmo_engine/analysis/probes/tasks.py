@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Set
 
 from elmo_engine.analysis.probes.kinds import TaskKind
 from elmo_engine.errors import InputError
@@ -138,7 +138,7 @@ def check_label_count(sentences, path) -> None:
     the file, before anything is embedded."""
     from elmo_engine.errors import InputError
 
-    seen = set()
+    seen: Set[str] = set()
     for s in sentences:
         seen.update(lab for lab in s.labels if lab is not None)
         if len(seen) > MAX_PROBE_LABELS:

@@ -18,7 +18,7 @@ from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
-from elmo_engine.analysis.compare import layer_stats
+from elmo_engine.analysis.contexts.compare import layer_stats
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check
 from elmo_engine.analysis.projection.tokens import TokenSet
@@ -35,9 +35,9 @@ class LayerSpec:
     The mix is ``Σ_k w_k h_k``; ELMo's γ only scales it, which changes neither the cosine UMAP
     nor the PCA picture, so it is left out. With ``layer_norm`` every layer is first normalised
     by its mean and standard deviation over every token of the projected sentences — the rule
-    the Contexts view and ``contexts`` use (:func:`elmo_engine.analysis.compare.layer_stats`,
-    AllenNLP's ``ScalarMix(do_layer_norm=True)``), so that layer 0's larger norm does not
-    swamp the others.
+    the Contexts view and ``contexts`` use
+    (:func:`elmo_engine.analysis.contexts.compare.layer_stats`, AllenNLP's
+    ``ScalarMix(do_layer_norm=True)``), so that layer 0's larger norm does not swamp the others.
     """
 
     index: Optional[int] = None
@@ -155,7 +155,7 @@ def layer_features(activations: Sequence[np.ndarray], tokens: TokenSet, layer: L
         if act is None:
             raise InputError(f"sentence {s} has no activations yet")
         pos = tokens.position[rows]
-        if layer.weights is None:
+        if w is None:
             out[rows] = act[layer.index, pos]                            # (r, D)
         else:
             out[rows] = np.tensordot(w, act[:, pos], axes=1)             # (L+1,) · (L+1, r, D)
@@ -260,6 +260,7 @@ def _knn_block(y: np.ndarray, sq: Optional[np.ndarray], start: int, k: int, metr
     if metric == "cosine":
         d = 1.0 - g
     else:
+        assert sq is not None                                            # given for euclidean
         d = np.maximum(sq[start:stop, None] + sq[None, :] - 2.0 * g, 0.0)
     d[rows, start + rows] = -1.0                                         # self first
     if k < n:

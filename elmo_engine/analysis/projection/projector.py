@@ -30,7 +30,7 @@ class Projector:
 
     def __init__(self, max_entries: int = 64):
         self.max_entries = int(max_entries)
-        self._cache = LRUCache(maxsize=max(1, self.max_entries))
+        self._cache: LRUCache = LRUCache(maxsize=max(1, self.max_entries))
         self._lock = threading.Lock()
         self.stats = {"hits": 0, "misses": 0}
 
@@ -78,8 +78,8 @@ class Projector:
         red = self._reduced(activations, tokens, layer, dims, checksum)
         coords = _as_2d(red.coords)
         coords.setflags(write=False)
-        ex = tuple(float(e) for e in red.explained[:2]) + (0.0,) * max(0, 2 - red.explained.size)
-        proj = Projection(layer, "pca", coords, time.perf_counter() - t0, explained=ex[:2])
+        ex = [float(e) for e in red.explained[:2]] + [0.0] * max(0, 2 - red.explained.size)
+        proj = Projection(layer, "pca", coords, time.perf_counter() - t0, explained=(ex[0], ex[1]))
         self._put(key, proj)
         return proj
 

@@ -34,8 +34,8 @@ class TokenSet:
     source : a short description shown to the user ("3 sentences", "en_ewt-ud-dev.conllu")
     """
 
-    def __init__(self, sentences: Sequence[Sequence[str]], sentence: Sequence[int],
-                 position: Sequence[int], labels: Optional[Sequence[Optional[str]]] = None,
+    def __init__(self, sentences: Sequence[Sequence[str]], sentence: "Sequence[int] | np.ndarray",
+                 position: "Sequence[int] | np.ndarray", labels: Optional[Sequence[Optional[str]]] = None,
                  source: str = ""):
         self.sentences: Tuple[Tuple[str, ...], ...] = tuple(tuple(s) for s in sentences)
         self.sentence = np.asarray(sentence, dtype=np.int64).reshape(-1)     # (N,)
@@ -83,9 +83,8 @@ class TokenSet:
 
     def label_of(self, i: int) -> str:
         """The label of point ``i`` as text ('' when the set or the point has none)."""
-        if self.labels is None or self.labels[i] is None:
-            return ""
-        return self.labels[i]
+        label = None if self.labels is None else self.labels[i]
+        return "" if label is None else label
 
     def sentence_text(self, i: int) -> str:
         """The whole sentence of point ``i``, tokens joined by spaces."""
@@ -235,6 +234,7 @@ def tokens_from_file(path: Path, labelled: bool = False, words: Optional[str] = 
             wanted = {w.casefold() for w in parse_word_list(words)}
             keep = [i for i, w in enumerate(tokens.words) if w.casefold() in wanted]
             tokens = type(tokens)(tokens.sentences, tokens.sentence[keep], tokens.position[keep],
+                                  None if tokens.labels is None else
                                   [tokens.labels[i] for i in keep], tokens.source)
         return tokens
     from elmo_engine.io.datasets.sentences import read_sentences

@@ -81,7 +81,8 @@ class WsdSentence:
     meta: Dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
 
     def to_labelled(self) -> LabelledSentence:
-        """The sentence with each instance's first gold key on its first token, ``None`` elsewhere."""
+        """The sentence with each instance's first gold key on its first token, ``None``
+        elsewhere."""
         labels: list = [None] * len(self.tokens)
         for inst in self.instances:
             if inst.keys:

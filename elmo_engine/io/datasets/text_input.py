@@ -117,7 +117,7 @@ def read_text_input(path: PathLike, pretokenized: bool = False,
                              line=lineno)
         out.tokens.append(toks)
         out.lines.append(lineno)
-        if grouped:
+        if out.groups is not None and group is not None:    # a grouped file: every line has one
             out.groups.append(group)
     if not out.tokens:
         raise InputError("no sentences in the file", path=path)

@@ -4,10 +4,10 @@ Run from the repository root after (re)training the demo model::
 
     python tests/engine/data/make_demo_expected.py
 
-It writes ``tests/engine/data/demo_model_expected.npz``: the sentences, the sha256 of the weights and
-options files, and for each sentence the (L+1, n, 2P) float32 activations of its tokens, computed
-with ``BiLM.forward`` (each sentence alone, zero initial state). ``tests/engine/test_demo_model.py``
-checks the bundled files against it.
+It writes ``tests/engine/data/demo_model_expected.npz``: the sentences, the sha256 of the weights
+and options files, and for each sentence the (L+1, n, 2P) float32 activations of its tokens,
+computed with ``BiLM.forward`` (each sentence alone, zero initial state).
+``tests/engine/test_demo_model.py`` checks the bundled files against it.
 """
 from __future__ import annotations
 

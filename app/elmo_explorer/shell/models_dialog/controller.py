@@ -247,7 +247,7 @@ class GetModelDialog(GetModelView):
             self.cancel_job()
         super().reject()
 
-    def done(self, result: int) -> None:  # noqa: A003 - Qt override (accept and reject end here)
+    def done(self, result: int) -> None:  # Qt override (accept and reject end here)
         self._save_size()
         super().done(result)
 
@@ -263,7 +263,7 @@ class GetModelDialog(GetModelView):
         if self.settings is not None:
             self.settings.qs.setValue(GEOMETRY_KEY, self.saveGeometry())
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if self.model.busy is Busy.IDLE:
             self.refresh()

@@ -5,7 +5,7 @@ sentences are listed, and one cosine-similarity heatmap per layer (0…L and a u
 is drawn side by side, with self-similarity and within/between-group similarity per layer. The
 selected occurrence's nearest neighbours per layer come from an index over the loaded sentences
 plus an optional reference text file. All computation runs on the workspace's worker
-(``elmo_engine.analysis.compare`` / ``elmo_engine.analysis.neighbours``).
+(``elmo_engine.analysis.contexts.compare`` / ``elmo_engine.analysis.contexts.neighbours``).
 
 Model, view, controller: :class:`~.model.ContextsModel` (the word, its comparison, the
 neighbour corpus; no Qt), :class:`~.view.ContextsView` (the widgets) and :class:`ContextsPanel`,
@@ -24,10 +24,10 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
-from elmo_engine.analysis import compare as cmp
-from elmo_engine.analysis.groups import word_groups
-from elmo_engine.analysis.neighbour_corpus import IndexCache, read_corpus, read_vocabulary
-from elmo_engine.analysis.neighbours import NeighbourTable, neighbour_table
+from elmo_engine.analysis.contexts import compare as cmp
+from elmo_engine.analysis.contexts.groups import word_groups
+from elmo_engine.analysis.contexts.neighbour_corpus import IndexCache, read_corpus, read_vocabulary
+from elmo_engine.analysis.contexts.neighbours import NeighbourTable, neighbour_table
 from elmo_engine.io.report import ReportTable
 from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options, save_figure
 from elmo_explorer.common.save_dialog import ask_save_path
@@ -427,7 +427,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         try:
             save_figure(report.heatmap_figure(self.model.comparison, view), path,
                         panel_figure_options(self))
-        except Exception as exc:                     # noqa: BLE001 - shown to the user
+        except Exception as exc:                     # broad on purpose: shown to the user
             self.show_error(f"could not export the heatmap: {exc}")
             return
         self._exported(Path(path))

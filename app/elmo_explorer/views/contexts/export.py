@@ -4,7 +4,7 @@ neighbours (CSV), and the vectors of selected occurrences (npz, projector TSV).
 The panel (:class:`~elmo_explorer.views.contexts.controller.ContextsPanel`) asks for the path
 and hands these functions what they need; each ``*_writer`` returns ``write(path)``, which the
 panel runs on the worker (atomically, by the engine's writers). Pictures are drawn by the
-engine's one figure path (:mod:`elmo_engine.analysis.report_figures`).
+engine's one figure path (:mod:`elmo_engine.io.figures.contexts`).
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Callable, List, Optional, Sequence, Tuple
 import numpy as np
 from PySide6.QtWidgets import QInputDialog, QWidget
 
-from elmo_engine.analysis import compare as cmp
-from elmo_engine.analysis.neighbours import write_neighbours_csv
+from elmo_engine.analysis.contexts import compare as cmp
+from elmo_engine.analysis.contexts.neighbours import write_neighbours_csv
 from elmo_engine.io import projector_tsv
 from elmo_explorer.views.contexts.model import ContextsModel
 

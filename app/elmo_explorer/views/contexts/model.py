@@ -1,8 +1,9 @@
 """The contexts view's state, in plain Python: the word, its comparison, the neighbours.
 
-No Qt here: :class:`ContextsModel` is what :class:`~elmo_explorer.views.contexts.controller.ContextsPanel`
-(the controller) keeps, :class:`~elmo_explorer.views.contexts.view.ContextsView` draws, and a
-workspace file saves (:meth:`ContextsModel.view_state`; the view's settings come in as a
+No Qt here: :class:`ContextsModel` is what
+:class:`~elmo_explorer.views.contexts.controller.ContextsPanel` (the controller) keeps,
+:class:`~elmo_explorer.views.contexts.view.ContextsView` draws, and a workspace file saves
+(:meth:`ContextsModel.view_state`; the view's settings come in as a
 :class:`ContextsSettings`).
 """
 from __future__ import annotations
@@ -12,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from elmo_engine.analysis import compare as cmp
-from elmo_engine.analysis.neighbours import NeighbourIndex, NeighbourTable
+from elmo_engine.analysis.contexts import compare as cmp
+from elmo_engine.analysis.contexts.neighbours import NeighbourIndex, NeighbourTable
 
 MAX_OCCURRENCES = 300
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
@@ -160,7 +161,7 @@ def groups_from_state(groups: Any, tokens: Sequence[Sequence[str]]
             if not isinstance(it, dict) or not isinstance(it.get("group"), str):
                 continue
             s, t = it.get("sentence"), it.get("token")
-            if (valid_ref(tokens, s, t) and it["group"].strip()
+            if (isinstance(s, int) and isinstance(t, int) and valid_ref(tokens, s, t) and it["group"].strip()
                     and tokens[s][t].casefold() == word.casefold()):
                 labels[(s, t)] = it["group"].strip()
         if labels:

@@ -2,7 +2,7 @@
 heatmaps and its tables (the panel's ``report_figures`` and ``report_tables`` call them):
 
 * the heatmaps of every view side by side, ordered by group, and the per-view summary with the
-  permutation p-values (:mod:`elmo_engine.analysis.report_figures`), PNG + SVG (+ PDF when
+  permutation p-values (:mod:`elmo_engine.io.figures.contexts`), PNG + SVG (+ PDF when
   asked) at the report dialog's size and DPI;
 * the summary, groups, matrices and neighbours exactly as the view shows them.
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
-from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.io.report import ReportTable
 from elmo_explorer.common.figure_export import FigureOptions, write_figures
 from elmo_explorer.views.contexts.model import ContextsModel, num
@@ -28,7 +28,7 @@ def _safe(text: str) -> str:
 def heatmap_figure(comp: Optional[cmp.Comparison], view: Optional[int] = None):
     """The matplotlib figure of one view (0 … L, L+1 = mix) of the current comparison, or
     of all views side by side (None), drawn by the engine's one figure path."""
-    from elmo_engine.analysis.report_figures import contexts_heatmaps
+    from elmo_engine.io.figures.contexts import contexts_heatmaps
 
     if comp is None:
         raise LookupError("nothing to draw yet: pick a word that occurs in the sentences")
@@ -41,7 +41,7 @@ def report_figures(comp: Optional[cmp.Comparison], folder,
     and between-group similarity, p-values) into ``folder`` in the figure formats (PNG and
     SVG by default, PDF on request); return the files in order. Nothing is written (an
     empty list) when no word is compared."""
-    from elmo_engine.analysis.report_figures import contexts_heatmaps, contexts_summary
+    from elmo_engine.io.figures.contexts import contexts_heatmaps, contexts_summary
 
     if comp is None:
         return []

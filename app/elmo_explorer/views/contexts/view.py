@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QCompleter, QHBoxLayout, QH
                                QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from elmo_engine.analysis import compare as cmp
+from elmo_engine.analysis.contexts import compare as cmp
 from elmo_explorer.views.contexts.model import ContextsSettings
 from elmo_explorer.views.contexts.widgets import MixWeights, NeighboursView, OccurrenceTable, vbox
 from elmo_explorer.views.heatmap import HeatmapGrid

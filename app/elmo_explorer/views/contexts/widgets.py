@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QHBoxLayout, Q
                                QTableWidget, QTableWidgetItem, QTextBrowser, QVBoxLayout,
                                QWidget)
 
-from elmo_engine.analysis.neighbours import highlight_html
+from elmo_engine.analysis.contexts.neighbours import highlight_html
 
 Occ = Tuple[int, int]
 

@@ -8,7 +8,7 @@ more, but costs minutes at this size on two cores; the Projection view has it fo
 
 Drawing (as Embedding Atlas does, Ren et al. 2025): when the viewport holds more than
 :data:`POINTS_MAX` points the map is a density image binned at the viewport's resolution
-(:func:`elmo_engine.io.corpus_figures.density_rgba`), recomputed on every zoom or pan; once it
+(:func:`elmo_engine.io.figures.corpus.density_rgba`), recomputed on every zoom or pan; once it
 holds fewer, the points inside it are drawn one by one.
 """
 from __future__ import annotations

@@ -210,7 +210,7 @@ class CorpusPanel(PanelDefaults, QWidget):
                 left = len(missing_shards(folder, m))
                 text = (f"The build of {folder.name} stopped with {m.n_shards - left} of "
                         f"{m.n_shards} shards embedded; building it again resumes it.")
-            except Exception:                              # noqa: BLE001 - the hint stays
+            except Exception:                              # broad on purpose: the hint stays
                 log.debug("unreadable interrupted build", exc_info=True)
         self.view.hint.setText(text)
         self.view.show_index(None)
@@ -270,7 +270,7 @@ class CorpusPanel(PanelDefaults, QWidget):
 
     def build_reference(self) -> Optional[JobHandle]:
         """Build (or resume) the index of the bundled reference corpus for the loaded model."""
-        from elmo_engine.analysis.layers_run import reference_corpus_path
+        from elmo_engine.analysis.layers.run import reference_corpus_path
 
         return self.build([reference_corpus_path()], self.default_folder())
 

@@ -1,6 +1,6 @@
 """Exports of the Corpus view, as functions of values: the concordance lines as TSV (atomic
 write), the map and the senses as PNG, SVG or PDF — drawn by the one figure module
-(:mod:`elmo_engine.io.corpus_figures` on :mod:`elmo_engine.io.figures`) — and the view's report
+(:mod:`elmo_engine.io.figures.corpus` on :mod:`elmo_engine.io.figures`) — and the view's report
 tables and figures. Each takes the view model (:class:`~.model.CorpusModel`) and the map shown
 (:class:`~.atlas.MapData`, None before one is computed) and returns what it wrote; the panel
 (:class:`~elmo_explorer.views.corpus.controller.CorpusPanel`) builds the File → Export entries,
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from elmo_engine.atomic import atomic_write_text
-from elmo_engine.io import corpus_figures
+from elmo_engine.io.figures import corpus as corpus_figures
 from elmo_engine.io.report import ReportTable
 from elmo_explorer.common.figure_export import FigureOptions, save_figure, write_figures
 from elmo_explorer.views.corpus.atlas import MapData

@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, QTimer, Signal
 from PySide6.QtGui import QColor
 
-from elmo_engine.io.corpus_figures import density_rgba
+from elmo_engine.io.figures.corpus import density_rgba
 from elmo_explorer.views.corpus.atlas import (MapMode, Rect, bounds, grid_shape, mode_for,
                                               visible, POINTS_MAX)
 from elmo_explorer.views.palette import SELECTED_EXTRA_PX, SELECTED_PEN

@@ -38,7 +38,7 @@ def layer_name(layer: int) -> str:
 class _ElideLeft(QStyledItemDelegate):
     """The left context loses its far (left) end when the column is narrow."""
 
-    def initStyleOption(self, option, index):  # noqa: N802 - Qt override
+    def initStyleOption(self, option, index):
         super().initStyleOption(option, index)
         option.textElideMode = Qt.TextElideMode.ElideLeft
 
@@ -196,7 +196,7 @@ class CorpusView(QWidget):
             bl.setContentsMargins(2, 2, 2, 2)
             t = ConcordanceTable()
             t.setMinimumWidth(120)
-            t.cellDoubleClicked.connect(lambda r, _c, L=layer: self.line_activated.emit(L, r))
+            t.cellDoubleClicked.connect(lambda r, _c, lay=layer: self.line_activated.emit(lay, r))
             bl.addWidget(t)
             tl.addWidget(box)
             self.tables[layer], self.table_boxes[layer] = t, box
@@ -209,7 +209,7 @@ class CorpusView(QWidget):
         for layer in DEFAULT_LAYERS:
             m = MapPlot(layer_name(layer))
             m.setMinimumWidth(120)
-            m.point_clicked.connect(lambda i, L=layer: self.map_point_clicked.emit(L, i))
+            m.point_clicked.connect(lambda i, lay=layer: self.map_point_clicked.emit(lay, i))
             plots.addWidget(m)
             self.maps[layer] = m
         ml.addLayout(plots, 1)

@@ -1,6 +1,6 @@
 """Exports of the "Language model" view, as functions of values: the sentence figure (token rows
 and reach) and the minimal-pair figure as PNG, SVG or PDF through the one figure module
-(:mod:`elmo_engine.io.lm_figures` on :mod:`elmo_engine.io.figures`), the per-token table as TSV
+(:mod:`elmo_engine.io.figures.language_model` on :mod:`elmo_engine.io.figures`), the per-token table as TSV
 and the sentence as JSON with the fields of ``elmo-explorer lm --json``; and the view's report
 section (:func:`elmo_engine.analysis.language_model.report.report_part`, the function
 ``elmo-explorer export report`` uses too). Each takes the view model
@@ -102,7 +102,7 @@ def report_figures(m: LanguageModelModel, folder: Path, options) -> List[Path]:
 
 
 def _sentence_figure(tokens, p, token, rows, labels):
-    from elmo_engine.io.lm_figures import sentence_figure
+    from elmo_engine.io.figures.language_model import sentence_figure
 
     ranks = surprisal = ppl = None
     if p is not None:

@@ -2,8 +2,8 @@
 options, the results of the engine (:mod:`elmo_engine.analysis.language_model`) cached per
 checkpoint and tokens, and the text the view shows for them.
 
-The rank colours and bins are the figure module's (:mod:`elmo_engine.io.lm_figures`), so the
-screen and the exported figures agree.
+The rank colours and bins are the figure module's (:mod:`elmo_engine.io.figures.language_model`), so
+the screen and the exported figures agree.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from elmo_engine.analysis.language_model import (PairScore, ReachMatrix, Sentenc
                                                  TokenPrediction)
 from elmo_engine.analysis.language_model.report import (BUNDLED, RECORDED_PAIRS,
                                                         read_recorded_pairs, reach_rows)
-from elmo_engine.io.lm_figures import (RANK_COLORS, RANK_LABELS, RANK_TEXT_COLORS, rank_bin)
+from elmo_engine.io.figures.language_model import (RANK_COLORS, RANK_LABELS, RANK_TEXT_COLORS, rank_bin)
 from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_PATTERN
 
 __all__ = ["RANK_COLORS", "RANK_LABELS", "RANK_TEXT_COLORS", "RECORDED_PAIRS", "rank_bin",
@@ -233,7 +233,7 @@ class LanguageModelModel:
         (replacing the token itself moves it most and would wash out the rest); None when
         there is none (then the largest value)."""
         m, _ = self.reach_heatmap()
-        if m is None or m.shape[1] < 2:
+        if m is None or self.token is None or m.shape[1] < 2:
             return None
         others = np.delete(m, self.token, axis=1)
         top = float(others.max())
@@ -241,7 +241,7 @@ class LanguageModelModel:
 
     def reach_hover(self, row: int, j: int) -> str:
         m, labels = self.reach_heatmap()
-        if m is None or not (0 <= row < m.shape[0] and 0 <= j < m.shape[1]):
+        if m is None or self.token is None or not (0 <= row < m.shape[0] and 0 <= j < m.shape[1]):
             return ""
         return (f"'{self.tokens[self.token]}', {labels[row]}: moves {m[row, j]:.4f} (cosine "
                 f"distance) when '{self.tokens[j]}' is replaced by <UNK>")

@@ -103,7 +103,7 @@ class PairsPanel(QWidget):
         self.pairs.blockSignals(False)
 
     def draw_differences(self, diffs, title: str = "") -> None:
-        from elmo_engine.io.lm_figures import DIRECTION_COLORS
+        from elmo_engine.io.figures.language_model import DIRECTION_COLORS
 
         p = self.diff_plot
         p.clear()

@@ -7,7 +7,7 @@ corpus by default, a seeded sample of N sentences or all of it); linear CKA betw
 or between the layers of this model and a second checkpoint (File → Compare with checkpoint…);
 online-code MDL probes on the demo POS and word-sense tasks beside the Probes tab's accuracy.
 Every computation runs on the workspace's worker (progress, Cancel / Esc) through the engine's
-:mod:`elmo_engine.analysis.layers_run`; results are cached per checkpoint and corpus. Nothing
+:mod:`elmo_engine.analysis.layers.run`; results are cached per checkpoint and corpus. Nothing
 long starts by itself: at first launch the view shows the recorded result shipped in
 ``resources/`` when it was made with the loaded model.
 
@@ -25,8 +25,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
-from elmo_engine.analysis import layers_run
-from elmo_engine.io import layer_figures
+from elmo_engine.analysis.layers import run as layers_run
+from elmo_engine.io.figures import layers as layer_figures
 from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersModel,
                                                LayersSettings, read_recorded)
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path

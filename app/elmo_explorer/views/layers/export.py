@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import List
 
 from elmo_engine.atomic import atomic_write_text
-from elmo_engine.io import figures, layer_figures
+from elmo_engine.io import figures
+from elmo_engine.io.figures import layers as layer_figures
 from elmo_explorer.views.layers.model import LayersModel
 
 #: the view's figures (also its report figures, as ``layers_<kind>.<ext>``)

@@ -1,11 +1,10 @@
 """The Layers view's state, in plain Python: its settings, the results per checkpoint and corpus,
 the cross-model comparison and the MDL probes.
 
-No Qt here: :class:`LayersModel` is what :class:`~elmo_explorer.views.layers.controller.LayersPanel` (the
-controller) keeps and :class:`~elmo_explorer.views.layers.view.LayersView` draws. Results are
-kept in the JSON form of ``elmo-explorer layers --json`` (``contextuality``, ``cka``,
-``compare``, ``mdl``), so that a recorded result, a computed one and a saved workspace all read
-the same way.
+No Qt here: :class:`LayersModel` is what :class:`~elmo_explorer.views.layers.controller.LayersPanel`
+(the controller) keeps and :class:`~elmo_explorer.views.layers.view.LayersView` draws. Results are
+kept in the JSON form of ``elmo-explorer layers --json`` (``contextuality``, ``cka``, ``compare``,
+``mdl``), so that a recorded result, a computed one and a saved workspace all read the same way.
 """
 from __future__ import annotations
 
@@ -75,7 +74,7 @@ class LayersModel:
     ----------
     settings : the user's choices
     result : the shown result: ``{"model", "corpus", "contextuality", "cka", "recorded"}``
-    analysis : the engine's :class:`~elmo_engine.analysis.layers_run.LayersAnalysis` behind
+    analysis : the engine's :class:`~elmo_engine.analysis.layers.run.LayersAnalysis` behind
         ``result`` when it was computed in this session (its CKA sample feeds a comparison)
     compare : the shown comparison: ``{"model", "cka", "cka_self"}`` or None
     mdl : task → the ``mdl`` object of each MDL probe run on the current model
@@ -190,7 +189,7 @@ class LayersModel:
             return
         self.settings = LayersSettings.from_dict(state.get("settings"), self.settings)
         result = state.get("result")
-        if valid_result(result) and result["model"].get("checksum") == checksum:
+        if result is not None and valid_result(result) and result["model"].get("checksum") == checksum:
             self.result, self.analysis = result, None
             cmp = state.get("compare")
             self.compare = cmp if isinstance(cmp, dict) and _valid_cka(cmp.get("cka")) else None

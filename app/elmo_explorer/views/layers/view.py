@@ -2,9 +2,9 @@
 CKA heatmap and the MDL table.
 
 :class:`LayersView` draws what :class:`~elmo_explorer.views.layers.model.LayersModel` holds and
-announces the user's requests as signals; :class:`~elmo_explorer.views.layers.controller.LayersPanel`
-(the controller) runs the jobs. Colours come from :mod:`elmo_engine.io.figures` (the exported
-figures use the same ones).
+announces the user's requests as signals;
+:class:`~elmo_explorer.views.layers.controller.LayersPanel` (the controller) runs the jobs. Colours
+come from :mod:`elmo_engine.io.figures` (the exported figures use the same ones).
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QPus
                                QWidget)
 
 from elmo_engine.io.figures import BASELINE_COLOR
-from elmo_engine.io.layer_figures import DIRECTION_COLORS, MEASURES
+from elmo_engine.io.figures.layers import DIRECTION_COLORS, MEASURES
 from elmo_explorer.views.heatmap import _colour_bar, _heatmap_plot
 from elmo_explorer.views.layers.model import LayersSettings
 

@@ -108,7 +108,7 @@ class ProbesPanel(PanelDefaults, QWidget):
         self.runs_changed.emit()
 
     # ---- workspace events ---------------------------------------------------------------------
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         if not self._shown:
             self._shown = True
@@ -239,7 +239,7 @@ class ProbesPanel(PanelDefaults, QWidget):
         """The runs' figure — mix weights and test score per layer, ± sd, controls dashed,
         baselines dotted — drawn by the engine's figure module (PNG, SVG or PDF by the suffix;
         every format of the export options without one)."""
-        from elmo_engine.analysis.probes.plots import probe_figure
+        from elmo_engine.io.figures.probes import probe_figure
         from elmo_explorer.common.figure_export import panel_figure_options, save_figure
 
         if not self.model.runs:

@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 import html
 
 from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult
-from elmo_engine.analysis.probes.plots import run_colors
+from elmo_engine.io.figures.probes import run_colors
 from elmo_engine.analysis.probes.tables import results_rows
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task
 

@@ -181,7 +181,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         if self.model.dirty and self.isVisible():
             self._auto.start()
 
-    def showEvent(self, event) -> None:  # noqa: N802 - Qt override
+    def showEvent(self, event) -> None:
         super().showEvent(event)
         self.maybe_auto()
 

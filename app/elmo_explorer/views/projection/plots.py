@@ -57,7 +57,7 @@ class SelectViewBox(pg.ViewBox):
         super().__init__(*args, **kwargs)
         self.select_mode = False
 
-    def mouseDragEvent(self, ev, axis=None):  # noqa: N802 - Qt override
+    def mouseDragEvent(self, ev, axis=None):
         shift = bool(ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
         if ev.button() != Qt.MouseButton.LeftButton or not (self.select_mode or shift):
             super().mouseDragEvent(ev, axis)
@@ -70,7 +70,7 @@ class SelectViewBox(pg.ViewBox):
         else:
             self.updateScaleBox(ev.buttonDownPos(), ev.pos())
 
-    def mouseClickEvent(self, ev):  # noqa: N802 - Qt override
+    def mouseClickEvent(self, ev):
         if ev.button() == Qt.MouseButton.LeftButton:
             ev.accept()
             self.clicked.emit(self.mapToView(ev.pos()))

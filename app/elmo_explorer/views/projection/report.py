@@ -1,6 +1,6 @@
 """The projection view's report parts, as functions of values: the drawn plots as one grid
 figure with equal axes and the legend outside
-(:func:`elmo_engine.analysis.report_figures.projection_grid`), PNG + SVG (+ PDF when asked) at
+(:func:`elmo_engine.io.figures.projection.projection_grid`), PNG + SVG (+ PDF when asked) at
 the report dialog's size and DPI, and the drawn coordinates as a table (CSV only), when cheap.
 (The saved view state is the controls' :meth:`~.controls.ProjectionControls.state`.)
 """
@@ -29,7 +29,7 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
     two maps a row with equal axes, coloured as on screen (``colours``: the codes and legend
     of ``colour_by``), one legend outside, words beside the points when there are few (the
     engine's figure path)."""
-    from elmo_engine.analysis.report_figures import projection_grid
+    from elmo_engine.io.figures.projection import projection_grid
 
     shown, tokens = m.shown, m.tokens
     plots = sorted(shown) if plots is None else list(plots)

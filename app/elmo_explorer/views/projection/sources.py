@@ -5,7 +5,7 @@
   word; other words from ``sentences.txt``) together with its occurrences in the loaded
   sentences, which are ringed;
 * colours by **group** (a group<TAB>sentence file's group; reference sentences by their source),
-  **sense** (the group's sense for the word, :mod:`elmo_engine.analysis.groups`), **part of
+  **sense** (the group's sense for the word, :mod:`elmo_engine.analysis.contexts.groups`), **part of
   speech / label** (the tags of a labelled data set file, e.g. the demo POS task's
   ``resources/demo_tasks/pos/dev.tsv``), **sentence** or **word**.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List
 
-from elmo_engine.analysis.groups import split_group
+from elmo_engine.analysis.contexts.groups import split_group
 from elmo_engine.analysis.projection import (TokenSet, all_tokens, labelled_tokens,
                                              load_labelled, word_tokens)
 from elmo_engine.analysis.projection.tokens import reference_word_sentences

@@ -120,7 +120,7 @@ class SentencesPanel(QWidget):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.Interactive)
             header.resizeSection(col, width)
 
-    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+    def sizeHint(self) -> QSize:
         return QSize(420, 640)
 
     # ---- contract ---------------------------------------------------------------------------

@@ -65,10 +65,10 @@ class TokenTableModel(QAbstractTableModel):
     def tokens(self) -> List[str]:
         return self._tokens
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def rowCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else len(self._tokens)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802 - Qt override
+    def columnCount(self, parent=QModelIndex()) -> int:
         return 0 if parent.isValid() else 2 + self._n_layers
 
     def data(self, index, role=Qt.ItemDataRole.DisplayRole):
@@ -92,7 +92,7 @@ class TokenTableModel(QAbstractTableModel):
             return f"{token!r}: {len(token)} characters, {n} UTF-8 bytes{cut}"
         return None
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):
         if orientation == Qt.Orientation.Vertical:
             return str(section + 1) if role == Qt.ItemDataRole.DisplayRole else None
         if role == Qt.ItemDataRole.DisplayRole:

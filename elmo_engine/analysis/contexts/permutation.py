@@ -1,7 +1,7 @@
 """Is within-group similarity higher than between-group similarity by chance? A permutation test.
 
 The statistic is ``within − between``: the mean cosine over pairs ``i ≠ j`` in the same group
-minus the mean over pairs in different groups (:func:`elmo_engine.analysis.compare.
+minus the mean over pairs in different groups (:func:`elmo_engine.analysis.contexts.compare.
 group_similarity`), computed on one similarity matrix per view (layer 0 … L, mix). Under the null
 hypothesis the group labels are exchangeable, so every relabelling of the labelled occurrences
 that keeps the group sizes is as likely as the observed one. The one-sided p-value is the share

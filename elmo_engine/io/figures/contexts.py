@@ -1,4 +1,5 @@
-"""The figures of the analyses, drawn by :mod:`elmo_engine.io.figures` (matplotlib Agg).
+"""The Contexts view's figures, drawn with the helpers of :mod:`elmo_engine.io.figures`, the one
+figure module (matplotlib Agg).
 
 One function per figure, shared by the app's exports, the app's report and
 ``elmo-explorer export report``, so the three give the same pictures:
@@ -7,11 +8,7 @@ One function per figure, shared by the app's exports, the app's report and
   0 … L, mix), rows and columns ordered by group with lines between the groups, one labelled
   colour bar over the data's range;
 * :func:`contexts_summary` — self-, within- and between-group similarity per view, with the
-  permutation p-value of within − between above each view;
-* :func:`probe_scores` and :func:`probe_mix_weights` — per-layer probe scores (control tasks
-  dashed, baselines as labelled lines) and the learned scalar-mix weights of each run;
-* :func:`projection_grid` — the 2-D maps of a projection, one panel per layer and the mix, with
-  equal axes (see :func:`elmo_engine.io.figures.scatter_panels`).
+  permutation p-value of within − between above each view.
 
 Each returns a matplotlib ``Figure``; :func:`elmo_engine.io.figures.save` writes it as PNG, SVG
 or PDF.
@@ -34,8 +31,9 @@ def _occurrence_labels(comp, snippets: bool) -> list:
 
 
 def contexts_heatmaps(comp, views: Optional[Sequence[int]] = None, width: float = 0.0):
-    """The cosine matrices of ``comp`` (a :class:`~elmo_engine.analysis.compare.Comparison`)
-    for ``views`` (indices into ``comp.names``; default all) side by side."""
+    """The cosine matrices of ``comp`` (a
+    :class:`~elmo_engine.analysis.contexts.compare.Comparison`) for ``views`` (indices into
+    ``comp.names``; default all) side by side."""
     views = list(range(len(comp.names))) if views is None else list(views)
     n = comp.matrices.shape[1]
     mats = comp.matrices[views]
@@ -106,59 +104,4 @@ def contexts_summary(comp):
     return fig
 
 
-def task_kind(task: str) -> str:
-    """"syntax" for part-of-speech tasks, "semantics" for sense tasks, else "other"."""
-    t = task.lower()
-    if "pos" in t:
-        return "syntax"
-    if "wsd" in t or "sense" in t:
-        return "semantics"
-    return "other"
-
-
-def probe_scores(results):
-    """Test score per layer and for the mix of each run (control tasks dashed)."""
-    n_layers = max(len(r.layers) for r in results)
-    cats = [f"layer {k}" for k in range(n_layers)] + ["mix"]
-    fig, ax = F.new_figure(1.1 * len(cats) + 3.5, 3.8)
-    series = []
-    for i, r in enumerate(results):
-        color = F.task_color(task_kind(r.task), i)
-        vals = [lay.test for lay in r.layers] + [r.mix.test]
-        series.append({"label": r.name, "values": vals, "color": color})
-        if r.layers and r.layers[0].control_test is not None:
-            ctl = [lay.control_test for lay in r.layers] + [r.mix.control_test]
-            series.append({"label": f"{r.name} (control)", "values": ctl, "color": color,
-                           "style": "--", "marker": "x"})
-    F.lines(ax, np.arange(len(cats)), series, xlabel="", ylabel="test score")
-    ax.set_xticks(range(len(cats)))
-    ax.set_xticklabels(cats)
-    for i, r in enumerate(results):
-        for name, v in r.baselines.items():
-            F.baseline(ax, v, f"{r.name}: {name}", color=F.task_color(task_kind(r.task), i,
-                                                                         light=True))
-    F.legend_outside(ax)
-    return fig
-
-
-def probe_mix_weights(results):
-    """The learned scalar-mix weights (softmax, summing to 1) of each run, per layer."""
-    n_layers = max(len(r.mix.weights) for r in results)
-    fig, ax = F.new_figure(1.2 * n_layers + 3.5, 3.4)
-    series = [{"label": r.name, "values": list(r.mix.weights),
-               "color": F.task_color(task_kind(r.task), i)} for i, r in enumerate(results)]
-    F.grouped_bars(ax, [f"layer {k}" for k in range(n_layers)], series,
-                   ylabel="mix weight (softmax)")
-    ax.set_ylim(0, 1)
-    F.legend_outside(ax)
-    return fig
-
-
-def projection_grid(panels, legend=None, title: str = ""):
-    """A projection's maps: ``panels`` as :func:`elmo_engine.io.figures.scatter_panels` takes
-    them, two per row, equal axes."""
-    return F.scatter_panels(panels, ncols=2, legend=legend, title=title)
-
-
-__all__ = ["contexts_heatmaps", "contexts_summary", "probe_mix_weights", "probe_scores",
-           "projection_grid", "task_kind"]
+__all__ = ["contexts_heatmaps", "contexts_summary"]

@@ -14,6 +14,11 @@ Rules every figure follows:
   only for signed data that straddles zero, centred on zero);
 - files written atomically (a temporary file beside the target, then renamed) with the mode an
   ordinary new file gets under the user's umask.
+
+This module holds the style (colours, legends, baselines, heatmaps, scatter panels) and the
+saving; each analysis draws its figures in its own module on these helpers:
+:mod:`.contexts`, :mod:`.projection`, :mod:`.probes`, :mod:`.layers`, :mod:`.language_model`,
+:mod:`.corpus`. The app only calls them (and sets size and resolution).
 """
 from __future__ import annotations
 
@@ -238,67 +243,13 @@ def run_colors(kinds: Sequence[str]) -> List[str]:
     """One colour per run from its task kind: the first run of a kind gets the kind's dark
     colour, the second its light one, later ones (and other kinds) the fixed palette in turn."""
     seen: Dict[str, int] = {}
-    out = []
+    out: List[str] = []
     for kind in kinds:
         n = seen.get(kind, 0)
         seen[kind] = n + 1
         out.append(task_color(kind, light=n == 1) if kind in KIND_COLORS and n < 2
                    else task_color("other", len(out)))
     return out
-
-
-def probe_results_figure(runs: Sequence[dict]):
-    """The probes' picture: scalar-mix weights per layer (bars, ± sd) and test score per layer
-    (± sd) with the mix at the right, each task's control task as a dashed line, its reference
-    baseline as a labelled dotted line and scores under it as hollow markers. Each run:
-    ``label``, ``color``, ``weights``, ``weights_sd``, ``scores``, ``scores_sd`` (layers then
-    the mix), ``below`` (booleans, same order), optional ``control`` (layers then the mix),
-    ``baseline`` (name, value) and ``note``."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(11.5, 4.2), dpi=100)
-    FigureCanvasAgg(fig)
-    ax_w, ax_s = fig.subplots(1, 2, gridspec_kw={"wspace": 0.55})
-    k = max((len(r["weights"]) for r in runs), default=3)
-    grouped_bars(ax_w, [f"layer {i}" for i in range(k)],
-                 [{"label": r["label"], "values": r["weights"], "errors": r.get("weights_sd"),
-                   "color": r["color"]} for r in runs], ylabel="mix weight (softmax, sums to 1)")
-    ax_w.axhline(1.0 / k, color=BASELINE_COLOR, linestyle=":", linewidth=1)
-    ax_w.annotate("uniform 1/K", xy=(1.0, 1.0 / k), xycoords=("axes fraction", "data"),
-                  xytext=(4, 0), textcoords="offset points", va="center", fontsize="x-small",
-                  color=BASELINE_COLOR, annotation_clip=False)
-    ax_w.set_title("Scalar-mix layer weights (mean ± sd over seeds)", fontsize="medium")
-    xs = np.arange(k + 1, dtype=float)
-    for r in runs:
-        vals = np.asarray(r["scores"], dtype=float)
-        sd = np.asarray(r.get("scores_sd") or np.zeros_like(vals), dtype=float)
-        ax_s.errorbar(xs[:k], vals[:k], yerr=sd[:k], color=r["color"], marker="o", capsize=3,
-                      linewidth=1.6, label=r["label"])
-        ax_s.errorbar(xs[k:], vals[k:], yerr=sd[k:], color=r["color"], marker="s", capsize=3,
-                      linestyle="")
-        below = np.asarray(r.get("below") or [False] * len(vals), bool)
-        if below.any():
-            ax_s.scatter(xs[below], vals[below], s=90, facecolors="white", edgecolors=r["color"],
-                         linewidths=1.5, zorder=5, label=f"{r['label']}: under baseline")
-        if r.get("control") is not None:
-            ax_s.plot(xs[:len(r["control"])], r["control"], color=r["color"], linestyle="--",
-                      linewidth=1.1, label=f"{r['label']}: control task")
-        if r.get("baseline"):
-            name, value = r["baseline"]
-            baseline(ax_s, value, f"{name} {value:.3f}", color=r["color"])
-    ax_s.set_xticks(xs)
-    ax_s.set_xticklabels([f"layer {i}" for i in range(k)] + ["mix"])
-    ax_s.set_ylabel("test score (accuracy / F1)")
-    ax_s.set_ylim(0, 1.02)
-    ax_s.spines[["top", "right"]].set_visible(False)
-    ax_s.set_title("Test score per layer (mean ± sd over seeds)", fontsize="medium")
-    ax_s.legend(loc="upper left", bbox_to_anchor=(1.28, 1.0), borderaxespad=0.0, frameon=False,
-                fontsize="small")
-    notes = [r["note"] for r in runs if r.get("note")]
-    if notes:
-        fig.text(0.01, -0.02, "\n".join(notes), fontsize="x-small", va="top", ha="left")
-    return fig
 
 
 def render(fig, fmt: str, dpi: int = 150) -> bytes:

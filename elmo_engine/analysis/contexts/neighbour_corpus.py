@@ -1,8 +1,8 @@
 """Building contextual-neighbour indexes: reference corpora, vocabularies, the index cache.
 
 A reference corpus is a text file with one sentence per line (plain or gzip), tokenized like typed
-text. :func:`build_index` embeds a corpus with an :class:`~elmo_engine.embed.embedder.Embedder` (with
-progress and cancel), indexes its contextual layers and its word types (plus an optional
+text. :func:`build_index` embeds a corpus with an :class:`~elmo_engine.embed.embedder.Embedder`
+(with progress and cancel), indexes its contextual layers and its word types (plus an optional
 vocabulary) and records the corpus mean per layer (the anisotropy reference). :class:`IndexCache`
 keeps built indexes in memory (bounded by count and bytes) and optionally on disk as npz (never
 pickled), keyed by the checkpoint checksum, the corpus tokens and the vocabulary.
@@ -17,10 +17,10 @@ from typing import List, Optional, Sequence
 import numpy as np
 from cachetools import LRUCache
 
-from elmo_engine.analysis.compare import reference_mean
+from elmo_engine.analysis.contexts.compare import reference_mean
 from elmo_engine.io.datasets.textio import iter_lines
 from elmo_engine.errors import InputError
-from elmo_engine.analysis.neighbours import NeighbourIndex, WordIndex
+from elmo_engine.analysis.contexts.neighbours import NeighbourIndex, WordIndex
 from elmo_engine.progress import TaskState, check, report
 from elmo_engine.model.tokenize import tokenize
 
@@ -120,7 +120,7 @@ class IndexCache:
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.max_items = max_items
         self.max_bytes = max_bytes
-        self._mem = LRUCache(maxsize=max(1, max_items))      # the newest always stays
+        self._mem: LRUCache = LRUCache(maxsize=max(1, max_items))      # the newest always stays
 
     def _file(self, key: str) -> Optional[Path]:
         return None if self.cache_dir is None else self.cache_dir / f"neighbours-{key[:32]}.npz"

@@ -20,12 +20,12 @@ import csv
 import io
 import math
 from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from elmo_engine.atomic import atomic_path, atomic_write_text
-from elmo_engine.analysis.permutation import PermutationResult, group_permutation_test
+from elmo_engine.analysis.contexts.permutation import PermutationResult, group_permutation_test
 from elmo_engine.errors import InputError
 
 DIRECTIONS = ("both", "forward", "backward")
@@ -46,7 +46,7 @@ def find_occurrences(tokens: Sequence[Sequence[str]], word: str, ignore_case: bo
     return [(s, t) for s, sent in enumerate(tokens) for t, tok in enumerate(sent) if tok == word]
 
 
-def gather(activations: Sequence[np.ndarray], occurrences: Sequence[Occurrence]) -> np.ndarray:
+def gather(activations: Sequence[Optional[np.ndarray]], occurrences: Sequence[Occurrence]) -> np.ndarray:
     """Stack the vectors of the given occurrences: ``(L+1, n_occ, 2P)`` float32."""
     if not occurrences:
         raise InputError("no occurrences to compare")
@@ -102,7 +102,7 @@ def normalise_weights(weights: Optional[Sequence[float]], n_layers: int) -> np.n
     return w / total
 
 
-def mix_layers(stack: np.ndarray, weights: Sequence[float]) -> np.ndarray:
+def mix_layers(stack: np.ndarray, weights: "Sequence[float] | np.ndarray") -> np.ndarray:
     """``Σ_k w_k · stack[k]`` over the first axis: ``(L+1, ...) → (...)`` (float32).
 
     With normalised ``w`` this is ``elmo_engine.model.mix.scalar_mix_numpy(stack, log w)`` (γ = 1),
@@ -284,7 +284,7 @@ def compare(vectors: np.ndarray, weights: Optional[Sequence[float]] = None,
     sims = np.array([self_similarity(m) for m in mats])
     wb = np.array([group_similarity(m, grp) for m in mats]).reshape(-1, 2)
     test = group_permutation_test(mats, grp)
-    return Comparison(word=word, occurrences=tuple(tuple(o) for o in occurrences),
+    return Comparison(word=word, occurrences=tuple((int(o[0]), int(o[1])) for o in occurrences),
                       labels=tuple(labels), names=tuple(view_names(n_layers)), matrices=mats,
                       self_sim=sims, within=wb[:, 0], between=wb[:, 1], groups=grp, weights=w,
                       direction=direction, corrected=center is not None, p_value=test.p,
@@ -305,9 +305,9 @@ def compare_word(tokens: Sequence[Sequence[str]], activations: Sequence[Optional
     ``(sentence, token)`` to a label; the occurrences are ordered by group (groups in the order
     they first occur, unlabelled ones last, reading order within a group). With ``layer_norm``
     every layer is normalised by its mean and standard deviation over all tokens of
-    ``activations`` before the mix (:func:`layer_stats`). Returns ``(comparison, vectors (L+1, n, 2P), total)`` where
-    ``total`` counts all occurrences (only the first ``max_occurrences`` are compared), or
-    ``(None, None, total)`` when there are none.
+    ``activations`` before the mix (:func:`layer_stats`). Returns ``(comparison, vectors (L+1, n,
+    2P), total)`` where ``total`` counts all occurrences (only the first ``max_occurrences`` are
+    compared), or ``(None, None, total)`` when there are none.
     """
     occ = find_occurrences(tokens, word, ignore_case)
     total = len(occ)
@@ -315,7 +315,7 @@ def compare_word(tokens: Sequence[Sequence[str]], activations: Sequence[Optional
     if not occ:
         return None, None, total
     groups = groups or {}
-    first = {}
+    first: Dict[str, int] = {}
     for o in occ:
         first.setdefault(groups.get(o, ""), len(first))
     occ.sort(key=lambda o: (not groups.get(o, ""), first[groups.get(o, "")]))
@@ -365,13 +365,14 @@ def write_vectors_npz(path, vectors: np.ndarray, occurrences: Sequence[Occurrenc
                       groups: Sequence[str] = ()) -> None:
     """Vectors of selected occurrences ``(L+1, n, 2P)`` with their places, as npz (no pickle)."""
     occ = np.asarray(occurrences, dtype=np.int64).reshape(-1, 2)
-    arrays = {"vectors": np.asarray(vectors, dtype=np.float32), "sentence": occ[:, 0],
+    arrays: Dict[str, np.ndarray] = {
+              "vectors": np.asarray(vectors, dtype=np.float32), "sentence": occ[:, 0],
               "token": occ[:, 1], "word": np.array(list(words), dtype=str),
               "text": np.array(list(sentences), dtype=str),
               "group": np.array(list(groups) or [""] * len(occ), dtype=str)}
     with atomic_path(path, suffix=".npz") as tmp:
         with open(tmp, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, allow_pickle=False, **arrays)
 
 
 __all__ = ["DIRECTIONS", "Comparison", "Occurrence", "compare", "compare_word", "cosine_matrix",

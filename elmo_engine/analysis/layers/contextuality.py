@@ -39,15 +39,15 @@ is never held whole: memory is about ``4·(L+1)·D`` bytes per occurrence of a w
 """
 from __future__ import annotations
 
-from typing import Dict, Optional, Sequence
+from typing import Any, Dict, Optional, Sequence
 
 import numpy as np
 from scipy import sparse
 
 from elmo_engine.analysis.activations import check_arrays, direction_slice, layer_directions
-from elmo_engine.analysis.contextuality_result import (DESCRIPTION, ContextualityResult,
+from elmo_engine.analysis.layers.contextuality_result import (DESCRIPTION, ContextualityResult,
                                                        LayerContextuality, Measure)
-from elmo_engine.analysis.spectra import mev_of_stack, top_eigenvalues
+from elmo_engine.analysis.layers.spectra import mev_of_stack, top_eigenvalues
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
 
@@ -104,7 +104,7 @@ class ContextualityAccumulator:
             raise InputError(f"sentence {int(empty[0])} has no tokens")
         self.starts = np.concatenate([[0], np.cumsum(self.lengths)])
         self.n_tokens = int(self.starts[-1])
-        self.settings = {"min_count": min_count, "baseline_samples": baseline_samples,
+        self.settings: Dict[str, Any] = {"min_count": min_count, "baseline_samples": baseline_samples,
                          "seed": seed, "lowercase": lowercase, "centre_mev": centre_mev,
                          "min_sentence_tokens": min_sentence_tokens,
                          "max_occurrences": max_occurrences}

@@ -18,10 +18,10 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.analysis.activations import iter_embedded
-from elmo_engine.analysis.cka import CKAResult, cka_matrix, cross_cka
-from elmo_engine.analysis.contextuality import ContextualityAccumulator
-from elmo_engine.analysis.contextuality_result import ContextualityResult
-from elmo_engine.analysis.mdl import MDLConfig, MDLResult, online_codelength
+from elmo_engine.analysis.layers.cka import CKAResult, cka_matrix, cross_cka
+from elmo_engine.analysis.layers.contextuality import ContextualityAccumulator
+from elmo_engine.analysis.layers.contextuality_result import ContextualityResult
+from elmo_engine.analysis.layers.mdl import MDLConfig, MDLResult, online_codelength
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState
 

@@ -16,7 +16,7 @@ Inputs are plain values (words, ranks, arrays), so this module needs nothing abo
 """
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -116,7 +116,7 @@ def pairs_figure(sets: Sequence[str], accuracy: np.ndarray,
     two = diffs is not None and pair_tokens is not None
     fig = Figure(figsize=(11.0 if two else 6.4, 3.6), dpi=100)
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, 2 if two else 1, gridspec_kw={"width_ratios": [1, 1.4]} if two else None)
+    axes: Any = fig.subplots(1, 2 if two else 1, gridspec_kw={"width_ratios": [1, 1.4]} if two else None)
     ax = axes[0] if two else axes
     acc = np.asarray(accuracy, float)
     series = [{"label": DIRECTION_NAMES[d], "values": acc[:, d], "color": DIRECTION_COLORS[d]}
@@ -130,6 +130,7 @@ def pairs_figure(sets: Sequence[str], accuracy: np.ndarray,
         label.set_horizontalalignment("right")
     legend_outside(ax)
     if two:
+        assert diffs is not None and pair_tokens is not None
         ax2 = axes[1]
         fwd, bwd = np.asarray(diffs[0], float), np.asarray(diffs[1], float)
         n = len(pair_tokens)

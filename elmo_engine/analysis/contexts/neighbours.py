@@ -11,7 +11,7 @@ products, and the top k come from ``np.argpartition`` (``O(N)``, no full sort). 
 context-free, so it is indexed by word *type* instead (:class:`WordIndex`): a vocabulary of known
 words (the corpus's types plus an optional vocabulary file) through the model's character CNN.
 
-Building, reading corpora and caching live in :mod:`elmo_engine.analysis.neighbour_corpus`.
+Building, reading corpora and caching live in :mod:`elmo_engine.analysis.contexts.neighbour_corpus`.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.atomic import atomic_path, atomic_write_text
-from elmo_engine.analysis.compare import DIRECTIONS
+from elmo_engine.analysis.contexts.compare import DIRECTIONS
 from elmo_engine.errors import InputError
 
 INDEX_FORMAT = 1
@@ -193,7 +193,7 @@ class NeighbourIndex:
             arrays["mean"] = self.mean
         with atomic_path(path, suffix=".npz") as tmp:
             with open(tmp, "wb") as fh:
-                np.savez(fh, **arrays)
+                np.savez(fh, allow_pickle=False, **arrays)
 
     @classmethod
     def load(cls, path) -> "NeighbourIndex":

@@ -1,0 +1,11 @@
+"""Layers: what each biLM layer holds, measured three ways over one corpus.
+
+* :mod:`.contextuality` (results in :mod:`.contextuality_result`, eigenvalues in
+  :mod:`.spectra`) — self-similarity, intra-sentence similarity and maximum explainable variance
+  per layer and direction, with anisotropy baselines (Ethayarajh 2019);
+* :mod:`.cka` — linear CKA between layers and between models (Kornblith et al. 2019), with the
+  unbiased HSIC estimator (Song et al. 2012; Nguyen et al. 2021);
+* :mod:`.mdl` — online-code MDL probes (Voita & Titov 2020);
+* :mod:`.run` — the three on one model and corpus, end to end (the ``layers`` command and the
+  app's Layers view); :mod:`.tables` — their results as text and CSV.
+"""
