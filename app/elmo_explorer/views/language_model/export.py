@@ -1,9 +1,9 @@
 """Exports of the "Language model" view, as functions of values: the sentence figure (token rows
 and reach) and the minimal-pair figure as PNG, SVG or PDF through the one figure module
 (:mod:`elmo_engine.io.figures.language_model` on :mod:`elmo_engine.io.figures`), the per-token
-table as TSV and the sentence as JSON with the fields of ``elmo-explorer lm --json``; and the view's report
-section (:func:`elmo_engine.analysis.language_model.report.report_part`, the function
-``elmo-explorer export report`` uses too). Each takes the view model
+table as TSV and the sentence as JSON with the fields of ``elmo-explorer lm --json``; and the
+view's report section (:func:`elmo_engine.analysis.language_model.report.report_part`, the
+function ``elmo-explorer export report`` uses too). Each takes the view model
 (:class:`~.model.LanguageModelModel`) and returns what it wrote; the panel
 (:class:`~elmo_explorer.views.language_model.controller.LanguageModelPanel`) builds the
 File → Export entries, asks for the paths and says what was written.
