@@ -22,8 +22,6 @@ shape, no extra datasets) and row block by row block. The original model's W is 
 """
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -33,6 +31,7 @@ import torch
 from torch import Tensor
 
 from elmo_engine.errors import CheckpointError
+from elmo_engine.files import regular_file_problem
 from elmo_engine.model.hdf5_checks import check_no_extra, check_storage, lookup
 
 BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
@@ -231,12 +230,10 @@ def read_vocabulary(path: Path) -> List[str]:
 
 
 def _check_regular(path: Path) -> None:
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        raise CheckpointError(path, f"cannot read ({e.strerror or e})") from None
-    if not stat.S_ISREG(mode):
-        raise CheckpointError(path, "not a regular file (a folder, FIFO or device)")
+    """The engine's one regular-file check (:mod:`elmo_engine.files`), as a CheckpointError."""
+    problem = regular_file_problem(path)
+    if problem:
+        raise CheckpointError(path, f"{problem} (a softmax is read from regular files)")
 
 
 def _read_own(path: Path, vocab_size: int) -> Tuple[Tensor, Tensor]:
