@@ -47,13 +47,14 @@ def shared_levels(matrices: np.ndarray) -> Tuple[float, float]:
     return min(math.floor(lo * 10) / 10, 0.9), 1.0
 
 
-def _heatmap_plot(plot: pg.PlotItem) -> pg.ImageItem:
-    """Make ``plot`` a fixed matrix view (row 0 at the top, black axes); return its image."""
+def _heatmap_plot(plot: pg.PlotItem, square_cells: bool = True) -> pg.ImageItem:
+    """Make ``plot`` a fixed matrix view (row 0 at the top, black axes; square cells unless
+    ``square_cells`` is False); return its image."""
     plot.setMenuEnabled(False)
     plot.hideButtons()
     plot.setMouseEnabled(False, False)
     plot.invertY(True)                             # row 0 at the top, like a matrix
-    plot.setAspectLocked(True)
+    plot.setAspectLocked(square_cells)
     for side in ("left", "bottom"):
         axis = plot.getAxis(side)
         axis.setPen("k")

@@ -19,6 +19,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSpinBox,
                                QSplitter, QTextBrowser, QToolTip, QVBoxLayout, QWidget)
 
+from elmo_explorer.views.heatmap import _heatmap_plot
 from elmo_explorer.views.language_model.model import RANK_COLORS, RANK_LABELS, RANK_TEXT_COLORS
 from elmo_explorer.views.language_model.pairs_view import PairsPanel, fitted_ticks
 
@@ -165,18 +166,7 @@ class ReachPlot(pg.GraphicsLayoutWidget):
         self.setBackground("w")
         self.plot = self.addPlot(row=0, col=0)
         p = self.plot
-        p.setMenuEnabled(False)
-        p.hideButtons()
-        p.setMouseEnabled(False, False)
-        p.invertY(True)
-        for side in ("left", "bottom"):
-            axis = p.getAxis(side)
-            axis.setPen("k")
-            axis.setTextPen("k")
-            axis.enableAutoSIPrefix(False)
-            axis.setStyle(textFillLimits=[(0, 1.0)], hideOverlappingLabels=False)
-        self.image = pg.ImageItem()
-        p.addItem(self.image)
+        self.image = _heatmap_plot(p, square_cells=False)
         self.bar = pg.ColorBarItem(values=(0.0, 1.0), colorMap=pg.colormap.get("viridis"),
                                    interactive=False, colorMapMenu=False, pen="k")
         self.bar.setImageItem(self.image)
