@@ -1,6 +1,6 @@
-"""Shared helpers of the round-three hardening tests (issue 25): the in-process CLI runner
-that asserts one line and no traceback, a copied checkpoint, a folder snapshot, a workspace
-naming a checkpoint."""
+"""Shared helpers of the hardening tests: the in-process CLI runner of round three (issue 25)
+that asserts one line and no traceback, a copied checkpoint (rounds two and three), a folder
+snapshot, a workspace naming a checkpoint."""
 from __future__ import annotations
 
 import shutil

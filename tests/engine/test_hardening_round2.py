@@ -16,7 +16,6 @@ import io
 import json
 import os
 import resource
-import shutil
 import stat
 import zipfile
 import zlib
@@ -32,6 +31,7 @@ from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.model.options import MAX_CHARACTERS_PER_TOKEN
 
 from conftest import FIXTURES
+from hardening_helpers import ckpt
 
 SOURCE = FIXTURES / "allennlp"
 MB = 1 << 20
@@ -50,14 +50,6 @@ def cli(argv, capsys):
     if code:
         assert err.strip() and "\n" not in err.strip(), err
     return code, err
-
-
-def ckpt(tmp_path, name="ck") -> Path:
-    d = tmp_path / name
-    d.mkdir()
-    shutil.copy(SOURCE / "options.json", d / "options.json")
-    shutil.copy(SOURCE / "lm_weights.hdf5", d / "lm_weights.hdf5")
-    return d
 
 
 def _zeros_deflated(nbytes: int) -> bytes:

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_round3 import ROOT, SOURCE, ckpt, cli, snapshot, workspace
+from hardening_helpers import ROOT, SOURCE, ckpt, cli, snapshot, workspace
 
 
 # ---- outputs vs inputs ------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers_round3 import ROOT, SOURCE, ckpt, cli
+from hardening_helpers import ROOT, SOURCE, ckpt, cli
 
 from elmo_engine.cli.main import main
 
