@@ -29,6 +29,10 @@ from elmo_engine.progress import TaskState, check, report
 #: words per block: at most this many, and a block of logits at most ``BLOCK_ELEMENTS`` floats
 CHUNK = 32768
 BLOCK_ELEMENTS = 1 << 22
+#: words per GEMM inside a block: W's float32 copy of this many words (4 MB at P = 512) stays in
+#: the last-level cache between its conversion and its product, where a whole block's (64 MB)
+#: went to memory and back (docs/performance.md, "The language models")
+GEMM_WORDS = 2048
 
 
 @dataclass(frozen=True)
@@ -130,15 +134,25 @@ def scan(softmax, h: Tensor, targets: Tensor, k: int = 0,
         pa, pb, q = pairs
         pair = _Stream(q, k, entropy=False, chunk=chunk, device=dev)
         pbuf = torch.empty(q, chunk, device=dev)
-    wbuf = torch.empty(chunk, w.shape[1], device=dev)                 # W's block in float32
+    sub = min(chunk, GEMM_WORDS) if dev.type == "cpu" else chunk
+    wbuf = torch.empty(sub, w.shape[1], device=dev)                   # W's sub-block in float32
+    sbuf = torch.empty(rows, sub, device=dev)                         # its logits
     lbuf = torch.empty(rows, chunk, device=dev)                       # the block's logits
     gbuf = torch.empty(rows, chunk, dtype=torch.bool, device=dev)
     rows_idx = torch.arange(rows, device=dev)
     for a in range(0, v, chunk):
         check(state)
         c = min(chunk, v - a)
-        wc = wbuf[:c].copy_(w[a:a + c])                               # (C, P)
-        logits = torch.addmm(b[a:a + c].to(dev), h, wc.t(), out=lbuf[:, :c])   # (R, C)
+        logits = lbuf[:, :c]                                          # (R, C)
+        if sub >= c:
+            wc = wbuf[:c].copy_(w[a:a + c])                           # (C, P)
+            torch.addmm(b[a:a + c].to(dev), h, wc.t(), out=logits)
+        else:
+            for s0 in range(0, c, sub):                               # cache-sized GEMMs
+                n = min(sub, c - s0)
+                wc = wbuf[:n].copy_(w[a + s0:a + s0 + n])             # (n, P)
+                part = torch.addmm(b[a + s0:a + s0 + n].to(dev), h, wc.t(), out=sbuf[:, :n])
+                logits[:, s0:s0 + n].copy_(part)
         bmax = logits.amax(1)                                         # (R,)
         torch.gt(logits, target_logit[:, None], out=gbuf[:, :c])
         above += gbuf[:, :c].sum(1)

@@ -41,9 +41,10 @@ PRESETS: Dict[str, dict] = {
                  options={"char_cnn": _cnn([[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], 1),
                           "lstm": _lstm(512, 256)}),
     # the demo's data, vocabulary and char CNN with an LSTM twice as wide, for one GPU: a batch
-    # of 512 rows keeps the per-step GEMMs large enough to pay there (benchmarks/gpu_train_demo.sh)
+    # of 512 rows keeps the per-step GEMMs large enough to pay there (benchmarks/gpu_train_demo.sh;
+    # lr 4e-3 diverged there, 2e-3 did not: docs/guide/training.md)
     "demo-wide": dict(_BASE, vocab_size=25000, min_count=3, batch_size=512, unroll=20,
-                      n_negative=4096, optimizer="adam", lr=4e-3, clip_norm=5.0, dropout=0.0,
+                      n_negative=4096, optimizer="adam", lr=2e-3, clip_norm=5.0, dropout=0.0,
                       epochs=10, checkpoint_every=100_000, checkpoint_minutes=60.0, log_every=100,
                       eval_minutes=60.0, eval_tokens=100_000,
                       options={"char_cnn": _cnn([[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], 1),

@@ -46,6 +46,31 @@ def test_scan_equals_a_case_computed_by_hand():
         12 / 23, abs=1e-6)
 
 
+@pytest.mark.parametrize("gemm_words", [7, 64, 5000])
+def test_scan_in_cache_sized_gemms_equals_numpy(monkeypatch, gemm_words):
+    # a block's logits made in sub-blocks of gemm_words (uneven ends included) are the dense ones
+    import elmo_engine.model.softmax_scan as ss
+
+    monkeypatch.setattr(ss, "GEMM_WORDS", gemm_words)
+    rng = np.random.default_rng(5)
+    v, p, r = 1000, 8, 6
+    w = rng.normal(0, 1, (v, p)).astype(np.float32)
+    b = rng.normal(0, 0.3, v).astype(np.float32)
+    h = rng.normal(0, 1, (r, p)).astype(np.float32)
+    t = rng.integers(0, v, r)
+    names = ["<S>", "</S>", "<UNK>"] + [f"w{i}" for i in range(3, v)]
+    soft = Softmax(torch.from_numpy(w).half(), torch.from_numpy(b), names)
+    res = ss.scan(soft, torch.from_numpy(h), torch.from_numpy(t), k=5, pairs=(0, 3, 3), chunk=300)
+    logits = h.astype(np.float64) @ w.astype(np.float16).astype(np.float64).T + b   # (R, V)
+    log_z = np.log(np.exp(logits - logits.max(1, keepdims=True)).sum(1)) + logits.max(1)
+    assert res.log_z.numpy() == pytest.approx(log_z, abs=1e-4)
+    tl = logits[np.arange(r), t]
+    assert res.rank.tolist() == [1 + int((logits[i] > tl[i]).sum()) for i in range(r)]
+    assert res.top_ids.tolist() == np.argsort(-logits, 1)[:, :5].tolist()
+    pair = logits[:3] + logits[3:]
+    assert res.pair_top_ids.tolist() == np.argsort(-pair, 1)[:, :5].tolist()
+
+
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     """The allennlp test model with a test-written softmax in the published layout."""
