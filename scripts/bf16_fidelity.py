@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -108,36 +110,55 @@ def part_probe(args, tmp: Path) -> dict:
             "wall_s": {p: r["wall_time_s"] for p, r in res.items()}}
 
 
-def part_train(args, tmp: Path) -> dict:
+def _train_once(precision: str, seed: int, dev: Path, out: Path, steps: int) -> dict:
     from elmo_engine.train.presets import preset
     from elmo_engine.train.trainer import TrainConfig, train
 
-    out = {}
+    cfg = TrainConfig.from_dict(preset("demo"))
+    cfg.max_steps, cfg.precision, cfg.log_every, cfg.seed = steps, precision, 50, seed
+    cfg.epochs = 10 ** 6                                   # --steps decides
+    t0 = time.perf_counter()
+    res = train([TRAIN_TEXT], [dev], out, cfg, device="cpu", show_progress=False,
+                log=lambda m: None)
+    return {"seed": seed, "dev_perplexity": res.dev["mean"], "steps": res.steps,
+            "train_s": res.train_seconds, "tokens_per_s": res.tokens / res.train_seconds,
+            "wall_s": time.perf_counter() - t0}
+
+
+def part_train(args, tmp: Path) -> dict:
+    """Dev perplexity after ``--steps`` steps in float32 and in bf16, for ``--seeds`` seeds each
+    (the mean over seeds is compared: one pair cannot separate the precision from the
+    run-to-run spread), plus float32 with the first seed a second time (is a run repeatable?)."""
     dev = tmp / "dev.txt"
     with open(DEV_TEXT, encoding="utf-8") as fh:
         dev.write_text("".join(line for _, line in zip(range(args.dev_lines), fh)),
                        encoding="utf-8")
-    for precision in ("fp32", "bf16"):
-        cfg = TrainConfig.from_dict(preset("demo"))
-        cfg.max_steps, cfg.precision, cfg.log_every = args.steps, precision, 50
-        cfg.epochs = 10 ** 6                                   # --steps decides
-        t0 = time.perf_counter()
-        res = train([TRAIN_TEXT], [dev], tmp / f"train-{precision}", cfg, device="cpu",
-                    show_progress=False, log=lambda m: None)
-        out[precision] = {"dev_perplexity": res.dev["mean"], "steps": res.steps,
-                          "train_s": res.train_seconds,
-                          "tokens_per_s": res.tokens / res.train_seconds,
-                          "wall_s": time.perf_counter() - t0}
-    a, b = out["fp32"]["dev_perplexity"], out["bf16"]["dev_perplexity"]
+    runs: dict = {"fp32": [], "bf16": []}
+    for seed in range(args.seeds):
+        for precision in ("fp32", "bf16"):
+            r = _train_once(precision, seed, dev, tmp / f"train-{precision}-{seed}", args.steps)
+            runs[precision].append(r)
+            print(f"  seed {seed} {precision}: dev perplexity {r['dev_perplexity']:.2f}, "
+                  f"{r['tokens_per_s']:.0f} tokens/s", flush=True)
+    again = _train_once("fp32", 0, dev, tmp / "train-fp32-0-again", args.steps)
+    out: dict = {"runs": runs, "fp32_seed0_again": again}
+    for p in ("fp32", "bf16"):
+        ppl = np.array([r["dev_perplexity"] for r in runs[p]])
+        out[p] = {"mean": float(ppl.mean()), "sd": float(ppl.std(ddof=1)) if len(ppl) > 1 else 0.0,
+                  "tokens_per_s": float(np.mean([r["tokens_per_s"] for r in runs[p]]))}
+    a, b = out["fp32"]["mean"], out["bf16"]["mean"]
     out["relative_diff"] = (b - a) / a
-    print(f"train: --preset demo, {args.steps} steps, seed 0, on {TRAIN_TEXT.name} of pd_fiction,"
-          f" dev the first {args.dev_lines} lines of {DEV_TEXT.relative_to(ROOT.parent)}")
+    out["same_seed_relative_diff"] = (again["dev_perplexity"] - runs["fp32"][0]["dev_perplexity"]) \
+        / runs["fp32"][0]["dev_perplexity"]
+    print(f"train: --preset demo, {args.steps} steps, seeds 0..{args.seeds - 1}, on "
+          f"{TRAIN_TEXT.name} of pd_fiction, dev the first {args.dev_lines} lines of "
+          f"{DEV_TEXT.relative_to(ROOT.parent)}")
     for p in ("fp32", "bf16"):
         o = out[p]
-        print(f"  {p}: dev perplexity {o['dev_perplexity']:.2f}, {o['tokens_per_s']:.0f} tokens/s"
-              f" of training ({o['train_s']:.0f} s)")
-    print(f"  bf16 against float32: perplexity {100 * out['relative_diff']:+.2f} %, speed "
-          f"{out['bf16']['tokens_per_s'] / out['fp32']['tokens_per_s']:.2f}x")
+        print(f"  {p}: dev perplexity {o['mean']:.2f} ± {o['sd']:.2f} (sd over seeds), "
+              f"{o['tokens_per_s']:.0f} tokens/s")
+    print(f"  bf16 against float32 (means): {100 * out['relative_diff']:+.2f} %; float32 seed 0 "
+          f"run again: {100 * out['same_seed_relative_diff']:+.2f} %")
     return out
 
 
@@ -149,6 +170,7 @@ def main() -> int:
     ap.add_argument("--sentences", type=int, default=1000,
                     help="held-out lines for the cosines (default 1000: ~111k tokens)")
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--seeds", type=int, default=3, help="training runs per precision")
     ap.add_argument("--dev-lines", type=int, default=400,
                     help="dev lines for the perplexity (default 400: ~41k tokens)")
     ap.add_argument("--threads", type=int, default=2)
