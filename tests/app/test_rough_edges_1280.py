@@ -124,10 +124,14 @@ def test_empty_layers_tables_say_what_they_need(workspace, qtbot, app_settings_d
     view = panel.view
     view.draw_cka(None)
     view.fill_mdl([])
+    view.draw_curves([[], [], []], adjusted=False)
+    for plot in view.curve_plots:                                 # no empty axes either
+        assert "press Run" in plot.titleLabel.text and not plot.getAxis("left").isVisible()
     assert view.mdl_hint.isVisible() and view.mdl_hint.text() == MDL_HINT
     assert "MDL: demo POS" in MDL_HINT and view.mdl_table.rowCount() == 0
     plot = view.cka_plot
     assert CKA_HINT in plot.titleLabel.text and "Run" in CKA_HINT
+    assert plot.titleLabel.boundingRect().width() <= view.cka_widget.width()   # not clipped
     assert not plot.getAxis("left").isVisible() and not plot.getAxis("bottom").isVisible()
     assert not view.cka_bar.isVisible()                           # no scale for nothing
     view.draw_cka({"matrix": [[1.0, 0.5], [0.5, 1.0]], "rows": ["layer 0", "layer 1"],

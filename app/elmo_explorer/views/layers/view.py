@@ -30,7 +30,7 @@ MDL_COLUMNS = ("task", "probe", "codelength (kbits)", "compression", "MDL last-b
 MDL_HINT = ("No MDL result yet: press <b>MDL: demo POS</b> or <b>MDL: demo word sense</b> to "
             "train online-code probes of every layer on that many labelled sentences "
             "(Voita &amp; Titov 2020).")
-CKA_HINT = "CKA: press Run (layers × layers over the corpus), or File → Compare with checkpoint…"
+CKA_HINT = "CKA: press Run, or File → Compare with checkpoint…"
 #: the widest the corpus name may make the Layers view's first row (longer names are elided)
 CORPUS_LABEL_PX = 220
 
@@ -203,8 +203,10 @@ class LayersView(QWidget):
         self.legend.setText(_legend(adjusted))
         for plot, curves, (_key, name) in zip(self.curve_plots, curves_by_measure, MEASURES):
             plot.clear()
-            plot.setTitle(f"<span style='color:#000'>{name}{' − baseline' if adjusted else ''}"
-                          "</span>")
+            for side in ("left", "bottom"):        # no empty axes before a run: the title says
+                plot.showAxis(side, bool(curves))  # what fills the plot
+            suffix = (" − baseline" if adjusted else "") if curves else ": press Run"
+            plot.setTitle(f"<span style='color:#000'>{name}{suffix}</span>")
             for c in curves:
                 color = DIRECTION_COLORS[c["direction"]]
                 plot.plot(c["layers"], c["values"], pen=pg.mkPen(color, width=2), symbol="o",
@@ -232,7 +234,7 @@ class LayersView(QWidget):
         if cka is None:
             self.cka_matrix = None
             self.cka_image.clear()
-            self.cka_plot.setTitle(f"<span style='color:#000'>{CKA_HINT}</span>")
+            self.cka_plot.setTitle(f"<span style='color:#000'>{CKA_HINT}</span>", size="9pt")
             return
         m = np.array([[np.nan if v is None else v for v in row] for row in cka["matrix"]], float)
         self.cka_matrix = m
