@@ -137,5 +137,6 @@ def test_empty_layers_tables_say_what_they_need(workspace, qtbot, app_settings_d
     view.draw_cka({"matrix": [[1.0, 0.5], [0.5, 1.0]], "rows": ["layer 0", "layer 1"],
                    "columns": ["layer 0", "layer 1"]}, "CKA between layers")
     assert plot.getAxis("left").isVisible() and view.cka_bar.isVisible()
+    assert "9pt" not in plot.titleLabel.text and plot.titleLabel.opts["size"] == "11pt"   # full size
     view.fill_mdl([["pos", "layer 0", "12.3", "2.1", "0.80", "0.81"]])
     assert not view.mdl_hint.isVisible()

@@ -234,7 +234,7 @@ class LayersView(QWidget):
         if cka is None:
             self.cka_matrix = None
             self.cka_image.clear()
-            self.cka_plot.setTitle(f"<span style='color:#000'>{CKA_HINT}</span>", size="9pt")
+            self.cka_plot.setTitle(f"<span style='color:#000; font-size:9pt'>{CKA_HINT}</span>")
             return
         m = np.array([[np.nan if v is None else v for v in row] for row in cka["matrix"]], float)
         self.cka_matrix = m
