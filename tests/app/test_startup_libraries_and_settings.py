@@ -180,7 +180,14 @@ def test_relative_checkpoint_argument_is_remembered_absolute(qtbot, tmp_path, ti
     import elmo_explorer.shell.views
     from elmo_explorer.shell.main import main
 
+    import elmo_explorer.shell.main_window as mw
+
     monkeypatch.setattr(elmo_explorer.shell.views, "VIEWS", ())
+    monkeypatch.delenv(settings_mod.ENV_DIR, raising=False)
+    seen = []                       # the folder a view's own AppSettings() reads during the run
+    original = mw.MainWindow.start
+    monkeypatch.setattr(mw.MainWindow, "start", lambda self, *a: (
+        seen.append(AppSettings().folder), original(self, *a))[-1])
     monkeypatch.chdir(tiny_checkpoint.parent)
     rel = os.path.relpath(tiny_checkpoint)
     assert not Path(rel).is_absolute()
@@ -188,6 +195,8 @@ def test_relative_checkpoint_argument_is_remembered_absolute(qtbot, tmp_path, ti
                  "sentences", "--settings-dir", str(tmp_path / "s")])
     assert code == 0
     assert AppSettings(tmp_path / "s").last_checkpoint == str(tiny_checkpoint)
+    assert seen == [(tmp_path / "s").resolve()]           # --settings-dir for every view too
+    assert settings_mod.ENV_DIR not in __import__("os").environ   # and not after the run
 
 
 @pytest.fixture

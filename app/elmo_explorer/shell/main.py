@@ -88,7 +88,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from PySide6.QtWidgets import QApplication
 
     from elmo_explorer.shell.logging_setup import close_logging, route_qt_messages, setup_logging
-    from elmo_explorer.state.settings import AppSettings
+    from elmo_explorer.state.settings import ENV_DIR, AppSettings
     from elmo_explorer.shell.startup import configure_process
 
     if args.checkpoint:                          # a published model's name → its folder
@@ -119,6 +119,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     app.setApplicationName("ELMo Explorer")
     app.setOrganizationName("ELMoExplorer")
     settings = AppSettings(Path(args.settings_dir) if args.settings_dir else None)
+    # every AppSettings() of this run (views open their own) reads the same folder
+    previous_env = os.environ.get(ENV_DIR)
+    if args.settings_dir:
+        os.environ[ENV_DIR] = str(settings.folder.resolve())
     log_path = setup_logging(settings.log_dir())
     previous_handler = route_qt_messages()
     log.info("starting; log file %s", log_path)
@@ -132,6 +136,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         close_logging()
         qInstallMessageHandler(previous_handler)
+        if previous_env is None:
+            os.environ.pop(ENV_DIR, None)
+        else:
+            os.environ[ENV_DIR] = previous_env
 
 
 def _one_line(e: BaseException) -> str:
