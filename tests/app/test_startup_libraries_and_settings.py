@@ -127,7 +127,7 @@ def test_readme_first_command_installs_every_package():
     assert set(startup.QT_APT_PACKAGES) <= named
 
 
-# ---- settings per installation, absolute checkpoints ----------------------------------------------
+# ---- settings per installation, absolute checkpoints -------------------------------------
 def test_each_installation_has_its_own_settings(monkeypatch, tmp_path):
     monkeypatch.delenv(settings_mod.ENV_DIR, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
@@ -222,7 +222,7 @@ def test_a_remembered_checkpoint_that_is_gone_is_said_not_silent(
     w.start(None, "He sat on the bank.")
     qtbot.waitUntil(w.workspace.all_embedded, timeout=60000)
     assert w.workspace.model_spec.path == str(tiny_checkpoint)          # the demo model
-    err = [l for l in capsys.readouterr().err.splitlines() if "is gone" in l]
+    err = [line for line in capsys.readouterr().err.splitlines() if "is gone" in line]
     assert err == [f"elmo-explorer: the last checkpoint {gone} is gone; opened the demo model "
                    "instead"]
     message = w.statusBar().currentMessage()

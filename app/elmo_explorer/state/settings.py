@@ -8,7 +8,8 @@ Without them, settings and data are kept **per installation** (issue 29): under 
 standard folders, in a subfolder named after the installation (the checkout, or the environment
 the package is installed in) and a hash of its path, so that two clones of the project never
 share a remembered checkpoint, session or autosave. Downloaded published models are not app data:
-they stay in the engine's one shared folder (``ELMO_EXPLORER_DATA``, :mod:`elmo_engine.io.model_store`).
+they stay in the engine's one shared folder (``ELMO_EXPLORER_DATA``,
+:mod:`elmo_engine.io.model_store`).
 """
 from __future__ import annotations
 
