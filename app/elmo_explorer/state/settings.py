@@ -17,7 +17,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
@@ -49,13 +49,15 @@ def installation_key(root: Optional[Path] = None) -> str:
     """A folder name for one installation: a readable slug of its name and a hash of its path
     (``elmo-explorer-3f2a9c0d1e``), stable across launches, different for every checkout."""
     root = Path(root) if root is not None else installation_root()
-    name = root.name if root.name != "site-packages" else root.parents[2].name   # the venv
+    name = root.name
+    if name == "site-packages" and len(root.parents) > 2:
+        name = root.parents[2].name                         # …/VENV/lib/pythonX.Y/site-packages
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:40] or "install"
     digest = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:10]
     return f"{slug}-{digest}"
 
 
-def default_folders(root: Optional[Path] = None):
+def default_folders(root: Optional[Path] = None) -> Tuple[Path, Path]:
     """(settings folder, data folder) of an installation under the user's standard locations."""
     key = installation_key(root)
     config = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericConfigLocation)
