@@ -6,7 +6,9 @@ every sentence is embedded and the chosen view reports ``is_ready()``, saves a P
 
 With no display (no ``DISPLAY``, or an X server that does not answer) and no other Qt platform
 asked for, it prints one line naming ``QT_QPA_PLATFORM=offscreen`` and ``--screenshot`` and
-exits 2, before Qt starts (Qt would abort with status 134).
+exits 2, before Qt starts (Qt would abort with status 134). When Qt's xcb platform plugin would
+not load (a system library missing), it prints one line naming the library and its Debian/Ubuntu
+package and exits 1, also before Qt starts.
 """
 from __future__ import annotations
 
@@ -35,7 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--size", metavar="WxH", default=None,
                    help="window size, e.g. 1280x720 (default: the saved size)")
     p.add_argument("--settings-dir", metavar="DIR",
-                   help="keep settings and logs in DIR (default: the user's standard locations)")
+                   help="keep settings, logs and the session in DIR (default: a folder for this "
+                        "installation under the user's standard locations; also "
+                        "ELMO_EXPLORER_SETTINGS_DIR)")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="with --screenshot: give up after this many seconds (exit 2)")
     return p
@@ -64,7 +68,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run the app; ``argv`` excludes the program name. Returns the exit code."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     size = _parse_size(args.size) if args.size else None
-    from elmo_explorer.shell.startup import NO_DISPLAY_HINT, display_problem, startup_problem
+    from elmo_explorer.shell.startup import (NO_DISPLAY_HINT, display_problem, qt_library_problem,
+                                             startup_problem)
 
     problem = startup_problem(args.screenshot, args.settings_dir)
     if problem is not None:                     # before Qt starts: one line, exit 1
@@ -75,19 +80,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         if why is not None:
             print(NO_DISPLAY_HINT.format(why=why), file=sys.stderr)
             return 2
+        missing = qt_library_problem()            # Qt would abort (134): name the library
+        if missing is not None:
+            print(missing, file=sys.stderr)
+            return 1
     from PySide6.QtCore import qInstallMessageHandler
     from PySide6.QtWidgets import QApplication
 
     from elmo_explorer.shell.logging_setup import close_logging, route_qt_messages, setup_logging
-    from elmo_explorer.state.settings import AppSettings
+    from elmo_explorer.state.settings import ENV_DIR, AppSettings
     from elmo_explorer.shell.startup import configure_process
 
     if args.checkpoint:                          # a published model's name → its folder
         from elmo_engine.errors import ElmoError
         from elmo_engine.io.model_store import resolve_checkpoint_argument
+        from elmo_explorer.state.settings import absolute_path
 
         try:
-            args.checkpoint = str(resolve_checkpoint_argument(args.checkpoint))
+            # absolute against the folder the app was launched from: the settings remember
+            # it, and a relative path would mean another file from another folder (issue 29)
+            args.checkpoint = absolute_path(resolve_checkpoint_argument(args.checkpoint))
         except ElmoError as e:
             print(f"elmo-explorer: {e}", file=sys.stderr)
             return 1
@@ -107,6 +119,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     app.setApplicationName("ELMo Explorer")
     app.setOrganizationName("ELMoExplorer")
     settings = AppSettings(Path(args.settings_dir) if args.settings_dir else None)
+    # every AppSettings() of this run (views open their own) reads the same folder
+    previous_env = os.environ.get(ENV_DIR)
+    if args.settings_dir:
+        os.environ[ENV_DIR] = str(settings.folder.resolve())
     log_path = setup_logging(settings.log_dir())
     previous_handler = route_qt_messages()
     log.info("starting; log file %s", log_path)
@@ -120,6 +136,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         close_logging()
         qInstallMessageHandler(previous_handler)
+        if previous_env is None:
+            os.environ.pop(ENV_DIR, None)
+        else:
+            os.environ[ENV_DIR] = previous_env
 
 
 def _one_line(e: BaseException) -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import os
+import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -47,6 +49,17 @@ def model_label(path) -> str:
     return str(path)
 
 
+def remembered_checkpoint(last: str) -> Tuple[Optional[str], str]:
+    """The remembered checkpoint to reopen, and the one that is gone (``""`` when none).
+
+    Paths are stored absolute; a relative one (stored by an older version) is taken against the
+    current folder, and counts as gone when nothing is there."""
+    if not last:
+        return None, ""
+    path = os.path.abspath(last)
+    return (path, "") if Path(path).exists() else (None, last)
+
+
 def demo_sentences() -> List[Tuple[str, str]]:
     """The demo sentences with their groups: ``[(group, sentence)]``."""
     from elmo_engine.errors import InputError
@@ -64,6 +77,7 @@ class MainWindow(QMainWindow):
     """The application window. ``show_error(title, message)`` shows problems (a dialog)."""
 
     model_ready = Signal()
+    _start_notice = ""          # why start() did not reopen the remembered model (issue 29)
 
     def __init__(self, settings: AppSettings, workspace: Optional[Workspace] = None,
                  views=None):
@@ -175,13 +189,20 @@ class MainWindow(QMainWindow):
                 sentences_text = self._grouped_text(demo_sentences())
         self.settings.mark_launched()
         self.sentences.set_text(sentences_text)
+        self._start_notice = gone = ""
         if checkpoint is None:
-            last = self.settings.last_checkpoint
-            if last and Path(last).exists():
-                checkpoint = last
+            checkpoint, gone = remembered_checkpoint(self.settings.last_checkpoint)
         if checkpoint is None:
             demo = demo_checkpoint()
             checkpoint = str(demo) if demo is not None else None
+        if gone:
+            self._start_notice = (f"the last checkpoint {gone} is gone; "
+                                  + ("opened the demo model instead" if checkpoint is not None
+                                     else "no model is open"))
+        if self._start_notice:                      # never a silent fallback: stderr + status bar
+            print(f"elmo-explorer: {self._start_notice}", file=sys.stderr)
+            log.warning("%s", self._start_notice)
+            self.statusBar().showMessage(self._start_notice)
         if checkpoint is None:
             self._show_banner("No model loaded: the demo model is not installed. Use File → Open "
                               "checkpoint… (Ctrl+O) to load an ELMo checkpoint (options.json + "
@@ -267,7 +288,12 @@ class MainWindow(QMainWindow):
         self.banner.hide()
         self.status.show_model(ws.model_info, ws.device_label, ws.model_spec.precision)
         self.setWindowTitle(f"{ws.model_info.name} — {dialogs.APP_TITLE}")
-        self.statusBar().showMessage(f"Loaded {model_label(ws.model_spec.path)}", 8000)
+        loaded = f"Loaded {model_label(ws.model_spec.path)}"
+        notice, self._start_notice = self._start_notice, ""
+        if notice:                                  # the start-up fallback stays in view
+            self.statusBar().showMessage(f"{loaded} — {notice}")
+        else:
+            self.statusBar().showMessage(loaded, 8000)
         self.settings.last_checkpoint = ws.model_spec.path
         self.settings.add_recent_checkpoint(ws.model_spec.path)
         self.model_ready.emit()

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 GIL_SWITCH_S = 0.0005  # how long the worker may keep the GIL while the GUI thread waits for it
 
@@ -159,3 +159,133 @@ def startup_problem(screenshot: Optional[str], settings_dir: Optional[str],
         if problem:
             return problem + " (a read-only home folder?); pass --settings-dir DIR"
     return None
+
+
+# ---- the system libraries of Qt's xcb platform plugin ---------------------------------------
+#: every library outside the PySide6 wheel that Qt's xcb platform plugin and the Qt libraries it
+#: loads need (``ldd`` of PySide6 6.10's ``Qt/plugins/platforms/libqxcb.so`` on a minimal Debian 12
+#: image), with the Debian/Ubuntu package that ships it. The README's first command installs the
+#: packages of the first group; the others come with them as their dependencies.
+XCB_LIBRARY_PACKAGES = {
+    "libxcb-cursor.so.0": "libxcb-cursor0",
+    "libxcb-icccm.so.4": "libxcb-icccm4",
+    "libxcb-image.so.0": "libxcb-image0",
+    "libxcb-keysyms.so.1": "libxcb-keysyms1",
+    "libxcb-randr.so.0": "libxcb-randr0",
+    "libxcb-render-util.so.0": "libxcb-render-util0",
+    "libxcb-shape.so.0": "libxcb-shape0",
+    "libxcb-xkb.so.1": "libxcb-xkb1",
+    "libxkbcommon-x11.so.0": "libxkbcommon-x11-0",
+    "libX11-xcb.so.1": "libx11-xcb1",
+    "libEGL.so.1": "libegl1",
+    "libGL.so.1": "libgl1",
+    "libfontconfig.so.1": "libfontconfig1",
+    "libdbus-1.so.3": "libdbus-1-3",
+    "libglib-2.0.so.0": "libglib2.0-0",
+    "libgthread-2.0.so.0": "libglib2.0-0",
+    # installed with the packages above (their dependencies)
+    "libxcb.so.1": "libxcb1",
+    "libxcb-render.so.0": "libxcb-render0",
+    "libxcb-shm.so.0": "libxcb-shm0",
+    "libxcb-sync.so.1": "libxcb-sync1",
+    "libxcb-util.so.1": "libxcb-util1",
+    "libxcb-xfixes.so.0": "libxcb-xfixes0",
+    "libxcb-glx.so.0": "libxcb-glx0",
+    "libxkbcommon.so.0": "libxkbcommon0",
+    "libX11.so.6": "libx11-6",
+    "libfreetype.so.6": "libfreetype6",
+}
+#: what the README's first command installs (apt resolves the rest)
+QT_APT_PACKAGES = ("libxcb-cursor0", "libxcb-icccm4", "libxcb-image0", "libxcb-keysyms1",
+                   "libxcb-randr0", "libxcb-render-util0", "libxcb-shape0", "libxcb-xkb1",
+                   "libxkbcommon-x11-0", "libx11-xcb1", "libegl1", "libgl1", "libfontconfig1",
+                   "libdbus-1-3", "libglib2.0-0")
+LDD_TIMEOUT_S = 20.0
+
+
+def xcb_plugin_path() -> Optional[Path]:
+    """PySide6's xcb platform plugin (``libqxcb.so``), or None where there is none (not Linux,
+    a Qt without it). Found without importing Qt."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("PySide6")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for folder in spec.submodule_search_locations:
+        plugin = Path(folder) / "Qt" / "plugins" / "platforms" / "libqxcb.so"
+        if plugin.is_file():
+            return plugin
+    return None
+
+
+def ldd_missing(plugin: Path) -> Optional[List[str]]:
+    """The libraries ``ldd`` reports 'not found' for ``plugin`` and everything it loads, or
+    None when ``ldd`` cannot say (not installed, failed)."""
+    import re
+    import subprocess
+
+    try:
+        done = subprocess.run(["ldd", str(plugin)], capture_output=True, text=True,
+                              timeout=LDD_TIMEOUT_S, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0 and "not found" not in done.stdout:
+        return None
+    found = re.findall(r"^\s*(\S+)\s+=>\s+not found", done.stdout, flags=re.MULTILINE)
+    return list(dict.fromkeys(found))
+
+
+def dlopen_missing(plugin: Path) -> List[str]:
+    """Without ``ldd``: load the plugin and read the first missing library from the loader's
+    error (the dynamic loader stops at the first one)."""
+    import ctypes
+    import re
+
+    try:
+        ctypes.CDLL(str(plugin))
+    except OSError as e:
+        m = re.search(r"([^\s:/]+\.so[.\d]*): cannot open shared object file", str(e))
+        return [m.group(1)] if m else []
+    return []
+
+
+def missing_qt_libraries(plugin: Path) -> List[str]:
+    """The system libraries the xcb plugin needs and does not find (``ldd``, else ``dlopen``)."""
+    missing = ldd_missing(plugin)
+    return dlopen_missing(plugin) if missing is None else missing
+
+
+def wants_xcb(environ=None, platform: Optional[str] = None) -> bool:
+    """Whether Qt will load its xcb platform plugin (Linux/BSD, no other platform asked for)."""
+    import sys
+
+    env = os.environ if environ is None else environ
+    platform = sys.platform if platform is None else platform
+    if platform.startswith(("win", "darwin", "cygwin")):
+        return False
+    qpa = env.get("QT_QPA_PLATFORM", "").split(":")[0].strip()
+    if qpa:
+        return qpa == "xcb"
+    return not env.get("WAYLAND_DISPLAY")
+
+
+def qt_library_problem(environ=None, platform: Optional[str] = None,
+                       plugin: Optional[Path] = None) -> Optional[str]:
+    """One line naming the system libraries Qt's xcb platform plugin cannot find and the
+    Debian/Ubuntu packages that ship them, or None. Checked before Qt starts: without them Qt
+    prints a page and aborts (status 134) instead."""
+    if not wants_xcb(environ, platform):
+        return None
+    plugin = plugin if plugin is not None else xcb_plugin_path()
+    if plugin is None:
+        return None
+    libs = missing_qt_libraries(plugin)
+    if not libs:
+        return None
+    packages = list(dict.fromkeys(XCB_LIBRARY_PACKAGES.get(lib, "?") for lib in libs))
+    known = [p for p in packages if p != "?"]
+    install = (f"on Debian/Ubuntu: sudo apt-get install {' '.join(known)}" if known
+               else "install the package that ships it")
+    return (f"elmo-explorer: Qt's xcb platform plugin cannot start: {', '.join(libs)} "
+            f"{'is' if len(libs) == 1 else 'are'} not installed ({install}; the README's first "
+            f"command lists every library the app needs)")

@@ -3,12 +3,21 @@
 Every value is read with an explicit type. ``ELMO_EXPLORER_SETTINGS_DIR`` (or ``--settings-dir``)
 puts the settings file and the data folder (logs) in one place: tests use a temporary folder so
 that they never touch the user's settings.
+
+Without them, settings and data are kept **per installation** (issue 29): under the user's
+standard folders, in a subfolder named after the installation (the checkout, or the environment
+the package is installed in) and a hash of its path, so that two clones of the project never
+share a remembered checkpoint, session or autosave. Downloaded published models are not app data:
+they stay in the engine's one shared folder (``ELMO_EXPLORER_DATA``,
+:mod:`elmo_engine.io.model_store`).
 """
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Optional, Tuple
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
@@ -20,13 +29,52 @@ DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "fp16", "bf16")
 
 
+def absolute_path(value) -> str:
+    """``value`` made absolute against the current folder (``""`` stays ``""``), so that a
+    remembered path means the same file from whatever folder the app is launched next time.
+    Symbolic links are kept (not resolved): a link the user chose stays the link."""
+    text = str(value)
+    return os.path.abspath(text) if text else ""
+
+
+def installation_root() -> Path:
+    """The folder this copy of the app is installed in: the checkout for ``pip install -e``
+    (the folder above ``app/``), else the ``site-packages`` folder that holds the package."""
+    package = Path(__file__).resolve().parents[1]           # …/elmo_explorer
+    above = package.parent                                  # app/ or site-packages/
+    return above.parent if above.name == "app" else above
+
+
+def installation_key(root: Optional[Path] = None) -> str:
+    """A folder name for one installation: a readable slug of its name and a hash of its path
+    (``elmo-explorer-3f2a9c0d1e``), stable across launches, different for every checkout."""
+    root = Path(root) if root is not None else installation_root()
+    name = root.name
+    if name == "site-packages" and len(root.parents) > 2:
+        name = root.parents[2].name                         # …/VENV/lib/pythonX.Y/site-packages
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:40] or "install"
+    digest = hashlib.sha256(str(root).encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return f"{slug}-{digest}"
+
+
+def default_folders(root: Optional[Path] = None) -> Tuple[Path, Path]:
+    """(settings folder, data folder) of an installation under the user's standard locations."""
+    key = installation_key(root)
+    config = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericConfigLocation)
+    data = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericDataLocation)
+    config_dir = Path(config or Path.home() / ".config") / ORG / "installs" / key
+    data_dir = Path(data or Path.home() / ".local" / "share") / APP / "installs" / key
+    return config_dir, data_dir
+
+
 class AppSettings:
     """Typed access to the app's QSettings.
 
     Parameters
     ----------
     folder : where to keep ``elmo-explorer.ini`` and the data folder; default: the
-        ``ELMO_EXPLORER_SETTINGS_DIR`` environment variable, else the user's standard locations
+        ``ELMO_EXPLORER_SETTINGS_DIR`` environment variable, else this installation's folders
+        under the user's standard locations (:func:`default_folders`)
     """
 
     def __init__(self, folder: Optional[Path] = None):
@@ -36,17 +84,20 @@ class AppSettings:
         if self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
             self.qs = QSettings(str(self.folder / f"{APP}.ini"), QSettings.Format.IniFormat)
+            self._data = self.folder / "data"
         else:
-            self.qs = QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORG, APP)
+            config_dir, self._data = default_folders()
+            config_dir.mkdir(parents=True, exist_ok=True)
+            self.qs = QSettings(str(config_dir / f"{APP}.ini"), QSettings.Format.IniFormat)
+
+    def settings_file(self) -> Path:
+        """The INI file these settings live in."""
+        return Path(self.qs.fileName())
 
     # ---- folders --------------------------------------------------------------------------
     def data_dir(self) -> Path:
         """Folder for logs and the last session's sentences (created on demand)."""
-        if self.folder is not None:
-            d = self.folder / "data"
-        else:
-            base = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.GenericDataLocation)
-            d = Path(base or Path.home() / ".local" / "share") / APP
+        d = self._data
         d.mkdir(parents=True, exist_ok=True)
         return d
 
@@ -91,7 +142,7 @@ class AppSettings:
 
     @last_checkpoint.setter
     def last_checkpoint(self, value: str) -> None:
-        self.qs.setValue("model/last_checkpoint", str(value))
+        self.qs.setValue("model/last_checkpoint", absolute_path(value))
 
     @property
     def last_dir(self) -> str:
@@ -113,8 +164,9 @@ class AppSettings:
         return [str(x) for x in (v or []) if str(x)][:MAX_RECENT]
 
     def add_recent_checkpoint(self, path: str) -> List[str]:
-        items = [p for p in self.recent_checkpoints() if p != str(path)]
-        items.insert(0, str(path))
+        path = absolute_path(path)
+        items = [p for p in self.recent_checkpoints() if p != path]
+        items.insert(0, path)
         items = items[:MAX_RECENT]
         self.qs.setValue("model/recent", items)
         return items

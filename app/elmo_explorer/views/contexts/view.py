@@ -24,6 +24,9 @@ from elmo_explorer.views.layer_norm import layer_norm_box
 log = logging.getLogger(__name__)
 
 
+WORD_FIELD_CHARS = 12   # the word field shows at least this many letters
+
+
 class ContextsView(QWidget):
     """The widgets of the contexts view."""
 
@@ -54,11 +57,23 @@ class ContextsView(QWidget):
         self.mix = MixWeights()
         self.norm_box = layer_norm_box("layer norm", "all loaded tokens")
 
-        top = QHBoxLayout()
+        # two rows: in one, at 1280 px wide beside the sentences, the word field was squeezed
+        # to a few letters (issue 29); the field keeps room for a word of WORD_FIELD_CHARS
+        self.word_edit.setMinimumWidth(
+            self.word_edit.fontMetrics().horizontalAdvance("m" * WORD_FIELD_CHARS) + 16)
+        first = QHBoxLayout()
         for w in (QLabel("Word:"), self.word_edit, self.case_box, QLabel("direction:"),
-                  self.direction_box, self.correct_box, self.mix, self.norm_box):
-            top.addWidget(w)
-        top.addStretch(1)
+                  self.direction_box):
+            first.addWidget(w)
+        first.addStretch(1)
+        second = QHBoxLayout()
+        for w in (self.correct_box, self.mix, self.norm_box):
+            second.addWidget(w)
+        second.addStretch(1)
+        top = QVBoxLayout()
+        top.setSpacing(2)
+        top.addLayout(first)
+        top.addLayout(second)
         self.heatmaps = HeatmapGrid()
         self.heatmaps.setMinimumHeight(220)
         self.hover_label = QLabel("Hover over a cell to read its value; click it to see the "

@@ -52,6 +52,8 @@ class PairsPanel(QWidget):
         lay.addLayout(row)
         split = QSplitter(Qt.Orientation.Horizontal)
         self.accuracy = _table(["set", "pairs", "fwd", "bwd", "both"], stretch=0)
+        self.accuracy.setWordWrap(True)
+        self.accuracy.setTextElideMode(Qt.TextElideMode.ElideNone)
         self.accuracy.setToolTip("Accuracy per set: the share of pairs whose grammatical "
                                  "sentence the forward (fwd), backward (bwd) and combined (both) "
                                  "LM find more probable")
@@ -94,6 +96,7 @@ class PairsPanel(QWidget):
     def fill(self, accuracy_rows, pair_rows, selected: Optional[int]) -> None:
         _fill(self.accuracy, [(s.replace("_", " "), str(n), f"{f:.3f}", f"{b:.3f}", f"{c:.3f}")
                               for s, n, f, b, c in accuracy_rows])
+        self.accuracy.resizeRowsToContents()     # a set's name on two lines, not "agreement …"
         self.pairs.blockSignals(True)
         _fill(self.pairs, [(pair_text(g, b), "✓" if f else "✗", "✓" if bw else "✗")
                            for _s, g, b, f, bw in pair_rows],

@@ -26,6 +26,11 @@ from elmo_explorer.views.layers.model import LayersSettings
 
 MDL_COLUMNS = ("task", "probe", "codelength (kbits)", "compression", "MDL last-block acc.",
                "probe test acc. (Probes tab)")
+#: what the empty MDL table and the empty CKA heatmap need (one line each)
+MDL_HINT = ("No MDL result yet: press <b>MDL: demo POS</b> or <b>MDL: demo word sense</b> to "
+            "train online-code probes of every layer on that many labelled sentences "
+            "(Voita &amp; Titov 2020).")
+CKA_HINT = "CKA: press Run, or File → Compare with checkpoint…"
 #: the widest the corpus name may make the Layers view's first row (longer names are elided)
 CORPUS_LABEL_PX = 220
 
@@ -91,6 +96,7 @@ class LayersView(QWidget):
         self.cka_plot = self.cka_widget.addPlot()
         self.cka_image = _heatmap_plot(self.cka_plot)
         self.cka_bar = _colour_bar((0.0, 1.0), "linear CKA", self.cka_image)
+        self.cka_bar.getAxis("right").setWidth(64)     # the tick values and the label side by side
         self.cka_widget.addItem(self.cka_bar)
         self.cka_texts: list = []
         self.cka_matrix: Optional[np.ndarray] = None
@@ -118,6 +124,9 @@ class LayersView(QWidget):
         self.mdl_table.setHorizontalHeaderLabels(MDL_COLUMNS)
         self.mdl_table.verticalHeader().setVisible(False)
         self.mdl_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        # an empty table says what fills it (issue 29: it was blank with no hint)
+        self.mdl_hint = QLabel(MDL_HINT, wordWrap=True)
+        ml.addWidget(self.mdl_hint)
         ml.addWidget(self.mdl_table, 1)
 
         lower = QSplitter(Qt.Orientation.Horizontal)
@@ -194,8 +203,10 @@ class LayersView(QWidget):
         self.legend.setText(_legend(adjusted))
         for plot, curves, (_key, name) in zip(self.curve_plots, curves_by_measure, MEASURES):
             plot.clear()
-            plot.setTitle(f"<span style='color:#000'>{name}{' − baseline' if adjusted else ''}"
-                          "</span>")
+            for side in ("left", "bottom"):        # no empty axes before a run: the title says
+                plot.showAxis(side, bool(curves))  # what fills the plot
+            suffix = (" − baseline" if adjusted else "") if curves else ": press Run"
+            plot.setTitle(f"<span style='color:#000'>{name}{suffix}</span>")
             for c in curves:
                 color = DIRECTION_COLORS[c["direction"]]
                 plot.plot(c["layers"], c["values"], pen=pg.mkPen(color, width=2), symbol="o",
@@ -216,10 +227,14 @@ class LayersView(QWidget):
         for t in self.cka_texts:
             self.cka_plot.removeItem(t)
         self.cka_texts = []
+        empty = cka is None
+        for side in ("left", "bottom"):            # no axes around nothing: the title says why
+            self.cka_plot.showAxis(side, not empty)
+        self.cka_bar.setVisible(not empty)
         if cka is None:
             self.cka_matrix = None
             self.cka_image.clear()
-            self.cka_plot.setTitle("<span style='color:#000'>CKA: run the analysis</span>")
+            self.cka_plot.setTitle(f"<span style='color:#000; font-size:9pt'>{CKA_HINT}</span>")
             return
         m = np.array([[np.nan if v is None else v for v in row] for row in cka["matrix"]], float)
         self.cka_matrix = m
@@ -247,6 +262,7 @@ class LayersView(QWidget):
         self.cka_plot.setTitle(f"<span style='color:#000'>{title}</span>")
 
     def fill_mdl(self, rows: List[List[str]]) -> None:
+        self.mdl_hint.setVisible(not rows)
         self.mdl_table.setRowCount(len(rows))
         for r, row in enumerate(rows):
             for c, text in enumerate(row):

@@ -199,7 +199,8 @@ class ProbesPanel(PanelDefaults, QWidget):
 
     def _redraw(self) -> None:
         m = self.model
-        self.view.draw_runs(m.runs, m.colours(), m.table_rows(), m.recorded_text())
+        self.view.draw_runs(m.runs, m.colours(), m.table_rows(), m.recorded_text(),
+                            m.control_warning())
 
     def clear_runs(self) -> None:
         self.model.clear()

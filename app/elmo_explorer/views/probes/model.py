@@ -16,6 +16,38 @@ from elmo_engine.analysis.probes.tables import results_rows
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task
 
 
+#: a control-task score within this much of the task's (selectivity below it) is flagged:
+#: the probe, not the representation, may be doing the work (Hewitt & Liang 2019)
+SELECTIVITY_FLAG = 0.05
+CONTROL_EXPLANATION = ("a probe that can memorise the word types scores high on a control task, "
+                       "so low selectivity means the probe, not the representation, does the "
+                       "work (Hewitt & Liang 2019)")
+
+
+def low_selectivity(run: ProbeResult):
+    """The run's entries (layers, then the mix) whose control task scores within
+    :data:`SELECTIVITY_FLAG` of the task, as ``(where, test, control, selectivity)``."""
+    entries = [(f"layer {h}", e) for h, e in enumerate(run.layers)] + [("mix", run.mix)]
+    return [(where, e.test, e.control_test, e.selectivity) for where, e in entries
+            if e.control_test is not None and e.selectivity is not None
+            and e.selectivity < SELECTIVITY_FLAG]
+
+
+def control_warning(runs: List[ProbeResult]) -> str:
+    """One line per run whose control task scores near the task, naming the worst entry and
+    saying why it matters in one sentence; ``""`` when no run has one."""
+    lines = []
+    for run in runs:
+        flagged = low_selectivity(run)
+        if not flagged:
+            continue
+        where, test, control, sel = min(flagged, key=lambda f: f[3])
+        more = f" (and {len(flagged) - 1} more)" if len(flagged) > 1 else ""
+        lines.append(f"⚠ {run.name}, {where}{more}: control task {control:.2f} vs task "
+                     f"{test:.2f}, selectivity {sel:+.2f} — {CONTROL_EXPLANATION}.")
+    return "\n".join(lines)
+
+
 @dataclass
 class ProbesModel:
     """Tasks on offer, finished runs, and the curves of the run in progress.
@@ -101,6 +133,10 @@ class ProbesModel:
 
     def colour(self, i: int) -> str:
         return self.colours()[i]
+
+    def control_warning(self) -> str:
+        """The runs' low-selectivity flags (:func:`control_warning`)."""
+        return control_warning(self.runs)
 
     def table_rows(self) -> List[List[str]]:
         """Every number of every run, one row per layer (and the mix); also the CSV export."""

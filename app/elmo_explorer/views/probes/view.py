@@ -19,6 +19,9 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QHBoxLayout, QLabe
 from elmo_engine.analysis.probes.experiment import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS
 from elmo_engine.io.figures import BASELINE_COLOR, MIX_COLOR, layer_color
+from elmo_explorer.views.probes.model import CONTROL_EXPLANATION, SELECTIVITY_FLAG
+
+TABLE_MIN_ROWS = 4           # the results table shows at least this many rows
 
 EXPLANATION = (
     "<b>What the weights mean.</b> The scalar-mix probe learns one weight per layer (softmax, "
@@ -31,6 +34,14 @@ EXPLANATION = (
     "2019); a probe that merely memorises words has low selectivity.")
 EMPTY_TEXT = ("No probe has run yet. Pick a task and press <b>Train</b> — the demo tasks "
               "(EWT part of speech, SemCor word senses) need no data of your own.")
+
+
+def _below_flag(text: str) -> bool:
+    """Whether a table's selectivity cell (``"0.2054 ± 0.0020"``) is under the flag."""
+    try:
+        return float(text.split()[0].replace("−", "-")) < SELECTIVITY_FLAG
+    except (ValueError, IndexError):
+        return False
 
 
 def swatch_legend(items: Sequence[tuple]) -> str:
@@ -116,7 +127,12 @@ class ProbesView(QWidget):
             p.setLabel("bottom", "epoch")
             p.setMinimumHeight(120)
         self.curve_legend = _legend_label()
-        live = QHBoxLayout()
+        # the live curves: shown while (and after) a probe trains, not as two empty plots
+        # before anything has (issue 29)
+        self.live = QWidget()
+        self.live.setVisible(False)
+        live = QHBoxLayout(self.live)
+        live.setContentsMargins(0, 0, 0, 0)
         live.addWidget(self.loss_plot)
         live.addWidget(self.dev_plot)
         live.addWidget(self.curve_legend)
@@ -150,7 +166,13 @@ class ProbesView(QWidget):
         self.recorded_label.setTextInteractionFlags(Qt.TextSelectableByMouse)
         self.explain = QLabel(EXPLANATION, wordWrap=True)
         self.explain.setTextFormat(Qt.RichText)
+        self.control_note = QLabel("", wordWrap=True)        # low selectivity, flagged
+        self.control_note.setStyleSheet("color: #9a3d00; font-weight: bold")
+        self.control_note.setVisible(False)
         self.table = self._new_table()
+        rows = self.table.verticalHeader().defaultSectionSize()
+        self.table.setMinimumHeight(self.table.horizontalHeader().sizeHint().height()
+                                    + TABLE_MIN_ROWS * rows + 20)   # + the scroll bar
         self.enlarge_button = QPushButton("Enlarge table…")
         self.enlarge_button.setToolTip("Show the results table in its own resizable window")
         self.enlarge_button.clicked.connect(self.show_table_dialog)
@@ -168,10 +190,11 @@ class ProbesView(QWidget):
         upper = QWidget()
         ul = QVBoxLayout(upper)
         ul.setContentsMargins(0, 0, 0, 0)
-        ul.addLayout(live, 1)
+        ul.addWidget(self.live, 1)
         ul.addWidget(self.empty_label)
         ul.addWidget(self.recorded_label)
         ul.addWidget(self.results, 3)
+        ul.addWidget(self.control_note)
         ul.addWidget(self.explain)
         self.splitter = QSplitter(Qt.Vertical)
         self.splitter.addWidget(upper)
@@ -219,7 +242,9 @@ class ProbesView(QWidget):
     # ---- drawing ------------------------------------------------------------------------------
     def draw_curves(self, curves: Dict[str, List[List[float]]]) -> None:
         """Loss and dev accuracy per epoch of every phase of the run in progress (the current
-        seed), one labelled line per layer and for the mix; the control task dashed."""
+        seed), one labelled line per layer and for the mix; the control task dashed. Hidden
+        while there are none."""
+        self.live.setVisible(bool(curves))
         self.loss_plot.clear()
         self.dev_plot.clear()
         items, n_layers, control = [], 0, False
@@ -244,10 +269,13 @@ class ProbesView(QWidget):
         self.curve_legend.setText(swatch_legend(items))
 
     def draw_runs(self, runs: Sequence[ProbeResult], colours: Sequence[str],
-                  rows: List[List[str]], recorded: str = "") -> None:
+                  rows: List[List[str]], recorded: str = "", warning: str = "") -> None:
         """The runs side by side: mix weights as grouped bars (± sd), scores per layer (± sd)
-        with each run's control task dashed and its baseline dotted, the table."""
+        with each run's control task dashed and its baseline dotted, the table; ``warning``:
+        the runs whose control task scores near the task (one line each), or ``""``."""
         self.empty_label.setVisible(not runs)
+        self.control_note.setText(warning)
+        self.control_note.setVisible(bool(warning))
         self.recorded_label.setVisible(bool(recorded))
         self.recorded_label.setText(recorded)
         self.weight_plot.clear()
@@ -322,7 +350,13 @@ class ProbesView(QWidget):
     @staticmethod
     def _fill(table: QTableWidget, rows: List[List[str]]) -> None:
         table.setRowCount(len(rows))
+        sel = RESULT_COLUMNS.index("selectivity") if "selectivity" in RESULT_COLUMNS else -1
         for r, row in enumerate(rows):
             for c, text in enumerate(row):
-                table.setItem(r, c, QTableWidgetItem(text))
+                item = QTableWidgetItem(text)
+                if c == sel and _below_flag(text):
+                    item.setText("⚠ " + text)
+                    item.setToolTip(f"selectivity under {SELECTIVITY_FLAG}: "
+                                    f"{CONTROL_EXPLANATION}")
+                table.setItem(r, c, item)
         table.resizeColumnsToContents()

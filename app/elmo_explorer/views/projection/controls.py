@@ -292,6 +292,7 @@ class LegendList(QListWidget):
         self.setMaximumWidth(220)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.setWordWrap(True)              # "reference: openstax_prose (235)" whole, on 2 lines
         self.setToolTip("Click an entry to select its tokens in every plot")
         self.itemClicked.connect(lambda item: self.entry_clicked.emit(self.row(item)))
         self._icons = {}

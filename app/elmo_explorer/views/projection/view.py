@@ -24,8 +24,20 @@ def describe(tokens: TokenSet, layers: Sequence[LayerSpec], i: int, k: int = -1)
             f"{tokens.context(i, 12)}")
 
 
+#: at most this many distinct points among many tokens: the title says so instead of naming a
+#: projection of two dots (layer 0 is context-free: one vector per spelling; issue 29)
+FEW_DISTINCT = 5
+
+
 def plot_title(p: Projection) -> str:
-    """``layer 1 · PCA (31% + 12%)`` or ``layer 1 · UMAP``."""
+    """``layer 1 · PCA (31% + 12%)`` or ``layer 1 · UMAP``; a layer whose tokens fall on a few
+    points says how many (``layer 0 · context-free: 2 points for 450 tokens``)."""
+    coords = np.asarray(p.coords)
+    if len(coords) > FEW_DISTINCT:
+        distinct = len(np.unique(np.round(coords, 4), axis=0))
+        if distinct <= FEW_DISTINCT:
+            why = "context-free: " if p.layer.index == 0 else ""
+            return f"{p.layer.name} · {why}{distinct} points for {len(coords):,} tokens"
     if p.method == "pca":
         ex = p.explained or (0.0, 0.0)
         return f"{p.layer.name} · PCA ({100 * ex[0]:.0f}% + {100 * ex[1]:.0f}%)"
