@@ -151,6 +151,36 @@ def test_each_installation_has_its_own_settings(monkeypatch, tmp_path):
     assert AppSettings().last_checkpoint == str(tmp_path / "model-clone-a")
 
 
+def test_first_launch_of_an_installation_carries_the_old_shared_choices(monkeypatch, tmp_path):
+    # the settings file every installation shared before: its device, precision and recent
+    # models come along once; its last checkpoint (another checkout's model) does not
+    from PySide6.QtCore import QSettings
+
+    monkeypatch.delenv(settings_mod.ENV_DIR, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    shared = tmp_path / "config" / settings_mod.ORG / f"{settings_mod.APP}.ini"
+    shared.parent.mkdir(parents=True)
+    old = QSettings(str(shared), QSettings.Format.IniFormat)
+    old.setValue("model/device", "cpu")
+    old.setValue("model/precision", "bf16")
+    old.setValue("model/recent", [str(tmp_path / "m1"), str(tmp_path / "m2")])
+    old.setValue("model/last_checkpoint", str(tmp_path / "other-checkout-model"))
+    old.setValue("app/launched", True)
+    old.sync()
+    before = shared.read_bytes()
+    monkeypatch.setattr(settings_mod, "installation_root", lambda: tmp_path / "src" / "fresh")
+    s = AppSettings()
+    assert (s.device, s.precision) == ("cpu", "bf16")
+    assert s.recent_checkpoints() == [str(tmp_path / "m1"), str(tmp_path / "m2")]
+    assert s.last_checkpoint == "" and s.first_launch
+    assert shared.read_bytes() == before                      # the old file is only read
+    # once: a later change in the old file is not carried again
+    s.device = "auto"
+    s.sync()
+    assert AppSettings().device == "auto"
+
+
 def test_installation_key_is_stable_and_path_specific(tmp_path):
     a, b = tmp_path / "x" / "elmo", tmp_path / "y" / "elmo"
     assert settings_mod.installation_key(a) == settings_mod.installation_key(a)

@@ -67,6 +67,26 @@ def default_folders(root: Optional[Path] = None) -> Tuple[Path, Path]:
     return config_dir, data_dir
 
 
+#: what an installation's first launch takes from the settings file all installations shared
+#: before issue 29: the user's choices, not the last checkpoint (that was another checkout's
+#: model, the reason settings became per installation) nor the first-launch flag
+CARRIED_KEYS = ("model/device", "model/precision", "model/recent", "files/last_dir",
+                "window/geometry", "window/state")
+
+
+def carry_shared_choices(shared_ini: Path, qs: QSettings) -> List[str]:
+    """Copy :data:`CARRIED_KEYS` from the old shared settings file, if there is one, into the
+    new (empty) settings ``qs``; return the keys copied. The old file is only read."""
+    if not shared_ini.is_file():
+        return []
+    old = QSettings(str(shared_ini), QSettings.Format.IniFormat)
+    copied = [key for key in CARRIED_KEYS if old.contains(key)]
+    for key in copied:
+        qs.setValue(key, old.value(key))
+    qs.sync()
+    return copied
+
+
 class AppSettings:
     """Typed access to the app's QSettings.
 
@@ -88,7 +108,11 @@ class AppSettings:
         else:
             config_dir, self._data = default_folders()
             config_dir.mkdir(parents=True, exist_ok=True)
-            self.qs = QSettings(str(config_dir / f"{APP}.ini"), QSettings.Format.IniFormat)
+            ini = config_dir / f"{APP}.ini"
+            fresh = not ini.exists()
+            self.qs = QSettings(str(ini), QSettings.Format.IniFormat)
+            if fresh:
+                carry_shared_choices(config_dir.parents[1] / f"{APP}.ini", self.qs)
 
     def settings_file(self) -> Path:
         """The INI file these settings live in."""
