@@ -151,10 +151,14 @@ def run(args, argv: Optional[List[str]] = None) -> int:
             raise ElmoError("--out -: the model is a folder and cannot be written to stdout; "
                             "name a folder")
         refuse_existing_model(args)
-        from elmo_engine.io.datasets.textio import check_regular_file
+        from pathlib import Path
+
+        from elmo_engine.errors import InputError
 
         for path in [*args.corpus, *args.dev]:       # one line naming a missing file, first
-            check_regular_file(path)
+            if not Path(path).exists():
+                raise InputError("cannot read the corpus: cannot open: No such file or "
+                                 "directory", path=path)
         cfg = build_config(args)
         res = train(args.corpus, args.dev, args.out, cfg, resume=args.resume, device=args.device,
                     show_progress=not args.no_progress, command=command)

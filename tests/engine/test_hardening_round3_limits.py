@@ -185,7 +185,8 @@ def _edit_options(tmp_path, change) -> Path:
 ])
 def test_options_that_cannot_work_are_refused_at_load(tmp_path, capsys, change, words):
     d = _edit_options(tmp_path, change)
-    for argv in (["info", "--checkpoint", d], ["embed", _text(tmp_path), tmp_path / "o.hdf5", "--checkpoint", d]):
+    for argv in (["info", "--checkpoint", d],
+                 ["embed", _text(tmp_path), "-o", tmp_path / "o.hdf5", "--checkpoint", d]):
         code, err = cli(argv, capsys)
         assert code == 1 and "options.json" in err and words in err, err
 
@@ -210,7 +211,8 @@ def test_finite_weights_that_overflow_are_refused_naming_the_layer(tmp_path, cap
         ds = fh[dataset]
         ds[...] = np.sign(ds[...] + 1e-3).astype(np.float32) * np.float32(3e38)
     text = _text(tmp_path)
-    for argv in (["info", "--checkpoint", d], ["embed", text, "-o", tmp_path / "o.hdf5", "--checkpoint", d],
+    for argv in (["info", "--checkpoint", d],
+                 ["embed", text, "-o", tmp_path / "o.hdf5", "--checkpoint", d],
                  ["contexts", "--word", "bank", "--sentences", text, "--checkpoint", d],
                  ["layers", text, "--checkpoint", d, "--json", "-o", tmp_path / "l.json"]):
         code, err = cli(argv, capsys)
@@ -245,7 +247,7 @@ def test_non_finite_vectors_never_reach_an_output():
     (["contexts", "--word", "w", "--neighbours", "-1"], "--neighbours"),
     (["project", "x", "-o", "c", "--n-neighbors", "1"], "--n-neighbors"),
     (["project", "x", "-o", "c", "--min-dist", "inf"], "--min-dist"),
-    (["eval-lm", "--unroll", "--checkpoint", "t", "0"], "--unroll"),
+    (["eval-lm", "t", "--unroll", "0"], "--unroll"),
     (["export", "vectors", "a", "-o", "b", "--mix-gamma", "nan"], "--mix-gamma"),
     (["embed", "x", "-o", "y", "--batch-size", "many"], "--batch-size"),
 ])
