@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
                                    "projector, CSV or one word's occurrences, use `elmo-explorer export "
                                    "vectors`.")
     p.add_argument("input", type=Path, help="UTF-8 text (plain or .gz), one sentence per line")
-    common.add_out(p, "output .hdf5 or .npz ('-': stdout)", dest="output")
+    common.add_out(p, "output .hdf5 or .npz ('-': stdout)", dest="output", metavar="OUTPUT")
     common.add_checkpoint(p)
     common.add_layers(p)
     common.add_mix_weights(p)

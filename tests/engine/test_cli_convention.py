@@ -345,3 +345,31 @@ def test_a_missing_command_or_argument_is_usage(capsysbinary):
     assert code == 2 and "no-such-command" in one_error_line(err)
     code, _, err = run(["contexts"], capsysbinary)               # --word is required
     assert code == 2 and "--word" in one_error_line(err)
+
+
+def test_layers_mix_has_one_default_equal_weights(env, capsysbinary):
+    """``--layers mix`` without ``--mix-weights`` is the equal-weight mix in ``embed`` and
+    ``export vectors`` alike: with γ = 1 the plain average of the layers."""
+    import h5py
+    import numpy as np
+
+    tmp = Path(env["tmp"])
+    got = {}
+    for layers in ("mix", "average"):
+        out = tmp / f"{layers}.hdf5"
+        code, _, err = run(["embed", env["text"], "-o", str(out), "--layers", layers, *fill(CK, env)],
+                           capsysbinary)
+        assert code == 0, err
+        with h5py.File(out, "r") as fh:
+            got[layers] = fh["1"][()]
+        vec = tmp / f"v-{layers}.npz"
+        code, _, err = run(["export", "vectors", env["text"], "-o", str(vec), "--layers", layers,
+                            *fill(CK, env)], capsysbinary)
+        assert code == 0, err
+        with np.load(vec) as z:
+            got["v-" + layers] = z["1"]
+    assert got["mix"].shape == (6, 32) and np.allclose(got["mix"], got["average"], atol=1e-5)
+    assert np.allclose(got["v-mix"], got["v-average"], atol=1e-5)
+    code, _, err = run(["embed", env["text"], "-o", str(tmp / "x.hdf5"), "--mix-weights", "1,2,3",
+                        *fill(CK, env)], capsysbinary)
+    assert code == 1 and "--mix-weights only applies with --layers mix" in one_error_line(err)
