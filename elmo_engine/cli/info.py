@@ -1,5 +1,6 @@
-"""``elmo-explorer info [--checkpoint C] [--json] [-o FILE]``: options, parameter counts per part, checksum,
-and this host's CPU with whether it has bf16 units (``--precision bf16`` on the CPU).
+"""``elmo-explorer info [--checkpoint C] [--json] [-o FILE]``: options, parameter counts per
+part, checksum, and this host's CPU with whether it has bf16 units (``--precision bf16`` on the
+CPU).
 
 Readable text by default; ``--json`` prints the same facts as one JSON object for machines.
 """

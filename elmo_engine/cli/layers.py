@@ -9,7 +9,8 @@ Examples::
     elmo-explorer layers --mdl-task pos --mdl-train en_ewt-ud-train.conllu.gz --json > l.json
 
 The results go to stdout (or ``-o FILE``) as tables, or with ``--json`` as the documented JSON
-(:data:`JSON_DESCRIPTION`); progress goes to stderr. The engine work is in :mod:`elmo_engine.analysis`.
+(:data:`JSON_DESCRIPTION`); progress goes to stderr. The engine work is in
+:mod:`elmo_engine.analysis`.
 """
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""``elmo-explorer lm INPUT [--checkpoint C] [--top-k K] [--reach] [--pairs FILE] [--json] [-o F]``:
-what ELMo's two language models predict at every token (:mod:`elmo_engine.analysis.language_model`).
+"""``elmo-explorer lm INPUT [--checkpoint C] [--top-k K] [--reach] [--pairs FILE] [--json]
+[-o FILE]``: what ELMo's two language models predict at every token
+(:mod:`elmo_engine.analysis.language_model`).
 
 INPUT is a sentence file (one sentence per line, tokenized as typed text unless
 ``--pretokenized``). Per sentence: the tokens, the forward and backward LM's record per token

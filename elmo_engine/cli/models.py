@@ -13,6 +13,7 @@ import json
 import sys
 from typing import List
 
+from elmo_engine.cli import common
 from elmo_engine.cli.common import log
 
 
@@ -21,8 +22,6 @@ def add_parser(sub) -> None:
                                       "ELMo models (small, medium, original, original-5.5b)")
     msub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     ls = msub.add_parser("list", help="the catalogue: sizes, what is downloaded, where, free space")
-    from elmo_engine.cli import common
-
     common.add_json(ls)
     common.add_results_out(ls)
     get = msub.add_parser("get", help="download a model (resumes an interrupted download)")
