@@ -1,7 +1,7 @@
 """``elmo-explorer eval-lm TEXT [--checkpoint C] [--json] [-o FILE]``: a trained biLM's
 perplexity on a text (:func:`elmo_engine.train.evaluate.evaluate_text`), on a model written by
-train-lm or on published files with their ``*_softmax_weights.hdf5`` + vocabulary. Without a softmax the command says in
-one line which file is missing and exits with status 1."""
+train-lm or on published files with their ``*_softmax_weights.hdf5`` + vocabulary. Without a
+softmax the command says in one line which file is missing and exits with status 1."""
 from __future__ import annotations
 
 import json
