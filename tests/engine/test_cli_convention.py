@@ -50,6 +50,9 @@ class Row:
     why: str = ""
 
 
+#: the commands that read sentence files, tokenized as typed text unless --pretokenized
+TEXT_READERS = {"embed", "train-lm", "eval-lm", "lm", "contexts", "project", "export vectors",
+                "layers", "index", "search"}
 CK = ("--checkpoint", "{tiny}", "--device", "cpu")
 TABLE: Dict[str, Row] = {
     "info": Row(("info", "--checkpoint", "{tiny}"),
@@ -176,6 +179,10 @@ def test_shared_options_have_one_name_and_one_set_of_values():
         if "--out" in opts or "-o" in opts:
             assert opts["--out"] is opts["-o"], f"{name}: -o and --out are one option"
             assert "--force" in opts, f"{name}: an output is replaced only with --force"
+        if name in TEXT_READERS:
+            assert "--pretokenized" in opts, f"{name} reads sentence files: --pretokenized"
+        if "--checkpoint" in opts and name not in ("info", "export report"):
+            assert "--device" in opts, f"{name} runs a model: --device"
         if "--precision" in opts:
             assert {"fp32", "bf16"} <= set(opts["--precision"].choices), name
         row = TABLE.get(name)
@@ -302,8 +309,10 @@ def test_out_file_and_out_dash(name, env, capsysbinary):
         assert out.startswith(b"PK"), name
     elif name == "project":
         assert out.decode("utf-8").splitlines()[0] == target.read_text("utf-8").splitlines()[0]
-    elif row.out == "results" or name == "probe":
-        assert out.strip(), name
+    elif row.out == "results":                  # the same results, there or here
+        assert out.decode("utf-8").splitlines()[0] == target.read_text("utf-8").splitlines()[0]
+    else:
+        assert json.loads(out.decode("utf-8"))["layers"], name      # probe: the results JSON
     if row.json and row.out == "results":
         code, out, err = run(argv + ["--json", "-o", str(target), "--force"], capsysbinary)
         assert code == 0 and out == b"" and json.loads(target.read_text("utf-8")), err

@@ -7,7 +7,6 @@ did-you-mean, ``export vectors … NAME.tsv`` writes files, and the neighbours a
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -32,50 +31,7 @@ def text_file(tmp_path):
     return p
 
 
-def _subparsers(parser):
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices
-    return {}
-
-
-def _commands():
-    """``(name, parser)`` of every (sub)subcommand."""
-    for name, p in _subparsers(build_parser()).items():
-        subs = _subparsers(p)
-        if subs:
-            for sub, q in subs.items():
-                yield f"{name} {sub}", q
-        else:
-            yield name, p
-
-
-def _options(p):
-    return {o: a for a in p._actions for o in a.option_strings}
-
-
-# ---- the parsers ---------------------------------------------------------------------------
-def test_every_subcommand_follows_the_conventions():
-    names = {n for n, _ in _commands()}
-    assert {"embed", "info", "train-lm", "eval-lm", "probe", "contexts", "project",
-            "export vectors", "export report", "layers"} <= names
-    text_readers = {"embed", "train-lm", "eval-lm", "contexts", "project", "export vectors",
-                    "layers"}
-    writers = {"embed", "train-lm", "probe", "contexts", "project", "export vectors",
-               "export report", "layers"}
-    for name, p in _commands():
-        opts = _options(p)
-        if name != "info" and not name.startswith("models "):    # models: no computation
-            assert opts["--device"].default == "auto", name
-        if name in text_readers:
-            assert "--pretokenized" in opts, name
-        if name in writers:
-            assert "--force" in opts, name
-    info = _options(dict(_commands())["info"])
-    assert "--json" in info
-    assert "--json" in _options(dict(_commands())["models list"])
-
-
+# ---- the parsers (the options every command shares: test_cli_convention.py) ----------------
 def test_pretokenized_sets_the_whitespace_tokenizer_of_the_lm_commands():
     args = build_parser().parse_args(["eval-lm", "t.txt", "--pretokenized"])
     assert args.tokenize == "whitespace"
