@@ -72,7 +72,8 @@ def run(args) -> int:
                              args.batch_size, on_tokens=lambda done: bar.update(done - bar.n))
     finally:
         bar.close()
-    common.log(f"wrote {len(sentences)} sentences ({total} tokens) to {args.output}")
+    where = "stdout" if common.is_stdout(args.output) else args.output
+    common.log(f"wrote {len(sentences)} sentences ({total} tokens) to {where}")
     return 0
 
 

@@ -87,6 +87,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except ElmoError as e:
         print(f"elmo-explorer: error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `… | head`: the reader has gone; nothing to say, nothing to flush
+        _stdout_to_devnull()
+        return 141
     except OSError as e:  # an unwritable folder, a vanished file: one line, no traceback
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
         print(f"elmo-explorer: error: {e.strerror or e}{where}", file=sys.stderr)
@@ -95,6 +98,17 @@ def main(argv: Optional[List[str]] = None) -> int:
         from elmo_engine.cli.last_resort import report_unexpected
 
         return report_unexpected(e, args.command)
+
+
+def _stdout_to_devnull() -> None:
+    """After a broken pipe: point stdout at /dev/null so that the flush at exit stays quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):       # not a real file (tests, IDEs)
+        pass
 
 
 def _version() -> str:

@@ -382,3 +382,17 @@ def test_layers_mix_has_one_default_equal_weights(env, capsysbinary):
     code, _, err = run(["embed", env["text"], "-o", str(tmp / "x.hdf5"), "--mix-weights", "1,2,3",
                         *fill(CK, env)], capsysbinary)
     assert code == 1 and "--mix-weights only applies with --layers mix" in one_error_line(err)
+
+
+def test_a_closed_pipe_ends_quietly(env, monkeypatch, capsys):
+    """``elmo-explorer … --json | head -1``: the reader has gone; no error line, status 141."""
+    class Closed:
+        def write(self, _text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+        def flush(self):
+            pass
+
+    monkeypatch.setattr("sys.stdout", Closed())
+    assert main(["models", "list", "--json"]) == 141
+    assert capsys.readouterr().err == ""
