@@ -17,8 +17,8 @@ def add_parser(sub) -> None:
                                    "`elmo` layout: HDF5 (or npz), one dataset per sentence, "
                                    "keys counting the sentences from 0, and sentence_to_index. "
                                    "For plain npz or HDF5 arrays, TSV for the embedding "
-                                   "projector, CSV or one word's occurrences, use `elmo-explorer export "
-                                   "vectors`.")
+                                   "projector, CSV or one word's occurrences, use "
+                                   "`elmo-explorer export vectors`.")
     p.add_argument("input", type=Path, help="UTF-8 text (plain or .gz), one sentence per line")
     common.add_out(p, "output .hdf5 or .npz ('-': stdout)", dest="output", metavar="OUTPUT")
     common.add_checkpoint(p)
@@ -41,12 +41,11 @@ def run(args) -> int:
 
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.io.embeddings_file import write_embeddings
+    from elmo_engine.io.vectors import LayerChoice
     from elmo_engine.model.checkpoint import load_checkpoint
 
     if args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")
-    from elmo_engine.io.vectors import LayerChoice
-
     fmt = args.format or ("npz" if args.output.suffix.lower() == ".npz" else "hdf5")
     common.refuse_existing(args.force, args.output)
     common.mix_weights(args.mix_weights, args.layers, 1)      # given without mix: refused
