@@ -375,7 +375,7 @@ def test_layers_mix_has_one_default_equal_weights(env, capsysbinary):
         code, _, err = run(["export", "vectors", env["text"], "-o", str(vec), "--layers", layers,
                             *fill(CK, env)], capsysbinary)
         assert code == 0, err
-        with np.load(vec) as z:
+        with np.load(vec, allow_pickle=False) as z:
             got["v-" + layers] = z["1"]
     assert got["mix"].shape == (6, 32) and np.allclose(got["mix"], got["average"], atol=1e-5)
     assert np.allclose(got["v-mix"], got["v-average"], atol=1e-5)
