@@ -63,12 +63,12 @@ def write_softmax(folder: Path, vocab: int, dim: int = 512, block: int = 65536) 
 def run_eval(model: Path, text: Path) -> tuple:
     code = ("import sys; sys.path.insert(0, %r)\n"
             "from elmo_engine.cli.main import main\n"
-            "rc = main(['eval-lm', %r, %r, '--json', '--no-progress', '--batch-size', '2', "
+            "rc = main(['eval-lm', %r, '--checkpoint', %r, '--json', '--no-progress', '--batch-size', '2', "
             "'--unroll', '20', '--device', 'cpu'])\n"
             "for line in open('/proc/self/status'):\n"
             "    if line.startswith('VmHWM:'):\n"
             "        print('HWM', int(line.split()[1]) * 1024, file=sys.stderr)\n"
-            "sys.exit(rc)\n") % (str(ROOT), str(model), str(text))
+            "sys.exit(rc)\n") % (str(ROOT), str(text), str(model))
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     wall = time.perf_counter() - t0

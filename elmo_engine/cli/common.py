@@ -9,20 +9,33 @@
   :func:`resolve_precision`);
 * an existing output is refused without ``--force``, naming the file (:func:`add_force`,
   :func:`refuse_existing`), checked before any long work;
-* results go to stdout, progress and logs to stderr (:func:`log`);
+* results go to stdout, progress and logs to stderr (:func:`log`); ``--json`` is a flag (the
+  results as one JSON document, :func:`add_json`); ``-o/--out FILE`` writes the results (or the
+  command's primary output) to FILE, ``-`` meaning stdout (:func:`add_results_out`,
+  :func:`results_to`, :func:`output_file`);
+* the same names for the same thing: ``--checkpoint``, ``--layers {all,top,average,mix}``
+  (:data:`LAYER_CHOICES`), ``--mix-weights`` (equal weights by default), ``--device``,
+  ``--force``;
+* errors: one line ``elmo-explorer: error: …``; exit 1 for bad input (a file, a value), 2 for
+  usage (an unknown option, a missing argument) (:class:`Parser`);
 * blank lines are skipped and counted (:func:`read_text` says so on stderr);
 * an absent word is an error (exit 1) with a did-you-mean (:func:`absent_word`).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
+import io
+import json
 import math
 import re
+import shutil
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence
+from typing import Iterable, Iterator, List, Optional, Sequence
 
 from elmo_engine.errors import InputError
 
@@ -49,7 +62,104 @@ def add_precision(p: argparse.ArgumentParser, choices: Sequence[str] = ("fp32", 
 
 
 def add_force(p: argparse.ArgumentParser, what: str = "existing output files") -> None:
-    p.add_argument("--force", action="store_true", help=f"overwrite {what}")
+    if "--force" not in p._option_string_actions:
+        p.add_argument("--force", action="store_true", help=f"overwrite {what}")
+
+
+#: ``--layers``: the same values in every command that chooses among the biLM's layers
+LAYER_CHOICES = ("all", "top", "average", "mix")
+LAYERS_HELP = ("all: every layer 0..L kept separately (the default); top: layer L; average: "
+               "their plain mean; mix: the scalar mix given by --mix-weights")
+MIX_WEIGHTS_HELP = ("scalar-mix weights, one per layer 0..L, comma-separated, normalised to sum "
+                    "1 (default: equal weights)")
+
+
+def add_layers(p: argparse.ArgumentParser, default: str = "all") -> None:
+    p.add_argument("--layers", choices=list(LAYER_CHOICES), default=default, help=LAYERS_HELP)
+
+
+def add_mix_weights(p: argparse.ArgumentParser, extra: str = "") -> None:
+    p.add_argument("--mix-weights", default=None, metavar="W0,W1,…",
+                   help=MIX_WEIGHTS_HELP + extra)
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    """``--json``: a flag, the results as one JSON document (stdout, or ``--out``)."""
+    p.add_argument("--json", action="store_true",
+                   help="print the results as one JSON document (on stdout, or into --out)")
+
+
+def add_results_out(p: argparse.ArgumentParser) -> None:
+    """``-o/--out FILE``: the results (text, or JSON with ``--json``) into FILE instead of
+    stdout, atomically; ``-`` is stdout. Adds ``--force`` if the command has none; the
+    dispatcher (:func:`elmo_engine.cli.main.main`) does the writing (:func:`results_to`)."""
+    p.add_argument("-o", "--out", type=Path, default=None, metavar="FILE",
+                   help="write the results to FILE instead of stdout ('-': stdout)")
+    add_force(p, "--out FILE if it exists")
+    p.set_defaults(_results_out=True)
+
+
+def add_out(p: argparse.ArgumentParser, help: str, dest: str = "out", required: bool = True,
+            metavar: str = "FILE") -> None:
+    """``-o/--out``: the command's primary output (a file, or a folder where ``help`` says so)."""
+    p.add_argument("-o", "--out", dest=dest, type=Path, required=required, metavar=metavar,
+                   help=help)
+
+
+def is_stdout(path) -> bool:
+    """Whether an output option names stdout (``-``)."""
+    return path is not None and str(path) == "-"
+
+
+def refuse_stdout(path, what: str) -> None:
+    """A folder output cannot be stdout: one line saying so."""
+    if is_stdout(path):
+        raise InputError(f"--out -: {what} is a folder and cannot be written to stdout; "
+                         "name a folder")
+
+
+@contextlib.contextmanager
+def results_to(out: Optional[Path]) -> Iterator[None]:
+    """Run the body with its stdout (the results) going to ``out`` (written atomically once the
+    body succeeded; nothing on failure), or to stdout when ``out`` is None or ``-``."""
+    if out is None or is_stdout(out):
+        yield
+        return
+    from elmo_engine.atomic import atomic_write_text
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        yield
+    atomic_write_text(out, buf.getvalue())
+    log(f"wrote {out}")
+
+
+@contextlib.contextmanager
+def output_file(out: Path, suffix: str = "") -> Iterator[Path]:
+    """The path to write a primary output file to: ``out`` itself, or for ``-`` a temporary file
+    whose bytes are copied to stdout once the body succeeded."""
+    if not is_stdout(out):
+        yield out
+        return
+    folder = Path(tempfile.mkdtemp(prefix="elmo-explorer-stdout-"))
+    try:
+        path = folder / f"stdout{suffix}"
+        yield path
+        sys.stdout.flush()
+        target = getattr(sys.stdout, "buffer", None)
+        with open(path, "rb") as fh:
+            if target is not None:
+                shutil.copyfileobj(fh, target)
+                target.flush()
+            else:                                    # a text-only stream (tests)
+                sys.stdout.write(fh.read().decode("utf-8", "replace"))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def print_json(doc) -> None:
+    """The results as one JSON document on stdout."""
+    print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
 def add_pretokenized(p: argparse.ArgumentParser) -> None:
@@ -71,7 +181,7 @@ def refuse_existing(force: bool, *paths: Optional[Path]) -> None:
     if force:
         return
     for path in paths:
-        if path is not None and (Path(path).exists() or Path(path).is_symlink()):
+        if path is not None and not is_stdout(path) and (Path(path).exists() or Path(path).is_symlink()):
             raise InputError(f"{path} exists; pass --force to overwrite it")
 
 
@@ -117,6 +227,17 @@ def parse_floats(text: Optional[str], option: str) -> Optional[List[float]]:
         return [float(v) for v in text.replace(",", " ").split()]
     except ValueError:
         raise InputError(f"{option} must be comma-separated numbers, got {text!r}") from None
+
+
+def mix_weights(text: Optional[str], layers: str, n_layers: int) -> Optional[tuple]:
+    """``--mix-weights`` for ``--layers mix``: the weights given, else equal ones (the default
+    everywhere); given with another ``--layers``, an error."""
+    if layers != "mix":
+        if text is not None:
+            raise InputError("--mix-weights only applies with --layers mix")
+        return None
+    weights = parse_floats(text, "--mix-weights")
+    return tuple(weights) if weights else (1.0,) * n_layers
 
 
 def checkpoint_or_demo(path: Optional[Path]) -> Path:
@@ -238,9 +359,31 @@ def check_option_values(parser: argparse.ArgumentParser) -> None:
                                       NUMERIC_LIMITS.get(action.dest, (None, None, False)))
 
 
+PROGRAM = "elmo-explorer"
+
+
 class Parser(argparse.ArgumentParser):
-    """The CLI's parser: a usage error is one line naming the option, exit status 1 (the
-    engine's errors end the same way)."""
+    """The CLI's parser: every error is one line with the program's prefix, ``elmo-explorer:
+    error: …``. A usage error (an unknown option or command, a missing argument: argparse's
+    own) exits with status 2; a bad value (out of its range, not a number, not among the
+    choices) is bad input, status 1, as the engine's errors."""
 
     def error(self, message: str):
-        self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{PROGRAM}: error: {message} (see {self.prog} --help)\n")
+
+    def _bad_value(self, action, error: argparse.ArgumentError):
+        if isinstance(action, argparse._SubParsersAction):     # an unknown command: usage
+            self.error(str(error))
+        self.exit(1, f"{PROGRAM}: error: {error} (see {self.prog} --help)\n")
+
+    def _get_value(self, action, arg_string):
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError as e:
+            self._bad_value(action, e)
+
+    def _check_value(self, action, value):
+        try:
+            return super()._check_value(action, value)
+        except argparse.ArgumentError as e:
+            self._bad_value(action, e)

@@ -6,6 +6,10 @@ Examples::
     elmo-explorer contexts --word bank --sentences my.txt --groups river,river,money,money \\
         --direction forward --correct --matrices bank.csv --neighbours 5 --reference wiki.txt
     elmo-explorer contexts --word bank --sentences resources/demo_sentences.tsv   # grouped file
+    elmo-explorer contexts --word bank --json -o bank.json       # the summary as JSON, a file
+
+The results (a table, or with ``--json`` one JSON document) go to stdout or ``-o FILE``;
+``--matrices``, ``--neighbours-csv`` and ``--vectors`` write further files.
 
 A ``group<TAB>sentence`` file gives every occurrence its sentence's group; ``--groups`` overrides.
 A word that does not occur is an error (exit 1) with a did-you-mean. The neighbour index is the
@@ -15,7 +19,6 @@ app's: the sentences, then ``--reference``, and layer 0's known words include th
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 from typing import Optional
@@ -46,8 +49,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--correct", action="store_true",
                    help="anisotropy correction: subtract the mean vector of all tokens "
                         "(of the sentences and the --reference file) before the cosine")
-    p.add_argument("--weights", default=None,
-                   help="mix weights over layers 0..L, comma-separated (default: uniform)")
+    common.add_mix_weights(p)
     p.add_argument("--no-layer-norm", action="store_true",
                    help="mix the raw layers (default: normalise each layer first, as "
                         "ScalarMix(do_layer_norm=True) does)")
@@ -62,9 +64,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--matrices", type=Path, help="write the similarity matrices as CSV")
     p.add_argument("--neighbours-csv", type=Path, help="write the neighbour lists as CSV")
     p.add_argument("--vectors", type=Path, help="write the occurrences' vectors as npz")
-    p.add_argument("--json", type=Path, help="write the summary as JSON")
+    common.add_json(p)
     common.add_device(p)
     common.add_force(p)
+    common.add_results_out(p)
     p.set_defaults(func=run)
     return p
 
@@ -94,8 +97,7 @@ def run(args) -> int:
 
     if args.neighbours < 0:
         raise InputError("--neighbours must be at least 0")
-    common.refuse_existing(args.force, args.matrices, args.neighbours_csv, args.vectors,
-                           args.json)
+    common.refuse_existing(args.force, args.matrices, args.neighbours_csv, args.vectors)
     text = _sentences(args.sentences, args.pretokenized)
     tokens = text.tokens
     occ = cmp.find_occurrences(tokens, args.word, args.ignore_case)
@@ -124,23 +126,25 @@ def run(args) -> int:
         words = read_vocabulary(vocab) if vocab is not None else []
         index = build_index(emb, tokens + reference, words)
     center = index.mean if (args.correct and index is not None) else None
-    weights = parse_floats(args.weights, "--weights")
+    weights = parse_floats(args.mix_weights, "--mix-weights")
+    say = (lambda *a: None) if args.json else print          # the table, unless --json
     comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
                                             args.correct, groups, args.ignore_case, 10 ** 6,
                                             center, not args.no_layer_norm)
     assert comp is not None and vectors is not None, "the occurrences were found above"
     summary = {"word": args.word, "occurrences": total, "direction": args.direction,
                "corrected": bool(args.correct), "layer_norm": not args.no_layer_norm}
-    print(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
+    say(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
           f"{args.direction} halves{', anisotropy-corrected' if args.correct else ''}; "
           f"mix weights {' '.join(f'{w:.2f}' for w in comp.weights)}")
-    print(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}{'p':>9}")
+    say(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}{'p':>9}")
     for k, name in enumerate(comp.names):
-        print(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
+        say(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "
               f"{_fmt(comp.between[k])}   {_fmt(comp.within[k] - comp.between[k])}   "
               f"{_fmt(comp.p_value[k])}")
     assert comp.test is not None                     # compare_word always tests
-    print(f"p: {comp.test.describe()}")
+    say(f"p: {comp.test.describe()}")
+    summary["mix_weights"] = [round(float(w), 6) for w in comp.weights]
     summary["test"] = comp.test.describe()
     summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),
                                "within": _num(comp.within[k]),
@@ -156,20 +160,23 @@ def run(args) -> int:
     if args.neighbours > 0 and index is not None:        # built above when neighbours are asked
         vec, exclude = vectors[:, 0], [comp.occurrences[0]]
         table = neighbour_table(index, vec, args.word, args.neighbours, args.direction, exclude)
-        print("layer 0 (nearest known words): "
+        summary["neighbours"] = {
+            "layer0": [{"word": w, "score": _num(s)} for w, s in table.words],
+            **{name: [{"score": _num(nb.score), "sentence": " ".join(index.tokens[nb.sentence]),
+                       "token": int(nb.token)} for nb in nbs] for name, nbs in table.layers}}
+        say("layer 0 (nearest known words): "
               + ", ".join(f"{w} ({s:.3f})" for w, s in table.words))
         for name, nbs in table.layers:
-            print(f"{name}:")
+            say(f"{name}:")
             for r, nb in enumerate(nbs, start=1):
                 toks = list(index.tokens[nb.sentence])
                 toks[nb.token] = f"[{toks[nb.token]}]"
-                print(f"  {r:2d}. {nb.score:.3f}  {' '.join(toks)}")
+                say(f"  {r:2d}. {nb.score:.3f}  {' '.join(toks)}")
         if args.neighbours_csv:
             write_neighbours_csv(args.neighbours_csv, table.csv_rows(index))
     if args.json:
-        from elmo_engine.atomic import atomic_write_text
-        atomic_write_text(args.json, json.dumps(summary, indent=2) + "\n")
-    for path in (args.matrices, args.neighbours_csv, args.vectors, args.json):
+        common.print_json(summary)
+    for path in (args.matrices, args.neighbours_csv, args.vectors):
         if path is not None:
             common.log(f"wrote {path}")
     return 0

@@ -1,7 +1,7 @@
-"""``elmo-explorer eval-lm [CHECKPOINT] TEXT [--json]``: a trained biLM's perplexity on a text
-(:func:`elmo_engine.train.evaluate.evaluate_text`), on a model written by train-lm or on published
-files with their ``*_softmax_weights.hdf5`` + vocabulary. Without a softmax the command says in
-one line which file is missing and exits with status 1."""
+"""``elmo-explorer eval-lm TEXT [--checkpoint C] [--json] [-o FILE]``: a trained biLM's
+perplexity on a text (:func:`elmo_engine.train.evaluate.evaluate_text`), on a model written by
+train-lm or on published files with their ``*_softmax_weights.hdf5`` + vocabulary. Without a
+softmax the command says in one line which file is missing and exits with status 1."""
 from __future__ import annotations
 
 import json
@@ -16,12 +16,12 @@ def add_parser(subparsers):
         "eval-lm", help="forward, backward and mean perplexity of a trained biLM on a text",
         description="Forward, backward and mean perplexity (full softmax) of a biLM written by "
                     "train-lm on a text file, read as train-lm reads a corpus.")
-    p.add_argument("checkpoint", type=Path, nargs="?", default=None,
-                   help="model folder written by train-lm, or published options + weights with "
-                        "their *_softmax_weights.hdf5 and vocab*.txt (default: the bundled demo "
-                        "model)")
     p.add_argument("text", type=Path, help="text file (UTF-8, optionally .gz)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    common.add_checkpoint(p, "model folder written by train-lm, or published options + weights "
+                             "with their *_softmax_weights.hdf5 and vocab*.txt, or a published "
+                             "model's name (default: the bundled demo model)")
+    common.add_json(p)
+    common.add_results_out(p)
     add_softmax_options(p)
     common.add_device(p)
     p.add_argument("--batch-size", type=int, default=32, help="parallel streams (default 32)")

@@ -2,11 +2,14 @@
 
 Examples::
 
-    elmo-explorer export vectors sentences.txt out.hdf5 --layers each
-    elmo-explorer export vectors sentences.txt projector/ --format tsv --layers top --word bank
-    elmo-explorer export vectors sentences.txt bank.tsv --layers top --word bank   # two files
-    elmo-explorer export vectors sentences.txt mix.npz --layers mix --mix-weights 0.2,0.3,0.5
-    elmo-explorer export report analysis.elmows.json report/ --force
+    elmo-explorer export vectors sentences.txt -o out.npz --layers all
+    elmo-explorer export vectors sentences.txt -o projector/ --format tsv --layers top --word bank
+    elmo-explorer export vectors sentences.txt -o bank.tsv --layers top --word bank   # two files
+    elmo-explorer export vectors sentences.txt -o mix.npz --layers mix --mix-weights 0.2,0.3,0.5
+    elmo-explorer export report analysis.elmows.json -o report/ --force
+
+``export vectors`` writes the formats other than AllenNLP's ``elmo`` HDF5 layout, which
+``elmo-explorer embed`` writes.
 
 ``export report`` rebuilds a report from a saved workspace: it embeds the workspace's sentences
 with its checkpoint, compares the selected word across its occurrences layer by layer
@@ -25,10 +28,10 @@ from pathlib import Path
 from typing import List
 
 from elmo_engine.cli import common
-from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
+from elmo_engine.cli.common import checkpoint_or_demo
 from elmo_engine.errors import InputError
 from elmo_engine.io.report import write_report
-from elmo_engine.io.vectors import FORMATS, LAYER_MODES, LayerChoice, export_vectors
+from elmo_engine.io.vectors import FORMATS, LayerChoice, export_vectors
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -37,19 +40,24 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                               description="Write vectors (npz, HDF5, projector TSV, CSV) or a "
                                           "report folder, as the app's File menu does.")
     sub = p.add_subparsers(dest="export_what", metavar="WHAT", required=True)
-    v = sub.add_parser("vectors", help="embed a file of sentences and write their vectors")
+    v = sub.add_parser("vectors", help="write vectors as npz, HDF5 arrays, projector TSV "
+                                       "or CSV (AllenNLP's layout: embed)",
+                       description="Embed INPUT and write its vectors (or one word's "
+                                   "occurrences, --word) as npz, HDF5 arrays, TSV for the "
+                                   "embedding projector or CSV. For AllenNLP's `elmo` HDF5 "
+                                   "layout (one dataset per sentence, sentence_to_index), use "
+                                   "`elmo-explorer embed`.")
     v.add_argument("input", type=Path,
                    help="UTF-8 text, one sentence per line (blank lines skipped)")
-    v.add_argument("output", type=Path,
-                   help="file (.npz/.hdf5/.csv/.tsv) or folder (TSV, a name without extension)")
+    common.add_out(v, "file (.npz/.hdf5/.csv/.tsv; '-': stdout with --format npz, hdf5 or "
+                      "csv) or folder (TSV, a name without extension)", dest="output",
+                   metavar="OUTPUT")
     common.add_checkpoint(v)
     v.add_argument("--format", choices=FORMATS, default=None,
                    help="default: from OUTPUT's extension (a name without one: TSV folder; "
                         "NAME.tsv: NAME.tsv + NAME.metadata.tsv)")
-    v.add_argument("--layers", choices=LAYER_MODES, default="each",
-                   help="each layer, the top one, their plain average, or a scalar mix")
-    v.add_argument("--mix-weights", default=None, metavar="W0,W1,…",
-                   help="with --layers mix: one weight per layer (normalised to sum 1)")
+    common.add_layers(v)
+    common.add_mix_weights(v)
     v.add_argument("--mix-gamma", type=float, default=1.0, help="the mix's scale γ (default 1)")
     v.add_argument("--pre-softmax", action="store_true",
                    help="--mix-weights are a ScalarMix's scalars s (weights = softmax(s))")
@@ -62,7 +70,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     v.set_defaults(func=run)
     r = sub.add_parser("report", help="rebuild a report folder from a saved workspace")
     r.add_argument("workspace", type=Path, help="a saved workspace (.elmows.json)")
-    r.add_argument("outdir", type=Path, help="the report folder to create")
+    common.add_out(r, "the report folder to create", dest="outdir", metavar="DIR")
     r.add_argument("--checkpoint", type=Path, default=None,
                    help="use this checkpoint instead of the one the workspace names")
     r.add_argument("--word", default=None, help="compare this word (default: the selected one)")
@@ -91,15 +99,15 @@ def _embedder(checkpoint, device, precision: str = "fp32"):
 def run_vectors(args) -> int:
     from elmo_engine.io.vectors import format_for, output_files
 
-    if args.layers == "mix" and args.mix_weights is None:
-        raise InputError("--layers mix needs --mix-weights (one weight per layer)")
-    if args.layers != "mix" and args.mix_weights is not None:
-        raise InputError("--mix-weights only applies with --layers mix")
-    weights = parse_floats(args.mix_weights, "--mix-weights")
-    choice = LayerChoice(args.layers, tuple(weights) if weights else None, args.mix_gamma,
-                         args.pre_softmax)
+    mode = engine_layer_mode(args.layers)
+    common.mix_weights(args.mix_weights, args.layers, 1)      # given without mix: refused
     fmt = format_for(args.output, args.format)
-    common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))
+    if common.is_stdout(args.output) and fmt == "tsv":
+        raise InputError("--out -: TSV writes two files (vectors and metadata) and cannot go to "
+                         "stdout; use --format npz, hdf5 or csv, or name a file")
+    choice = LayerChoice(mode, None, args.mix_gamma, args.pre_softmax)   # the files' names
+    if not common.is_stdout(args.output):
+        common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))
     common.resolve_precision(args.precision, common.resolve_device(args.device))
     tokens = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
     refs = None
@@ -108,21 +116,32 @@ def run_vectors(args) -> int:
         if not refs:
             raise common.absent_word(args.word, tokens, "the sentences", path=args.input)
     emb = _embedder(args.checkpoint, args.device, args.precision)
-    choice.validate(emb.opts.n_output_layers)          # before the (long) embedding
+    n = emb.opts.n_output_layers
+    choice = LayerChoice(mode, common.mix_weights(args.mix_weights, args.layers, n),
+                         args.mix_gamma, args.pre_softmax)
+    choice.validate(n)                                  # before the (long) embedding
     acts = emb.embed(tokens)
-    summary = export_vectors(args.output, tokens, acts, fmt, choice, refs,
-                             overwrite=args.force)
+    with common.output_file(args.output, "." + fmt) as output:
+        summary = export_vectors(output, tokens, acts, fmt, choice, refs,
+                                 overwrite=args.force or common.is_stdout(args.output))
+    files = ["stdout"] if common.is_stdout(args.output) else [str(f) for f in summary.files]
     common.log(f"wrote {summary.n_vectors} vectors of {summary.n_sentences} sentences "
-               f"({choice.label()}, {summary.fmt}) to "
-               + ", ".join(str(f) for f in summary.files))
+               f"({choice.label()}, {summary.fmt}) to " + ", ".join(files))
     return 0
 
 
 # ---- report --------------------------------------------------------------------------------
+def engine_layer_mode(layers: str) -> str:
+    """``--layers`` (all, top, average, mix) → :class:`LayerChoice`'s mode (``all`` is the
+    engine's ``each``)."""
+    return "each" if layers == "all" else layers
+
+
 def run_report(args) -> int:
     from elmo_engine.analysis.report import build_report_spec
     from elmo_engine.io.workspace_file import load_workspace
 
+    common.refuse_stdout(args.outdir, "a report")
     common.refuse_existing(args.force, args.outdir)
     loaded = load_workspace(args.workspace, verify_checksum=args.checkpoint is None)
     data = loaded.data
@@ -139,7 +158,7 @@ def run_report(args) -> int:
         if loaded.checksum_mismatch:
             msg = (f"the checkpoint at {checkpoint} differs from the one the workspace was saved "
                    "with (checksum mismatch): numbers may differ from the saved analysis")
-            print(f"elmo-explorer export report: warning: {msg}", file=sys.stderr)
+            print(f"elmo-explorer: warning: {msg}", file=sys.stderr)
             notes.append("Warning: " + msg + ".")
     args.outdir.parent.mkdir(parents=True, exist_ok=True)
     tmp_figures = Path(tempfile.mkdtemp(prefix=f".{args.outdir.name}.figures-",

@@ -24,10 +24,10 @@ def add_parser(sub) -> None:
                     "process embeds its share. With --merge, CORPUS names index folders whose "
                     "shards are joined into DIR.")
     p.add_argument("corpus", type=Path, nargs="*", help="corpus files (with --merge: folders)")
-    p.add_argument("--out", type=Path, required=True, help="the index folder")
+    common.add_out(p, "the index folder", metavar="DIR")
     common.add_checkpoint(p)
-    p.add_argument("--layers", default="1,2",
-                   help="comma-separated output layers to index (0 = the context-free token "
+    p.add_argument("--layer", default="1,2", metavar="L[,L…]",
+                   help="the output layers to index, comma-separated (0 = the context-free token "
                         "layer; default 1,2)")
     p.add_argument("--shard-size", type=int, default=2000,
                    help="sentences per shard, the unit of resuming (default 2000)")
@@ -57,11 +57,11 @@ def parse_layers(text: str, n_layers: int) -> tuple:
     try:
         layers = tuple(sorted({int(v) for v in text.replace(",", " ").split()}))
     except ValueError:
-        raise InputError(f"--layers must be comma-separated layer numbers, got {text!r}") \
+        raise InputError(f"--layer must be comma-separated layer numbers, got {text!r}") \
             from None
     bad = [v for v in layers if not 0 <= v < n_layers]
     if not layers or bad:
-        raise InputError(f"--layers: this model has layers 0–{n_layers - 1}, got {text!r}")
+        raise InputError(f"--layer: this model has layers 0–{n_layers - 1}, got {text!r}")
     return layers
 
 
@@ -89,6 +89,7 @@ def run(args) -> int:
         raise InputError("--shard-size, --token-budget and --ann-threads must be at least 1")
     if args.ann_m < 4:
         raise InputError("--ann-m must be at least 4")
+    common.refuse_stdout(args.out, "the index")
     settings = AnnSettings(m=args.ann_m, threads=args.ann_threads, quantizer=args.ann_quantizer)
     if args.merge:
         merge(args.corpus, args.out, force=args.force)
@@ -119,7 +120,7 @@ def _build(args, ranks, settings) -> int:
         device = torch.device("cuda", ranks.local_rank)
     ckpt = common.checkpoint_or_demo(args.checkpoint)
     model = load_checkpoint(ckpt, device=device)
-    layers = parse_layers(args.layers, model.opts.n_output_layers)
+    layers = parse_layers(args.layer, model.opts.n_output_layers)
     sentences = read_corpus(args.corpus, args.pretokenized, not args.no_split)
     wanted = new_manifest(model, str(ckpt), sentences, layers, args.shard_size, args.corpus,
                           {"tokenizer": "whitespace" if args.pretokenized else "regex",

@@ -1,20 +1,22 @@
-"""``elmo-explorer info [CHECKPOINT] [--json]``: options, parameter counts per part, checksum,
-and this host's CPU with whether it has bf16 units (``--precision bf16`` on the CPU).
+"""``elmo-explorer info [--checkpoint C] [--json] [-o FILE]``: options, parameter counts per
+part, checksum, and this host's CPU with whether it has bf16 units (``--precision bf16`` on the
+CPU).
 
 Readable text by default; ``--json`` prints the same facts as one JSON object for machines.
 """
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import List
+
+from elmo_engine.cli import common
 
 
 def add_parser(sub) -> None:
     p = sub.add_parser("info", help="print a checkpoint's options, parameter counts and checksum")
-    p.add_argument("checkpoint", type=Path, nargs="?", default=None,
-                   help="checkpoint folder or file (default: the bundled demo model)")
-    p.add_argument("--json", action="store_true", help="print one JSON object (for machines)")
+    common.add_checkpoint(p)
+    common.add_json(p)
+    common.add_results_out(p)
     p.set_defaults(func=run)
 
 

@@ -64,7 +64,7 @@ def report_unexpected(exc: BaseException, command: str) -> int:
     path = log_traceback(exc, command)
     where = f" (details in {path})" if path is not None else ""
     try:
-        print(f"elmo-explorer {command}: error: {what}{where}", file=sys.stderr)
+        print(f"elmo-explorer: error: {what}{where}", file=sys.stderr)
     except Exception:
         pass
     return 1

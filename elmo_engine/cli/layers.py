@@ -4,17 +4,17 @@ how many bits a probe's labels cost given each layer.
 Examples::
 
     elmo-explorer layers                                   # the shipped reference corpus
-    elmo-explorer layers corpus.txt --json layers.json
-    elmo-explorer layers corpus.txt --checkpoint A/ --compare B/ --json layers.json --force
-    elmo-explorer layers --mdl-task pos --mdl-train en_ewt-ud-train.conllu.gz --json layers.json
+    elmo-explorer layers corpus.txt --json -o layers.json
+    elmo-explorer layers corpus.txt --checkpoint A/ --compare B/ --json -o layers.json --force
+    elmo-explorer layers --mdl-task pos --mdl-train en_ewt-ud-train.conllu.gz --json > l.json
 
-The results go to stdout as tables, progress to stderr; ``--json`` writes the documented JSON
-(:data:`JSON_DESCRIPTION`). The engine work is in :mod:`elmo_engine.analysis`.
+The results go to stdout (or ``-o FILE``) as tables, or with ``--json`` as the documented JSON
+(:data:`JSON_DESCRIPTION`); progress goes to stderr. The engine work is in
+:mod:`elmo_engine.analysis`.
 """
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -56,11 +56,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="model A: checkpoint folder or file (default: the bundled demo model)")
     p.add_argument("--compare", type=Path, default=None, metavar="B",
                    help="a second checkpoint: CKA between A's and B's layers on the same tokens")
-    p.add_argument("--json", type=Path, default=None, metavar="OUT",
-                   help="write the results as JSON")
+    common.add_json(p)
     p.add_argument("--words-csv", type=Path, default=None, metavar="OUT",
                    help="write every counted word's self-similarity and MEV per layer as CSV")
-    p.add_argument("--force", action="store_true", help="overwrite existing output files")
+    common.add_force(p)
+    common.add_results_out(p)
     common.add_pretokenized(p)
     p.add_argument("--max-sentences", type=int, default=None, metavar="N",
                    help="use a seeded random subset of N sentences (kept in file order)")
@@ -113,10 +113,10 @@ def _check_args(args) -> None:
         raise InputError(f"--mdl-task {args.mdl_task} needs --mdl-train FILE")
     if args.mdl_train is not None and args.mdl_task is None:
         raise InputError("--mdl-train needs --mdl-task")
-    common.refuse_existing(args.force, args.json, args.words_csv)
-    if args.json is not None and args.words_csv is not None \
-            and args.json.resolve() == args.words_csv.resolve():
-        raise InputError("--json and --words-csv name the same file")
+    common.refuse_existing(args.force, args.words_csv)
+    if args.out is not None and args.words_csv is not None and not common.is_stdout(args.out) \
+            and args.out.resolve() == args.words_csv.resolve():
+        raise InputError("--out and --words-csv name the same file")
 
 
 def _mdl_data(args) -> Tuple[list, str]:
@@ -244,7 +244,6 @@ def _run(args) -> int:
     finally:
         progress.close()
     timings["total_s"] = time.perf_counter() - t_start
-    print(format_report(ctx, cka, compare, mdl))
     doc = {"description": JSON_DESCRIPTION, "version": JSON_VERSION,
            "corpus": {"path": str(corpus), "sentences_in_file": n_file, "sentences": len(tokens),
                       "tokens": ctx.n_tokens, "max_sentences": args.max_sentences,
@@ -255,9 +254,10 @@ def _run(args) -> int:
                "model": compare["model"], "cka": compare["cka"].to_dict(),
                "cka_self": compare["cka_self"].to_dict()},
            "mdl": None if mdl is None else mdl.to_dict(), "timings": timings}
-    if args.json is not None:
-        atomic_write_text(args.json, json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-        print(f"wrote {args.json}", file=sys.stderr)
+    if args.json:
+        common.print_json(doc)
+    else:
+        print(format_report(ctx, cka, compare, mdl))
     if args.words_csv is not None:
         atomic_write_text(args.words_csv, words_csv(ctx))
         print(f"wrote {args.words_csv}", file=sys.stderr)

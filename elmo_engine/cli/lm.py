@@ -1,5 +1,6 @@
-"""``elmo-explorer lm INPUT [--checkpoint C] [--top-k K] [--reach] [--pairs FILE] [--json]``:
-what ELMo's two language models predict at every token (:mod:`elmo_engine.analysis.language_model`).
+"""``elmo-explorer lm INPUT [--checkpoint C] [--top-k K] [--reach] [--pairs FILE] [--json]
+[-o FILE]``: what ELMo's two language models predict at every token
+(:mod:`elmo_engine.analysis.language_model`).
 
 INPUT is a sentence file (one sentence per line, tokenized as typed text unless
 ``--pretokenized``). Per sentence: the tokens, the forward and backward LM's record per token
@@ -46,7 +47,8 @@ def add_parser(subparsers):
     p.add_argument("--pairs", default=None, metavar="FILE",
                    help="score minimal pairs (TSV set<TAB>good<TAB>bad; 'bundled': the sets "
                         "shipped with the app) and print the accuracy per set and direction")
-    p.add_argument("--json", action="store_true", help="print the results as JSON on stdout")
+    common.add_json(p)
+    common.add_results_out(p)
     common.add_pretokenized(p)
     common.add_device(p)
     p.set_defaults(func=run)

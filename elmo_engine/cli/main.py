@@ -1,7 +1,10 @@
 """The dispatcher of the headless commands: one parser, one subcommand module per command.
 
-Engine errors become one clear line on stderr and a non-zero exit status; any other error
-(a ``MemoryError`` included) too, with its traceback in a log file (:mod:`.last_resort`).
+Engine errors become one clear line on stderr, ``elmo-explorer: error: …``, and exit status 1;
+any other error (a ``MemoryError`` included) too, with its traceback in a log file
+(:mod:`.last_resort`). Usage errors exit with status 2 (:class:`~elmo_engine.cli.common.Parser`).
+A command that declares ``-o/--out`` for its results (:func:`~elmo_engine.cli.common.
+add_results_out`) has its stdout written to that file here.
 """
 from __future__ import annotations
 
@@ -68,6 +71,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         from elmo_engine.cli.outputs import guard_outputs
 
         guard_outputs(args)                      # an output never replaces an input
+        if getattr(args, "_results_out", False):
+            from elmo_engine.cli.common import refuse_existing, results_to
+
+            refuse_existing(args.force, args.out)
+            with results_to(args.out):
+                return int(func(args) or 0)
         return int(func(args) or 0)
     except CancelledError:
         print("elmo-explorer: cancelled; nothing was written", file=sys.stderr)
@@ -76,16 +85,30 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("elmo-explorer: interrupted; nothing half-written was left behind", file=sys.stderr)
         return 130
     except ElmoError as e:
-        print(f"elmo-explorer {args.command}: error: {e}", file=sys.stderr)
+        print(f"elmo-explorer: error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `… | head`: the reader has gone; nothing to say, nothing to flush
+        _stdout_to_devnull()
+        return 141
     except OSError as e:  # an unwritable folder, a vanished file: one line, no traceback
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
-        print(f"elmo-explorer {args.command}: error: {e.strerror or e}{where}", file=sys.stderr)
+        print(f"elmo-explorer: error: {e.strerror or e}{where}", file=sys.stderr)
         return 1
     except Exception as e:  # the last resort: one line here, the traceback in the log
         from elmo_engine.cli.last_resort import report_unexpected
 
         return report_unexpected(e, args.command)
+
+
+def _stdout_to_devnull() -> None:
+    """After a broken pipe: point stdout at /dev/null so that the flush at exit stays quiet."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):       # not a real file (tests, IDEs)
+        pass
 
 
 def _version() -> str:

@@ -13,6 +13,7 @@ import json
 import sys
 from typing import List
 
+from elmo_engine.cli import common
 from elmo_engine.cli.common import log
 
 
@@ -21,7 +22,8 @@ def add_parser(sub) -> None:
                                       "ELMo models (small, medium, original, original-5.5b)")
     msub = p.add_subparsers(dest="models_command", metavar="ACTION", required=True)
     ls = msub.add_parser("list", help="the catalogue: sizes, what is downloaded, where, free space")
-    ls.add_argument("--json", action="store_true", help="print one JSON object (for machines)")
+    common.add_json(ls)
+    common.add_results_out(ls)
     get = msub.add_parser("get", help="download a model (resumes an interrupted download)")
     get.add_argument("name", help="a catalogue name: small, medium, original or original-5.5b")
     get.add_argument("--with-softmax", action="store_true",
@@ -100,7 +102,7 @@ def _get(args) -> int:
     except (KeyboardInterrupt, CancelledError):
         printer.end()
         printer.enabled = False
-        log(f"elmo-explorer models get: interrupted; nothing was installed, and the partial "
+        log(f"elmo-explorer: interrupted; nothing was installed, and the partial "
             f"download in {staging_dir(args.name)} is kept: `elmo-explorer models get "
             f"{args.name}` resumes it")
         return 130
@@ -175,7 +177,7 @@ def _verify(args) -> int:
             else:
                 bad += 1
                 print(f"{name}: {c.name}: FAILED", flush=True)
-                print(f"elmo-explorer models verify: error: {c.problem}", file=sys.stderr)
+                print(f"elmo-explorer: error: {c.problem}", file=sys.stderr)
     return 1 if bad else 0
 
 

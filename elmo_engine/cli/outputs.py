@@ -112,7 +112,9 @@ def _implied(args, dest: str, out: Path) -> List[Path]:
         from elmo_engine.io.vectors import LayerChoice, format_for, output_files
         if format_for(out, args.format) != "tsv":
             return []
-        choice = LayerChoice(args.layers, None, 1.0, False)
+        from elmo_engine.cli.export import engine_layer_mode
+
+        choice = LayerChoice(engine_layer_mode(args.layers), None, 1.0, False)
         return [p for p in output_files(out, "tsv", choice, 66) if p != out]
     except Exception:               # the command reports a bad format itself
         return []
@@ -124,7 +126,7 @@ def _split(args) -> Tuple[List[Tuple[str, Path]], List[Path]]:
         if dest.startswith("_"):
             continue
         if dest in OUTPUT_DESTS:
-            if isinstance(value, (str, Path)) and value:
+            if isinstance(value, (str, Path)) and value and str(value) != "-":   # - is stdout
                 outputs.append((dest, Path(value)))
         else:
             inputs += _as_paths(value)

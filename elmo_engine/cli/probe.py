@@ -3,10 +3,13 @@
 Examples::
 
     elmo-explorer probe --task pos --train en_ewt-ud-train.conllu.gz \\
-        --test en_ewt-ud-dev.conllu --label upos --control --max-sentences 3000 --out pos.json
+        --test en_ewt-ud-dev.conllu --label upos --control --max-sentences 3000 -o pos.json
     elmo-explorer probe --task wsd --train semcor.data.xml.gz --train-keys semcor.gold.key.txt.gz \\
-        --test semeval2007.data.xml --test-keys semeval2007.gold.key.txt --out wsd.json
-    elmo-explorer probe --task demo-pos --out demo_pos.json
+        --test semeval2007.data.xml --test-keys semeval2007.gold.key.txt -o wsd.json
+    elmo-explorer probe --task demo-pos --json > demo_pos.json
+
+The summary table goes to stdout; ``--json`` prints the results JSON there instead, ``-o FILE``
+writes it to FILE (``-o -``: to stdout, the summary then on stderr).
 """
 from __future__ import annotations
 
@@ -73,7 +76,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     common.add_precision(p)
     p.add_argument("--threads", type=int, default=None,
                    help="torch CPU threads (default: torch's choice; 1 is fastest on a busy machine)")
-    p.add_argument("--out", type=Path, required=True, help="results JSON to write")
+    common.add_json(p)
+    common.add_out(p, "write the results JSON to FILE ('-': stdout)", required=False)
     common.add_force(p, "--out if it exists")
     p.set_defaults(func=run, _parser=p)
     return p
@@ -199,8 +203,13 @@ def run(args) -> int:
     result.timings = {"reading_s": reading_s, **result.timings}
     result.wall_time_s += reading_s
     result.command = command_line(args)
-    result.write_json(args.out)
-    print(summary(result))                                    # the result: stdout
+    if args.json or common.is_stdout(args.out):                # the results JSON: stdout
+        common.print_json(result.to_dict())
+        common.log(summary(result))
+    else:
+        print(summary(result))                                # the result: stdout
     common.log(time_split(result))
-    common.log(f"wrote {args.out}")
+    if args.out is not None and not common.is_stdout(args.out):
+        result.write_json(args.out)
+        common.log(f"wrote {args.out}")
     return 0

@@ -35,13 +35,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--min-dist", type=float, default=0.1)
     p.add_argument("--seed", type=int, default=42, help="-1: unseeded (multi-threaded)")
     p.add_argument("--epochs", type=int, default=None, help="UMAP epochs (default: umap's rule)")
-    p.add_argument("--mix-weights", help="scalar-mix weights, one per layer (default: equal)")
+    common.add_mix_weights(p)
     p.add_argument("--no-layer-norm", action="store_true",
                    help="mix the layers as they are (default: each layer normalised by its mean "
                         "and standard deviation first, as contexts does)")
     p.add_argument("--max-points", type=int, default=20_000,
                    help="a seeded random sample of at most this many tokens (default 20000)")
-    p.add_argument("--csv", type=Path, required=True, help="coordinates output (.csv)")
+    common.add_out(p, "the coordinates, CSV ('-': stdout)")
     p.add_argument("--tensorboard", type=Path, metavar="DIR",
                    help="also write DIR/vectors.tsv + DIR/metadata.tsv of --tensorboard-layer")
     p.add_argument("--tensorboard-layer", default="mix",
@@ -62,7 +62,7 @@ def run(args) -> int:
     params = UmapParams(n_neighbors=args.n_neighbors, min_dist=args.min_dist,
                         random_state=None if args.seed < 0 else args.seed, n_epochs=args.epochs)
     tb = args.tensorboard
-    common.refuse_existing(args.force, args.csv, *(() if tb is None else (
+    common.refuse_existing(args.force, args.out, *(() if tb is None else (
         tb / "vectors.tsv", tb / "metadata.tsv")))
     tokens = _tokens(args)
     tokens = tokens.sample(args.max_points).compact()
@@ -93,8 +93,9 @@ def run(args) -> int:
         if p.method != args.method:
             print(f"  {p.layer.name}: too few distinct vectors for UMAP; PCA written instead",
                   file=sys.stderr)
-    write_coordinates_csv(args.csv, tokens, projs)
-    common.log(f"wrote {args.csv} ({len(tokens):,} tokens × {len(projs)} projections)")
+    with common.output_file(args.out, ".csv") as path:
+        write_coordinates_csv(path, tokens, projs)
+    common.log(f"wrote {args.out} ({len(tokens):,} tokens × {len(projs)} projections)")
     if args.tensorboard is not None:
         key = args.tensorboard_layer
         matches = [lay for lay in layers if lay.key == (key if key == "mix" else f"layer{key}")]

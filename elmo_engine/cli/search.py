@@ -32,7 +32,8 @@ def add_parser(sub) -> None:
     common.add_checkpoint(p, "the checkpoint the index was built with (default: the one it "
                              "records)")
     common.add_pretokenized(p)
-    p.add_argument("--json", action="store_true", help="print JSON: {query, hits: […]}")
+    common.add_json(p)
+    common.add_results_out(p)
     p.add_argument("--width", type=int, default=40, help="context characters on each side")
     common.add_device(p)
     p.set_defaults(func=run)

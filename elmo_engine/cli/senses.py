@@ -25,7 +25,8 @@ def add_parser(sub) -> None:
                                    "layer against the gold senses.")
     p.add_argument("index", type=Path, nargs="?", help="an index folder (not with --semcor)")
     p.add_argument("--word", help="the word (case-folded)")
-    p.add_argument("--layers", default=None, help="comma-separated layers (default: all indexed)")
+    p.add_argument("--layer", default=None, metavar="L[,L…]",
+                   help="the layer numbers to cluster, comma-separated (default: all indexed)")
     p.add_argument("--k-max", type=int, default=8, help="most clusters tried (default 8)")
     p.add_argument("--max-occurrences", type=int, default=2000,
                    help="an even sample of this many occurrences at most (default 2000)")
@@ -39,7 +40,8 @@ def add_parser(sub) -> None:
                    help="read only this many SemCor sentences (a subset; default all)")
     common.add_checkpoint(p)
     common.add_device(p)
-    p.add_argument("--json", action="store_true", help="print JSON")
+    common.add_json(p)
+    common.add_results_out(p)
     p.set_defaults(func=run)
 
 
@@ -49,7 +51,7 @@ def _layers(text, available):
     try:
         return [int(v) for v in text.replace(",", " ").split()]
     except ValueError:
-        raise InputError(f"--layers must be comma-separated numbers, got {text!r}") from None
+        raise InputError(f"--layer must be comma-separated numbers, got {text!r}") from None
 
 
 def run(args) -> int:
@@ -64,7 +66,7 @@ def run(args) -> int:
 
     index = CorpusIndex(args.index)
     try:
-        res = induce_from_index(index, args.word, _layers(args.layers, index.layers), args.k_max,
+        res = induce_from_index(index, args.word, _layers(args.layer, index.layers), args.k_max,
                                 args.max_occurrences, args.seed)
     finally:
         index.close()
@@ -102,7 +104,7 @@ def _semcor(args) -> int:
 
     model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint),
                             device=common.resolve_device(args.device))
-    layers = _layers(args.layers, range(model.opts.n_output_layers))
+    layers = _layers(args.layer, range(model.opts.n_output_layers))
     sents = list(read_wsd(args.semcor, args.semcor_keys, limit=args.max_sentences))
     emb = Embedder(model, device=str(next(model.parameters()).device), cache_size=0)
     res = semcor_induction(sents, emb, layers, args.lemmas, args.max_occurrences, args.k_max,

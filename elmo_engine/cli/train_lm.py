@@ -1,4 +1,7 @@
-"""``elmo-explorer train-lm CORPUS --dev DEV --out DIR [--preset …] [--epochs N] [--resume] …``.
+"""``elmo-explorer train-lm CORPUS --dev DEV -o DIR [--preset …] [--epochs N] [--resume] …``.
+
+The step log, progress and the closing summary go to stderr (the result is the model folder);
+errors are one line ``elmo-explorer: error: …`` with exit status 1.
 
 :mod:`elmo_engine.cli.main` calls :func:`add_parser` and :func:`run`; ``python -m
 elmo_engine.train`` (and ``torchrun … -m elmo_engine.train``) uses :func:`main`.
@@ -36,7 +39,7 @@ def configure(p: argparse.ArgumentParser) -> None:
                         "document")
     p.add_argument("--dev", required=True, nargs="+",
                    help="held-out text file(s) for perplexity, each evaluated on its own")
-    p.add_argument("--out", required=True, help="output folder")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output folder")
     p.add_argument("--preset", default="demo", choices=sorted(PRESETS),
                    help="architecture + hyperparameters (default: demo)")
     p.add_argument("--epochs", type=int, help="passes over the corpus")
@@ -137,26 +140,38 @@ def refuse_existing_model(args) -> None:
 def run(args, argv: Optional[List[str]] = None) -> int:
     """Run ``train-lm``; return the exit status (0 done, 1 bad input, 130 interrupted)."""
     from elmo_engine import runtime
+    from elmo_engine.cli.common import log
     from elmo_engine.train.trainer import train
 
     runtime.configure(threads=args.threads or None)
     command = "elmo-explorer train-lm " + " ".join(shlex.quote(a) for a in (
         argv if argv is not None else sys.argv[1:]) if a != "train-lm")
     try:
+        if str(args.out) == "-":
+            raise ElmoError("--out -: the model is a folder and cannot be written to stdout; "
+                            "name a folder")
         refuse_existing_model(args)
+        from pathlib import Path
+
+        from elmo_engine.errors import InputError
+
+        for path in [*args.corpus, *args.dev]:       # one line naming a missing file, first
+            if not Path(path).exists():
+                raise InputError("cannot read the corpus: cannot open: No such file or "
+                                 "directory", path=path)
         cfg = build_config(args)
         res = train(args.corpus, args.dev, args.out, cfg, resume=args.resume, device=args.device,
                     show_progress=not args.no_progress, command=command)
     except ElmoError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"elmo-explorer: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        print("elmo-explorer: interrupted", file=sys.stderr)
         return 130
     if res.stopped == "interrupted":
         return 130
     if res.dev is not None and "mean" in res.dev:
-        print(f"done: {res.steps} steps, {res.tokens} tokens, {res.train_seconds / 60:.1f} min; "
+        log(f"done: {res.steps} steps, {res.tokens} tokens, {res.train_seconds / 60:.1f} min; "
               f"dev perplexity forward {res.dev['fwd']:.2f} backward {res.dev['bwd']:.2f} "
               f"mean {res.dev['mean']:.2f}; model in {res.out}")
     return 0
@@ -174,6 +189,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         guard_outputs(args)                      # an output never replaces an input
     except ElmoError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"elmo-explorer: error: {e}", file=sys.stderr)
         return 1
     return run(args, argv)

@@ -32,10 +32,12 @@ def add_parser(sub) -> None:
                    help="use only the first N SemCor sentences (a stated subset)")
     p.add_argument("--wordnet", type=Path, default=None,
                    help="WordNet 3.0 (default: $ELMO_WORDNET or ../shared/data/wordnet30)")
-    p.add_argument("--layers", default=None, help="comma-separated layers (default: all)")
+    p.add_argument("--layer", default=None, metavar="L[,L…]",
+                   help="the layer numbers, comma-separated (default: all)")
     common.add_checkpoint(p)
     common.add_device(p)
-    p.add_argument("--json", action="store_true")
+    common.add_json(p)
+    common.add_results_out(p)
     p.set_defaults(func=run)
 
 
@@ -52,9 +54,12 @@ def run(args) -> int:
     model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint),
                             device=common.resolve_device(args.device))
     n = model.opts.n_output_layers
-    layers = list(range(n)) if args.layers is None else [int(v) for v in args.layers.split(",")]
+    try:
+        layers = list(range(n)) if args.layer is None else [int(v) for v in args.layer.split(",")]
+    except ValueError:
+        raise InputError(f"--layer must be comma-separated numbers, got {args.layer!r}") from None
     if any(not 0 <= v < n for v in layers):
-        raise InputError(f"--layers: this model has layers 0–{n - 1}")
+        raise InputError(f"--layer: this model has layers 0–{n - 1}")
     wn = load_wordnet(args.wordnet)
     train = list(read_wsd(args.train, args.train_keys, limit=args.max_train_sentences))
     test = list(read_wsd(args.test, args.test_keys, wordnet=wn))

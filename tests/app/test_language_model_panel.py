@@ -231,7 +231,7 @@ def test_app_report_and_export_report_write_the_same_language_model_tables(
             actions.save_workspace(saved)
         with qtbot.waitSignal(actions.exported, timeout=60000):
             actions.export_report(tmp_path / "app", FigureOptions(dpi=60))
-        assert cli(["export", "report", str(saved), str(tmp_path / "cli")]) == 0
+        assert cli(["export", "report", str(saved), "-o", str(tmp_path / "cli")]) == 0
         for name in ("language_model_tokens.csv", "language_model_reach.csv"):
             app_rows = (tmp_path / "app" / "tables" / name).read_text(encoding="utf-8")
             cli_rows = (tmp_path / "cli" / "tables" / name).read_text(encoding="utf-8")

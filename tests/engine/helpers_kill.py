@@ -52,7 +52,7 @@ def cache_sentences(start: int, count: int) -> list:
 def job_embed(args: dict) -> int:
     from elmo_engine.cli.main import main
 
-    return main(["embed", args["input"], args["output"], "--checkpoint", args["checkpoint"],
+    return main(["embed", args["input"], "-o", args["output"], "--checkpoint", args["checkpoint"],
                  "--force"])
 
 

@@ -62,7 +62,7 @@ def test_without_units_bf16_is_refused_in_one_line(no_units, tmp_path, capsys):
     inp = tmp_path / "in.txt"
     inp.write_text("a b c\n", encoding="utf-8")
     out = tmp_path / "out.npz"
-    assert main(["embed", str(inp), str(out), "--checkpoint", str(FIXTURES / "allennlp"),
+    assert main(["embed", str(inp), "-o", str(out), "--checkpoint", str(FIXTURES / "allennlp"),
                  "--device", "cpu", "--precision", "bf16"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "lacks" not in err[0] and "bf16 units" in err[0]
@@ -124,9 +124,9 @@ def test_cli_embed_and_export_vectors_in_bf16(tmp_path):
     inp.write_text("\n".join(" ".join(s) for s in _sentences()[:4]) + "\n", encoding="utf-8")
     ckpt = str(FIXTURES / "allennlp")
     for precision in ("fp32", "bf16"):
-        assert main(["embed", str(inp), str(tmp_path / f"{precision}.npz"), "--checkpoint", ckpt,
+        assert main(["embed", str(inp), "-o", str(tmp_path / f"{precision}.npz"), "--checkpoint", ckpt,
                      "--device", "cpu", "--precision", precision]) == 0
-        assert main(["export", "vectors", str(inp), str(tmp_path / f"v-{precision}.npz"),
+        assert main(["export", "vectors", str(inp), "-o", str(tmp_path / f"v-{precision}.npz"),
                      "--checkpoint", ckpt, "--device", "cpu", "--precision", precision]) == 0
     a = np.load(tmp_path / "fp32.npz", allow_pickle=False)
     b = np.load(tmp_path / "bf16.npz", allow_pickle=False)
@@ -140,10 +140,10 @@ def test_cli_embed_and_export_vectors_in_bf16(tmp_path):
 
 def test_info_says_the_cpu_and_its_bf16_units(capsys):
     ckpt = str(FIXTURES / "allennlp")
-    assert main(["info", ckpt]) == 0
+    assert main(["info", "--checkpoint", ckpt]) == 0
     text = capsys.readouterr().out
     assert runtime.cpu_bf16().describe() in text
-    assert main(["info", ckpt, "--json"]) == 0
+    assert main(["info", "--checkpoint", ckpt, "--json"]) == 0
     host = json.loads(capsys.readouterr().out)["host"]
     assert host["bf16_units"] == runtime.cpu_bf16().units
     assert host["cpu_precisions"] == (["fp32", "bf16"] if runtime.cpu_bf16().offered else ["fp32"])

@@ -7,7 +7,6 @@ did-you-mean, ``export vectors … NAME.tsv`` writes files, and the neighbours a
 """
 from __future__ import annotations
 
-import argparse
 import csv
 import json
 import os
@@ -32,50 +31,7 @@ def text_file(tmp_path):
     return p
 
 
-def _subparsers(parser):
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return action.choices
-    return {}
-
-
-def _commands():
-    """``(name, parser)`` of every (sub)subcommand."""
-    for name, p in _subparsers(build_parser()).items():
-        subs = _subparsers(p)
-        if subs:
-            for sub, q in subs.items():
-                yield f"{name} {sub}", q
-        else:
-            yield name, p
-
-
-def _options(p):
-    return {o: a for a in p._actions for o in a.option_strings}
-
-
-# ---- the parsers ---------------------------------------------------------------------------
-def test_every_subcommand_follows_the_conventions():
-    names = {n for n, _ in _commands()}
-    assert {"embed", "info", "train-lm", "eval-lm", "probe", "contexts", "project",
-            "export vectors", "export report", "layers"} <= names
-    text_readers = {"embed", "train-lm", "eval-lm", "contexts", "project", "export vectors",
-                    "layers"}
-    writers = {"embed", "train-lm", "probe", "contexts", "project", "export vectors",
-               "export report", "layers"}
-    for name, p in _commands():
-        opts = _options(p)
-        if name != "info" and not name.startswith("models "):    # models: no computation
-            assert opts["--device"].default == "auto", name
-        if name in text_readers:
-            assert "--pretokenized" in opts, name
-        if name in writers:
-            assert "--force" in opts, name
-    info = _options(dict(_commands())["info"])
-    assert "--json" in info
-    assert "--json" in _options(dict(_commands())["models list"])
-
-
+# ---- the parsers (the options every command shares: test_cli_convention.py) ----------------
 def test_pretokenized_sets_the_whitespace_tokenizer_of_the_lm_commands():
     args = build_parser().parse_args(["eval-lm", "t.txt", "--pretokenized"])
     assert args.tokenize == "whitespace"
@@ -120,7 +76,7 @@ def test_suggestions_case_first_then_near_spellings():
 def test_embed_tokenizes_by_default_and_skips_blank_lines(tmp_path, text_file, tiny_checkpoint,
                                                           capsys):
     out = tmp_path / "o.hdf5"
-    assert main(["embed", str(text_file), str(out), "--checkpoint", str(tiny_checkpoint)]) == 0
+    assert main(["embed", str(text_file), "-o", str(out), "--checkpoint", str(tiny_checkpoint)]) == 0
     cap = capsys.readouterr()
     assert cap.out == "" and "skipped 2 blank lines (lines 2, 4)" in cap.err
     with h5py.File(out, "r") as fh:
@@ -128,9 +84,9 @@ def test_embed_tokenizes_by_default_and_skips_blank_lines(tmp_path, text_file, t
         assert index == {"He sat on the bank of the river .": "0",
                          "She went to the bank , did n't she ?": "1"}
         assert fh["1"].shape[1] == 10
-    assert main(["embed", str(text_file), str(out), "--checkpoint", str(tiny_checkpoint)]) == 1
+    assert main(["embed", str(text_file), "-o", str(out), "--checkpoint", str(tiny_checkpoint)]) == 1
     assert f"{out} exists; pass --force to overwrite it" in capsys.readouterr().err
-    assert main(["embed", str(text_file), str(out), "--checkpoint", str(tiny_checkpoint),
+    assert main(["embed", str(text_file), "-o", str(out), "--checkpoint", str(tiny_checkpoint),
                  "--pretokenized", "--force"]) == 0
     with h5py.File(out, "r") as fh:
         assert "She went to the bank, didn't she?" in json.loads(fh["sentence_to_index"][0])
@@ -141,11 +97,11 @@ def test_existing_outputs_are_refused_naming_the_file(tmp_path, text_file, tiny_
     old = tmp_path / "old.json"
     old.write_text("keep", encoding="utf-8")
     ck = ["--checkpoint", str(tiny_checkpoint)]
-    cases = [["contexts", "--word", "bank", "--sentences", str(text_file), "--json", str(old)],
-             ["project", str(text_file), "--csv", str(old), "--method", "pca"],
-             ["layers", str(text_file), "--json", str(old)],
+    cases = [["contexts", "--word", "bank", "--sentences", str(text_file), "--json", "-o", str(old)],
+             ["project", str(text_file), "-o", str(old), "--method", "pca"],
+             ["layers", str(text_file), "--json", "-o", str(old)],
              ["probe", "--task", "tsv", "--train", str(text_file), "--out", str(old)],
-             ["export", "vectors", str(text_file), str(old), "--format", "csv"]]
+             ["export", "vectors", str(text_file), "-o", str(old), "--format", "csv"]]
     for argv in cases:
         assert main(argv + ck) == 1, argv
         err = capsys.readouterr().err
@@ -167,10 +123,10 @@ def test_absent_word_exits_1_with_did_you_mean(tmp_path, text_file, tiny_checkpo
     assert main(["contexts", "--word", "Bank", "--ignore-case", "--sentences", str(text_file)]
                 + ck) == 0
     assert "'Bank': 2 occurrences" in capsys.readouterr().out
-    assert main(["export", "vectors", str(text_file), str(tmp_path / "v.npz"), "--word", "rivr"]
+    assert main(["export", "vectors", str(text_file), "-o", str(tmp_path / "v.npz"), "--word", "rivr"]
                 + ck) == 1
     assert "did you mean 'river'?" in capsys.readouterr().err
-    assert main(["project", str(text_file), "--csv", str(tmp_path / "c.csv"), "--words",
+    assert main(["project", str(text_file), "-o", str(tmp_path / "c.csv"), "--words",
                  "bank,shee"] + ck) == 1
     assert "'shee' does not occur in the sentences; did you mean 'She'?" in \
         capsys.readouterr().err
@@ -180,7 +136,7 @@ def test_absent_word_exits_1_with_did_you_mean(tmp_path, text_file, tiny_checkpo
 def test_results_on_stdout_logs_on_stderr(tmp_path, text_file, tiny_checkpoint, capsys):
     ck = ["--checkpoint", str(tiny_checkpoint)]
     out = tmp_path / "c.csv"
-    assert main(["project", str(text_file), "--csv", str(out), "--method", "pca"] + ck) == 0
+    assert main(["project", str(text_file), "-o", str(out), "--method", "pca"] + ck) == 0
     cap = capsys.readouterr()
     assert cap.out == "" and f"wrote {out}" in cap.err and out.is_file()
     tsv = tmp_path / "pos.tsv"
@@ -196,12 +152,12 @@ def test_results_on_stdout_logs_on_stderr(tmp_path, text_file, tiny_checkpoint, 
 
 
 def test_info_readable_and_json(tiny_checkpoint, capsys):
-    assert main(["info", str(tiny_checkpoint)]) == 0
+    assert main(["info", "--checkpoint", str(tiny_checkpoint)]) == 0
     text = capsys.readouterr().out
     assert "architecture" in text and "biLSTM       2 layers, cell 32, projection 16" in text
     assert "output       3 layers (0 = token layer) × 32 dims" in text
     assert not text.lstrip().startswith("{")
-    assert main(["info", str(tiny_checkpoint), "--json"]) == 0
+    assert main(["info", "--checkpoint", str(tiny_checkpoint), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["options"]["lstm_dim"] == 32 and d["parameter_counts"]["total"] > 0
 
@@ -209,23 +165,23 @@ def test_info_readable_and_json(tiny_checkpoint, capsys):
 def test_export_vectors_to_a_tsv_name_writes_files(tmp_path, text_file, tiny_checkpoint, capsys):
     ck = ["--checkpoint", str(tiny_checkpoint)]
     out = tmp_path / "vec.tsv"
-    assert main(["export", "vectors", str(text_file), str(out), "--format", "tsv", "--layers",
+    assert main(["export", "vectors", str(text_file), "-o", str(out), "--format", "tsv", "--layers",
                  "top", "--word", "bank"] + ck) == 0
     assert out.is_file() and (tmp_path / "vec.metadata.tsv").is_file()
     rows = out.read_text(encoding="utf-8").splitlines()
     assert len(rows) == 2 and len(rows[0].split("\t")) == 32
     meta = (tmp_path / "vec.metadata.tsv").read_text(encoding="utf-8").splitlines()
     assert meta[0] == "word\tsentence\ttoken\tcontext" and meta[1].startswith("bank\t0\t4\t")
-    assert main(["export", "vectors", str(text_file), str(out), "--layers", "top"] + ck) == 1
+    assert main(["export", "vectors", str(text_file), "-o", str(out), "--layers", "top"] + ck) == 1
     assert f"{out} exists" in capsys.readouterr().err
-    assert main(["export", "vectors", str(text_file), str(out), "--layers", "each", "--force"]
+    assert main(["export", "vectors", str(text_file), "-o", str(out), "--layers", "all", "--force"]
                 + ck) == 0
     assert sorted(p.name for p in tmp_path.glob("vec.*")) == [
         "vec.layer0.tsv", "vec.layer1.tsv", "vec.layer2.tsv", "vec.metadata.tsv", "vec.tsv"]
     folder = tmp_path / "projector"
     old = os.umask(0o022)
     try:
-        assert main(["export", "vectors", str(text_file), str(folder), "--layers", "top"] + ck) == 0
+        assert main(["export", "vectors", str(text_file), "-o", str(folder), "--layers", "top"] + ck) == 0
     finally:
         os.umask(old)
     assert stat.S_IMODE(folder.stat().st_mode) == 0o755
@@ -249,10 +205,11 @@ def test_contexts_reads_groups_and_neighbours_match_the_apps(tmp_path, tiny_chec
     nb_csv = tmp_path / "nb.csv"
     js = tmp_path / "s.json"
     assert main(["contexts", "--word", "bank", "--sentences", str(f), "--neighbours", "4",
-                 "--neighbours-csv", str(nb_csv), "--json", str(js), "--device", "cpu",
+                 "--neighbours-csv", str(nb_csv), "--json", "-o", str(js), "--device", "cpu",
                  "--checkpoint", str(tiny_checkpoint)]) == 0
-    out = capsys.readouterr().out
-    views = json.loads(js.read_text(encoding="utf-8"))["views"]
+    assert capsys.readouterr().out == ""                      # -o FILE: the results there
+    doc = json.loads(js.read_text(encoding="utf-8"))
+    views = doc["views"]
     assert all(v["within"] is not None and v["between"] is not None for v in views.values())
     # the app's computation (elmo_explorer.views.contexts.neighbours), here without Qt
     model = load_checkpoint(tiny_checkpoint)
@@ -272,5 +229,6 @@ def test_contexts_reads_groups_and_neighbours_match_the_apps(tmp_path, tiny_chec
         assert abs(float(g[2]) - float(e[2])) < 1e-5
     sentence_words = {t for s in tokens for t in s}
     assert any(w not in sentence_words for w, _ in table.words)   # the vocabulary was used
-    assert ", ".join(f"{w} ({s:.3f})" for w, s in table.words) in out
+    assert [(n["word"], n["score"]) for n in doc["neighbours"]["layer0"]] == [
+        (w, round(s, 6)) for w, s in table.words]
 

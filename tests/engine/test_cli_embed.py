@@ -27,7 +27,7 @@ def test_embed_hdf5_layout_and_stateful_reference(sentences_file, tmp_path):
     inp, order = sentences_file
     out = tmp_path / "out.hdf5"
     ckpt = str(FIXTURES / "bilm-tf" / "model")
-    assert main(["embed", str(inp), str(out), "--checkpoint", ckpt, "--stateful",
+    assert main(["embed", str(inp), "-o", str(out), "--checkpoint", ckpt, "--stateful",
                  "--batch-size", "3", "--pretokenized"]) == 0
     with h5py.File(out, "r") as fh:
         assert len(fh) == 31
@@ -46,10 +46,10 @@ def test_embed_layers_and_npz(sentences_file, tmp_path, layers, shape):
     inp, order = sentences_file
     out = tmp_path / "out.npz"
     ckpt = str(FIXTURES / "allennlp")
-    assert main(["embed", str(inp), str(out), "--checkpoint", ckpt, "--layers", layers,
+    assert main(["embed", str(inp), "-o", str(out), "--checkpoint", ckpt, "--layers", layers,
                  "--pretokenized"]) == 0
     full = tmp_path / "full.hdf5"
-    assert main(["embed", str(inp), str(full), "--checkpoint", ckpt, "--pretokenized"]) == 0
+    assert main(["embed", str(inp), "-o", str(full), "--checkpoint", ckpt, "--pretokenized"]) == 0
     with np.load(out, allow_pickle=False) as z, h5py.File(full, "r") as fh:
         arr = z["3"]
         assert arr.shape == (len(order[3].split()), 32)
@@ -63,13 +63,13 @@ def test_bad_input_messages(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"\n \n")
     out = tmp_path / "o.hdf5"
-    assert main(["embed", str(bad), str(out), "--checkpoint", ckpt]) == 1
+    assert main(["embed", str(bad), "-o", str(out), "--checkpoint", ckpt]) == 1
     assert "bad.txt: no sentences in the file" in capsys.readouterr().err
     bad.write_bytes(b"ok\n\xff\xfe bytes\n")
-    assert main(["embed", str(bad), str(out), "--checkpoint", ckpt]) == 1
+    assert main(["embed", str(bad), "-o", str(out), "--checkpoint", ckpt]) == 1
     assert "bad.txt:2: not valid UTF-8" in capsys.readouterr().err
     bad.write_text("a fine line\n", encoding="utf-8")
-    assert main(["embed", str(bad), str(out), "--checkpoint", str(tmp_path)]) == 1
+    assert main(["embed", str(bad), "-o", str(out), "--checkpoint", str(tmp_path)]) == 1
     assert "cannot find" in capsys.readouterr().err
     assert not out.exists() and not list(tmp_path.glob("*.part"))
 
@@ -83,14 +83,14 @@ def test_interrupted_run_leaves_no_output(sentences_file, tmp_path, monkeypatch)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(embedder.Embedder, "embed", boom)
-    assert main(["embed", str(inp), str(out), "--checkpoint", str(FIXTURES / "allennlp")]) == 130
+    assert main(["embed", str(inp), "-o", str(out), "--checkpoint", str(FIXTURES / "allennlp")]) == 130
     assert not out.exists() and not list(tmp_path.glob(".out*"))
 
 
 def test_entry_point_runs_as_a_program(sentences_file, tmp_path):
     inp, _ = sentences_file
     out = tmp_path / "o.hdf5"
-    r = subprocess.run([sys.executable, "-m", "elmo_explorer.entry", "embed", str(inp), str(out),
+    r = subprocess.run([sys.executable, "-m", "elmo_explorer.entry", "embed", str(inp), "-o", str(out),
                         "--checkpoint", str(FIXTURES / "allennlp"), "--tokenize"],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

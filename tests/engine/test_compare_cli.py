@@ -31,11 +31,10 @@ def test_contexts_command(fixtures_dir, sentences, tmp_path, capsys):
                   str(fixtures_dir / "allennlp"), "--groups", "river,money,river", "--correct",
                   "--neighbours", "3", "--matrices", str(tmp_path / "m.csv"), "--vectors",
                   str(tmp_path / "v.npz"), "--neighbours-csv", str(tmp_path / "n.csv"),
-                  "--json", str(tmp_path / "s.json")])
+                  "--json"])
     assert compare_cli.run(args) == 0
-    out = capsys.readouterr().out
-    assert "'bank': 3 occurrences in 3 sentences" in out and "layer 2:" in out
-    summary = json.loads((tmp_path / "s.json").read_text())
+    summary = json.loads(capsys.readouterr().out)            # --json: the document alone
+    assert summary["occurrences"] == 3 and len(summary["neighbours"]["layer 2"]) == 3
     mats = read_matrices_csv(tmp_path / "m.csv")
     m2 = mats["layer 2"]            # ordered by group: river (sentences 1, 3), then money
     assert summary["views"]["layer 2"]["within"] == pytest.approx(m2[0, 1], abs=1e-5)
@@ -53,6 +52,6 @@ def test_contexts_command_errors(fixtures_dir, sentences):
     with pytest.raises(InputError, match="2 labels for 3 occurrences"):
         compare_cli.run(args)
     args = parse(["--word", "bank", "--sentences", str(sentences), "--checkpoint",
-                  str(fixtures_dir / "allennlp"), "--weights", "1,x,1"])
-    with pytest.raises(InputError, match="--weights"):
+                  str(fixtures_dir / "allennlp"), "--mix-weights", "1,x,1"])
+    with pytest.raises(InputError, match="--mix-weights"):
         compare_cli.run(args)

@@ -63,7 +63,7 @@ def answers(folder: Path, k: int = 5) -> tuple:
 def small(tmp_path_factory):
     d = tmp_path_factory.mktemp("index")
     corpus = write_corpus(d / "corpus.txt", 30)
-    assert build(corpus, d / "ix", "--layers", "0,1,2") == 0
+    assert build(corpus, d / "ix", "--layer", "0,1,2") == 0
     return corpus, d / "ix"
 
 
@@ -81,7 +81,7 @@ def test_layout_and_manifest(small):
         np.testing.assert_allclose(norms, 1.0, atol=2e-3)
     assert not list((ix / "shards").glob("*.npy"))            # removed once complete
     assert main(["index", str(corpus), "--out", str(ix), "--checkpoint", str(TINY),
-                 "--shard-size", "7", "--layers", "0,1,2"]) == 0   # complete: nothing to do
+                 "--shard-size", "7", "--layer", "0,1,2"]) == 0   # complete: nothing to do
 
 
 @pytest.mark.parametrize("any_word", [False, True])
@@ -123,8 +123,8 @@ def test_another_model_is_refused(small, tmp_path, capsys):
                  str(REPO / "resources" / "demo_model")]) == 1
     assert "another model" in capsys.readouterr().err
     out = tmp_path / "ix"
-    assert build(corpus, out, "--layers", "1") == 0
-    assert build(corpus, out, "--layers", "1",
+    assert build(corpus, out, "--layer", "1") == 0
+    assert build(corpus, out, "--layer", "1",
                  checkpoint=REPO / "resources" / "demo_model") == 1
     assert "was built with another model" in capsys.readouterr().err
 
@@ -155,7 +155,7 @@ def test_sigkill_at_three_moments_then_resume_gives_the_same_index(small, tmp_pa
     corpus, reference = small
     out = tmp_path / "ix"
     cmd = _cli("index", str(corpus), "--out", str(out), "--checkpoint", str(TINY),
-               "--shard-size", "7", "--layers", "0,1,2", "--device", "cpu")
+               "--shard-size", "7", "--layer", "0,1,2", "--device", "cpu")
     shards = out / "shards"
     # kill once one shard is whole, once a shard's vectors are there without its JSON (the
     # moment inside a shard, made by hand since it is too short to hit), once joining started
@@ -188,7 +188,7 @@ def test_torchrun_two_processes_merged_answer_as_one(small, tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
            "--nproc-per-node", "2", "-m", "elmo_engine.cli", "index", str(corpus), "--out",
            str(tmp_path / "two"), "--checkpoint", str(TINY), "--shard-size", "7",
-           "--layers", "0,1,2", "--device", "cpu"]
+           "--layer", "0,1,2", "--device", "cpu"]
     proc = subprocess.run(cmd, cwd=REPO, env=_env(), capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -205,7 +205,7 @@ def test_merge_joins_the_parts_of_separate_nodes(small, tmp_path, monkeypatch):
         monkeypatch.setattr(dist, "setup", lambda r=rank: dist.Ranks(r, 2, 0))
         monkeypatch.setattr(dist, "barrier", lambda ranks: None)
         monkeypatch.setattr(dist, "all_ok", lambda ranks, ok: ok)
-        assert build(corpus, tmp_path / f"node{rank}", "--layers", "0,1,2") == 0
+        assert build(corpus, tmp_path / f"node{rank}", "--layer", "0,1,2") == 0
     assert not read_manifest(tmp_path / "node0").complete           # node 1's shards missing
     assert main(["index", "--merge", str(tmp_path / "node0"), str(tmp_path / "node1"),
                  "--out", str(tmp_path / "merged")]) == 0

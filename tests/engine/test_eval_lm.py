@@ -53,13 +53,13 @@ def test_eval_lm_matches_the_trainers_dev_perplexity(trained, capsys):
     for k in ("fwd", "bwd", "mean"):
         assert got[k] == pytest.approx(want[k], rel=1e-3), k
     assert 0.0 <= got["oov_rate"] < 0.05 and got["vocab_size"] > 10
-    code = cli_main(["eval-lm", str(model), str(root / "dev_a.txt"), "--json", "--no-progress",
+    code = cli_main(["eval-lm", str(root / "dev_a.txt"), "--checkpoint", str(model), "--json", "--no-progress",
                      "--batch-size", "4", "--unroll", "5", "--device", "cpu"])
     out = capsys.readouterr().out
     doc = json.loads(out)
     assert code == 0 and doc["mean"] == pytest.approx(got["mean"], rel=1e-9)
     assert math.isclose(doc["mean"], (doc["fwd"] + doc["bwd"]) / 2)
-    code = cli_main(["eval-lm", str(model), str(root / "dev_a.txt"), "--no-progress",
+    code = cli_main(["eval-lm", str(root / "dev_a.txt"), "--checkpoint", str(model), "--no-progress",
                      "--batch-size", "4", "--unroll", "5", "--device", "cpu"])
     line = capsys.readouterr().out.strip()
     assert code == 0 and line.count("\n") == 0 and f"mean {got['mean']:.2f}" in line
@@ -67,7 +67,7 @@ def test_eval_lm_matches_the_trainers_dev_perplexity(trained, capsys):
 
 def test_published_files_have_no_softmax(tmp_path, capsys):
     text = write_corpus(tmp_path / "t.txt", 5, seed=1)
-    code = cli_main(["eval-lm", str(FIXTURE), str(text), "--no-progress", "--device", "cpu"])
+    code = cli_main(["eval-lm", str(text), "--checkpoint", str(FIXTURE), "--no-progress", "--device", "cpu"])
     err = capsys.readouterr().err.strip()
     assert code == 1 and err.count("\n") == 0
     assert "no softmax" in err and "published" in err and "allennlp" in err

@@ -31,15 +31,15 @@ def text_file(tmp_path):
 
 def test_vectors_hdf5_and_word_selection(tmp_path, text_file, tiny_checkpoint, capsys):
     out = tmp_path / "v.hdf5"
-    assert main(["export", "vectors", str(text_file), str(out), "--checkpoint",
-                 str(tiny_checkpoint), "--layers", "each", "--device", "cpu"]) == 0
+    assert main(["export", "vectors", str(text_file), "-o", str(out), "--checkpoint",
+                 str(tiny_checkpoint), "--layers", "all", "--device", "cpu"]) == 0
     with h5py.File(out, "r") as fh:
         assert fh["0"].shape == (3, 9, 32) and fh["2"].shape == (3, 3, 32)
         assert json.loads(fh["sentence_to_index"][0])["bank loans rose"] == "2"
         first = fh["1"][()]
     assert "wrote 18 vectors of 3 sentences" in capsys.readouterr().err
     sel = tmp_path / "bank.csv"
-    assert main(["export", "vectors", str(text_file), str(sel), "--checkpoint", str(tiny_checkpoint),
+    assert main(["export", "vectors", str(text_file), "-o", str(sel), "--checkpoint", str(tiny_checkpoint),
                  "--layers", "mix", "--mix-weights", "0,0,1", "--mix-gamma", "2", "--word", "bank",
                  "--device", "cpu"]) == 0
     with open(sel, encoding="utf-8", newline="") as fh:
@@ -52,16 +52,16 @@ def test_vectors_hdf5_and_word_selection(tmp_path, text_file, tiny_checkpoint, c
 def test_vectors_refuses_existing_and_bad_options(tmp_path, text_file, tiny_checkpoint, capsys):
     out = tmp_path / "v.npz"
     out.write_bytes(b"old")
-    args = ["export", "vectors", str(text_file), str(out), "--checkpoint", str(tiny_checkpoint)]
+    args = ["export", "vectors", str(text_file), "-o", str(out), "--checkpoint", str(tiny_checkpoint)]
     assert main(args) == 1
     assert f"{out} exists; pass --force" in capsys.readouterr().err and out.read_bytes() == b"old"
     assert main(args + ["--force", "--layers", "top", "--device", "cpu"]) == 0
     with np.load(out, allow_pickle=False) as z:
         assert z["0"].shape == (9, 32)
-    assert main(["export", "vectors", str(text_file), str(tmp_path / "m.npz"), "--checkpoint",
+    assert main(["export", "vectors", str(text_file), "-o", str(tmp_path / "m.npz"), "--checkpoint",
                  str(tiny_checkpoint), "--layers", "mix", "--mix-weights", "1,2"]) == 1
     assert "one weight per layer: 3 expected, got 2" in capsys.readouterr().err
-    assert main(["export", "vectors", str(text_file), str(tmp_path / "w.npz"), "--checkpoint",
+    assert main(["export", "vectors", str(text_file), "-o", str(tmp_path / "w.npz"), "--checkpoint",
                  str(tiny_checkpoint), "--word", "nowhere", "--device", "cpu"]) == 1
     assert "'nowhere' does not occur" in capsys.readouterr().err
     assert not (tmp_path / "m.npz").exists() and not (tmp_path / "w.npz").exists()
@@ -84,7 +84,7 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
             {"sentence": i, "token": t, "group": g} for i, t, g in GROUPS]}}},
         probe_runs=[_probe_run()]))
     out = tmp_path / "report"
-    assert main(["export", "report", str(ws), str(out), "--device", "cpu"]) == 0
+    assert main(["export", "report", str(ws), "-o", str(out), "--device", "cpu"]) == 0
     assert "wrote a report with" in capsys.readouterr().err
     tables = sorted(p.name for p in (out / "tables").iterdir())
     assert tables == ["contexts_occurrences.csv", "contexts_similarity_layer0.csv",
@@ -123,7 +123,7 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
     assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~mask              # not mkdtemp's 0700
     assert stat.S_IMODE((out / "report.html").stat().st_mode) == 0o666 & ~mask
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
-    assert main(["export", "report", str(ws), str(out)]) == 1                # exists, no --force
+    assert main(["export", "report", str(ws), "-o", str(out)]) == 1                # exists, no --force
     assert "pass --force" in capsys.readouterr().err
 
 
@@ -131,8 +131,8 @@ def test_report_with_moved_checkpoint(tmp_path, tiny_checkpoint, capsys):
     ws = tmp_path / "a.elmows.json"
     save_workspace(ws, WorkspaceData(sentences=SENTENCES,
                                      checkpoint=CheckpointRef(str(tmp_path / "gone"), "00")))
-    assert main(["export", "report", str(ws), str(tmp_path / "r")]) == 1
+    assert main(["export", "report", str(ws), "-o", str(tmp_path / "r")]) == 1
     assert "was not found (moved?); pass --checkpoint" in capsys.readouterr().err
-    assert main(["export", "report", str(ws), str(tmp_path / "r"), "--checkpoint",
+    assert main(["export", "report", str(ws), "-o", str(tmp_path / "r"), "--checkpoint",
                  str(tiny_checkpoint), "--device", "cpu"]) == 0
     assert (tmp_path / "r" / "report.html").is_file() and not (tmp_path / "r" / "tables").exists()

@@ -50,7 +50,7 @@ def test_cli_refuses_an_over_long_line(tmp_path, capsys):
     inp = tmp_path / "in.txt"
     inp.write_text("short line\n" + " ".join(["w"] * (MAX_SENTENCE_TOKENS + 1)) + "\n")
     out = tmp_path / "out.hdf5"
-    assert cli.main(["embed", str(inp), str(out), "--checkpoint", str(FIXTURES / "allennlp")]) == 1
+    assert cli.main(["embed", str(inp), "-o", str(out), "--checkpoint", str(FIXTURES / "allennlp")]) == 1
     err = capsys.readouterr().err
     assert "error" in err and "limit" in err and "Traceback" not in err
     assert not out.exists() and not list(tmp_path.glob(".*part"))
@@ -206,7 +206,7 @@ def test_embed_output_on_a_full_disk_leaves_nothing(tmp_path, sentence_file, cap
         real_add(self, key, arr)
 
     monkeypatch.setattr(EmbeddingsWriter, "add", add)
-    code = cli.main(["embed", str(sentence_file), str(out), "--checkpoint",
+    code = cli.main(["embed", str(sentence_file), "-o", str(out), "--checkpoint",
                      str(FIXTURES / "allennlp")])
     err = capsys.readouterr().err
     assert code == 1, err
@@ -227,12 +227,12 @@ def test_embed_hits_a_real_file_size_limit(tmp_path, sentence_file):
     1 MB (EFBIG) while the ~1.5 MB output is written; an existing output stays intact."""
     out = tmp_path / "out.hdf5"
     ckpt = str(FIXTURES / "allennlp")
-    assert cli.main(["embed", str(sentence_file), str(out), "--checkpoint", ckpt,
+    assert cli.main(["embed", str(sentence_file), "-o", str(out), "--checkpoint", ckpt,
                      "--layers", "top"]) == 0
     before = out.read_bytes()
     assert len(before) < 900_000
     run = subprocess.run([sys.executable, "-m", "elmo_explorer.entry", "embed", str(sentence_file),
-                          str(out), "--checkpoint", ckpt, "--force"], cwd=REPO, capture_output=True,
+                          "-o", str(out), "--checkpoint", ckpt, "--force"], cwd=REPO, capture_output=True,
                          text=True, preexec_fn=_limit_file_size(1 << 20), timeout=300)
     assert run.returncode == 1, run.stderr[-2000:]
     assert "File too large" in run.stderr and str(out) in run.stderr

@@ -69,7 +69,7 @@ def test_chunk_larger_than_its_dataset_is_refused_before_reading(tmp_path, capsy
                                dtype="f4", compression="gzip")
         ds.id.write_direct_chunk((0,), _zeros_deflated(big * 4))
     before = _peak_kb()
-    code, err = cli(["info", d], capsys)
+    code, err = cli(["info", "--checkpoint", d], capsys)
     assert code == 1 and "chunks larger than the dataset" in err and "CNN/b_cnn_0" in err
     assert _peak_kb() - before < 100_000              # nothing near the chunk's size allocated
 
@@ -107,7 +107,7 @@ def test_external_link_to_a_non_hdf5_file_is_named(tmp_path, capsys):
     with h5py.File(d / "lm_weights.hdf5", "r+") as fh:
         del fh["char_embed"]
         fh["char_embed"] = h5py.ExternalLink("notes.txt", "/char_embed")
-    code, err = cli(["info", d], capsys)
+    code, err = cli(["info", "--checkpoint", d], capsys)
     assert code == 1 and "external link to 'notes.txt'" in err and "missing dataset" not in err
 
 
@@ -117,7 +117,7 @@ def test_thousands_of_nested_groups_end_at_a_depth_limit(tmp_path, capsys):
         g = fh.create_group("deep")
         for _ in range(4000):
             g = g.create_group("g")
-    code, err = cli(["info", d], capsys)
+    code, err = cli(["info", "--checkpoint", d], capsys)
     assert code == 1 and "nests groups implausibly deep" in err
 
 
@@ -154,7 +154,7 @@ def test_max_characters_per_token_is_bounded(tmp_path, capsys):
     opts = json.loads((d / "options.json").read_text())
     opts["char_cnn"]["max_characters_per_token"] = 1048576
     (d / "options.json").write_text(json.dumps(opts))
-    code, err = cli(["info", d], capsys)
+    code, err = cli(["info", "--checkpoint", d], capsys)
     assert code == 1 and "max_characters_per_token" in err and str(MAX_CHARACTERS_PER_TOKEN) in err
     opts["char_cnn"]["max_characters_per_token"] = 4          # narrower than a 5-wide filter
     (d / "options.json").write_text(json.dumps(opts))
@@ -165,11 +165,11 @@ def test_max_characters_per_token_is_bounded(tmp_path, capsys):
 # ---- text inputs ------------------------------------------------------------------------------
 @pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
 def test_embed_refuses_devices_and_fifos(tmp_path, capsys):
-    code, err = cli(["embed", "/dev/zero", tmp_path / "o.hdf5", "--checkpoint", SOURCE], capsys)
+    code, err = cli(["embed", "/dev/zero", "-o", tmp_path / "o.hdf5", "--checkpoint", SOURCE], capsys)
     assert code == 1 and "/dev/zero" in err and "device" in err
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    code, err = cli(["embed", fifo, tmp_path / "o.hdf5", "--checkpoint", SOURCE], capsys)
+    code, err = cli(["embed", fifo, "-o", tmp_path / "o.hdf5", "--checkpoint", SOURCE], capsys)
     assert code == 1 and "FIFO" in err
     assert not (tmp_path / "o.hdf5").exists()
 
@@ -245,17 +245,17 @@ def test_an_output_never_replaces_an_input(tmp_path, capsys):
     hard = tmp_path / "hard.txt"
     os.link(text, hard)
     for out in (text, link, hard):
-        code, err = cli(["embed", text, out, "--checkpoint", SOURCE], capsys)
+        code, err = cli(["embed", text, "-o", out, "--checkpoint", SOURCE], capsys)
         assert code == 1 and "is also an input" in err and str(out) in err
-    code, err = cli(["embed", text, tmp_path / "w.hdf5", "--checkpoint", SOURCE / "lm_weights.hdf5"],
+    code, err = cli(["embed", text, "-o", tmp_path / "w.hdf5", "--checkpoint", SOURCE / "lm_weights.hdf5"],
                     capsys)
     assert code == 0
     weights = tmp_path / "ck" / "lm_weights.hdf5"
     ckpt(tmp_path)
-    code, err = cli(["embed", text, weights, "--checkpoint", tmp_path / "ck"], capsys)
+    code, err = cli(["embed", text, "-o", weights, "--checkpoint", tmp_path / "ck"], capsys)
     assert code == 1 and "is also an input" in err
     ws = workspace(tmp_path)
-    code, err = cli(["export", "report", ws, tmp_path, "--force"], capsys)
+    code, err = cli(["export", "report", ws, "-o", tmp_path, "--force"], capsys)
     assert code == 1 and "holds an input" in err
     assert text.read_text(encoding="utf-8") == "the bank\n"
     assert (weights.read_bytes() == (SOURCE / "lm_weights.hdf5").read_bytes())
@@ -266,12 +266,12 @@ def test_a_folder_as_output_is_named_and_a_mode_is_kept(tmp_path, capsys):
     text.write_text("the bank\n", encoding="utf-8")
     folder = tmp_path / "out.hdf5"
     folder.mkdir()
-    code, err = cli(["embed", text, folder, "--checkpoint", SOURCE], capsys)
+    code, err = cli(["embed", text, "-o", folder, "--checkpoint", SOURCE], capsys)
     assert code == 1 and str(folder) in err and ".part" not in err
     out = tmp_path / "keep.hdf5"
     out.write_bytes(b"old")
     os.chmod(out, 0o600)
-    code, _ = cli(["embed", text, out, "--checkpoint", SOURCE, "--format", "hdf5", "--force"],
+    code, _ = cli(["embed", text, "-o", out, "--checkpoint", SOURCE, "--format", "hdf5", "--force"],
                   capsys)
     assert code == 0 and stat.S_IMODE(out.stat().st_mode) == 0o600
     with h5py.File(out, "r") as fh:
@@ -316,7 +316,7 @@ def test_bad_probe_runs_are_named_key_by_key(tmp_path, capsys, change, key):
     run = copy.deepcopy(probe_run())
     change(run)
     path = workspace(tmp_path, probe_runs=[run])
-    code, err = cli(["export", "report", path, tmp_path / "rep", "--checkpoint", SOURCE], capsys)
+    code, err = cli(["export", "report", path, "-o", tmp_path / "rep", "--checkpoint", SOURCE], capsys)
     assert code == 1 and "probe_runs[0]" in err and f"'{key}'" in err
     assert not (tmp_path / "rep").exists()
 
@@ -330,7 +330,7 @@ def test_views_nested_900_deep(tmp_path, capsys):
     path = tmp_path / "w.elmows.json"
     path.write_text(json.dumps({"format": "elmo-explorer-workspace", "version": 1,
                                 "sentences": ["the bank"], "views": {"contexts": deep}}))
-    code, err = cli(["export", "report", path, tmp_path / "rep", "--checkpoint", SOURCE], capsys)
+    code, err = cli(["export", "report", path, "-o", tmp_path / "rep", "--checkpoint", SOURCE], capsys)
     assert code == 1 and "nested deeper than 32 levels" in err
 
 
@@ -352,7 +352,7 @@ def test_npz_header_that_lies_about_its_shape(tmp_path, capsys):
     with pytest.raises(InputError, match=r"declares shape \(10000000000,\)"):
         load_workspace(path)
     assert _peak_kb() - before < 50_000
-    code, err = cli(["export", "report", path, tmp_path / "rep", "--checkpoint", SOURCE], capsys)
+    code, err = cli(["export", "report", path, "-o", tmp_path / "rep", "--checkpoint", SOURCE], capsys)
     assert code == 1 and "declares shape" in err
 
 
@@ -393,12 +393,12 @@ def test_memory_error_anywhere_is_one_line_and_a_logged_traceback(tmp_path, caps
         raise MemoryError()
 
     monkeypatch.setattr(info, "run", boom)
-    code, err = cli(["info", SOURCE], capsys)
+    code, err = cli(["info", "--checkpoint", SOURCE], capsys)
     assert code == 1 and "out of memory" in err and "cli-errors.log" in err
     log = (tmp_path / "logs" / "cli-errors.log").read_text()
     assert "Traceback" in log and "MemoryError" in log and "in boom" in log
     monkeypatch.setattr(info, "run", lambda args: {}["missing"])
-    code, err = cli(["info", SOURCE], capsys)
+    code, err = cli(["info", "--checkpoint", SOURCE], capsys)
     assert code == 1 and "unexpected KeyError" in err
 
 
@@ -419,13 +419,13 @@ def test_probe_train_and_test_keys_of_one_file_stay_apart(tmp_path, monkeypatch)
 
 
 @pytest.mark.parametrize("argv", [
-    ["embed", "{x}", "{x}"],
-    ["export", "vectors", "{x}", "{x}", "--force"],
-    ["contexts", "--word", "bank", "--sentences", "{x}", "--json", "{x}"],
-    ["project", "{x}", "--csv", "{x}"],
-    ["layers", "{x}", "--json", "{x}"],
+    ["embed", "{x}", "-o", "{x}"],
+    ["export", "vectors", "{x}", "-o", "{x}", "--force"],
+    ["contexts", "--word", "bank", "--sentences", "{x}", "--json", "-o", "{x}"],
+    ["project", "{x}", "-o", "{x}"],
+    ["layers", "{x}", "--json", "-o", "{x}"],
     ["probe", "--task", "tsv", "--train", "{x}", "--test", "{y}", "--out", "{y}"],
-    ["contexts", "--word", "bank", "--json", "{z}", "--matrices", "{z}"],
+    ["contexts", "--word", "bank", "--json", "-o", "{z}", "--matrices", "{z}"],
 ])
 def test_same_path_arguments_are_refused_before_anything_runs(tmp_path, capsys, argv):
     x, y = tmp_path / "x.txt", tmp_path / "y.txt"

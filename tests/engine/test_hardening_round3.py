@@ -25,7 +25,7 @@ def test_report_never_replaces_the_workspace_checkpoint_folder(tmp_path, capsys)
     (ck / "NOTES.txt").write_text("my notes\n", encoding="utf-8")
     before = snapshot(ck)
     ws = workspace(tmp_path, ck)
-    code, err = cli(["export", "report", ws, ck, "--force"], capsys)
+    code, err = cli(["export", "report", ws, "-o", ck, "--force"], capsys)
     assert code == 1 and str(ck) in err
     assert snapshot(ck) == before
 
@@ -36,18 +36,18 @@ def test_report_never_replaces_a_model_folder_or_the_current_folder(tmp_path, ca
     other = ckpt(tmp_path, "other")                  # a model the workspace does not name
     before = snapshot(other)
     ws = workspace(tmp_path, ck)
-    code, err = cli(["export", "report", ws, other, "--force"], capsys)
+    code, err = cli(["export", "report", ws, "-o", other, "--force"], capsys)
     assert code == 1 and "holds" in err and str(other) in err
     assert snapshot(other) == before
     here = tmp_path / "here"
     here.mkdir()
     (here / "keep.txt").write_text("keep\n", encoding="utf-8")
     monkeypatch.chdir(here)
-    code, err = cli(["export", "report", ws, ".", "--force"], capsys)
+    code, err = cli(["export", "report", ws, "-o", ".", "--force"], capsys)
     assert code == 1 and "current folder" in err
-    code, err = cli(["export", "report", ws, tmp_path, "--force"], capsys)
+    code, err = cli(["export", "report", ws, "-o", tmp_path, "--force"], capsys)
     assert code == 1 and ("current folder" in err or "holds an input" in err)
-    code, err = cli(["export", "report", ws, "."], capsys)
+    code, err = cli(["export", "report", ws, "-o", "."], capsys)
     assert code == 1 and ("exists" in err or "current folder" in err)
     assert (here / "keep.txt").read_text(encoding="utf-8") == "keep\n"
 
@@ -57,7 +57,7 @@ def test_report_still_replaces_an_old_report(tmp_path, capsys):
     ws = workspace(tmp_path, ck)
     out = tmp_path / "report"
     for _ in range(2):
-        code, err = cli(["export", "report", ws, out, "--force", "--word", "bank"], capsys)
+        code, err = cli(["export", "report", ws, "-o", out, "--force", "--word", "bank"], capsys)
         assert code == 0, err
     assert (out / "report.md").is_file()
 
@@ -79,20 +79,20 @@ def test_train_lm_list_inputs_are_guarded(tmp_path, capsys):
 def test_export_vectors_implied_metadata_file_is_guarded(tmp_path, capsys):
     src = tmp_path / "X.metadata.tsv"
     src.write_text("the bank\nthe river bank\n", encoding="utf-8")
-    code, err = cli(["export", "vectors", src, tmp_path / "X.tsv", "--force", "--layers", "top",
+    code, err = cli(["export", "vectors", src, "-o", tmp_path / "X.tsv", "--force", "--layers", "top",
                      "--checkpoint", SOURCE], capsys)
     assert code == 1 and "is also an input" in err and "X.metadata.tsv" in err
     src2 = tmp_path / "Y.layer1.tsv"
     src2.write_text("the bank\n", encoding="utf-8")
-    code, err = cli(["export", "vectors", src2, tmp_path / "Y.tsv", "--force",
+    code, err = cli(["export", "vectors", src2, "-o", tmp_path / "Y.tsv", "--force",
                      "--checkpoint", SOURCE], capsys)
     assert code == 1 and "is also an input" in err
     assert src.read_text(encoding="utf-8") == "the bank\nthe river bank\n"
 
 
 @pytest.mark.parametrize("argv", [
-    ["contexts", "--word", "bank", "--json", "{demo}", "--force"],
-    ["layers", "--json", "{ref}", "--force"],
+    ["contexts", "--word", "bank", "--json", "-o", "{demo}", "--force"],
+    ["layers", "--json", "-o", "{ref}", "--force"],
     ["probe", "--task", "demo-pos", "--out", "{task}", "--force"],
 ])
 def test_bundled_inputs_are_never_written(capsys, argv):
@@ -247,7 +247,7 @@ def test_nfc_per_piece_is_exact_on_text_and_bounded_on_runs_of_marks():
 def test_the_token_limit_comes_before_per_token_work(tmp_path, capsys):
     f = tmp_path / "long.txt"
     f.write_text("+" * 1_000_000 + "\n", encoding="utf-8")
-    code, err = cli(["embed", f, tmp_path / "o.hdf5", "--checkpoint", SOURCE], capsys)
+    code, err = cli(["embed", f, "-o", tmp_path / "o.hdf5", "--checkpoint", SOURCE], capsys)
     assert code == 1 and "long.txt:1" in err and "10000" in err
     f.write_text("\u0316\u0301" * 400_000 + "\n", encoding="utf-8")
     code, err = cli(["contexts", "--word", "x", "--sentences", f, "--checkpoint", SOURCE], capsys)
@@ -270,11 +270,11 @@ def test_fifos_are_refused_by_every_text_reader(tmp_path, fifo, capsys):
     good.write_text("the bank of the river .\n" * 30, encoding="utf-8")
     cases = [
         ["eval-lm", fifo],
-        ["embed", fifo, tmp_path / "o.hdf5"],
-        ["export", "vectors", fifo, tmp_path / "o.npz"],
+        ["embed", fifo, "-o", tmp_path / "o.hdf5"],
+        ["export", "vectors", fifo, "-o", tmp_path / "o.npz"],
         ["contexts", "--word", "bank", "--sentences", fifo],
         ["layers", fifo],
-        ["project", fifo, "--csv", tmp_path / "o.csv"],
+        ["project", fifo, "-o", tmp_path / "o.csv"],
         ["probe", "--task", "tsv", "--train", fifo, "--test", good, "--out", tmp_path / "o.json"],
     ]
     for argv in cases:
@@ -306,7 +306,7 @@ def test_a_workspace_checkpoint_that_is_a_fifo_or_a_device(tmp_path, capsys):
         ws = workspace(tmp_path, ck, f"{name}.elmows.json")
         loaded = load_workspace(ws)                      # the checksum is not read from it
         assert loaded.checkpoint_path is not None
-        code, err = cli(["export", "report", ws, tmp_path / f"r-{name}"], capsys)
+        code, err = cli(["export", "report", ws, "-o", tmp_path / f"r-{name}"], capsys)
         assert code == 1, err
         assert not (tmp_path / f"r-{name}").exists()
 
@@ -321,8 +321,8 @@ def test_gzip_bomb_stops_at_the_limit(tmp_path, capsys):
         for _ in range(MAX_FILE_BYTES // (22 << 16) + 2):
             fh.write(b"the bank of the river\n" * (1 << 16))  # > 16 MiB from ~100 kB
     assert bomb.stat().st_size < 500_000
-    for argv in (["embed", bomb, tmp_path / "o.hdf5"],
-                 ["export", "vectors", bomb, tmp_path / "o.npz"]):
+    for argv in (["embed", bomb, "-o", tmp_path / "o.hdf5"],
+                 ["export", "vectors", bomb, "-o", tmp_path / "o.npz"]):
         code, err = cli(argv + ["--checkpoint", SOURCE], capsys)
         assert code == 1 and "bomb.txt.gz" in err and "limit" in err
     assert not (tmp_path / "o.hdf5").exists()

@@ -48,7 +48,7 @@ def test_activations_of_a_big_text_are_capped(tmp_path):
     big = _corpus(tmp_path / "big.txt", 875_000)
     for argv in (["contexts", "--word", "the", "--sentences", big],
                  ["layers", big],
-                 ["export", "vectors", big, tmp_path / "v.npz"]):
+                 ["export", "vectors", big, "-o", tmp_path / "v.npz"]):
         code, err = run_capped(argv)
         assert code == 1, err
         line = err.strip().splitlines()[-1]
@@ -97,7 +97,7 @@ def test_a_sparse_2_gib_bilm_json_is_not_read_whole(tmp_path, capsys):
         fh.write(b'{"format": ')
         fh.truncate(2 << 30)                              # sparse: no disk used
     (d / "bilm.safetensors").write_bytes(b"\0" * 16)
-    code, err = cli(["info", d], capsys)
+    code, err = cli(["info", "--checkpoint", d], capsys)
     assert code == 1 and "bilm.json" in err and "larger than" in err
 
 
@@ -185,7 +185,8 @@ def _edit_options(tmp_path, change) -> Path:
 ])
 def test_options_that_cannot_work_are_refused_at_load(tmp_path, capsys, change, words):
     d = _edit_options(tmp_path, change)
-    for argv in (["info", d], ["embed", _text(tmp_path), tmp_path / "o.hdf5", "--checkpoint", d]):
+    for argv in (["info", "--checkpoint", d],
+                 ["embed", _text(tmp_path), "-o", tmp_path / "o.hdf5", "--checkpoint", d]):
         code, err = cli(argv, capsys)
         assert code == 1 and "options.json" in err and words in err, err
 
@@ -210,9 +211,10 @@ def test_finite_weights_that_overflow_are_refused_naming_the_layer(tmp_path, cap
         ds = fh[dataset]
         ds[...] = np.sign(ds[...] + 1e-3).astype(np.float32) * np.float32(3e38)
     text = _text(tmp_path)
-    for argv in (["info", d], ["embed", text, tmp_path / "o.hdf5", "--checkpoint", d],
+    for argv in (["info", "--checkpoint", d],
+                 ["embed", text, "-o", tmp_path / "o.hdf5", "--checkpoint", d],
                  ["contexts", "--word", "bank", "--sentences", text, "--checkpoint", d],
-                 ["layers", text, "--checkpoint", d, "--json", tmp_path / "l.json"]):
+                 ["layers", text, "--checkpoint", d, "--json", "-o", tmp_path / "l.json"]):
         code, err = cli(argv, capsys)
         assert code == 1 and "not finite" in err and layer in err and "lm_weights.hdf5" in err
     assert not (tmp_path / "o.hdf5").exists() and not (tmp_path / "l.json").exists()
@@ -233,7 +235,7 @@ def test_non_finite_vectors_never_reach_an_output():
 
 # ---- options -----------------------------------------------------------------------------------
 @pytest.mark.parametrize("argv, option", [
-    (["embed", "x", "y", "--device", "foo"], "--device"),
+    (["embed", "x", "-o", "y", "--device", "foo"], "--device"),
     (["train-lm", "a", "--dev", "b", "--out", "c", "--checkpoint-every", "0"], "--checkpoint-every"),
     (["train-lm", "a", "--dev", "b", "--out", "c", "--threads", "-1"], "--threads"),
     (["train-lm", "a", "--dev", "b", "--out", "c", "--dropout", "1.5"], "--dropout"),
@@ -243,11 +245,11 @@ def test_non_finite_vectors_never_reach_an_output():
     (["probe", "--task", "demo-pos", "--out", "o", "--epochs", "0"], "--epochs"),
     (["probe", "--task", "demo-pos", "--out", "o", "--min-delta", "-1"], "--min-delta"),
     (["contexts", "--word", "w", "--neighbours", "-1"], "--neighbours"),
-    (["project", "x", "--csv", "c", "--n-neighbors", "1"], "--n-neighbors"),
-    (["project", "x", "--csv", "c", "--min-dist", "inf"], "--min-dist"),
+    (["project", "x", "-o", "c", "--n-neighbors", "1"], "--n-neighbors"),
+    (["project", "x", "-o", "c", "--min-dist", "inf"], "--min-dist"),
     (["eval-lm", "t", "--unroll", "0"], "--unroll"),
-    (["export", "vectors", "a", "b", "--mix-gamma", "nan"], "--mix-gamma"),
-    (["embed", "x", "y", "--batch-size", "many"], "--batch-size"),
+    (["export", "vectors", "a", "-o", "b", "--mix-gamma", "nan"], "--mix-gamma"),
+    (["embed", "x", "-o", "y", "--batch-size", "many"], "--batch-size"),
 ])
 def test_numeric_options_are_checked_while_parsing(capsys, argv, option):
     with pytest.raises(SystemExit) as e:

@@ -44,7 +44,7 @@ def embed(checkpoint, tokens):
 
 
 def test_registered_with_the_entry_point():
-    args = build_parser().parse_args(["layers", "c.txt", "--json", "o.json", "--compare", "b"])
+    args = build_parser().parse_args(["layers", "c.txt", "--json", "-o", "o.json", "--compare", "b"])
     assert args.command == "layers" and args.func is layers_cli.run
     assert args.min_count == 5 and args.seed == 0 and args.device == "auto"
 
@@ -54,11 +54,11 @@ def test_layers_json_matches_the_engine(tiny_checkpoint, second_checkpoint, corp
     out = tmp_path / "layers.json"
     words = tmp_path / "words.csv"
     rc = main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--compare",
-               str(second_checkpoint), "--json", str(out), "--words-csv", str(words),
+               str(second_checkpoint), "--json", "-o", str(out), "--words-csv", str(words),
                "--min-count", "3", "--pretokenized", "--device", "cpu"])
     assert rc == 0
     printed = capsys.readouterr()
-    assert "self-sim" in printed.out and "cross-model CKA" in printed.out
+    assert printed.out == ""                       # --json -o FILE: the results in FILE
     assert "embedding corpus" in printed.err                       # progress on stderr
     doc = json.loads(out.read_text(encoding="utf-8"))
     tokens = [s.split() for s in SENTENCES]
@@ -97,7 +97,7 @@ def test_layers_json_matches_the_engine(tiny_checkpoint, second_checkpoint, corp
 def test_existing_output_is_refused_without_force(tiny_checkpoint, corpus, tmp_path, capsys):
     out = tmp_path / "exists.json"
     out.write_text("{}", encoding="utf-8")
-    argv = ["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--json", str(out),
+    argv = ["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--json", "-o", str(out),
             "--min-count", "3", "--device", "cpu"]
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
@@ -150,10 +150,10 @@ def test_mdl_on_a_tsv_task(tiny_checkpoint, tmp_path, capsys):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     out = tmp_path / "mdl.json"
-    assert main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--json", str(out),
-                 "--mdl-task", "tsv", "--mdl-train", str(tsv), "--min-count", "3",
+    assert main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--json", "-o",
+                 str(out), "--mdl-task", "tsv", "--mdl-train", str(tsv), "--min-count", "3",
                  "--device", "cpu"]) == 0
-    assert "MDL (tsv: 160 examples, 4 labels" in capsys.readouterr().out
+    assert capsys.readouterr().out == ""
     mdl = json.loads(out.read_text(encoding="utf-8"))["mdl"]
     assert mdl["examples"] == 160 and mdl["classes"] == 4
     assert mdl["uniform_codelength_bits"] == pytest.approx(160 * math.log2(4))
@@ -181,8 +181,8 @@ def test_shipped_reference_corpus():
 def test_mdl_on_demo_word_senses_codes_each_sense_among_its_lemmas(tiny_checkpoint, corpus,
                                                                    tmp_path):
     out = tmp_path / "wsd.json"
-    assert main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--json", str(out),
-                 "--mdl-task", "demo-wsd", "--mdl-max-sentences", "60", "--min-count", "3",
+    assert main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--json", "-o",
+                 str(out), "--mdl-task", "demo-wsd", "--mdl-max-sentences", "60", "--min-count", "3",
                  "--device", "cpu"]) == 0
     mdl = json.loads(out.read_text(encoding="utf-8"))["mdl"]
     assert mdl["examples"] == 60 and mdl["task"] == "demo-wsd"

@@ -139,7 +139,7 @@ def test_eval_lm_on_a_published_checkpoint_with_its_softmax(published, tmp_path,
     folder, *_ = published
     text = tmp_path / "t.txt"
     text.write_text("the cat sat on the mat .\nthe dog ran to the house .\n" * 6)
-    code = cli_main(["eval-lm", str(folder), str(text), "--json", "--no-progress",
+    code = cli_main(["eval-lm", str(text), "--checkpoint", str(folder), "--json", "--no-progress",
                      "--batch-size", "2", "--unroll", "4", "--device", "cpu"])
     doc = json.loads(capsys.readouterr().out)
     assert code == 0 and doc["vocab_size"] == 14
@@ -166,7 +166,7 @@ def test_eval_lm_on_a_published_checkpoint_with_its_softmax(published, tmp_path,
     # without the softmax file: one line naming what is missing and how to get it
     bare = tmp_path / "bare"
     shutil.copytree(FIXTURE, bare)
-    code = cli_main(["eval-lm", str(bare), str(text), "--no-progress", "--device", "cpu"])
+    code = cli_main(["eval-lm", str(text), "--checkpoint", str(bare), "--no-progress", "--device", "cpu"])
     err = capsys.readouterr().err.strip()
     assert code == 1 and "\n" not in err
     assert "softmax_weights.hdf5" in err and "models get" in err and "--with-softmax" in err

@@ -67,8 +67,8 @@ def test_get_small_then_embed_equals_the_files_loaded_directly(server, store, tm
     text = tmp_path / "in.txt"
     text.write_text("The bank raised rates .\nShe sat on the river bank .\n", encoding="utf-8")
     by_name, direct = tmp_path / "by_name.hdf5", tmp_path / "direct.hdf5"
-    assert main(["embed", str(text), str(by_name), "--checkpoint", "small"]) == 0
-    assert main(["embed", str(text), str(direct), "--checkpoint",
+    assert main(["embed", str(text), "-o", str(by_name), "--checkpoint", "small"]) == 0
+    assert main(["embed", str(text), "-o", str(direct), "--checkpoint",
                  str(FIXTURES / "allennlp")]) == 0
     with h5py.File(by_name, "r") as a, h5py.File(direct, "r") as b:
         assert sorted(a) == sorted(b) and len(a) == 3
@@ -214,7 +214,7 @@ def test_verify_catches_a_corrupted_byte_and_open_checks_the_size(server, store,
     weights.write_bytes(bytes(data[:-1]))                       # a size change: seen on open
     text = tmp_path / "t.txt"
     text.write_text("a line\n", encoding="utf-8")
-    assert main(["embed", str(text), str(tmp_path / "o.hdf5"), "--checkpoint", "small"]) == 1
+    assert main(["embed", str(text), "-o", str(tmp_path / "o.hdf5"), "--checkpoint", "small"]) == 1
     err = capsys.readouterr().err
     assert f"has {len(WEIGHTS) - 1} bytes, {len(WEIGHTS)} at download" in err
     assert not (tmp_path / "o.hdf5").exists()
@@ -233,9 +233,9 @@ def test_proxy_from_the_environment_is_used(store, monkeypatch):
 def test_a_known_name_not_downloaded_says_what_to_run(store, tmp_path, capsys):
     text = tmp_path / "t.txt"
     text.write_text("a line\n", encoding="utf-8")
-    assert main(["info", "medium"]) == 1
+    assert main(["info", "--checkpoint", "medium"]) == 1
     assert "run `elmo-explorer models get medium`" in capsys.readouterr().err
-    assert main(["embed", str(text), str(tmp_path / "o.hdf5"), "--checkpoint", "medium"]) == 1
+    assert main(["embed", str(text), "-o", str(tmp_path / "o.hdf5"), "--checkpoint", "medium"]) == 1
     assert "elmo-explorer models get medium" in capsys.readouterr().err
 
 

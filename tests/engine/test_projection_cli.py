@@ -25,7 +25,7 @@ def test_project_sentences_pca_csv_and_tensorboard(tmp_path, tiny_checkpoint, ca
     src.write_text("He sat on the bank.\nThe bank raised rates.\n\nA play in the park.\n", "utf-8")
     out = tmp_path / "c.csv"
     assert _run([str(src), "--checkpoint", str(tiny_checkpoint), "--method", "pca",
-                 "--csv", str(out), "--tensorboard", str(tmp_path / "tb"),
+                 "-o", str(out), "--tensorboard", str(tmp_path / "tb"),
                  "--tensorboard-layer", "1", "--mix-weights", "1,2,1"]) == 0
     with open(out, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -43,11 +43,11 @@ def test_project_word_filter_and_bad_layer(tmp_path, tiny_checkpoint):
     src.write_text("the\t_\nbank\tNOUN\n\nbank\tNOUN\nrose\tVERB\n", "utf-8")
     out = tmp_path / "c.csv"
     assert _run([str(src), "--labelled", "--words", "bank", "--method", "pca",
-                 "--checkpoint", str(tiny_checkpoint), "--csv", str(out)]) == 0
+                 "--checkpoint", str(tiny_checkpoint), "-o", str(out)]) == 0
     with open(out, newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
     assert [(r["token"], r["label"]) for r in rows] == [("bank", "NOUN"), ("bank", "NOUN")]
     with pytest.raises(InputError, match="tensorboard-layer"):
         _run([str(src), "--labelled", "--method", "pca", "--checkpoint", str(tiny_checkpoint),
-              "--csv", str(out), "--tensorboard", str(tmp_path / "tb"), "--tensorboard-layer", "7",
+              "-o", str(out), "--tensorboard", str(tmp_path / "tb"), "--tensorboard-layer", "7",
               "--force"])

@@ -20,7 +20,7 @@ RECORDED_FILE = "layers_recorded.json"
 RECORDED_SENTENCES = 1000
 RECORDED_COMMAND = ("elmo-explorer layers resources/reference_corpus/sentences.txt --checkpoint "
                     f"resources/demo_model --max-sentences {RECORDED_SENTENCES} "
-                    "--json resources/layers_recorded.json --force")
+                    "--json -o resources/layers_recorded.json --force")
 DEFAULT_SENTENCES = RECORDED_SENTENCES         # well under a minute on 2 cores (demo model)
 MDL_TASKS = (("demo-pos", "Demo POS"), ("demo-wsd", "Demo word sense"))
 DEFAULT_MDL_SENTENCES = 600
