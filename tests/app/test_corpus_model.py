@@ -125,3 +125,28 @@ def test_categories_colour_the_commonest_words_and_grey_the_rest():
     data = atlas.synthetic_map(1000, clusters=3)
     assert data.colours()[-1] == atlas.OTHER_COLOUR and len(data.legend) == 3
     assert set(data.coords) == {0, 1, 2} and data.coords[1].shape == (1000, 2)
+
+
+def test_points_in_rect_takes_any_corner_order_includes_edges_and_matches_a_loop():
+    from elmo_explorer.common.selection import points_in_rect
+
+    xy = np.random.default_rng(3).normal(0, 1, (5000, 2)).astype(np.float32)
+    xy[0] = (0.5, -0.25)                                   # on the box's corner
+    box = (0.5, 0.75, -0.5, -0.25)                         # x0 > x1, y0 > y1
+    want = [i for i, (x, y) in enumerate(xy.tolist()) if -0.5 <= x <= 0.5 and -0.25 <= y <= 0.75]
+    got = points_in_rect(xy, box)
+    assert got.dtype == np.int64 and got.tolist() == want and 0 in want
+    assert points_in_rect(np.zeros((0, 2), np.float32), box).tolist() == []
+
+
+def test_a_map_selection_exports_its_listed_lines_as_tsv():
+    from elmo_explorer.views.corpus.model import (ConcordanceLine, MapSelection,
+                                                  SELECTION_TSV_COLUMNS)
+
+    hits = [_hit(1, r, float("nan")) for r in (1, 2)]
+    lines = tuple(ConcordanceLine.from_hit(h, i + 1) for i, h in enumerate(hits))
+    sel = MapSelection(1, np.array([11, 21, 31], np.int64), lines)
+    out = sel.tsv().splitlines()
+    assert out[0].split("\t") == list(SELECTION_TSV_COLUMNS)
+    assert sel.n == 3 and len(out) == 3                    # the listed lines, not the count
+    assert out[1].split("\t") == ["1", "1", "1", "1", "the", "bank", "of the river"]
