@@ -34,7 +34,7 @@ FEW_POINTS = 2000          # up to this many points in view they are drawn large
 REFRESH_MS = 40
 CLICK_RADIUS_PX = 8
 #: the selection's density image: opacity scale over the map's colours
-SELECTION_SHADE = 0.6
+SELECTION_SHADE = 0.5
 
 
 class MapPlot(pg.PlotWidget):
