@@ -150,3 +150,32 @@ def test_a_map_selection_exports_its_listed_lines_as_tsv():
     assert out[0].split("\t") == list(SELECTION_TSV_COLUMNS)
     assert sel.n == 3 and len(out) == 3                    # the listed lines, not the count
     assert out[1].split("\t") == ["1", "1", "1", "1", "the", "bank", "of the river"]
+
+
+def test_the_apps_index_build_runs_in_the_models_precision(tmp_path, tiny_checkpoint):
+    """The app builds with the workspace's precision (Settings ▸ Precision): bf16 where the CPU
+    has bf16 units, recorded in the manifest, and the shared model stays in it."""
+    import torch
+
+    from elmo_engine import runtime
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.progress import TaskState
+    from elmo_explorer.views.corpus import jobs
+
+    if not runtime.cpu_bf16().offered:
+        pytest.skip("this CPU has no bf16 units (AMX or AVX512_BF16)")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the bank of the river .\nthe bank raised its rates .\n", "utf-8")
+    folders = {}
+    for precision in ("fp32", "bf16"):
+        emb = Embedder(load_checkpoint(tiny_checkpoint), device="cpu", precision=precision)
+        req = jobs.BuildRequest((corpus,), tmp_path / precision, str(tiny_checkpoint))
+        m = jobs.build_index(req, emb, TaskState())
+        assert m.complete and m.precision == precision
+        assert next(emb.model.parameters()).dtype == {"fp32": torch.float32,
+                                                      "bf16": torch.bfloat16}[precision]
+        folders[precision] = req.folder
+    a = np.load(folders["fp32"] / "vectors.L2.npy").astype(np.float32)
+    b = np.load(folders["bf16"] / "vectors.L2.npy").astype(np.float32)
+    assert not np.array_equal(a, b) and (a * b).sum(1).min() > 0.99

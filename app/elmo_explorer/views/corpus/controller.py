@@ -151,10 +151,13 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         return getattr(s, "qs", None)
 
     def default_folder(self, stem: str = "reference") -> Optional[Path]:
-        """Where the app builds an index of ``stem`` for the loaded model (None: no model)."""
-        if self.ws.embedder is None:
+        """Where the app builds an index of ``stem`` for the loaded model and its precision
+        (None: no model); an fp32 index's name has no precision."""
+        emb = self.ws.embedder
+        if emb is None:
             return None
-        return self._data_dir() / "corpus-index" / f"{stem}-{self.ws.embedder.checksum[:12]}"
+        tail = "" if emb.precision == "fp32" else f"-{emb.precision}"
+        return self._data_dir() / "corpus-index" / f"{stem}-{emb.checksum[:12]}{tail}"
 
     def _on_model(self) -> None:
         emb = self.ws.embedder

@@ -67,10 +67,11 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
     if not sentences:
         raise InputError("no sentences in the corpus", path=req.corpus[0])
     wanted = new_manifest(embedder.model, req.checkpoint, sentences, layers, req.shard_size,
-                          req.corpus, READING)
-    # a private embedder over the same model: no cache shared with the interactive lane
-    emb = Embedder(embedder.model, device=str(embedder.device), token_budget=4096,
-                   cache_size=0)
+                          req.corpus, READING, embedder.precision)
+    # a private embedder over the same model: no cache shared with the interactive lane; in the
+    # app's precision (Settings ▸ Precision), which the model already runs in
+    emb = Embedder(embedder.model, device=str(embedder.device), precision=embedder.precision,
+                   token_budget=4096, cache_size=0)
     on_stage("embedding")
     return engine_build(req.folder, sentences, wanted, emb, AnnSettings(), state, req.force)
 
