@@ -23,7 +23,7 @@ from PySide6.QtGui import QColor
 
 from elmo_engine.io.figures.corpus import density_rgba
 from elmo_explorer.common.box_select import SelectViewBox, rect_tuple
-from elmo_explorer.common.selection import Rect, points_in_rect
+from elmo_explorer.common.selection import Rect, inside_mask
 from elmo_explorer.views.corpus.atlas import (MapMode, bounds, grid_shape, mode_for, visible,
                                               POINTS_MAX)
 from elmo_explorer.views.palette import (FOUND_COLOUR, FOUND_EXTRA_PX, SELECTED_EXTRA_PX,
@@ -124,25 +124,32 @@ class MapPlot(pg.PlotWidget):
     def select_in_rect(self, rect: Rect) -> np.ndarray:
         """Select every point inside ``rect`` (data coordinates, any corner order), drawn or
         binned, and emit ``selection_made``."""
-        idx = points_in_rect(self.coords, rect) if self.coords is not None \
-            else np.zeros(0, np.int64)
-        self.set_selection(idx)
+        if self.coords is None:
+            self._set_mask(None)
+        else:
+            self._set_mask(inside_mask(self.coords, rect))
         self.selection_made.emit(self.selection)
         return self.selection
 
     def set_selection(self, indices) -> None:
         """Ring the points ``indices`` (the same occurrences in every layer's plot)."""
-        idx = np.unique(np.asarray(indices, np.int64).reshape(-1))
-        if self.coords is None:
-            idx = np.zeros(0, np.int64)
-        idx = idx[(idx >= 0) & (idx < (0 if self.coords is None else len(self.coords)))]
-        self.selection = idx
-        self._selection_mask = None
+        n = 0 if self.coords is None else len(self.coords)
+        idx = np.asarray(indices, np.int64).reshape(-1)
+        idx = idx[(idx >= 0) & (idx < n)]
+        mask = None
         if len(idx):
-            self._selection_mask = np.zeros(len(self.coords), bool)
-            self._selection_mask[idx] = True
-        self._draw_selection(self.data_rect(), visible(self.coords, self.data_rect())
-                             if self.coords is not None else np.zeros(0, np.int64))
+            mask = np.zeros(n, bool)              # a mask, not np.unique: O(N), no sort
+            mask[idx] = True
+        self._set_mask(mask)
+
+    def _set_mask(self, mask: Optional[np.ndarray]) -> None:
+        if mask is not None and not mask.any():
+            mask = None
+        self._selection_mask = mask
+        self.selection = np.zeros(0, np.int64) if mask is None else np.flatnonzero(mask)
+        inside = np.zeros(0, np.int64) if self.coords is None else visible(self.coords,
+                                                                            self.data_rect())
+        self._draw_selection(self.data_rect(), inside)
 
     def _draw_selection(self, rect: Rect, inside: np.ndarray) -> None:
         """Rings around the selected points in view, or (more than ``points_max`` of them) their
