@@ -5,7 +5,7 @@ at most :data:`~.atlas.POINTS_MAX` points it shows them as points (pixel mode, o
 per colour, no per-point Python objects beyond the brush list). Both are recomputed 40 ms after
 the last zoom or pan, from the viewport alone (:mod:`.atlas`).
 
-Marks and selection are the Projection view's (:mod:`elmo_explorer.views.palette`,
+Marks and selection are the Projection view's (:mod:`elmo_explorer.views.map_marks`,
 :mod:`elmo_explorer.common.box_select`): the query's occurrence is a yellow star; Shift+drag draws
 a box and every point inside it — of all the points, whether drawn as points or binned in the
 density image — is selected (one numpy mask) and ringed in black. When more selected points are
@@ -26,8 +26,7 @@ from elmo_explorer.common.box_select import SelectViewBox, rect_tuple
 from elmo_explorer.common.selection import Rect, inside_mask
 from elmo_explorer.views.corpus.atlas import (MapMode, bounds, grid_shape, mode_for, visible,
                                               POINTS_MAX)
-from elmo_explorer.views.palette import (FOUND_COLOUR, FOUND_EXTRA_PX, SELECTED_EXTRA_PX,
-                                         SELECTED_PEN)
+from elmo_explorer.views.map_marks import found_star, selection_rings
 
 POINT_SIZE = 4
 FEW_POINTS = 2000          # up to this many points in view they are drawn larger
@@ -60,12 +59,8 @@ class MapPlot(pg.PlotWidget):
         self.image = pg.ImageItem(axisOrder="row-major")
         self.boxed_image = pg.ImageItem(axisOrder="row-major")
         self.points = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE, pen=None, antialias=False)
-        pen_colour, pen_width = SELECTED_PEN
-        self.boxed = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + SELECTED_EXTRA_PX,
-                                        brush=None, pen=pg.mkPen(pen_colour, width=pen_width))
-        self.selected = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + FOUND_EXTRA_PX,
-                                           symbol="star", brush=pg.mkBrush(FOUND_COLOUR),
-                                           pen=pg.mkPen("#000000"))
+        self.boxed = selection_rings(POINT_SIZE)
+        self.selected = found_star(POINT_SIZE)
         for z, item in enumerate((self.image, self.boxed_image, self.points, self.boxed,
                                   self.selected)):
             item.setZValue(z)

@@ -18,8 +18,8 @@ from PySide6.QtGui import QBrush, QColor
 
 from elmo_explorer.common.box_select import SelectViewBox, rect_tuple
 from elmo_explorer.common.selection import points_in_rect
-from elmo_explorer.views.palette import (FOUND_COLOUR, FOUND_EXTRA_PX, OTHER_COLOUR, PALETTE,
-                                         SELECTED_EXTRA_PX, SELECTED_PEN)  # as the Corpus view
+from elmo_explorer.views.map_marks import found_star, selection_rings  # as the Corpus view
+from elmo_explorer.views.palette import OTHER_COLOUR, PALETTE
 
 POINT_SIZE = 5
 HOVER_RADIUS_PX = 8
@@ -68,12 +68,8 @@ class LayerPlot:
         self.plot.setMenuEnabled(True)
         self.view.setAspectLocked(True)                  # equal axes: distances read true
         self.points = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE, pen=None, antialias=False)
-        pen_colour, pen_width = SELECTED_PEN
-        self.selected = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + SELECTED_EXTRA_PX,
-                                           brush=None, pen=pg.mkPen(pen_colour, width=pen_width))
-        self.found = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + FOUND_EXTRA_PX,
-                                        symbol="star", brush=pg.mkBrush(FOUND_COLOUR),
-                                        pen=pg.mkPen("#000000"))
+        self.selected = selection_rings(POINT_SIZE)
+        self.found = found_star(POINT_SIZE)
         self.hover = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 11, brush=None,
                                         pen=pg.mkPen("#e6194b", width=2.5))
         # the typed sentences' points: larger, filled with their own colour, ringed, on top of
