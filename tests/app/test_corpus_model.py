@@ -176,6 +176,6 @@ def test_the_apps_index_build_runs_in_the_models_precision(tmp_path, tiny_checkp
         assert next(emb.model.parameters()).dtype == {"fp32": torch.float32,
                                                       "bf16": torch.bfloat16}[precision]
         folders[precision] = req.folder
-    a = np.load(folders["fp32"] / "vectors.L2.npy").astype(np.float32)
-    b = np.load(folders["bf16"] / "vectors.L2.npy").astype(np.float32)
+    a = np.load(folders["fp32"] / "vectors.L2.npy", allow_pickle=False).astype(np.float32)
+    b = np.load(folders["bf16"] / "vectors.L2.npy", allow_pickle=False).astype(np.float32)
     assert not np.array_equal(a, b) and (a * b).sum(1).min() > 0.99
