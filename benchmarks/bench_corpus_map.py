@@ -7,7 +7,10 @@ Run by hand (offscreen is fine)::
 For each size it prints the time of one redraw zoomed out (the density image, binned at the
 plot's resolution) and zoomed in (the points in view), the median of ``--repeats``, beside the
 baseline of drawing every point as a pyqtgraph scatter (what a plain plot does), timed in the same
-run; and the PCA of the points' vectors (512-wide float16, fitted on 20,000, applied to all).
+run; a Shift+drag box selection over the middle of the map zoomed out (the numpy mask over every
+point, linked overlay and redraw) beside a per-point Python loop, the same selection made
+plainly; and the PCA of the points' vectors (512-wide float16, fitted on 20,000, applied to all).
+``--selection-only`` skips the scatter baseline and the PCA (minutes at 10^6 points).
 The results are recorded in docs/guide/corpus-index.md ("The Corpus view").
 """
 from __future__ import annotations
@@ -50,6 +53,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--points", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--selection-only", action="store_true",
+                    help="time the redraws and the box selection only")
     args = ap.parse_args()
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     import pyqtgraph as pg
@@ -70,12 +75,37 @@ def main() -> int:
         app.processEvents()
         assert plot.mode is MapMode.DENSITY
         dens = timed(lambda: (plot.refresh(), app.processEvents(), plot.grab()), args.repeats)
+        (x0, x1), (y0, y1) = plot.view.viewRange()
+        box = (x0 + (x1 - x0) / 4, y0 + (y1 - y0) / 4, x1 - (x1 - x0) / 4, y1 - (y1 - y0) / 4)
+        sel = timed(lambda: (plot.select_in_rect(box), app.processEvents(), plot.grab()),
+                    args.repeats)
+        n_sel = len(plot.selection)
+        xy = data.coords[1]
+
+        def loop():
+            return [i for i, (x, y) in enumerate(xy.tolist())
+                    if box[0] <= x <= box[2] and box[1] <= y <= box[3]]
+
+        loop_s = timed(loop, max(1, min(args.repeats, 3)))
+        assert loop() == plot.selection.tolist()
+        dens_sel = timed(lambda: (plot.refresh(), app.processEvents(), plot.grab()),
+                         args.repeats)
+        plot.set_selection([])
+        print(f"{n:>9,} points: box selection of {n_sel:,} (zoomed out: mask, grey density, "
+              f"redraw) {sel * 1000:7.1f} ms | per-point Python loop, selection alone "
+              f"{loop_s * 1000:7.1f} ms ({loop_s / sel:4.1f}x) | density redraw with it "
+              f"{dens_sel * 1000:7.1f} ms")
         cx, cy = np.median(data.coords[1], axis=0)
         half = 0.25 if n <= 200_000 else 0.08
         plot.zoom_to((cx - half, cy - half, cx + half, cy + half))
         assert plot.mode is MapMode.POINTS, plot.mode
         shown = len(plot.shown)
         pts = timed(lambda: (plot.refresh(), app.processEvents(), plot.grab()), args.repeats)
+        if args.selection_only:
+            print(f"{n:>9,} points: density redraw {dens * 1000:7.1f} ms | points redraw "
+                  f"({shown:,} in view) {pts * 1000:7.1f} ms")
+            plot.close()
+            continue
         base = pg.PlotWidget()
         base.resize(420, 320)
         base.show()

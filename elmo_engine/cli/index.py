@@ -49,6 +49,7 @@ def add_parser(sub) -> None:
     p.add_argument("--merge", action="store_true",
                    help="join the shards of the index folders given as CORPUS into --out")
     common.add_device(p)
+    common.add_precision(p, ("fp32", "bf16"))
     common.add_force(p, "an index of another corpus, model or settings in --out")
     p.set_defaults(func=run)
 
@@ -118,13 +119,15 @@ def _build(args, ranks, settings) -> int:
     device = common.resolve_device(args.device)
     if device.type == "cuda" and ranks.distributed:
         device = torch.device("cuda", ranks.local_rank)
+    common.resolve_precision(args.precision, device)
     ckpt = common.checkpoint_or_demo(args.checkpoint)
     model = load_checkpoint(ckpt, device=device)
     layers = parse_layers(args.layer, model.opts.n_output_layers)
     sentences = read_corpus(args.corpus, args.pretokenized, not args.no_split)
     wanted = new_manifest(model, str(ckpt), sentences, layers, args.shard_size, args.corpus,
                           {"tokenizer": "whitespace" if args.pretokenized else "regex",
-                           "split_sentences": not args.no_split, "skip_headers": True})
+                           "split_sentences": not args.no_split, "skip_headers": True},
+                          args.precision)
     # rank 0 prepares the folder (or every rank, when they do not share a file system)
     ok, error = True, None
     if main or not (args.out / "index.json").exists():
@@ -146,7 +149,8 @@ def _build(args, ranks, settings) -> int:
             common.log(f"{args.out}: the index is already complete ({manifest.n_tokens} tokens); "
                        "pass --force to rebuild it")
         return 0
-    emb = Embedder(model, device=str(device), token_budget=args.token_budget, cache_size=0)
+    emb = Embedder(model, device=str(device), precision=args.precision,
+                   token_budget=args.token_budget, cache_size=0)
     if main:
         common.log(f"indexing {len(sentences)} sentences ({wanted.n_tokens} tokens) in "
                    f"{manifest.n_shards} shards of {args.shard_size}, layers "

@@ -254,13 +254,15 @@ def merge(parts: Sequence[Path], out: Path, force: bool = False) -> Manifest:
 
 def new_manifest(model, checkpoint: str, sentences: Sequence[Sequence[str]],
                  layers: Sequence[int], shard_size: int, corpus: Sequence[Path],
-                 reading: Dict[str, object]) -> Manifest:
-    """The manifest of an index of ``sentences`` (read from the files ``corpus``) by ``model``."""
+                 reading: Dict[str, object], precision: str = "fp32") -> Manifest:
+    """The manifest of an index of ``sentences`` (read from the files ``corpus``) by ``model``,
+    embedded in ``precision`` (part of the identity: a build is resumed in the same one)."""
     return Manifest(checksum=model.info.checksum, checkpoint=str(checkpoint),
                     layers=tuple(sorted(set(int(v) for v in layers))),
                     dim=2 * model.opts.output_dim, shard_size=int(shard_size),
                     n_sentences=len(sentences), n_tokens=sum(len(s) for s in sentences),
-                    corpus=tuple(corpus_file(p) for p in corpus), reading=dict(reading))
+                    corpus=tuple(corpus_file(p) for p in corpus), reading=dict(reading),
+                    precision=precision)
 
 
 def build_index(folder: Path, sentences: Sequence[Sequence[str]], manifest: Manifest,

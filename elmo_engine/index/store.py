@@ -37,6 +37,8 @@ SHARDS = "shards"
 TOKENS_DB = "tokens.sqlite"
 #: biggest manifest / shard file read (bytes): a shard's JSON holds its sentences' tokens
 MAX_JSON_BYTES = 256 << 20
+#: what an index's vectors may have been computed in (a manifest without it: fp32)
+PRECISIONS = ("fp32", "bf16", "fp16")
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class Manifest:
     reading: Dict[str, object]         # how the corpus was read (tokenizer, sentence split, …)
     complete: bool = False
     ann: Dict[str, object] = field(default_factory=dict)
+    precision: str = "fp32"            # what the vectors were computed in (stored float16)
     format: str = FORMAT
     version: int = VERSION
 
@@ -98,6 +101,8 @@ class Manifest:
             raise InputError(f"malformed index manifest ({e})", path=path) from None
         if m.shard_size < 1 or m.n_sentences < 0 or m.dim < 1:
             raise InputError("malformed index manifest (sizes)", path=path)
+        if m.precision not in PRECISIONS:
+            raise InputError(f"malformed index manifest (precision {m.precision!r})", path=path)
         return m
 
 

@@ -125,3 +125,57 @@ def test_categories_colour_the_commonest_words_and_grey_the_rest():
     data = atlas.synthetic_map(1000, clusters=3)
     assert data.colours()[-1] == atlas.OTHER_COLOUR and len(data.legend) == 3
     assert set(data.coords) == {0, 1, 2} and data.coords[1].shape == (1000, 2)
+
+
+def test_points_in_rect_takes_any_corner_order_includes_edges_and_matches_a_loop():
+    from elmo_explorer.common.selection import points_in_rect
+
+    xy = np.random.default_rng(3).normal(0, 1, (5000, 2)).astype(np.float32)
+    xy[0] = (0.5, -0.25)                                   # on the box's corner
+    box = (0.5, 0.75, -0.5, -0.25)                         # x0 > x1, y0 > y1
+    want = [i for i, (x, y) in enumerate(xy.tolist()) if -0.5 <= x <= 0.5 and -0.25 <= y <= 0.75]
+    got = points_in_rect(xy, box)
+    assert got.dtype == np.int64 and got.tolist() == want and 0 in want
+    assert points_in_rect(np.zeros((0, 2), np.float32), box).tolist() == []
+
+
+def test_a_map_selection_exports_its_listed_lines_as_tsv():
+    from elmo_explorer.views.corpus.model import (ConcordanceLine, MapSelection,
+                                                  SELECTION_TSV_COLUMNS)
+
+    hits = [_hit(1, r, float("nan")) for r in (1, 2)]
+    lines = tuple(ConcordanceLine.from_hit(h, i + 1) for i, h in enumerate(hits))
+    sel = MapSelection(1, np.array([11, 21, 31], np.int64), lines)
+    out = sel.tsv().splitlines()
+    assert out[0].split("\t") == list(SELECTION_TSV_COLUMNS)
+    assert sel.n == 3 and len(out) == 3                    # the listed lines, not the count
+    assert out[1].split("\t") == ["1", "1", "1", "1", "the", "bank", "of the river"]
+
+
+def test_the_apps_index_build_runs_in_the_models_precision(tmp_path, tiny_checkpoint):
+    """The app builds with the workspace's precision (Settings ▸ Precision): bf16 where the CPU
+    has bf16 units, recorded in the manifest, and the shared model stays in it."""
+    import torch
+
+    from elmo_engine import runtime
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.progress import TaskState
+    from elmo_explorer.views.corpus import jobs
+
+    if not runtime.cpu_bf16().offered:
+        pytest.skip("this CPU has no bf16 units (AMX or AVX512_BF16)")
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the bank of the river .\nthe bank raised its rates .\n", "utf-8")
+    folders = {}
+    for precision in ("fp32", "bf16"):
+        emb = Embedder(load_checkpoint(tiny_checkpoint), device="cpu", precision=precision)
+        req = jobs.BuildRequest((corpus,), tmp_path / precision, str(tiny_checkpoint))
+        m = jobs.build_index(req, emb, TaskState())
+        assert m.complete and m.precision == precision
+        assert next(emb.model.parameters()).dtype == {"fp32": torch.float32,
+                                                      "bf16": torch.bfloat16}[precision]
+        folders[precision] = req.folder
+    a = np.load(folders["fp32"] / "vectors.L2.npy", allow_pickle=False).astype(np.float32)
+    b = np.load(folders["bf16"] / "vectors.L2.npy", allow_pickle=False).astype(np.float32)
+    assert not np.array_equal(a, b) and (a * b).sum(1).min() > 0.99

@@ -133,15 +133,17 @@ def test_the_concordance_exports_as_tsv(qtbot, built, tmp_path):
 
 def test_the_export_entries_ask_for_a_path_write_and_say_so(qtbot, built, tmp_path,
                                                              monkeypatch):
-    from elmo_explorer.views.corpus import controller
+    from elmo_explorer.views.corpus import exporting as controller
 
     built.query_word("river")
     qtbot.waitUntil(lambda: built.model.senses is not None and built.is_ready(), timeout=60000)
     actions = built.export_actions()
     assert [a.text() for a in actions] == ["Corpus concordance (TSV)…",
+                                           "Corpus map selection (TSV)…",
                                            "Corpus map (PNG/SVG/PDF)…",
                                            "Corpus senses (PNG/SVG/PDF)…"]
-    assert all(a.isEnabled() for a in actions)
+    assert [a.isEnabled() for a in actions] == [True, False, True, True]   # nothing boxed yet
+    actions = actions[:1] + actions[2:]
     monkeypatch.setattr(controller, "ask_save_path", lambda *a: tmp_path / "senses.svg")
     with qtbot.waitSignal(built.exported, timeout=30000) as sig:
         actions[2].trigger()
@@ -235,3 +237,114 @@ def test_a_saved_state_reopens_the_index_and_its_query_and_reports_it(qtbot, bui
     assert sorted(f.name for f in files) == ["corpus_map.png", "corpus_senses.png"]
     assert all(f.stat().st_size > 1000 for f in files)
     qtbot.waitUntil(other.is_ready, timeout=60000)
+
+
+def _shift_drag(qtbot, plot, a, b):
+    """A real Shift+drag with the left button on ``plot`` from data point ``a`` to ``b``."""
+    from PySide6.QtCore import QEvent, QPointF, Qt
+    from PySide6.QtGui import QMouseEvent
+    from PySide6.QtWidgets import QApplication
+
+    vp = plot.viewport()
+
+    def widget_pos(xy):
+        scene = plot.view.mapViewToScene(QPointF(*xy))
+        return QPointF(plot.mapFromScene(scene))
+
+    left, shift = Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ShiftModifier
+    p0, p1 = widget_pos(a), widget_pos(b)
+    steps = [p0 + (p1 - p0) * (i / 8) for i in range(1, 9)]
+
+    def send(kind, pos, button, buttons):
+        ev = QMouseEvent(kind, pos, vp.mapToGlobal(pos), button, buttons, shift)
+        QApplication.sendEvent(vp, ev)
+
+    send(QEvent.Type.MouseButtonPress, p0, left, left)
+    for p in steps:
+        send(QEvent.Type.MouseMove, p, Qt.MouseButton.NoButton, left)
+        qtbot.wait(5)
+    send(QEvent.Type.MouseButtonRelease, p1, left, Qt.MouseButton.NoButton)
+
+
+def test_shift_drag_on_a_1e5_point_density_map_selects_exactly_the_points_inside(qtbot, panel):
+    data = synthetic_map(100_000)
+    panel.show_map(data)
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.view.tabs.setCurrentIndex(0)
+    plot = panel.view.maps[1]
+    plot.refresh()
+    assert plot.mode is MapMode.DENSITY
+    xy = data.coords[1]
+    (x0, x1), (y0, y1) = plot.view.viewRange()
+    a = (x0 + 0.2 * (x1 - x0), y0 + 0.25 * (y1 - y0))
+    b = (x0 + 0.7 * (x1 - x0), y0 + 0.8 * (y1 - y0))
+    with qtbot.waitSignal(plot.selection_made, timeout=10000) as sig:
+        _shift_drag(qtbot, plot, a, b)
+    # the box as the view saw it: the drag's end points mapped back to data coordinates
+    got = sig.args[0]
+    assert plot.view.viewRange() == [[x0, x1], [y0, y1]]      # a Shift+drag does not pan
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    tol = 0.01 * (x1 - x0)                                     # a pixel or so of rounding
+    inner = np.flatnonzero((xy[:, 0] >= lo[0] + tol) & (xy[:, 0] <= hi[0] - tol)
+                           & (xy[:, 1] >= lo[1] + tol) & (xy[:, 1] <= hi[1] - tol))
+    outer = np.flatnonzero((xy[:, 0] >= lo[0] - tol) & (xy[:, 0] <= hi[0] + tol)
+                           & (xy[:, 1] >= lo[1] - tol) & (xy[:, 1] <= hi[1] + tol))
+    assert POINTS_MAX < len(inner) and set(inner) <= set(got) <= set(outer)
+    # exactly the points inside a given box, against a plain per-point check
+    box = (a[0], b[1], b[0], a[1])                             # corners in any order
+    idx = plot.select_in_rect(box)
+    expected = [i for i, (x, y) in enumerate(xy.tolist())
+                if a[0] <= x <= b[0] and a[1] <= y <= b[1]]
+    assert idx.tolist() == expected and len(expected) > POINTS_MAX
+    # linked: the same occurrences in every layer's plot and in the model
+    for other in panel.view.maps.values():
+        np.testing.assert_array_equal(other.selection, idx)
+    np.testing.assert_array_equal(panel.model.selection.rows, data.rows[idx])
+    assert panel.model.selection.layer == 1
+    assert f"{len(idx):,} occurrences selected" in panel.view.selection_note.text()
+    # more selected points in view than are drawn: a grey density image, no rings
+    assert plot.boxed_image.isVisible() and len(plot.boxed_shown) == 0
+    # zoomed in (points): the selected points in view are ringed, the others not
+    cx, cy = xy[idx[len(idx) // 2]]                            # around a selected point
+    plot.zoom_to((cx - 0.3, cy - 0.3, cx + 0.3, cy + 0.3))
+    assert plot.mode is MapMode.POINTS and not plot.boxed_image.isVisible()
+    np.testing.assert_array_equal(plot.boxed_shown, np.intersect1d(plot.shown, idx))
+    assert 0 < len(plot.boxed_shown)
+    # a new map clears the selection
+    panel.show_map(synthetic_map(1000, seed=1))
+    assert panel.model.selection is None and len(plot.selection) == 0
+
+
+def test_a_box_on_a_words_map_lists_its_occurrences_and_exports_them(qtbot, built, tmp_path):
+    built.query_word("the")
+    qtbot.waitUntil(lambda: built.map is not None and built.map.title == "the"
+                    and built.is_ready(), timeout=120000)
+    plot = built.view.maps[2]
+    xy = built.map.coords[2]
+    mid = float(np.median(xy[:, 0]))
+    box = (float(xy[:, 0].min()) - 1, float(xy[:, 1].min()) - 1, mid, float(xy[:, 1].max()) + 1)
+    with qtbot.waitSignal(built.results_changed, timeout=60000,
+                          check_params_cb=lambda: bool(built.model.selection
+                                                       and built.model.selection.lines)):
+        idx = plot.select_in_rect(box)
+    expected = np.flatnonzero(xy[:, 0] <= mid)
+    np.testing.assert_array_equal(idx, expected)
+    sel = built.model.selection
+    rows = built.map.rows[expected]
+    assert sel.layer == 2 and len(sel.lines) == len(rows) > 0
+    want = {(sid, pos) for _r, sid, pos, _w, _t in built.index.tokens_at(rows)}
+    assert {(ln.sentence_id, ln.position) for ln in sel.lines} == want
+    assert all(ln.word.casefold() == "the" for ln in sel.lines)
+    table = built.view.selection_table
+    assert table.rowCount() == len(rows) and table.item(0, 2).text().casefold() == "the"
+    assert table.item(0, 0).text() == str(sel.lines[0].sentence_id)
+    assert built.view.tabs.tabText(2) == f"Selection ({len(rows):,})"
+    actions = built.export_actions()
+    assert actions[1].text() == "Corpus map selection (TSV)…" and actions[1].isEnabled()
+    out = built.export_selection_tsv(tmp_path / "sel.tsv")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0] == "layer\trank\tsentence_id\tposition\tleft\tword\tright"
+    assert len(lines) == 1 + len(rows)
+    assert all(ln.split("\t")[0] == "2" and ln.split("\t")[5].casefold() == "the"
+               for ln in lines[1:])

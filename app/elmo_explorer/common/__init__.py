@@ -1,1 +1,2 @@
-"""Helpers every layer of the app may use: save dialogs and figure-export options."""
+"""Helpers every layer of the app may use: save dialogs, figure-export options, the map views'
+box selection."""

@@ -22,6 +22,7 @@ import numpy as np
 
 from elmo_engine.analysis.projection.compute import pca
 from elmo_engine.progress import TaskState, check
+from elmo_explorer.common.selection import Rect, points_in_rect
 from elmo_explorer.views.palette import OTHER_COLOUR, PALETTE
 
 #: at most this many points in the viewport are drawn as points; more: the density image
@@ -30,8 +31,6 @@ POINTS_MAX = 20_000
 PCA_SAMPLE = 20_000
 #: rows projected per step (bounds the float32 copy of the vectors)
 PROJECT_CHUNK = 65_536
-
-Rect = Tuple[float, float, float, float]           # x0, y0, x1, y1
 
 
 class MapMode(enum.Enum):
@@ -110,10 +109,8 @@ def bounds(coords: np.ndarray) -> Rect:
 
 
 def visible(coords: np.ndarray, rect: Rect) -> np.ndarray:
-    """Indices of the points inside ``rect``."""
-    x0, y0, x1, y1 = rect
-    x, y = coords[:, 0], coords[:, 1]
-    return np.flatnonzero((x >= x0) & (x <= x1) & (y >= y0) & (y <= y1))
+    """Indices of the points inside the viewport ``rect`` (the box selection's mask)."""
+    return points_in_rect(coords, rect)
 
 
 def mode_for(n_visible: int, points_max: int = POINTS_MAX) -> MapMode:

@@ -4,8 +4,10 @@
 Jobs, each through ``Worker.submit`` with a request kind (a newer one of the kind supersedes the
 older): building or resuming an index (long lane, ``corpus-build``, cancellable), opening one
 (``corpus-open``), searching a query per layer (interactive lane, ``corpus-search``), inducing a
-word's senses and then mapping its occurrences (long lane, ``corpus-senses``, ``corpus-map``).
-File → Export: the panel asks for the path and calls :mod:`.export`'s functions of values.
+word's senses and then mapping its occurrences (long lane, ``corpus-senses``, ``corpus-map``),
+listing a box selection on the map (interactive lane, ``corpus-selection``).
+File → Export: the panel (its :class:`~.exporting.PanelExports` part) asks for the path and calls
+:mod:`.export`'s functions of values.
 """
 from __future__ import annotations
 
@@ -15,17 +17,17 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Dict, List, Optional
 
+import numpy as np
 from PySide6.QtCore import Signal
-from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.errors import ElmoError
-from elmo_explorer.common.figure_export import panel_figure_options
-from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.views.corpus import export, jobs
 from elmo_explorer.views.corpus.atlas import MapData
-from elmo_explorer.views.corpus.model import CorpusModel, CorpusOptions, MapScope, Query
+from elmo_explorer.views.corpus.exporting import PanelExports
+from elmo_explorer.views.corpus.model import (CorpusModel, CorpusOptions, MapScope, MapSelection,
+                                              Query)
 from elmo_explorer.views.corpus.view import CorpusView, HINT
 from elmo_explorer.views.protocol import PanelDefaults
 
@@ -34,7 +36,7 @@ SETTINGS_KEY = "corpus/last_index"
 OPTIONS_KEY = "corpus/options"          # the options, remembered across launches (JSON)
 
 
-class CorpusPanel(PanelDefaults, QWidget):
+class CorpusPanel(PanelExports, PanelDefaults, QWidget):
     """A corpus index searched by example, per layer.
 
     Signals: ``ready()`` (no job of this view is running), ``results_changed()`` (new
@@ -74,6 +76,7 @@ class CorpusPanel(PanelDefaults, QWidget):
         v.options_changed.connect(self._on_options)
         v.line_activated.connect(self._on_line)
         v.map_point_clicked.connect(self._on_map_point)
+        v.map_selection.connect(self.select_on_map)
         workspace.selection_changed.connect(self._on_selection)
         workspace.model_changed.connect(self._on_model)
         workspace.activations_changed.connect(self._on_activations)
@@ -81,18 +84,6 @@ class CorpusPanel(PanelDefaults, QWidget):
     # ---- protocol -----------------------------------------------------------------------------
     def is_ready(self) -> bool:
         return self._waiting is None and not any(h.active for h in self._jobs.values())
-
-    def export_actions(self) -> List[QAction]:
-        a = QAction(export.TSV_ENTRY, self)
-        a.triggered.connect(self._ask_tsv)
-        a.setEnabled(bool(self.model.lines))
-        out = [a]
-        for text, kind in export.FIGURE_ENTRIES:
-            a = QAction(text, self)
-            a.triggered.connect(lambda _=False, k=kind: self._ask_figure(k))
-            a.setEnabled(self.figure(kind) is not None)
-            out.append(a)
-        return out
 
     def view_state(self) -> dict:
         return self.model.view_state()
@@ -160,10 +151,13 @@ class CorpusPanel(PanelDefaults, QWidget):
         return getattr(s, "qs", None)
 
     def default_folder(self, stem: str = "reference") -> Optional[Path]:
-        """Where the app builds an index of ``stem`` for the loaded model (None: no model)."""
-        if self.ws.embedder is None:
+        """Where the app builds an index of ``stem`` for the loaded model and its precision
+        (None: no model); an fp32 index's name has no precision."""
+        emb = self.ws.embedder
+        if emb is None:
             return None
-        return self._data_dir() / "corpus-index" / f"{stem}-{self.ws.embedder.checksum[:12]}"
+        tail = "" if emb.precision == "fp32" else f"-{emb.precision}"
+        return self._data_dir() / "corpus-index" / f"{stem}-{emb.checksum[:12]}{tail}"
 
     def _on_model(self) -> None:
         emb = self.ws.embedder
@@ -266,6 +260,7 @@ class CorpusPanel(PanelDefaults, QWidget):
             m.clear_data()
         self.view.show_lines({})
         self.view.show_clusters([])
+        self.view.show_selection(None)
         self.index_changed.emit("")
 
     def build_reference(self) -> Optional[JobHandle]:
@@ -398,6 +393,8 @@ class CorpusPanel(PanelDefaults, QWidget):
         """Draw ``data`` in the per-layer plots (PCA axes; density image or points)."""
         self.map = data
         self.model.map_word = None if data.title == "all tokens" else data.title
+        self.model.selection = None
+        self.view.show_selection(None)
         colours = data.colours()
         for layer, plot in self.view.maps.items():
             if layer in data.coords:
@@ -411,7 +408,7 @@ class CorpusPanel(PanelDefaults, QWidget):
             f"{data.title}: {shown:,} occurrences"
             + (f" (an even sample of {data.n_total:,})" if data.n_total > shown else "")
             + " · 2-D PCA per layer (fitted on at most 20,000) · a density image when zoomed "
-            "out, points when zoomed in · colours: "
+            "out, points when zoomed in · Shift+drag selects · colours: "
             + ", ".join(f"“{n}” ({c:,})" for n, _col, c in data.legend[:6]))
         self._mark_selected()
         self.results_changed.emit()
@@ -442,44 +439,38 @@ class CorpusPanel(PanelDefaults, QWidget):
             elif self.model.senses is not None:
                 self._request_map(self.model.senses.word)
 
+    def select_on_map(self, layer: int, idx) -> None:
+        """A box drawn on ``layer``'s map (``idx``: the points inside): the same occurrences
+        ringed in every layer's map and listed, in corpus order, in the Selection tab."""
+        if self.map is None:
+            return
+        for plot in self.view.maps.values():
+            plot.set_selection(idx)
+        sel = MapSelection(layer, self.map.rows[np.asarray(idx, np.int64)])
+        self.model.selection = sel
+        self.view.show_selection(sel)
+        self.results_changed.emit()
+        index = self.index
+        if index is None or not sel.n:
+            return
+        self._submit("corpus-selection", f"listing {sel.n:,} selected occurrences",
+                     lambda state: jobs.selection_lines(index, sel, state),
+                     self._selection_listed, lane=Lane.INTERACTIVE)
+
+    def _selection_listed(self, sel: MapSelection) -> None:
+        if self.model.selection is None or self.model.selection.rows is not sel.rows:
+            return                                           # a newer box, or a new map
+        self.model.selection = sel
+        self.view.show_selection(sel)
+        self.results_changed.emit()
+
     def _on_line(self, layer: int, r: int) -> None:
-        lines = self.model.lines.get(layer, [])
+        sel = self.model.selection
+        lines = (sel.lines if sel is not None else ()) if layer < 0 else \
+            self.model.lines.get(layer, [])
         if 0 <= r < len(lines) and self.index is not None:
             self._query_row(lines[r].row)
 
     def _on_map_point(self, _layer: int, i: int) -> None:
         if self.map is not None and self.index is not None:
             self._query_row(int(self.map.rows[i]))
-
-    # ---- File → Export (export_*: no dialogs, for tests and scripts) --------------------------
-    def figure(self, kind: str):
-        """The export figure of ``kind`` ("map" or "senses"), None when there is none."""
-        return export.figure(self.model, self.map, kind)
-
-    def export_tsv(self, path) -> Path:
-        written = export.write_tsv(self.model, path)
-        self.exported.emit(str(path))
-        return written
-
-    def export_figure(self, kind: str, path, options=None) -> List[Path]:
-        written = export.write_figure(self.model, self.map, kind, path,
-                                      options or panel_figure_options(self))
-        for w in written:
-            self.exported.emit(str(w))
-        return written
-
-    def _ask_tsv(self) -> None:
-        path = ask_save_path(self, "Export the concordance", "Tab-separated (*.tsv)")
-        if path is not None:
-            self._guard(lambda: self.export_tsv(path))
-
-    def _ask_figure(self, kind: str) -> None:
-        path = ask_save_path(self, f"Export the corpus {kind}", IMAGE_FILTERS)
-        if path is not None:
-            self._guard(lambda: self.export_figure(kind, path))
-
-    def _guard(self, fn) -> None:
-        try:
-            fn()
-        except (ElmoError, OSError) as e:
-            self.report_error(f"export failed: {e}", dialog=True)

@@ -1,6 +1,7 @@
-"""Exports of the Corpus view, as functions of values: the concordance lines as TSV (atomic
-write), the map and the senses as PNG, SVG or PDF — drawn by the one figure module
-(:mod:`elmo_engine.io.figures.corpus` on :mod:`elmo_engine.io.figures`) — and the view's report
+"""Exports of the Corpus view, as functions of values: the concordance lines and the map's box
+selection as TSV (atomic writes), the map and the senses as PNG, SVG or PDF — drawn by the one
+figure module (:mod:`elmo_engine.io.figures.corpus` on :mod:`elmo_engine.io.figures`) — and the
+view's report
 tables and figures. Each takes the view model (:class:`~.model.CorpusModel`) and the map shown
 (:class:`~.atlas.MapData`, None before one is computed) and returns what it wrote; the panel
 (:class:`~elmo_explorer.views.corpus.controller.CorpusPanel`) builds the File → Export entries,
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import List, Optional
 
 from elmo_engine.atomic import atomic_write_text
+from elmo_engine.errors import InputError
 from elmo_engine.io.figures import corpus as corpus_figures
 from elmo_engine.io.report import ReportTable
 from elmo_explorer.common.figure_export import FigureOptions, save_figure, write_figures
@@ -25,11 +27,21 @@ FIGURES = ("map", "senses")
 FIGURE_ENTRIES = (("Corpus map (PNG/SVG/PDF)…", "map"),
                   ("Corpus senses (PNG/SVG/PDF)…", "senses"))
 TSV_ENTRY = "Corpus concordance (TSV)…"
+SELECTION_ENTRY = "Corpus map selection (TSV)…"
 
 
 def write_tsv(m: CorpusModel, path) -> Path:
     """The concordance lines (every layer) as tab-separated text."""
     atomic_write_text(Path(path), m.concordance_tsv())
+    return Path(path)
+
+
+def write_selection_tsv(m: CorpusModel, path) -> Path:
+    """The map selection's listed occurrences as tab-separated text (nothing selected: an
+    error)."""
+    if m.selection is None:
+        raise InputError("nothing is selected on the map (Shift+drag a box)")
+    atomic_write_text(Path(path), m.selection.tsv())
     return Path(path)
 
 

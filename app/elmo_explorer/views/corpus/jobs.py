@@ -1,5 +1,6 @@
 """What the Corpus view runs on the worker, without Qt: build (or resume) an index, search it by
-an occurrence per layer, induce a word's senses, map a word's occurrences. Each function takes
+an occurrence per layer, induce a word's senses, map a word's occurrences, list a map
+selection's occurrences. Each function takes
 values captured on the GUI thread and a :class:`~elmo_engine.progress.TaskState`."""
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from elmo_engine.index.senses import SenseInduction, induce_from_index
 from elmo_engine.index.store import Manifest
 from elmo_engine.progress import TaskState, check, report
 from elmo_explorer.views.corpus.atlas import MapData, categories, project_layer
+from elmo_explorer.views.corpus.model import ConcordanceLine, MapSelection, SELECTION_LINES
 
 #: the layers an index built from the app holds (the token layer and both biLSTM layers)
 BUILD_LAYERS: Tuple[int, ...] = (0, 1, 2)
@@ -65,10 +67,11 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
     if not sentences:
         raise InputError("no sentences in the corpus", path=req.corpus[0])
     wanted = new_manifest(embedder.model, req.checkpoint, sentences, layers, req.shard_size,
-                          req.corpus, READING)
-    # a private embedder over the same model: no cache shared with the interactive lane
-    emb = Embedder(embedder.model, device=str(embedder.device), token_budget=4096,
-                   cache_size=0)
+                          req.corpus, READING, embedder.precision)
+    # a private embedder over the same model: no cache shared with the interactive lane; in the
+    # app's precision (Settings ▸ Precision), which the model already runs in
+    emb = Embedder(embedder.model, device=str(embedder.device), precision=embedder.precision,
+                   token_budget=4096, cache_size=0)
     on_stage("embedding")
     return engine_build(req.folder, sentences, wanted, emb, AnnSettings(), state, req.force)
 
@@ -101,6 +104,20 @@ def search_occurrence(index: CorpusIndex, vectors: Dict[int, np.ndarray], word: 
 def vectors_of_row(index: CorpusIndex, row: int) -> Dict[int, np.ndarray]:
     """An indexed occurrence's stored vector in every layer (float32)."""
     return {layer: np.asarray(index.vectors[layer][row], np.float32) for layer in index.layers}
+
+
+def selection_lines(index: CorpusIndex, selection: MapSelection, state: TaskState,
+                    limit: int = SELECTION_LINES) -> MapSelection:
+    """``selection`` with the concordance lines of its first ``limit`` occurrences (corpus
+    order) read from the token table."""
+    rows = np.asarray(selection.rows[:limit], np.int64)
+    lines = []
+    for start in range(0, len(rows), 500):
+        check(state)
+        for row, sid, pos, word, text in index.tokens_at(rows[start:start + 500]):
+            hit = Hit(int(sid), int(pos), word, float("nan"), text, selection.layer, int(row))
+            lines.append(ConcordanceLine.from_hit(hit, len(lines) + 1))
+    return MapSelection(selection.layer, selection.rows, tuple(lines))
 
 
 def induce(index: CorpusIndex, word: str, k_max: int, state: TaskState) -> SenseInduction:

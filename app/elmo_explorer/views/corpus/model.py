@@ -1,11 +1,13 @@
 """The Corpus view's state, plain Python (no Qt): the open index, the options, the query, its
-concordance lines per layer, the word's induced senses and its map; the TSV export and the
-report tables are functions of this state."""
+concordance lines per layer, the word's induced senses, its map and the map's box selection; the
+TSV exports and the report tables are functions of this state."""
 from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
 
 from elmo_engine.index.search import Hit
 from elmo_engine.index.senses import SenseInduction
@@ -15,6 +17,10 @@ DEFAULT_LAYERS: Tuple[int, ...] = (0, 1, 2)
 #: characters of context on each side of a concordance line
 KWIC_WIDTH = 60
 TSV_COLUMNS = ("layer", "rank", "cosine", "sentence_id", "position", "left", "word", "right")
+#: a box selection on the map lists (and exports) at most this many occurrences, in corpus order
+SELECTION_LINES = 2000
+#: the selection's TSV: the layer whose plot held the box, then each occurrence in corpus order
+SELECTION_TSV_COLUMNS = ("layer", "rank", "sentence_id", "position", "left", "word", "right")
 
 
 class MapScope:
@@ -83,6 +89,34 @@ class ConcordanceLine:
                                left, word, right, hit.row)
 
 
+@dataclass(frozen=True)
+class MapSelection:
+    """The occurrences inside a box drawn on one layer's map (the same ones are selected in
+    every layer): their rows in the index, in corpus order, and the concordance lines of the
+    first :data:`SELECTION_LINES` (empty until they are read; cosine NaN: there is no query)."""
+
+    layer: int
+    rows: np.ndarray                      # (n,) int64
+    lines: Tuple[ConcordanceLine, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return len(self.rows)
+
+    def tsv(self) -> str:
+        """The listed lines as tab-separated values with a header."""
+        out = ["\t".join(SELECTION_TSV_COLUMNS)]
+        for line in self.lines:
+            out.append("\t".join(_cell(getattr(line, c)) for c in SELECTION_TSV_COLUMNS))
+        return "\n".join(out) + "\n"
+
+
+def _cell(v: Any) -> str:
+    """One TSV field: floats with 6 decimals; tabs and newlines become spaces."""
+    text = f"{v:.6f}" if isinstance(v, float) else str(v)
+    return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
+
+
 @dataclass
 class CorpusModel:
     """Everything the view shows, as values."""
@@ -94,6 +128,7 @@ class CorpusModel:
     lines: Dict[int, List[ConcordanceLine]] = field(default_factory=dict)
     senses: Optional[SenseInduction] = None
     map_word: Optional[str] = None        # the word the map shows (None: all tokens / none)
+    selection: Optional[MapSelection] = None   # a box drawn on the map
 
     # ---- results -------------------------------------------------------------------------
     def set_hits(self, hits_by_layer: Dict[int, Sequence[Hit]]) -> None:
@@ -102,18 +137,15 @@ class CorpusModel:
 
     def clear_results(self) -> None:
         self.query, self.lines, self.senses, self.map_word = None, {}, None, None
+        self.selection = None
 
     def concordance_tsv(self) -> str:
         """Every concordance line, layer by layer, as tab-separated values with a header (tabs
         and newlines inside a field become spaces)."""
-        def cell(v: Any) -> str:
-            text = f"{v:.6f}" if isinstance(v, float) else str(v)
-            return text.replace("\t", " ").replace("\n", " ").replace("\r", " ")
-
         out = ["\t".join(TSV_COLUMNS)]
         for layer in sorted(self.lines):
             for line in self.lines[layer]:
-                out.append("\t".join(cell(getattr(line, c)) for c in TSV_COLUMNS))
+                out.append("\t".join(_cell(getattr(line, c)) for c in TSV_COLUMNS))
         return "\n".join(out) + "\n"
 
     def cluster_rows(self) -> List[Dict[str, Any]]:

@@ -2,7 +2,8 @@
 
 Without an open index the view is one line of hint with Build and Open buttons; with one, a
 query bar, three concordance tables side by side (one per layer, keyword in context, the word
-highlighted), and below them the map (one plot per layer) and the senses table as tabs.
+highlighted), and below them as tabs the map (one plot per layer; Shift+drag selects), the
+senses table and the map selection's concordance lines.
 """
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QGroupBox, QHBoxLay
 
 from elmo_explorer.views.corpus.mapplot import MapPlot
 from elmo_explorer.views.corpus.model import (ConcordanceLine, CorpusOptions, DEFAULT_LAYERS,
-                                              MapScope, Query)
+                                              MapScope, MapSelection, Query)
+from elmo_explorer.views.palette import FOUND_COLOUR
 
-HIGHLIGHT = "#ffd400"          # the Projection view's "found" colour
+HIGHLIGHT = FOUND_COLOUR       # the Projection view's "found" colour
+SELECTION_HINT = "Shift+drag a box on the map to list the occurrences inside it."
 HINT = ("No corpus index is open: build one from the bundled reference corpus, or open an "
         "index folder.")
 LAYER_NAMES = {0: "layer 0 (char-CNN token layer)", 1: "layer 1 (biLSTM 1)",
@@ -44,11 +47,13 @@ class _ElideLeft(QStyledItemDelegate):
 
 
 class ConcordanceTable(QTableWidget):
-    """Keyword-in-context lines of one layer: cosine | left context | word | right context."""
+    """Keyword-in-context lines of one layer: cosine | left context | word | right context
+    (``first="sentence"``: the sentence id instead of the cosine, for a map selection)."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent=None, first: str = "cos"):
         super().__init__(0, 4, parent)
-        self.setHorizontalHeaderLabels(["cos", "left", "word", "right"])
+        self.first = first
+        self.setHorizontalHeaderLabels([first, "left", "word", "right"])
         self.verticalHeader().hide()
         self.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -71,7 +76,8 @@ class ConcordanceTable(QTableWidget):
         bold = QFont(self.font())
         bold.setBold(True)
         for r, line in enumerate(lines):
-            cells = [QTableWidgetItem(f"{line.cosine:.3f}"), QTableWidgetItem(line.left),
+            head = f"{line.cosine:.3f}" if self.first == "cos" else str(line.sentence_id)
+            cells = [QTableWidgetItem(head), QTableWidgetItem(line.left),
                      QTableWidgetItem(line.word), QTableWidgetItem(line.right)]
             cells[0].setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             cells[1].setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -90,7 +96,8 @@ class CorpusView(QWidget):
     """Signals: ``build_requested`` (the reference corpus), ``build_files_requested`` (ask for
     files), ``open_requested``, ``cancel_requested``,
     ``word_requested(str)``, ``options_changed``, ``line_activated(int layer, int row)``,
-    ``map_point_clicked(int layer, int index)``."""
+    ``map_point_clicked(int layer, int index)``, ``map_selection(int layer, object indices)``
+    (a box drawn on one layer's map)."""
 
     build_requested = Signal()
     build_files_requested = Signal()
@@ -100,6 +107,7 @@ class CorpusView(QWidget):
     options_changed = Signal()
     line_activated = Signal(int, int)
     map_point_clicked = Signal(int, int)
+    map_selection = Signal(int, object)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -210,6 +218,7 @@ class CorpusView(QWidget):
             m = MapPlot(layer_name(layer))
             m.setMinimumWidth(120)
             m.point_clicked.connect(lambda i, lay=layer: self.map_point_clicked.emit(lay, i))
+            m.selection_made.connect(lambda idx, lay=layer: self.map_selection.emit(lay, idx))
             plots.addWidget(m)
             self.maps[layer] = m
         ml.addLayout(plots, 1)
@@ -224,6 +233,17 @@ class CorpusView(QWidget):
         self.clusters.horizontalHeader().setStretchLastSection(True)
         self.clusters.setWordWrap(False)
         self.tabs.addTab(self.clusters, "Senses")
+        sel_page = QWidget()
+        sl = QVBoxLayout(sel_page)
+        sl.setContentsMargins(0, 0, 0, 0)
+        self.selection_note = QLabel(SELECTION_HINT)
+        self.selection_note.setWordWrap(True)
+        self.selection_table = ConcordanceTable(first="sentence")
+        self.selection_table.cellDoubleClicked.connect(
+            lambda r, _c: self.line_activated.emit(-1, r))
+        sl.addWidget(self.selection_note)
+        sl.addWidget(self.selection_table, 1)
+        self.tabs.addTab(sel_page, "Selection")
         split.addWidget(self.tabs)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
@@ -299,3 +319,19 @@ class CorpusView(QWidget):
                     item.setToolTip(row["typical"] + "\n" + row["more_typical"].replace(" | ", "\n"))
                 self.clusters.setItem(r, c, item)
         self.clusters.resizeColumnsToContents()
+
+    def show_selection(self, sel: Optional[MapSelection]) -> None:
+        """The map selection's concordance lines (None: nothing selected) and its count."""
+        if sel is None:
+            self.selection_note.setText(SELECTION_HINT)
+            self.selection_table.set_lines([], {})
+            self.tabs.setTabText(2, "Selection")
+            return
+        listed = len(sel.lines)
+        self.selection_note.setText(
+            f"{sel.n:,} occurrences selected on the layer {sel.layer} map (ringed in every "
+            "layer)" + ("" if listed == sel.n else
+                        f"; the first {listed:,} in corpus order listed" if listed else
+                        "; reading their sentences…"))
+        self.selection_table.set_lines(sel.lines, {})
+        self.tabs.setTabText(2, f"Selection ({sel.n:,})")

@@ -3,7 +3,8 @@
 Every plot draws the same N points (one ``ScatterPlotItem`` in pixel mode with shared brushes:
 no per-point Python objects). Three small overlay items per plot show the selection, the search
 hits and the hovered point, so linking them only redraws a few points. Shift+drag (or drag in
-"select" mode) draws a box; the points inside become the selection in every plot.
+"select" mode) draws a box; the points inside become the selection in every plot (the box
+and the selection are :mod:`elmo_explorer.common.box_select`, shared with the Corpus view's map).
 """
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QPointF, QRectF, Signal
 from PySide6.QtGui import QBrush, QColor
 
-from elmo_explorer.views.palette import OTHER_COLOUR, PALETTE  # shared with the Corpus view
+from elmo_explorer.common.box_select import SelectViewBox, rect_tuple
+from elmo_explorer.common.selection import points_in_rect
+from elmo_explorer.views.map_marks import found_star, selection_rings  # as the Corpus view
+from elmo_explorer.views.palette import OTHER_COLOUR, PALETTE
 
 POINT_SIZE = 5
 HOVER_RADIUS_PX = 8
@@ -47,37 +51,6 @@ def categories(values: Sequence[str], max_colours: int = len(PALETTE), by_freque
     return codes, legend
 
 
-class SelectViewBox(pg.ViewBox):
-    """A ViewBox that box-selects on Shift+drag (or any left drag in select mode)."""
-
-    box_selected = Signal(object)          # QRectF in data coordinates
-    clicked = Signal(object)               # QPointF in data coordinates (left click)
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.select_mode = False
-
-    def mouseDragEvent(self, ev, axis=None):
-        shift = bool(ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-        if ev.button() != Qt.MouseButton.LeftButton or not (self.select_mode or shift):
-            super().mouseDragEvent(ev, axis)
-            return
-        ev.accept()
-        if ev.isFinish():
-            self.rbScaleBox.hide()
-            a, b = self.mapToView(ev.buttonDownPos()), self.mapToView(ev.pos())
-            self.box_selected.emit(QRectF(a, b).normalized())
-        else:
-            self.updateScaleBox(ev.buttonDownPos(), ev.pos())
-
-    def mouseClickEvent(self, ev):
-        if ev.button() == Qt.MouseButton.LeftButton:
-            ev.accept()
-            self.clicked.emit(self.mapToView(ev.pos()))
-        else:
-            super().mouseClickEvent(ev)
-
-
 class LayerPlot:
     """One plot: the points of one layer plus the selection / search / hover overlays."""
 
@@ -95,10 +68,8 @@ class LayerPlot:
         self.plot.setMenuEnabled(True)
         self.view.setAspectLocked(True)                  # equal axes: distances read true
         self.points = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE, pen=None, antialias=False)
-        self.selected = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 5, brush=None,
-                                           pen=pg.mkPen("#000000", width=1.5))
-        self.found = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 9, symbol="star",
-                                        brush=pg.mkBrush("#ffd400"), pen=pg.mkPen("#000000"))
+        self.selected = selection_rings(POINT_SIZE)
+        self.found = found_star(POINT_SIZE)
         self.hover = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 11, brush=None,
                                         pen=pg.mkPen("#e6194b", width=2.5))
         # the typed sentences' points: larger, filled with their own colour, ringed, on top of
@@ -175,11 +146,7 @@ class LayerPlot:
         return i if d2[i] <= radius_px * radius_px else -1
 
     def inside(self, rect: QRectF) -> np.ndarray:
-        if self.coords is None:
-            return np.zeros(0, np.int64)
-        x, y = self.coords[:, 0], self.coords[:, 1]
-        return np.flatnonzero((x >= rect.left()) & (x <= rect.right())
-                              & (y >= rect.top()) & (y <= rect.bottom()))
+        return points_in_rect(self.coords, rect_tuple(rect))
 
 
 class ProjectionPlots(pg.GraphicsLayoutWidget):
