@@ -41,7 +41,7 @@ def main() -> int:
     for precision in ("fp32", "bf16"):
         out = args.work / precision
         t = time.perf_counter()
-        code = cli(["index", *map(str, args.corpus), "--out", str(out), "--layers", "0,1,2",
+        code = cli(["index", *map(str, args.corpus), "--out", str(out), "--layer", "0,1,2",
                     "--shard-size", "500", "--precision", precision])
         if code != 0:
             return code

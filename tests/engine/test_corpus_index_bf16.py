@@ -33,7 +33,7 @@ def _corpus(path, n=40, start=0):
 
 def _index(corpus, out, *extra):
     return main(["index", str(corpus), "--out", str(out), "--checkpoint", str(TINY),
-                 "--shard-size", "9", "--layers", "0,1,2", "--device", "cpu", *extra])
+                 "--shard-size", "9", "--layer", "0,1,2", "--device", "cpu", *extra])
 
 
 @pytest.fixture(scope="module")
