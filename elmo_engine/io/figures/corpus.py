@@ -95,11 +95,10 @@ def corpus_map_figure(panels: Sequence[dict], colours: Sequence[str],
     if legend:
         handles = [Line2D([], [], marker="o", linestyle="", color=c, label=f"{name} ({count:,})")
                    for name, c, count in legend]
-        fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.95),
-                   frameon=False, fontsize="small")
+        fig.legend(handles=handles, loc="outside right upper", frameon=False,
+                   fontsize="small")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     return fig
 
 

@@ -7,6 +7,7 @@ from typing import List, Sequence
 
 import numpy as np
 
+from elmo_engine.io import figures as _F
 from elmo_engine.io import figures
 from elmo_engine.io.figures import BASELINE_COLOR, baseline, grouped_bars
 
@@ -64,12 +65,8 @@ def probe_results_figure(runs: Sequence[dict]):
     ``label``, ``color``, ``weights``, ``weights_sd``, ``scores``, ``scores_sd`` (layers then
     the mix), ``below`` (booleans, same order), optional ``control`` (layers then the mix),
     ``baseline`` (name, value) and ``note``."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(11.5, 4.2), dpi=100)
-    FigureCanvasAgg(fig)
-    ax_w, ax_s = fig.subplots(1, 2, gridspec_kw={"wspace": 0.55})
+    fig = _F.figure(11.5, 4.2)
+    ax_w, ax_s = fig.subplots(1, 2)
     k = max((len(r["weights"]) for r in runs), default=3)
     grouped_bars(ax_w, [f"layer {i}" for i in range(k)],
                  [{"label": r["label"], "values": r["weights"], "errors": r.get("weights_sd"),
@@ -103,11 +100,12 @@ def probe_results_figure(runs: Sequence[dict]):
     ax_s.set_ylim(0, 1.02)
     ax_s.spines[["top", "right"]].set_visible(False)
     ax_s.set_title("Test score per layer (mean ± sd over seeds)", fontsize="medium")
-    ax_s.legend(loc="upper left", bbox_to_anchor=(1.28, 1.0), borderaxespad=0.0, frameon=False,
-                fontsize="small")
+    handles, labels = ax_s.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", frameon=False, fontsize="small")
     notes = [r["note"] for r in runs if r.get("note")]
     if notes:
-        fig.text(0.01, -0.02, "\n".join(notes), fontsize="x-small", va="top", ha="left")
+        fig.supxlabel("\n".join(notes), fontsize="x-small", x=0.01, ha="left")
     return fig
 
 
