@@ -47,7 +47,7 @@ def contexts_heatmaps(comp, views: Optional[Sequence[int]] = None, width: float 
     ncols = 1 if len(views) == 1 else 2
     nrows = -(-len(views) // ncols)
     snippets = n <= 12 and ncols == 1
-    fig = F.figure(width or 6.5, 3.1 * nrows + 0.4 if ncols == 2 else 5.0)
+    fig = F.figure(width or 6.5, 2.9 * nrows + 0.5 if ncols == 2 else 5.0)
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     groups = list(comp.groups) if any(comp.groups) else None
     rows = _occurrence_labels(comp, snippets)
@@ -66,7 +66,7 @@ def contexts_heatmaps(comp, views: Optional[Sequence[int]] = None, width: float 
                               "cosine is 1.00.")
             continue
         first = a % ncols == 0
-        F.heatmap(fig, ax, comp.matrices[k], rows if first else [""] * n, cols, bar, lo, hi,
+        F.heatmap(fig, ax, comp.matrices[k], rows if snippets else cols, cols, bar, lo, hi,
                    row_groups=None, col_groups=groups, cmap=F.SEQUENTIAL_CMAP,
                    annotate=n <= 8 and ncols == 1, xlabel="occurrence",
                    ylabel="occurrence" if first else "", colorbar=False)
@@ -95,8 +95,8 @@ def _all_same(m) -> bool:
 def _view_title(comp, k: int) -> str:
     name = comp.names[k]
     if name == "mix":
-        norm = ", layers normalised" if getattr(comp, "layer_norm", False) else ""
-        return "mix (" + ", ".join(f"{w:.2f}" for w in comp.weights) + norm + ")"
+        norm = ", normalised" if getattr(comp, "layer_norm", False) else ""
+        return "mix (" + "/".join(f"{w:.2f}" for w in comp.weights) + norm + ")"
     return f"{name} (character CNN)" if name == "layer 0" else f"{name} (biLSTM)"
 
 

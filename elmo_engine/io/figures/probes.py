@@ -65,17 +65,19 @@ def probe_results_figure(runs: Sequence[dict]):
     ``label``, ``color``, ``weights``, ``weights_sd``, ``scores``, ``scores_sd`` (layers then
     the mix), ``below`` (booleans, same order), optional ``control`` (layers then the mix),
     ``baseline`` (name, value) and ``note``."""
-    fig = _F.figure(11.5, 4.2)
-    ax_w, ax_s = fig.subplots(1, 2)
+    fig = _F.figure(6.5, 6.0)
+    ax_w, ax_s = fig.subplots(2, 1)
     k = max((len(r["weights"]) for r in runs), default=3)
-    grouped_bars(ax_w, [f"layer {i}" for i in range(k)],
+    grouped_bars(ax_w, [str(i) for i in range(k)],
                  [{"label": r["label"], "values": r["weights"], "errors": r.get("weights_sd"),
-                   "color": r["color"]} for r in runs], ylabel="mix weight (softmax, sums to 1)")
+                   "color": r["color"]} for r in runs], ylabel="mix weight")
+    ax_w.set_xlabel("layer")
     ax_w.axhline(1.0 / k, color=BASELINE_COLOR, linestyle=":", linewidth=1)
     ax_w.annotate("uniform 1/K", xy=(1.0, 1.0 / k), xycoords=("axes fraction", "data"),
                   xytext=(4, 0), textcoords="offset points", va="center", fontsize="x-small",
                   color=BASELINE_COLOR, annotation_clip=False)
-    ax_w.set_title("Scalar-mix layer weights (mean ± sd over seeds)", fontsize="medium")
+    ax_w.set_title("Scalar-mix layer weights (softmax, sum to 1; mean ± sd over seeds)",
+                  fontsize="medium")
     xs = np.arange(k + 1, dtype=float)
     for r in runs:
         vals = np.asarray(r["scores"], dtype=float)
@@ -95,11 +97,13 @@ def probe_results_figure(runs: Sequence[dict]):
             name, value = r["baseline"]
             baseline(ax_s, value, f"{name} {value:.3f}", color=r["color"])
     ax_s.set_xticks(xs)
-    ax_s.set_xticklabels([f"layer {i}" for i in range(k)] + ["mix"])
-    ax_s.set_ylabel("test score (accuracy / F1)")
+    ax_s.set_xticklabels([str(i) for i in range(k)] + ["mix"])
+    ax_s.set_xlabel("layer")
+    ax_s.set_ylabel("test score")
     ax_s.set_ylim(0, 1.02)
     ax_s.spines[["top", "right"]].set_visible(False)
-    ax_s.set_title("Test score per layer (mean ± sd over seeds)", fontsize="medium")
+    ax_s.set_title("Test score (accuracy / F1) per layer and for the mix (mean ± sd)",
+                  fontsize="medium")
     handles, labels = ax_s.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="outside right upper", frameon=False, fontsize="small")
