@@ -94,10 +94,13 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
         tokens = tokenize_sentences(data.sentences)
     word = named_word(data, tokens, word, notes)
     layers = layers_result(data)
-    if not word and not data.probe_runs and layers is None:
+    lm = (data.views or {}).get("language-model")
+    lm_sentence = lm.get("sentence") if isinstance(lm, dict) else None
+    has_lm = isinstance(lm_sentence, int) and 0 <= lm_sentence < len(tokens) and emb is not None
+    if not word and not data.probe_runs and layers is None and not has_lm:
         raise InputError("nothing to report: the workspace selects no word, its contexts view "
-                         "names none and it holds no probe or layers results (pass --word "
-                         "WORD)", path=source)
+                         "names none and it holds no probe, layers or language-model results "
+                         "(pass --word WORD)", path=source)
     if word and not any(word in t for t in tokens):
         raise InputError(f"'{word}' does not occur in the workspace's {len(tokens)} sentences",
                          path=source)
