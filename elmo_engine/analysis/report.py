@@ -302,6 +302,10 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
     n = len(comp.occurrences)
     grouped = ", ".join(f"{g} ({c})" for g, c in sizes.items())
     mix = "mix weights " + ", ".join(f"{w:.2f}" for w in comp.weights)
+    if comp.direction != "both":
+        mix += f"; {comp.direction} halves"
+    if comp.corrected:
+        mix += "; anisotropy-corrected"
     if sizes:
         gaps = [(comp.within[k] - comp.between[k], comp.p_value[k], name)
                 for k, name in enumerate(comp.names) if not math.isnan(comp.within[k])]

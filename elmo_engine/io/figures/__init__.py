@@ -80,8 +80,8 @@ class FigureStyle:
     def __post_init__(self) -> None:
         if not (1.0 <= self.width_in <= 40.0):
             raise InputError(f"figure width {self.width_in:g} in is outside 1–40 in")
-        if not (50 <= self.dpi <= 1200):
-            raise InputError(f"figure resolution {self.dpi} dpi is outside 50–1200 dpi")
+        if not (10 <= self.dpi <= 1200):
+            raise InputError(f"figure resolution {self.dpi} dpi is outside 10–1200 dpi")
         if self.height_in is not None and not (1.0 <= self.height_in <= 40.0):
             raise InputError(f"figure height {self.height_in:g} in is outside 1–40 in")
         bad = [f for f in self.formats if f not in FORMATS]
