@@ -87,6 +87,8 @@ def _part(m: LanguageModelModel, folder=None, options=None):
     kw = {}
     if options is not None:
         kw = {"formats": options.formats, "dpi": options.dpi}
+        if hasattr(options, "style"):                 # FigureOptions: width and dpi exactly
+            kw = {"formats": options.formats, "style": options.style()}
     return report_part(m.tokens, m.predictions, m.reach, m.token, m.pair_scores, m.pair,
                        folder, **kw)
 
