@@ -345,7 +345,7 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
     tasks = [r.name for r in results]
     _save(spec, probe_figure(results), figure_dir, "probe_results",
           f"Probes on {model} ({len(results)} run{'s' if len(results) != 1 else ''}: "
-          + ", ".join(tasks) + "): scalar-mix layer weights (left, bars from 0) and test score "
+          + ", ".join(tasks) + "): scalar-mix layer weights (top, bars from 0) and test score "
           "per layer and for the mix (bottom), mean ± sd over seeds; dashed: control task; "
           "dotted: baseline. " + _best_scores(results) + ".", style)
 
