@@ -52,7 +52,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="layers results written by 'elmo-explorer layers --json'")
     p.add_argument("--out", "-o", type=Path, required=True, metavar="DIR",
                    help="the report folder to create")
-    p.add_argument("--workspace", type=Path, default=None, metavar="OUT.elmows.json",
+    p.add_argument("--workspace", dest="workspace_out", type=Path, default=None,
+                   metavar="OUT.elmows.json",
                    help="also save the analysis as a workspace the app opens")
     add_figure_options(p)
     common.add_device(p)
@@ -152,9 +153,9 @@ def run(args) -> int:
     from elmo_engine.model.checkpoint import load_checkpoint
 
     style = figure_style(args)
-    common.refuse_existing(args.force, args.out, args.workspace)
-    if args.workspace is not None and not args.workspace.name.endswith(".json"):
-        raise InputError(f"a workspace file's name ends in {SUFFIX}", path=args.workspace)
+    common.refuse_existing(args.force, args.out, args.workspace_out)
+    if args.workspace_out is not None and not args.workspace_out.name.endswith(".json"):
+        raise InputError(f"a workspace file's name ends in {SUFFIX}", path=args.workspace_out)
     text = common.read_text(args.sentences)
     if not text.tokens:
         raise InputError("no sentences", path=args.sentences)
@@ -166,12 +167,13 @@ def run(args) -> int:
     emb = Embedder(model, device=str(device))
     data, tokens = build_workspace(text, args.word, checkpoint, checkpoint_checksum(checkpoint),
                                    model.info.name, probe_runs, layers)
-    source = str(args.workspace) if args.workspace is not None else str(args.sentences)
+    source = str(args.workspace_out) if args.workspace_out is not None else str(args.sentences)
     spec, files = export_report(data, source, emb, args.out, style, overwrite=args.force,
                                 tokens=tokens)
     common.log(f"wrote a report with {len(spec.tables)} tables and {len(spec.figures)} figure "
                f"files ({len(files)} files, figures {style.describe()}) to {args.out}")
-    if args.workspace is not None:
-        save_workspace(args.workspace, data)
-        common.log(f"wrote the workspace {args.workspace} (File → Open workspace… in the app)")
+    if args.workspace_out is not None:
+        save_workspace(args.workspace_out, data)
+        common.log(f"wrote the workspace {args.workspace_out} "
+                   "(File → Open workspace… in the app)")
     return 0
