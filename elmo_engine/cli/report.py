@@ -6,7 +6,8 @@ Examples::
     elmo-explorer report sentences.txt --word bank --out report/
     elmo-explorer report resources/demo_sentences.tsv --word bank --out report/ \\
         --probes pos.json wsd.json --layers-json layers.json --workspace bank.elmows.json
-    elmo-explorer report sentences.txt --word bank --checkpoint small --out r/ --width-in 3.3 --dpi 600
+    elmo-explorer report sentences.txt --word bank --checkpoint small --out r/ \\
+        --width-in 3.3 --dpi 600
 
 It reads SENTENCES (one sentence per line, or ``group<TAB>sentence`` lines: the groups become
 the word's groups, as the app opens such a file), builds the workspace the app would hold (the
