@@ -335,8 +335,9 @@ def wf_checksum(path) -> str:
     return checkpoint_checksum(path)
 
 
-def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint, tmp_path):
-    """Through the real File → Save/Open workspace and Export report of the main window."""
+def _contexts_window(qtbot, app_settings_dir, checkpoint, text: str):
+    """A main window with the contexts view only, started on ``checkpoint`` and ``text``:
+    ``(window, its workspace actions, errors shown, the contexts panel)``."""
     import elmo_explorer.persistence.workspace_actions as wa
     from elmo_explorer.shell.main_window import MainWindow
     from elmo_explorer.state.settings import AppSettings
@@ -349,8 +350,18 @@ def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint
     panel = w.panels["contexts"]
     try:
         with qtbot.waitSignal(panel.ready, timeout=30000):
-            w.start(str(tiny_checkpoint), "\n".join(SENTENCES) + "\n")
-        actions = wa.install_workspace_actions(w, recover=False)
+            w.start(str(checkpoint), text)
+    except BaseException:
+        w.workspace.worker.shutdown()
+        raise
+    return w, wa.install_workspace_actions(w, recover=False), errors, panel
+
+
+def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint, tmp_path):
+    """Through the real File → Save/Open workspace and Export report of the main window."""
+    w, actions, errors, panel = _contexts_window(qtbot, app_settings_dir, tiny_checkpoint,
+                                                 "\n".join(SENTENCES) + "\n")
+    try:
         with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
             panel.set_direction("forward")
         with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
@@ -389,10 +400,7 @@ def test_the_app_opens_the_workspace_of_the_report_command(qtbot, app_settings_d
                                                            tiny_checkpoint, tmp_path):
     """``elmo-explorer report --workspace`` writes a workspace the app opens: the sentences,
     the model, "bank" selected and compared, the file's groups kept."""
-    import elmo_explorer.persistence.workspace_actions as wa
     from elmo_engine.cli.main import main
-    from elmo_explorer.shell.main_window import MainWindow
-    from elmo_explorer.state.settings import AppSettings
 
     text = tmp_path / "s.tsv"
     groups = ["river", "money", "river", "money"]
@@ -402,16 +410,9 @@ def test_the_app_opens_the_workspace_of_the_report_command(qtbot, app_settings_d
     assert main(["report", str(text), "--word", "bank", "--checkpoint", str(tiny_checkpoint),
                  "--out", str(tmp_path / "rep"), "--workspace", str(ws_path),
                  "--device", "cpu"]) == 0
-    w = MainWindow(AppSettings(app_settings_dir), views=("contexts",))
-    qtbot.addWidget(w)
-    w.show()
-    errors = []
-    w.show_error = lambda title, msg: errors.append((title, msg))
-    panel = w.panels["contexts"]
+    w, actions, errors, panel = _contexts_window(qtbot, app_settings_dir, tiny_checkpoint,
+                                                 "Unrelated text .\n")
     try:
-        with qtbot.waitSignal(panel.ready, timeout=30000):
-            w.start(str(tiny_checkpoint), "Unrelated text .\n")
-        actions = wa.install_workspace_actions(w, recover=False)
         with qtbot.waitSignal(actions.restored, timeout=60000):
             actions.open_workspace(ws_path)
         qtbot.waitUntil(lambda: panel.model.comparison is not None
