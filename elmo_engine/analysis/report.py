@@ -1,12 +1,24 @@
 """The report of a workspace's analysis: its tables and figures, gathered from the engine.
 
-:func:`report_spec` turns a workspace's state (sentences, selection, view parameters, probe runs)
-into a :class:`~elmo_engine.io.report.ReportSpec`: the selected word compared across its
-occurrences layer by layer (:mod:`elmo_engine.analysis.contexts.compare`: summary and similarity
-tables, the heatmaps and the summary figure, groups kept) and the stored probe results (a table, the
-scores and the scalar-mix weights), every figure drawn by :mod:`elmo_engine.io.figures`.
-``elmo-explorer export report`` and the app's *Export report…* both use it; the app adds its own
-figures. :func:`elmo_engine.io.report.write_report` writes the folder.
+One code path for every report: :func:`build_report` turns a workspace's state (sentences,
+selection, view parameters, probe runs, layers results) into a
+:class:`~elmo_engine.io.report.ReportSpec`, and :func:`elmo_engine.io.report.write_report` writes
+the folder. The app's *Export report…*, ``elmo-explorer export report`` and ``elmo-explorer
+report`` all call it, so the same workspace gives the same files (same figures, same names,
+same tables):
+
+* the word the workspace names (the explicit ``word``, else the selected token's, else the
+  contexts view's word) compared across its occurrences layer by layer
+  (:mod:`elmo_engine.analysis.contexts.compare`: summary, occurrences and similarity tables, the
+  heatmaps and the summary figure, groups kept);
+* the stored probe results (a table, the scores and the scalar-mix weights);
+* the stored layers results (``layers --json``: contextuality table and figure, CKA heatmap);
+* the language-model view's sentence (:mod:`elmo_engine.analysis.language_model.report`).
+
+Every figure is drawn by :mod:`elmo_engine.io.figures` at the :class:`FigureStyle` asked for,
+with a caption that names the model, the data and the numbers that matter. A workspace that
+names nothing to report raises :class:`InputError` saying what is missing (never an empty
+report).
 """
 from __future__ import annotations
 
@@ -19,29 +31,113 @@ from elmo_engine.analysis.probes.experiment import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS, results_rows
 from elmo_engine.errors import InputError
 from elmo_engine.io import figures as F
+from elmo_engine.io.figures import FigureStyle
 from elmo_engine.io.report import ReportFigure, ReportSpec, ReportTable
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
 
 #: at most this many occurrences get a per-layer similarity table shown on the report pages
 MAX_SHOWN_OCCURRENCES = 12
+#: the layers view's name in a workspace file and its state's version (``views["layers"]``)
+LAYERS_VIEW = "layers"
+LAYERS_VIEW_VERSION = 1
 
 
-def build_report_spec(loaded, emb, word: Optional[str], notes: List[str],
-                      figure_dir: Path, formats: Sequence[str] = F.FORMATS) -> ReportSpec:
-    """Embed a loaded workspace's sentences with the embedder ``emb`` and gather the tables and
-    figures of its report."""
-    data = loaded.data
-    tokens = [tokenize(s, MAX_SENTENCE_TOKENS)[:MAX_SENTENCE_TOKENS] for s in data.sentences]
-    acts = emb.embed(tokens) if tokens else []
-    spec = report_spec(data, tokens, acts, emb.model.info.describe(), str(loaded.path), word,
-                       notes, figure_dir, formats)
-    _add_language_model(spec, emb, data.views, tokens, figure_dir, formats)
+def tokenize_sentences(sentences: Sequence[str]) -> List[List[str]]:
+    """The tokens of a workspace's sentences, as the app tokenizes them."""
+    return [list(tokenize(s, MAX_SENTENCE_TOKENS)[:MAX_SENTENCE_TOKENS]) for s in sentences]
+
+
+def named_word(data, tokens, word: Optional[str] = None, notes: Optional[List[str]] = None
+               ) -> Optional[str]:
+    """The word a workspace's report compares: ``word`` if given, else the selected token's,
+    else the contexts view's word (a workspace saved before anything was selected)."""
+    if word:
+        return word
+    if data.selection is not None:
+        s, t = data.selection.get("sentence"), data.selection.get("token")
+        if isinstance(s, int) and isinstance(t, int) and s < len(tokens) and t < len(tokens[s]):
+            found = tokens[s][t]
+            saved = data.selection.get("word")
+            if saved and saved != found and notes is not None:
+                notes.append(f"The saved selection was '{saved}'; the token at that place is "
+                             f"now '{found}' (the tokenizer changed?).")
+            return found
+    state = (data.views or {}).get("contexts")
+    named = state.get("word") if isinstance(state, dict) else None
+    return named.strip() if isinstance(named, str) and named.strip() else None
+
+
+def layers_result(data) -> Optional[dict]:
+    """The ``layers --json`` document a workspace holds (``views["layers"]["result"]``)."""
+    state = (data.views or {}).get(LAYERS_VIEW)
+    res = state.get("result") if isinstance(state, dict) else None
+    ok = (isinstance(res, dict) and isinstance(res.get("contextuality"), dict)
+          and isinstance(res["contextuality"].get("layers"), list))
+    return res if ok else None
+
+
+def build_report(data, source: str, emb, figure_dir: Optional[Path],
+                 style: FigureStyle = FigureStyle(), word: Optional[str] = None,
+                 notes: Sequence[str] = (), tokens=None, acts=None) -> ReportSpec:
+    """The report of a workspace (a :class:`~elmo_engine.io.workspace_file.WorkspaceData`).
+
+    ``emb``: the embedder of the model (its tokens and ``acts`` are computed here unless
+    given: the app passes what it has already embedded, the same numbers); ``source``: where
+    the workspace came from (its path); ``figure_dir``: where the figures go (None: tables
+    only).
+
+    Raises InputError: the workspace names no word and holds no results (nothing to report),
+    or the word it names does not occur in its sentences.
+    """
+    notes = list(notes)
+    if tokens is None:
+        tokens = tokenize_sentences(data.sentences)
+    word = named_word(data, tokens, word, notes)
+    layers = layers_result(data)
+    lm = (data.views or {}).get("language-model")
+    lm_sentence = lm.get("sentence") if isinstance(lm, dict) else None
+    has_lm = isinstance(lm_sentence, int) and 0 <= lm_sentence < len(tokens) and emb is not None
+    if not word and not data.probe_runs and layers is None and not has_lm:
+        raise InputError("nothing to report: the workspace selects no word, its contexts view "
+                         "names none and it holds no probe, layers or language-model results "
+                         "(pass --word WORD)", path=source)
+    if word and not any(word in t for t in tokens):
+        raise InputError(f"'{word}' does not occur in the workspace's {len(tokens)} sentences",
+                         path=source)
+    if acts is None or len(acts) != len(tokens) or any(a is None for a in acts):
+        acts = emb.embed(tokens) if tokens else []
+    model = emb.model.info.describe() if emb is not None else None
+    spec = report_spec(data, tokens, acts, model, source, word, notes, figure_dir, style)
+    if emb is not None:
+        _add_language_model(spec, emb, data.views, tokens, figure_dir, style)
     return spec
+
+
+def export_report(data, source: str, emb, folder, style: FigureStyle = FigureStyle(),
+                  word: Optional[str] = None, notes: Sequence[str] = (), overwrite: bool = False,
+                  tokens=None, acts=None, state=None):
+    """Build the report (:func:`build_report`) and write its folder
+    (:func:`~elmo_engine.io.report.write_report`): the one path of the app's *Export report…*,
+    ``export report`` and ``report``. Returns ``(spec, files written)``."""
+    import shutil
+    import tempfile
+
+    from elmo_engine.io.report import write_report
+
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.figures-", dir=folder.parent))
+    try:
+        spec = build_report(data, source, emb, tmp, style, word, notes, tokens, acts)
+        files = write_report(folder, spec, overwrite=overwrite, state=state)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return spec, files
 
 
 # ---- the language model view (issue 27): the same part the app's view reports ---------------
 def _add_language_model(spec: ReportSpec, emb, views: dict, tokens, figure_dir: Optional[Path],
-                        formats: Sequence[str]) -> None:
+                        style: FigureStyle) -> None:
     from elmo_engine.analysis.language_model.report import VIEW, compute_report_part
     from elmo_engine.errors import CheckpointError
     from elmo_engine.model.softmax import load_softmax
@@ -54,37 +150,26 @@ def _add_language_model(spec: ReportSpec, emb, views: dict, tokens, figure_dir: 
                                output_dim=emb.opts.output_dim)
     except CheckpointError:
         softmax = None                     # the part says so; the reach needs no softmax
-    part = compute_report_part(emb, softmax, state, tokens, figure_dir, formats)
+    part = compute_report_part(emb, softmax, state, tokens, figure_dir, style.formats, style)
     spec.tables += part.tables
     spec.figures += part.figures
     spec.notes += part.notes
 
 
-def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Optional[str] = None,
-                notes: Sequence[str] = (), figure_dir: Optional[Path] = None,
-                formats: Sequence[str] = F.FORMATS, contexts: bool = True) -> ReportSpec:
-    """The report of a workspace's state (Qt-free; the app adds its own figures).
+def model_name(model: Optional[dict]) -> str:
+    """A model's name for captions ("the model" when unknown)."""
+    if not model:
+        return "no model"
+    name = model.get("name") or Path(str(model.get("weights_path") or "model")).parent.name
+    return str(name)
 
-    Parameters
-    ----------
-    data : a :class:`~elmo_engine.io.workspace_file.WorkspaceData`
-    tokens, acts : the tokens and ``(L+1, n, 2P)`` activations of ``data.sentences``
-    model : ``CheckpointInfo.describe()`` of the model used, or None
-    source : where the workspace came from (a path, or "ELMo Explorer session")
-    word : the word to compare (default: the selected token's)
-    figure_dir : write the figures here (:mod:`elmo_engine.io.figures`, in ``formats``; None: tables
-        only)
-    contexts : compare the word here (False: the caller adds the contexts view's own tables
-        and figures, as the app does)
-    """
+
+def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Optional[str],
+                notes: Sequence[str] = (), figure_dir: Optional[Path] = None,
+                style: FigureStyle = FigureStyle()) -> ReportSpec:
+    """The report's tables and figures from tokens and activations already computed (see
+    :func:`build_report`, which calls it)."""
     notes = list(notes)
-    if word is None and data.selection is not None:
-        s, t = data.selection["sentence"], data.selection["token"]
-        if s < len(tokens) and t < len(tokens[s]):
-            word = tokens[s][t]
-            if data.selection.get("word") and data.selection["word"] != word:
-                notes.append(f"The saved selection was '{data.selection['word']}'; the token at "
-                             f"that place is now '{word}' (the tokenizer changed?).")
     info = {}
     if model is not None:
         info = {k: model[k] for k in ("name", "format", "checksum", "options_path", "weights_path")}
@@ -94,13 +179,18 @@ def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Op
         model=info or {"model": "none loaded"},
         data={"workspace": source} | ({"saved": data.saved_at} if data.saved_at else {})
         | {"sentences": len(tokens), "tokens": int(sum(len(t) for t in tokens))},
-        parameters={"selected word": word or "(none)"} | _view_parameters(data.views),
+        parameters={"selected word": word or "(none)"} | _view_parameters(data.views)
+        | {"figures": style.describe() + ", " + ", ".join(style.formats)},
         notes=notes + ([data.notes] if data.notes else []))
-    if contexts and word and acts and all(a is not None for a in acts):
+    where = f"{model_name(model)}, {len(tokens)} sentences"
+    if word and acts and all(a is not None for a in acts):
         _add_contexts(spec, tokens, acts, word, data.views.get("contexts", {}), figure_dir,
-                      formats)
+                      style, where)
     if data.probe_runs:
-        _add_probes(spec, data.probe_runs, source, figure_dir, formats)
+        _add_probes(spec, data.probe_runs, source, figure_dir, style, model_name(model))
+    layers = layers_result(data)
+    if layers is not None:
+        _add_layers(spec, layers, figure_dir, style)
     return spec
 
 
@@ -146,10 +236,23 @@ def _num(v) -> Optional[float]:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 6)
 
 
+def safe_name(text: str) -> str:
+    """``text`` as part of a file name (letters, digits, - and _; at most 40 characters)."""
+    keep = "".join(c if c.isalnum() or c in "-_" else "_" for c in text).strip("_")
+    return keep[:40] or "word"
+
+
+def _save(spec: ReportSpec, fig, figure_dir: Path, stem: str, caption: str,
+          style: FigureStyle) -> None:
+    spec.figures += [ReportFigure(p, caption)
+                     for p in F.save(fig, figure_dir / stem, list(style.formats), style=style)]
+
+
 def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
-                  figure_dir: Optional[Path], formats: Sequence[str]) -> None:
+                  figure_dir: Optional[Path], style: FigureStyle, where: str) -> None:
     n_layers = acts[0].shape[0] if acts else 0
-    weights = state.get("weights")
+    weights = state.get("weights") if isinstance(state, dict) else None
+    state = state if isinstance(state, dict) else {}
     if not (isinstance(weights, list) and len(weights) == n_layers
             and all(isinstance(w, (int, float)) and w >= 0 for w in weights)):
         weights = None
@@ -160,8 +263,7 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
     comp, _vectors, total = cmp.compare_word(tokens, acts, word, weights, direction, corrected,
                                             groups, layer_norm=layer_norm)
     if comp is None:
-        spec.notes.append(f"'{word}' does not occur in the sentences: no similarity tables.")
-        return
+        raise InputError(f"'{word}' does not occur in the sentences")
     assert comp.test is not None                     # compare_word always tests
     sizes = {g: comp.groups.count(g) for g in comp.groups if g}
     spec.parameters |= {
@@ -197,17 +299,34 @@ def _add_contexts(spec: ReportSpec, tokens, acts, word: str, state: dict,
         return
     from elmo_engine.io.figures.contexts import contexts_heatmaps, contexts_summary
 
-    for stem, fig, caption in (
-            ("contexts_heatmaps", contexts_heatmaps(comp),
-             f"Cosine similarity of the occurrences of '{word}', per layer and for the mix"),
-            ("contexts_summary", contexts_summary(comp),
-             f"'{word}': self-, within- and between-group similarity per view")):
-        spec.figures += [ReportFigure(p, caption)
-                         for p in F.save(fig, figure_dir / stem, list(formats))]
+    n = len(comp.occurrences)
+    grouped = ", ".join(f"{g} ({c})" for g, c in sizes.items())
+    mix = "mix weights " + ", ".join(f"{w:.2f}" for w in comp.weights)
+    if comp.direction != "both":
+        mix += f"; {comp.direction} halves"
+    if comp.corrected:
+        mix += "; anisotropy-corrected"
+    if sizes:
+        gaps = [(comp.within[k] - comp.between[k], comp.p_value[k], name)
+                for k, name in enumerate(comp.names) if not math.isnan(comp.within[k])]
+        numbers = "within − between: " + "; ".join(
+            f"{name} {d:.3f} (p = {p:.3f})" for d, p, name in gaps) + f" ({comp.test.describe()})"
+    else:
+        numbers = "self-similarity: " + "; ".join(
+            f"{name} {comp.self_sim[k]:.3f}" for k, name in enumerate(comp.names))
+    base = safe_name(word)
+    _save(spec, contexts_heatmaps(comp), figure_dir, f"contexts_{base}_heatmaps",
+          f"Cosine similarity between the {n} occurrences of '{word}' ({where}; "
+          + (f"groups {grouped}; " if grouped else "") + f"{mix}), per layer and for the "
+          f"scalar mix, rows and columns ordered by group. {numbers}.", style)
+    _save(spec, contexts_summary(comp), figure_dir, f"contexts_{base}_summary",
+          f"'{word}' ({where}): mean cosine of its {n} occurrences per view — self-similarity"
+          + (", within and between the groups " + grouped if grouped else "")
+          + f"; bars from 0. {numbers}.", style)
 
 
 def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optional[Path],
-                formats: Sequence[str]) -> None:
+                style: FigureStyle, model: str) -> None:
     results = []
     for i, d in enumerate(runs):
         try:
@@ -223,8 +342,60 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
         return
     from elmo_engine.io.figures.probes import probe_figure
 
-    spec.figures += [ReportFigure(p, "Probe runs: scalar-mix layer weights and test score per "
-                                     "layer (mean ± sd over seeds; dashed: control task; dotted: "
-                                     "baseline)")
-                     for p in F.save(probe_figure(results), figure_dir / "probe_results",
-                                     list(formats))]
+    tasks = [r.name for r in results]
+    _save(spec, probe_figure(results), figure_dir, "probe_results",
+          f"Probes on {model} ({len(results)} run{'s' if len(results) != 1 else ''}: "
+          + ", ".join(tasks) + "): scalar-mix layer weights (top, bars from 0) and test score "
+          "per layer and for the mix (bottom), mean ± sd over seeds; dashed: control task; "
+          "dotted: baseline. " + _best_scores(results) + ".", style)
+
+
+def _best_scores(results) -> str:
+    """Each run's best layer and the mix: "POS: best layer 1 (0.912), mix 0.915"."""
+    out = []
+    for r in results:
+        scored = [(lay.test, lay.layer) for lay in r.layers
+                  if lay.test is not None and not math.isnan(lay.test)]
+        if scored:
+            v, k = max(scored)
+            mix = "" if r.mix.test is None else f", mix {r.mix.test:.3f}"
+            out.append(f"{r.name}: best layer {k} ({v:.3f}){mix}")
+    return "; ".join(out) or "scores in the table"
+
+
+def _add_layers(spec: ReportSpec, doc: dict, figure_dir: Optional[Path],
+                style: FigureStyle) -> None:
+    from elmo_engine.io.figures.layers import MEASURES, cka_figure, contextuality_figure
+
+    ctx = doc["contextuality"]
+    rows = []
+    for e in ctx["layers"]:
+        for d, vals in (e.get("directions") or {}).items():
+            rows.append({"layer": e.get("layer"), "direction": d,
+                         **{f"{name}": _num((vals.get(key) or {}).get("value"))
+                            for key, name in MEASURES},
+                         **{f"{name} baseline": _num((vals.get(key) or {}).get("baseline"))
+                            for key, name in MEASURES}})
+    corpus = doc.get("corpus") or {}
+    model = (doc.get("model") or {}).get("name") or "the model"
+    where = (f"{model}, {corpus.get('sentences', '?')} sentences / {corpus.get('tokens', '?')} "
+             f"tokens of {Path(str(corpus.get('path', 'the corpus'))).name}")
+    spec.tables.append(ReportTable(
+        "layers_contextuality", "How contextual each layer is", rows,
+        caption=f"Ethayarajh (2019)'s measures per layer and direction ({where}), each beside "
+                "its anisotropy baseline."))
+    if figure_dir is None:
+        return
+    both = [(e.get("layer"), ((e.get("directions") or {}).get("both") or {})
+             .get("self_similarity", {}).get("value")) for e in ctx["layers"]]
+    both = [(k, v) for k, v in both if isinstance(v, (int, float))]
+    numbers = ("self-similarity " + ", ".join(f"layer {k} {v:.3f}" for k, v in both)) if both \
+        else "values in the table"
+    _save(spec, contextuality_figure(ctx), figure_dir, "layers_contextuality",
+          f"Contextuality per layer ({where}): self-similarity, intra-sentence similarity and "
+          f"maximum explainable variance, dashed: anisotropy baseline; {numbers}.", style)
+    cka = doc.get("cka")
+    if isinstance(cka, dict) and isinstance(cka.get("matrix"), list) and cka["matrix"]:
+        _save(spec, cka_figure(cka, "Linear CKA between layers"), figure_dir, "layers_cka",
+              f"Linear CKA between the layers ({where}); 1 = the same representation up to "
+              "rotation and scale.", style)

@@ -14,23 +14,20 @@ Examples::
 ``export report`` rebuilds a report from a saved workspace: it embeds the workspace's sentences
 with its checkpoint, compares the selected word across its occurrences layer by layer
 (tables, the heatmaps and the summary figure, with the workspace's groups), and adds the probe
-results stored in the workspace (table, scores and scalar-mix weights), every figure as PNG, SVG
-and PDF from the one figure path (``elmo_engine.io.figures.contexts``), with ``report.md``
-and ``report.html``.
+and layers results stored in the workspace, every figure as PNG and SVG (``--pdf``: and PDF) at
+``--width-in`` × ``--dpi`` from the one figure path, with ``report.md`` and ``report.html`` —
+the same code path (:func:`elmo_engine.analysis.report.export_report`) as the app's *Export
+report…* and ``elmo-explorer report``, so the same workspace gives the same files.
 """
 from __future__ import annotations
 
 import argparse
-import shutil
-import sys
-import tempfile
 from pathlib import Path
 from typing import List
 
 from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo
 from elmo_engine.errors import InputError
-from elmo_engine.io.report import write_report
 from elmo_engine.io.vectors import FORMATS, LayerChoice, export_vectors
 
 
@@ -74,6 +71,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     r.add_argument("--checkpoint", type=Path, default=None,
                    help="use this checkpoint instead of the one the workspace names")
     r.add_argument("--word", default=None, help="compare this word (default: the selected one)")
+    add_figure_options(r)
     common.add_device(r)
     common.add_force(r, "(replace) OUTDIR if it exists")
     r.set_defaults(func=run)
@@ -138,11 +136,12 @@ def engine_layer_mode(layers: str) -> str:
 
 
 def run_report(args) -> int:
-    from elmo_engine.analysis.report import build_report_spec
+    from elmo_engine.analysis.report import export_report
     from elmo_engine.io.workspace_file import load_workspace
 
     common.refuse_stdout(args.outdir, "a report")
     common.refuse_existing(args.force, args.outdir)
+    style = figure_style(args)
     loaded = load_workspace(args.workspace, verify_checksum=args.checkpoint is None)
     data = loaded.data
     notes: List[str] = []
@@ -160,15 +159,25 @@ def run_report(args) -> int:
                    "with (checksum mismatch): numbers may differ from the saved analysis")
             print(f"elmo-explorer: warning: {msg}", file=sys.stderr)
             notes.append("Warning: " + msg + ".")
-    args.outdir.parent.mkdir(parents=True, exist_ok=True)
-    tmp_figures = Path(tempfile.mkdtemp(prefix=f".{args.outdir.name}.figures-",
-                                        dir=args.outdir.parent))
-    try:
-        spec = build_report_spec(loaded, _embedder(checkpoint, args.device), args.word, notes,
-                                 tmp_figures)
-        files = write_report(args.outdir, spec, overwrite=args.force)
-    finally:
-        shutil.rmtree(tmp_figures, ignore_errors=True)
-    print(f"wrote a report with {len(spec.tables)} tables and {len(spec.figures)} figures "
-          f"({len(files)} files) to {args.outdir}", file=sys.stderr)
+    spec, files = export_report(data, str(args.workspace), _embedder(checkpoint, args.device),
+                                args.outdir, style, args.word, notes, overwrite=args.force)
+    common.log(f"wrote a report with {len(spec.tables)} tables and {len(spec.figures)} "
+               f"figure files ({len(files)} files) to {args.outdir}")
     return 0
+
+
+def add_figure_options(p: argparse.ArgumentParser) -> None:
+    """``--width-in``, ``--dpi`` and ``--pdf``: the report's figure style."""
+    p.add_argument("--width-in", type=float, default=6.5, metavar="W",
+                   help="figure width in inches, exactly (default 6.5: a full text width)")
+    p.add_argument("--dpi", type=int, default=300, metavar="D",
+                   help="PNG resolution (default 300: 6.5 in → 1950 px)")
+    p.add_argument("--pdf", action="store_true", help="also write every figure as PDF")
+
+
+def figure_style(args):
+    """The :class:`~elmo_engine.io.figures.FigureStyle` of ``--width-in``/``--dpi``/``--pdf``."""
+    from elmo_engine.io.figures import FigureStyle
+
+    return FigureStyle(args.width_in, args.dpi,
+                       ("png", "svg", "pdf") if args.pdf else ("png", "svg"))

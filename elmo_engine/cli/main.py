@@ -25,6 +25,7 @@ SUBCOMMAND_MODULES = {
     "lm": "elmo_engine.cli.lm",
     "probe": "elmo_engine.cli.probe",
     "export": "elmo_engine.cli.export",
+    "report": "elmo_engine.cli.report",
     "contexts": "elmo_engine.cli.contexts",
     "project": "elmo_engine.cli.project",
     "layers": "elmo_engine.cli.layers",

@@ -303,12 +303,13 @@ def test_report_figures_and_tables(panel, tmp_path):
     assert [f.name for f in files] == [f"contexts_bank_{k}.{e}" for k in ("heatmaps", "summary")
                                        for e in ("png", "svg")]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f.name for f in files)
-    img = QImage(str(files[0]))                    # matplotlib (the one figure path), ≥ 6.5 in
-    assert img.width() >= 6.5 * 20 * 0.9 and round(img.dotsPerMeterX() * 0.0254) == 20
+    img = QImage(str(files[0]))                    # matplotlib (the one figure path), exactly
+    assert (img.width(), img.height()) == (130, 100)        # 6.5 × 5 in at 20 dpi
+    assert round(img.dotsPerMeterX() * 0.0254) == 20
     text = files[1].read_text(encoding="utf-8")
-    for label in ("in 4 contexts", "occurrence (row)", "occurrence (column)", "cosine similarity",
-                  "layer 0 (character CNN)", "layer 2 (biLSTM)", "mix (0.33, 0.33, 0.33, "
-                  "layers normalised)", "The [bank] raised its"):
+    for label in ("in 4 contexts", "occurrence", "cosine similarity",
+                  "layer 0 (character CNN)", "same vector", "layer 2 (biLSTM)",
+                  "mix (0.33/0.33/0.33, normalised)"):
         assert label in text, label
     assert "self-similarity" in files[3].read_text(encoding="utf-8")
     pdf = panel.report_figures(tmp_path / "pdf", FigureOptions(formats=("pdf",)))
@@ -328,8 +329,15 @@ def test_report_figures_and_tables(panel, tmp_path):
     assert neigh[8]["source"] == "loaded sentences" and "[" in neigh[8]["context"]
 
 
-def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint, tmp_path):
-    """Through the real File → Save/Open workspace and Export report of the main window."""
+def wf_checksum(path) -> str:
+    from elmo_engine.io.workspace_file import checkpoint_checksum
+
+    return checkpoint_checksum(path)
+
+
+def _contexts_window(qtbot, app_settings_dir, checkpoint, text: str):
+    """A main window with the contexts view only, started on ``checkpoint`` and ``text``:
+    ``(window, its workspace actions, errors shown, the contexts panel)``."""
     import elmo_explorer.persistence.workspace_actions as wa
     from elmo_explorer.shell.main_window import MainWindow
     from elmo_explorer.state.settings import AppSettings
@@ -342,8 +350,18 @@ def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint
     panel = w.panels["contexts"]
     try:
         with qtbot.waitSignal(panel.ready, timeout=30000):
-            w.start(str(tiny_checkpoint), "\n".join(SENTENCES) + "\n")
-        actions = wa.install_workspace_actions(w, recover=False)
+            w.start(str(checkpoint), text)
+    except BaseException:
+        w.workspace.worker.shutdown()
+        raise
+    return w, wa.install_workspace_actions(w, recover=False), errors, panel
+
+
+def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint, tmp_path):
+    """Through the real File → Save/Open workspace and Export report of the main window."""
+    w, actions, errors, panel = _contexts_window(qtbot, app_settings_dir, tiny_checkpoint,
+                                                 "\n".join(SENTENCES) + "\n")
+    try:
         with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
             panel.set_direction("forward")
         with qtbot.waitSignal(panel.comparison_drawn, timeout=10000):
@@ -366,13 +384,42 @@ def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint
             actions.export_report(out, FigureOptions(3.0, 2.4, 30, keep_aspect=False))
         assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(
             f"contexts_bank_{v}.{e}" for v in ("heatmaps", "summary") for e in ("png", "svg"))
-        tables = {p.name for p in (out / "tables").iterdir()}
-        assert "contexts_summary.csv" not in tables          # the contexts table appears once
-        assert {"contexts_view_summary.csv", "contexts_view_groups.csv",
-                "contexts_view_similarity.csv", "contexts_neighbours.csv"} <= tables
+        tables = {p.name for p in (out / "tables").iterdir()}   # the engine's one report path
+        assert {"contexts_summary.csv", "contexts_occurrences.csv",
+                "contexts_similarity_mix.csv"} <= tables
+        with open(out / "tables" / "contexts_occurrences.csv", encoding="utf-8") as fh:
+            assert "river" in fh.read()                           # the view's groups kept
         page = (out / "report.html").read_text(encoding="utf-8")
-        assert "figures/contexts_bank_heatmaps.png" in page and "Contexts view: &#x27;bank&#x27;" \
-            in page
+        assert "figures/contexts_bank_heatmaps.png" in page and "forward halves" in page
+        assert errors == []
+    finally:
+        w.workspace.worker.shutdown()
+
+
+def test_the_app_opens_the_workspace_of_the_report_command(qtbot, app_settings_dir,
+                                                           tiny_checkpoint, tmp_path):
+    """``elmo-explorer report --workspace`` writes a workspace the app opens: the sentences,
+    the model, "bank" selected and compared, the file's groups kept."""
+    from elmo_engine.cli.main import main
+
+    text = tmp_path / "s.tsv"
+    groups = ["river", "money", "river", "money"]
+    text.write_text("".join(f"bank: {g}\t{s}\n" for g, s in zip(groups, SENTENCES)),
+                    encoding="utf-8")
+    ws_path = tmp_path / "r.elmows.json"
+    assert main(["report", str(text), "--word", "bank", "--checkpoint", str(tiny_checkpoint),
+                 "--out", str(tmp_path / "rep"), "--workspace", str(ws_path),
+                 "--device", "cpu"]) == 0
+    w, actions, errors, panel = _contexts_window(qtbot, app_settings_dir, tiny_checkpoint,
+                                                 "Unrelated text .\n")
+    try:
+        with qtbot.waitSignal(actions.restored, timeout=60000):
+            actions.open_workspace(ws_path)
+        qtbot.waitUntil(lambda: panel.model.comparison is not None
+                        and panel.model.comparison.word == "bank", timeout=20000)
+        assert w.workspace.sentences == SENTENCES
+        assert w.workspace.model_info.checksum == wf_checksum(tiny_checkpoint)
+        assert list(panel.model.comparison.groups) == ["river", "river", "money", "money"]
         assert errors == []
     finally:
         w.workspace.worker.shutdown()

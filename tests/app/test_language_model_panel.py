@@ -174,8 +174,9 @@ def test_minimal_pairs_are_scored_on_the_worker(qtbot, opened, tmp_path):
 def test_the_app_report_and_the_headless_report_give_the_same_part(qtbot, opened, tmp_path):
     from types import SimpleNamespace
 
-    from elmo_engine.analysis.report import build_report_spec
+    from elmo_engine.analysis.report import build_report
     from elmo_engine.io import workspace_file as wf
+    from elmo_engine.io.figures import FigureStyle
 
     ws, panel = opened
     ws.select(TokenRef(0, 3))
@@ -183,8 +184,8 @@ def test_the_app_report_and_the_headless_report_give_the_same_part(qtbot, opened
     app_tables = {t.name: t.rows for t in panel.report_tables()}
     assert set(app_tables) == {"language_model_tokens", "language_model_reach"}
     data = wf.WorkspaceData(sentences=list(SENTENCES), views={"language-model": panel.view_state()})
-    spec = build_report_spec(SimpleNamespace(data=data, path=tmp_path / "w.json"), ws.embedder,
-                             None, [], tmp_path, formats=["png"])
+    spec = build_report(data, str(tmp_path / "w.json"), ws.embedder, tmp_path,
+                        FigureStyle(formats=("png",)))
     headless = {t.name: t.rows for t in spec.tables if t.name.startswith("language_model")}
     assert headless.keys() == app_tables.keys()
     for name, rows in app_tables.items():

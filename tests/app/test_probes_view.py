@@ -104,7 +104,7 @@ def test_exports_write_json_csv_and_figures(shown, tmp_path):
         (written,) = shown.export_plots(tmp_path / f"plots{ext}")   # drawn by the figure module
         assert written.name == f"plots{ext}" and written.read_bytes()[:5].startswith(magic)
     text = (tmp_path / "plots.svg").read_text(encoding="utf-8")
-    assert "mix weight (softmax" in text and run.name in text
+    assert "mix weight" in text and "softmax" in text and run.name in text
     assert len(shown.export_actions()) == 3
 
 

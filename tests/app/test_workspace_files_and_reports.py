@@ -207,22 +207,58 @@ def test_disk_full_error_is_shown_and_nothing_left(qtbot, window, tmp_path, monk
     assert [p.name for p in tmp_path.iterdir()] == ["settings"]           # no file, no temporary
 
 
-def test_export_report_with_figures(qtbot, window, tmp_path):
+def _csv_rows(path):
+    import csv
+
+    with open(path, encoding="utf-8") as fh:
+        return list(csv.reader(fh))
+
+
+def test_the_app_and_export_report_write_the_same_report(qtbot, window, tmp_path):
+    """One code path: the app's Export report… and ``export report`` of the saved workspace
+    give the same files (names, tables, PNG sizes), figures at the dialog's width and dpi."""
+    from PIL import Image
+
+    from elmo_engine.cli.main import main
+
     window.panels["own"] = FakePanel(own_figures=True)
-    window.workspace.select(TokenRef(0, 4))
-    out = tmp_path / "report"
-    opts = FigureOptions(width_in=3.0, height_in=2.0, dpi=100, keep_aspect=False)
+    window.workspace.select(TokenRef(0, 4))                       # "bank"
+    ws_path = tmp_path / "w.elmows.json"
+    wf.save_workspace(ws_path, window.actions_.collect())
+    app_out, cli_out = tmp_path / "app", tmp_path / "cli"
+    opts = FigureOptions(width_in=3.0, height_in=2.0, dpi=100, keep_aspect=True)
     with qtbot.waitSignal(window.actions_.exported, timeout=60000):
-        window.actions_.export_report(out, opts)
-    figs = sorted(p.name for p in (out / "figures").iterdir())
-    assert figs == ["own_plot.svg"]                 # the panels' own figures, no screenshots
-    assert not (out / "tables").exists()            # contexts tables come from its panel only
-    page = (out / "report.html").read_text(encoding="utf-8")
-    assert "figures/own_plot.svg" in page and "PNG dpi" in page
-    assert "bank" in page and window.errors == []
+        window.actions_.export_report(app_out, opts)
+    assert window.errors == []
+    assert main(["export", "report", str(ws_path), str(cli_out), "--width-in", "3",
+                 "--dpi", "100", "--device", "cpu"]) == 0
+
+    def files(root):
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+    assert files(app_out) == files(cli_out)
+    figs = [f for f in files(app_out) if f.startswith("figures/")]
+    assert "figures/contexts_bank_heatmaps.png" in figs and "figures/own_plot.svg" not in figs
+    for f in figs:
+        if f.endswith(".png"):
+            with Image.open(app_out / f) as a, Image.open(cli_out / f) as b:
+                assert a.size == b.size and a.size[0] == 300        # 3 in × 100 dpi
+    tables = [f for f in files(app_out) if f.startswith("tables/")]
+    assert "tables/contexts_summary.csv" in tables
+    for f in tables:
+        a, b = _csv_rows(app_out / f), _csv_rows(cli_out / f)
+        assert len(a) == len(b) and a[0] == b[0]
+        for ra, rb in zip(a[1:], b[1:]):
+            for x, y in zip(ra, rb):
+                try:
+                    assert float(x) == pytest.approx(float(y), abs=2e-4)
+                except ValueError:
+                    assert x == y
+    page = (app_out / "report.html").read_text(encoding="utf-8")
+    assert "3 in wide at 100 dpi" in page and "bank" in page
     mask = os.umask(0)
     os.umask(mask)
-    assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~mask
+    assert stat.S_IMODE(app_out.stat().st_mode) == 0o777 & ~mask
 
 
 def test_autosave_and_recovery(qtbot, window, tmp_path, monkeypatch, app_settings_dir):
@@ -258,7 +294,8 @@ def test_save_figure_size_dpi_formats_and_umask(tmp_path):
                                                               formats=("png", "svg", "pdf")))
     assert [f.name for f in files] == ["plot.png", "plot.svg", "plot.pdf"]
     img = QImage(str(files[0]))
-    assert round(img.dotsPerMeterX() * 0.0254) == 150 and img.width() > 4.0 * 150 * 0.8
+    assert round(img.dotsPerMeterX() * 0.0254) == 150
+    assert (img.width(), img.height()) == (600, 450)          # exactly 4 × 3 in at 150 dpi
     assert files[2].read_bytes()[:5] == b"%PDF-"
     mask = os.umask(0)
     os.umask(mask)

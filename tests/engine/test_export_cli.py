@@ -84,7 +84,7 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
             {"sentence": i, "token": t, "group": g} for i, t, g in GROUPS]}}},
         probe_runs=[_probe_run()]))
     out = tmp_path / "report"
-    assert main(["export", "report", str(ws), "-o", str(out), "--device", "cpu"]) == 0
+    assert main(["export", "report", str(ws), "-o", str(out), "--device", "cpu", "--pdf"]) == 0
     assert "wrote a report with" in capsys.readouterr().err
     tables = sorted(p.name for p in (out / "tables").iterdir())
     assert tables == ["contexts_occurrences.csv", "contexts_similarity_layer0.csv",
@@ -104,20 +104,20 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
         [g for _s, _t, g in GROUPS], key=[g for _s, _t, g in GROUPS].index)
     assert summary[1]["p (permutation)"] != ""
     figures = sorted(p.name for p in (out / "figures").iterdir())        # one figure path
-    assert figures == sorted(f"{stem}.{ext}" for stem in ("contexts_heatmaps", "contexts_summary",
-                                                          "probe_results")
+    assert figures == sorted(f"{stem}.{ext}" for stem in ("contexts_bank_heatmaps",
+                                                          "contexts_bank_summary", "probe_results")
                              for ext in ("pdf", "png", "svg"))
-    for svg in ("contexts_heatmaps.svg", "probe_results.svg"):
+    for svg in ("contexts_bank_heatmaps.svg", "probe_results.svg"):
         root = ET.parse(out / "figures" / svg).getroot()                  # well-formed SVG
         text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
         assert ("occurrence" in text and "cosine similarity" in text) or (
-            "layer 0" in text and "POS (demo)" in text)
-    assert (out / "figures" / "contexts_heatmaps.pdf").read_bytes()[:5] == b"%PDF-"
+            "mix" in text and "POS (demo)" in text)
+    assert (out / "figures" / "contexts_bank_heatmaps.pdf").read_bytes()[:5] == b"%PDF-"
     assert probe[3]["mix weight"] == "—"
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "contexts: direction" in page and "forward" in page and "0.00, 0.50, 0.50" in page
     assert "{" not in page.split("<h2>Parameters</h2>")[1].split("</table>")[0]   # readable
-    assert "figures/contexts_heatmaps.svg" in (out / "report.md").read_text(encoding="utf-8")
+    assert "figures/contexts_bank_heatmaps.svg" in (out / "report.md").read_text(encoding="utf-8")
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(out.stat().st_mode) == 0o777 & ~mask              # not mkdtemp's 0700
@@ -133,6 +133,29 @@ def test_report_with_moved_checkpoint(tmp_path, tiny_checkpoint, capsys):
                                      checkpoint=CheckpointRef(str(tmp_path / "gone"), "00")))
     assert main(["export", "report", str(ws), "-o", str(tmp_path / "r")]) == 1
     assert "was not found (moved?); pass --checkpoint" in capsys.readouterr().err
+    # nothing selected, no word named, no results: one line saying what is missing, exit 1
     assert main(["export", "report", str(ws), "-o", str(tmp_path / "r"), "--checkpoint",
-                 str(tiny_checkpoint), "--device", "cpu"]) == 0
-    assert (tmp_path / "r" / "report.html").is_file() and not (tmp_path / "r" / "tables").exists()
+                 str(tiny_checkpoint), "--device", "cpu"]) == 1
+    err = capsys.readouterr().err
+    assert "nothing to report" in err and "--word" in err and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+    assert main(["export", "report", str(ws), "-o", str(tmp_path / "r"), "--checkpoint",
+                 str(tiny_checkpoint), "--device", "cpu", "--word", "bank"]) == 0
+    assert (tmp_path / "r" / "tables" / "contexts_summary.csv").is_file()
+
+
+def test_a_workspace_saved_at_launch_reports_the_word_it_names(tmp_path, tiny_checkpoint,
+                                                               capsys):
+    """Saved right after launch: nothing selected, the contexts view names "bank"."""
+    ws = tmp_path / "launch.elmows.json"
+    save_workspace(ws, WorkspaceData(sentences=SENTENCES,
+                                     checkpoint=CheckpointRef(str(tiny_checkpoint)),
+                                     views={"contexts": {"word": "bank"}}))
+    assert main(["export", "report", str(ws), "-o", str(tmp_path / "r"), "--device", "cpu"]) == 0
+    assert "wrote a report with 6 tables" in capsys.readouterr().err
+    assert (tmp_path / "r" / "figures" / "contexts_bank_heatmaps.png").is_file()
+    save_workspace(ws, WorkspaceData(sentences=SENTENCES,
+                                     checkpoint=CheckpointRef(str(tiny_checkpoint)),
+                                     views={"contexts": {"word": "shore"}}))
+    assert main(["export", "report", str(ws), "-o", str(tmp_path / "r2"), "--device", "cpu"]) == 1
+    assert "'shore' does not occur in the workspace's 3 sentences" in capsys.readouterr().err

@@ -112,8 +112,9 @@ def test_probe_figure_colours_by_kind_with_baselines_controls_and_flags(tmp_path
     assert series[0]["control"] == [0.4, 0.4, 0.4, 0.45] and series[0]["baseline"][0] == "word_majority"
     fig = probe_figure(runs)
     ax_w, ax_s = fig.axes
-    assert [t.get_text() for t in ax_s.get_xticklabels()] == ["layer 0", "layer 1", "layer 2", "mix"]
-    labels = ax_s.get_legend().get_texts()
+    assert [t.get_text() for t in ax_s.get_xticklabels()] == ["0", "1", "2", "mix"]
+    assert ax_s.get_xlabel() == "layer" and ax_w.get_ylim()[0] == 0.0      # bars from 0
+    labels = fig.legends[0].get_texts()                     # one legend, outside the axes
     assert {"POS", "WSD", "WSD: control task", "WSD: under baseline"} <= {t.get_text() for t in labels}
     dashed = [ln for ln in ax_s.get_lines() if ln.get_linestyle() == "--"]
     assert len(dashed) == 4                                  # one control line per task

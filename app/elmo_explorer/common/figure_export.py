@@ -30,6 +30,14 @@ class FigureOptions:
     keep_aspect: bool = True       # height follows the view's proportions
     formats: Tuple[str, ...] = ("png", "svg")
 
+    def style(self):
+        """The engine's :class:`~elmo_engine.io.figures.FigureStyle` of these options: the
+        width and dpi exactly; the height the figure's own proportions or ``height_in``."""
+        from elmo_engine.io.figures import FigureStyle
+
+        return FigureStyle(self.width_in, self.dpi, tuple(self.formats),
+                           None if self.keep_aspect else self.height_in)
+
     def pixel_size(self) -> QSize:
         return QSize(round(self.width_in * self.dpi), round(self.height_in * self.dpi))
 
@@ -38,19 +46,15 @@ def save_figure(fig, path, options: FigureOptions) -> List[Path]:
     """Write a matplotlib figure (from :mod:`elmo_engine.io.figures.contexts`) through the
     one figure path, :func:`elmo_engine.io.figures.save`: ``path`` with a .png/.svg/.pdf
     suffix writes that format, without one every format of ``options``. The figure is scaled to
-    ``options.width_in`` at least (its height follows when ``keep_aspect``, else ``height_in``
-    at least): the figures are drawn at the size their content needs; PNG at ``options.dpi``."""
+    ``options.width_in`` (its height follows when ``keep_aspect``, else ``height_in``
+    exactly): the width and dpi asked for are the width and dpi written."""
     from elmo_engine.io import figures as F
 
     path = Path(path)
     ext = path.suffix.lower().lstrip(".")
     if ext and ext not in F.FORMATS:
         raise InputError(f"cannot export to '{path.suffix}': use .png, .svg or .pdf", path=path)
-    w, h = fig.get_size_inches()
-    width = max(w, options.width_in)            # never squeezed below the figure's own size
-    height = h * width / w if options.keep_aspect else max(h, options.height_in)
-    fig.set_size_inches(width, height)
-    return F.save(fig, path, None if ext else list(options.formats), dpi=options.dpi)
+    return F.save(fig, path, None if ext else list(options.formats), style=options.style())
 
 
 def write_figures(figures, folder, options: FigureOptions) -> List[Path]:
@@ -84,8 +88,8 @@ class ReportDialog(QDialog):
         super().__init__(parent)
         self.setWindowTitle("Export report")
         form = QFormLayout(self)
-        form.addRow(QLabel("Every view's figures go into the report as PNG (at this width at "
-                           "least and this resolution) and SVG, with the tables as CSV and "
+        form.addRow(QLabel("The report's figures are written as PNG (exactly this width and "
+                           "resolution) and SVG, with the tables as CSV and "
                            "report.html/.md."))
         self.width_in = QDoubleSpinBox(decimals=2, minimum=1.0, maximum=40.0, singleStep=0.25)
         self.width_in.setValue(options.width_in)

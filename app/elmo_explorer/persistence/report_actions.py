@@ -3,14 +3,12 @@
 :class:`~elmo_explorer.persistence.workspace_actions.WorkspaceActions` calls them: the ``ask_*``
 functions run the dialogs (GUI thread) and return what the user chose; ``vectors_job`` and
 ``report_job`` take copies of what they need and return the job for the worker's long lane.
-The report draws every panel's own figures (matplotlib through the engine's one figure path; a
-view is never pasted in as a screenshot), then gathers the engine's report of the analysis
-(:func:`elmo_engine.analysis.report.report_spec`) with the panels' tables and writes the folder.
+The report is the engine's (:func:`elmo_engine.analysis.report.export_report`, the code path of
+``elmo-explorer export report`` and ``elmo-explorer report`` too): the same workspace gives the
+same files, figures drawn by the engine at the dialog's size and dpi (never a screenshot).
 """
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
@@ -102,45 +100,24 @@ def ask_report_export(parent: QWidget, options: FigureOptions,
     return None if overwrite is None else (path, options, overwrite)
 
 
-def render_figures(panels: Panels, tmp: Path, options: FigureOptions) -> List[tuple]:
-    """Every panel's own figures (the engine's figure path; no screenshots of views):
-    ``[(path, caption)]``."""
-    figures: List[tuple] = []
-    for name, panel in panels:
-        (tmp / name).mkdir()
-        own = guarded(panel, "report_figures",
-                      lambda p=panel, n=name: p.report_figures(tmp / n, options), [])
-        figures += [(Path(p), f"{panel.title}: {Path(p).stem.replace('_', ' ')}") for p in own]
-    return figures
-
-
-def report_job(ws: Workspace, panels: Panels, data: wf.WorkspaceData, folder: Path,
-               options: FigureOptions, overwrite: bool, source: str) -> Callable[[Any], Any]:
-    """Render the panels' figures and collect their tables now (GUI thread); return the job
-    that writes the report folder."""
-    panels = list(panels)
-    tmp = Path(tempfile.mkdtemp(prefix="elmo-report-"))
-    figures = render_figures(panels, tmp, options)
-    tables = [t for _n, p in panels for t in guarded(p, "report_tables", p.report_tables, [])]
-    info = ws.model_info
-    tokens, acts = [list(t) for t in ws.tokens], list(ws.activations)
+def report_job(ws: Workspace, data: wf.WorkspaceData, folder: Path, options: FigureOptions,
+               overwrite: bool, source: str) -> Callable[[Any], Any]:
+    """The job that writes the report folder (worker): the engine's one report path
+    (:func:`elmo_engine.analysis.report.export_report`, also ``export report`` and ``report``)
+    on the workspace's state ``data`` (copied now, GUI thread), with the loaded model and the
+    activations already computed; figures at the dialog's width and dpi exactly."""
+    emb = ws.embedder
+    if emb is None:
+        raise LookupError("no model is loaded yet: wait until it has loaded, then export")
+    tokens = [list(t) for t in ws.tokens]
+    acts = list(ws.activations)
+    style = options.style()
 
     def job(state):
-        from elmo_engine.analysis.report import report_spec
-        from elmo_engine.io.report import ReportFigure, write_report
+        from elmo_engine.analysis.report import export_report
 
-        try:
-            (tmp / "engine").mkdir()
-            spec = report_spec(data, tokens, acts, info.describe() if info else None, source,
-                               figure_dir=tmp / "engine", formats=options.formats,
-                               contexts=False)    # the contexts view gives its own, as shown
-            spec.tables += list(tables)
-            spec.figures = [ReportFigure(p, c) for p, c in figures] + spec.figures
-            spec.parameters["figures"] = {"width (in)": options.width_in,
-                                          "height (in)": options.height_in,
-                                          "PNG dpi": options.dpi}
-            return write_report(folder, spec, overwrite, state)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+        _spec, files = export_report(data, source, emb, folder, style, overwrite=overwrite,
+                                     tokens=tokens, acts=acts, state=state)
+        return files
 
     return job

@@ -381,11 +381,16 @@ class WorkspaceActions(QObject):
 
     def export_report(self, folder, options: Optional[FigureOptions] = None,
                       overwrite: bool = False) -> JobHandle:
-        """Render every panel's figures (GUI thread), then write the report on the worker."""
+        """Write the report on the worker: the engine's one report path on the workspace's
+        state (the same files as ``elmo-explorer export report`` of the saved workspace)."""
         folder, options = Path(folder), options or self.figure_options
         source = str(self.path) if self.path else "ELMo Explorer session (not saved)"
-        job = report_actions.report_job(self.ws, self.panels(), self.collect(), folder, options,
-                                        overwrite, source)
+        try:
+            job = report_actions.report_job(self.ws, self.collect(), folder, options, overwrite,
+                                            source)
+        except LookupError as e:
+            self.error("Cannot export the report", str(e))
+            return None
 
         def done(files) -> None:
             self._remember_folder(folder)

@@ -100,7 +100,8 @@ def report_part(tokens: Sequence[str], predictions: Optional[SentencePredictions
                 reach_matrix: Optional[ReachMatrix], token: Optional[int],
                 scores: Sequence[PairScore] = (), pair: Optional[int] = None,
                 figure_dir: Optional[Path] = None,
-                formats: Sequence[str] = F.FORMATS, dpi: int = 150) -> ReportPart:
+                formats: Sequence[str] = F.FORMATS, dpi: Optional[int] = None,
+                style: Optional[F.FigureStyle] = None) -> ReportPart:
     """The language-model section of a report from computed results (see module docstring)."""
     part = ReportPart()
     text = " ".join(tokens)
@@ -149,12 +150,12 @@ def report_part(tokens: Sequence[str], predictions: Optional[SentencePredictions
                                          "rank of the actual word) and the reach of the "
                                          "selected token")
                          for p in F.save(fig, Path(figure_dir) / "language_model_sentence",
-                                         list(formats), dpi)]
+                                         list(formats), dpi, style)]
     if scores:
         fig = pairs_figure(scores, pair)
         part.figures += [ReportFigure(p, "Minimal pairs: accuracy per set and direction")
                          for p in F.save(fig, Path(figure_dir) / "language_model_pairs",
-                                         list(formats), dpi)]
+                                         list(formats), dpi, style)]
     return part
 
 
@@ -224,7 +225,8 @@ def recorded_or_scored(emb, softmax, source: str, state=None, recorded: bool = T
 
 def compute_report_part(emb, softmax, state: Dict[str, Any], tokens: Sequence[Sequence[str]],
                         figure_dir: Optional[Path] = None,
-                        formats: Sequence[str] = F.FORMATS) -> ReportPart:
+                        formats: Sequence[str] = F.FORMATS,
+                        style: Optional[F.FigureStyle] = None) -> ReportPart:
     """The view's report section from its saved state (``views["language-model"]``: the
     ``sentence``, ``token``, ``top_k`` and, once scored in the view, ``pairs``), computed with
     ``emb`` and ``softmax`` (None: no predictions or pairs)."""
@@ -241,4 +243,5 @@ def compute_report_part(emb, softmax, state: Dict[str, Any], tokens: Sequence[Se
     if softmax is not None and isinstance(source, str) and source:
         scores, _recorded = recorded_or_scored(emb, softmax, source)
     pair = state.get("pair") if isinstance(state.get("pair"), int) else None
-    return report_part(sent, preds, reach(emb, sent), t, scores, pair, figure_dir, formats)
+    return report_part(sent, preds, reach(emb, sent), t, scores, pair, figure_dir, formats,
+                       style=style)

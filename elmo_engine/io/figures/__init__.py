@@ -7,8 +7,16 @@ Rules every figure follows:
 
 - colours by task kind: syntactic tasks blue, semantic tasks red, anything else from a fixed
   palette (never by run order);
-- legends outside the data area, never clipped (figures are saved with a tight bounding box
-  that includes every artist);
+- the size asked for is the size written: a :class:`FigureStyle` (width in inches, dpi) sets
+  the figure's size exactly (6.5 in at 300 dpi → a PNG 1950 px wide), the layout is
+  matplotlib's constrained layout (never ``bbox_inches="tight"``, which changes the size);
+- fonts in points relative to the printed width (:meth:`FigureStyle.font_pt`: 8.5 pt at 6.5 in,
+  never under 7 pt), so text reads the same on paper at any width;
+- colour-blind-safe colours: Okabe & Ito (2008) for categories, viridis/cividis for sequences;
+- bars start at zero (or the axis says why not);
+- the user's own points are drawn above reference points and named in the legend; a panel that
+  carries no information (all points the same, e.g. layer 0 of one word) becomes a note;
+- legends outside the data area, never clipped (constrained layout makes room for them);
 - baselines as labelled horizontal lines; a control task as a dashed line in its task's colour;
 - sequential colour maps over the data's own range, with a labelled colour bar (a diverging map
   only for signed data that straddles zero, centred on zero);
@@ -24,6 +32,7 @@ from __future__ import annotations
 
 import io
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -34,18 +43,62 @@ from elmo_engine.errors import InputError
 
 FORMATS = ("png", "svg", "pdf")
 
+#: Okabe & Ito (2008), "Color Universal Design": eight colours told apart with every common
+#: colour-vision deficiency
+OKABE_ITO: Tuple[str, ...] = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2",
+                              "#D55E00", "#CC79A7")
 #: task kinds → their colour family (dark, light); "syntax" and "semantics" are fixed
 KIND_COLORS: Dict[str, Tuple[str, str]] = {
-    "syntax": ("#1f5aa6", "#8fb3e0"),
-    "semantics": ("#c0392b", "#eaa39b"),
+    "syntax": ("#0072B2", "#56B4E9"),          # Okabe–Ito blue, sky blue
+    "semantics": ("#D55E00", "#E69F00"),       # Okabe–Ito vermillion, orange
 }
-#: everything else, in this order (no blue or red, so never confused with the two kinds)
-PALETTE: Tuple[str, ...] = ("#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-                            "#17becf", "#ff7f0e")
-#: per-layer colours (layer 0, 1, 2, 3 …, then the mix)
-LAYER_COLORS: Tuple[str, ...] = ("#7f7f7f", "#2c7fb8", "#253494", "#41b6c4", "#a1dab4")
-MIX_COLOR = "#d95f02"
+#: everything else, in this order (Okabe–Ito's remaining colours and two greys; no blue or
+#: vermillion, so never confused with the two kinds)
+PALETTE: Tuple[str, ...] = ("#009E73", "#CC79A7", "#000000", "#999999", "#F0E442", "#5E3C99",
+                            "#B2DF8A", "#8C510A")
+#: per-layer colours (layer 0, 1, 2, 3 …, then the mix): a sequence, viridis-like
+LAYER_COLORS: Tuple[str, ...] = ("#999999", "#21918C", "#440154", "#5EC962", "#3B528B")
+MIX_COLOR = "#E69F00"
 BASELINE_COLOR = "#444444"
+#: the sequential colour map of every heatmap (perceptually uniform, colour-blind-safe)
+SEQUENTIAL_CMAP = "viridis"
+#: the user's own points over reference points (projection figures)
+USER_COLOR = "#D55E00"
+REFERENCE_ZORDER, USER_ZORDER = 2, 5
+
+
+@dataclass(frozen=True)
+class FigureStyle:
+    """The size and resolution a figure is written at, and the formats: every figure of the app
+    and the CLI goes through it. ``height_in`` None: the figure's own proportions."""
+
+    width_in: float = 6.5              # a full text width
+    dpi: int = 300
+    formats: Tuple[str, ...] = ("png", "svg")
+    height_in: Optional[float] = None
+
+    def __post_init__(self) -> None:
+        if not (1.0 <= self.width_in <= 40.0):
+            raise InputError(f"figure width {self.width_in:g} in is outside 1–40 in")
+        if not (10 <= self.dpi <= 1200):
+            raise InputError(f"figure resolution {self.dpi} dpi is outside 10–1200 dpi")
+        if self.height_in is not None and not (1.0 <= self.height_in <= 40.0):
+            raise InputError(f"figure height {self.height_in:g} in is outside 1–40 in")
+        bad = [f for f in self.formats if f not in FORMATS]
+        if bad or not self.formats:
+            raise InputError(f"unknown figure format {bad[0] if bad else '(none)'!r}; use "
+                             + ", ".join(FORMATS))
+
+    def font_pt(self) -> float:
+        """The base font size in points at this width: 8.5 pt at 6.5 in, proportional to the
+        width, 7–12 pt."""
+        return min(12.0, max(7.0, 8.5 * self.width_in / 6.5))
+
+    def pixel_width(self) -> int:
+        return int(round(self.width_in * self.dpi))
+
+    def describe(self) -> str:
+        return f"{self.width_in:g} in wide at {self.dpi} dpi ({self.pixel_width()} px)"
 
 
 def task_color(kind: str, index: int = 0, light: bool = False) -> str:
@@ -60,15 +113,42 @@ def layer_color(layer: int) -> str:
     return LAYER_COLORS[layer % len(LAYER_COLORS)]
 
 
-def new_figure(width: float = 6.4, height: float = 4.0, dpi: int = 100):
-    """A fresh ``(Figure, Axes)`` on the Agg canvas (thread-safe: no pyplot state)."""
+def figure(width: float = 6.5, height: float = 4.0, dpi: int = 100):
+    """A fresh ``Figure`` with constrained layout on the Agg canvas (thread-safe: no pyplot
+    state). Its size is a proportion: :func:`save` scales it to the style's width."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(width, height), dpi=dpi)
+    fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
     FigureCanvasAgg(fig)
+    return fig
+
+
+def new_figure(width: float = 6.5, height: float = 4.0, dpi: int = 100):
+    """A fresh ``(Figure, Axes)`` (see :func:`figure`)."""
+    fig = figure(width, height, dpi)
     ax = fig.add_subplot(1, 1, 1)
     return fig, ax
+
+
+def note_panel(ax, text: str) -> None:
+    """Replace an axes that would carry no information by a framed note saying why."""
+    ax.set_axis_off()
+    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize="small",
+            transform=ax.transAxes, color=BASELINE_COLOR,
+            bbox={"boxstyle": "round,pad=0.6", "facecolor": "#f2f2f2", "edgecolor": "#bbbbbb"})
+
+
+def bars_from_zero(ax, why: Optional[str] = None, top: Optional[float] = None) -> None:
+    """Bars start at zero: the y axis from 0 (``top``: its upper limit). With ``why`` (a bar
+    chart whose values are negative, say) the lower limit is left as it is and the axis says
+    why in a note under the axes."""
+    if why:
+        ax.annotate(why, xy=(0, 0), xycoords="axes fraction", xytext=(0, -28),
+                    textcoords="offset points", fontsize="x-small", color=BASELINE_COLOR,
+                    va="top", ha="left", annotation_clip=False)
+        return
+    ax.set_ylim(0.0, top if top is not None else None)
 
 
 def legend_outside(ax, title: Optional[str] = None, ncol: int = 1) -> None:
@@ -104,6 +184,13 @@ def grouped_bars(ax, categories: Sequence[str], series: Sequence[dict], ylabel: 
     ax.set_xticklabels(categories)
     ax.set_ylabel(ylabel)
     ax.spines[["top", "right"]].set_visible(False)
+    values = np.concatenate([np.asarray(s["values"], float).ravel() for s in series] or [[0.0]])
+    values = values[np.isfinite(values)]
+    if values.size and values.min() < 0:
+        ax.axhline(0.0, color=BASELINE_COLOR, linewidth=0.8, zorder=1)
+        bars_from_zero(ax, why="negative values: the axis extends below 0 (line at 0)")
+    else:
+        bars_from_zero(ax)
 
 
 def lines(ax, x: Sequence, series: Sequence[dict], xlabel: str = "", ylabel: str = "") -> None:
@@ -142,7 +229,7 @@ def heatmap(fig, ax, matrix, row_labels: Sequence[str], col_labels: Sequence[str
             cmap, bound = "RdBu_r", max(abs(lo), abs(hi))
             lo, hi = -bound, bound
         else:
-            cmap = "viridis"
+            cmap = SEQUENTIAL_CMAP
     if hi <= lo:
         hi = lo + 1e-9
     im = ax.imshow(m, cmap=cmap, vmin=lo, vmax=hi, aspect="auto", interpolation="nearest")
@@ -163,7 +250,7 @@ def heatmap(fig, ax, matrix, row_labels: Sequence[str], col_labels: Sequence[str
         mid = (lo + hi) / 2
         for (r, c), v in np.ndenumerate(m):
             if np.isfinite(v):
-                dark = v < mid if cmap == "viridis" else abs(v) > (hi - lo) / 4
+                dark = v < mid if cmap in ("viridis", "cividis") else abs(v) > (hi - lo) / 4
                 ax.text(c, r, f"{v:.2f}", ha="center", va="center", fontsize="x-small",
                         color="white" if dark else "black")
     for groups, axis in ((row_groups, "rows"), (col_groups, "cols")):
@@ -193,49 +280,69 @@ def _blocks(groups: Sequence[str]) -> List[Tuple[str, Tuple[int, int]]]:
     return out
 
 
-def scatter_panels(panels: Sequence[dict], ncols: int = 2, size: float = 3.6,
-                   legend: Optional[Sequence[Tuple[str, str]]] = None, title: str = ""):
+def constant_points(xy, tol: float = 1e-6) -> bool:
+    """Whether every point of ``xy`` (n, 2) is the same (up to ``tol`` of the coordinates'
+    scale): such a map carries no information."""
+    xy = np.asarray(xy, dtype=float)
+    if len(xy) < 2:
+        return True
+    spread = np.ptp(xy, axis=0).max()
+    return bool(spread <= tol * max(1.0, float(np.abs(xy).max())))
+
+
+def scatter_panels(panels: Sequence[dict], ncols: int = 2, size: float = 3.2,
+                   legend: Optional[Sequence[Tuple[str, str]]] = None, title: str = "",
+                   user_label: str = "your sentences"):
     """A grid of 2-D maps with equal axes. Each panel: ``title``, ``xy`` (n, 2), ``colors``
-    (n colours), optional ``labels`` (n strings, drawn when there are at most 60 points) and
-    ``highlight`` (a boolean mask drawn on top with an outline). ``legend``: (label, colour)
-    pairs shown once, outside the grid."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    (n colours), optional ``labels`` (n strings, drawn when there are at most 60 points),
+    ``highlight`` (a boolean mask: the user's own points, drawn above the others with a black
+    outline and named ``user_label`` in the legend) and ``note`` (the text shown instead of a
+    map whose points are all the same). ``legend``: (label, colour) pairs shown once, outside
+    the grid."""
     from matplotlib.lines import Line2D
 
     n = len(panels)
     rows = max(1, -(-n // ncols))
-    fig = Figure(figsize=(size * ncols + (2.2 if legend else 0), size * rows), dpi=100)
-    FigureCanvasAgg(fig)
+    fig = figure(size * ncols + (1.6 if legend else 0), size * rows)
     axes = fig.subplots(rows, ncols, squeeze=False)
+    any_user = False
     for k, ax in enumerate(axes.flat):
         if k >= n:
             ax.set_visible(False)
             continue
         p = panels[k]
         xy = np.asarray(p["xy"], dtype=float)
-        ax.scatter(xy[:, 0], xy[:, 1], c=list(p["colors"]), s=14, linewidths=0, alpha=0.85)
+        ax.set_title(p.get("title", ""), fontsize="medium")
+        if constant_points(xy):
+            note_panel(ax, p.get("note") or f"All {len(xy)} points are the same here: "
+                                             "nothing to map.")
+            continue
+        colors = np.asarray(list(p["colors"]), dtype=object)
         mask = p.get("highlight")
-        if mask is not None and np.any(mask):
-            sel = xy[np.asarray(mask, bool)]
-            ax.scatter(sel[:, 0], sel[:, 1], s=40, facecolors="none", edgecolors="black",
-                       linewidths=1.0)
+        mask = np.zeros(len(xy), bool) if mask is None else np.asarray(mask, bool)
+        ref = ~mask
+        ax.scatter(xy[ref, 0], xy[ref, 1], c=list(colors[ref]), s=10, linewidths=0, alpha=0.55,
+                   zorder=REFERENCE_ZORDER, label="_reference")
+        if mask.any():
+            any_user = True
+            ax.scatter(xy[mask, 0], xy[mask, 1], c=list(colors[mask]), s=34, edgecolors="black",
+                       linewidths=0.9, zorder=USER_ZORDER, label=user_label)
         labels = p.get("labels")
         if labels is not None and len(labels) <= 60:
             for (x, y), lab in zip(xy, labels):
                 ax.annotate(lab, (x, y), xytext=(3, 2), textcoords="offset points",
-                            fontsize="xx-small")
-        ax.set_title(p.get("title", ""), fontsize="medium")
+                            fontsize="xx-small", zorder=USER_ZORDER + 1)
         ax.set_aspect("equal", adjustable="datalim")
         ax.tick_params(labelsize="x-small")
-    if legend:
-        handles = [Line2D([], [], marker="o", linestyle="", color=c, label=lab)
-                   for lab, c in legend]
-        fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.98),
-                   frameon=False, fontsize="small")
+    handles = [Line2D([], [], marker="o", linestyle="", color=c, label=lab)
+               for lab, c in (legend or [])]
+    if any_user:
+        handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
+                              markeredgecolor="black", label=user_label))
+    if handles:
+        fig.legend(handles=handles, loc="outside right upper", frameon=False, fontsize="small")
     if title:
-        fig.suptitle(title)
-    fig.tight_layout()
+        fig.suptitle(title, fontsize="medium")
     return fig
 
 
@@ -252,8 +359,33 @@ def run_colors(kinds: Sequence[str]) -> List[str]:
     return out
 
 
+def fit(fig, style: FigureStyle) -> None:
+    """Give ``fig`` the style's size exactly (its height in proportion unless the style sets
+    one) with constrained layout, and its text the style's font size: every text's size is
+    scaled by ``font_pt / 10`` (the 10 pt matplotlib draws with by default)."""
+    from matplotlib.text import Text
+
+    w, h = fig.get_size_inches()
+    height = style.height_in if style.height_in is not None else h * style.width_in / w
+    fig.set_size_inches(style.width_in, height)
+    engine = fig.get_layout_engine()
+    if engine is None or type(engine).__name__ != "ConstrainedLayoutEngine":
+        try:
+            fig.set_layout_engine("constrained")
+        except RuntimeError:               # a colour bar made for another engine: keep that one
+            pass
+    k = style.font_pt() / 10.0
+    done = getattr(fig, "_elmo_font_scale", 1.0)
+    for ax in fig.axes:                    # create the ticks now so that they are scaled too
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.get_major_ticks()
+    for t in fig.findobj(Text):
+        t.set_fontsize(t.get_fontsize() * k / done)
+    fig._elmo_font_scale = k
+
+
 def render(fig, fmt: str, dpi: int = 150) -> bytes:
-    """The figure as bytes of ``fmt`` (png, svg or pdf), cropped to include every artist."""
+    """The figure as bytes of ``fmt`` (png, svg or pdf) at its own size (never cropped)."""
     fmt = fmt.lower().lstrip(".")
     if fmt not in FORMATS:
         raise InputError(f"unknown figure format {fmt!r}; use one of {', '.join(FORMATS)}")
@@ -262,16 +394,24 @@ def render(fig, fmt: str, dpi: int = 150) -> bytes:
     buf = io.BytesIO()
     meta = {"png": {"Software": "ELMo Explorer"}, "svg": {"Creator": "ELMo Explorer"},
             "pdf": {"Creator": "ELMo Explorer", "CreationDate": None}}[fmt]
-    with rc_context({"svg.fonttype": "none", "pdf.fonttype": 42}):    # text stays text
-        fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", pad_inches=0.15,
-                    metadata=meta)
+    scale = getattr(fig, "_elmo_font_scale", 1.0)
+    with rc_context({"svg.fonttype": "none", "pdf.fonttype": 42,     # text stays text
+                     "font.size": 10.0 * scale}):
+        if fig.get_layout_engine() is None:
+            fig.set_layout_engine("constrained")
+        fig.savefig(buf, format=fmt, dpi=dpi, metadata=meta)
     return buf.getvalue()
 
 
-def save(fig, path, formats: Optional[Iterable[str]] = None, dpi: int = 150) -> List[Path]:
-    """Write the figure atomically. ``path`` with a suffix writes that format; without one (or
-    with ``formats``) one file per format (``fig.png``, ``fig.svg`` …). New files get the mode
-    the user's umask gives an ordinary file. Returns the paths written."""
+def save(fig, path, formats: Optional[Iterable[str]] = None, dpi: Optional[int] = None,
+         style: Optional[FigureStyle] = None) -> List[Path]:
+    """Write the figure atomically at ``style``'s size and dpi (default :class:`FigureStyle`;
+    ``dpi`` overrides its dpi). ``path`` with a suffix writes that format; without one (or with
+    ``formats``) one file per format (``fig.png``, ``fig.svg`` …). New files get the mode the
+    user's umask gives an ordinary file. Returns the paths written."""
+    style = style or FigureStyle()
+    fit(fig, style)
+    dpi = style.dpi if dpi is None else dpi
     path = Path(path)
     if formats is None:
         formats = [path.suffix.lstrip(".")] if path.suffix else list(FORMATS)

@@ -95,11 +95,10 @@ def corpus_map_figure(panels: Sequence[dict], colours: Sequence[str],
     if legend:
         handles = [Line2D([], [], marker="o", linestyle="", color=c, label=f"{name} ({count:,})")
                    for name, c, count in legend]
-        fig.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 0.95),
-                   frameon=False, fontsize="small")
+        fig.legend(handles=handles, loc="outside right upper", frameon=False,
+                   fontsize="small")
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     return fig
 
 
@@ -118,8 +117,10 @@ def senses_figure(word: str, layers: Sequence[dict], colours: Sequence[str]):
             ax.barh(i, share, left=left, color=colours[c % len(colours)],
                     edgecolor="white", linewidth=0.8)
             if share > 0.12 and words:
+                r, g, b = hex_rgb(colours[c % len(colours)])
+                dark = 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.5     # relative luminance
                 ax.text(left + share / 2, i, words, ha="center", va="center",
-                        fontsize="x-small", clip_on=True)
+                        fontsize="x-small", clip_on=True, color="white" if dark else "black")
             left += share
         sil = e.get("silhouette")
         note = f"k={len(sizes)}" + (f", silhouette {sil:.2f}" if sil == sil and sil is not None

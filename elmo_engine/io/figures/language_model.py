@@ -20,6 +20,7 @@ from typing import Any, Optional, Sequence, Tuple
 
 import numpy as np
 
+from elmo_engine.io import figures as _F
 from elmo_engine.io.figures import PALETTE, baseline, grouped_bars, heatmap, legend_outside
 
 #: upper rank of each bin (rank 1 = the LM's first choice); ranks above the last: "beyond"
@@ -50,15 +51,12 @@ def sentence_figure(tokens: Sequence[str], ranks: Optional[Sequence[Sequence[int
     """The token rows (``ranks``/``surprisal``: (2, n), forward then backward; None without a
     softmax) over the reach heatmap of token ``selected`` (``reach_rows``: (rows, n), one row
     per layer and direction, labelled by ``reach_labels``; None: not computed)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
 
     n = len(tokens)
     width = max(6.0, min(18.0, 0.75 * n + 2.0))
     has_reach = reach_rows is not None and np.size(reach_rows) > 0
-    fig = Figure(figsize=(width, 4.8 if has_reach else 2.0), dpi=100)
-    FigureCanvasAgg(fig)
+    fig = _F.figure(width, 4.8 if has_reach else 2.0)
     if has_reach:
         ax, ax_r = fig.subplots(2, 1, gridspec_kw={"height_ratios": [1, 2.2]})
     else:
@@ -99,7 +97,6 @@ def sentence_figure(tokens: Sequence[str], ranks: Optional[Sequence[Sequence[int
                 "cosine distance", vmin=0.0, annotate=n <= 14,
                 xlabel="token replaced by <UNK>",
                 ylabel=f"'{tokens[selected]}' moves" if selected is not None else "")
-    fig.tight_layout()
     return fig
 
 
@@ -110,12 +107,8 @@ def pairs_figure(sets: Sequence[str], accuracy: np.ndarray,
     """Accuracy per set (``accuracy``: (sets, 3): forward, backward, combined) as grouped bars
     with chance (0.5) as a baseline; with ``diffs`` (forward (n+1), backward (n+1)) a second
     panel of one pair's per-token log-probability differences good − bad."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     two = diffs is not None and pair_tokens is not None
-    fig = Figure(figsize=(11.0 if two else 6.4, 3.6), dpi=100)
-    FigureCanvasAgg(fig)
+    fig = _F.figure(11.0 if two else 6.4, 3.6)
     axes: Any = fig.subplots(1, 2 if two else 1, gridspec_kw={"width_ratios": [1, 1.4]} if two else None)
     ax = axes[0] if two else axes
     acc = np.asarray(accuracy, float)
@@ -145,5 +138,4 @@ def pairs_figure(sets: Sequence[str], accuracy: np.ndarray,
         ax2.set_title(pair_title, fontsize="medium")
         ax2.spines[["top", "right"]].set_visible(False)
         legend_outside(ax2)
-    fig.tight_layout()
     return fig

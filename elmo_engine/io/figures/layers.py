@@ -6,6 +6,7 @@ from typing import Dict, Sequence, Tuple
 
 import numpy as np
 
+from elmo_engine.io import figures as _F
 from elmo_engine.io.figures import (PALETTE, baseline, grouped_bars, heatmap, legend_outside,
                                     new_figure, task_color)
 
@@ -22,11 +23,7 @@ def contextuality_figure(ctx: dict, adjusted: bool = False, title: str = ""):
     """The three contextuality measures per layer (``ctx``: the ``contextuality`` object of
     ``layers --json``), one panel each, a curve per direction and its anisotropy baseline as a
     dashed curve in the same colour; ``adjusted``: value − baseline, with 0 as the baseline."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(11.0, 3.4), dpi=100)
-    FigureCanvasAgg(fig)
+    fig = _F.figure(11.0, 3.4)
     axes = fig.subplots(1, len(MEASURES))
     layers = ctx["layers"]
     for ax, (key, name) in zip(axes, MEASURES):
@@ -51,7 +48,6 @@ def contextuality_figure(ctx: dict, adjusted: bool = False, title: str = ""):
     legend_outside(axes[-1])
     if title:
         fig.suptitle(title, fontsize="medium")
-    fig.tight_layout()
     return fig
 
 
@@ -70,11 +66,7 @@ def cka_figure(cka: dict, title: str = "", xlabel: str = "layer", ylabel: str = 
 def mdl_figure(mdls: Sequence[dict], title: str = ""):
     """Online codelength (kbits) and compression per layer and the mix, a bar series per task
     (each a ``mdl`` object of ``layers --json``)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(9.0, 3.4), dpi=100)
-    FigureCanvasAgg(fig)
+    fig = _F.figure(9.0, 3.4)
     axes = fig.subplots(1, 2)
     cats = [c["name"] for c in mdls[0]["layers"]] + (["mix"] if mdls[0].get("mix") else [])
     for ax, key, ylabel, scale in ((axes[0], "online_codelength_bits", "online codelength (kbits)",
@@ -90,5 +82,4 @@ def mdl_figure(mdls: Sequence[dict], title: str = ""):
     legend_outside(axes[1], title="task")
     if title:
         fig.suptitle(title, fontsize="medium")
-    fig.tight_layout()
     return fig

@@ -7,6 +7,7 @@ from typing import List, Sequence
 
 import numpy as np
 
+from elmo_engine.io import figures as _F
 from elmo_engine.io import figures
 from elmo_engine.io.figures import BASELINE_COLOR, baseline, grouped_bars
 
@@ -64,21 +65,19 @@ def probe_results_figure(runs: Sequence[dict]):
     ``label``, ``color``, ``weights``, ``weights_sd``, ``scores``, ``scores_sd`` (layers then
     the mix), ``below`` (booleans, same order), optional ``control`` (layers then the mix),
     ``baseline`` (name, value) and ``note``."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(11.5, 4.2), dpi=100)
-    FigureCanvasAgg(fig)
-    ax_w, ax_s = fig.subplots(1, 2, gridspec_kw={"wspace": 0.55})
+    fig = _F.figure(6.5, 6.0)
+    ax_w, ax_s = fig.subplots(2, 1)
     k = max((len(r["weights"]) for r in runs), default=3)
-    grouped_bars(ax_w, [f"layer {i}" for i in range(k)],
+    grouped_bars(ax_w, [str(i) for i in range(k)],
                  [{"label": r["label"], "values": r["weights"], "errors": r.get("weights_sd"),
-                   "color": r["color"]} for r in runs], ylabel="mix weight (softmax, sums to 1)")
+                   "color": r["color"]} for r in runs], ylabel="mix weight")
+    ax_w.set_xlabel("layer")
     ax_w.axhline(1.0 / k, color=BASELINE_COLOR, linestyle=":", linewidth=1)
     ax_w.annotate("uniform 1/K", xy=(1.0, 1.0 / k), xycoords=("axes fraction", "data"),
                   xytext=(4, 0), textcoords="offset points", va="center", fontsize="x-small",
                   color=BASELINE_COLOR, annotation_clip=False)
-    ax_w.set_title("Scalar-mix layer weights (mean ± sd over seeds)", fontsize="medium")
+    ax_w.set_title("Scalar-mix layer weights (softmax, sum to 1; mean ± sd over seeds)",
+                  fontsize="medium")
     xs = np.arange(k + 1, dtype=float)
     for r in runs:
         vals = np.asarray(r["scores"], dtype=float)
@@ -98,16 +97,19 @@ def probe_results_figure(runs: Sequence[dict]):
             name, value = r["baseline"]
             baseline(ax_s, value, f"{name} {value:.3f}", color=r["color"])
     ax_s.set_xticks(xs)
-    ax_s.set_xticklabels([f"layer {i}" for i in range(k)] + ["mix"])
-    ax_s.set_ylabel("test score (accuracy / F1)")
+    ax_s.set_xticklabels([str(i) for i in range(k)] + ["mix"])
+    ax_s.set_xlabel("layer")
+    ax_s.set_ylabel("test score")
     ax_s.set_ylim(0, 1.02)
     ax_s.spines[["top", "right"]].set_visible(False)
-    ax_s.set_title("Test score per layer (mean ± sd over seeds)", fontsize="medium")
-    ax_s.legend(loc="upper left", bbox_to_anchor=(1.28, 1.0), borderaxespad=0.0, frameon=False,
-                fontsize="small")
+    ax_s.set_title("Test score (accuracy / F1) per layer and for the mix (mean ± sd)",
+                  fontsize="medium")
+    handles, labels = ax_s.get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside right upper", frameon=False, fontsize="small")
     notes = [r["note"] for r in runs if r.get("note")]
     if notes:
-        fig.text(0.01, -0.02, "\n".join(notes), fontsize="x-small", va="top", ha="left")
+        fig.supxlabel("\n".join(notes), fontsize="x-small", x=0.01, ha="left")
     return fig
 
 

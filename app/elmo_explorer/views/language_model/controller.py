@@ -30,6 +30,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.analysis.language_model.report import BUNDLED
+from elmo_explorer.common.figure_export import panel_figure_options
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.state.workspace import TokenRef
@@ -436,7 +437,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         return export.figure(self.model, kind)
 
     def export_figure(self, kind: str, path) -> List[Path]:
-        written = export.write_figure(self.model, kind, path)
+        written = export.write_figure(self.model, kind, path, panel_figure_options(self))
         for p in written:
             self.exported.emit(str(p))
         return written

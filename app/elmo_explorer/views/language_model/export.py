@@ -50,12 +50,13 @@ def figure(m: LanguageModelModel, kind: str):
     return _sentence_figure(m.tokens, m.predictions, m.token, rows, labels)
 
 
-def write_figure(m: LanguageModelModel, kind: str, path) -> List[Path]:
-    """Write one figure as PNG, SVG or PDF (by extension)."""
+def write_figure(m: LanguageModelModel, kind: str, path, options=None) -> List[Path]:
+    """Write one figure as PNG, SVG or PDF (by extension), at the export options' width and
+    dpi exactly (default: 6.5 in at 300 dpi)."""
     fig = figure(m, kind)
     if fig is None:
         raise LookupError("nothing to export yet")
-    return figures.save(fig, path)
+    return figures.save(fig, path, style=options.style() if options is not None else None)
 
 
 # ---- tables -----------------------------------------------------------------------------------
@@ -87,6 +88,8 @@ def _part(m: LanguageModelModel, folder=None, options=None):
     kw = {}
     if options is not None:
         kw = {"formats": options.formats, "dpi": options.dpi}
+        if hasattr(options, "style"):                 # FigureOptions: width and dpi exactly
+            kw = {"formats": options.formats, "style": options.style()}
     return report_part(m.tokens, m.predictions, m.reach, m.token, m.pair_scores, m.pair,
                        folder, **kw)
 

@@ -29,6 +29,7 @@ from elmo_engine.analysis.layers import run as layers_run
 from elmo_engine.io.figures import layers as layer_figures
 from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersModel,
                                                LayersSettings, read_recorded)
+from elmo_explorer.common.figure_export import panel_figure_options
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.views.layers import export
 from elmo_explorer.views.layers.view import LayersView
@@ -380,7 +381,8 @@ class LayersPanel(PanelDefaults, QWidget):
 
     def export_figure(self, kind: str, path) -> List[Path]:
         """Write one figure as PNG, SVG or PDF (by extension)."""
-        written = export.write_figure(self.model, kind, self.cka_title(), path)
+        written = export.write_figure(self.model, kind, self.cka_title(), path,
+                                      panel_figure_options(self))
         for p in written:
             self.exported.emit(str(p))
         return written

@@ -50,17 +50,20 @@ def report_figures(m: LayersModel, cka_title: str, folder: Path, options) -> Lis
     for kind in FIGURES:
         fig = figure(m, kind, cka_title)
         if fig is not None:
+            style = options.style() if hasattr(options, "style") else None
             written += figures.save(fig, Path(folder) / f"layers_{kind}",
-                                    formats=options.formats, dpi=options.dpi)
+                                    formats=options.formats,
+                                    dpi=None if style else options.dpi, style=style)
     return written
 
 
-def write_figure(m: LayersModel, kind: str, cka_title: str, path) -> List[Path]:
-    """Write one figure as PNG, SVG or PDF (by extension)."""
+def write_figure(m: LayersModel, kind: str, cka_title: str, path, options=None) -> List[Path]:
+    """Write one figure as PNG, SVG or PDF (by extension), at the export options' width and
+    dpi exactly (default: 6.5 in at 300 dpi)."""
     fig = figure(m, kind, cka_title)
     if fig is None:
         raise LookupError("nothing to export yet: run the analysis first")
-    return figures.save(fig, path)
+    return figures.save(fig, path, style=options.style() if options is not None else None)
 
 
 def write_json(m: LayersModel, path) -> None:

@@ -141,7 +141,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
             return []
         return report.report_figures(self.model, self.colour_categories(),
                                      self.view.controls.colour_by(), folder,
-                                     options or panel_figure_options(self))
+                                     options or panel_figure_options(self),
+                                     typed=self.view.plots.typed)
 
     def report_tables(self) -> List[ReportTable]:
         return report.report_tables(self.model, self.view.controls.settings_text())
@@ -149,7 +150,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def grid_figure(self, plots=None):
         """The drawn plots as one matplotlib figure (:func:`.report.grid_figure`)."""
         return report.grid_figure(self.model, self.colour_categories(),
-                                  self.view.controls.colour_by(), plots)
+                                  self.view.controls.colour_by(), plots,
+                                  typed=self.view.plots.typed)
 
     # ---- warm-up ------------------------------------------------------------------------------
     def _schedule_warm_up(self) -> None:

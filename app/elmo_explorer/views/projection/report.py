@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from elmo_engine.analysis.projection import Projection
 from elmo_engine.analysis.projection.export import coordinates_table
 from elmo_engine.io.report import ReportTable
@@ -24,11 +26,13 @@ Colours = Tuple[Sequence[int], Sequence[tuple]]          # (codes, legend) of co
 
 
 def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
-                plots: Optional[Sequence[int]] = None):
+                plots: Optional[Sequence[int]] = None, typed: Sequence[int] = ()):
     """The drawn plots (``plots``: their indices, default all) as one matplotlib figure:
     two maps a row with equal axes, coloured as on screen (``colours``: the codes and legend
     of ``colour_by``), one legend outside, words beside the points when there are few (the
-    engine's figure path)."""
+    engine's figure path). ``typed``: the points of the user's own sentences among reference
+    points, drawn above them and named in the legend; a map whose points are all the same
+    (layer 0 of one word) is a note."""
     from elmo_engine.io.figures.projection import projection_grid
 
     shown, tokens = m.shown, m.tokens
@@ -36,6 +40,9 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
     codes, legend = colours
     point_colours = [PALETTE[c] if c < len(PALETTE) else OTHER_COLOUR for c in codes]
     by = dict(COLOUR_BY)[colour_by].lower()
+    mine = np.zeros(len(tokens), bool)
+    idx = np.asarray(list(typed), dtype=np.int64)
+    mine[idx[(idx >= 0) & (idx < len(tokens))]] = True
     panels = []
     for k in plots:
         p: Projection = shown[k]
@@ -44,8 +51,14 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
             how = f"PCA ({100 * ex[0]:.0f} % + {100 * ex[1]:.0f} % of variance)"
         else:
             how = "UMAP"
+        words = sorted(set(tokens.words))
+        what = f"'{words[0]}'" if len(words) == 1 else "these words"
         panels.append({"title": f"{p.layer.name}: {how}", "xy": p.coords,
-                       "colors": point_colours, "labels": list(tokens.words)})
+                       "colors": point_colours, "labels": list(tokens.words),
+                       "highlight": mine if mine.any() else None,
+                       "note": f"{p.layer.name}: all {len(tokens):,} occurrences of {what} have "
+                               "the same vector here (the character CNN sees only the word), "
+                               "so there is nothing to map."})
     return projection_grid(panels, [(f"{name[:LEGEND_LABEL_CHARS]} ({n})", colour)
                                     for name, colour, n in legend],
                            f"{len(tokens):,} tokens ({tokens.source or 'tokens'}), "
@@ -53,14 +66,15 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
 
 
 def report_figures(m: ProjectionModel, colours: Colours, colour_by: str, folder,
-                   options: FigureOptions) -> List[Path]:
+                   options: FigureOptions, typed: Sequence[int] = ()) -> List[Path]:
     """Write the drawn plots as one grid figure into ``folder`` in the figure formats (PNG
     and SVG by default, PDF on request); return the files. Nothing is written (an empty list)
     before a projection is drawn."""
     if m.tokens is None or not m.shown:
         return []
     method = "_".join(sorted({p.method for p in m.shown.values()}))
-    return write_figures([(f"projection_{method}", lambda: grid_figure(m, colours, colour_by))],
+    return write_figures([(f"projection_{method}", lambda: grid_figure(m, colours, colour_by,
+                                                                        typed=typed))],
                          folder, options)
 
 
