@@ -230,7 +230,7 @@ def test_the_app_and_export_report_write_the_same_report(qtbot, window, tmp_path
     with qtbot.waitSignal(window.actions_.exported, timeout=60000):
         window.actions_.export_report(app_out, opts)
     assert window.errors == []
-    assert main(["export", "report", str(ws_path), str(cli_out), "--width-in", "3",
+    assert main(["export", "report", str(ws_path), "-o", str(cli_out), "--width-in", "3",
                  "--dpi", "100", "--device", "cpu"]) == 0
 
     def files(root):

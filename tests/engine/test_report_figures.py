@@ -156,7 +156,7 @@ def test_report_command_end_to_end_on_the_demo_model(tmp_path, five, capsys):
     assert not loaded.checksum_mismatch and not loaded.checkpoint_missing
     # the saved workspace gives the same report through export report
     again = tmp_path / "again"
-    assert main(["export", "report", str(ws), str(again), "--width-in", "3.5", "--dpi", "200",
+    assert main(["export", "report", str(ws), "-o", str(again), "--width-in", "3.5", "--dpi", "200",
                  "--device", "cpu"]) == 0
     assert sorted(p.name for p in (again / "figures").iterdir()) == figures
     assert (again / "tables" / "contexts_summary.csv").read_text("utf-8") == \
