@@ -75,10 +75,12 @@ def run(args) -> int:
     if warning:
         common.log(f"elmo-explorer embed: warning: {warning}")
     width = scan.longest + 2
-    # no sentence cache (each sentence is written once) and the smallest type cache: memory
-    # stays that of one chunk
+    # no sentence cache (each sentence is written once), the smallest type cache and batches
+    # of at most a chunk's tokens (or one sentence): memory stays that of one chunk, whatever
+    # the input's length or its longest line
     emb = Embedder(model, device=str(device), precision=args.precision, cache_size=0,
-                   max_types=10_000, token_budget=max(args.batch_size * width, width),
+                   max_types=10_000,
+                   token_budget=max(min(args.batch_size * width, ef.CHUNK_TOKENS), width),
                    max_batch_rows=args.batch_size)
     bar = tqdm(total=scan.tokens, unit="tok", desc="embedding", file=sys.stderr,
                disable=scan.tokens < 2000 and not sys.stderr.isatty())
