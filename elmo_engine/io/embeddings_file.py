@@ -110,7 +110,7 @@ def size_warning(expected: int, threshold: Optional[int] = None) -> Optional[str
     if expected <= limit:
         return None
     return (f"the output will take about {expected / 1e9:,.1f} GB ({expected:,} bytes of "
-            f"vectors, over {limit / 1e9:g} GB); --layers top or average keeps one layer, "
+            f"vectors, more than {limit:,}); --layers top or average keeps one layer, "
             "--dtype float16 halves it")
 
 
@@ -147,14 +147,14 @@ def _chunks(sentences: Iterable[Sequence[str]], chunk_tokens: int, batch: int
 def write_embeddings(output: Path, sentences: Iterable[Sequence[str]], embedder, fmt: str,
                      layers: str = "all", stateful: bool = False, batch_size: int = 64,
                      on_tokens: Optional[Callable[[int], None]] = None, dtype: str = "float32",
-                     chunk_tokens: int = CHUNK_TOKENS) -> EmbedSummary:
+                     chunk_tokens: Optional[int] = None) -> EmbedSummary:
     """Embed ``sentences`` (any iterable, read lazily) and write them to ``output`` (``fmt``
     "hdf5" or "npz"), chunk by chunk (see the module docstring).
 
     Stateless by default; ``stateful`` runs the sentences in order in batches of ``batch_size``,
     each batch row keeping its LSTM state. ``on_tokens(done)`` is told the tokens done so far.
     ``dtype`` "float32" or "float16" (the vectors are computed in the embedder's precision and
-    rounded when written).
+    rounded when written). ``chunk_tokens``: tokens per chunk (default :data:`CHUNK_TOKENS`).
 
     Raises
     ------
@@ -178,7 +178,8 @@ def write_embeddings(output: Path, sentences: Iterable[Sequence[str]], embedder,
     with (atomic_hdf5(output) if fmt == "hdf5" else atomic_path(output)) as dest:
         writer = EmbeddingsWriter(dest, fmt)
         try:
-            for part in _chunks(sentences, max(1, int(chunk_tokens)),
+            chunk = CHUNK_TOKENS if chunk_tokens is None else chunk_tokens
+            for part in _chunks(sentences, max(1, int(chunk)),
                                 batch_size if stateful else 1):
                 base = told[0]                     # tokens before this chunk
 
