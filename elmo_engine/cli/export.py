@@ -55,6 +55,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="--mix-weights are a ScalarMix's scalars s (weights = softmax(s))")
     v.add_argument("--word", default=None,
                    help="only the occurrences of this word (exact spelling)")
+    v.add_argument("--dtype", choices=["float32", "float16"], default="float32",
+                   help="the vectors' type in npz and hdf5 (default float32; float16 halves "
+                        "the file)")
     common.add_pretokenized(v)
     common.add_device(v)
     common.add_precision(v)
@@ -99,6 +102,8 @@ def run_vectors(args) -> int:
     choice = LayerChoice(args.layers, tuple(weights) if weights else None, args.mix_gamma,
                          args.pre_softmax)
     fmt = format_for(args.output, args.format)
+    if args.dtype != "float32" and fmt not in ("npz", "hdf5"):
+        raise InputError(f"--dtype {args.dtype} applies to npz and hdf5 outputs; {fmt} is text")
     common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))
     common.resolve_precision(args.precision, common.resolve_device(args.device))
     tokens = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
@@ -111,7 +116,7 @@ def run_vectors(args) -> int:
     choice.validate(emb.opts.n_output_layers)          # before the (long) embedding
     acts = emb.embed(tokens)
     summary = export_vectors(args.output, tokens, acts, fmt, choice, refs,
-                             overwrite=args.force)
+                             overwrite=args.force, dtype=args.dtype)
     common.log(f"wrote {summary.n_vectors} vectors of {summary.n_sentences} sentences "
                f"({choice.label()}, {summary.fmt}) to "
                + ", ".join(str(f) for f in summary.files))
