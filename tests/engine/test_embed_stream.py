@@ -223,3 +223,14 @@ def test_streaming_reader_matches_the_whole_file_reader(tmp_path):
     empty.write_text("\n\n", encoding="utf-8")
     with pytest.raises(InputError, match="no sentences"):
         scan_text_input(empty)
+
+
+def test_cached_word_vectors_do_not_pin_their_batch(model):
+    """A cached type's vector is its own copy: a row view kept the whole batch's tensor alive
+    while any of its words stayed cached, so that memory grew with a streamed input."""
+    emb = Embedder(model, device="cpu", cache_size=0)
+    emb.token_vectors([f"w{i}" for i in range(300)])
+    width = emb.opts.projection_dim
+    vec = emb._types["w7"]
+    assert vec.shape == (width,)
+    assert vec.untyped_storage().nbytes() == width * vec.element_size()
