@@ -175,6 +175,22 @@ def _is_grouped_stream(path: Path, max_bytes: Optional[int]) -> bool:
     return seen
 
 
+def _walk(path: Path, pretokenized: bool, grouped: bool, split: Optional[Splitter],
+          max_bytes: Optional[int]) -> Iterator[Tuple[int, Optional[List[str]]]]:
+    """``(line number, tokens)`` per sentence (after ``split``), ``(line number, None)`` per
+    blank line, in file order, one line at a time."""
+    for lineno, text in _raw_lines(path, max_bytes):
+        got = _line_tokens(path, lineno, text, grouped, pretokenized)
+        if got is None:
+            continue
+        if not got[1]:
+            yield lineno, None
+            continue
+        for sentence in (split(got[1]) if split is not None else [got[1]]):
+            if sentence:
+                yield lineno, sentence
+
+
 def iter_text_input(path: PathLike, pretokenized: bool = False, grouped: Optional[bool] = None,
                     split: Optional[Splitter] = None, max_bytes: Optional[int] = None
                     ) -> Iterator[Tuple[int, List[str]]]:
@@ -187,13 +203,9 @@ def iter_text_input(path: PathLike, pretokenized: bool = False, grouped: Optiona
     path = Path(path)
     if grouped is None:
         grouped = _is_grouped_stream(path, max_bytes)
-    for lineno, text in _raw_lines(path, max_bytes):
-        got = _line_tokens(path, lineno, text, grouped, pretokenized)
-        if got is None or not got[1]:
-            continue
-        for sentence in (split(got[1]) if split is not None else [got[1]]):
-            if sentence:
-                yield lineno, sentence
+    for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes):
+        if sentence is not None:
+            yield lineno, sentence
 
 
 def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[Splitter] = None,
@@ -212,20 +224,15 @@ def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[
     grouped = _is_grouped_stream(path, max_bytes)
     sentences = tokens = longest = blank = 0
     shown: List[int] = []
-    for lineno, text in _raw_lines(path, max_bytes):
-        got = _line_tokens(path, lineno, text, grouped, pretokenized)
-        if got is None:
-            continue
-        if not got[1]:
+    for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes):
+        if sentence is None:
             blank += 1
             if len(shown) < 10:
                 shown.append(lineno)
             continue
-        for sentence in (split(got[1]) if split is not None else [got[1]]):
-            if sentence:
-                sentences += 1
-                tokens += len(sentence)
-                longest = max(longest, len(sentence))
+        sentences += 1
+        tokens += len(sentence)
+        longest = max(longest, len(sentence))
     if not sentences:
         raise InputError("no sentences in the file", path=path)
     return TextScan(path, grouped, sentences, tokens, longest, blank, tuple(shown))
