@@ -1,5 +1,12 @@
 """``elmo-explorer embed INPUT -o OUTPUT``: vectors for a file with one sentence per line, in
-AllenNLP's ``elmo`` HDF5 layout (or npz); ``export vectors`` writes the other formats."""
+AllenNLP's ``elmo`` HDF5 layout (or npz); ``export vectors`` writes the other formats.
+
+Streams (:mod:`elmo_engine.io.embeddings_file`): a first pass counts the sentences and tokens
+(:func:`~elmo_engine.io.datasets.text_input.scan_text_input`: every input error is found before
+anything is written; the count gives the progress total and the expected output size, warned
+about on stderr above 1 GB), then the sentences are read again one at a time and written chunk
+by chunk, so that peak memory does not depend on the input's length.
+"""
 from __future__ import annotations
 
 import sys
@@ -7,6 +14,10 @@ from pathlib import Path
 
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
+
+#: the largest input (decompressed) ``embed`` reads: memory is bounded but for the sentence
+#: index the AllenNLP layout keeps (one JSON string of every sentence, about the text's size)
+EMBED_MAX_INPUT_BYTES = 256 << 20
 
 
 def add_parser(sub) -> None:
@@ -16,14 +27,20 @@ def add_parser(sub) -> None:
                                    "text; blank lines skipped) into OUTPUT in the AllenNLP "
                                    "`elmo` layout: HDF5 (or npz), one dataset per sentence, "
                                    "keys counting the sentences from 0, and sentence_to_index. "
-                                   "For plain npz or HDF5 arrays, TSV for the embedding "
-                                   "projector, CSV or one word's occurrences, use "
+                                   "Streams: memory does not grow with INPUT. For plain npz "
+                                   "or HDF5 arrays, TSV for the embedding projector, CSV or "
+                                   "one word's occurrences, use "
                                    "`elmo-explorer export vectors`.")
     p.add_argument("input", type=Path, help="UTF-8 text (plain or .gz), one sentence per line")
     common.add_out(p, "output .hdf5 or .npz ('-': stdout)", dest="output", metavar="OUTPUT")
     common.add_checkpoint(p)
     common.add_layers(p)
     common.add_mix_weights(p)
+    p.add_argument("--dtype", choices=["float32", "float16"], default="float32",
+                   help="the vectors' type in OUTPUT (default float32; float16 halves the file)")
+    p.add_argument("--split-sentences", action="store_true",
+                   help="INPUT holds a paragraph per line: split each into sentences with the "
+                        "trainer's splitter (after . ! ? before a capital)")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     p.add_argument("--stateful", action="store_true",
                    help="reference protocol: lines in order, each batch row keeps its LSTM state")
@@ -40,39 +57,63 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from elmo_engine.embed.embedder import Embedder
-    from elmo_engine.io.embeddings_file import write_embeddings
+    from elmo_engine.io import embeddings_file as ef
     from elmo_engine.io.vectors import LayerChoice
+    from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
     from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.train.data import split_sentences
 
     if args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")
     fmt = args.format or ("npz" if args.output.suffix.lower() == ".npz" else "hdf5")
     common.refuse_existing(args.force, args.output)
     common.mix_weights(args.mix_weights, args.layers, 1)      # given without mix: refused
+    if not common.is_stdout(args.output) and args.output.exists() \
+            and args.output.resolve() == args.input.resolve():
+        raise InputError("OUTPUT is INPUT; name another file", path=args.output)
     device = common.resolve_device(args.device)
     common.resolve_precision(args.precision, device)
-    sentences = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
+    split = split_sentences if args.split_sentences else None
+    scan = scan_text_input(args.input, args.pretokenized, split, EMBED_MAX_INPUT_BYTES)
+    if scan.blank:
+        common.log(f"note: {scan.blank_note()}")
     model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint), device=device)
-    width = max(len(s) for s in sentences) + 2
-    emb = Embedder(model, device=str(device), precision=args.precision,
-                   token_budget=max(args.batch_size * width, width), max_batch_rows=args.batch_size)
+    opts = model.opts
     layers = args.layers
+    choice = None
     if layers == "mix":
-        n = model.opts.n_output_layers
+        n = opts.n_output_layers
         choice = LayerChoice("mix", common.mix_weights(args.mix_weights, "mix", n))
         choice.validate(n)
+    expected = ef.expected_output_bytes(scan.tokens, opts.n_output_layers, 2 * opts.output_dim,
+                                        "average" if layers == "mix" else layers, args.dtype)
+    warning = ef.size_warning(expected)
+    if warning:
+        common.log(f"elmo-explorer: warning: {warning}")
+    width = scan.longest + 2
+    # no sentence cache (each sentence is written once), the smallest type cache and batches
+    # of at most a chunk's tokens (or one sentence): memory stays that of one chunk, whatever
+    # the input's length or its longest line
+    emb = Embedder(model, device=str(device), precision=args.precision, cache_size=0,
+                   max_types=10_000,
+                   token_budget=max(min(args.batch_size * width, ef.CHUNK_TOKENS), width),
+                   max_batch_rows=args.batch_size)
+    if choice is not None:
         emb, layers = _Mixed(emb, choice), "all"
-    total = sum(len(s) for s in sentences)
-    bar = tqdm(total=total, unit="tok", desc="embedding", file=sys.stderr,
-               disable=total < 2000 and not sys.stderr.isatty())
+    bar = tqdm(total=scan.tokens, unit="tok", desc="embedding", file=sys.stderr,
+               disable=scan.tokens < 2000 and not sys.stderr.isatty())
+    sentences = (toks for _, toks in iter_text_input(args.input, args.pretokenized, scan.grouped,
+                                                     split, EMBED_MAX_INPUT_BYTES))
     try:
         with common.output_file(args.output, "." + fmt) as output:
-            write_embeddings(output, sentences, emb, fmt, layers, args.stateful,
-                             args.batch_size, on_tokens=lambda done: bar.update(done - bar.n))
+            summary = ef.write_embeddings(output, sentences, emb, fmt, layers, args.stateful,
+                                          args.batch_size, dtype=args.dtype,
+                                          on_tokens=lambda done: bar.update(done - bar.n))
     finally:
         bar.close()
     where = "stdout" if common.is_stdout(args.output) else args.output
-    common.log(f"wrote {len(sentences)} sentences ({total} tokens) to {where}")
+    common.log(f"wrote {summary.sentences} sentences ({summary.tokens} tokens, {args.layers}, "
+               f"{args.dtype}) to {where}")
     return 0
 
 

@@ -60,6 +60,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="--mix-weights are a ScalarMix's scalars s (weights = softmax(s))")
     v.add_argument("--word", default=None,
                    help="only the occurrences of this word (exact spelling)")
+    v.add_argument("--dtype", choices=["float32", "float16"], default="float32",
+                   help="the vectors' type in npz and hdf5 (default float32; float16 halves "
+                        "the file)")
     common.add_pretokenized(v)
     common.add_device(v)
     common.add_precision(v)
@@ -106,6 +109,8 @@ def run_vectors(args) -> int:
     choice = LayerChoice(mode, None, args.mix_gamma, args.pre_softmax)   # the files' names
     if not common.is_stdout(args.output):
         common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))
+    if args.dtype != "float32" and fmt not in ("npz", "hdf5"):
+        raise InputError(f"--dtype {args.dtype} applies to npz and hdf5 outputs; {fmt} is text")
     common.resolve_precision(args.precision, common.resolve_device(args.device))
     tokens = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
     refs = None
@@ -121,7 +126,8 @@ def run_vectors(args) -> int:
     acts = emb.embed(tokens)
     with common.output_file(args.output, "." + fmt) as output:
         summary = export_vectors(output, tokens, acts, fmt, choice, refs,
-                                 overwrite=args.force or common.is_stdout(args.output))
+                                 overwrite=args.force or common.is_stdout(args.output),
+                                 dtype=args.dtype)
     files = ["stdout"] if common.is_stdout(args.output) else [str(f) for f in summary.files]
     common.log(f"wrote {summary.n_vectors} vectors of {summary.n_sentences} sentences "
                f"({choice.label()}, {summary.fmt}) to " + ", ".join(files))
@@ -157,7 +163,7 @@ def run_report(args) -> int:
         if loaded.checksum_mismatch:
             msg = (f"the checkpoint at {checkpoint} differs from the one the workspace was saved "
                    "with (checksum mismatch): numbers may differ from the saved analysis")
-            print(f"elmo-explorer: warning: {msg}", file=sys.stderr)
+            common.log(f"elmo-explorer: warning: {msg}")
             notes.append("Warning: " + msg + ".")
     spec, files = export_report(data, str(args.workspace), _embedder(checkpoint, args.device),
                                 args.outdir, style, args.word, notes, overwrite=args.force)

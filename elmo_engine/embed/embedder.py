@@ -129,9 +129,11 @@ class Embedder:
             for start in range(0, len(missing), 4096):
                 chunk = missing[start:start + 4096]
                 ids = torch.from_numpy(char_ids_for_types(chunk, m)).to(self.device)
-                vecs = self.model.token_vectors(ids)
+                vecs = self.model.token_vectors(ids)                # (len(chunk), P)
                 for t, v in zip(chunk, vecs):
-                    self._types[t] = v
+                    # a copy: a row view would keep the whole (len(chunk), P) tensor alive as
+                    # long as any of its words stays cached (memory grew with the input)
+                    self._types[t] = v.clone()
         self.stats["types_computed"] += len(missing)
 
     def token_vectors(self, types: Sequence[str]) -> np.ndarray:

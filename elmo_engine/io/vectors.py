@@ -43,6 +43,7 @@ from elmo_engine.progress import TaskState, check, report
 
 FORMATS = ("npz", "hdf5", "tsv", "csv")
 LAYER_MODES = ("each", "top", "average", "mix")
+DTYPES = ("float32", "float16")
 FORMAT_BY_SUFFIX = {".npz": "npz", ".hdf5": "hdf5", ".h5": "hdf5", ".csv": "csv", ".tsv": "tsv"}
 
 _REASONS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
@@ -215,7 +216,7 @@ def format_for(path, fmt: Optional[str] = None) -> str:
 def export_vectors(path, tokens: Sequence[Sequence[str]], activations: Sequence[np.ndarray],
                    fmt: Optional[str] = None, layers: LayerChoice = LayerChoice(),
                    refs: Optional[Sequence[Tuple[int, int]]] = None, overwrite: bool = False,
-                   state: Optional[TaskState] = None) -> ExportSummary:
+                   state: Optional[TaskState] = None, dtype: str = "float32") -> ExportSummary:
     """Write vectors of every sentence, or of the tokens ``refs`` = [(sentence, token), …].
 
     Parameters
@@ -228,6 +229,8 @@ def export_vectors(path, tokens: Sequence[Sequence[str]], activations: Sequence[
     refs : only these tokens (a selection); None for every sentence
     overwrite : replace an existing target
     state : progress and cancel
+    dtype : the vectors' type in npz and hdf5: "float32" (default) or "float16" (rounded when
+        written; TSV and CSV are text and take float32 only)
 
     Raises
     ------
@@ -243,6 +246,10 @@ def export_vectors(path, tokens: Sequence[Sequence[str]], activations: Sequence[
         if a is None or a.ndim != 3 or a.shape[1] != len(t):
             shape = None if a is None else a.shape
             raise InputError(f"sentence {i}: activations {shape} do not match its {len(t)} tokens")
+    if dtype not in DTYPES:
+        raise InputError(f"unknown vector dtype '{dtype}' (use {', '.join(DTYPES)})")
+    if dtype != "float32" and fmt not in ("npz", "hdf5"):
+        raise InputError(f"--dtype {dtype} applies to npz and hdf5 outputs; {fmt} is text")
     n_layers = activations[0].shape[0]
     layers.validate(n_layers)
     refs = None if refs is None else [_check_ref(r, tokens) for r in refs]
@@ -257,11 +264,13 @@ def export_vectors(path, tokens: Sequence[Sequence[str]], activations: Sequence[
         else:
             if fmt == "hdf5":                    # HDF5 through the crash-safe writer
                 with atomic_hdf5(path) as fh:
-                    _write_hdf5(fh, tokens, activations, layers, refs, state)
-            else:
-                writer = {"npz": _write_npz, "csv": _write_csv}[fmt]
+                    _write_hdf5(fh, tokens, activations, layers, refs, state, dtype)
+            elif fmt == "npz":
                 with atomic_path(path) as tmp:
-                    writer(tmp, tokens, activations, layers, refs, state)
+                    _write_npz(tmp, tokens, activations, layers, refs, state, dtype)
+            else:
+                with atomic_path(path) as tmp:
+                    _write_csv(tmp, tokens, activations, layers, refs, state)
             files = [path]
     n_vec = len(refs) if refs is not None else sum(len(t) for t in tokens)
     n_sent = len({s for s, _ in refs}) if refs is not None else len(tokens)
@@ -304,23 +313,23 @@ def _sentence_index(tokens) -> str:
     return json.dumps({" ".join(t): str(i) for i, t in enumerate(tokens)}, ensure_ascii=False)
 
 
-def _selection_arrays(tokens, activations, layers, refs, state):
+def _selection_arrays(tokens, activations, layers, refs, state, dtype: str = "float32"):
     rows = list(_rows(tokens, activations, layers, refs, state))
-    vectors = np.stack([r[3] for r in rows]).astype(np.float32)          # (n, [K,] D)
+    vectors = np.stack([r[3] for r in rows]).astype(dtype)               # (n, [K,] D)
     return {"vectors": vectors,
             "sentence": np.array([r[0] for r in rows], np.int64),
             "token": np.array([r[1] for r in rows], np.int64),
             "word": np.array([r[2] for r in rows], dtype=str)}
 
 
-def _write_npz(tmp: Path, tokens, activations, layers, refs, state) -> None:
+def _write_npz(tmp: Path, tokens, activations, layers, refs, state, dtype: str) -> None:
     if refs is not None:
-        arrays = _selection_arrays(tokens, activations, layers, refs, state)
+        arrays = _selection_arrays(tokens, activations, layers, refs, state, dtype)
     else:
         arrays = {}
         for i, act in enumerate(activations):
             check(state)
-            arrays[str(i)] = layers.apply(act)
+            arrays[str(i)] = layers.apply(act).astype(dtype, copy=False)
             report(state, i + 1, len(activations), "writing vectors")
         arrays["sentence_to_index"] = np.array(_sentence_index(tokens))
     arrays["layers"] = np.array(layers.label())
@@ -328,13 +337,13 @@ def _write_npz(tmp: Path, tokens, activations, layers, refs, state) -> None:
         np.savez(fh, **arrays)
 
 
-def _write_hdf5(fh, tokens, activations, layers, refs, state) -> None:
+def _write_hdf5(fh, tokens, activations, layers, refs, state, dtype: str) -> None:
     """Fill an open ``h5py.File`` (from :func:`elmo_engine.atomic.atomic_hdf5`)."""
     import h5py
 
     fh.attrs["layers"] = layers.label()
     if refs is not None:
-        arrays = _selection_arrays(tokens, activations, layers, refs, state)
+        arrays = _selection_arrays(tokens, activations, layers, refs, state, dtype)
         for key in ("vectors", "sentence", "token"):
             fh.create_dataset(key, data=arrays[key])
         fh.create_dataset("word", data=[w.encode("utf-8") for w in arrays["word"]],
@@ -342,7 +351,7 @@ def _write_hdf5(fh, tokens, activations, layers, refs, state) -> None:
         return
     for i, act in enumerate(activations):
         check(state)
-        fh.create_dataset(str(i), data=layers.apply(act))
+        fh.create_dataset(str(i), data=layers.apply(act).astype(dtype, copy=False))
         report(state, i + 1, len(activations), "writing vectors")
     ds = fh.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype("utf-8"))
     ds[0] = _sentence_index(tokens)
@@ -374,6 +383,6 @@ def _write_csv(tmp: Path, tokens, activations, layers, refs, state) -> None:
                 fh.write(f"{head}{_csv_field(layers.label())},{row % tuple(vec.tolist())}\n")
 
 
-__all__ = ["ExportError", "ExportSummary", "FORMATS", "LAYER_MODES", "LayerChoice",
+__all__ = ["DTYPES", "ExportError", "ExportSummary", "FORMATS", "LAYER_MODES", "LayerChoice",
            "TargetExistsError", "describe_os_error", "export_vectors", "format_for",
            "output_files", "refuse_existing", "writing"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 from sys import intern
-from typing import List, Optional
+from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from elmo_engine.errors import InputError
 from elmo_engine.io.datasets.sentences import MAX_FILE_BYTES, MAX_SENTENCE_BYTES, clean_sentence
@@ -42,23 +42,66 @@ class TextInput:
 
     def blank_note(self) -> str:
         """``"skipped 2 blank lines (lines 3, 9) of in.txt"`` or ``""``."""
-        if not self.blank:
-            return ""
-        shown = ", ".join(str(n) for n in self.blank[:10]) + (", …" if len(self.blank) > 10
-                                                              else "")
-        word = "line" if len(self.blank) == 1 else "lines"
-        return (f"skipped {len(self.blank)} blank {word} (line{'s' if len(self.blank) > 1 else ''}"
-                f" {shown}) of {self.path.name}")
+        return blank_lines_note(self.path, self.blank, len(self.blank))
 
 
 def _is_comment(raw: str) -> bool:
     return raw.lstrip().startswith("#")
 
 
+def blank_lines_note(path: Path, shown: Sequence[int], count: int) -> str:
+    """``"skipped 2 blank lines (lines 3, 9) of in.txt"`` (the first ten line numbers)."""
+    if not count:
+        return ""
+    text = ", ".join(str(n) for n in list(shown)[:10]) + (", …" if count > 10 else "")
+    word = "line" if count == 1 else "lines"
+    return f"skipped {count} blank {word} (line{'s' if count > 1 else ''} {text}) of {path.name}"
+
+
+def _raw_lines(path: Path, max_bytes: Optional[int]) -> Iterator[Tuple[int, str]]:
+    """``(line number, text)`` of every line, refusing NUL bytes (a binary file)."""
+    with open_text(path, max_line_bytes=MAX_SENTENCE_BYTES, max_bytes=max_bytes) as lines:
+        for text in lines:
+            if "\x00" in text:
+                raise lines.error("holds NUL bytes: this is not a text file of sentences")
+            yield lines.lineno, text
+
+
+def _is_content(text: str) -> bool:
+    return bool(text.strip()) and not _is_comment(text)
+
+
+def _line_tokens(path: Path, lineno: int, text: str, grouped: bool, pretokenized: bool
+                 ) -> Optional[Tuple[Optional[str], List[str]]]:
+    """``(group, tokens)`` of one line, or None for a line that is skipped: a comment of a
+    grouped file, or a blank line (``tokens == []``)."""
+    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
+
+    group = None
+    if grouped:
+        if not _is_content(text):
+            return (None, []) if not text.strip() else None
+        group, text = text.split("\t", 1)
+        group = clean_sentence(group, MAX_SENTENCE_TOKENS)
+        if not group:
+            raise InputError("empty group before the TAB (group<TAB>sentence)", path=path,
+                             line=lineno)
+    # the token limit before any per-token work: pieces past it are neither normalised
+    # nor tokenized
+    sentence = clean_sentence(text, MAX_SENTENCE_TOKENS)
+    toks = sentence.split() if pretokenized else tokenize(sentence, MAX_SENTENCE_TOKENS)
+    if len(toks) > MAX_SENTENCE_TOKENS:
+        raise InputError(f"more than {MAX_SENTENCE_TOKENS} tokens; the limit is "
+                         f"{MAX_SENTENCE_TOKENS} per sentence (split the line)", path=path,
+                         line=lineno)
+    return group, [intern(t) for t in toks]   # repeated words share one string (Zipf; bombs)
+
+
 def read_text_input(path: PathLike, pretokenized: bool = False,
                     max_bytes: Optional[int] = MAX_FILE_BYTES,
                     max_tokens: Optional[int] = None) -> TextInput:
-    """Read a plain or grouped file of sentences (see the module docstring).
+    """Read a plain or grouped file of sentences (see the module docstring), all in memory
+    (:func:`scan_text_input` and :func:`iter_text_input` read one in bounded memory).
 
     Parameters
     ----------
@@ -74,43 +117,20 @@ def read_text_input(path: PathLike, pretokenized: bool = False,
         a grouped line with an empty group, too many tokens, or no sentence at all — naming
         the file and the line.
     """
-    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
-
     path = Path(path)
-    raw: List[tuple] = []
-    with open_text(path, max_line_bytes=MAX_SENTENCE_BYTES, max_bytes=max_bytes) as lines:
-        for text in lines:
-            if "\x00" in text:
-                raise lines.error("holds NUL bytes: this is not a text file of sentences")
-            raw.append((lines.lineno, text))
-    content = [(n, t) for n, t in raw if t.strip() and not _is_comment(t)]
-    grouped = bool(content) and all("\t" in t for _, t in content)
+    raw = list(_raw_lines(path, max_bytes))
+    content = [t for _, t in raw if _is_content(t)]
+    grouped = bool(content) and all("\t" in t for t in content)
     out = TextInput(path, [], [], [] if grouped else None, [])
     total = 0
     for lineno, text in raw:
-        group = None
-        if grouped:
-            if not text.strip() or _is_comment(text):
-                if not text.strip():
-                    out.blank.append(lineno)
-                continue
-            group, text = text.split("\t", 1)
-            group = clean_sentence(group, MAX_SENTENCE_TOKENS)
-            if not group:
-                raise InputError("empty group before the TAB (group<TAB>sentence)", path=path,
-                                 line=lineno)
-        # the token limit before any per-token work: pieces past it are neither normalised
-        # nor tokenized
-        sentence = clean_sentence(text, MAX_SENTENCE_TOKENS)
-        toks = sentence.split() if pretokenized else tokenize(sentence, MAX_SENTENCE_TOKENS)
+        got = _line_tokens(path, lineno, text, grouped, pretokenized)
+        if got is None:
+            continue
+        group, toks = got
         if not toks:
             out.blank.append(lineno)
             continue
-        if len(toks) > MAX_SENTENCE_TOKENS:
-            raise InputError(f"more than {MAX_SENTENCE_TOKENS} tokens; the limit is "
-                             f"{MAX_SENTENCE_TOKENS} per sentence (split the line)", path=path,
-                             line=lineno)
-        toks = [intern(t) for t in toks]   # repeated words share one string (Zipf; bombs)
         total += len(toks)
         if max_tokens is not None and total > max_tokens:
             raise InputError(f"more than {max_tokens:,} tokens; use a smaller file", path=path,
@@ -124,4 +144,99 @@ def read_text_input(path: PathLike, pretokenized: bool = False,
     return out
 
 
-__all__ = ["TextInput", "read_text_input"]
+# ---- streaming: the same sentences in bounded memory (``embed``) ------------------------------
+Splitter = Callable[[Sequence[str]], List[List[str]]]
+
+
+@dataclass(frozen=True)
+class TextScan:
+    """What a first pass over a file of sentences found, holding none of them."""
+
+    path: Path
+    grouped: bool
+    sentences: int               # after ``split`` when one was given
+    tokens: int
+    longest: int                 # tokens of the longest sentence
+    blank: int                   # blank lines skipped
+    blank_shown: Tuple[int, ...]  # the first ten of their line numbers
+
+    def blank_note(self) -> str:
+        return blank_lines_note(self.path, self.blank_shown, self.blank)
+
+
+def _is_grouped_stream(path: Path, max_bytes: Optional[int]) -> bool:
+    """Whether every content line holds a TAB (the grouped form), reading the file once."""
+    seen = False
+    for _, text in _raw_lines(path, max_bytes):
+        if _is_content(text):
+            if "\t" not in text:
+                return False
+            seen = True
+    return seen
+
+
+def _walk(path: Path, pretokenized: bool, grouped: bool, split: Optional[Splitter],
+          max_bytes: Optional[int]) -> Iterator[Tuple[int, Optional[List[str]]]]:
+    """``(line number, tokens)`` per sentence (after ``split``), ``(line number, None)`` per
+    blank line, in file order, one line at a time."""
+    for lineno, text in _raw_lines(path, max_bytes):
+        got = _line_tokens(path, lineno, text, grouped, pretokenized)
+        if got is None:
+            continue
+        if not got[1]:
+            yield lineno, None
+            continue
+        for sentence in (split(got[1]) if split is not None else [got[1]]):
+            if sentence:
+                yield lineno, sentence
+
+
+def iter_text_input(path: PathLike, pretokenized: bool = False, grouped: Optional[bool] = None,
+                    split: Optional[Splitter] = None, max_bytes: Optional[int] = None
+                    ) -> Iterator[Tuple[int, List[str]]]:
+    """Yield ``(line number, tokens)`` for each sentence of the file, one line at a time, the
+    same sentences :func:`read_text_input` returns (groups dropped); ``split`` (for example the
+    trainer's :func:`elmo_engine.train.data.split_sentences`) cuts a line holding a paragraph
+    into sentences, each yielded with the line's number. ``grouped`` as found by
+    :func:`scan_text_input` (None: an extra pass finds it). Memory does not grow with the
+    file: nothing is kept between lines. Errors as :func:`read_text_input`'s."""
+    path = Path(path)
+    if grouped is None:
+        grouped = _is_grouped_stream(path, max_bytes)
+    for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes):
+        if sentence is not None:
+            yield lineno, sentence
+
+
+def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[Splitter] = None,
+                    max_bytes: Optional[int] = None) -> TextScan:
+    """A first pass over a file of sentences: how many sentences and tokens it holds (after
+    ``split``), the longest sentence and the blank lines, reading it line by line (two passes:
+    one to tell the grouped form, one to tokenize). Every error a later
+    :func:`iter_text_input` could meet is raised here, before anything is written.
+
+    Raises
+    ------
+    InputError
+        As :func:`read_text_input`, and "no sentences in the file".
+    """
+    path = Path(path)
+    grouped = _is_grouped_stream(path, max_bytes)
+    sentences = tokens = longest = blank = 0
+    shown: List[int] = []
+    for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes):
+        if sentence is None:
+            blank += 1
+            if len(shown) < 10:
+                shown.append(lineno)
+            continue
+        sentences += 1
+        tokens += len(sentence)
+        longest = max(longest, len(sentence))
+    if not sentences:
+        raise InputError("no sentences in the file", path=path)
+    return TextScan(path, grouped, sentences, tokens, longest, blank, tuple(shown))
+
+
+__all__ = ["Splitter", "TextInput", "TextScan", "blank_lines_note", "iter_text_input",
+           "read_text_input", "scan_text_input"]
