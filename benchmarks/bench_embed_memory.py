@@ -47,7 +47,7 @@ def cut(corpus: Path, n_bytes: int, dest: Path) -> int:
 
 def run_embed(text: Path, out: Path, options) -> dict:
     """One ``embed`` child: its peak RSS (MiB, from wait4), wall time (s), output size (MB)."""
-    cmd = [sys.executable, "-m", "elmo_engine.cli", "embed", str(text), str(out), "--force",
+    cmd = [sys.executable, "-m", "elmo_engine.cli", "embed", str(text), "-o", str(out), "--force",
            *options]
     t = time.perf_counter()
     child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

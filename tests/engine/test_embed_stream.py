@@ -57,8 +57,8 @@ def test_streamed_output_equals_the_in_memory_embedder(text_file, tmp_path, mode
     expected = Embedder(model, device="cpu").embed(tokens)              # (3, n, 32) each
     out32, out16 = tmp_path / "o32.hdf5", tmp_path / "o16.hdf5"
     base = ["--checkpoint", str(CKPT), "--device", "cpu"]
-    assert main(["embed", str(text_file), str(out32), *base]) == 0
-    assert main(["embed", str(text_file), str(out16), *base, "--dtype", "float16"]) == 0
+    assert main(["embed", str(text_file), "-o", str(out32), *base]) == 0
+    assert main(["embed", str(text_file), "-o", str(out16), *base, "--dtype", "float16"]) == 0
     got32, index = _datasets(out32)
     got16, _ = _datasets(out16)
     assert len(got32) == len(tokens) == 40
@@ -148,7 +148,7 @@ def test_cli_failure_midway_leaves_no_output(text_file, tmp_path, monkeypatch, c
     monkeypatch.setattr(Embedder, "embed", embed)
     monkeypatch.setattr(ef, "CHUNK_TOKENS", 64)                 # several chunks
     out = tmp_path / "out.hdf5"
-    assert main(["embed", str(text_file), str(out), "--checkpoint", str(CKPT)]) == 1
+    assert main(["embed", str(text_file), "-o", str(out), "--checkpoint", str(CKPT)]) == 1
     assert "injected failure" in capsys.readouterr().err and calls[0] == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.txt"]
 
@@ -158,7 +158,7 @@ def test_a_bad_line_is_found_before_anything_is_written(text_file, tmp_path, cap
     lines[30] = "x" * 40 + "\x00"                                 # a NUL byte on line 31
     text_file.write_text("\n".join(lines) + "\n", encoding="utf-8")
     out = tmp_path / "out.hdf5"
-    assert main(["embed", str(text_file), str(out), "--checkpoint", str(CKPT)]) == 1
+    assert main(["embed", str(text_file), "-o", str(out), "--checkpoint", str(CKPT)]) == 1
     err = capsys.readouterr().err
     # the program's prefix (with the command's name or without it, as the CLI convention has it)
     assert re.match(r"elmo-explorer( embed)?: error: .*in\.txt:31: holds NUL bytes", err), err
@@ -171,8 +171,8 @@ def test_split_sentences_splits_a_paragraph(tmp_path, model):
     inp.write_text(para + "\nthe loan was new\n", encoding="utf-8")
     one, split = tmp_path / "one.hdf5", tmp_path / "split.hdf5"
     base = ["--checkpoint", str(CKPT), "--pretokenized"]
-    assert main(["embed", str(inp), str(one), *base]) == 0
-    assert main(["embed", str(inp), str(split), *base, "--split-sentences"]) == 0
+    assert main(["embed", str(inp), "-o", str(one), *base]) == 0
+    assert main(["embed", str(inp), "-o", str(split), *base, "--split-sentences"]) == 0
     got_one, _ = _datasets(one)
     got, index = _datasets(split)
     assert len(got_one) == 2 and len(got) == 4
@@ -196,10 +196,10 @@ def test_size_warning_fires_above_the_threshold(text_file, tmp_path, monkeypatch
     args = ["embed", str(text_file), "--checkpoint", str(CKPT), "--layers", "top",
             "--dtype", "float16"]
     monkeypatch.setattr(ef, "SIZE_WARNING_BYTES", expected)       # at the threshold: silent
-    assert main([*args[:2], str(tmp_path / "a.hdf5"), *args[2:]]) == 0
+    assert main([*args[:2], "-o", str(tmp_path / "a.hdf5"), *args[2:]]) == 0
     assert "warning:" not in capsys.readouterr().err
     monkeypatch.setattr(ef, "SIZE_WARNING_BYTES", expected - 1)   # one byte over: warned
-    assert main([*args[:2], str(tmp_path / "b.hdf5"), *args[2:]]) == 0
+    assert main([*args[:2], "-o", str(tmp_path / "b.hdf5"), *args[2:]]) == 0
     err = capsys.readouterr().err
     assert "warning: the output will take about" in err and f"{expected:,} bytes" in err
     assert ef.size_warning(10 ** 9, 10 ** 9) is None

@@ -21,7 +21,7 @@ def text_file(tmp_path):
 
 
 def _export(text_file, out, ckpt, *extra):
-    return main(["export", "vectors", str(text_file), str(out), "--checkpoint", str(ckpt),
+    return main(["export", "vectors", str(text_file), "-o", str(out), "--checkpoint", str(ckpt),
                  "--device", "cpu", *extra])
 
 
