@@ -98,15 +98,16 @@ def run(args) -> int:
                    max_types=10_000,
                    token_budget=max(min(args.batch_size * width, ef.CHUNK_TOKENS), width),
                    max_batch_rows=args.batch_size)
+    source: object = emb
     if choice is not None:
-        emb, layers = _Mixed(emb, choice), "all"
+        source, layers = _Mixed(emb, choice), "all"
     bar = tqdm(total=scan.tokens, unit="tok", desc="embedding", file=sys.stderr,
                disable=scan.tokens < 2000 and not sys.stderr.isatty())
     sentences = (toks for _, toks in iter_text_input(args.input, args.pretokenized, scan.grouped,
                                                      split, EMBED_MAX_INPUT_BYTES))
     try:
         with common.output_file(args.output, "." + fmt) as output:
-            summary = ef.write_embeddings(output, sentences, emb, fmt, layers, args.stateful,
+            summary = ef.write_embeddings(output, sentences, source, fmt, layers, args.stateful,
                                           args.batch_size, dtype=args.dtype,
                                           on_tokens=lambda done: bar.update(done - bar.n))
     finally:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo
@@ -130,13 +130,13 @@ def build_workspace(text, word: str, checkpoint: Path, checksum: str, name: str,
                   if w == word), None)
     if first is None:
         raise common.absent_word(word, tokens, f"the {len(tokens)} sentences", path=text.path)
-    contexts = {"word": word}
+    contexts: Dict[str, Any] = {"word": word}
     if text.grouped:
         groups = word_groups(word, tokens, text.groups)
         if groups:
             contexts["groups"] = {word: [{"sentence": s, "token": t, "group": g}
                                          for (s, t), g in sorted(groups.items())]}
-    views = {"contexts": contexts}
+    views: Dict[str, Any] = {"contexts": contexts}
     if layers is not None:
         views[LAYERS_VIEW] = {"version": LAYERS_VIEW_VERSION, "result": layers}
     return WorkspaceData(

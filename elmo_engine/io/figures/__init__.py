@@ -184,7 +184,8 @@ def grouped_bars(ax, categories: Sequence[str], series: Sequence[dict], ylabel: 
     ax.set_xticklabels(categories)
     ax.set_ylabel(ylabel)
     ax.spines[["top", "right"]].set_visible(False)
-    values = np.concatenate([np.asarray(s["values"], float).ravel() for s in series] or [[0.0]])
+    values = np.concatenate([np.asarray(s["values"], float).ravel() for s in series]
+                            or [np.zeros(1)])
     values = values[np.isfinite(values)]
     if values.size and values.min() < 0:
         ax.axhline(0.0, color=BASELINE_COLOR, linewidth=0.8, zorder=1)
