@@ -311,10 +311,14 @@ def test_a_workspace_checkpoint_that_is_a_fifo_or_a_device(tmp_path, capsys):
         assert not (tmp_path / f"r-{name}").exists()
 
 
-def test_gzip_bomb_stops_at_the_limit(tmp_path, capsys):
+def test_gzip_bomb_stops_at_the_limit(tmp_path, capsys, monkeypatch):
     import gzip
 
+    import elmo_engine.cli.embed as embed_cli
     from elmo_engine.io.datasets.sentences import MAX_FILE_BYTES
+
+    # embed streams and reads up to 256 MiB; the same bound, checked at the smaller limit here
+    monkeypatch.setattr(embed_cli, "EMBED_MAX_INPUT_BYTES", MAX_FILE_BYTES)
 
     bomb = tmp_path / "bomb.txt.gz"
     with gzip.open(bomb, "wb", compresslevel=1) as fh:
