@@ -27,12 +27,12 @@ def _cnn(filters, n_highway: int, dim: int = 16) -> dict:
             "max_characters_per_token": 50, "n_characters": 262, "n_highway": n_highway}
 
 
-_DEMO = dict(_BASE, vocab_size=25000, min_count=3, batch_size=64, unroll=20,
+_DEMO_CNN = _cnn([[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], 1)
+_DEMO: dict = dict(_BASE, vocab_size=25000, min_count=3, batch_size=64, unroll=20,
              n_negative=2048, optimizer="adam", lr=2e-3, clip_norm=5.0, dropout=0.0,
              epochs=3, checkpoint_every=500, checkpoint_minutes=10.0, log_every=50,
              eval_minutes=30.0, eval_tokens=100_000,
-             options={"char_cnn": _cnn([[1, 32], [2, 32], [3, 64], [4, 128], [5, 256]], 1),
-                      "lstm": _lstm(512, 256)})
+             options={"char_cnn": _DEMO_CNN, "lstm": _lstm(512, 256)})
 
 PRESETS: Dict[str, dict] = {
     "tiny": dict(_BASE, vocab_size=2000, min_count=1, batch_size=4, unroll=5, n_negative=64,
@@ -48,7 +48,7 @@ PRESETS: Dict[str, dict] = {
     "demo-wide": dict(_DEMO, batch_size=512, n_negative=4096, epochs=10,
                       checkpoint_every=100_000, checkpoint_minutes=60.0, log_every=100,
                       eval_minutes=60.0,
-                      options={"char_cnn": _DEMO["options"]["char_cnn"], "lstm": _lstm(1024, 256)}),
+                      options={"char_cnn": _DEMO_CNN, "lstm": _lstm(1024, 256)}),
     "small": dict(_BASE, options={"char_cnn": _cnn(SMALL_FILTERS, 1), "lstm": _lstm(1024, 128)}),
     "medium": dict(_BASE, options={"char_cnn": _cnn(SMALL_FILTERS, 1), "lstm": _lstm(2048, 256)}),
     "original": dict(_BASE, vocab_size=800000, min_count=1,
