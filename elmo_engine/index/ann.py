@@ -68,20 +68,34 @@ def build_ann(vectors: np.ndarray, target: Path, settings: AnnSettings,
 
 
 def _build(faiss, vectors, target, settings, state, chunk) -> None:
+    ix = new_ann(faiss, vectors, settings)
+    add_rows(ix, vectors, 0, len(vectors), state, chunk)
+    with atomic_path(target) as tmp:
+        faiss.write_index(ix, str(tmp))
+
+
+def new_ann(faiss, vectors, settings: AnnSettings):
+    """An empty HNSW graph for ``vectors`` ``(N, D)``, its quantizer trained (sq8 learns each
+    dimension's range from an even sample of at most 100k rows; fp16 needs no statistics)."""
     n, dim = vectors.shape
     qt = {"fp16": faiss.ScalarQuantizer.QT_fp16, "sq8": faiss.ScalarQuantizer.QT_8bit}
     ix = faiss.IndexHNSWSQ(dim, qt[settings.quantizer], settings.m, faiss.METRIC_INNER_PRODUCT)
     ix.hnsw.efConstruction = settings.ef_construction
-    # fp16 needs no statistics; sq8 learns each dimension's range from an even sample
     step = max(1, n // 100_000)
     ix.train(np.ascontiguousarray(vectors[::step][:100_000], dtype=np.float32))
-    for start in range(0, n, chunk):
+    return ix
+
+
+def add_rows(ix, vectors, start: int, stop: int, state: Optional[TaskState] = None,
+             chunk: int = 20_000) -> None:
+    """Add rows ``start:stop`` of ``vectors`` to the graph in order, ``chunk`` at a time
+    (progress and cancel between chunks). The OpenMP threads are the caller's to set."""
+    n = len(vectors)
+    for s in range(start, stop, chunk):
         check(state)
-        block = np.ascontiguousarray(vectors[start:start + chunk], dtype=np.float32)  # (c, D)
+        block = np.ascontiguousarray(vectors[s:min(stop, s + chunk)], dtype=np.float32)  # (c, D)
         ix.add(block)
-        report(state, min(n, start + chunk), n, "building the nearest-neighbour graph")
-    with atomic_path(target) as tmp:
-        faiss.write_index(ix, str(tmp))
+        report(state, min(stop, s + chunk), n, "building the nearest-neighbour graph")
 
 
 class AnnIndex:

@@ -11,15 +11,43 @@ corpus, as exBERT (Hoover et al. 2020) searches a corpus for BERT's tokens.
 from __future__ import annotations
 
 import sqlite3
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
+import torch
 
 from elmo_engine.errors import InputError
 from elmo_engine.index.ann import AnnIndex, AnnSettings, ann_file
 from elmo_engine.index.store import TOKENS_DB, Manifest, load_npy, read_manifest, vectors_file
+
+#: the rows of recently searched words kept in memory, at most this many row numbers in all
+ROWS_CACHE = 4_000_000
+
+
+def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the ``k`` highest ``scores`` ``(N,)``, best first, ties in position
+    order: the same as the first ``k`` of a stable descending sort, without sorting all N."""
+    if len(scores) > k:
+        kth = np.partition(scores, len(scores) - k)[len(scores) - k]
+        cand = np.flatnonzero(scores >= kth)                      # every tie at the boundary too
+    else:
+        cand = np.arange(len(scores))
+    return cand[np.lexsort((cand, -scores[cand]))][:k]
+
+
+def cosines(vecs: np.ndarray, rows: np.ndarray, q: np.ndarray, block: int = 65536) -> np.ndarray:
+    """``vecs[rows] @ q`` for float16 ``vecs`` ``(N, D)`` and a float32 ``q`` ``(D,)``, in
+    blocks of ``block`` rows; torch widens the halves to float32 and multiplies (several times
+    faster than NumPy's float16 → float32 conversion), float32 accumulation either way."""
+    qt = torch.from_numpy(np.ascontiguousarray(q, np.float32))
+    out = np.empty(len(rows), np.float32)
+    for s in range(0, len(rows), block):
+        part = torch.from_numpy(np.ascontiguousarray(vecs[rows[s:s + block]]))   # (b, D) f16
+        out[s:s + block] = (part.float() @ qt).numpy()
+    return out
 
 
 @dataclass(frozen=True)
@@ -76,6 +104,7 @@ class CorpusIndex:
             raise InputError("the token table is missing; rebuild the index", path=db)
         self.db = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
         self._ann: Dict[int, AnnIndex] = {}
+        self._rows: "OrderedDict[str, np.ndarray]" = OrderedDict()
         s: Dict[str, Any] = dict(m.ann)
         try:
             self.ann_settings = AnnSettings(int(s.get("m", 32)), int(s.get("ef_construction", 128)),
@@ -110,10 +139,19 @@ class CorpusIndex:
 
     # ---- tokens ------------------------------------------------------------------------------
     def rows_of(self, word: str) -> np.ndarray:
-        """The rows of every occurrence of ``word`` (case-folded), in corpus order."""
-        cur = self.db.execute("SELECT row FROM tokens WHERE folded = ? ORDER BY row",
-                              (word.casefold(),))
-        return np.fromiter((r for (r,) in cur), dtype=np.int64)
+        """The rows of every occurrence of ``word`` (case-folded), in corpus order. The most
+        recently asked words' rows are kept (at most :data:`ROWS_CACHE` row numbers)."""
+        key = word.casefold()
+        if key in self._rows:
+            self._rows.move_to_end(key)
+            return self._rows[key]
+        cur = self.db.execute("SELECT row FROM tokens WHERE folded = ? ORDER BY row", (key,))
+        rows = np.fromiter((r for (r,) in cur), dtype=np.int64)
+        rows.setflags(write=False)
+        self._rows[key] = rows
+        while sum(len(r) for r in self._rows.values()) > ROWS_CACHE and len(self._rows) > 1:
+            self._rows.popitem(last=False)
+        return rows
 
     def sentence(self, sentence_id: int) -> List[str]:
         got = self.db.execute("SELECT text FROM sentences WHERE id = ?",
@@ -165,9 +203,8 @@ class CorpusIndex:
         extra = 1 if exclude_row is not None else 0
         if same_word is not None:
             rows = self.rows_of(same_word)
-            scores = np.concatenate([vecs[rows[s:s + 65536]].astype(np.float32) @ q
-                                     for s in range(0, len(rows), 65536)] or [np.zeros(0)])
-            top = np.argsort(-scores, kind="stable")[:k + extra]
+            scores = cosines(vecs, rows, q)                                   # (n,)
+            top = top_rows(scores, k + extra)
             rows, scores = rows[top], scores[top]
         else:
             _, found = self.ann(layer).search(q[None], k + extra)

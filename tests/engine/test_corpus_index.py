@@ -241,3 +241,25 @@ def test_engine_build_cancel_then_resume(small, tmp_path):
     assert seen[0][0] > 0 and "resuming" in seen[0][2]             # shard 0 was not redone
     assert any("tokens/s" in m for _, _, m in seen)
     assert same_answers(tmp_path / "ix", reference)
+
+
+def test_rows_of_keeps_recent_words_within_its_bound(small, monkeypatch):
+    import elmo_engine.index.search as search
+
+    ix = CorpusIndex(small[1])
+    try:
+        words = [w for (w,) in ix.db.execute(
+            "SELECT folded FROM tokens GROUP BY folded ORDER BY COUNT(*) DESC LIMIT 3")]
+        sizes = [len(ix.rows_of(w)) for w in words]
+        ix._rows.clear()
+        monkeypatch.setattr(search, "ROWS_CACHE", sizes[0] + sizes[1])
+        first = ix.rows_of(words[0])
+        assert ix.rows_of(words[0]) is first                        # kept
+        ix.rows_of(words[1])
+        ix.rows_of(words[2])                                        # over the bound: oldest out
+        assert words[0] not in ix._rows and words[2] in ix._rows
+        assert sum(len(r) for r in ix._rows.values()) <= sizes[0] + sizes[1]
+        np.testing.assert_array_equal(ix.rows_of(words[0]), first)  # read again, same rows
+        assert not first.flags.writeable
+    finally:
+        ix.close()
