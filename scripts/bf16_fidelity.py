@@ -156,7 +156,7 @@ def part_train(args, tmp: Path) -> dict:
         out["same_seed_relative_diff"] = (again["dev_perplexity"]
                                           - runs["fp32"][0]["dev_perplexity"]) \
             / runs["fp32"][0]["dev_perplexity"]
-    print(f"train: --preset demo, {args.steps} steps, seeds 0..{args.seeds - 1}, on "
+    print(f"train: --preset demo, {args.steps} steps, seeds {first}..{first + args.seeds - 1}, on "
           f"{TRAIN_TEXT.name} of pd_fiction, dev the first {args.dev_lines} lines of "
           f"{DEV_TEXT.relative_to(ROOT.parent)}")
     for p in ("fp32", "bf16"):
