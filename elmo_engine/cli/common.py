@@ -273,7 +273,7 @@ def suggestions(word: str, vocabulary: Iterable[str], n: int = 3) -> List[str]:
     return out[:n]
 
 
-def absent_word(word: str, tokens: Sequence[Sequence[str]], where: str,
+def absent_word(word: str, tokens: Iterable[Sequence[str]], where: str,
                 path: Optional[Path] = None, hint: str = "") -> InputError:
     """The error for a word that does not occur: ``'Bank' does not occur in …; did you mean
     'bank'?`` (exit status 1)."""

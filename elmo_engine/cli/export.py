@@ -22,13 +22,14 @@ report…* and ``elmo-explorer report``, so the same workspace gives the same fi
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import List
 
 from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo
 from elmo_engine.errors import InputError
-from elmo_engine.io.vectors import FORMATS, LayerChoice, export_vectors
+from elmo_engine.io.vectors import FORMATS, LayerChoice
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -98,7 +99,19 @@ def _embedder(checkpoint, device, precision: str = "fp32"):
 
 
 def run_vectors(args) -> int:
-    from elmo_engine.io.vectors import format_for, output_files
+    """Embed the input a chunk at a time and write each chunk's vectors before reading on
+    (:func:`elmo_engine.io.vectors.export_stream`): memory does not grow with the input. A
+    first pass checks the whole file (and counts ``--word``) before anything is written."""
+    import collections
+
+    from tqdm import tqdm
+
+    from elmo_engine.cli.embed import EMBED_MAX_INPUT_BYTES
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.io import embeddings_file as ef
+    from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
+    from elmo_engine.io.vectors import SentenceVectors, export_stream, format_for, output_files
+    from elmo_engine.model.checkpoint import load_checkpoint
 
     mode = engine_layer_mode(args.layers)
     common.mix_weights(args.mix_weights, args.layers, 1)      # given without mix: refused
@@ -109,29 +122,76 @@ def run_vectors(args) -> int:
     choice = LayerChoice(mode, None, args.mix_gamma, args.pre_softmax)   # the files' names
     if not common.is_stdout(args.output):
         common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))
+        if args.output.exists() and args.output.resolve() == args.input.resolve():
+            raise InputError("OUTPUT is INPUT; name another file", path=args.output)
     if args.dtype != "float32" and fmt not in ("npz", "hdf5"):
         raise InputError(f"--dtype {args.dtype} applies to npz and hdf5 outputs; {fmt} is text")
-    common.resolve_precision(args.precision, common.resolve_device(args.device))
-    tokens = common.read_text(args.input, args.pretokenized, unlimited=True).tokens
-    refs = None
-    if args.word is not None:
-        refs = [(s, t) for s, toks in enumerate(tokens) for t, w in enumerate(toks) if w == args.word]
-        if not refs:
-            raise common.absent_word(args.word, tokens, "the sentences", path=args.input)
-    emb = _embedder(args.checkpoint, args.device, args.precision)
-    n = emb.opts.n_output_layers
+    device = common.resolve_device(args.device)
+    common.resolve_precision(args.precision, device)
+    scan = scan_text_input(args.input, args.pretokenized, None, EMBED_MAX_INPUT_BYTES,
+                           word=args.word)
+    if scan.blank:
+        common.log(f"note: {scan.blank_note()}")
+
+    def read():
+        return iter_text_input(args.input, args.pretokenized, scan.grouped, None,
+                               EMBED_MAX_INPUT_BYTES)
+
+    word = args.word
+    if word is not None and not scan.occurrences:
+        raise common.absent_word(word, (toks for _, toks in read()), "the sentences",
+                                 path=args.input)
+    model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
+    n = model.opts.n_output_layers
     choice = LayerChoice(mode, common.mix_weights(args.mix_weights, args.layers, n),
                          args.mix_gamma, args.pre_softmax)
     choice.validate(n)                                  # before the (long) embedding
-    acts = emb.embed(tokens)
-    with common.output_file(args.output, "." + fmt) as output:
-        summary = export_vectors(output, tokens, acts, fmt, choice, refs,
-                                 overwrite=args.force or common.is_stdout(args.output),
-                                 dtype=args.dtype)
+    n_vectors = scan.tokens if word is None else scan.occurrences
+    per_value = None if fmt in ("npz", "hdf5") else TEXT_BYTES_PER_VALUE
+    warning = ef.size_warning(ef.expected_output_bytes(
+        n_vectors, n, 2 * model.opts.output_dim, "all" if mode == "each" else "top",
+        args.dtype, per_value))
+    if warning:
+        common.log(f"elmo-explorer: warning: {warning}")
+    width = scan.longest + 2
+    emb = Embedder(model, device=str(device), precision=args.precision, cache_size=0,
+                   max_types=10_000, token_budget=max(min(64 * width, ef.CHUNK_TOKENS), width),
+                   max_batch_rows=64)
+    # --word: only the sentences that hold it are embedded (each sentence is its own context);
+    # their numbers in the file wait in a queue while their chunk is embedded
+    numbers: collections.deque = collections.deque()
+
+    def wanted():
+        for i, (_, toks) in enumerate(read()):
+            if word is None or word in toks:
+                numbers.append(i)
+                yield toks
+
+    total = scan.tokens if word is None else None
+    bar = tqdm(total=total, unit="tok", desc="embedding", file=sys.stderr,
+               disable=(total or 0) < 2000 and not sys.stderr.isatty())
+
+    def items():
+        for toks, arr in ef.embedded(wanted(), emb, on_tokens=lambda d: bar.update(d - bar.n)):
+            pos = None if word is None else [t for t, w in enumerate(toks) if w == word]
+            yield SentenceVectors(numbers.popleft(), toks, arr, pos)
+
+    try:
+        with common.output_file(args.output, "." + fmt) as output:
+            summary = export_stream(output, items(), fmt, choice,
+                                    n_selected=None if word is None else scan.occurrences,
+                                    overwrite=args.force or common.is_stdout(args.output),
+                                    dtype=args.dtype)
+    finally:
+        bar.close()
     files = ["stdout"] if common.is_stdout(args.output) else [str(f) for f in summary.files]
     common.log(f"wrote {summary.n_vectors} vectors of {summary.n_sentences} sentences "
                f"({choice.label()}, {summary.fmt}) to " + ", ".join(files))
     return 0
+
+
+#: about the bytes a value takes in CSV and TSV ("%.7g" and a separator), for the size warning
+TEXT_BYTES_PER_VALUE = 12
 
 
 # ---- report --------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import zipfile
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -62,6 +62,13 @@ class EmbeddingsWriter:
             with self._zip.open(key + ".npy", "w", force_zip64=True) as member:
                 np.lib.format.write_array(member, np.asanyarray(arr), allow_pickle=False)
 
+    def add_attribute(self, key: str, value: str) -> None:
+        """A string beside the datasets: an HDF5 attribute, an npz member."""
+        if self._zip is None:
+            self.fh.attrs[key] = value
+        else:
+            self.add(key, np.array(value))
+
     def finish(self, index_json: str) -> None:
         if self._zip is None:
             import h5py
@@ -95,12 +102,14 @@ def check_choices(layers: str, dtype: str) -> None:
 
 
 def expected_output_bytes(n_tokens: int, n_layers: int, width: int, layers: str = "all",
-                          dtype: str = "float32") -> int:
+                          dtype: str = "float32", bytes_per_value: Optional[int] = None) -> int:
     """The vectors' size in bytes: tokens × layers kept × width (2P) × bytes per value (the
-    file adds a few hundred bytes a sentence of HDF5 headers and the sentence index)."""
+    dtype's, or ``bytes_per_value`` for text; the file adds a few hundred bytes a sentence of
+    HDF5 headers and the sentence index)."""
     check_choices(layers, dtype)
     kept = n_layers if layers == "all" else 1
-    return int(n_tokens) * kept * int(width) * np.dtype(dtype).itemsize
+    per = np.dtype(dtype).itemsize if bytes_per_value is None else int(bytes_per_value)
+    return int(n_tokens) * kept * int(width) * per
 
 
 def size_warning(expected: int, threshold: Optional[int] = None) -> Optional[str]:
@@ -144,12 +153,46 @@ def _chunks(sentences: Iterable[Sequence[str]], chunk_tokens: int, batch: int
             return
 
 
+def embedded(sentences: Iterable[Sequence[str]], embedder, stateful: bool = False,
+             batch_size: int = 64, on_tokens: Optional[Callable[[int], None]] = None,
+             chunk_tokens: Optional[int] = None
+             ) -> Iterator[Tuple[Sequence[str], np.ndarray]]:
+    """``(sentence, activations (L+1, n, D))`` for each of ``sentences`` (read lazily), in order,
+    embedded a chunk of about ``chunk_tokens`` tokens (default :data:`CHUNK_TOKENS`) at a time:
+    the next chunk is read only when the caller has taken every sentence of this one, so a
+    caller that writes each sentence and drops it holds one chunk, whatever the input's length.
+
+    Stateless by default; ``stateful`` runs the sentences in order in batches of ``batch_size``,
+    each batch row keeping its LSTM state. ``on_tokens(done)`` is told the tokens done so far.
+    """
+    done = 0
+    chunk = CHUNK_TOKENS if chunk_tokens is None else chunk_tokens
+    for part in _chunks(sentences, max(1, int(chunk)), batch_size if stateful else 1):
+        base = done                                # tokens before this chunk
+
+        def on_progress(finished: int, total: int, message: str, base: int = base) -> None:
+            if on_tokens is not None:
+                on_tokens(base + finished)
+
+        state = TaskState(on_progress)
+        if stateful:
+            arrays = embedder.embed_stateful(part, batch_size=batch_size, state=state)
+        else:
+            arrays = embedder.embed(part, state=state)
+        for sentence, arr in zip(part, arrays):
+            yield sentence, arr
+        done = base + sum(len(s) for s in part)
+        if on_tokens is not None:
+            on_tokens(done)
+        del arrays, part
+
+
 def write_embeddings(output: Path, sentences: Iterable[Sequence[str]], embedder, fmt: str,
                      layers: str = "all", stateful: bool = False, batch_size: int = 64,
                      on_tokens: Optional[Callable[[int], None]] = None, dtype: str = "float32",
                      chunk_tokens: Optional[int] = None) -> EmbedSummary:
     """Embed ``sentences`` (any iterable, read lazily) and write them to ``output`` (``fmt``
-    "hdf5" or "npz"), chunk by chunk (see the module docstring).
+    "hdf5" or "npz"), chunk by chunk (:func:`embedded`; see the module docstring).
 
     Stateless by default; ``stateful`` runs the sentences in order in batches of ``batch_size``,
     each batch row keeping its LSTM state. ``on_tokens(done)`` is told the tokens done so far.
@@ -178,26 +221,12 @@ def write_embeddings(output: Path, sentences: Iterable[Sequence[str]], embedder,
     with (atomic_hdf5(output) if fmt == "hdf5" else atomic_path(output)) as dest:
         writer = EmbeddingsWriter(dest, fmt)
         try:
-            chunk = CHUNK_TOKENS if chunk_tokens is None else chunk_tokens
-            for part in _chunks(sentences, max(1, int(chunk)),
-                                batch_size if stateful else 1):
-                base = told[0]                     # tokens before this chunk
-
-                def on_progress(done: int, total: int, message: str, base: int = base) -> None:
-                    tell(base + done)
-
-                state = TaskState(on_progress)
-                if stateful:
-                    arrays = embedder.embed_stateful(part, batch_size=batch_size, state=state)
-                else:
-                    arrays = embedder.embed(part, state=state)
-                for sentence, arr in zip(part, arrays):
-                    key = str(n)
-                    writer.add(key, np.ascontiguousarray(select_layers(arr, layers), dtype=dtype))
-                    index[" ".join(sentence)] = key
-                    n += 1
-                tell(base + sum(len(s) for s in part))
-                del arrays, part
+            for sentence, arr in embedded(sentences, embedder, stateful, batch_size, tell,
+                                          chunk_tokens):
+                key = str(n)
+                writer.add(key, np.ascontiguousarray(select_layers(arr, layers), dtype=dtype))
+                index[" ".join(sentence)] = key
+                n += 1
             if not n:
                 raise InputError("there are no sentences to embed")
             writer.finish(json.dumps(index))
@@ -207,5 +236,5 @@ def write_embeddings(output: Path, sentences: Iterable[Sequence[str]], embedder,
 
 
 __all__ = ["CHUNK_TOKENS", "DTYPES", "EmbedSummary", "EmbeddingsWriter", "LAYER_CHOICES",
-           "SIZE_WARNING_BYTES", "check_choices", "expected_output_bytes", "select_layers",
-           "size_warning", "write_embeddings"]
+           "SIZE_WARNING_BYTES", "check_choices", "embedded", "expected_output_bytes",
+           "select_layers", "size_warning", "write_embeddings"]

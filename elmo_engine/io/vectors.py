@@ -31,14 +31,16 @@ import json
 import os
 import shutil
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from elmo_engine.atomic import atomic_hdf5, atomic_path
 from elmo_engine.errors import ElmoError, InputError
+from elmo_engine.io.embeddings_file import EmbeddingsWriter
 from elmo_engine.progress import TaskState, check, report
 
 FORMATS = ("npz", "hdf5", "tsv", "csv")
@@ -212,12 +214,28 @@ def format_for(path, fmt: Optional[str] = None) -> str:
                      "folder (TSV), or name the format", path=path)
 
 
-# ---- the export ---------------------------------------------------------------------------
+# ---- the export ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SentenceVectors:
+    """One sentence's activations on their way into an export (:func:`export_stream`).
+
+    ``index``: the sentence's number in the input (0-based; the key of its dataset, the
+    ``sentence`` column); ``activations`` ``(L+1, n, D)`` for its ``n`` tokens; ``positions``:
+    the tokens to write, in this order (None: every token, the whole sentence).
+    """
+
+    index: int
+    tokens: Sequence[str]
+    activations: np.ndarray
+    positions: Optional[Sequence[int]] = None
+
+
 def export_vectors(path, tokens: Sequence[Sequence[str]], activations: Sequence[np.ndarray],
                    fmt: Optional[str] = None, layers: LayerChoice = LayerChoice(),
                    refs: Optional[Sequence[Tuple[int, int]]] = None, overwrite: bool = False,
                    state: Optional[TaskState] = None, dtype: str = "float32") -> ExportSummary:
-    """Write vectors of every sentence, or of the tokens ``refs`` = [(sentence, token), …].
+    """Write vectors of every sentence, or of the tokens ``refs`` = [(sentence, token), …]
+    (what the app holds in memory; :func:`export_stream` writes a stream of sentences).
 
     Parameters
     ----------
@@ -226,7 +244,7 @@ def export_vectors(path, tokens: Sequence[Sequence[str]], activations: Sequence[
     activations : per sentence ``(L+1, n, 2P)`` float32 (as the embedder returns them)
     fmt : "npz", "hdf5", "tsv" or "csv" (default: from the extension)
     layers : the layer choice
-    refs : only these tokens (a selection); None for every sentence
+    refs : only these tokens (a selection), written in this order; None for every sentence
     overwrite : replace an existing target
     state : progress and cancel
     dtype : the vectors' type in npz and hdf5: "float32" (default) or "float16" (rounded when
@@ -236,45 +254,98 @@ def export_vectors(path, tokens: Sequence[Sequence[str]], activations: Sequence[
     ------
     InputError : inconsistent input or bad choices; TargetExistsError; ExportError on write failure
     """
-    path = Path(path)
-    fmt = format_for(path, fmt)
     if len(tokens) != len(activations):
         raise InputError(f"{len(tokens)} token lists for {len(activations)} activations")
     if not tokens:
         raise InputError("there are no sentences to export")
-    for i, (t, a) in enumerate(zip(tokens, activations)):
-        if a is None or a.ndim != 3 or a.shape[1] != len(t):
-            shape = None if a is None else a.shape
-            raise InputError(f"sentence {i}: activations {shape} do not match its {len(t)} tokens")
+    if refs is None:
+        items: List[SentenceVectors] = [SentenceVectors(i, t, a)
+                                        for i, (t, a) in enumerate(zip(tokens, activations))]
+        return export_stream(path, items, fmt, layers, overwrite=overwrite, state=state,
+                             dtype=dtype, total=len(items))
+    refs = [_check_ref(r, tokens) for r in refs]
+    if not refs:
+        raise InputError("the selection is empty: no tokens to export")
+    runs: List[Tuple[int, List[int]]] = []      # runs of one sentence's tokens, in order
+    for s, t in refs:
+        if runs and runs[-1][0] == s:
+            runs[-1][1].append(t)
+        else:
+            runs.append((s, [t]))
+    items = [SentenceVectors(s, tokens[s], activations[s], ts) for s, ts in runs]
+    return export_stream(path, items, fmt, layers, n_selected=len(refs), overwrite=overwrite,
+                         state=state, dtype=dtype, total=len(items))
+
+
+def export_stream(path, sentences: Iterable[SentenceVectors], fmt: Optional[str] = None,
+                  layers: LayerChoice = LayerChoice(), n_selected: Optional[int] = None,
+                  overwrite: bool = False, state: Optional[TaskState] = None,
+                  dtype: str = "float32", total: Optional[int] = None) -> ExportSummary:
+    """Write ``sentences`` (any iterable, taken one at a time: a caller that embeds them lazily,
+    as ``export vectors`` does, holds one chunk whatever the input's length) in the layouts of
+    the module docstring.
+
+    ``n_selected``: the number of tokens the items' ``positions`` select, for the chosen-tokens
+    layout (npz and HDF5 write its ``vectors`` array as it comes, so its length is needed
+    first); None for whole sentences. ``total``: the number of items, for progress (``state``).
+
+    Raises
+    ------
+    InputError : inconsistent input or bad choices; TargetExistsError; ExportError on write failure
+    """
+    path = Path(path)
+    fmt = format_for(path, fmt)
     if dtype not in DTYPES:
         raise InputError(f"unknown vector dtype '{dtype}' (use {', '.join(DTYPES)})")
     if dtype != "float32" and fmt not in ("npz", "hdf5"):
         raise InputError(f"--dtype {dtype} applies to npz and hdf5 outputs; {fmt} is text")
-    n_layers = activations[0].shape[0]
-    layers.validate(n_layers)
-    refs = None if refs is None else [_check_ref(r, tokens) for r in refs]
-    if refs is not None and not refs:
-        raise InputError("the selection is empty: no tokens to export")
+    it = iter(sentences)
+    first = next(it, None)
+    if first is None:
+        raise InputError("there are no sentences to export" if n_selected is None
+                         else "the selection is empty: no tokens to export")
+    shape = np.shape(first.activations)
+    if len(shape) != 3:
+        raise InputError(f"sentence {first.index}: activations {shape} are not (layers, tokens, "
+                         "width)")
+    layers.validate(shape[0])
     refuse_existing(path, overwrite)
+    stream = _Checked(_put_back(first, it), shape[0], shape[2], state, total, n_selected)
+    del first                                  # held by the stream only: written, then dropped
+    selection = n_selected is not None
     with writing(path):
         if fmt == "tsv":
             from elmo_engine.io.vectors_tsv import write_tsv
 
-            files = write_tsv(path, tokens, activations, layers, refs, state, overwrite)
+            files = write_tsv(path, stream, layers, overwrite)
         else:
             if fmt == "hdf5":                    # HDF5 through the crash-safe writer
                 with atomic_hdf5(path) as fh:
-                    _write_hdf5(fh, tokens, activations, layers, refs, state, dtype)
+                    if selection:
+                        _write_hdf5_selection(fh, stream, layers, int(n_selected or 0), dtype)
+                    else:
+                        _write_whole(EmbeddingsWriter(fh, "hdf5"), stream, layers, dtype)
             elif fmt == "npz":
                 with atomic_path(path) as tmp:
-                    _write_npz(tmp, tokens, activations, layers, refs, state, dtype)
+                    if selection:
+                        _write_npz_selection(tmp, stream, layers, int(n_selected or 0), dtype)
+                    else:
+                        _write_whole(EmbeddingsWriter(tmp, "npz"), stream, layers, dtype)
             else:
                 with atomic_path(path) as tmp:
-                    _write_csv(tmp, tokens, activations, layers, refs, state)
+                    _write_csv(tmp, stream, layers)
             files = [path]
-    n_vec = len(refs) if refs is not None else sum(len(t) for t in tokens)
-    n_sent = len({s for s, _ in refs}) if refs is not None else len(tokens)
-    return ExportSummary(path, fmt, n_sent, n_vec, tuple(files))
+    return ExportSummary(path, fmt, len(stream.sentences), stream.vectors, tuple(files))
+
+
+def _put_back(first: SentenceVectors, rest: Iterator[SentenceVectors]
+              ) -> Iterator[SentenceVectors]:
+    """``first`` then ``rest``, keeping no reference to ``first`` once it is taken (unlike
+    ``itertools.chain``, whose arguments live as long as it does)."""
+    box = [first]
+    del first
+    yield box.pop()
+    yield from rest
 
 
 def _check_ref(ref, tokens) -> Tuple[int, int]:
@@ -284,77 +355,140 @@ def _check_ref(ref, tokens) -> Tuple[int, int]:
     return s, t
 
 
-def _rows(tokens, activations, layers: LayerChoice, refs, state):
-    """Yield ``(sentence, token, word, vectors)`` with vectors ``(K, D)`` or ``(D,)`` per token."""
-    if refs is not None:
-        by_sentence: dict = {}
-        for s, t in refs:
-            by_sentence.setdefault(s, []).append(t)
-        cache = {}
-        for k, (s, t) in enumerate(refs):
-            if s not in cache:
-                check(state)
-                cache = {s: layers.apply(activations[s][:, by_sentence[s]])}
-                order = {tt: j for j, tt in enumerate(by_sentence[s])}
-            arr = cache[s]
-            j = order[t]
-            yield s, t, tokens[s][t], (arr[:, j] if layers.mode == "each" else arr[j])
-            report(state, k + 1, len(refs), "writing vectors")
-        return
-    for s, (toks, act) in enumerate(zip(tokens, activations)):
-        check(state)
-        arr = layers.apply(act)
-        for t, word in enumerate(toks):
-            yield s, t, word, (arr[:, t] if layers.mode == "each" else arr[t])
-        report(state, s + 1, len(tokens), "writing vectors")
+class _Checked:
+    """The items of an export, checked one by one as they are taken (shapes, cancel), with
+    progress and what was written: the sentences that gave rows and the vectors."""
+
+    def __init__(self, items: Iterator[SentenceVectors], n_layers: int, dim: int,
+                 state: Optional[TaskState], total: Optional[int], n_selected: Optional[int]):
+        self.items, self.n_layers, self.dim = items, n_layers, dim
+        self.state, self.total, self.n_selected = state, total, n_selected
+        self.sentences: set = set()
+        self.vectors = 0
+
+    def __iter__(self) -> Iterator[SentenceVectors]:
+        for k, item in enumerate(self.items):
+            check(self.state)
+            a = item.activations
+            if a is None or a.ndim != 3 or a.shape[1] != len(item.tokens) \
+                    or a.shape[0] != self.n_layers or a.shape[2] != self.dim:
+                shape = None if a is None else a.shape
+                raise InputError(f"sentence {item.index}: activations {shape} do not match its "
+                                 f"{len(item.tokens)} tokens ({self.n_layers} layers of "
+                                 f"{self.dim} expected)")
+            n = len(item.tokens) if item.positions is None else len(item.positions)
+            if item.positions is not None:
+                for t in item.positions:
+                    if not 0 <= t < len(item.tokens):
+                        raise InputError(f"the selection names token {t} of sentence "
+                                         f"{item.index}, which does not exist")
+            if n:
+                self.sentences.add(item.index)
+            self.vectors += n
+            if self.n_selected is not None:
+                _check_count(self.n_selected, self.vectors, final=False)
+            yield item
+            if self.total:
+                report(self.state, k + 1, self.total, "writing vectors")
+        if self.n_selected is not None:           # inside the writer's block: nothing is kept
+            _check_count(self.n_selected, self.vectors)
 
 
-def _sentence_index(tokens) -> str:
-    return json.dumps({" ".join(t): str(i) for i, t in enumerate(tokens)}, ensure_ascii=False)
+def _rows(items: Iterable[SentenceVectors], layers: LayerChoice):
+    """Yield ``(sentence, token, the sentence's tokens, vectors)`` per token written, vectors
+    ``(K, D)`` (``each``) or ``(D,)``."""
+    for item in items:
+        if item.positions is None:
+            arr, positions = layers.apply(item.activations), range(len(item.tokens))
+        else:
+            positions = list(item.positions)
+            arr = layers.apply(item.activations[:, positions])
+        for j, t in enumerate(positions):
+            yield item.index, t, item.tokens, (arr[:, j] if layers.mode == "each" else arr[j])
 
 
-def _selection_arrays(tokens, activations, layers, refs, state, dtype: str = "float32"):
-    rows = list(_rows(tokens, activations, layers, refs, state))
-    vectors = np.stack([r[3] for r in rows]).astype(dtype)               # (n, [K,] D)
-    return {"vectors": vectors,
-            "sentence": np.array([r[0] for r in rows], np.int64),
-            "token": np.array([r[1] for r in rows], np.int64),
-            "word": np.array([r[2] for r in rows], dtype=str)}
+def _write_whole(writer: EmbeddingsWriter, items, layers: LayerChoice, dtype: str) -> None:
+    """One dataset per sentence and ``sentence_to_index`` (the AllenNLP layout), streamed."""
+    index: Dict[str, str] = {}
+    try:
+        writer.add_attribute("layers", layers.label())
+        for item in items:
+            key = str(item.index)
+            writer.add(key, layers.apply(item.activations).astype(dtype, copy=False))
+            index[" ".join(item.tokens)] = key
+        writer.finish(json.dumps(index, ensure_ascii=False))
+    finally:
+        writer.close()
 
 
-def _write_npz(tmp: Path, tokens, activations, layers, refs, state, dtype: str) -> None:
-    if refs is not None:
-        arrays = _selection_arrays(tokens, activations, layers, refs, state, dtype)
-    else:
-        arrays = {}
-        for i, act in enumerate(activations):
-            check(state)
-            arrays[str(i)] = layers.apply(act).astype(dtype, copy=False)
-            report(state, i + 1, len(activations), "writing vectors")
-        arrays["sentence_to_index"] = np.array(_sentence_index(tokens))
-    arrays["layers"] = np.array(layers.label())
-    with open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
+#: selected vectors gathered before each write to the chosen-tokens ``vectors`` array
+_ROW_BLOCK = 1024
 
 
-def _write_hdf5(fh, tokens, activations, layers, refs, state, dtype: str) -> None:
+def _selection_blocks(items, layers: LayerChoice, dtype: str, meta: Dict[str, list]):
+    """Blocks of selected vectors ``(b, [K,] D)`` in ``dtype``; the rows' sentence, token and
+    word go to ``meta`` (a few bytes a row, kept to the end)."""
+    block: List[np.ndarray] = []
+    for s, t, toks, vec in _rows(items, layers):
+        meta["sentence"].append(s)
+        meta["token"].append(t)
+        meta["word"].append(toks[t])
+        block.append(vec)
+        if len(block) >= _ROW_BLOCK:
+            yield np.stack(block).astype(dtype)
+            block = []
+    if block:
+        yield np.stack(block).astype(dtype)
+
+
+def _check_count(expected: int, got: int, final: bool = True) -> None:
+    """Refuse a selection that holds more (or, at the end, fewer) tokens than announced: the
+    array's length is written first (nothing is kept: the partial file is removed)."""
+    if got > expected or (final and got != expected):
+        raise InputError(f"{expected} tokens were to be written, {'more than ' if not final else ''}"
+                         f"{got} were given (did the input change while it was read?)")
+
+
+def _selection_shape(n: int, n_layers: int, dim: int, layers: LayerChoice) -> Tuple[int, ...]:
+    return (n, n_layers, dim) if layers.mode == "each" else (n, dim)
+
+
+def _write_npz_selection(tmp: Path, items: "_Checked", layers: LayerChoice, n: int,
+                         dtype: str) -> None:
+    meta: Dict[str, list] = {"sentence": [], "token": [], "word": []}
+    shape = _selection_shape(n, items.n_layers, items.dim, layers)
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
+        with zf.open("vectors.npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_2_0(member, {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
+                "fortran_order": False, "shape": shape})
+            for block in _selection_blocks(items, layers, dtype, meta):
+                member.write(np.ascontiguousarray(block).tobytes())
+        arrays = {"sentence": np.array(meta["sentence"], np.int64),
+                  "token": np.array(meta["token"], np.int64),
+                  "word": np.array(meta["word"], dtype=str), "layers": np.array(layers.label())}
+        for key, arr in arrays.items():
+            with zf.open(key + ".npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, arr, allow_pickle=False)
+
+
+def _write_hdf5_selection(fh, items: "_Checked", layers: LayerChoice, n: int,
+                          dtype: str) -> None:
     """Fill an open ``h5py.File`` (from :func:`elmo_engine.atomic.atomic_hdf5`)."""
     import h5py
 
     fh.attrs["layers"] = layers.label()
-    if refs is not None:
-        arrays = _selection_arrays(tokens, activations, layers, refs, state, dtype)
-        for key in ("vectors", "sentence", "token"):
-            fh.create_dataset(key, data=arrays[key])
-        fh.create_dataset("word", data=[w.encode("utf-8") for w in arrays["word"]],
-                          dtype=h5py.string_dtype("utf-8"))
-        return
-    for i, act in enumerate(activations):
-        check(state)
-        fh.create_dataset(str(i), data=layers.apply(act).astype(dtype, copy=False))
-        report(state, i + 1, len(activations), "writing vectors")
-    ds = fh.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype("utf-8"))
-    ds[0] = _sentence_index(tokens)
+    meta: Dict[str, list] = {"sentence": [], "token": [], "word": []}
+    vectors = fh.create_dataset("vectors", _selection_shape(n, items.n_layers, items.dim, layers),
+                                dtype=dtype)
+    row = 0
+    for block in _selection_blocks(items, layers, dtype, meta):
+        vectors[row:row + len(block)] = block
+        row += len(block)
+    for key in ("sentence", "token"):
+        fh.create_dataset(key, data=np.array(meta[key], np.int64))
+    fh.create_dataset("word", data=[w.encode("utf-8") for w in meta["word"]],
+                      dtype=h5py.string_dtype("utf-8"))
 
 
 def _row_format(dim: int, sep: str) -> str:
@@ -368,14 +502,14 @@ def _csv_field(text) -> str:
     return text
 
 
-def _write_csv(tmp: Path, tokens, activations, layers, refs, state) -> None:
-    dim = activations[0].shape[2]
-    row = _row_format(dim, ",")
+def _write_csv(tmp: Path, items: "_Checked", layers: LayerChoice) -> None:
+    row = _row_format(items.dim, ",")
     with open(tmp, "w", encoding="utf-8", newline="") as fh:
-        fh.write(",".join(["sentence", "token", "word", "layer", *[f"d{k}" for k in range(dim)]]))
+        fh.write(",".join(["sentence", "token", "word", "layer",
+                           *[f"d{k}" for k in range(items.dim)]]))
         fh.write("\n")
-        for s, t, word, vec in _rows(tokens, activations, layers, refs, state):
-            head = f"{s},{t},{_csv_field(word)},"
+        for s, t, toks, vec in _rows(items, layers):
+            head = f"{s},{t},{_csv_field(toks[t])},"
             if layers.mode == "each":
                 for k, v in enumerate(vec.tolist()):
                     fh.write(f"{head}{k},{row % tuple(v)}\n")
@@ -384,5 +518,6 @@ def _write_csv(tmp: Path, tokens, activations, layers, refs, state) -> None:
 
 
 __all__ = ["DTYPES", "ExportError", "ExportSummary", "FORMATS", "LAYER_MODES", "LayerChoice",
-           "TargetExistsError", "describe_os_error", "export_vectors", "format_for",
+           "SentenceVectors", "TargetExistsError", "describe_os_error", "export_stream",
+           "export_vectors", "format_for",
            "output_files", "refuse_existing", "writing"]

@@ -14,7 +14,6 @@ the permissions the umask gives (not ``mkdtemp``'s private 0700).
 """
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import tempfile
@@ -61,36 +60,39 @@ def tsv_files(path, layers: LayerChoice, n_layers: Optional[int] = None) -> List
     return [path.parent / n for n in vec] + [path.parent / meta]
 
 
-def _fill(folder: Path, names, meta_name, tokens, activations, layers, refs, state) -> None:
-    row = row_format(activations[0].shape[2])
+def _fill(folder: Path, names, meta_name, items, layers) -> None:
+    """Write the vector files and the metadata file row by row (nothing is held)."""
+    row = row_format(items.dim)
     vec_files = [open(folder / n, "w", encoding="utf-8", newline="") for n in names]
     try:
-        meta = io.StringIO()
-        meta.writelines(metadata_lines(["word", "sentence", "token", "context"], []))
-        for s, t, word, vec in _rows(tokens, activations, layers, refs, state):
-            rows = vec if layers.mode == "each" else vec[None]
-            for fh, v in zip(vec_files, rows.tolist()):
-                fh.write(row % tuple(v) + "\n")
-            ctx = " ".join(tokens[s][max(0, t - 3):t] + [f"[{word}]"] + list(tokens[s][t + 1:t + 4]))
-            meta.write(f"{clean_cell(word)}\t{s}\t{t}\t{clean_cell(ctx)}\n")
-        (folder / meta_name).write_text(meta.getvalue(), encoding="utf-8")
+        with open(folder / meta_name, "w", encoding="utf-8", newline="") as meta:
+            meta.writelines(metadata_lines(["word", "sentence", "token", "context"], []))
+            for s, t, toks, vec in _rows(items, layers):
+                rows = vec if layers.mode == "each" else vec[None]
+                for fh, v in zip(vec_files, rows.tolist()):
+                    fh.write(row % tuple(v) + "\n")
+                word = toks[t]
+                ctx = " ".join(list(toks[max(0, t - 3):t]) + [f"[{word}]"]
+                               + list(toks[t + 1:t + 4]))
+                meta.write(f"{clean_cell(word)}\t{s}\t{t}\t{clean_cell(ctx)}\n")
     finally:
         for fh in vec_files:
             fh.close()
 
 
-def write_tsv(path, tokens, activations, layers: LayerChoice, refs, state,
-              overwrite: bool) -> List[Path]:
-    """Write the projector files for ``path`` (a folder or ``NAME.tsv``); return their paths."""
+def write_tsv(path, items, layers: LayerChoice, overwrite: bool) -> List[Path]:
+    """Write the projector files for ``path`` (a folder or ``NAME.tsv``) from ``items`` (the
+    checked stream of :func:`elmo_engine.io.vectors.export_stream`, with ``n_layers`` and
+    ``dim``); return their paths."""
     path = Path(path)
-    n_out = activations[0].shape[0] if layers.mode == "each" else 1
+    n_out = items.n_layers if layers.mode == "each" else 1
     names, meta = _names(path, layers, n_out)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent))
     mask = _umask()
     os.chmod(staging, 0o777 & ~mask)
     try:
-        _fill(staging, names, meta, tokens, activations, layers, refs, state)
+        _fill(staging, names, meta, items, layers)
         for f in staging.iterdir():
             os.chmod(f, 0o666 & ~mask)
             with open(f, "rb") as fh:

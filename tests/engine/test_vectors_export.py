@@ -12,8 +12,8 @@ import pytest
 
 from elmo_engine.errors import ElmoError, InputError
 from elmo_engine.model.mix import scalar_mix_numpy
-from elmo_engine.io.vectors import (ExportError, LayerChoice, TargetExistsError,
-                                    export_vectors, format_for)
+from elmo_engine.io.vectors import (ExportError, LayerChoice, SentenceVectors,
+                                    TargetExistsError, export_stream, export_vectors, format_for)
 
 TOKENS = [["the", "bank", "of", "the", "river"], ["a", "bank"], ["bank", "loan", "rates", "rose"]]
 
@@ -150,7 +150,9 @@ def test_permission_denied_is_clear(tmp_path, acts, monkeypatch):
     def denied(*_a, **_k):
         raise PermissionError(errno.EACCES, "Permission denied")
 
-    monkeypatch.setattr(np, "savez", denied)
+    import zipfile
+
+    monkeypatch.setattr(zipfile, "ZipFile", denied)
     with pytest.raises(ExportError, match="permission denied"):
         export_vectors(tmp_path / "v.npz", TOKENS, acts)
     assert list(tmp_path.iterdir()) == []
@@ -167,3 +169,85 @@ def test_bad_input_is_an_input_error(tmp_path, acts):
         format_for(tmp_path / "x.txt")
     assert format_for(tmp_path / "x.h5") == "hdf5" and format_for(tmp_path / "dir") == "tsv"
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- streaming (issue 29: bounded memory) ---------------------------------------------------
+class _Lazy:
+    """Sentences handed out one at a time, remembering how many were out at once (taken but
+    not yet released by the writer: a writer that held them all would reach ``len``)."""
+
+    def __init__(self, tokens, acts, positions=None):
+        self.tokens, self.acts, self.positions = tokens, acts, positions
+        self.taken = 0
+
+    def __iter__(self):
+        for i, (t, a) in enumerate(zip(self.tokens, self.acts)):
+            pos = None if self.positions is None else self.positions[i]
+            if pos == []:
+                continue
+            self.taken += 1
+            yield SentenceVectors(i, t, a, pos)
+
+
+@pytest.mark.parametrize("fmt,name", [("npz", "s.npz"), ("hdf5", "s.hdf5"), ("csv", "s.csv"),
+                                      ("tsv", "s.tsv")])
+def test_stream_writes_what_the_in_memory_export_writes(tmp_path, acts, fmt, name):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    export_vectors(tmp_path / "a" / name, TOKENS, acts, fmt, LayerChoice("average"))
+    summary = export_stream(tmp_path / "b" / name, _Lazy(TOKENS, acts), fmt,
+                            LayerChoice("average"))
+    assert summary.n_vectors == 11 and summary.n_sentences == 3
+    for f in sorted((tmp_path / "a").iterdir()):
+        assert f.read_bytes() == (tmp_path / "b" / f.name).read_bytes(), f.name
+
+
+@pytest.mark.parametrize("fmt", ["npz", "hdf5"])
+def test_stream_selection_by_word_matches_refs(tmp_path, acts, fmt):
+    refs = [(s, t) for s, toks in enumerate(TOKENS) for t, w in enumerate(toks) if w == "bank"]
+    positions = [[t for t, w in enumerate(toks) if w == "bank"] for toks in TOKENS]
+    export_vectors(tmp_path / f"a.{fmt}", TOKENS, acts, layers=LayerChoice("each"), refs=refs)
+    summary = export_stream(tmp_path / f"b.{fmt}", _Lazy(TOKENS, acts, positions),
+                            layers=LayerChoice("each"), n_selected=len(refs), dtype="float16")
+    assert summary.n_vectors == 3
+    if fmt == "npz":
+        a, b = np.load(tmp_path / "a.npz"), np.load(tmp_path / "b.npz")
+        vec_a, vec_b = a["vectors"], b["vectors"]
+        assert list(b["word"]) == ["bank"] * 3 and list(b["sentence"]) == [0, 1, 2]
+    else:
+        with h5py.File(tmp_path / "a.hdf5") as fa, h5py.File(tmp_path / "b.hdf5") as fb:
+            vec_a, vec_b = fa["vectors"][()], fb["vectors"][()]
+            assert list(fb["token"][()]) == [1, 1, 0]
+    assert vec_b.dtype == np.float16 and vec_b.shape == (3, 3, 8)
+    np.testing.assert_allclose(vec_b.astype(np.float32), vec_a, rtol=1e-3, atol=1e-3)
+
+
+def test_stream_refuses_a_selection_that_is_not_the_count_announced(tmp_path, acts):
+    positions = [[1], [1], [0]]
+    for n in (2, 4):
+        with pytest.raises(InputError, match=f"{n} tokens were to be written"):
+            export_stream(tmp_path / "x.npz", _Lazy(TOKENS, acts, positions), n_selected=n)
+    assert list(tmp_path.iterdir()) == []                      # nothing half-written is kept
+
+
+def test_stream_takes_one_sentence_at_a_time(tmp_path, acts):
+    """The writer takes the next sentence only after writing the last: a generator that
+    checks, when asked for sentence i, that sentence i-1 is no longer referenced elsewhere."""
+    import gc
+    import weakref
+
+    many = TOKENS * 40
+    alive = []
+
+    def gen():
+        for i, toks in enumerate(many):
+            gc.collect()
+            assert sum(r() is not None for r in alive) <= 1, i   # at most the one just taken
+            arr = np.random.default_rng(i).standard_normal((3, len(toks), 8)).astype(np.float32)
+            alive.append(weakref.ref(arr))
+            yield SentenceVectors(i, toks, arr)
+            del arr
+
+    for name in ("w.npz", "w.hdf5", "w.csv", "w"):
+        export_stream(tmp_path / name, gen(), layers=LayerChoice("top"))
+        alive.clear()

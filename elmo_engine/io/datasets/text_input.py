@@ -159,6 +159,7 @@ class TextScan:
     longest: int                 # tokens of the longest sentence
     blank: int                   # blank lines skipped
     blank_shown: Tuple[int, ...]  # the first ten of their line numbers
+    occurrences: int = 0         # tokens equal to the ``word`` asked for (exact spelling)
 
     def blank_note(self) -> str:
         return blank_lines_note(self.path, self.blank_shown, self.blank)
@@ -209,10 +210,11 @@ def iter_text_input(path: PathLike, pretokenized: bool = False, grouped: Optiona
 
 
 def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[Splitter] = None,
-                    max_bytes: Optional[int] = None) -> TextScan:
+                    max_bytes: Optional[int] = None, word: Optional[str] = None) -> TextScan:
     """A first pass over a file of sentences: how many sentences and tokens it holds (after
-    ``split``), the longest sentence and the blank lines, reading it line by line (two passes:
-    one to tell the grouped form, one to tokenize). Every error a later
+    ``split``), the longest sentence, the blank lines and (``word``) how often a word occurs,
+    reading it line by line (two passes: one to tell the grouped form, one to tokenize). Every
+    error a later
     :func:`iter_text_input` could meet is raised here, before anything is written.
 
     Raises
@@ -222,7 +224,7 @@ def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[
     """
     path = Path(path)
     grouped = _is_grouped_stream(path, max_bytes)
-    sentences = tokens = longest = blank = 0
+    sentences = tokens = longest = blank = occurrences = 0
     shown: List[int] = []
     for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes):
         if sentence is None:
@@ -233,9 +235,11 @@ def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[
         sentences += 1
         tokens += len(sentence)
         longest = max(longest, len(sentence))
+        if word is not None:
+            occurrences += sentence.count(word)
     if not sentences:
         raise InputError("no sentences in the file", path=path)
-    return TextScan(path, grouped, sentences, tokens, longest, blank, tuple(shown))
+    return TextScan(path, grouped, sentences, tokens, longest, blank, tuple(shown), occurrences)
 
 
 __all__ = ["Splitter", "TextInput", "TextScan", "blank_lines_note", "iter_text_input",
