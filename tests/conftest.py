@@ -48,6 +48,42 @@ def json_paths(obj, prefix=()):
             yield from json_paths(v, prefix + (i,))
 
 
+def json_values(leaf):
+    """A hypothesis strategy of JSON-like values built from ``leaf`` values: lists and
+    string-keyed dicts of them, at most 12 leaves (what the fuzz tests write into a document)."""
+    from hypothesis import strategies as st
+
+    return st.recursive(
+        leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids,
+                                                                          max_size=4),
+        max_leaves=12)
+
+
+def mutate_json(draw, doc, paths, value):
+    """Edit the JSON-like ``doc`` 1–3 times with hypothesis's ``draw``: at a place drawn from
+    ``paths`` (:func:`json_paths` of the original), set a value drawn from the strategy ``value``
+    or delete the entry; the root path replaces the whole document. Returns the edited document
+    (edited in place, unless the root was replaced)."""
+    from hypothesis import strategies as st
+
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(paths))
+        if not path:
+            doc = draw(value)
+            continue
+        parent = doc
+        try:
+            for key in path[:-1]:
+                parent = parent[key]
+            if draw(st.sampled_from(["set", "set", "delete"])) == "delete":
+                del parent[path[-1]]
+            else:
+                parent[path[-1]] = draw(value)
+        except (KeyError, IndexError, TypeError):
+            continue                               # an earlier edit removed the place
+    return doc
+
+
 def need(path: Path) -> Path:
     """Return ``path`` (a file of the optional data sets in ../shared/data) or skip the test,
     saying what is missing and why."""
@@ -82,6 +118,22 @@ def app_settings_dir(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("ELMO_EXPLORER_SETTINGS_DIR", str(folder))
     return folder
 
+
+#: a WSD-framework corpus (Raganato et al. 2017 XML) of one sentence with two instances, one of
+#: them multi-word, and its gold keys (the WSD reader's tests and the readers' fuzz seeds)
+WSD_XML = """<?xml version="1.0" encoding="UTF-8" ?>
+<corpus lang="en" source="test">
+<text id="d000">
+<sentence id="d000.s000">
+<wf lemma="the" pos="DET">The</wf>
+<instance id="d000.s000.t000" lemma="bank" pos="NOUN">bank</instance>
+<instance id="d000.s000.t001" lemma="take_place" pos="VERB">took place</instance>
+<wf lemma="." pos=".">.</wf>
+</sentence>
+</text>
+</corpus>
+"""
+WSD_KEYS = "d000.s000.t000 bank%1:14:00:: bank%1:14:01::\nd000.s000.t001 take_place%2:30:00::\n"
 
 #: a small corpus for the layers analyses (CLI and tab tests)
 LAYERS_SENTENCES = [

@@ -52,8 +52,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("corpus", type=Path, nargs="?", default=None,
                    help="UTF-8 text (plain or gzip), one sentence per line; blank lines are "
                         "skipped (default: the shipped reference corpus)")
-    p.add_argument("--checkpoint", type=Path, default=None,
-                   help="model A: checkpoint folder or file (default: the bundled demo model)")
+    common.add_checkpoint(p, "model A: checkpoint folder or file (default: the bundled demo model)")
     p.add_argument("--compare", type=Path, default=None, metavar="B",
                    help="a second checkpoint: CKA between A's and B's layers on the same tokens")
     common.add_json(p)

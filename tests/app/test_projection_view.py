@@ -14,7 +14,7 @@ from PySide6.QtGui import QImage, QMouseEvent
 from PySide6.QtWidgets import QApplication
 
 from elmo_explorer.common.figure_export import FigureOptions
-import elmo_explorer.views.projection.controller as projection_mod
+import elmo_explorer.views.projection.running as running_mod
 import elmo_explorer.views.projection.warmup as warmup_mod
 from elmo_explorer.views.projection.controller import ProjectionPanel
 from elmo_explorer.views.projection.plots import PALETTE, categories
@@ -44,7 +44,7 @@ def ws(ws, qtbot):
 @pytest.fixture
 def pca_panel(qtbot, ws, monkeypatch):
     """A shown panel whose automatic run stops at PCA (no UMAP compile in these tests)."""
-    monkeypatch.setattr(projection_mod, "AUTO_UMAP_MAX", 0)
+    monkeypatch.setattr(running_mod, "AUTO_UMAP_MAX", 0)
     monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
@@ -231,9 +231,10 @@ def test_hover_shows_token_in_sentence(pca_panel):
 
 def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
     p = pca_panel
+    x = p.exports                   # the panel's export actions (export_actions.py)
     done = []
-    p.export_csv(tmp_path / "c.csv", done.append)
-    p.export_tensorboard(tmp_path / "tb", 2, done.append)
+    x.export_csv(tmp_path / "c.csv", done.append)
+    x.export_tensorboard(tmp_path / "tb", 2, done.append)
     qtbot.waitUntil(lambda: len(done) == 2, timeout=60000)
     with open(tmp_path / "c.csv", newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
@@ -241,18 +242,18 @@ def test_exports_from_the_panel(pca_panel, qtbot, tmp_path):
     vec = np.loadtxt(tmp_path / "tb" / "vectors.tsv", delimiter="\t")
     assert vec.shape == (len(p.model.tokens), 32)
     assert (tmp_path / "tb" / "metadata.tsv").read_text().splitlines()[0].startswith("token\t")
-    png = p.export_plot(1, tmp_path / "p.png")
+    png = x.export_plot(1, tmp_path / "p.png")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert p.export_all(tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
-    svg = p.export_plot(0, tmp_path / "one.svg").read_text(encoding="utf-8")
+    assert x.export_all(tmp_path / "all.pdf").read_bytes()[:5] == b"%PDF-"
+    svg = x.export_plot(0, tmp_path / "one.svg").read_text(encoding="utf-8")
     assert "<svg" in svg and svg.count("<use") >= len(p.model.tokens)      # every point
     monkey_declined = []
-    p.confirm = lambda msg: monkey_declined.append(msg) or False
+    x.confirm = lambda msg: monkey_declined.append(msg) or False
     projection_mod_export = __import__("elmo_explorer.views.projection.export", fromlist=["x"])
     old = projection_mod_export.SVG_WARN_POINTS
     projection_mod_export.SVG_WARN_POINTS = 10
     try:
-        assert p.export_all(tmp_path / "all.svg") is None            # declined: nothing written
+        assert x.export_all(tmp_path / "all.svg") is None            # declined: nothing written
     finally:
         projection_mod_export.SVG_WARN_POINTS = old
     assert monkey_declined and not (tmp_path / "all.svg").exists()

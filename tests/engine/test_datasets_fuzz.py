@@ -17,6 +17,8 @@ from elmo_engine.io.datasets import (WordNet, read_conllu, read_keys, read_sente
                                      read_wsd)
 from elmo_engine.errors import InputError
 
+from conftest import WSD_KEYS, WSD_XML
+
 EXAMPLES = int(os.environ.get("ELMO_FUZZ_EXAMPLES", "200"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -32,20 +34,10 @@ CONLLU = ("# sent_id = s1\n# text = I don't know.\n"
           "1\tHi\thi\tINTJ\tUH\t_\t0\troot\t_\t_\n\n").encode()
 TSV = "# id = a\n# target = 1\nthe\t_\nbank\tNOUN\n\nrun\tVERB\nfast\tADV\n".encode()
 SENTENCES = "The bank of the river.\n\nShe plays the bass \u2014 well.\ncaf\u00e9 \u200bbar\n".encode()
-XML = """<?xml version="1.0" encoding="UTF-8" ?>
-<corpus lang="en" source="t">
-<text id="d000">
-<sentence id="d000.s000">
-<wf lemma="the" pos="DET">The</wf>
-<instance id="d000.s000.t000" lemma="bank" pos="NOUN">bank</instance>
-<instance id="d000.s000.t001" lemma="take_place" pos="VERB">took place</instance>
-<wf lemma="." pos=".">.</wf>
-</sentence>
-<sentence id="d000.s001"><wf lemma="hi" pos="X">Hi</wf></sentence>
-</text>
-</corpus>
-""".encode()
-KEYS = b"d000.s000.t000 bank%1:14:00:: bank%1:14:01::\nd000.s000.t001 take_place%2:30:00::\n"
+# the WSD reader tests' corpus with a second, instance-free sentence
+XML = WSD_XML.replace("</text>", '<sentence id="d000.s001"><wf lemma="hi" pos="X">Hi</wf>'
+                      "</sentence>\n</text>").encode()
+KEYS = WSD_KEYS.encode()
 INDEX_SENSE = (b"bank%1:17:01:: 09213565 1 25\nbank%1:14:00:: 08420278 2 20\n"
                b"ill%5:00:00:sick:00 01160031 4 0\n")
 

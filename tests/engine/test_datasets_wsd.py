@@ -17,25 +17,13 @@ from elmo_engine.io.datasets.wordnet import (
                                              )
 from elmo_engine.errors import InputError
 
-from conftest import DATA, need
+from conftest import DATA, WSD_KEYS, WSD_XML, need
 
 SE07 = DATA / "wsd_eval_raganato2017" / "semeval2007" / "semeval2007"
 SEMCOR = DATA / "semcor30"
 WN_ZIP = DATA / "wordnet30" / "nltk_data" / "corpora" / "wordnet.zip"
 
-SMALL = """<?xml version="1.0" encoding="UTF-8" ?>
-<corpus lang="en" source="test">
-<text id="d000">
-<sentence id="d000.s000">
-<wf lemma="the" pos="DET">The</wf>
-<instance id="d000.s000.t000" lemma="bank" pos="NOUN">bank</instance>
-<instance id="d000.s000.t001" lemma="take_place" pos="VERB">took place</instance>
-<wf lemma="." pos=".">.</wf>
-</sentence>
-</text>
-</corpus>
-"""
-KEYS = "d000.s000.t000 bank%1:14:00:: bank%1:14:01::\nd000.s000.t001 take_place%2:30:00::\n"
+SMALL, KEYS = WSD_XML, WSD_KEYS
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from elmo_engine.model.checkpoint import expected_layout, load_checkpoint, save_
 from elmo_engine.errors import CheckpointError
 from elmo_engine.model.options import BiLMOptions
 
-from conftest import FIXTURES, json_paths
+from conftest import FIXTURES, json_paths, json_values, mutate_json
 
 EXAMPLES = int(os.environ.get("ELMO_FUZZ_EXAMPLES", "100"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
@@ -90,10 +90,7 @@ leaf = st.one_of(
     st.sampled_from([0, 1, -1, 2, 3, 50, 64, 1 << 20, (1 << 20) + 1, 1 << 31, 10 ** 30]),
     st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=12),
     st.sampled_from(["relu", "tanh", "true", "false", "262"]))
-json_value = st.recursive(
-    leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids,
-                                                                      max_size=4),
-    max_leaves=12)
+json_value = json_values(leaf)
 
 
 ALL_PATHS = list(json_paths(OPTIONS))
@@ -101,23 +98,7 @@ ALL_PATHS = list(json_paths(OPTIONS))
 
 @st.composite
 def mutated_options(draw) -> bytes:
-    doc = json.loads(json.dumps(OPTIONS))
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(ALL_PATHS))
-        if not path:
-            doc = draw(json_value)
-            continue
-        parent = doc
-        try:
-            for key in path[:-1]:
-                parent = parent[key]
-            action = draw(st.sampled_from(["set", "set", "delete"]))
-            if action == "delete":
-                del parent[path[-1]]
-            else:
-                parent[path[-1]] = draw(json_value)
-        except (KeyError, IndexError, TypeError):
-            continue                                   # an earlier mutation removed the place
+    doc = mutate_json(draw, json.loads(json.dumps(OPTIONS)), ALL_PATHS, json_value)
     text = json.dumps(doc, allow_nan=True).encode()
     # byte-level damage: splices of odd bytes, huge literals, deep nesting, truncation
     for _ in range(draw(st.integers(0, 2))):

@@ -34,7 +34,7 @@ from elmo_engine.train import state_io
 from elmo_engine.io.workspace_file import (CheckpointRef, WorkspaceData, load_workspace,
                                            save_workspace)
 
-from conftest import json_paths
+from conftest import json_paths, json_values, mutate_json
 from helpers_kill_state import StateForkServer, workspace_data
 
 EXAMPLES = int(os.environ.get("ELMO_FUZZ_EXAMPLES", "100"))
@@ -81,10 +81,7 @@ leaf = st.one_of(
     st.sampled_from([0, -1, 1, 2, 10 ** 30, 1 << 63]), st.floats(allow_nan=False),
     st.text(max_size=12),
     st.sampled_from(["", ".", "..", "/etc/passwd", "fuzz.elmows.json", "a\x00b", "x.npz"]))
-json_value = st.recursive(
-    leaf, lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=6), kids,
-                                                                      max_size=4),
-    max_leaves=12)
+json_value = json_values(leaf)
 SPLICES = [b"{\"views\": " + b"{\"v\": " * 900, b"\xff", b"\xc3", b"\x00", b"\xef\xbb\xbf", b"\"\\ud800\"",
            b"9" * 5000, b"1e999",
            b"-0", b"NaN", b"[" * 3000, b"{\"a\":" * 2000, b"[" * 500 + b"]" * 500, b"}", b",",
@@ -96,22 +93,7 @@ def corrupted(draw, original: bytes) -> bytes:
     """A damaged workspace: JSON-level edits, then byte-level splices, flips and truncation."""
     text = original
     if draw(st.booleans()):
-        doc = json.loads(original)
-        for _ in range(draw(st.integers(1, 3))):
-            path = draw(st.sampled_from(ALL_PATHS))
-            if not path:
-                doc = draw(json_value)
-                continue
-            parent = doc
-            try:
-                for key in path[:-1]:
-                    parent = parent[key]
-                if draw(st.sampled_from(["set", "set", "delete"])) == "delete":
-                    del parent[path[-1]]
-                else:
-                    parent[path[-1]] = draw(json_value)
-            except (KeyError, IndexError, TypeError):
-                continue                               # an earlier edit removed the place
+        doc = mutate_json(draw, json.loads(original), ALL_PATHS, json_value)
         text = json.dumps(doc).encode()
     for _ in range(draw(st.integers(0, 2))):
         at = draw(st.integers(0, len(text)))

@@ -7,41 +7,37 @@ by word, label or sentence, the search box marks a token.
 
 Model, view, controller: :class:`~.model.ProjectionModel` (what is projected and drawn; no
 Qt), :class:`~.view.ProjectionView` (controls, plots, legend, info line) and
-:class:`ProjectionPanel`, which runs the projections on the worker's long lane and wires the
-linked interaction. Its sources, exports and report parts are functions of values
-(:mod:`.sources`, :mod:`.export`, :mod:`.report`).
+:class:`ProjectionPanel`, which wires them and the linked interaction. Its parts: running the
+projections and their cache (:class:`~.running.ProjectionRunner`), the export actions
+(:class:`~.export_actions.ProjectionExports`), and functions of values for the sources, exports
+and report (:mod:`.sources`, :mod:`.export`, :mod:`.report`).
 """
 from __future__ import annotations
 
-import logging
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
 import numpy as np
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from elmo_engine.analysis.projection import LayerSpec, Projection, Projector, TokenSet, is_warm
-from elmo_engine.errors import ElmoError, InputError
+from elmo_engine.analysis.projection import Projection, TokenSet
+from elmo_engine.errors import ElmoError
 from elmo_engine.io.report import ReportTable
-from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options, save_figure
-from elmo_explorer.state.worker import JobHandle, Lane
+from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options
+from elmo_explorer.state.worker import JobHandle
 from elmo_explorer.state.workspace import TokenRef
-from elmo_explorer.views.projection import export, report
+from elmo_explorer.views.projection import report
+from elmo_explorer.views.projection.export_actions import ProjectionExports
 from elmo_explorer.views.projection.model import ProjectionModel
+from elmo_explorer.views.projection.running import (MIN_UMAP_POINTS, ProjectionRunner, RunRequest,
+                                                    run_layers, wants_umap)
 from elmo_explorer.views.projection.sources import (ask_dataset_path, colour_categories,
-                                                     dataset_job, request)
+                                                     dataset_job, request, typed_points)
 from elmo_explorer.views.projection.view import ProjectionView, describe
 from elmo_explorer.views.projection.warmup import UmapWarmUp
 from elmo_explorer.views.protocol import PanelDefaults
-
-log = logging.getLogger(__name__)
-
-AUTO_UMAP_MAX = 5_000          # with more tokens an automatic run stops at PCA (press Run)
-MIN_UMAP_POINTS = 50           # below this UMAP means nothing: PCA, with a message
-INLINE_PCA_MAX = 400_000       # tokens × dims up to which PCA runs on the GUI thread (~10 ms)
-GROUP = "projection"
 
 
 class ProjectionPanel(PanelDefaults, QWidget):
@@ -58,15 +54,21 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def __init__(self, workspace, parent=None):
         super().__init__(parent)
         self.ws = workspace
-        self.projector = Projector()
         self.model = ProjectionModel()
         self.view = ProjectionView(self)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
         self.warm = UmapWarmUp(workspace.worker, self._run_imminent, self)
-        #: asked before a slow export (an SVG of many points); tests answer it themselves
-        self.confirm: Callable[[str], bool] = lambda message: export.confirm(self, message)
+        self.runner = ProjectionRunner(workspace.worker, self.model, self)
+        self.exports = ProjectionExports(self, workspace.worker, self.model, self.view,
+                                         self.grid_figure)
+        r = self.runner
+        r.pca_done.connect(self._on_pca)
+        r.projected.connect(self._draw)
+        r.job_submitted.connect(lambda: self.view.controls.set_running(True))
+        r.message.connect(self.view.message)
+        r.finished.connect(self._set_ready)
 
         c, plots = self.view.controls, self.view.plots
         c.run_requested.connect(lambda: self.run(auto=False))
@@ -90,11 +92,6 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self._auto.setSingleShot(True)
         self._auto.setInterval(250)
         self._auto.timeout.connect(lambda: self.run(auto=True))
-        self._actions: List[QAction] = []
-        for text, method in export.ENTRIES:
-            a = QAction(text, self)
-            a.triggered.connect(lambda _checked=False, m=method: getattr(self, m)())
-            self._actions.append(a)
         QTimer.singleShot(0, self._schedule_warm_up)
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
@@ -108,7 +105,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
             self.ready.emit()
 
     def export_actions(self) -> List[QAction]:
-        return list(self._actions)
+        return list(self.exports.actions)
 
     def view_state(self) -> Dict[str, Any]:
         """The view's parameters as JSON values (docs/guide/projection.md)."""
@@ -187,19 +184,17 @@ class ProjectionPanel(PanelDefaults, QWidget):
         super().showEvent(event)
         self.maybe_auto()
 
-    # ---- running ------------------------------------------------------------------------------
+    # ---- running (the runner runs, the panel draws) ----------------------------------------
     def run(self, auto: bool = False) -> None:
         """Project the chosen tokens: PCA at once, then UMAP layer by layer on the worker."""
-        m = self.model
+        m, c, ws = self.model, self.view.controls, self.ws
         self._auto.stop()
-        if self.ws.worker.is_stopped():                 # the window has closed
+        if ws.worker.is_stopped():                 # the window has closed
             return
         try:
-            c = self.view.controls
-            req = request(self.ws, m, c.source_key(), c.max_points.value(), c.word_list())
-            m.params = self.view.controls.params()
-            weights = (self.view.controls.mix_weights(self.ws.n_layers) if self.ws.n_layers
-                       else [])
+            req = request(ws, m, c.source_key(), c.max_points.value(), c.word_list())
+            params = c.params()
+            weights = c.mix_weights(ws.n_layers) if ws.n_layers else []
         except ElmoError as e:
             self.view.message(str(e))
             self._set_ready()
@@ -217,60 +212,32 @@ class ProjectionPanel(PanelDefaults, QWidget):
             self._clear(f"Only {len(tokens)} token(s) to project; need at least 2.")
             self._set_ready()
             return
-        n = self.ws.n_layers
-        layers = [LayerSpec.single(k) for k in range(n)]
-        if n > 1:
-            layers.append(LayerSpec.mix(weights, self.view.controls.layer_norm.isChecked()))
         m.ready = False
-        self.ws.worker.invalidate(GROUP)            # an older run's jobs are stale now
-        emb, proj, params = self.ws.embedder, self.projector, m.params
-        checksum = self.ws.model_info.checksum if self.ws.model_info is not None else ""
-        with_umap = not auto or MIN_UMAP_POINTS <= len(tokens) <= AUTO_UMAP_MAX
+        layers = run_layers(ws.n_layers, weights, c.layer_norm.isChecked())
+        checksum = ws.model_info.checksum if ws.model_info is not None else ""
+        try:
+            self.runner.start(RunRequest(tokens, acts, ws.embedder, tuple(layers), params,
+                                         checksum, wants_umap(len(tokens), auto)))
+        except ElmoError as e:                       # the PCA run here at once
+            self._clear(str(e))
+            self._set_ready()
 
-        if acts is not None and len(tokens) * acts[0].shape[-1] <= INLINE_PCA_MAX:
-            try:                       # milliseconds: draw at once, even while the worker is busy
-                pcs = proj.run(acts, tokens, layers, "pca", params, checksum)
-            except ElmoError as e:
-                self._clear(str(e))
-                self._set_ready()
-                return
-            self._on_pca(tokens, layers, checksum, with_umap, (acts, pcs))
-            return
-
-        def job(state):
-            a = acts if acts is not None else emb.embed(tokens.sentences, state)
-            return a, proj.run(a, tokens, layers, "pca", params, checksum, state)
-
-        self.view.controls.set_running(True)
-        self.view.message(f"PCA of {len(tokens):,} tokens…")
-        m.job = self.ws.worker.submit(
-            "Projection: PCA", job, lane=Lane.LONG, kind=GROUP, on_progress=self._on_progress,
-            on_done=lambda r: self._on_pca(tokens, layers, checksum, with_umap, r),
-            on_failed=self._on_error)
-
-    def _on_pca(self, tokens, layers, checksum, with_umap, result) -> None:
-        """The current run's PCA (an older run's never arrives: the worker drops it)."""
-        m, v = self.model, self.view
-        acts, projections = result
-        m.tokens, m.acts, m.layers, m.checksum = tokens, acts, layers, checksum
-        m.shown = {}
-        v.plots.set_layers([lay.name for lay in layers])
-        info = m.sentence_info
-        typed = [i for i in range(len(tokens)) if info.get(tuple(tokens.sentences[
-            tokens.sentence[i]]), ("", False))[1]] if self.view.controls.source_key() == \
-            "reference" else []
+    def _on_pca(self, req: RunRequest, projections: List[Projection]) -> None:
+        """The current run's PCA: set the plots up, draw it, go on to UMAP or stop there."""
+        m, v, tokens = self.model, self.view, req.tokens
+        v.plots.set_layers([lay.name for lay in m.layers])
+        typed = (typed_points(tokens, m.sentence_info)
+                 if v.controls.source_key() == "reference" else [])
         v.plots.set_typed(typed, tokens.words)
         v.plots.set_select_mode(v.controls.select_button.isChecked())
-        v.add_plot_menus(self.ask_export_plot, self.ask_export_tensorboard)
+        v.add_plot_menus(self.exports.ask_export_plot, self.exports.ask_export_tensorboard)
         self.apply_colours()
         for k, p in enumerate(projections):
             self._draw(k, p)
         self.search(v.controls.search.text())
         self.on_ws_selection(self.ws.selection)
-        if with_umap:
-            m.compiled_here = False
-            m.umap_errors = []
-            self._umap_step(0)
+        if req.with_umap:
+            self.runner.umap()
         elif len(tokens) < MIN_UMAP_POINTS:
             v.message(f"PCA of {len(tokens):,} tokens: below {MIN_UMAP_POINTS} points UMAP's "
                       "neighbourhoods mean nothing, so PCA is shown (press Run UMAP to force it)."
@@ -280,67 +247,11 @@ class ProjectionPanel(PanelDefaults, QWidget):
             v.message(f"PCA of {len(tokens):,} tokens shown; press Run UMAP for UMAP.")
             self._set_ready()
 
-    def _umap_step(self, k: int) -> None:
-        """UMAP of layer ``k`` of the current run, then the next (one job each, long lane)."""
-        m = self.model
-        if k >= len(m.layers):
-            secs = sum(p.seconds for p in m.shown.values() if p.method == "umap")
-            note = (f" PCA kept for {'; '.join(m.umap_errors)}" if m.umap_errors else "")
-            self.view.message(f"UMAP of {len(m.tokens):,} tokens done ({secs:.1f} s"
-                              f"{', with the one-time compile' if m.compiled_here else ''})."
-                              + note)
-            self._set_ready()
-            return
-        layer, tokens, acts, params, checksum = (m.layers[k], m.tokens, m.acts, m.params,
-                                                 m.checksum)
-        hit = self.projector.cached(tokens, layer, "umap", params, checksum)
-        if hit is not None:
-            self._draw(k, hit)
-            self._umap_step(k + 1)
-            return
-        proj = self.projector
-        label = f"UMAP of {layer.name} ({k + 1}/{len(m.layers)}, {len(tokens):,} tokens)"
-        m.job_label = label
-
-        def job(state):
-            state.report(0, 1, label)
-            try:
-                return proj.umap(acts, tokens, layer, params, checksum, state)
-            except InputError as e:          # too few distinct vectors: a result, not a failure
-                return str(e)
-
-        self.view.controls.set_running(True)
-        if not is_warm():
-            m.compiled_here = True
-            self.view.message("UMAP: compiling its kernels once for this session (10–40 s)…")
-        m.job = self.ws.worker.submit(
-            f"Projection: UMAP {layer.name}", job, lane=Lane.LONG, kind=GROUP,
-            on_progress=self._on_progress,
-            on_done=lambda p: (self._on_umap_error(k, p) if isinstance(p, str)
-                               else (self._draw(k, p), self._umap_step(k + 1))),
-            on_failed=lambda msg: self._on_umap_error(k, msg))
-
     def cancel(self) -> None:
         """Stop the running projection; what is drawn stays."""
-        self.ws.worker.invalidate(GROUP)
+        self.runner.stop()
         self.view.message("Cancelled; the plots keep what was drawn.")
         self._set_ready()
-
-    def _on_umap_error(self, k: int, message: str) -> None:
-        """One layer failed (e.g. too few distinct vectors): keep its PCA, go on with the next."""
-        m = self.model
-        log.info("UMAP of %s failed: %s", m.layers[k].name, message)
-        m.umap_errors.append(f"{m.layers[k].name}: {message}")
-        self._umap_step(k + 1)
-
-    def _on_error(self, message: str) -> None:
-        self.view.message(f"Projection failed: {message}")
-        self._set_ready()
-
-    def _on_progress(self, done: int, total: int, message: str) -> None:
-        if message:
-            epoch = message.startswith("UMAP epoch")
-            self.view.message(f"{self.model.job_label}: {message[5:]}" if epoch else message)
 
     # ---- drawing --------------------------------------------------------------------------------
     def _draw(self, k: int, p: Projection) -> None:
@@ -348,7 +259,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.view.draw(k, p)
 
     def _clear(self, message: str) -> None:
-        self.ws.worker.invalidate(GROUP)             # a running job's result would redraw
+        self.runner.stop()                           # a running job's result would redraw
         self.model.clear()
         self.view.clear(message)
 
@@ -431,72 +342,3 @@ class ProjectionPanel(PanelDefaults, QWidget):
         return self.ws.worker.submit(
             f"Reading {path.name}", dataset_job(path), kind="projection-data", on_done=done,
             on_failed=lambda m: self.view.message(f"Cannot open: {m}"))
-
-    # ---- exports (export_*: no dialogs, for tests and scripts; ask_*: dialogs) ------------------
-    def export_plot(self, k: int, path) -> Optional[Path]:
-        """Write plot ``k`` as PNG/SVG/PDF (by extension); None when the user declines."""
-        return self._export_figure([k], path)
-
-    def export_all(self, path) -> Optional[Path]:
-        """Write every drawn plot as one grid figure (PNG/SVG/PDF by extension)."""
-        return self._export_figure(None, path)
-
-    def _export_figure(self, plots, path) -> Optional[Path]:
-        path, m = Path(path), self.model
-        question = export.svg_warning(path, 0 if m.tokens is None else len(m.tokens))
-        if question is not None and not self.confirm(question):
-            return None
-        if m.tokens is None or not m.shown:
-            raise LookupError("nothing to export yet: no projection is drawn")
-        return save_figure(self.grid_figure(plots), path, panel_figure_options(self))[0]
-
-    def export_csv(self, path, on_done: Optional[Callable] = None) -> JobHandle:
-        """Write the drawn coordinates of every plot as CSV (on the worker)."""
-        return self.ws.worker.submit(
-            "Exporting coordinates", export.coordinates_job(path, self.model.tokens,
-                                                            self.model.drawn()),
-            on_done=on_done, on_failed=self._export_failed)
-
-    def export_tensorboard(self, folder, k: int, on_done: Optional[Callable] = None) -> JobHandle:
-        """Write ``vectors.tsv`` + ``metadata.tsv`` of plot ``k``'s layer (on the worker)."""
-        m = self.model
-        return self.ws.worker.submit(
-            "Exporting vectors", export.tensorboard_job(folder, m.tokens, m.acts, m.layers[k]),
-            on_done=on_done, on_failed=self._export_failed)
-
-    def _export_failed(self, message: str) -> None:
-        self.view.message(f"Export failed: {message}")
-
-    def _has_plot(self) -> bool:
-        if self.model.tokens is None or not self.model.shown:
-            self.view.message("Nothing to export yet: run a projection first.")
-            return False
-        return True
-
-    def _plot_index(self, k: Optional[int]) -> int:
-        return min(self.model.current_plot if k is None else k, len(self.view.plots.plots) - 1)
-
-    def ask_export_all(self) -> None:
-        if self._has_plot():
-            export.ask_and_write_image(self, "Export the projection plots", self.export_all,
-                                       self.view.message)
-
-    def ask_export_plot(self, k: Optional[int] = None) -> None:
-        if self._has_plot():
-            k = self._plot_index(k)
-            export.ask_and_write_image(self, f"Export the {self.model.layers[k].name} plot",
-                                       lambda p: self.export_plot(k, p), self.view.message)
-
-    def ask_export_csv(self) -> None:
-        if self._has_plot() and (path := export.ask_csv_path(self)):
-            self.export_csv(path, lambda p: self.view.message(f"Saved {p}"))
-
-    def ask_export_tensorboard(self, k: Optional[int] = None) -> None:
-        if not self._has_plot():
-            return
-        k = self._plot_index(k)
-        name = self.model.layers[k].name
-        folder = export.ask_folder(self, name)
-        if folder:
-            self.export_tensorboard(folder, k, lambda r: self.view.message(
-                f"Saved {name} vectors: {r[0]} and {r[1]}"))

@@ -1,7 +1,7 @@
 """Exports of the projection view, as functions of values: plot images (the engine's figure
 path), coordinates CSV and TensorBoard-projector TSV (jobs for the worker), and the dialogs that
-ask for the paths. The panel (:class:`~elmo_explorer.views.projection.controller.ProjectionPanel`)
-builds the File → Export entries and the plots' right-click entries from them.
+ask for the paths. :class:`~.export_actions.ProjectionExports` builds the File → Export entries
+and the plots' right-click entries from them.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from elmo_engine.analysis.projection import (LayerSpec, Projection, TokenSet, la
                                              write_coordinates_csv, write_tensorboard)
 
 SVG_WARN_POINTS = 5_000        # an SVG of more points is slow and large
-#: File → Export entries: (menu text, the panel's method name)
+#: File → Export entries: (menu text, the ProjectionExports method name)
 ENTRIES = (("Projection: all plots as image…", "ask_export_all"),
            ("Projection: current plot as image…", "ask_export_plot"),
            ("Projection: coordinates as CSV…", "ask_export_csv"),

@@ -84,6 +84,13 @@ def loaded_info(ws) -> dict:
             for text, toks in zip(ws.sentences, ws.tokens)}
 
 
+def typed_points(t: TokenSet, info: dict) -> List[int]:
+    """The points of ``t`` from the loaded (typed) sentences, which the reference source rings;
+    ``info``: sentence tokens → (group, typed)."""
+    return [i for i in range(len(t))
+            if info.get(tuple(t.sentences[t.sentence[i]]), ("", False))[1]]
+
+
 def _sense(group: str, typed: bool, token: str) -> str:
     if not typed:
         return "reference (unlabelled)"
