@@ -398,6 +398,7 @@ def _rows(items: Iterable[SentenceVectors], layers: LayerChoice):
     """Yield ``(sentence, token, the sentence's tokens, vectors)`` per token written, vectors
     ``(K, D)`` (``each``) or ``(D,)``."""
     for item in items:
+        positions: Sequence[int]
         if item.positions is None:
             arr, positions = layers.apply(item.activations), range(len(item.tokens))
         else:
