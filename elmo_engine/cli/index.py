@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import List, Optional, Sequence
+from typing import Optional
 
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
@@ -66,21 +66,6 @@ def parse_layers(text: str, n_layers: int) -> tuple:
     return layers
 
 
-def read_corpus(paths: Sequence[Path], pretokenized: bool, split: bool) -> List[List[str]]:
-    """Every sentence of the corpus files, in order (train-lm's reader); sentences longer than
-    the embedder's limit are cut into pieces."""
-    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
-    from elmo_engine.train.data import read_sentences
-
-    out: List[List[str]] = []
-    for path in paths:
-        for s in read_sentences(path, "whitespace" if pretokenized else "regex",
-                                skip_headers=True, sentences=split):
-            out.extend(s[i:i + MAX_SENTENCE_TOKENS]
-                       for i in range(0, len(s), MAX_SENTENCE_TOKENS))
-    return out
-
-
 def run(args) -> int:
     from elmo_engine.index import dist
     from elmo_engine.index.ann import AnnSettings
@@ -112,6 +97,7 @@ def _build(args, ranks, settings) -> int:
     from elmo_engine.index import dist
     from elmo_engine.index.build import (check_model, embed_shards, finalize, missing_shards,
                                          new_manifest, prepare)
+    from elmo_engine.index.corpus import CorpusReader, count_corpus
     from elmo_engine.index.store import read_manifest
     from elmo_engine.model.checkpoint import load_checkpoint
 
@@ -123,10 +109,10 @@ def _build(args, ranks, settings) -> int:
     ckpt = common.checkpoint_or_demo(args.checkpoint)
     model = load_checkpoint(ckpt, device=device)
     layers = parse_layers(args.layer, model.opts.n_output_layers)
-    sentences = read_corpus(args.corpus, args.pretokenized, not args.no_split)
-    wanted = new_manifest(model, str(ckpt), sentences, layers, args.shard_size, args.corpus,
-                          {"tokenizer": "whitespace" if args.pretokenized else "regex",
-                           "split_sentences": not args.no_split, "skip_headers": True},
+    sentences = CorpusReader(tuple(args.corpus), "whitespace" if args.pretokenized else "regex",
+                             not args.no_split)
+    count = count_corpus(sentences, args.shard_size)   # a first pass: nothing held
+    wanted = new_manifest(model, str(ckpt), count, layers, args.corpus, sentences.reading(),
                           args.precision)
     # rank 0 prepares the folder (or every rank, when they do not share a file system)
     ok, error = True, None
@@ -152,11 +138,11 @@ def _build(args, ranks, settings) -> int:
     emb = Embedder(model, device=str(device), precision=args.precision,
                    token_budget=args.token_budget, cache_size=0)
     if main:
-        common.log(f"indexing {len(sentences)} sentences ({wanted.n_tokens} tokens) in "
+        common.log(f"indexing {count.n_sentences} sentences ({wanted.n_tokens} tokens) in "
                    f"{manifest.n_shards} shards of {args.shard_size}, layers "
                    f"{','.join(map(str, layers))}"
                    + (f", {ranks.world_size} processes" if ranks.distributed else ""))
-    _embed(args.out, sentences, manifest, emb, ranks, embed_shards, missing_shards)
+    _embed(args.out, sentences, count, manifest, emb, ranks, embed_shards, missing_shards)
     dist.barrier(ranks)
     if main:
         missing = missing_shards(args.out, manifest)
@@ -169,7 +155,7 @@ def _build(args, ranks, settings) -> int:
     return 0
 
 
-def _embed(out, sentences, manifest, emb, ranks, embed_shards, missing_shards) -> None:
+def _embed(out, sentences, count, manifest, emb, ranks, embed_shards, missing_shards) -> None:
     from tqdm import tqdm
 
     from elmo_engine.progress import TaskState
@@ -185,7 +171,7 @@ def _embed(out, sentences, manifest, emb, ranks, embed_shards, missing_shards) -
 
     try:
         embed_shards(out, sentences, manifest, emb, ranks.rank, ranks.world_size,
-                     TaskState(on_progress))
+                     TaskState(on_progress), count)
     except KeyboardInterrupt:
         bar.close()
         left = len(missing_shards(out, manifest))

@@ -1,6 +1,7 @@
 """Building a corpus index: embed the corpus shard by shard, then join the shards (finalize).
 
-The corpus is embedded once, ``shard_size`` sentences at a time; each shard's unit-length vectors
+The corpus is read as a stream (:mod:`.corpus`: counted first, then one shard held at a time)
+and embedded once, ``shard_size`` sentences at a time; each shard's unit-length vectors
 of the chosen layers are written in float16 (:mod:`.store`). A rerun skips the complete shards, so
 a run killed at any point (SIGKILL included) resumes where it stopped. Under ``torchrun`` each
 process takes the shards ``k`` with ``k % world_size == rank`` (:mod:`.dist`); :func:`finalize`
@@ -14,7 +15,7 @@ import shutil
 import sqlite3
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from elmo_engine.atomic import atomic_path, cleanup_stale_parts
 from elmo_engine.embed.embedder import Embedder
 from elmo_engine.errors import InputError
 from elmo_engine.index.ann import AnnSettings, ann_file, build_ann
+from elmo_engine.index.corpus import CorpusCount, count_corpus, shard_blocks
 from elmo_engine.index.store import (CorpusFile, Manifest, SHARDS, TOKENS_DB, read_manifest,
                                      read_shard, remove_index_files, shard_done, shard_stem,
                                      vectors_file, write_manifest, write_shard)
@@ -100,30 +102,39 @@ class Rate:
         return f"{rate:,.0f} tokens/s, {eta} left"
 
 
-def embed_shards(folder: Path, sentences: Sequence[Sequence[str]], manifest: Manifest,
+def embed_shards(folder: Path, sentences: Iterable[Sequence[str]], manifest: Manifest,
                  embedder: Embedder, rank: int = 0, world: int = 1,
-                 state: Optional[TaskState] = None) -> int:
-    """Embed and write this process's missing shards; returns how many it wrote."""
+                 state: Optional[TaskState] = None, count: Optional[CorpusCount] = None) -> int:
+    """Embed and write this process's missing shards; returns how many it wrote.
+
+    ``sentences`` is read once, in order (a list, or a :class:`~.corpus.CorpusReader` that
+    streams the files): one shard is held at a time. ``count`` (:func:`~.corpus.count_corpus`
+    of the same sentences) gives each shard's tokens for the progress; without it a first
+    pass counts them."""
     folder = Path(folder)
-    mine = [k for k in range(manifest.n_shards) if k % world == rank]
     size = manifest.shard_size
-    tokens_of = [sum(len(s) for s in sentences[k * size:(k + 1) * size]) for k in mine]
-    total = sum(tokens_of)
-    done = sum(n for k, n in zip(mine, tokens_of) if shard_done(folder, k))
+    if count is None or count.shard_size != size:
+        count = count_corpus(sentences, size)
+    if (count.n_sentences, count.n_tokens) != (manifest.n_sentences, manifest.n_tokens):
+        raise InputError(f"the corpus holds {count.n_sentences} sentences ({count.n_tokens} "
+                         f"tokens) but the index was begun on {manifest.n_sentences} "
+                         f"({manifest.n_tokens}): did a corpus file change?", path=folder)
+    mine = [k for k in range(manifest.n_shards) if k % world == rank]
+    total = sum(count.shard_tokens[k] for k in mine)
+    missing = {k for k in mine if not shard_done(folder, k)}
+    done = total - sum(count.shard_tokens[k] for k in missing)
     rate = Rate(total, done)
     report(state, done, total, "resuming" if done else "embedding")
     written = 0
-    for k, n in zip(mine, tokens_of):
-        if shard_done(folder, k):
-            continue
+    for k, block in shard_blocks(sentences, size, missing):
         check(state)
-        block = sentences[k * size:(k + 1) * size]
         arrays = embedder.embed(block)                          # each (L+1, n_i, D)
         vectors = {layer: unit_rows(np.concatenate([a[layer] for a in arrays]))
                    for layer in manifest.layers}                # each (n_tokens, D) float16
+        del arrays
         write_shard(folder, k, k * size, block, vectors)
         written += 1
-        done += n
+        done += count.shard_tokens[k]
         report(state, done, total, rate.message(done))
     return written
 
@@ -147,8 +158,14 @@ def finalize(folder: Path, settings: AnnSettings = AnnSettings(),
         raise InputError(f"{len(missing)} of {m.n_shards} shards are missing ({shown}); run the "
                          "index command again to embed them, or merge the folders that hold "
                          "them with --merge", path=folder)
-    shards = [read_shard(folder, k, m) for k in range(m.n_shards)]
-    n_tokens = sum(len(s) for sents, _ in shards for s in sents)
+    # one shard's sentences at a time: checked here, read again for the token table
+    files: List[Dict[int, Path]] = []
+    n_tokens = 0
+    for k in range(m.n_shards):
+        sents, shard_files = read_shard(folder, k, m)
+        n_tokens += sum(len(s) for s in sents)
+        files.append(shard_files)
+        del sents
     if n_tokens != m.n_tokens:
         raise InputError(f"the shards hold {n_tokens} tokens, the manifest says {m.n_tokens}",
                          path=folder)
@@ -159,14 +176,15 @@ def finalize(folder: Path, settings: AnnSettings = AnnSettings(),
             out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float16,
                                             shape=(n_tokens, m.dim))   # (N, D)
             row = 0
-            for _, files in shards:
-                part = np.load(files[layer], mmap_mode="r", allow_pickle=False)
+            for shard_files in files:
+                part = np.load(shard_files[layer], mmap_mode="r", allow_pickle=False)
                 out[row:row + len(part)] = part
                 row += len(part)
             out.flush()
             del out
     on_stage("writing the token table")
-    write_tokens_db(folder / TOKENS_DB, [s for sents, _ in shards for s in sents])
+    write_tokens_db(folder / TOKENS_DB,
+                    (s for k in range(m.n_shards) for s in read_shard(folder, k, m)[0]))
     for layer in m.layers:
         on_stage(f"building the nearest-neighbour index of layer {layer}")
         vecs = np.load(vectors_file(folder, layer), mmap_mode="r", allow_pickle=False)
@@ -183,8 +201,9 @@ def finalize(folder: Path, settings: AnnSettings = AnnSettings(),
     return m
 
 
-def write_tokens_db(target: Path, sentences: Sequence[Sequence[str]]) -> None:
-    """The token table: one row per token (its row in the vector files), and the sentences."""
+def write_tokens_db(target: Path, sentences: Iterable[Sequence[str]]) -> None:
+    """The token table: one row per token (its row in the vector files), and the sentences
+    (taken one at a time, written in batches)."""
     with atomic_path(target) as tmp:
         tmp.unlink()
         con = sqlite3.connect(tmp)
@@ -252,22 +271,24 @@ def merge(parts: Sequence[Path], out: Path, force: bool = False) -> Manifest:
     return read_manifest(out)
 
 
-def new_manifest(model, checkpoint: str, sentences: Sequence[Sequence[str]],
-                 layers: Sequence[int], shard_size: int, corpus: Sequence[Path],
-                 reading: Dict[str, object], precision: str = "fp32") -> Manifest:
-    """The manifest of an index of ``sentences`` (read from the files ``corpus``) by ``model``,
-    embedded in ``precision`` (part of the identity: a build is resumed in the same one)."""
+def new_manifest(model, checkpoint: str, count: CorpusCount, layers: Sequence[int],
+                 corpus: Sequence[Path], reading: Dict[str, object],
+                 precision: str = "fp32") -> Manifest:
+    """The manifest of an index of the sentences ``count`` counted (read from the files
+    ``corpus`` as ``reading`` says) by ``model``, in shards of ``count.shard_size``, embedded in
+    ``precision`` (part of the identity: a build is resumed in the same one)."""
     return Manifest(checksum=model.info.checksum, checkpoint=str(checkpoint),
                     layers=tuple(sorted(set(int(v) for v in layers))),
-                    dim=2 * model.opts.output_dim, shard_size=int(shard_size),
-                    n_sentences=len(sentences), n_tokens=sum(len(s) for s in sentences),
+                    dim=2 * model.opts.output_dim, shard_size=int(count.shard_size),
+                    n_sentences=count.n_sentences, n_tokens=count.n_tokens,
                     corpus=tuple(corpus_file(p) for p in corpus), reading=dict(reading),
                     precision=precision)
 
 
-def build_index(folder: Path, sentences: Sequence[Sequence[str]], manifest: Manifest,
+def build_index(folder: Path, sentences: Iterable[Sequence[str]], manifest: Manifest,
                 embedder: Embedder, settings: AnnSettings = AnnSettings(),
-                state: Optional[TaskState] = None, force: bool = False) -> Manifest:
+                state: Optional[TaskState] = None, force: bool = False,
+                count: Optional[CorpusCount] = None) -> Manifest:
     """Build (or resume) an index in one process: what the app's worker calls. Progress goes
     to ``state`` (tokens while embedding, vectors while building the graphs); a cancel stops
     between shards, and the next call resumes."""
@@ -276,6 +297,6 @@ def build_index(folder: Path, sentences: Sequence[Sequence[str]], manifest: Mani
     manifest, complete = prepare(folder, manifest, force)
     if complete:
         return manifest
-    embed_shards(folder, sentences, manifest, embedder, 0, 1, state)
+    embed_shards(folder, sentences, manifest, embedder, 0, 1, state, count)
     return finalize(folder, settings, state,
                     on_stage=lambda s: report(state, 0, 1, s))

@@ -71,6 +71,33 @@ def read_documents(path, tokenizer: str = "regex", skip_headers: bool = True,
     ------
     InputError : unreadable file, bad gzip data, not UTF-8 (with the line), or no tokens at all
     """
+    docs: List[List[List[str]]] = []
+    lines: List[List[List[str]]] = []            # the same sentences, a document per line
+    cur: List[List[str]] = []
+    for sents in _line_sentences(path, tokenizer, skip_headers, sentences, what):
+        if sents is None:
+            if cur:
+                docs.append(cur)
+                cur = []
+            continue
+        cur.extend(sents)
+        lines.append(sents)
+    if cur:
+        docs.append(cur)
+    if not docs:
+        raise _empty(path, what, skip_headers)
+    return docs if len(docs) > 1 else lines
+
+
+def _empty(path, what: str, skip_headers: bool) -> InputError:
+    return InputError(f"the {what} is empty: no tokens"
+                      + (" outside '= … =' header lines" if skip_headers else ""), path=path)
+
+
+def _line_sentences(path, tokenizer: str, skip_headers: bool, sentences: bool, what: str
+                    ) -> Iterator[Optional[List[List[str]]]]:
+    """Per line of the file: None where a document ends (an empty line or a ``= … =`` header),
+    else the line's sentences; one line at a time (nothing is kept)."""
     if tokenizer not in TOKENIZERS:
         raise InputError(f"unknown tokenizer {tokenizer!r}; use one of {', '.join(TOKENIZERS)}")
     split = tokenize if tokenizer == "regex" else whitespace_tokenize
@@ -83,32 +110,33 @@ def read_documents(path, tokenizer: str = "regex", skip_headers: bool = True,
     problem = regular_file_problem(path)
     if problem:
         raise InputError(f"cannot read the {what}: {problem}", path=path)
-    docs: List[List[List[str]]] = []
-    lines: List[List[List[str]]] = []            # the same sentences, a document per line
-    cur: List[List[str]] = []
     # the one reader: a regular file (a FIFO or a device is refused), gzip by its magic bytes,
     # UTF-8, lines of at most 1 MiB; errors name the file and the line
     with open_text(path) as text_lines:
         for line in text_lines:
             header = HEADER_RE.match(line) is not None
             if not line.strip() or header:
-                if cur:
-                    docs.append(cur)
-                    cur = []
+                yield None
                 if header and skip_headers:
                     continue
             toks = split(line)
             if not toks:
                 continue
-            sents = split_sentences(toks) if sentences else [toks]
-            cur.extend(sents)
-            lines.append(sents)
-    if cur:
-        docs.append(cur)
-    if not docs:
-        raise InputError(f"the {what} is empty: no tokens"
-                         + (" outside '= … =' header lines" if skip_headers else ""), path=path)
-    return docs if len(docs) > 1 else lines
+            yield split_sentences(toks) if sentences else [toks]
+
+
+def iter_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
+                   sentences: bool = True, what: str = "corpus") -> Iterator[List[str]]:
+    """The sentences :func:`read_sentences` returns, in the same order, read one line at a time:
+    memory does not grow with the file (the corpus index reads its corpus so). Errors as
+    :func:`read_documents`'s, the "empty" one once the file is read."""
+    seen = False
+    for sents in _line_sentences(path, tokenizer, skip_headers, sentences, what):
+        if sents:
+            seen = True
+            yield from sents
+    if not seen:
+        raise _empty(path, what, skip_headers)
 
 
 def read_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,

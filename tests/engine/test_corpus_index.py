@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from elmo_engine.errors import InputError
+
 from conftest import FIXTURES, REPO
 from elmo_engine.cli.main import main
 from elmo_engine.index.search import CorpusIndex
@@ -225,8 +227,10 @@ def test_engine_build_cancel_then_resume(small, tmp_path):
 
     corpus, reference = small
     model = load_checkpoint(TINY)
+    from elmo_engine.index.corpus import count_corpus
+
     sents = read_sentences(corpus)
-    manifest = new_manifest(model, str(TINY), sents, (0, 1, 2), 7, [corpus],
+    manifest = new_manifest(model, str(TINY), count_corpus(sents, 7), (0, 1, 2), [corpus],
                             read_manifest(reference).reading)
     assert manifest.identity() == read_manifest(reference).identity()
     emb = Embedder(model, device="cpu", cache_size=0)
@@ -263,3 +267,45 @@ def test_rows_of_keeps_recent_words_within_its_bound(small, monkeypatch):
         assert not first.flags.writeable
     finally:
         ix.close()
+
+
+def test_corpus_reader_streams_the_trainers_sentences(tmp_path):
+    """The index reads its corpus as a stream: the same sentences as the trainer's reader, cut
+    at the embedder's limit, counted per shard, and each shard handed out alone."""
+    from elmo_engine.index.corpus import CorpusReader, count_corpus, shard_blocks
+    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
+    from elmo_engine.train.data import iter_sentences, read_sentences
+
+    f = tmp_path / "c.txt"
+    long = " ".join(["word"] * (MAX_SENTENCE_TOKENS + 5)) + "."
+    f.write_text("= Title =\nThe bank rose. It fell again.\n\nA river bank.\n" + long + "\n",
+                 encoding="utf-8")
+    assert list(iter_sentences(f)) == read_sentences(f)
+    reader = CorpusReader((f, f))
+    sents = list(reader)
+    assert sents == list(reader)                                   # read anew, the same
+    assert len(sents) == 2 * 5 and [len(s) for s in sents[3:5]] == [MAX_SENTENCE_TOKENS, 6]
+    count = count_corpus(reader, 3)
+    assert (count.n_sentences, count.n_tokens) == (10, sum(len(s) for s in sents))
+    assert count.shard_tokens == tuple(sum(len(s) for s in sents[k:k + 3]) for k in (0, 3, 6, 9))
+    got = list(shard_blocks(iter(sents), 3, {1, 3}))
+    assert [k for k, _ in got] == [1, 3] and got[0][1] == sents[3:6] and got[1][1] == sents[9:]
+    empty = tmp_path / "e.txt"
+    empty.write_text("= Only a header =\n\n", encoding="utf-8")
+    with pytest.raises(InputError, match="empty"):
+        count_corpus(CorpusReader((empty,)), 3)
+
+
+def test_embed_shards_refuses_a_corpus_that_changed(small, tmp_path):
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.index.build import embed_shards, new_manifest
+    from elmo_engine.index.corpus import count_corpus
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.train.data import read_sentences
+
+    corpus, reference = small
+    model = load_checkpoint(TINY)
+    sents = read_sentences(corpus)
+    manifest = new_manifest(model, str(TINY), count_corpus(sents, 7), (2,), [corpus], {})
+    with pytest.raises(InputError, match="did a corpus file change"):
+        embed_shards(tmp_path, sents[:-1], manifest, Embedder(model, device="cpu"))

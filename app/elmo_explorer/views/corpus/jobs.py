@@ -12,6 +12,7 @@ import numpy as np
 
 from elmo_engine.errors import InputError
 from elmo_engine.index.ann import AnnSettings
+from elmo_engine.index.corpus import CorpusReader, count_corpus
 from elmo_engine.index.search import CorpusIndex, Hit
 from elmo_engine.index.senses import SenseInduction, induce_from_index
 from elmo_engine.index.store import Manifest
@@ -22,8 +23,6 @@ from elmo_explorer.views.corpus.model import ConcordanceLine, MapSelection, SELE
 #: the layers an index built from the app holds (the token layer and both biLSTM layers)
 BUILD_LAYERS: Tuple[int, ...] = (0, 1, 2)
 SHARD_SIZE = 500                     # sentences per shard: resuming loses at most this much
-#: how the corpus is read: as ``elmo-explorer index`` reads it by default
-READING = {"tokenizer": "regex", "split_sentences": True, "skip_headers": True}
 
 
 @dataclass(frozen=True)
@@ -38,18 +37,12 @@ class BuildRequest:
     force: bool = False
 
 
-def read_corpus(paths: Sequence[Path]) -> List[List[str]]:
+def read_corpus(paths: Sequence[Path]) -> CorpusReader:
     """The corpus as ``elmo-explorer index`` reads it by default (regex tokenizer, paragraphs
     split into sentences, ``= … =`` headers skipped, over-long sentences cut), so an index the
-    app builds and one the CLI builds from the same files are the same index."""
-    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
-    from elmo_engine.train.data import read_sentences
-
-    out: List[List[str]] = []
-    for path in paths:
-        for s in read_sentences(path, "regex", skip_headers=True, sentences=True):
-            out.extend(s[i:i + MAX_SENTENCE_TOKENS] for i in range(0, len(s), MAX_SENTENCE_TOKENS))
-    return out
+    app builds and one the CLI builds from the same files are the same index; a stream, read
+    anew at each pass (never held whole)."""
+    return CorpusReader(tuple(Path(p) for p in paths))
 
 
 def build_index(req: BuildRequest, embedder, state: TaskState,
@@ -64,16 +57,18 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
     layers = tuple(v for v in req.layers if 0 <= v < n_layers)
     on_stage("reading the corpus")
     sentences = read_corpus(req.corpus)
-    if not sentences:
+    count = count_corpus(sentences, req.shard_size)
+    if not count.n_sentences:
         raise InputError("no sentences in the corpus", path=req.corpus[0])
-    wanted = new_manifest(embedder.model, req.checkpoint, sentences, layers, req.shard_size,
-                          req.corpus, READING, embedder.precision)
+    wanted = new_manifest(embedder.model, req.checkpoint, count, layers, req.corpus,
+                          sentences.reading(), embedder.precision)
     # a private embedder over the same model: no cache shared with the interactive lane; in the
     # app's precision (Settings ▸ Precision), which the model already runs in
     emb = Embedder(embedder.model, device=str(embedder.device), precision=embedder.precision,
                    token_budget=4096, cache_size=0)
     on_stage("embedding")
-    return engine_build(req.folder, sentences, wanted, emb, AnnSettings(), state, req.force)
+    return engine_build(req.folder, sentences, wanted, emb, AnnSettings(), state, req.force,
+                        count)
 
 
 def open_index(folder: Path, checksum: Optional[str]) -> CorpusIndex:
