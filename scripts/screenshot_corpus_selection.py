@@ -1,5 +1,6 @@
 """Picture the Corpus view with a box selection on its map (every token of the index, density
-image), then its Selection tab: ``OUT.png`` and ``OUT-list.png``.
+image), then its Selection tab: ``OUT.png`` and ``OUT-list.png``; with ``--figure FIG.png``
+also the exported map figure of that state (the box, its points and the query's ring).
 
 Runs ``elmo-explorer --screenshot`` with two steps added before the grab: the map scope is set to
 every token, then a box over the left third of the layer-2 map is selected (as a Shift+drag
@@ -21,6 +22,8 @@ def main(argv=None) -> int:
     p.add_argument("out", type=Path)
     p.add_argument("--settings-dir", required=True)
     p.add_argument("--size", default="1280x800")
+    p.add_argument("--figure", type=Path, help="also export the map figure here (PNG/SVG/PDF)")
+    p.add_argument("--figure-dpi", type=int, default=110)
     args = p.parse_args(argv)
 
     from PySide6.QtWidgets import QApplication
@@ -54,6 +57,11 @@ def main(argv=None) -> int:
             QApplication.processEvents()
             image = self.window.grab().toImage()
             image.save(str(args.out.with_name(args.out.stem + "-list.png")), "PNG")
+            if args.figure is not None:
+                from elmo_explorer.common.figure_export import FigureOptions
+
+                panel.export_figure("map", args.figure,
+                                    FigureOptions(dpi=args.figure_dpi, formats=("png",)))
 
     screenshot.Screenshot._shoot = staged
     return app_main(["--settings-dir", args.settings_dir, "--screenshot", str(args.out),

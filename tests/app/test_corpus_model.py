@@ -1,5 +1,6 @@
 """The Corpus view's Qt-free parts: its model (options, concordance TSV, senses rows, saved
-state) and the map's data (density binning, viewport, PCA per layer)."""
+state with the map's box, a malformed box ignored), the map's data (density binning, viewport,
+PCA per layer) and the exported map's marks (the query's ring, the box and its points)."""
 from __future__ import annotations
 
 import numpy as np
@@ -150,6 +151,97 @@ def test_a_map_selection_exports_its_listed_lines_as_tsv():
     assert out[0].split("\t") == list(SELECTION_TSV_COLUMNS)
     assert sel.n == 3 and len(out) == 3                    # the listed lines, not the count
     assert out[1].split("\t") == ["1", "1", "1", "1", "the", "bank", "of the river"]
+
+
+def test_a_map_box_is_saved_with_the_view_state_and_restored_normalized():
+    from elmo_explorer.views.corpus.model import MapBox, MapSelection
+
+    m = CorpusModel(index_path="idx", map_word="bank")
+    m.selection = MapSelection(2, np.array([4, 9], np.int64), rect=(-1.5, 0.25, 2.0, 3.0))
+    state = m.view_state()
+    assert state["box"] == {"layer": 2, "rect": [-1.5, 0.25, 2.0, 3.0], "map_word": "bank"}
+    other = CorpusModel()
+    assert other.restore_view_state(state) == "idx"
+    assert other.pending_box == MapBox(2, (-1.5, 0.25, 2.0, 3.0), "bank")
+    assert other.restore_note == "" and other.selection is None
+    assert other.pending_box.fits("Bank") and not other.pending_box.fits("river")
+    assert not other.pending_box.fits(None)
+    # waiting for its map, the box is still what a save writes (a save before the map came)
+    assert other.view_state()["box"] == state["box"]
+    # any corner order; the map of every token has no word
+    box = MapBox.from_json({"layer": 0, "rect": [3, 4, 1, 2], "map_word": None})
+    assert box == MapBox(0, (1.0, 2.0, 3.0, 4.0), None) and box.fits(None)
+    # a workspace from before boxes were saved: no box, nothing said
+    old = {"index": "idx", "options": {"k": 5}}
+    third = CorpusModel()
+    assert third.restore_view_state(old) == "idx"
+    assert third.pending_box is None and third.restore_note == "" and third.options.k == 5
+
+
+@pytest.mark.parametrize("box, why", [
+    ("a box", "an object was expected, found str"),
+    ({"layer": -1, "rect": [0, 0, 1, 1]}, "'layer' must be a whole number 0-99, found -1"),
+    ({"layer": True, "rect": [0, 0, 1, 1]}, "'layer' must be a whole number 0-99, found True"),
+    ({"layer": 1, "rect": [0, 0, 1]}, "'rect' must be four finite numbers, found [0, 0, 1]"),
+    ({"layer": 1, "rect": [0, 0, 1, float("nan")]}, "'rect' must be four finite numbers"),
+    ({"layer": 1, "rect": [0, "0", 1, 1]}, "'rect' must be four finite numbers"),
+    ({"layer": 1, "rect": [0, 0, 1, 1], "map_word": 7}, "'map_word' must be a word or null"),
+])
+def test_a_malformed_saved_box_is_ignored_with_a_one_line_note(box, why):
+    m = CorpusModel()
+    state = {"index": "idx", "options": {"k": 4},
+             "query": {"word": "bank", "tokens": ["the", "bank"], "position": 1}, "box": box}
+    assert m.restore_view_state(state) == "idx"                 # the rest is restored
+    assert m.options.k == 4 and m.query is not None and m.query.word == "bank"
+    assert m.pending_box is None
+    assert m.restore_note.startswith("the saved map selection box was ignored: " + why)
+    assert "\n" not in m.restore_note and len(m.restore_note) < 160
+    assert "box" not in m.view_state()
+
+
+def test_the_exported_map_rings_the_query_in_the_screens_colour_and_draws_the_box():
+    """export.figure from values (no widget): the query's ring in the star's colour of the
+    on-screen map, the box on its layer's panel and the selected occurrences ringed."""
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import Rectangle
+
+    from elmo_explorer.views.corpus import export
+    from elmo_explorer.views.corpus.model import ConcordanceLine, MapSelection
+    from elmo_explorer.views.palette import FOUND_COLOUR, SELECTED_PEN
+
+    data = atlas.synthetic_map(600, seed=2)
+    data.rows = data.rows + 1000                                  # rows are not indices
+    m = CorpusModel()
+    query_i = 17
+    m.lines = {layer: [ConcordanceLine(layer, 1, 1.0, 0, 0, "", "w", "",
+                                       int(data.rows[query_i]))] for layer in data.layers}
+    xy = data.coords[1]
+    rect = (float(np.quantile(xy[:, 0], 0.3)), float(np.quantile(xy[:, 1], 0.2)),
+            float(np.quantile(xy[:, 0], 0.7)), float(np.quantile(xy[:, 1], 0.9)))
+    idx = np.flatnonzero((xy[:, 0] >= rect[0]) & (xy[:, 0] <= rect[2])
+                         & (xy[:, 1] >= rect[1]) & (xy[:, 1] <= rect[3]))
+    m.selection = MapSelection(1, data.rows[idx], rect=rect)
+    fig = export.figure(m, data, "map")
+    yellow = to_rgba(FOUND_COLOUR)
+    for ax, layer in zip(fig.axes, data.layers):
+        rings = [c for c in ax.collections
+                 if any(np.allclose(e, yellow) for e in c.get_edgecolors())]
+        assert len(rings) == 1
+        np.testing.assert_allclose(rings[0].get_offsets(), [data.coords[layer][query_i]],
+                                   atol=1e-6)
+        black = [c for c in ax.collections if len(c.get_offsets()) == len(idx)
+                 and np.allclose(c.get_edgecolors()[0], to_rgba(SELECTED_PEN[0]))]
+        assert len(black) == 1
+        np.testing.assert_allclose(black[0].get_offsets(), data.coords[layer][idx], atol=1e-6)
+        boxes = [p for p in ax.patches if isinstance(p, Rectangle)]
+        assert len(boxes) == (1 if layer == 1 else 0)
+    b = [p for p in fig.axes[1].patches if isinstance(p, Rectangle)][0]
+    assert (b.get_x(), b.get_y(), b.get_x() + b.get_width(), b.get_y() + b.get_height()) == \
+        pytest.approx(rect)
+    # without a selection: the ring, no box, no selected points
+    m.selection = None
+    fig = export.figure(m, data, "map")
+    assert not fig.axes[1].patches and len(fig.axes[1].collections) == 3
 
 
 def test_the_apps_index_build_runs_in_the_models_precision(tmp_path, tiny_checkpoint):

@@ -348,3 +348,59 @@ def test_a_box_on_a_words_map_lists_its_occurrences_and_exports_them(qtbot, buil
     assert len(lines) == 1 + len(rows)
     assert all(ln.split("\t")[0] == "2" and ln.split("\t")[5].casefold() == "the"
                for ln in lines[1:])
+
+
+def test_a_box_survives_a_workspace_save_and_open_and_selects_the_same_rows(qtbot, built, ws,
+                                                                           tmp_path):
+    from matplotlib.patches import Rectangle
+
+    from elmo_engine.io import workspace_file as wf
+    from elmo_explorer.persistence import workspace_state
+
+    built.query_word("the")
+    qtbot.waitUntil(lambda: built.map is not None and built.map.title == "the"
+                    and built.is_ready(), timeout=120000)
+    xy = built.map.coords[1]
+    x_mid, y_mid = (float(v) for v in np.median(xy, axis=0))
+    box = (x_mid, y_mid, float(xy[:, 0].max()) + 1, float(xy[:, 1].max()) + 1)
+    with qtbot.waitSignal(built.results_changed, timeout=60000,
+                          check_params_cb=lambda: bool(built.model.selection
+                                                       and built.model.selection.lines)):
+        built.view.maps[1].select_in_rect((box[2], box[3], box[0], box[1]))   # any corners
+    sel = built.model.selection
+    assert sel.layer == 1 and sel.rect == box and 0 < sel.n < len(built.map.rows)
+    qtbot.waitUntil(built.is_ready, timeout=60000)
+    path = wf.save_workspace(tmp_path / "boxed.elmows.json",
+                             workspace_state.collect(ws, [("corpus", built)], None))
+    loaded = wf.load_workspace(path).data
+    assert loaded.views["corpus"]["box"] == {"layer": 1, "rect": list(box), "map_word": "the"}
+    other = CorpusPanel(ws)
+    qtbot.addWidget(other)
+    other.resize(1200, 700)
+    workspace_state.restore(ws, [("corpus", other)], loaded)
+    qtbot.waitUntil(lambda: other.model.selection is not None
+                    and bool(other.model.selection.lines), timeout=120000)
+    qtbot.waitUntil(other.is_ready, timeout=60000)
+    got = other.model.selection
+    assert other.map.title == "the" and other.model.query.word == "the"
+    np.testing.assert_array_equal(got.rows, sel.rows)
+    assert (got.layer, got.rect) == (1, box)
+    assert [(ln.sentence_id, ln.position) for ln in got.lines] == \
+        [(ln.sentence_id, ln.position) for ln in sel.lines]
+    want = np.flatnonzero(np.isin(other.map.rows, sel.rows))
+    for plot in other.view.maps.values():                      # ringed in every layer
+        np.testing.assert_array_equal(plot.selection, want)
+    assert other.view.tabs.tabText(2) == f"Selection ({sel.n:,})"
+    fig = other.figure("map")                                  # and drawn in the export
+    assert sum(isinstance(p, Rectangle) for p in fig.axes[1].patches) == 1
+    assert other.view_state()["box"] == loaded.views["corpus"]["box"]
+
+
+def test_a_malformed_box_in_a_workspace_is_ignored_with_one_line(qtbot, panel, caplog):
+    state = {"index": None, "options": {"k": 6}, "box": {"layer": 1, "rect": [0, 0, "x", 1]}}
+    with caplog.at_level("WARNING"):
+        panel.restore_view_state(state)
+    text = panel.view.status.text()
+    assert text.startswith("the saved map selection box was ignored: 'rect' must be four")
+    assert "\n" not in text and any("box was ignored" in r.getMessage() for r in caplog.records)
+    assert panel.view.k_box.value() == 6 and panel.model.pending_box is None

@@ -22,6 +22,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.errors import ElmoError
+from elmo_explorer.common.selection import normalized
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.views.corpus import export, jobs
 from elmo_explorer.views.corpus.atlas import MapData
@@ -91,6 +92,9 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
     def restore_view_state(self, state: dict) -> None:
         path = self.model.restore_view_state(state)
         self.view.apply_options(self.model.options)
+        if self.model.restore_note:
+            log.warning("Corpus: %s", self.model.restore_note)
+            self.view.set_busy(False, self.model.restore_note)
         if path and self.ws.embedder is not None:
             self.open_index(path, restore_query=True)
         else:
@@ -231,6 +235,8 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
 
     def _opened(self, index, restore_query: bool) -> None:
         q = self.model.query if restore_query else None      # closing clears the results
+        if not restore_query:
+            self.model.pending_box = None                    # a saved box: the saved query's
         self._close()
         self.index = index
         self.model.index_path = str(index.folder)
@@ -403,6 +409,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
                 plot.set_data(data.coords[layer], data.codes, colours)
             else:
                 plot.clear_data()
+        self._restore_box(data)
         shown = len(data.rows)
         self.view.map_note.setText(
             f"{data.title}: {shown:,} occurrences"
@@ -412,6 +419,20 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
             + ", ".join(f"“{n}” ({c:,})" for n, _col, c in data.legend[:6]))
         self._mark_selected()
         self.results_changed.emit()
+
+    def _restore_box(self, data: MapData) -> None:
+        """Select a restored workspace's box again when this is the map it was drawn on (the
+        first map after a restore takes it or drops it)."""
+        box, self.model.pending_box = self.model.pending_box, None
+        if box is None:
+            return
+        word = None if data.title == "all tokens" else data.title
+        if not box.fits(word) or box.layer not in data.coords \
+                or box.layer not in self.view.maps:
+            log.info("Corpus: the saved box (layer %d, map of %s) is not for this map",
+                     box.layer, box.map_word or "every token")
+            return
+        self.view.maps[box.layer].select_in_rect(box.rect)   # → select_on_map
 
     def _mark_selected(self) -> None:
         """Ring the nearest occurrence of the query (itself, when it is in the corpus)."""
@@ -439,14 +460,17 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
             elif self.model.senses is not None:
                 self._request_map(self.model.senses.word)
 
-    def select_on_map(self, layer: int, idx) -> None:
-        """A box drawn on ``layer``'s map (``idx``: the points inside): the same occurrences
-        ringed in every layer's map and listed, in corpus order, in the Selection tab."""
+    def select_on_map(self, layer: int, idx, rect=None) -> None:
+        """A box ``rect`` drawn on ``layer``'s map (``idx``: the points inside): the same
+        occurrences ringed in every layer's map and listed, in corpus order, in the Selection
+        tab; the box is saved with a workspace and drawn in the exported map."""
         if self.map is None:
             return
+        self.model.pending_box = None
         for plot in self.view.maps.values():
             plot.set_selection(idx)
-        sel = MapSelection(layer, self.map.rows[np.asarray(idx, np.int64)])
+        box = None if rect is None else normalized(rect)
+        sel = MapSelection(layer, self.map.rows[np.asarray(idx, np.int64)], rect=box)
         self.model.selection = sel
         self.view.show_selection(sel)
         self.results_changed.emit()

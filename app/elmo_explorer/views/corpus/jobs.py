@@ -4,7 +4,7 @@ selection's occurrences. Each function takes
 values captured on the GUI thread and a :class:`~elmo_engine.progress.TaskState`."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -112,7 +112,7 @@ def selection_lines(index: CorpusIndex, selection: MapSelection, state: TaskStat
         for row, sid, pos, word, text in index.tokens_at(rows[start:start + 500]):
             hit = Hit(int(sid), int(pos), word, float("nan"), text, selection.layer, int(row))
             lines.append(ConcordanceLine.from_hit(hit, len(lines) + 1))
-    return MapSelection(selection.layer, selection.rows, tuple(lines))
+    return replace(selection, lines=tuple(lines))
 
 
 def induce(index: CorpusIndex, word: str, k_max: int, state: TaskState) -> SenseInduction:

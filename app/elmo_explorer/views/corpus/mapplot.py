@@ -21,9 +21,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRectF, QTimer, Signal
 from PySide6.QtGui import QColor
 
-from elmo_engine.io.figures.corpus import density_rgba
+from elmo_engine.io.figures.corpus import SELECTION_SHADE, density_rgba
 from elmo_explorer.common.box_select import SelectViewBox, rect_tuple
-from elmo_explorer.common.selection import Rect, inside_mask
+from elmo_explorer.common.selection import Rect, inside_mask, normalized
 from elmo_explorer.views.corpus.atlas import (MapMode, bounds, grid_shape, mode_for, visible,
                                               POINTS_MAX)
 from elmo_explorer.views.map_marks import found_star, selection_rings
@@ -32,17 +32,16 @@ POINT_SIZE = 4
 FEW_POINTS = 2000          # up to this many points in view they are drawn larger
 REFRESH_MS = 40
 CLICK_RADIUS_PX = 8
-#: the selection's density image: opacity scale over the map's colours
-SELECTION_SHADE = 0.5
 
 
 class MapPlot(pg.PlotWidget):
     """Signals: ``point_clicked(int)`` (index into the data), ``mode_changed(str)``,
-    ``selection_made(object)`` (the indices inside a box, ascending int64)."""
+    ``selection_made(object, object)`` (the indices inside a box, ascending int64, and the box:
+    ``(x0, y0, x1, y1)`` in data coordinates, normalized)."""
 
     point_clicked = Signal(int)
     mode_changed = Signal(str)
-    selection_made = Signal(object)
+    selection_made = Signal(object, object)
 
     def __init__(self, title: str = "", parent=None):
         super().__init__(parent, background="w", viewBox=SelectViewBox())
@@ -119,11 +118,12 @@ class MapPlot(pg.PlotWidget):
     def select_in_rect(self, rect: Rect) -> np.ndarray:
         """Select every point inside ``rect`` (data coordinates, any corner order), drawn or
         binned, and emit ``selection_made``."""
+        rect = normalized(rect)
         if self.coords is None:
             self._set_mask(None)
         else:
             self._set_mask(inside_mask(self.coords, rect))
-        self.selection_made.emit(self.selection)
+        self.selection_made.emit(self.selection, rect)
         return self.selection
 
     def set_selection(self, indices) -> None:

@@ -11,6 +11,7 @@ import numpy as np
 
 from elmo_engine.index.search import Hit
 from elmo_engine.index.senses import SenseInduction
+from elmo_explorer.common.selection import Rect, normalized
 
 #: the layers the view shows side by side (those the index holds)
 DEFAULT_LAYERS: Tuple[int, ...] = (0, 1, 2)
@@ -90,14 +91,55 @@ class ConcordanceLine:
 
 
 @dataclass(frozen=True)
+class MapBox:
+    """A box drawn on one layer's map, as a workspace saves it: the layer, the box in that
+    layer's map coordinates (the map's PCA is deterministic, so the same box selects the same
+    occurrences when the map is computed again) and the word whose map it was drawn on (None:
+    the map of every token)."""
+
+    layer: int
+    rect: Rect
+    map_word: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"layer": self.layer, "rect": [float(v) for v in self.rect],
+                "map_word": self.map_word}
+
+    @staticmethod
+    def from_json(d: Any) -> "MapBox":
+        """The box of saved JSON; raises ``ValueError`` with a one-line reason when it is not
+        one (a layer 0–99, four finite numbers, a word or null)."""
+        if not isinstance(d, dict):
+            raise ValueError(f"an object was expected, found {type(d).__name__}")
+        layer, rect, word = d.get("layer"), d.get("rect"), d.get("map_word")
+        if not (isinstance(layer, int) and not isinstance(layer, bool) and 0 <= layer < 100):
+            raise ValueError(f"'layer' must be a whole number 0-99, found {layer!r:.40}")
+        if not (isinstance(rect, list) and len(rect) == 4
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool)
+                        and math.isfinite(v) for v in rect)):
+            raise ValueError(f"'rect' must be four finite numbers, found {rect!r:.60}")
+        if word is not None and not (isinstance(word, str) and word):
+            raise ValueError(f"'map_word' must be a word or null, found {word!r:.40}")
+        return MapBox(layer, normalized((rect[0], rect[1], rect[2], rect[3])), word)
+
+    def fits(self, map_word: Optional[str]) -> bool:
+        """Whether the box was drawn on the map of ``map_word`` (None: every token)."""
+        if self.map_word is None or map_word is None:
+            return self.map_word is None and map_word is None
+        return self.map_word.casefold() == map_word.casefold()
+
+
+@dataclass(frozen=True)
 class MapSelection:
     """The occurrences inside a box drawn on one layer's map (the same ones are selected in
     every layer): their rows in the index, in corpus order, and the concordance lines of the
-    first :data:`SELECTION_LINES` (empty until they are read; cosine NaN: there is no query)."""
+    first :data:`SELECTION_LINES` (empty until they are read; cosine NaN: there is no query);
+    ``rect``: the box (that layer's map coordinates; None: selected otherwise)."""
 
     layer: int
     rows: np.ndarray                      # (n,) int64
     lines: Tuple[ConcordanceLine, ...] = ()
+    rect: Optional[Rect] = None
 
     @property
     def n(self) -> int:
@@ -129,6 +171,10 @@ class CorpusModel:
     senses: Optional[SenseInduction] = None
     map_word: Optional[str] = None        # the word the map shows (None: all tokens / none)
     selection: Optional[MapSelection] = None   # a box drawn on the map
+    #: a saved box waiting for its map (restored with a workspace; kept by clear_results)
+    pending_box: Optional[MapBox] = None
+    #: what restoring a saved state ignored, one line ("" when nothing)
+    restore_note: str = ""
 
     # ---- results -------------------------------------------------------------------------
     def set_hits(self, hits_by_layer: Dict[int, Sequence[Hit]]) -> None:
@@ -171,18 +217,36 @@ class CorpusModel:
         return rows
 
     # ---- workspace state ------------------------------------------------------------------
+    def box(self) -> Optional[MapBox]:
+        """The box of the map selection (else a restored one still waiting for its map)."""
+        sel = self.selection
+        if sel is not None and sel.rect is not None:
+            return MapBox(sel.layer, sel.rect, self.map_word)
+        return self.pending_box
+
     def view_state(self) -> Dict[str, Any]:
         state: Dict[str, Any] = {"index": self.index_path, "options": asdict(self.options)}
         if self.query is not None:
             state["query"] = {"word": self.query.word, "tokens": list(self.query.tokens),
                               "position": self.query.position}
+        box = self.box()
+        if box is not None:
+            state["box"] = box.to_json()
         return state
 
     def restore_view_state(self, state: Dict[str, Any]) -> Optional[str]:
-        """Apply the options of a saved state; returns the saved index path (None: none)."""
+        """Apply the options of a saved state; returns the saved index path (None: none). A
+        saved box waits in ``pending_box`` for its map; a bad one is ignored and said in
+        ``restore_note``."""
+        self.pending_box, self.restore_note = None, ""
         if not isinstance(state, dict):
             return None
         self.options = CorpusOptions.from_dict(state.get("options", {}))
+        if "box" in state:
+            try:
+                self.pending_box = MapBox.from_json(state["box"])
+            except ValueError as e:
+                self.restore_note = f"the saved map selection box was ignored: {e}"
         q = state.get("query")
         if isinstance(q, dict):
             toks, pos, word = q.get("tokens"), q.get("position"), q.get("word")

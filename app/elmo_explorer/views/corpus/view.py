@@ -96,8 +96,8 @@ class CorpusView(QWidget):
     """Signals: ``build_requested`` (the reference corpus), ``build_files_requested`` (ask for
     files), ``open_requested``, ``cancel_requested``,
     ``word_requested(str)``, ``options_changed``, ``line_activated(int layer, int row)``,
-    ``map_point_clicked(int layer, int index)``, ``map_selection(int layer, object indices)``
-    (a box drawn on one layer's map)."""
+    ``map_point_clicked(int layer, int index)``, ``map_selection(int layer, object indices,
+    object rect)`` (a box drawn on one layer's map: the points inside it and the box)."""
 
     build_requested = Signal()
     build_files_requested = Signal()
@@ -107,7 +107,7 @@ class CorpusView(QWidget):
     options_changed = Signal()
     line_activated = Signal(int, int)
     map_point_clicked = Signal(int, int)
-    map_selection = Signal(int, object)
+    map_selection = Signal(int, object, object)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -218,7 +218,8 @@ class CorpusView(QWidget):
             m = MapPlot(layer_name(layer))
             m.setMinimumWidth(120)
             m.point_clicked.connect(lambda i, lay=layer: self.map_point_clicked.emit(lay, i))
-            m.selection_made.connect(lambda idx, lay=layer: self.map_selection.emit(lay, idx))
+            m.selection_made.connect(
+                lambda idx, rect, lay=layer: self.map_selection.emit(lay, idx, rect))
             plots.addWidget(m)
             self.maps[layer] = m
         ml.addLayout(plots, 1)
