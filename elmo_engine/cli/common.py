@@ -300,6 +300,7 @@ NUMERIC_LIMITS = {
     "unroll": (1, 1 << 16, False), "negatives": (1, 1 << 24, False),
     "vocab_size": (1, 1 << 24, False), "min_count": (1, None, False),
     "max_sentences": (1, None, False), "mdl_max_sentences": (2, None, False),
+    "max_tokens": (1, None, False),
     "baseline_samples": (2, 10 ** 7, False), "cka_tokens": (4, 10 ** 7, False),
     "hidden": (0, 1 << 16, False), "neighbours": (0, 10 ** 6, False),
     "max_points": (2, 10 ** 7, False), "n_neighbors": (2, 10 ** 4, False),

@@ -23,11 +23,16 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from elmo_engine.analysis.layers.run import (analyse_layers, compare_layers, demo_mdl_data,
                                              mdl_probe, reference_corpus_path,
-                                             subset)
+                                             sentences_within, subset)
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
 MDL_TASKS = ("pos", "tsv", "demo-pos", "demo-supersense", "demo-wsd")
+#: ``--max-tokens``' default: the tokens analysed at most (a seeded sample of whole sentences;
+#: the shipped reference corpus, 81,792 tokens, is analysed whole)
+SAMPLE_TOKENS = 200_000
+#: the largest corpus ``layers`` reads (decompressed); it is read twice as a stream, never held
+LAYERS_MAX_INPUT_BYTES = 1 << 30
 JSON_VERSION = 1
 
 JSON_DESCRIPTION = (
@@ -63,6 +68,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     common.add_pretokenized(p)
     p.add_argument("--max-sentences", type=int, default=None, metavar="N",
                    help="use a seeded random subset of N sentences (kept in file order)")
+    p.add_argument("--max-tokens", type=int, default=SAMPLE_TOKENS, metavar="N",
+                   help="analyse whole sentences of a seeded sample up to N tokens (default "
+                        f"{SAMPLE_TOKENS:,}; memory grows with it, not with CORPUS's length)")
     p.add_argument("--min-count", type=int, default=5,
                    help="words with fewer occurrences are not averaged over (default 5)")
     p.add_argument("--lowercase", action="store_true", help="fold case when counting words")
@@ -102,8 +110,41 @@ def read_corpus(path: Path, pretokenized: bool) -> Tuple[List[List[str]], List[i
     return text.tokens, text.lines
 
 
+def read_sample(path: Path, pretokenized: bool, max_sentences: Optional[int],
+                max_tokens: Optional[int], seed: int) -> Tuple[List[List[str]], int]:
+    """The sentences ``layers`` analyses and the number in the file, reading the file as a
+    stream: a first pass counts the sentences and their lengths, the second keeps the sample
+    (``max_sentences``: a seeded subset, as :func:`subset`; then whole sentences in a seeded
+    random order up to ``max_tokens``), in file order. Memory grows with the sample, not with
+    the file; a sample smaller than the file is said on stderr."""
+    import numpy as np
+
+    from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
+
+    scan = scan_text_input(path, pretokenized, None, LAYERS_MAX_INPUT_BYTES)
+    if scan.blank:
+        common.log(f"note: {scan.blank_note()}")
+
+    def sentences():
+        return (toks for _, toks in iter_text_input(path, pretokenized, scan.grouped, None,
+                                                    LAYERS_MAX_INPUT_BYTES))
+
+    lengths = np.fromiter((len(t) for t in sentences()), np.int64, scan.sentences)
+    chosen = subset(len(lengths), max_sentences, seed)
+    if max_tokens is not None and lengths[chosen].sum() > max_tokens:
+        chosen = chosen[sentences_within(lengths[chosen], max_tokens, seed)]
+    keep = np.zeros(len(lengths), bool)
+    keep[chosen] = True
+    tokens = [t for i, t in enumerate(sentences()) if keep[i]]
+    if len(tokens) < len(lengths):
+        common.log(f"note: analysing a seeded sample of {len(tokens):,} of {len(lengths):,} "
+                   f"sentences ({int(lengths[chosen].sum()):,} of {int(lengths.sum()):,} "
+                   "tokens; --max-tokens, --max-sentences and --seed set it)")
+    return tokens, len(lengths)
+
+
 def _check_args(args) -> None:
-    for name, low in (("max_sentences", 1), ("min_count", 2), ("baseline_samples", 2),
+    for name, low in (("max_sentences", 1), ("max_tokens", 1), ("min_count", 2), ("baseline_samples", 2),
                       ("cka_tokens", 4), ("mdl_max_sentences", 2), ("threads", 1)):
         v = getattr(args, name)
         if v is not None and v < low:
@@ -211,9 +252,8 @@ def _run(args) -> int:
 
     t_start = time.perf_counter()
     corpus = args.corpus if args.corpus is not None else reference_corpus_path()
-    tokens, _ = read_corpus(corpus, args.pretokenized)
-    n_file = len(tokens)
-    tokens = [tokens[i] for i in subset(len(tokens), args.max_sentences, args.seed)]
+    tokens, n_file = read_sample(corpus, args.pretokenized, args.max_sentences, args.max_tokens,
+                                 args.seed)
     mdl_data = _mdl_data(args) if args.mdl_task else None
     device = pick_device(args.device)
     emb, path_a = _load(args.checkpoint, device)
@@ -246,6 +286,7 @@ def _run(args) -> int:
     doc = {"description": JSON_DESCRIPTION, "version": JSON_VERSION,
            "corpus": {"path": str(corpus), "sentences_in_file": n_file, "sentences": len(tokens),
                       "tokens": ctx.n_tokens, "max_sentences": args.max_sentences,
+                      "max_tokens": args.max_tokens,
                       "tokenization": "whitespace" if args.pretokenized else "tokenize"},
            "model": _model_info(emb, path_a), "seed": args.seed, "device": str(device),
            "contextuality": ctx.to_dict(), "cka": cka.to_dict(),

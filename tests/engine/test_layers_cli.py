@@ -189,3 +189,24 @@ def test_mdl_on_demo_word_senses_codes_each_sense_among_its_lemmas(tiny_checkpoi
     # candidates are the senses of the word's own lemma, far fewer than all senses in the data
     assert 0 < mdl["uniform_codelength_bits"] < 60 * math.log2(mdl["classes"]) - 1
     assert all(lab.count("%") == 1 for lab in mdl["labels"])
+
+
+def test_sample_reads_the_file_as_a_stream_and_says_what_it_kept(tmp_path, capsys):
+    """``layers`` analyses a seeded sample of whole sentences up to --max-tokens (the same one
+    each run), in file order; a file that fits is taken whole, as read_corpus reads it."""
+    lines = [" ".join(f"w{i}x{j}" for j in range(1 + i % 9)) for i in range(400)]
+    f = tmp_path / "c.txt"
+    f.write_text("\n".join(lines[:200]) + "\n\n" + "\n".join(lines[200:]) + "\n", encoding="utf-8")
+    whole, n = layers_cli.read_sample(f, False, None, None, 0)
+    assert n == 400 and whole == layers_cli.read_corpus(f, False)[0]
+    capsys.readouterr()
+    sample, n = layers_cli.read_sample(f, False, None, 500, 3)
+    err = capsys.readouterr().err
+    assert n == 400 and 0 < sum(len(s) for s in sample) <= 500 and len(sample) < 400
+    assert f"sample of {len(sample):,} of 400 sentences" in err
+    order = [whole.index(s) for s in sample]
+    assert order == sorted(order)                                 # kept in file order
+    assert sample == layers_cli.read_sample(f, False, None, 500, 3)[0]       # seeded
+    assert sample != layers_cli.read_sample(f, False, None, 500, 4)[0]
+    both, _ = layers_cli.read_sample(f, False, 100, 10 ** 6, 0)   # --max-sentences as before
+    assert both == [whole[i] for i in layers_cli.subset(400, 100, 0)]

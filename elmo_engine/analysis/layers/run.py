@@ -71,10 +71,15 @@ def subset(n: int, keep: Optional[int], seed: int) -> np.ndarray:
 
 def cka_sentences(tokens: Sequence[Sequence[str]], budget: int, seed: int) -> np.ndarray:
     """Whole sentences in a seeded random order until ``budget`` tokens (all if they fit)."""
-    lengths = np.array([len(s) for s in tokens])
+    return sentences_within(np.array([len(s) for s in tokens], np.int64), budget, seed)
+
+
+def sentences_within(lengths: np.ndarray, budget: int, seed: int) -> np.ndarray:
+    """Indexes (sorted) of whole sentences of ``lengths`` taken in a seeded random order while
+    their tokens fit in ``budget`` (all if they fit; at least one)."""
     if lengths.sum() <= budget:
-        return np.arange(len(tokens))
-    order = np.random.default_rng(seed + 1).permutation(len(tokens))
+        return np.arange(len(lengths))
+    order = np.random.default_rng(seed + 1).permutation(len(lengths))
     fits = np.cumsum(lengths[order]) <= budget
     chosen = order[fits] if fits.any() else order[:1]
     return np.sort(chosen)
@@ -207,4 +212,4 @@ def mdl_probe(emb, sents: list, task: str, source: str, *, label: str = "label",
 
 __all__ = ["DEMO_MDL_TASKS", "LayersAnalysis", "analyse_layers", "cka_sentences",
            "compare_layers", "demo_mdl_data", "gather_rows", "mdl_probe", "read_corpus",
-           "reference_corpus_path", "subset"]
+           "reference_corpus_path", "sentences_within", "subset"]
