@@ -21,16 +21,17 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 
-from elmo_engine.analysis.layers.run import (analyse_layers, compare_layers, demo_mdl_data,
-                                             mdl_probe, reference_corpus_path,
+from elmo_engine.analysis.layers.run import (MAX_LAYERS_TOKENS, analyse_layers, compare_layers,
+                                             demo_mdl_data, mdl_probe, reference_corpus_path,
                                              sentences_within, subset)
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
 MDL_TASKS = ("pos", "tsv", "demo-pos", "demo-supersense", "demo-wsd")
-#: ``--max-tokens``' default: the tokens analysed at most (a seeded sample of whole sentences;
-#: the shipped reference corpus, 81,792 tokens, is analysed whole)
-SAMPLE_TOKENS = 200_000
+#: ``--max-tokens``' default and largest value: the tokens the analysis takes (its per-word
+#: activations are kept; a seeded sample of whole sentences of a larger file; the shipped
+#: reference corpus, 81,792 tokens, is analysed whole)
+SAMPLE_TOKENS = MAX_LAYERS_TOKENS
 #: the largest corpus ``layers`` reads (decompressed); it is read twice as a stream, never held
 LAYERS_MAX_INPUT_BYTES = 1 << 30
 JSON_VERSION = 1
@@ -69,8 +70,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--max-sentences", type=int, default=None, metavar="N",
                    help="use a seeded random subset of N sentences (kept in file order)")
     p.add_argument("--max-tokens", type=int, default=SAMPLE_TOKENS, metavar="N",
-                   help="analyse whole sentences of a seeded sample up to N tokens (default "
-                        f"{SAMPLE_TOKENS:,}; memory grows with it, not with CORPUS's length)")
+                   help="analyse whole sentences of a seeded sample up to N tokens (default and "
+                        f"most {SAMPLE_TOKENS:,}; memory grows with it, not with CORPUS's "
+                        "length)")
     p.add_argument("--min-count", type=int, default=5,
                    help="words with fewer occurrences are not averaged over (default 5)")
     p.add_argument("--lowercase", action="store_true", help="fold case when counting words")
@@ -149,6 +151,9 @@ def _check_args(args) -> None:
         v = getattr(args, name)
         if v is not None and v < low:
             raise InputError(f"--{name.replace('_', '-')} must be at least {low}, got {v}")
+    if args.max_tokens > MAX_LAYERS_TOKENS:
+        raise InputError(f"--max-tokens: layers analyses at most {MAX_LAYERS_TOKENS:,} tokens "
+                         f"(its per-word activations are kept), got {args.max_tokens:,}")
     if args.mdl_task in ("pos", "tsv") and args.mdl_train is None:
         raise InputError(f"--mdl-task {args.mdl_task} needs --mdl-train FILE")
     if args.mdl_train is not None and args.mdl_task is None:
