@@ -572,61 +572,67 @@ def _projection_layers(state, n_layers: int):
     return layers
 
 
-def _add_projection(spec: ReportSpec, tokens, acts, word: Optional[str], state,
-                    figure_dir: Optional[Path], style: FigureStyle, where: str) -> None:
-    """Every token of the workspace's sentences projected to 2-D, one panel per layer and the
-    mix (the projection view's maps, :mod:`elmo_engine.analysis.projection`); the word's
-    occurrences drawn above the rest and named in the legend; a map whose points are all the
-    same is a note."""
+def projection_figure(tokens, acts, word: Optional[str], state=None):
+    """The report's projection grid: every token of ``tokens`` (a sample of
+    :data:`PROJECTION_MAX_POINTS` beyond it) projected to 2-D, one panel per layer and the mix
+    (the projection view's maps, :mod:`elmo_engine.analysis.projection`); the occurrences of
+    ``word`` drawn above the rest and named in the legend; a map whose points are all the same
+    is a note. ``state``: the saved projection view (its UMAP settings and mix weights).
+
+    Returns ``(figure, points, projections, how)``: ``how`` says in words which method drew
+    the maps (for the caption)."""
     from elmo_engine.analysis.projection import Projector, all_tokens
     from elmo_engine.io.figures.projection import projection_grid
 
-    points = all_tokens(tokens, f"{len(tokens)} sentences")
-    if figure_dir is None or len(points) < 2:
-        return
-    sampled = len(points) > PROJECTION_MAX_POINTS
-    points = points.sample(PROJECTION_MAX_POINTS, seed=0)
+    points = all_tokens(tokens, f"{len(tokens)} sentences").sample(PROJECTION_MAX_POINTS, seed=0)
     method, params = _projection_params(state)
     layers = _projection_layers(state, acts[0].shape[0])
     projections = Projector().run(acts, points, layers, method, params, pca_fallback=True)
-    mine = np.array([w == word for w in points.words], bool) if word else np.zeros(0, bool)
+    mine = np.array([w == word for w in points.words], bool)
     n_mine = int(mine.sum())
-    colors = [F.USER_COLOR if m else OTHER_TOKENS_COLOR for m in mine] if n_mine \
-        else [OTHER_TOKENS_COLOR] * len(points)
+    colors = [F.USER_COLOR if m else OTHER_TOKENS_COLOR for m in mine]
     panels = []
     for p in projections:
         if p.method == "pca":
             ex = p.explained or (0.0, 0.0)
-            how = f"PCA ({100 * ex[0]:.0f} % + {100 * ex[1]:.0f} % of variance)"
+            title = f"PCA ({100 * ex[0]:.0f} % + {100 * ex[1]:.0f} % of variance)"
         else:
-            how = "UMAP"
-        panels.append({"title": f"{p.layer.name}: {how}", "xy": p.coords, "colors": colors,
+            title = "UMAP"
+        panels.append({"title": f"{p.layer.name}: {title}", "xy": p.coords, "colors": colors,
                        "labels": list(points.words), "highlight": mine if n_mine else None,
                        "note": f"{p.layer.name}: all {len(points):,} tokens have the same "
                                "vector here, so there is nothing to map."})
     legend = [(f"other tokens ({len(points) - n_mine:,})" if n_mine else
                f"tokens ({len(points):,})", OTHER_TOKENS_COLOR)]
-    user = f"'{word}' ({n_mine})" if word else "your sentences"
-    fig = projection_grid(panels, legend, user_label=user)
+    fig = projection_grid(panels, legend, user_label=f"'{word}' ({n_mine})")
     used = sorted({p.method for p in projections})
     if "umap" in used:
-        assert params.random_state is not None
         how = (f"UMAP (seed {params.random_state}, {params.n_neighbors} neighbours, min dist "
                f"{params.min_dist:.2f}, cosine kNN on {params.pca_dims} PCA dimensions)")
         if "pca" in used:
             how += "; PCA where there were too few distinct points for UMAP"
     else:
         how = "PCA (the first two principal components; the share of variance in each title)"
+    return fig, points, projections, how
+
+
+def _add_projection(spec: ReportSpec, tokens, acts, word: Optional[str], state,
+                    figure_dir: Optional[Path], style: FigureStyle, where: str) -> None:
+    """The projection grid (:func:`projection_figure`) as a figure of the report."""
+    n = sum(len(t) for t in tokens)
+    if figure_dir is None or n < 2:
+        return
+    fig, points, projections, how = projection_figure(tokens, acts, word, state)
+    n_mine = sum(w == word for w in points.words)
     mark = (f" The {n_mine} occurrences of '{word}' are ringed and drawn above the other "
             "tokens." if n_mine else "")
     spec.parameters |= {"projection (report)": how.split(" (")[0] + f", {len(points):,} tokens"}
-    _save(spec, fig, figure_dir, f"projection_{'_'.join(used)}",
+    _save(spec, fig, figure_dir, "projection_" + "_".join(sorted({p.method for p in projections})),
           f"The {len(points):,} tokens of the workspace's sentences ({where}"
-          + (f"; a fixed sample of {PROJECTION_MAX_POINTS:,}" if sampled else "")
+          + (f"; a fixed sample of the {n:,}" if len(points) < n else "")
           + f") projected to 2-D per layer and for the scalar mix by {how}; equal axes, "
           f"axis units arbitrary.{mark} A panel whose points are all the same is a note.",
           style)
-
 
 
 # ---- MDL probes of the layers result (issue 29) ----------------------------------------------
