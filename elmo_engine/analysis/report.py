@@ -98,8 +98,8 @@ def mdl_runs(data) -> List[dict]:
     (``views["layers"]["mdl"]``, task → object); malformed ones and repeats left out."""
     state = (data.views or {}).get(LAYERS_VIEW)
     state = state if isinstance(state, dict) else {}
-    res = state.get("result") if isinstance(state.get("result"), dict) else {}
-    found = [res.get("mdl")]
+    res = state.get("result")
+    found = [res.get("mdl") if isinstance(res, dict) else None]
     if isinstance(state.get("mdl"), dict):
         found += [dict(m, task=m.get("task", task)) if isinstance(m, dict) else m
                   for task, m in state["mdl"].items()]
