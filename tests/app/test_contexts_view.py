@@ -14,6 +14,7 @@ from PySide6.QtGui import QImage
 
 from elmo_explorer.common.figure_export import FigureOptions
 from elmo_explorer.views.contexts.controller import ContextsPanel
+from elmo_explorer.views.contexts.export import neighbour_rows
 from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace
 from elmo_engine.analysis.contexts import compare as cmp
 
@@ -383,10 +384,14 @@ def test_workspace_save_open_and_report(qtbot, app_settings_dir, tiny_checkpoint
         with qtbot.waitSignal(actions.exported, timeout=30000):
             actions.export_report(out, FigureOptions(3.0, 2.4, 30, keep_aspect=False))
         assert sorted(p.name for p in (out / "figures").iterdir()) == sorted(
-            f"contexts_bank_{v}.{e}" for v in ("heatmaps", "summary") for e in ("png", "svg"))
+            [f"contexts_bank_{v}.{e}" for v in ("heatmaps", "summary") for e in ("png", "svg")]
+            + ["projection_pca.png", "projection_pca.svg"])      # no projection view: PCA
         tables = {p.name for p in (out / "tables").iterdir()}   # the engine's one report path
         assert {"contexts_summary.csv", "contexts_occurrences.csv",
-                "contexts_similarity_mix.csv"} <= tables
+                "contexts_similarity_mix.csv", "contexts_neighbours.csv"} <= tables
+        with open(out / "tables" / "contexts_neighbours.csv", encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(fh))[1:]                       # the neighbours the view shows
+        assert rows == [[str(x) for x in r] for r in neighbour_rows(panel.model)]
         with open(out / "tables" / "contexts_occurrences.csv", encoding="utf-8") as fh:
             assert "river" in fh.read()                           # the view's groups kept
         page = (out / "report.html").read_text(encoding="utf-8")

@@ -222,6 +222,15 @@ def test_the_app_and_export_report_write_the_same_report(qtbot, window, tmp_path
     from elmo_engine.cli.main import main
 
     window.panels["own"] = FakePanel(own_figures=True)
+    layers, projection = FakePanel(), FakePanel()                # the views' saved states
+    code = {"name": "layer 0", "layer": 0, "online_codelength_bits": 420.0,
+            "uniform_codelength_bits": 900.0, "compression": 900.0 / 420.0,
+            "final_block_accuracy": 0.7}
+    layers.state = {"version": 1, "mdl": {"demo-pos": {
+        "task": "demo-pos", "examples": 120, "classes": 9, "mix": None,
+        "layers": [code, dict(code, name="layer 1", layer=1, online_codelength_bits=300.0)]}}}
+    projection.state = {"version": 1, "umap": {"n_neighbors": 5, "min_dist": 0.1, "seed": 3}}
+    window.panels["layers"], window.panels["projection"] = layers, projection
     window.workspace.select(TokenRef(0, 4))                       # "bank"
     ws_path = tmp_path / "w.elmows.json"
     wf.save_workspace(ws_path, window.actions_.collect())
@@ -239,12 +248,18 @@ def test_the_app_and_export_report_write_the_same_report(qtbot, window, tmp_path
     assert files(app_out) == files(cli_out)
     figs = [f for f in files(app_out) if f.startswith("figures/")]
     assert "figures/contexts_bank_heatmaps.png" in figs and "figures/own_plot.svg" not in figs
+    assert "figures/layers_mdl.png" in figs                      # the report's own parts
+    assert [f for f in figs if f.startswith("figures/projection_") and f.endswith(".png")]
     for f in figs:
         if f.endswith(".png"):
             with Image.open(app_out / f) as a, Image.open(cli_out / f) as b:
                 assert a.size == b.size and a.size[0] == 300        # 3 in × 100 dpi
     tables = [f for f in files(app_out) if f.startswith("tables/")]
-    assert "tables/contexts_summary.csv" in tables
+    assert {"tables/contexts_summary.csv", "tables/contexts_neighbours.csv",
+            "tables/layers_mdl.csv"} <= set(tables)
+    mdl = _csv_rows(app_out / "tables/layers_mdl.csv")
+    assert [r[:3] for r in mdl[1:]] == [["demo-pos", "layer 0", "0.42"],
+                                        ["demo-pos", "layer 1", "0.3"]]
     for f in tables:
         a, b = _csv_rows(app_out / f), _csv_rows(cli_out / f)
         assert len(a) == len(b) and a[0] == b[0]

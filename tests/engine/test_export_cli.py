@@ -87,7 +87,8 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
     assert main(["export", "report", str(ws), "-o", str(out), "--device", "cpu", "--pdf"]) == 0
     assert "wrote a report with" in capsys.readouterr().err
     tables = sorted(p.name for p in (out / "tables").iterdir())
-    assert tables == ["contexts_occurrences.csv", "contexts_similarity_layer0.csv",
+    assert tables == ["contexts_neighbours.csv", "contexts_occurrences.csv",
+                      "contexts_similarity_layer0.csv",
                       "contexts_similarity_layer1.csv", "contexts_similarity_layer2.csv",
                       "contexts_similarity_mix.csv", "contexts_summary.csv", "probe_results.csv"]
     with open(out / "tables" / "contexts_summary.csv", encoding="utf-8") as fh:
@@ -105,8 +106,15 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
     assert summary[1]["p (permutation)"] != ""
     figures = sorted(p.name for p in (out / "figures").iterdir())        # one figure path
     assert figures == sorted(f"{stem}.{ext}" for stem in ("contexts_bank_heatmaps",
-                                                          "contexts_bank_summary", "probe_results")
+                                                          "contexts_bank_summary", "probe_results",
+                                                          "projection_pca")
                              for ext in ("pdf", "png", "svg"))
+    with open(out / "tables" / "contexts_neighbours.csv", encoding="utf-8") as fh:
+        neighbours = list(csv.DictReader(fh))                            # the selected 'bank'
+    assert {r["view"] for r in neighbours} == {"layer 0", "layer 1", "layer 2"}
+    assert ("1", "4") not in [(r["sentence"], r["token"]) for r in neighbours]
+    assert "forward halves, the occurrence in sentence 2 (token 5)" in \
+        (out / "report.md").read_text(encoding="utf-8")
     for svg in ("contexts_bank_heatmaps.svg", "probe_results.svg"):
         root = ET.parse(out / "figures" / svg).getroot()                  # well-formed SVG
         text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
@@ -152,7 +160,7 @@ def test_a_workspace_saved_at_launch_reports_the_word_it_names(tmp_path, tiny_ch
                                      checkpoint=CheckpointRef(str(tiny_checkpoint)),
                                      views={"contexts": {"word": "bank"}}))
     assert main(["export", "report", str(ws), "-o", str(tmp_path / "r"), "--device", "cpu"]) == 0
-    assert "wrote a report with 6 tables" in capsys.readouterr().err
+    assert "wrote a report with 7 tables" in capsys.readouterr().err
     assert (tmp_path / "r" / "figures" / "contexts_bank_heatmaps.png").is_file()
     save_workspace(ws, WorkspaceData(sentences=SENTENCES,
                                      checkpoint=CheckpointRef(str(tiny_checkpoint)),

@@ -132,11 +132,12 @@ def test_report_command_end_to_end_on_the_demo_model(tmp_path, five, capsys):
                  str(ws), "--probes", str(probe[0]), "--width-in", "3.5", "--dpi", "200",
                  "--device", "cpu"]) == 0
     err = capsys.readouterr().err
-    assert "wrote a report with 7 tables" in err and "wrote the workspace" in err
+    assert "wrote a report with 8 tables" in err and "wrote the workspace" in err
     figures = sorted(p.name for p in (out / "figures").iterdir())
     assert figures == ["contexts_bank_heatmaps.png", "contexts_bank_heatmaps.svg",
                        "contexts_bank_summary.png", "contexts_bank_summary.svg",
-                       "probe_results.png", "probe_results.svg"]
+                       "probe_results.png", "probe_results.svg",
+                       "projection_pca.png", "projection_pca.svg"]    # no projection view: PCA
     for png in (out / "figures").glob("*.png"):
         with Image.open(png) as img:
             assert img.size[0] == 700                     # 3.5 in × 200 dpi
@@ -159,8 +160,9 @@ def test_report_command_end_to_end_on_the_demo_model(tmp_path, five, capsys):
     assert main(["export", "report", str(ws), "-o", str(again), "--width-in", "3.5", "--dpi", "200",
                  "--device", "cpu"]) == 0
     assert sorted(p.name for p in (again / "figures").iterdir()) == figures
-    assert (again / "tables" / "contexts_summary.csv").read_text("utf-8") == \
-        (out / "tables" / "contexts_summary.csv").read_text("utf-8")
+    for table in ("contexts_summary.csv", "contexts_neighbours.csv"):
+        assert (again / "tables" / table).read_text("utf-8") == \
+            (out / "tables" / table).read_text("utf-8")
 
 
 def test_report_command_bad_input_exits_1_naming_the_file(tmp_path, five, capsys):

@@ -28,6 +28,8 @@ from elmo_engine.analysis.contexts.compare import DIRECTIONS
 from elmo_engine.errors import InputError
 
 INDEX_FORMAT = 1
+#: the columns of a neighbour list (:meth:`NeighbourTable.csv_rows`, :func:`write_neighbours_csv`)
+NEIGHBOUR_COLUMNS = ("view", "rank", "score", "word", "sentence", "token", "text")
 
 
 @dataclass(frozen=True)
@@ -273,11 +275,11 @@ def write_neighbours_csv(path, rows: Sequence[Sequence[object]]) -> None:
     """Neighbour lists as CSV: ``view, rank, score, word, sentence, token, text`` per row."""
     buf = io.StringIO()
     out = csv.writer(buf, lineterminator="\n")
-    out.writerow(["view", "rank", "score", "word", "sentence", "token", "text"])
+    out.writerow(NEIGHBOUR_COLUMNS)
     for row in rows:
         out.writerow(row)
     atomic_write_text(path, buf.getvalue())
 
 
-__all__ = ["Neighbour", "NeighbourIndex", "NeighbourTable", "WordIndex", "highlight_html",
+__all__ = ["NEIGHBOUR_COLUMNS", "Neighbour", "NeighbourIndex", "NeighbourTable", "WordIndex", "highlight_html",
            "neighbour_table", "top_k", "write_neighbours_csv"]

@@ -68,15 +68,19 @@ def mdl_figure(mdls: Sequence[dict], title: str = ""):
     (each a ``mdl`` object of ``layers --json``)."""
     fig = _F.figure(9.0, 3.4)
     axes = fig.subplots(1, 2)
-    cats = [c["name"] for c in mdls[0]["layers"]] + (["mix"] if mdls[0].get("mix") else [])
+    cats: list = []                    # every task's layers and mix, in order (a task without
+    for m in mdls:                     # one of them gets no bar there)
+        cats += [c["name"] for c in m["layers"] + ([m["mix"]] if m.get("mix") else [])
+                 if c["name"] not in cats]
     for ax, key, ylabel, scale in ((axes[0], "online_codelength_bits", "online codelength (kbits)",
                                     1e-3), (axes[1], "compression", "compression (uniform / online)", 1)):
         series = []
         for i, m in enumerate(mdls):
-            codes = m["layers"] + ([m["mix"]] if m.get("mix") else [])
+            codes = {c["name"]: c for c in m["layers"] + ([m["mix"]] if m.get("mix") else [])}
             kind = "semantics" if "wsd" in str(m.get("task")) or "sense" in str(m.get("task")) else "syntax"
             series.append({"label": str(m.get("task", f"task {i}")),
-                           "values": [c[key] * scale for c in codes[:len(cats)]],
+                           "values": [codes[c][key] * scale if c in codes else np.nan
+                                      for c in cats],
                            "color": task_color(kind, i, light=i >= 2)})
         grouped_bars(ax, cats, series, ylabel)
     legend_outside(axes[1], title="task")

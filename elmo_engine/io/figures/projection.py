@@ -5,10 +5,10 @@ from __future__ import annotations
 from elmo_engine.io import figures as F
 
 
-def projection_grid(panels, legend=None, title: str = ""):
+def projection_grid(panels, legend=None, title: str = "", user_label: str = "your sentences"):
     """A projection's maps: ``panels`` as :func:`elmo_engine.io.figures.scatter_panels` takes
-    them, two per row, equal axes."""
-    return F.scatter_panels(panels, ncols=2, legend=legend, title=title)
+    them, two per row, equal axes; the highlighted points named ``user_label``."""
+    return F.scatter_panels(panels, ncols=2, legend=legend, title=title, user_label=user_label)
 
 
 __all__ = ["projection_grid"]
