@@ -200,6 +200,13 @@ def test_the_projection_grid_draws_the_word_above_the_rest():
         assert user.get_zorder() > ref.get_zorder()
     assert [t.get_text() for t in fig.legends[0].get_texts()] == ["other tokens (8)",
                                                                   "'bank' (3)"]
+    from matplotlib.colors import to_rgba
+
+    from elmo_engine.io import figures as F
+
+    handle = fig.legends[0].legend_handles[1]             # the word's entry has its colour
+    assert to_rgba(handle.get_markerfacecolor()) == to_rgba(F.USER_COLOR)
+    assert to_rgba(shown[1].collections[1].get_facecolors()[0]) == to_rgba(F.USER_COLOR)
     assert "PCA (" in shown[1].get_title() and "% of variance" in shown[1].get_title()
     # the coordinates are the engine's PCA of that layer
     from elmo_engine.analysis.projection import LayerSpec, Projector

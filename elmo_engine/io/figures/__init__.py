@@ -307,6 +307,7 @@ def scatter_panels(panels: Sequence[dict], ncols: int = 2, size: float = 3.2,
     fig = figure(size * ncols + (1.6 if legend else 0), size * rows)
     axes = fig.subplots(rows, ncols, squeeze=False)
     any_user = False
+    user_colours: set = set()
     for k, ax in enumerate(axes.flat):
         if k >= n:
             ax.set_visible(False)
@@ -326,6 +327,7 @@ def scatter_panels(panels: Sequence[dict], ncols: int = 2, size: float = 3.2,
                    zorder=REFERENCE_ZORDER, label="_reference")
         if mask.any():
             any_user = True
+            user_colours.update(str(c) for c in colors[mask])
             ax.scatter(xy[mask, 0], xy[mask, 1], c=list(colors[mask]), s=34, edgecolors="black",
                        linewidths=0.9, zorder=USER_ZORDER, label=user_label)
         labels = p.get("labels")
@@ -337,8 +339,9 @@ def scatter_panels(panels: Sequence[dict], ncols: int = 2, size: float = 3.2,
         ax.tick_params(labelsize="x-small")
     handles = [Line2D([], [], marker="o", linestyle="", color=c, label=lab)
                for lab, c in (legend or [])]
-    if any_user:
-        handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor="white",
+    if any_user:          # their one colour, or white: "ringed", whatever the colour says
+        face = next(iter(user_colours)) if len(user_colours) == 1 else "white"
+        handles.append(Line2D([], [], marker="o", linestyle="", markerfacecolor=face,
                               markeredgecolor="black", label=user_label))
     if handles:
         fig.legend(handles=handles, loc="outside right upper", frameon=False, fontsize="small")
