@@ -40,19 +40,22 @@ CORPUS = REPO.parent / "shared" / "data" / "openstax_prose" / "train.txt.gz"
 DEFAULT_OPTIONS = ["--dtype", "float16", "--layers", "top"]
 
 
-def cut(corpus: Path, n_bytes: int, dest: Path) -> int:
+def cut(corpus: Path, n_bytes: int, dest: Path) -> tuple:
     """The first whole lines of ``corpus`` up to ``n_bytes`` bytes into ``dest``; the bytes
-    written."""
-    written = 0
+    written and the longest line in tokens (a batch holds its longest sentence whole)."""
+    from elmo_engine.model.tokenize import tokenize
+
+    written = longest = 0
     with gzip.open(corpus, "rb") as src, open(dest, "wb") as out:
         for line in src:
             if written + len(line) > n_bytes:
                 break
             out.write(line)
             written += len(line)
+            longest = max(longest, len(tokenize(line.decode("utf-8", "replace"))))
     if written < n_bytes * 0.95:
         raise SystemExit(f"{corpus} holds only {written} bytes, {n_bytes} asked")
-    return written
+    return written, longest
 
 
 def command_line(command: str, text: Path, out: Path, options) -> list:
@@ -140,7 +143,7 @@ def main(argv=None) -> None:
     try:
         for n in sizes:
             text = folder / f"text-{n}.txt"
-            got = cut(CORPUS, n, text)
+            got, longest = cut(CORPUS, n, text)
             suffix = {"embed": ".hdf5", "export": ".npz", "layers": ".json", "index": ""}
             out = folder / f"out-{n}{suffix[args.command]}"
             r = run_embed(text, out, extra, args.command)
@@ -150,7 +153,8 @@ def main(argv=None) -> None:
             marks[n] = r["at_mark_mib"]
             mark = "" if r["at_mark_mib"] != r["at_mark_mib"] else \
                 f" ({r['at_mark_mib']:.0f} MiB when embedded)"
-            print(f"{got / 1e6:8.2f} MB of text: peak RSS {r['peak_mib']:7.0f} MiB{mark}, "
+            print(f"{got / 1e6:8.2f} MB of text (longest line {longest} tokens): "
+                  f"peak RSS {r['peak_mib']:7.0f} MiB{mark}, "
                   f"wall {r['wall_s']:7.1f} s, output {r['out_mb']:8.1f} MB  ({r['wrote']})",
                   flush=True)
     finally:

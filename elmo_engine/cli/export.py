@@ -64,6 +64,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     v.add_argument("--dtype", choices=["float32", "float16"], default="float32",
                    help="the vectors' type in npz and hdf5 (default float32; float16 halves "
                         "the file)")
+    v.add_argument("--split-sentences", action="store_true",
+                   help="INPUT holds a paragraph per line: split each into sentences with the "
+                        "trainer's splitter (as embed --split-sentences)")
     common.add_pretokenized(v)
     common.add_device(v)
     common.add_precision(v)
@@ -112,6 +115,7 @@ def run_vectors(args) -> int:
     from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
     from elmo_engine.io.vectors import SentenceVectors, export_stream, format_for, output_files
     from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.train.data import split_sentences
 
     mode = engine_layer_mode(args.layers)
     common.mix_weights(args.mix_weights, args.layers, 1)      # given without mix: refused
@@ -128,13 +132,14 @@ def run_vectors(args) -> int:
         raise InputError(f"--dtype {args.dtype} applies to npz and hdf5 outputs; {fmt} is text")
     device = common.resolve_device(args.device)
     common.resolve_precision(args.precision, device)
-    scan = scan_text_input(args.input, args.pretokenized, None, EMBED_MAX_INPUT_BYTES,
+    split = split_sentences if args.split_sentences else None
+    scan = scan_text_input(args.input, args.pretokenized, split, EMBED_MAX_INPUT_BYTES,
                            word=args.word)
     if scan.blank:
         common.log(f"note: {scan.blank_note()}")
 
     def read():
-        return iter_text_input(args.input, args.pretokenized, scan.grouped, None,
+        return iter_text_input(args.input, args.pretokenized, scan.grouped, split,
                                EMBED_MAX_INPUT_BYTES)
 
     word = args.word

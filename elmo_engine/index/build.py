@@ -23,6 +23,7 @@ from elmo_engine.atomic import atomic_path, cleanup_stale_parts
 from elmo_engine.embed.embedder import Embedder
 from elmo_engine.errors import InputError
 from elmo_engine.index.ann import AnnSettings, ann_file, build_ann
+from elmo_engine.io.embeddings_file import embedded
 from elmo_engine.index.corpus import CorpusCount, count_corpus, shard_blocks
 from elmo_engine.index.store import (CorpusFile, Manifest, SHARDS, TOKENS_DB, read_manifest,
                                      read_shard, remove_index_files, shard_done, shard_stem,
@@ -128,10 +129,14 @@ def embed_shards(folder: Path, sentences: Iterable[Sequence[str]], manifest: Man
     written = 0
     for k, block in shard_blocks(sentences, size, missing):
         check(state)
-        arrays = embedder.embed(block)                          # each (L+1, n_i, D)
-        vectors = {layer: unit_rows(np.concatenate([a[layer] for a in arrays]))
-                   for layer in manifest.layers}                # each (n_tokens, D) float16
-        del arrays
+        # a chunk of sentences at a time, keeping only the chosen layers' unit rows in float16:
+        # a shard costs 2 bytes a value of what is stored, not 4·(L+1) of the activations
+        parts: Dict[int, List[np.ndarray]] = {layer: [] for layer in manifest.layers}
+        for _, arr in embedded(block, embedder):                 # (L+1, n_i, D)
+            for layer in manifest.layers:
+                parts[layer].append(unit_rows(arr[layer]))
+        vectors = {layer: np.concatenate(rows) for layer, rows in parts.items()}
+        del parts                                                 # each (n_tokens, D) float16
         write_shard(folder, k, k * size, block, vectors)
         written += 1
         done += count.shard_tokens[k]

@@ -234,3 +234,25 @@ def test_cached_word_vectors_do_not_pin_their_batch(model):
     vec = emb._types["w7"]
     assert vec.shape == (width,)
     assert vec.untyped_storage().nbytes() == width * vec.element_size()
+
+
+def test_export_vectors_streams_like_embed(tmp_path, model):
+    """``export vectors`` reads and splits as ``embed`` does and writes the same vectors; with
+    ``--word`` only the word's sentences are embedded and the file keeps their numbers."""
+    para = "The bank was closed . She went to the river . It rained near the old boat ."
+    inp = tmp_path / "para.txt"
+    inp.write_text(para + "\nthe loan was new\nthe river bank\n", encoding="utf-8")
+    base = ["--checkpoint", str(CKPT), "--pretokenized", "--split-sentences"]
+    assert main(["embed", str(inp), "-o", str(tmp_path / "e.hdf5"), *base]) == 0
+    assert main(["export", "vectors", str(inp), "-o", str(tmp_path / "x.hdf5"), *base]) == 0
+    got_e, index_e = _datasets(tmp_path / "e.hdf5")
+    got_x, index_x = _datasets(tmp_path / "x.hdf5")
+    assert len(got_x) == 5 and index_x == index_e
+    for a, b in zip(got_e, got_x):
+        np.testing.assert_allclose(b, a, rtol=0, atol=1e-6)
+    assert main(["export", "vectors", str(inp), "-o", str(tmp_path / "w.npz"), *base,
+                 "--word", "river", "--layers", "top"]) == 0
+    with np.load(tmp_path / "w.npz") as z:
+        assert list(z["sentence"]) == [1, 4] and list(z["token"]) == [4, 1]
+        np.testing.assert_allclose(z["vectors"][0], got_e[1][-1, 4], rtol=0, atol=1e-6)
+        np.testing.assert_allclose(z["vectors"][1], got_e[4][-1, 1], rtol=0, atol=1e-6)
