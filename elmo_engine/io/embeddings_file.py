@@ -76,7 +76,24 @@ class EmbeddingsWriter:
             ds = self.fh.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype("utf-8"))
             ds[0] = index_json
         else:
-            self.add("sentence_to_index", np.array(index_json))
+            self._add_text("sentence_to_index", index_json)
+
+    #: code points of a string member encoded at a time (a 0-d numpy unicode array is UCS-4:
+    #: ``np.array(text)`` would hold 4 bytes a character of a text as long as the input)
+    _TEXT_STEP = 1 << 20
+
+    def _add_text(self, key: str, text: str) -> None:
+        """A 0-d unicode array member (``np.load(...)[key]`` gives ``text``), encoded a slice
+        at a time."""
+        assert self._zip is not None
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(f"<U{max(1, len(text))}")),
+                  "fortran_order": False, "shape": ()}
+        with self._zip.open(key + ".npy", "w", force_zip64=True) as member:
+            np.lib.format.write_array_header_1_0(member, header)
+            for i in range(0, len(text), self._TEXT_STEP):
+                member.write(text[i:i + self._TEXT_STEP].encode("utf-32-le"))
+            if not text:
+                member.write(b"\0\0\0\0")
 
     def close(self) -> None:
         if self._zip is not None:

@@ -335,7 +335,8 @@ def export_stream(path, sentences: Iterable[SentenceVectors], fmt: Optional[str]
                 with atomic_path(path) as tmp:
                     _write_csv(tmp, stream, layers)
             files = [path]
-    return ExportSummary(path, fmt, len(stream.sentences), stream.vectors, tuple(files))
+    return ExportSummary(path, fmt, stream.whole + len(stream.sentences), stream.vectors,
+                         tuple(files))
 
 
 def _put_back(first: SentenceVectors, rest: Iterator[SentenceVectors]
@@ -364,6 +365,7 @@ class _Checked:
         self.items, self.n_layers, self.dim = items, n_layers, dim
         self.state, self.total, self.n_selected = state, total, n_selected
         self.sentences: set = set()
+        self.whole = 0
         self.vectors = 0
 
     def __iter__(self) -> Iterator[SentenceVectors]:
@@ -382,8 +384,10 @@ class _Checked:
                     if not 0 <= t < len(item.tokens):
                         raise InputError(f"the selection names token {t} of sentence "
                                          f"{item.index}, which does not exist")
-            if n:
-                self.sentences.add(item.index)
+            if item.positions is None:
+                self.whole += 1                     # each whole sentence comes once
+            elif n:
+                self.sentences.add(item.index)      # a selection may come back to one
             self.vectors += n
             if self.n_selected is not None:
                 _check_count(self.n_selected, self.vectors, final=False)
@@ -460,7 +464,7 @@ def _write_npz_selection(tmp: Path, items: "_Checked", layers: LayerChoice, n: i
     shape = _selection_shape(n, items.n_layers, items.dim, layers)
     with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as zf:
         with zf.open("vectors.npy", "w", force_zip64=True) as member:
-            np.lib.format.write_array_header_2_0(member, {
+            np.lib.format.write_array_header_1_0(member, {
                 "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
                 "fortran_order": False, "shape": shape})
             for block in _selection_blocks(items, layers, dtype, meta):

@@ -256,3 +256,21 @@ def test_export_vectors_streams_like_embed(tmp_path, model):
         assert list(z["sentence"]) == [1, 4] and list(z["token"]) == [4, 1]
         np.testing.assert_allclose(z["vectors"][0], got_e[1][-1, 4], rtol=0, atol=1e-6)
         np.testing.assert_allclose(z["vectors"][1], got_e[4][-1, 1], rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("text", ["", "a", '{"the bank 🙂 é": "0"}', "x" * 1_500_001])
+def test_npz_sentence_index_is_written_a_slice_at_a_time_as_numpy_writes_it(tmp_path, text):
+    """The npz ``sentence_to_index`` (a 0-d UCS-4 array: 4 bytes a character) is encoded a
+    slice at a time, byte for byte what ``np.savez`` writes."""
+    import zipfile
+
+    from elmo_engine.io.embeddings_file import EmbeddingsWriter
+
+    ours, numpys = tmp_path / "a.npz", tmp_path / "b.npz"
+    writer = EmbeddingsWriter(ours, "npz")
+    writer.finish(text)
+    writer.close()
+    np.savez(numpys, sentence_to_index=np.array(text))
+    with zipfile.ZipFile(ours) as a, zipfile.ZipFile(numpys) as b:
+        assert a.read("sentence_to_index.npy") == b.read("sentence_to_index.npy")
+    assert str(np.load(ours)["sentence_to_index"]) == text
