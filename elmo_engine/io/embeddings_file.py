@@ -69,31 +69,30 @@ class EmbeddingsWriter:
         else:
             self.add(key, np.array(value))
 
-    def finish(self, index_json: str) -> None:
+    def finish(self, index: Dict[str, str]) -> None:
+        """``sentence_to_index``: the JSON of ``index`` (sentence text → key), one string."""
         if self._zip is None:
             import h5py
 
             ds = self.fh.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype("utf-8"))
-            ds[0] = index_json
+            ds[0] = json.dumps(index)
         else:
-            self._add_text("sentence_to_index", index_json)
+            self.add_json("sentence_to_index", index)
 
-    #: code points of a string member encoded at a time (a 0-d numpy unicode array is UCS-4:
-    #: ``np.array(text)`` would hold 4 bytes a character of a text as long as the input)
-    _TEXT_STEP = 1 << 20
-
-    def _add_text(self, key: str, text: str) -> None:
-        """A 0-d unicode array member (``np.load(...)[key]`` gives ``text``), encoded a slice
-        at a time."""
+    def add_json(self, key: str, doc) -> None:
+        """The JSON text of ``doc`` as a 0-d unicode array member (``np.load(...)[key]`` gives
+        ``json.dumps(doc)``), encoded as it is written: a 0-d numpy unicode array is UCS-4, so
+        ``np.array(json.dumps(doc))`` would hold the text twice over, 4 bytes a character for
+        the larger copy. A first pass of the encoder counts the characters for the header."""
         assert self._zip is not None
-        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(f"<U{max(1, len(text))}")),
+        encoder = json.JSONEncoder()
+        n = sum(len(chunk) for chunk in encoder.iterencode(doc))
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(f"<U{max(1, n)}")),
                   "fortran_order": False, "shape": ()}
         with self._zip.open(key + ".npy", "w", force_zip64=True) as member:
             np.lib.format.write_array_header_1_0(member, header)
-            for i in range(0, len(text), self._TEXT_STEP):
-                member.write(text[i:i + self._TEXT_STEP].encode("utf-32-le"))
-            if not text:
-                member.write(b"\0\0\0\0")
+            for chunk in encoder.iterencode(doc):
+                member.write(chunk.encode("utf-32-le"))
 
     def close(self) -> None:
         if self._zip is not None:
@@ -246,7 +245,7 @@ def write_embeddings(output: Path, sentences: Iterable[Sequence[str]], embedder,
                 n += 1
             if not n:
                 raise InputError("there are no sentences to embed")
-            writer.finish(json.dumps(index))
+            writer.finish(index)
         finally:
             writer.close()
     return EmbedSummary(output, n, told[0])

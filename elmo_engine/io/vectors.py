@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import shutil
 import time
@@ -421,7 +420,7 @@ def _write_whole(writer: EmbeddingsWriter, items, layers: LayerChoice, dtype: st
             key = str(item.index)
             writer.add(key, layers.apply(item.activations).astype(dtype, copy=False))
             index[" ".join(item.tokens)] = key
-        writer.finish(json.dumps(index, ensure_ascii=False))
+        writer.finish(index)
     finally:
         writer.close()
 

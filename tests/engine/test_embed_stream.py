@@ -258,19 +258,20 @@ def test_export_vectors_streams_like_embed(tmp_path, model):
         np.testing.assert_allclose(z["vectors"][1], got_e[4][-1, 1], rtol=0, atol=1e-6)
 
 
-@pytest.mark.parametrize("text", ["", "a", '{"the bank 🙂 é": "0"}', "x" * 1_500_001])
-def test_npz_sentence_index_is_written_a_slice_at_a_time_as_numpy_writes_it(tmp_path, text):
-    """The npz ``sentence_to_index`` (a 0-d UCS-4 array: 4 bytes a character) is encoded a
-    slice at a time, byte for byte what ``np.savez`` writes."""
+@pytest.mark.parametrize("doc", [{}, {"a": "0"}, {"the bank 🙂 é": "0", "x \\ \"y\"": "1"},
+                                 {f"sentence {i} " + "w" * 40: str(i) for i in range(30_000)}])
+def test_npz_sentence_index_is_encoded_as_it_is_written_as_numpy_writes_it(tmp_path, doc):
+    """The npz ``sentence_to_index`` (a 0-d UCS-4 array: 4 bytes a character) is encoded as it
+    is written, byte for byte what ``np.savez`` writes of ``json.dumps``."""
     import zipfile
 
     from elmo_engine.io.embeddings_file import EmbeddingsWriter
 
     ours, numpys = tmp_path / "a.npz", tmp_path / "b.npz"
     writer = EmbeddingsWriter(ours, "npz")
-    writer.finish(text)
+    writer.finish(doc)
     writer.close()
-    np.savez(numpys, sentence_to_index=np.array(text))
+    np.savez(numpys, sentence_to_index=np.array(json.dumps(doc)))
     with zipfile.ZipFile(ours) as a, zipfile.ZipFile(numpys) as b:
         assert a.read("sentence_to_index.npy") == b.read("sentence_to_index.npy")
-    assert str(np.load(ours)["sentence_to_index"]) == text
+    assert json.loads(str(np.load(ours)["sentence_to_index"])) == doc
