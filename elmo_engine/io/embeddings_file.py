@@ -8,25 +8,27 @@ Streamed, in bounded memory: sentences are read one at a time (an iterable, e.g.
 :func:`elmo_engine.io.datasets.text_input.iter_text_input`), embedded in chunks of about
 :data:`CHUNK_TOKENS` tokens and each chunk's vectors written before the next is read, so that
 peak memory does not grow with the input (measured: ``benchmarks/bench_embed_memory.py``,
-docs/performance.md). Only ``sentence_to_index`` — the sentences' text, which the layout asks
-for as one JSON string — is held to the end. The file is written to a hidden temporary file
-beside the target and renamed at the end (:mod:`elmo_engine.atomic`): a failure leaves no
-partial output and an existing file untouched.
+docs/performance.md). ``sentence_to_index`` — the sentences' text, which the layout asks for
+as one JSON string — waits in a temporary file until the end (:class:`SentenceIndex`). The
+output is written to a hidden temporary file beside the target and renamed at the end
+(:mod:`elmo_engine.atomic`): a failure leaves no partial output and an existing file untouched.
 """
 from __future__ import annotations
 
 import json
+import tempfile
 import zipfile
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from elmo_engine.atomic import atomic_hdf5, atomic_path, cleanup_stale_parts
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState
+from elmo_engine.runtime import release_free_memory
 
 LAYER_CHOICES = ("all", "top", "average")
 DTYPES = ("float32", "float16")
@@ -37,10 +39,41 @@ CHUNK_TOKENS = 4096
 SIZE_WARNING_BYTES = 10 ** 9
 
 
+class SentenceIndex:
+    """``sentence_to_index`` as it grows, kept in a temporary file rather than in memory: the
+    JSON object's entries ``"text": "key"`` are written out as they come, with the separators of
+    :func:`json.dumps`, so that the text is what ``json.dumps`` of the dict gives when the
+    sentences differ. A repeated sentence keeps both entries, and ``json.loads`` takes the last
+    one, as the dict of AllenNLP's writer does."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile("w+", encoding="utf-8", newline="")
+        self.chars = 2                                 # "{" and "}"
+        self.entries = 0
+
+    def add(self, text: str, key: str) -> None:
+        entry = (", " if self.entries else "") + json.dumps(text) + ": " + json.dumps(key)
+        self._file.write(entry)
+        self.chars += len(entry)
+        self.entries += 1
+
+    def chunks(self, size: int = 1 << 20) -> Iterator[str]:
+        """The JSON text, ``size`` characters at a time (:attr:`chars` in all)."""
+        yield "{"
+        self._file.seek(0)
+        for piece in iter(lambda: self._file.read(size), ""):
+            yield piece
+        yield "}"
+
+    def close(self) -> None:
+        self._file.close()
+
+
 class EmbeddingsWriter:
     """Writes datasets "0", "1", … and ``sentence_to_index`` to HDF5 or npz, one dataset at a
     time (nothing is kept: an npz is a zip archive written member by member, as
-    :func:`numpy.savez` does, so it streams too).
+    :func:`numpy.savez` does, so it streams too; the sentence index waits in a temporary file,
+    :class:`SentenceIndex`).
 
     ``dest`` is an open ``h5py.File`` (from :func:`atomic_hdf5`, which closes it) or, for npz, the
     temporary path to write.
@@ -54,6 +87,7 @@ class EmbeddingsWriter:
         else:
             self._zip = zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_STORED,
                                         allowZip64=True)
+        self.index = SentenceIndex()
 
     def add(self, key: str, arr: np.ndarray) -> None:
         if self._zip is None:
@@ -69,32 +103,24 @@ class EmbeddingsWriter:
         else:
             self.add(key, np.array(value))
 
-    def finish(self, index: Dict[str, str]) -> None:
-        """``sentence_to_index``: the JSON of ``index`` (sentence text → key), one string."""
+    def finish(self) -> None:
+        """``sentence_to_index``: one string, the JSON of the sentences added to :attr:`index`."""
         if self._zip is None:
             import h5py
 
             ds = self.fh.create_dataset("sentence_to_index", (1,), dtype=h5py.string_dtype("utf-8"))
-            ds[0] = json.dumps(index)
-        else:
-            self.add_json("sentence_to_index", index)
-
-    def add_json(self, key: str, doc) -> None:
-        """The JSON text of ``doc`` as a 0-d unicode array member (``np.load(...)[key]`` gives
-        ``json.dumps(doc)``), encoded as it is written: a 0-d numpy unicode array is UCS-4, so
-        ``np.array(json.dumps(doc))`` would hold the text twice over, 4 bytes a character for
-        the larger copy. A first pass of the encoder counts the characters for the header."""
-        assert self._zip is not None
-        encoder = json.JSONEncoder()
-        n = sum(len(chunk) for chunk in encoder.iterencode(doc))
-        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(f"<U{max(1, n)}")),
+            ds[0] = "".join(self.index.chunks())
+            return
+        # a 0-d numpy unicode array is UCS-4: np.array(text) would hold 4 bytes a character
+        header = {"descr": np.lib.format.dtype_to_descr(np.dtype(f"<U{self.index.chars}")),
                   "fortran_order": False, "shape": ()}
-        with self._zip.open(key + ".npy", "w", force_zip64=True) as member:
+        with self._zip.open("sentence_to_index.npy", "w", force_zip64=True) as member:
             np.lib.format.write_array_header_1_0(member, header)
-            for chunk in encoder.iterencode(doc):
+            for chunk in self.index.chunks():
                 member.write(chunk.encode("utf-32-le"))
 
     def close(self) -> None:
+        self.index.close()
         if self._zip is not None:
             self._zip.close()
             self._zip = None
@@ -201,6 +227,7 @@ def embedded(sentences: Iterable[Sequence[str]], embedder, stateful: bool = Fals
         if on_tokens is not None:
             on_tokens(done)
         del arrays, part
+        release_free_memory()                 # the chunk's buffers go back to the system
 
 
 def write_embeddings(output: Path, sentences: Iterable[Sequence[str]], embedder, fmt: str,
@@ -231,7 +258,6 @@ def write_embeddings(output: Path, sentences: Iterable[Sequence[str]], embedder,
         if on_tokens is not None:
             on_tokens(done)
 
-    index: Dict[str, str] = {}
     n = 0
     cleanup_stale_parts(output.parent, target=output.name)
     with (atomic_hdf5(output) if fmt == "hdf5" else atomic_path(output)) as dest:
@@ -241,11 +267,11 @@ def write_embeddings(output: Path, sentences: Iterable[Sequence[str]], embedder,
                                           chunk_tokens):
                 key = str(n)
                 writer.add(key, np.ascontiguousarray(select_layers(arr, layers), dtype=dtype))
-                index[" ".join(sentence)] = key
+                writer.index.add(" ".join(sentence), key)
                 n += 1
             if not n:
                 raise InputError("there are no sentences to embed")
-            writer.finish(index)
+            writer.finish()
         finally:
             writer.close()
     return EmbedSummary(output, n, told[0])

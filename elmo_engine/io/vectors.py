@@ -413,14 +413,13 @@ def _rows(items: Iterable[SentenceVectors], layers: LayerChoice):
 
 def _write_whole(writer: EmbeddingsWriter, items, layers: LayerChoice, dtype: str) -> None:
     """One dataset per sentence and ``sentence_to_index`` (the AllenNLP layout), streamed."""
-    index: Dict[str, str] = {}
     try:
         writer.add_attribute("layers", layers.label())
         for item in items:
             key = str(item.index)
             writer.add(key, layers.apply(item.activations).astype(dtype, copy=False))
-            index[" ".join(item.tokens)] = key
-        writer.finish(index)
+            writer.index.add(" ".join(item.tokens), key)
+        writer.finish()
     finally:
         writer.close()
 

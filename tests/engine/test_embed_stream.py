@@ -269,9 +269,23 @@ def test_npz_sentence_index_is_encoded_as_it_is_written_as_numpy_writes_it(tmp_p
 
     ours, numpys = tmp_path / "a.npz", tmp_path / "b.npz"
     writer = EmbeddingsWriter(ours, "npz")
-    writer.finish(doc)
+    for text, key in doc.items():
+        writer.index.add(text, key)
+    writer.finish()
     writer.close()
     np.savez(numpys, sentence_to_index=np.array(json.dumps(doc)))
     with zipfile.ZipFile(ours) as a, zipfile.ZipFile(numpys) as b:
         assert a.read("sentence_to_index.npy") == b.read("sentence_to_index.npy")
     assert json.loads(str(np.load(ours)["sentence_to_index"])) == doc
+
+
+def test_a_repeated_sentence_keeps_its_last_key_as_the_dict_did(tmp_path):
+    from elmo_engine.io.embeddings_file import EmbeddingsWriter
+
+    writer = EmbeddingsWriter(tmp_path / "r.npz", "npz")
+    for text, key in [("a b", "0"), ("c", "1"), ("a b", "2")]:
+        writer.index.add(text, key)
+    writer.finish()
+    writer.close()
+    assert json.loads(str(np.load(tmp_path / "r.npz")["sentence_to_index"])) == \
+        {"a b": "2", "c": "1"}
