@@ -31,6 +31,8 @@ _root = _root_conftest()
 #: the root conftest's constants and helpers (not its fixtures: pytest already has them)
 REPO, FIXTURES, SHARED, DATA = _root.REPO, _root.FIXTURES, _root.SHARED, _root.DATA
 LAYERS_SENTENCES, need, json_paths = _root.LAYERS_SENTENCES, _root.need, _root.json_paths
+json_values, mutate_json = _root.json_values, _root.mutate_json
+WSD_XML, WSD_KEYS = _root.WSD_XML, _root.WSD_KEYS
 write_tiny_checkpoint = _root.write_tiny_checkpoint
 
 pytest.importorskip("pytestqt")
