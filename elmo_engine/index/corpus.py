@@ -1,7 +1,7 @@
 """The corpus a corpus index is built from, read as a stream (issue 29: bounded memory).
 
 :class:`CorpusReader` reads the files again each time it is iterated, one line at a time
-(:func:`elmo_engine.train.data.iter_sentences`, the trainer's tokenizer and sentence splitter,
+(:func:`elmo_engine.io.datasets.corpus_text.iter_sentences`, the trainer's tokenizer and splitter,
 ``= … =`` headers skipped), so that no pass holds the corpus: a first pass counts it
 (:func:`count_corpus`: the manifest's totals and each shard's tokens, for progress), the
 embedding pass takes the shards it is missing (:func:`shard_blocks`), one shard at a time.
@@ -26,7 +26,7 @@ class CorpusReader:
     split: bool = True                  # paragraphs into sentences (the trainer's splitter)
 
     def __iter__(self) -> Iterator[List[str]]:
-        from elmo_engine.train.data import iter_sentences
+        from elmo_engine.io.datasets.corpus_text import iter_sentences
 
         for path in self.paths:
             for s in iter_sentences(path, self.tokenizer, skip_headers=True,

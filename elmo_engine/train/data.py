@@ -12,138 +12,17 @@ carried state also flows in reading order. Window ``k`` holds, per direction, th
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
 
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, token_to_char_ids
-from elmo_engine.errors import InputError
-from elmo_engine.model.tokenize import tokenize, whitespace_tokenize
-
-HEADER_RE = re.compile(r"^\s*=.*=\s*$")
-SENT_END = {".", "!", "?"}
-CLOSERS = {"”", "’", '"', "'", ")", "]", "''"}
-OPENERS = {"“", "‘", '"', "'", "(", "[", "``"}
-TOKENIZERS = ("regex", "whitespace")
-
-
-def split_sentences(tokens: Sequence[str]) -> List[List[str]]:
-    """Split a tokenized paragraph after ``. ! ?`` (and a closing quote) before a capital."""
-    out: List[List[str]] = []
-    cur: List[str] = []
-    n = len(tokens)
-    i = 0
-    while i < n:
-        cur.append(tokens[i])
-        if tokens[i] in SENT_END:
-            while i + 1 < n and tokens[i + 1] in CLOSERS:
-                i += 1
-                cur.append(tokens[i])
-            nxt = tokens[i + 1] if i + 1 < n else None
-            if nxt is None or nxt[0].isupper() or nxt[0].isdigit() or nxt in OPENERS:
-                out.append(cur)
-                cur = []
-        i += 1
-    if cur:
-        out.append(cur)
-    return out
-
-
-def read_documents(path, tokenizer: str = "regex", skip_headers: bool = True,
-                   sentences: bool = True, what: str = "corpus") -> List[List[List[str]]]:
-    """Read a corpus file into documents of tokenized sentences.
-
-    A document ends at a ``= … =`` header line or an empty line (a chapter or module of the
-    shipped corpora). A file with no such boundary has one document per line, so that a file of
-    one sentence per line is shuffled by sentence as before.
-
-    Parameters
-    ----------
-    path : text file, UTF-8, optionally gzip-compressed (``.gz``)
-    tokenizer : ``"regex"`` (:func:`elmo_engine.model.tokenize.tokenize`) or ``"whitespace"``
-    skip_headers : drop ``= … =`` header lines (they still end a document)
-    sentences : split paragraphs into sentences
-
-    Raises
-    ------
-    InputError : unreadable file, bad gzip data, not UTF-8 (with the line), or no tokens at all
-    """
-    docs: List[List[List[str]]] = []
-    lines: List[List[List[str]]] = []            # the same sentences, a document per line
-    cur: List[List[str]] = []
-    for sents in _line_sentences(path, tokenizer, skip_headers, sentences, what):
-        if sents is None:
-            if cur:
-                docs.append(cur)
-                cur = []
-            continue
-        cur.extend(sents)
-        lines.append(sents)
-    if cur:
-        docs.append(cur)
-    if not docs:
-        raise _empty(path, what, skip_headers)
-    return docs if len(docs) > 1 else lines
-
-
-def _empty(path, what: str, skip_headers: bool) -> InputError:
-    return InputError(f"the {what} is empty: no tokens"
-                      + (" outside '= … =' header lines" if skip_headers else ""), path=path)
-
-
-def _line_sentences(path, tokenizer: str, skip_headers: bool, sentences: bool, what: str
-                    ) -> Iterator[Optional[List[List[str]]]]:
-    """Per line of the file: None where a document ends (an empty line or a ``= … =`` header),
-    else the line's sentences; one line at a time (nothing is kept)."""
-    if tokenizer not in TOKENIZERS:
-        raise InputError(f"unknown tokenizer {tokenizer!r}; use one of {', '.join(TOKENIZERS)}")
-    split = tokenize if tokenizer == "regex" else whitespace_tokenize
-    from elmo_engine.files import regular_file_problem
-    from elmo_engine.io.datasets.textio import open_text
-
-    path = Path(path)
-    if path.is_dir():
-        raise InputError(f"the {what} must be a text file, not a folder", path=path)
-    problem = regular_file_problem(path)
-    if problem:
-        raise InputError(f"cannot read the {what}: {problem}", path=path)
-    # the one reader: a regular file (a FIFO or a device is refused), gzip by its magic bytes,
-    # UTF-8, lines of at most 1 MiB; errors name the file and the line
-    with open_text(path) as text_lines:
-        for line in text_lines:
-            header = HEADER_RE.match(line) is not None
-            if not line.strip() or header:
-                yield None
-                if header and skip_headers:
-                    continue
-            toks = split(line)
-            if not toks:
-                continue
-            yield split_sentences(toks) if sentences else [toks]
-
-
-def iter_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
-                   sentences: bool = True, what: str = "corpus") -> Iterator[List[str]]:
-    """The sentences :func:`read_sentences` returns, in the same order, read one line at a time:
-    memory does not grow with the file (the corpus index reads its corpus so). Errors as
-    :func:`read_documents`'s, the "empty" one once the file is read."""
-    seen = False
-    for sents in _line_sentences(path, tokenizer, skip_headers, sentences, what):
-        if sents:
-            seen = True
-            yield from sents
-    if not seen:
-        raise _empty(path, what, skip_headers)
-
-
-def read_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
-                   sentences: bool = True, what: str = "corpus") -> List[List[str]]:
-    """Every sentence of :func:`read_documents`, in file order."""
-    return [s for doc in read_documents(path, tokenizer, skip_headers, sentences, what)
-            for s in doc]
+from elmo_engine.io.datasets.corpus_text import (  # noqa: F401
+    CLOSERS, HEADER_RE, OPENERS, SENT_END, TOKENIZERS, iter_sentences, read_documents,
+    read_sentences, split_sentences)
+# (the corpus text reader and the sentence splitter live in io.datasets.corpus_text, which the
+# corpus index shares; they are imported here for the trainer and its callers)
 
 
 class TypeTable:

@@ -252,7 +252,7 @@ def test_export_vectors_streams_like_embed(tmp_path, model):
         np.testing.assert_allclose(b, a, rtol=0, atol=1e-6)
     assert main(["export", "vectors", str(inp), "-o", str(tmp_path / "w.npz"), *base,
                  "--word", "river", "--layers", "top"]) == 0
-    with np.load(tmp_path / "w.npz") as z:
+    with np.load(tmp_path / "w.npz", allow_pickle=False) as z:
         assert list(z["sentence"]) == [1, 4] and list(z["token"]) == [4, 1]
         np.testing.assert_allclose(z["vectors"][0], got_e[1][-1, 4], rtol=0, atol=1e-6)
         np.testing.assert_allclose(z["vectors"][1], got_e[4][-1, 1], rtol=0, atol=1e-6)
@@ -276,7 +276,7 @@ def test_npz_sentence_index_is_encoded_as_it_is_written_as_numpy_writes_it(tmp_p
     np.savez(numpys, sentence_to_index=np.array(json.dumps(doc)))
     with zipfile.ZipFile(ours) as a, zipfile.ZipFile(numpys) as b:
         assert a.read("sentence_to_index.npy") == b.read("sentence_to_index.npy")
-    assert json.loads(str(np.load(ours)["sentence_to_index"])) == doc
+    assert json.loads(str(np.load(ours, allow_pickle=False)["sentence_to_index"])) == doc
 
 
 def test_a_repeated_sentence_keeps_its_last_key_as_the_dict_did(tmp_path):
@@ -287,5 +287,5 @@ def test_a_repeated_sentence_keeps_its_last_key_as_the_dict_did(tmp_path):
         writer.index.add(text, key)
     writer.finish()
     writer.close()
-    assert json.loads(str(np.load(tmp_path / "r.npz")["sentence_to_index"])) == \
-        {"a b": "2", "c": "1"}
+    index = np.load(tmp_path / "r.npz", allow_pickle=False)["sentence_to_index"]
+    assert json.loads(str(index)) == {"a b": "2", "c": "1"}

@@ -211,7 +211,8 @@ def test_stream_selection_by_word_matches_refs(tmp_path, acts, fmt):
                             layers=LayerChoice("each"), n_selected=len(refs), dtype="float16")
     assert summary.n_vectors == 3
     if fmt == "npz":
-        a, b = np.load(tmp_path / "a.npz"), np.load(tmp_path / "b.npz")
+        a = np.load(tmp_path / "a.npz", allow_pickle=False)
+        b = np.load(tmp_path / "b.npz", allow_pickle=False)
         vec_a, vec_b = a["vectors"], b["vectors"]
         assert list(b["word"]) == ["bank"] * 3 and list(b["sentence"]) == [0, 1, 2]
     else:
