@@ -196,9 +196,9 @@ def iter_text_input(path: PathLike, pretokenized: bool = False, grouped: Optiona
                     split: Optional[Splitter] = None, max_bytes: Optional[int] = None
                     ) -> Iterator[Tuple[int, List[str]]]:
     """Yield ``(line number, tokens)`` for each sentence of the file, one line at a time, the
-    same sentences :func:`read_text_input` returns (groups dropped); ``split`` (for example the
-    trainer's :func:`elmo_engine.train.data.split_sentences`) cuts a line holding a paragraph
-    into sentences, each yielded with the line's number. ``grouped`` as found by
+    same sentences :func:`read_text_input` returns (groups dropped); ``split`` (for example
+    the trainer's :func:`elmo_engine.io.datasets.corpus_text.split_sentences`) cuts a line
+    holding a paragraph into sentences, each yielded with the line's number. ``grouped`` as found by
     :func:`scan_text_input` (None: an extra pass finds it). Memory does not grow with the
     file: nothing is kept between lines. Errors as :func:`read_text_input`'s."""
     path = Path(path)
