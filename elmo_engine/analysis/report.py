@@ -581,7 +581,7 @@ def projection_figure(tokens, acts, word: Optional[str], state=None):
 
     Returns ``(figure, points, projections, how)``: ``how`` says in words which method drew
     the maps (for the caption)."""
-    from elmo_engine.analysis.projection import Projector, all_tokens
+    from elmo_engine.analysis.projection import Projector, all_tokens, collapsed_note
     from elmo_engine.io.figures.projection import projection_grid
 
     points = all_tokens(tokens, f"{len(tokens)} sentences").sample(PROJECTION_MAX_POINTS, seed=0)
@@ -600,8 +600,7 @@ def projection_figure(tokens, acts, word: Optional[str], state=None):
             title = "UMAP"
         panels.append({"title": f"{p.layer.name}: {title}", "xy": p.coords, "colors": colors,
                        "labels": list(points.words), "highlight": mine if n_mine else None,
-                       "note": f"{p.layer.name}: all {len(points):,} tokens have the same "
-                               "vector here, so there is nothing to map."})
+                       "note": collapsed_note(p, points.words)})
     legend = [(f"other tokens ({len(points) - n_mine:,})" if n_mine else
                f"tokens ({len(points):,})", OTHER_TOKENS_COLOR)]
     fig = projection_grid(panels, legend, user_label=f"'{word}' ({n_mine})")
@@ -631,7 +630,7 @@ def _add_projection(spec: ReportSpec, tokens, acts, word: Optional[str], state,
           f"The {len(points):,} tokens of the workspace's sentences ({where}"
           + (f"; a fixed sample of the {n:,}" if len(points) < n else "")
           + f") projected to 2-D per layer and for the scalar mix by {how}; equal axes, "
-          f"axis units arbitrary.{mark} A panel whose points are all the same is a note.",
+          f"axis units arbitrary.{mark} A panel whose tokens fall on a few points is a note.",
           style)
 
 

@@ -94,6 +94,12 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
     assert typed_fill(lp) == own_colour(lp) and len(set(typed_fill(lp))) == 3
     assert lp.typed.zValue() > lp.points.zValue()
     assert len(plots.plots[0].labels) == 6                           # few points: words shown
+    # layer 0 of one word: a note, not a map of one dot (issue 29); the other plots are maps
+    assert "all 6 tokens (bank 6) have the same vector" in plots.plots[0].note_text()
+    assert not plots.plots[0].points.isVisible() and not plots.plots[0].typed.isVisible()
+    assert plots.plots[0].title_text() == "layer 0 · context-free"
+    assert all(lp.note_text() == "" and lp.points.isVisible() for lp in plots.plots[1:])
+    assert plots.plots[0].nearest(QPointF(*panel.model.shown[0].coords[0])) == -1
     assert "below 50 points" in panel.view.controls.status.text()
     assert panel.model.shown[0].method == "pca"
     legend = {name for name, _c, _n in panel.colour_categories()[1]}

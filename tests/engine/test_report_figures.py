@@ -182,3 +182,27 @@ def test_report_command_bad_input_exits_1_naming_the_file(tmp_path, five, capsys
     assert main(["report", str(five), "--word", "bank", "--probes", str(wrong), "--out",
                  str(tmp_path / "r")]) == 1
     assert "wrong.json: not a probe result" in capsys.readouterr().err
+
+
+def test_a_layer_whose_tokens_fall_on_a_few_points_is_a_note_naming_the_spellings():
+    """Issue 29: layer 0 of one word (two spellings) is not a map of two dots but a note; the
+    mix and the contextual layers stay maps."""
+    from elmo_engine.analysis.projection import LayerSpec, Projection, collapsed_note
+
+    words = ["bank"] * 445 + ["Bank"] * 5
+    two = np.array([[0.0, 0.0]] * 445 + [[3.0, 1.0]] * 5)
+    spread = np.random.default_rng(0).normal(size=(450, 2))
+    note = collapsed_note(Projection(LayerSpec.single(0), "pca", two, 0.0), words)
+    assert note.startswith("layer 0: the 450 tokens fall on 2 points, one per spelling "
+                           "(bank 445, Bank 5)")
+    one = collapsed_note(Projection(LayerSpec.single(0), "pca", np.zeros((450, 2)), 0.0), ["bank"] * 450)
+    assert "all 450 tokens (bank 450) have the same vector" in one
+    assert collapsed_note(Projection(LayerSpec.single(1), "umap", spread, 0.0), words) is None
+    assert collapsed_note(Projection(LayerSpec.single(0), "pca", two[:5], 0.0), words[:5]) is None
+    mixed = collapsed_note(Projection(LayerSpec.mix((0.5, 0.5, 0.0)), "pca", two, 0.0), words)
+    assert "fall on 2 points" in mixed and "spelling" not in mixed
+    fig = F.scatter_panels([{"title": "layer 0", "xy": two, "colors": ["k"] * 450, "note": note},
+                            {"title": "layer 1", "xy": spread, "colors": ["k"] * 450}])
+    a0, a1 = fig.axes[:2]
+    assert not a0.axison and not a0.collections and "one per spelling" in a0.texts[0].get_text()
+    assert a1.axison and len(a1.collections[0].get_offsets()) == 450

@@ -297,9 +297,10 @@ def scatter_panels(panels: Sequence[dict], ncols: int = 2, size: float = 3.2,
     """A grid of 2-D maps with equal axes. Each panel: ``title``, ``xy`` (n, 2), ``colors``
     (n colours), optional ``labels`` (n strings, drawn when there are at most 60 points),
     ``highlight`` (a boolean mask: the user's own points, drawn above the others with a black
-    outline and named ``user_label`` in the legend) and ``note`` (the text shown instead of a
-    map whose points are all the same). ``legend``: (label, colour) pairs shown once, outside
-    the grid."""
+    outline and named ``user_label`` in the legend) and ``note`` (when given, the text shown
+    instead of the map: :func:`elmo_engine.analysis.projection.collapsed_note` for a layer whose
+    tokens fall on a few points; a map whose points are all the same is a note anyway).
+    ``legend``: (label, colour) pairs shown once, outside the grid."""
     from matplotlib.lines import Line2D
 
     n = len(panels)
@@ -315,7 +316,7 @@ def scatter_panels(panels: Sequence[dict], ncols: int = 2, size: float = 3.2,
         p = panels[k]
         xy = np.asarray(p["xy"], dtype=float)
         ax.set_title(p.get("title", ""), fontsize="medium")
-        if constant_points(xy):
+        if p.get("note") or constant_points(xy):
             note_panel(ax, p.get("note") or f"All {len(xy)} points are the same here: "
                                              "nothing to map.")
             continue

@@ -256,7 +256,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
     # ---- drawing --------------------------------------------------------------------------------
     def _draw(self, k: int, p: Projection) -> None:
         self.model.shown[k] = p
-        self.view.draw(k, p)
+        tokens = self.model.tokens
+        self.view.draw(k, p, tokens.words if tokens is not None else ())
 
     def _clear(self, message: str) -> None:
         self.runner.stop()                           # a running job's result would redraw

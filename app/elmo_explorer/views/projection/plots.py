@@ -77,6 +77,13 @@ class LayerPlot:
         self.typed = pg.ScatterPlotItem(pxMode=True, size=POINT_SIZE + 6,
                                         pen=pg.mkPen("#000000", width=1.2))
         self.labels: list = []                             # TextItems when points are few
+        # the note that replaces a map whose tokens fall on a few points (layer 0 of one word)
+        self.note = pg.TextItem("", color="#333333", anchor=(0, 0))
+        self.note.setParentItem(self.view)
+        self.note.setPos(8, 34)
+        self.note.setZValue(20)
+        self.note.setVisible(False)
+        self.view.sigResized.connect(self._fit_note)
         for z, item in enumerate((self.points, self.typed, self.selected, self.found,
                                   self.hover)):
             item.setZValue(z)
@@ -88,6 +95,22 @@ class LayerPlot:
 
     def set_title(self, title: str) -> None:
         self.title.setText(title, color="#333333")
+
+    def set_note(self, note: Optional[str]) -> None:
+        """Show ``note`` instead of the points (``None``: the map)."""
+        self.note.setText(note or "", color="#333333")
+        self.note.setVisible(bool(note))
+        self._fit_note()
+        for item in (self.points, self.typed, self.selected, self.found, self.hover):
+            item.setVisible(not note)
+        for t in self.labels:
+            t.setVisible(not note)
+
+    def note_text(self) -> str:
+        return self.note.toPlainText() if self.note.isVisible() else ""
+
+    def _fit_note(self, *_):
+        self.note.setTextWidth(max(120.0, self.view.width() - 16.0))
 
     def title_text(self) -> str:
         return self.title.toPlainText()
@@ -133,8 +156,9 @@ class LayerPlot:
             item.setData(x=pts[:, 0], y=pts[:, 1])
 
     def nearest(self, pos: QPointF, radius_px: float = HOVER_RADIUS_PX) -> int:
-        """The index of the point nearest to ``pos`` (data coords) within ``radius_px``, or -1."""
-        if self.coords is None or len(self.coords) == 0:
+        """The index of the point nearest to ``pos`` (data coords) within ``radius_px``, or -1
+        (also on a plot that shows a note)."""
+        if self.coords is None or len(self.coords) == 0 or self.note_text():
             return -1
         px, py = self.view.viewPixelSize()
         if not px or not py:
@@ -146,6 +170,8 @@ class LayerPlot:
         return i if d2[i] <= radius_px * radius_px else -1
 
     def inside(self, rect: QRectF) -> np.ndarray:
+        if self.note_text():
+            return np.zeros(0, np.int64)
         return points_in_rect(self.coords, rect_tuple(rect))
 
 
@@ -194,8 +220,10 @@ class ProjectionPlots(pg.GraphicsLayoutWidget):
         self.words: List[str] = []
         self.hover_index = -1
 
-    def set_coords(self, k: int, coords: np.ndarray, title: str) -> None:
-        """Draw ``coords (N, 2)`` in plot ``k`` with the current colours and overlays."""
+    def set_coords(self, k: int, coords: np.ndarray, title: str,
+                   note: Optional[str] = None) -> None:
+        """Draw ``coords (N, 2)`` in plot ``k`` with the current colours and overlays; with
+        ``note`` the plot shows that text instead of the points (a map that carries none)."""
         lp = self.plots[k]
         lp.set_title(title)
         lp.set_points(coords, self._point_brushes(len(coords)))
@@ -205,6 +233,7 @@ class ProjectionPlots(pg.GraphicsLayoutWidget):
         lp.show_overlay("typed", self.typed)
         if 0 < len(self.words) == len(coords) <= MAX_LABELLED_POINTS:
             lp.set_labels(self.words)
+        lp.set_note(note)
 
     def set_select_mode(self, on: bool) -> None:
         for lp in self.plots:

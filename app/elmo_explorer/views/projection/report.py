@@ -31,8 +31,9 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
     two maps a row with equal axes, coloured as on screen (``colours``: the codes and legend
     of ``colour_by``), one legend outside, words beside the points when there are few (the
     engine's figure path). ``typed``: the points of the user's own sentences among reference
-    points, drawn above them and named in the legend; a map whose points are all the same
+    points, drawn above them and named in the legend; a map whose tokens fall on a few points
     (layer 0 of one word) is a note."""
+    from elmo_engine.analysis.projection import collapsed_note
     from elmo_engine.io.figures.projection import projection_grid
 
     shown, tokens = m.shown, m.tokens
@@ -51,14 +52,10 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
             how = f"PCA ({100 * ex[0]:.0f} % + {100 * ex[1]:.0f} % of variance)"
         else:
             how = "UMAP"
-        words = sorted(set(tokens.words))
-        what = f"'{words[0]}'" if len(words) == 1 else "these words"
         panels.append({"title": f"{p.layer.name}: {how}", "xy": p.coords,
                        "colors": point_colours, "labels": list(tokens.words),
                        "highlight": mine if mine.any() else None,
-                       "note": f"{p.layer.name}: all {len(tokens):,} occurrences of {what} have "
-                               "the same vector here (the character CNN sees only the word), "
-                               "so there is nothing to map."})
+                       "note": collapsed_note(p, tokens.words)})
     return projection_grid(panels, [(f"{name[:LEGEND_LABEL_CHARS]} ({n})", colour)
                                     for name, colour, n in legend],
                            f"{len(tokens):,} tokens ({tokens.source or 'tokens'}), "

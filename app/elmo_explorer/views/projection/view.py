@@ -11,7 +11,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
 
-from elmo_engine.analysis.projection import LayerSpec, Projection, TokenSet
+from elmo_engine.analysis.projection import LayerSpec, Projection, TokenSet, collapsed_note
 from elmo_explorer.views.projection.controls import LegendList, ProjectionControls
 from elmo_explorer.views.projection.plots import ProjectionPlots
 
@@ -24,20 +24,12 @@ def describe(tokens: TokenSet, layers: Sequence[LayerSpec], i: int, k: int = -1)
             f"{tokens.context(i, 12)}")
 
 
-#: at most this many distinct points among many tokens: the title says so instead of naming a
-#: projection of two dots (layer 0 is context-free: one vector per spelling; issue 29)
-FEW_DISTINCT = 5
-
-
 def plot_title(p: Projection) -> str:
     """``layer 1 · PCA (31% + 12%)`` or ``layer 1 · UMAP``; a layer whose tokens fall on a few
-    points says how many (``layer 0 · context-free: 2 points for 450 tokens``)."""
-    coords = np.asarray(p.coords)
-    if len(coords) > FEW_DISTINCT:
-        distinct = len(np.unique(np.round(coords, 4), axis=0))
-        if distinct <= FEW_DISTINCT:
-            why = "context-free: " if p.layer.index == 0 else ""
-            return f"{p.layer.name} · {why}{distinct} points for {len(coords):,} tokens"
+    points (:func:`~elmo_engine.analysis.projection.collapsed_note`: its plot shows a note, not
+    two dots) says so (``layer 0 · context-free``)."""
+    if collapsed_note(p, ()) is not None:
+        return f"{p.layer.name} · context-free" if p.layer.index == 0 else p.layer.name
     if p.method == "pca":
         ex = p.explained or (0.0, 0.0)
         return f"{p.layer.name} · PCA ({100 * ex[0]:.0f}% + {100 * ex[1]:.0f}%)"
@@ -75,8 +67,10 @@ class ProjectionView(QWidget):
     def message(self, text: str) -> None:
         self.controls.status.setText(text)
 
-    def draw(self, k: int, p: Projection) -> None:
-        self.plots.set_coords(k, p.coords, plot_title(p))
+    def draw(self, k: int, p: Projection, words: Sequence[str] = ()) -> None:
+        """Plot ``k`` shows ``p``: its map, or the note that replaces a map of a few points
+        (``words``: the tokens' spellings, named in the note)."""
+        self.plots.set_coords(k, p.coords, plot_title(p), collapsed_note(p, words))
 
     def set_colours(self, codes: np.ndarray, legend: Sequence) -> None:
         self.plots.set_codes(codes)
