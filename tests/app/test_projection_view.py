@@ -112,7 +112,7 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
     fig = panel.grid_figure()
     assert len([a for a in fig.axes if a.get_visible()]) == 4
     note, maps = fig.axes[0], fig.axes[1:4]
-    assert not note.axison and "same vector" in note.texts[0].get_text()   # layer 0 of one word
+    assert not note.axison and "same vector" in " ".join(note.texts[0].get_text().split())   # layer 0 of one word
     assert all(a.get_aspect() == 1.0 for a in maps)
     ref, own = maps[0].collections[:2]                 # the typed sentences over the reference
     assert len(own.get_offsets()) == 4 and own.get_zorder() > ref.get_zorder()

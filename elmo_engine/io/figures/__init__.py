@@ -132,9 +132,17 @@ def new_figure(width: float = 6.5, height: float = 4.0, dpi: int = 100):
 
 
 def note_panel(ax, text: str) -> None:
-    """Replace an axes that would carry no information by a framed note saying why."""
+    """Replace an axes that would carry no information by a framed note saying why, its lines
+    wrapped to the axes' width (matplotlib's own ``wrap`` follows the figure's)."""
+    import textwrap
+
+    from matplotlib.font_manager import FontProperties
+
     ax.set_axis_off()
-    ax.text(0.5, 0.5, text, ha="center", va="center", wrap=True, fontsize="small",
+    size_pt = FontProperties(size="small").get_size_in_points()
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    chars = max(16, int(width_in * 72 / (0.55 * size_pt)) - 4)   # ~0.55 em a character, pad
+    ax.text(0.5, 0.5, textwrap.fill(text, chars), ha="center", va="center", fontsize="small",
             transform=ax.transAxes, color=BASELINE_COLOR,
             bbox={"boxstyle": "round,pad=0.6", "facecolor": "#f2f2f2", "edgecolor": "#bbbbbb"})
 
