@@ -61,7 +61,7 @@ def run(args) -> int:
     from elmo_engine.io.vectors import LayerChoice
     from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
     from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.train.data import split_sentences
+    from elmo_engine.io.datasets.corpus_text import split_sentences
 
     if args.batch_size < 1:
         raise InputError("--batch-size must be at least 1")

@@ -115,7 +115,7 @@ def run_vectors(args) -> int:
     from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
     from elmo_engine.io.vectors import SentenceVectors, export_stream, format_for, output_files
     from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.train.data import split_sentences
+    from elmo_engine.io.datasets.corpus_text import split_sentences
 
     mode = engine_layer_mode(args.layers)
     common.mix_weights(args.mix_weights, args.layers, 1)      # given without mix: refused

@@ -1,10 +1,11 @@
-"""Corpus reading and batching for biLM training.
+"""Batching for biLM training.
 
-A corpus is plain UTF-8 text (optionally ``.gz``), one sentence or paragraph per line. Lines of
-the form ``= … =`` (WikiText / OpenStax module headers) are skipped. Paragraphs are split into
-sentences after tokenization. Each sentence is framed ``<S> … </S>`` and the framed sentences are
-packed end to end into ``B`` parallel streams, cut into windows of ``T`` tokens; the LSTM state is
-carried from one window to the next (truncated BPTT), as in bilm-tf (format doc §14).
+The corpus (plain UTF-8 text, optionally ``.gz``, one sentence or paragraph per line, ``= … =``
+headers skipped, paragraphs split into sentences) is read by
+:mod:`elmo_engine.io.datasets.corpus_text`, which the corpus index shares. Each sentence is
+framed ``<S> … </S>`` and the framed sentences are packed end to end into ``B`` parallel
+streams, cut into windows of ``T`` tokens; the LSTM state is carried from one window to the next
+(truncated BPTT), as in bilm-tf (format doc §14).
 
 The backward LM reads every stream reversed (``</S> wn … w1 <S>`` per sentence), so that its
 carried state also flows in reading order. Window ``k`` holds, per direction, the input types
@@ -18,11 +19,6 @@ from typing import Dict, Iterator, List, Optional, Sequence
 import numpy as np
 
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, token_to_char_ids
-from elmo_engine.io.datasets.corpus_text import (  # noqa: F401
-    CLOSERS, HEADER_RE, OPENERS, SENT_END, TOKENIZERS, iter_sentences, read_documents,
-    read_sentences, split_sentences)
-# (the corpus text reader and the sentence splitter live in io.datasets.corpus_text, which the
-# corpus index shares; they are imported here for the trainer and its callers)
 
 
 class TypeTable:

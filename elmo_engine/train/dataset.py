@@ -10,7 +10,8 @@ import numpy as np
 import torch
 
 from elmo_engine.errors import CheckpointError
-from elmo_engine.train.data import TypeTable, frame, read_documents
+from elmo_engine.train.data import TypeTable, frame
+from elmo_engine.io.datasets.corpus_text import read_documents
 from elmo_engine.train.vocab import Vocabulary, count_tokens
 
 VOCAB_FILE = "vocab.txt"

@@ -37,7 +37,8 @@ def evaluate_text(checkpoint, text, device: str = "cpu", batch_size: int = 32,
 
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.model.softmax import load_softmax
-    from elmo_engine.train.data import TypeTable, frame, read_sentences
+    from elmo_engine.train.data import TypeTable, frame
+    from elmo_engine.io.datasets.corpus_text import read_sentences
     from elmo_engine.train.trainer import perplexity
 
     if batch_size < 1 or unroll < 1:

@@ -223,7 +223,7 @@ def test_engine_build_cancel_then_resume(small, tmp_path):
     from elmo_engine.index.store import shard_done
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.progress import TaskState
-    from elmo_engine.train.data import read_sentences
+    from elmo_engine.io.datasets.corpus_text import read_sentences
 
     corpus, reference = small
     model = load_checkpoint(TINY)
@@ -274,7 +274,7 @@ def test_corpus_reader_streams_the_trainers_sentences(tmp_path):
     at the embedder's limit, counted per shard, and each shard handed out alone."""
     from elmo_engine.index.corpus import CorpusReader, count_corpus, shard_blocks
     from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
-    from elmo_engine.train.data import iter_sentences, read_sentences
+    from elmo_engine.io.datasets.corpus_text import iter_sentences, read_sentences
 
     f = tmp_path / "c.txt"
     long = " ".join(["word"] * (MAX_SENTENCE_TOKENS + 5)) + "."
@@ -301,7 +301,7 @@ def test_embed_shards_refuses_a_corpus_that_changed(small, tmp_path):
     from elmo_engine.index.build import embed_shards, new_manifest
     from elmo_engine.index.corpus import count_corpus
     from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.train.data import read_sentences
+    from elmo_engine.io.datasets.corpus_text import read_sentences
 
     corpus, reference = small
     model = load_checkpoint(TINY)

@@ -18,7 +18,7 @@ from elmo_engine.io import embeddings_file as ef
 from elmo_engine.io.datasets.text_input import (iter_text_input, read_text_input,
                                                 scan_text_input)
 from elmo_engine.model.checkpoint import load_checkpoint
-from elmo_engine.train.data import split_sentences
+from elmo_engine.io.datasets.corpus_text import split_sentences
 
 from conftest import FIXTURES
 

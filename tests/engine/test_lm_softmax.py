@@ -145,7 +145,8 @@ def test_eval_lm_on_a_published_checkpoint_with_its_softmax(published, tmp_path,
     assert code == 0 and doc["vocab_size"] == 14
     assert doc["mean"] == pytest.approx((doc["fwd"] + doc["bwd"]) / 2)
     # the chunked scan equals the dense full softmax of the trainer's model
-    from elmo_engine.train.data import TypeTable, frame, read_sentences
+    from elmo_engine.train.data import TypeTable, frame
+    from elmo_engine.io.datasets.corpus_text import read_sentences
     from elmo_engine.train.model import BiLanguageModel
     from elmo_engine.train.trainer import perplexity
 

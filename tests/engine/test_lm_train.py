@@ -10,7 +10,8 @@ import torch
 from elmo_engine.model.chars import batch_to_ids
 from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.train import state_io
-from elmo_engine.train.data import Streams, TypeTable, frame, read_sentences, split_sentences
+from elmo_engine.train.data import Streams, TypeTable, frame
+from elmo_engine.io.datasets.corpus_text import read_sentences, split_sentences
 from elmo_engine.train.model import BiLanguageModel, LogUniformSampler
 from elmo_engine.train.trainer import TrainConfig, train
 from elmo_engine.train.vocab import Vocabulary

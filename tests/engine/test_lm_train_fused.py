@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from elmo_engine.train.data import epoch_order, read_documents
+from elmo_engine.train.data import epoch_order
+from elmo_engine.io.datasets.corpus_text import read_documents
 from elmo_engine.train.fused_lstm import FusedLSTMLayer, fused_lstm_stack
 from elmo_engine.train.model import BiLanguageModel, LogUniformSampler
 from elmo_engine.train.presets import preset

@@ -10,8 +10,8 @@
 """
 from elmo_engine.analysis.projection.compute import (FEW_PLACES, MIN_UMAP_POINTS, LayerSpec,
                                                      PcaResult, Projection, UmapParams,
-                                                     collapsed_note, distinct_points,
-                                                     exact_knn, layer_features, pca)
+                                                     collapsed_note, exact_knn, layer_features,
+                                                     pca)
 from elmo_engine.analysis.projection.projector import Projector
 from elmo_engine.analysis.projection.umapfit import is_warm, umap_2d, warm_up
 from elmo_engine.analysis.projection.export import (coordinates_table, metadata_columns,
@@ -20,8 +20,9 @@ from elmo_engine.analysis.projection.tokens import (TokenSet, all_tokens, labell
                                                     load_labelled, parse_word_list,
                                                     tokens_from_file, word_tokens)
 
-__all__ = ["FEW_PLACES", "MIN_UMAP_POINTS", "LayerSpec", "PcaResult", "Projection", "Projector", "TokenSet",
-           "UmapParams", "all_tokens", "collapsed_note", "coordinates_table", "distinct_points", "exact_knn", "is_warm",
+__all__ = ["FEW_PLACES", "MIN_UMAP_POINTS", "LayerSpec", "PcaResult", "Projection", "Projector",
+           "TokenSet", "UmapParams", "all_tokens", "collapsed_note", "coordinates_table",
+           "exact_knn", "is_warm",
            "labelled_tokens", "layer_features", "load_labelled", "metadata_columns",
            "parse_word_list", "pca", "tokens_from_file", "umap_2d", "warm_up", "word_tokens",
            "write_coordinates_csv", "write_tensorboard"]

@@ -13,6 +13,7 @@ Step 3 lives in :mod:`elmo_engine.analysis.projection.umapfit`; the cache in
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
@@ -125,29 +126,23 @@ class Projection:
 FEW_PLACES = 5
 
 
-def distinct_points(coords: np.ndarray, decimals: int = 4) -> int:
-    """How many different points ``coords (N, 2)`` holds (rounded to ``decimals``)."""
-    coords = np.asarray(coords, dtype=np.float64).reshape(-1, 2)
-    return int(len(np.unique(np.round(coords, decimals), axis=0))) if len(coords) else 0
-
-
 def collapsed_note(p: Projection, words: Sequence[str]) -> Optional[str]:
     """The note that replaces the map of ``p`` when its ``N`` tokens (``words``: their
     spellings) fall on :data:`FEW_PLACES` points or fewer, or ``None`` when it is a map.
 
     ``layer 0: the 450 tokens fall on 2 points, one per spelling (bank 445, Bank 5): the
     character CNN sees only the word, so there is nothing to map.`` (layer 0 is context-free)."""
-    coords = np.asarray(p.coords)
+    coords = np.asarray(p.coords, dtype=np.float64)                     # (N, 2)
     n = len(coords)
-    k = distinct_points(coords)
-    if n <= FEW_PLACES or k > FEW_PLACES:
+    if n <= FEW_PLACES:
         return None
-    counts: dict = {}
-    for w in words:
-        counts[w] = counts.get(w, 0) + 1
+    k = len(np.unique(np.round(coords, 4), axis=0))                     # distinct points
+    if k > FEW_PLACES:
+        return None
+    counts = Counter(words)
     cnn = "the character CNN sees only the word, so there is nothing to map."
     if p.layer.index == 0 and len(counts) == k:
-        spelled = ", ".join(f"{w} {c:,}" for w, c in sorted(counts.items(), key=lambda t: -t[1]))
+        spelled = ", ".join(f"{w} {c:,}" for w, c in counts.most_common())
         if k == 1:
             return f"{p.layer.name}: all {n:,} tokens ({spelled}) have the same vector: {cnn}"
         return (f"{p.layer.name}: the {n:,} tokens fall on {k} points, one per spelling "

@@ -24,11 +24,12 @@ def describe(tokens: TokenSet, layers: Sequence[LayerSpec], i: int, k: int = -1)
             f"{tokens.context(i, 12)}")
 
 
-def plot_title(p: Projection) -> str:
+def plot_title(p: Projection, collapsed: bool = False) -> str:
     """``layer 1 · PCA (31% + 12%)`` or ``layer 1 · UMAP``; a layer whose tokens fall on a few
-    points (:func:`~elmo_engine.analysis.projection.collapsed_note`: its plot shows a note, not
-    two dots) says so (``layer 0 · context-free``)."""
-    if collapsed_note(p, ()) is not None:
+    points (``collapsed``: its plot shows the note of
+    :func:`~elmo_engine.analysis.projection.collapsed_note`, not two dots) says so
+    (``layer 0 · context-free``)."""
+    if collapsed:
         return f"{p.layer.name} · context-free" if p.layer.index == 0 else p.layer.name
     if p.method == "pca":
         ex = p.explained or (0.0, 0.0)
@@ -70,7 +71,8 @@ class ProjectionView(QWidget):
     def draw(self, k: int, p: Projection, words: Sequence[str] = ()) -> None:
         """Plot ``k`` shows ``p``: its map, or the note that replaces a map of a few points
         (``words``: the tokens' spellings, named in the note)."""
-        self.plots.set_coords(k, p.coords, plot_title(p), collapsed_note(p, words))
+        note = collapsed_note(p, words)
+        self.plots.set_coords(k, p.coords, plot_title(p, note is not None), note)
 
     def set_colours(self, codes: np.ndarray, legend: Sequence) -> None:
         self.plots.set_codes(codes)
