@@ -28,6 +28,7 @@ from elmo_engine.analysis.contexts.groups import word_groups
 from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
 from elmo_engine.errors import InputError
+from elmo_engine.io.report import table_number
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -146,10 +147,10 @@ def run(args) -> int:
     say(f"p: {comp.test.describe()}")
     summary["mix_weights"] = [round(float(w), 6) for w in comp.weights]
     summary["test"] = comp.test.describe()
-    summary["views"] = {name: {"self_similarity": _num(comp.self_sim[k]),
-                               "within": _num(comp.within[k]),
-                               "between": _num(comp.between[k]),
-                               "p": _num(comp.p_value[k])}
+    summary["views"] = {name: {"self_similarity": table_number(comp.self_sim[k]),
+                               "within": table_number(comp.within[k]),
+                               "between": table_number(comp.between[k]),
+                               "p": table_number(comp.p_value[k])}
                         for k, name in enumerate(comp.names)}
     if args.matrices:
         cmp.write_matrices_csv(args.matrices, comp)
@@ -161,8 +162,8 @@ def run(args) -> int:
         vec, exclude = vectors[:, 0], [comp.occurrences[0]]
         table = neighbour_table(index, vec, args.word, args.neighbours, args.direction, exclude)
         summary["neighbours"] = {
-            "layer0": [{"word": w, "score": _num(s)} for w, s in table.words],
-            **{name: [{"score": _num(nb.score), "sentence": " ".join(index.tokens[nb.sentence]),
+            "layer0": [{"word": w, "score": table_number(s)} for w, s in table.words],
+            **{name: [{"score": table_number(nb.score), "sentence": " ".join(index.tokens[nb.sentence]),
                        "token": int(nb.token)} for nb in nbs] for name, nbs in table.layers}}
         say("layer 0 (nearest known words): "
               + ", ".join(f"{w} ({s:.3f})" for w, s in table.words))
@@ -180,10 +181,6 @@ def run(args) -> int:
         if path is not None:
             common.log(f"wrote {path}")
     return 0
-
-
-def _num(v: float) -> Optional[float]:
-    return None if math.isnan(v) else round(float(v), 6)
 
 
 __all__ = ["add_parser", "run"]

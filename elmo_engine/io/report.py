@@ -16,6 +16,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import math
 import os
 import shutil
 import tempfile
@@ -73,6 +74,42 @@ class ReportSpec:
     figures: List[ReportFigure] = field(default_factory=list)
     notes: List[str] = field(default_factory=list)
     created: str = ""
+
+    def add(self, part: "ReportPart") -> None:
+        """Append one part's parameters, tables, figures and notes, in its order."""
+        self.parameters |= part.parameters
+        self.tables += part.tables
+        self.figures += part.figures
+        self.notes += part.notes
+
+
+@dataclass
+class ReportPart:
+    """One view's share of a report (the contexts comparison, the neighbours, the projection
+    grid, the language models), computed from values and added with :meth:`ReportSpec.add`."""
+
+    tables: List[ReportTable] = field(default_factory=list)
+    figures: List[ReportFigure] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    parameters: Dict[str, Any] = field(default_factory=dict)
+
+
+def table_number(v: Any) -> Optional[float]:
+    """A number for a table cell or a JSON value: rounded to 6 places; None (an empty cell,
+    JSON null) for None or NaN (undefined)."""
+    if v is None:
+        return None
+    f = float(v)
+    return None if math.isnan(f) else round(f, 6)
+
+
+def saved_figures(fig, figure_dir: Path, stem: str, caption: str, style) -> List[ReportFigure]:
+    """Write ``fig`` as ``figure_dir/stem`` in the formats of ``style`` (a
+    :class:`~elmo_engine.io.figures.FigureStyle`), each file captioned ``caption``."""
+    from elmo_engine.io import figures as F
+
+    return [ReportFigure(p, caption)
+            for p in F.save(fig, Path(figure_dir) / stem, list(style.formats), style=style)]
 
 
 def _safe_name(name: str) -> str:

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from elmo_engine.analysis.report import (PROJECTION_SEED, _projection_params, mdl_runs,
-                                         projection_figure)
+from elmo_engine.analysis.projection.report import (PROJECTION_SEED, projection_figure,
+                                                    projection_params)
+from elmo_engine.analysis.report import mdl_runs
 from elmo_engine.cli.main import main
 from elmo_engine.io import figures as F
 from elmo_engine.io.workspace_file import CheckpointRef, WorkspaceData, save_workspace
@@ -222,15 +223,15 @@ def test_the_projection_figure_file_has_the_width_asked(tmp_path):
 
 
 def test_the_report_projects_with_seeded_umap_only_for_a_projection_view():
-    assert _projection_params(None)[0] == "pca"                    # no view saved: PCA
+    assert projection_params(None)[0] == "pca"                    # no view saved: PCA
     if importlib.util.find_spec("umap") is None:
-        assert _projection_params({"umap": {"seed": 7}})[0] == "pca"
+        assert projection_params({"umap": {"seed": 7}})[0] == "pca"
         return
-    method, params = _projection_params({"umap": {"seed": 7, "n_neighbors": 5,
-                                                  "min_dist": 0.3, "epochs": 0}})
+    method, params = projection_params({"umap": {"seed": 7, "n_neighbors": 5,
+                                                 "min_dist": 0.3, "epochs": 0}})
     assert method == "umap" and params.random_state == 7 and params.n_neighbors == 5
     assert params.min_dist == pytest.approx(0.3) and params.n_epochs is None
-    _m, params = _projection_params({"umap": {"seed": -1, "n_neighbors": True}})
+    _m, params = projection_params({"umap": {"seed": -1, "n_neighbors": True}})
     assert params.random_state == PROJECTION_SEED and params.n_neighbors == 15
 
 

@@ -15,7 +15,6 @@ its report section), ``elmo-explorer export report`` and ``elmo-explorer lm --js
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -28,7 +27,7 @@ from elmo_engine.analysis.language_model.predictions import SentencePredictions,
 from elmo_engine.analysis.language_model.reach import REPLACEMENT, ReachMatrix, reach
 from elmo_engine.io import figures as F
 from elmo_engine.io.figures import language_model as lm_figures
-from elmo_engine.io.report import ReportFigure, ReportTable
+from elmo_engine.io.report import ReportFigure, ReportPart, ReportTable
 
 #: the bundled sets scored with the demo model (``elmo-explorer lm --pairs bundled --json``
 #: wrapped with the model's checksum), in ``resources/``: shown and reported instead of
@@ -40,13 +39,6 @@ VIEW = "language-model"
 #: the minimal-pair source meaning "the sets shipped with the app"
 BUNDLED = "bundled"
 DIRECTION_LABELS = ("forward", "backward")
-
-
-@dataclass
-class ReportPart:
-    tables: List[ReportTable] = field(default_factory=list)
-    figures: List[ReportFigure] = field(default_factory=list)
-    notes: List[str] = field(default_factory=list)
 
 
 def sentence_document(tokens: Sequence[str], predictions: Optional[SentencePredictions],

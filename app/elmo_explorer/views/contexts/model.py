@@ -8,7 +8,6 @@ No Qt here: :class:`ContextsModel` is what
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
@@ -20,11 +19,6 @@ MAX_OCCURRENCES = 300
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
 STATE_VERSION = 1
 Occ = Tuple[int, int]
-
-
-def num(v: float) -> Optional[float]:
-    """A table cell: the value rounded, NaN (undefined) as an empty cell."""
-    return None if v is None or math.isnan(v) else round(float(v), 6)
 
 
 @dataclass

@@ -15,14 +15,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from elmo_engine.analysis.contexts import compare as cmp
-from elmo_engine.io.report import ReportTable
+from elmo_engine.analysis.contexts.report import safe_name
+from elmo_engine.io.report import ReportTable, table_number
 from elmo_explorer.common.figure_export import FigureOptions, write_figures
-from elmo_explorer.views.contexts.model import ContextsModel, num
-
-
-def _safe(text: str) -> str:
-    keep = "".join(c if c.isalnum() or c in "-_" else "_" for c in text).strip("_")
-    return keep[:40] or "word"
+from elmo_explorer.views.contexts.model import ContextsModel
 
 
 def heatmap_figure(comp: Optional[cmp.Comparison], view: Optional[int] = None):
@@ -45,7 +41,7 @@ def report_figures(comp: Optional[cmp.Comparison], folder,
 
     if comp is None:
         return []
-    word = _safe(comp.word)
+    word = safe_name(comp.word)
     return write_figures([(f"contexts_{word}_heatmaps", lambda: contexts_heatmaps(comp)),
                           (f"contexts_{word}_summary", lambda: contexts_summary(comp))],
                          folder, options)
@@ -61,7 +57,7 @@ def report_tables(m: ContextsModel, n_loaded: int, k: int, direction: str) -> Li
                    + ", mix weights " + " ".join(f"{w:.3f}" for w in comp.weights))
         tables.append(ReportTable(
             "contexts_view_summary", f"Contexts view: '{comp.word}' per layer",
-            [{"view": name, **{row: num(vals[k]) for row, vals in comp.summary_rows()}}
+            [{"view": name, **{row: table_number(vals[k]) for row, vals in comp.summary_rows()}}
              for k, name in enumerate(comp.names)],
             caption=f"As shown in the contexts view ({len(comp.occurrences)} occurrences; "
                     f"{setting}). Within/between: mean cosine of pairs in the same / in "
