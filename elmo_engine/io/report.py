@@ -28,7 +28,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
-from elmo_engine.io.vectors import TargetExistsError, swap_in_folder, writing
+from elmo_engine.io.writing import TargetExistsError, swap_in_folder, writing
 
 #: rows of a table shown on the pages (the CSV always has all of them)
 MAX_SHOWN_ROWS = 60

@@ -20,16 +20,11 @@ Layouts (``docs/guide/workspaces.md`` has the full description):
 
 Every file is written whole beside its target and renamed into place (a TSV folder is renamed
 into place as a whole); an existing target is refused unless ``overwrite=True``. A failure to
-write (disk full, no permission) raises :class:`ExportError` naming the path and leaves nothing
-behind.
+write (disk full, no permission) raises :class:`~elmo_engine.io.writing.ExportError` naming the
+path and leaves nothing behind (:mod:`elmo_engine.io.writing`, the rules every exporter shares).
 """
 from __future__ import annotations
 
-import contextlib
-import errno
-import os
-import shutil
-import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,79 +33,15 @@ from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.atomic import atomic_hdf5, atomic_path
-from elmo_engine.errors import ElmoError, InputError
+from elmo_engine.errors import InputError
 from elmo_engine.io.embeddings_file import EmbeddingsWriter
+from elmo_engine.io.writing import refuse_existing, writing
 from elmo_engine.progress import TaskState, check, report
 
 FORMATS = ("npz", "hdf5", "tsv", "csv")
 LAYER_MODES = ("each", "top", "average", "mix")
 DTYPES = ("float32", "float16")
 FORMAT_BY_SUFFIX = {".npz": "npz", ".hdf5": "hdf5", ".h5": "hdf5", ".csv": "csv", ".tsv": "tsv"}
-
-_REASONS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
-            errno.EACCES: "permission denied", errno.EPERM: "permission denied",
-            errno.EROFS: "the file system is read-only", errno.ENAMETOOLONG: "the name is too long",
-            errno.ENOENT: "the folder does not exist"}
-
-
-class ExportError(ElmoError):
-    """A file could not be written; ``path`` names it. Nothing half-written was left behind."""
-
-    def __init__(self, path, message: str):
-        self.path = str(path)
-        super().__init__(f"{self.path}: {message}")
-
-
-class TargetExistsError(ExportError):
-    """The target exists and overwriting was not allowed (the GUI asks, then retries)."""
-
-    def __init__(self, path):
-        super().__init__(path, "already exists; choose another name or allow overwriting")
-
-
-def swap_in_folder(staging: Path, target: Path, overwrite: bool) -> None:
-    """Rename a filled staging folder into place as a whole; an existing ``target`` is moved
-    aside first (``TargetExistsError`` without ``overwrite``) and put back if the rename fails."""
-    old: Optional[Path] = None
-    if target.exists():
-        if not overwrite:
-            raise TargetExistsError(target)
-        old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
-        os.replace(target, old)
-    try:
-        os.replace(staging, target)
-    except BaseException:
-        if old is not None and not target.exists():
-            os.replace(old, target)                          # put the previous one back
-        raise
-    if old is not None:
-        if old.is_dir():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.unlink(missing_ok=True)
-
-
-def describe_os_error(e: OSError) -> str:
-    """A short reason for a failed write: "the disk is full", "permission denied", …"""
-    reason = _REASONS.get(e.errno or -1) or e.strerror or str(e)
-    return f"cannot write ({reason}); nothing was written"
-
-
-@contextlib.contextmanager
-def writing(path) -> Iterator[None]:
-    """Turn an ``OSError`` (or an h5py error wrapping one) raised in the block into ExportError."""
-    try:
-        yield
-    except ElmoError:
-        raise
-    except OSError as e:
-        raise ExportError(path, describe_os_error(e)) from e
-
-
-def refuse_existing(path, overwrite: bool) -> None:
-    if not overwrite and (Path(path).exists() or Path(path).is_symlink()):
-        raise TargetExistsError(path)
-
 
 # ---- layer choice -------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -520,7 +451,5 @@ def _write_csv(tmp: Path, items: "_Checked", layers: LayerChoice) -> None:
                 fh.write(f"{head}{_csv_field(layers.label())},{row % tuple(vec.tolist())}\n")
 
 
-__all__ = ["DTYPES", "ExportError", "ExportSummary", "FORMATS", "LAYER_MODES", "LayerChoice",
-           "SentenceVectors", "TargetExistsError", "describe_os_error", "export_stream",
-           "export_vectors", "format_for",
-           "output_files", "refuse_existing", "writing"]
+__all__ = ["DTYPES", "ExportSummary", "FORMATS", "LAYER_MODES", "LayerChoice", "SentenceVectors",
+           "export_stream", "export_vectors", "format_for", "output_files"]

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import List, Optional
 
 from elmo_engine.io.projector_tsv import clean_cell, metadata_lines, row_format
-from elmo_engine.io.vectors import LayerChoice, TargetExistsError, _rows, swap_in_folder
+from elmo_engine.io.vectors import LayerChoice, _rows
+from elmo_engine.io.writing import TargetExistsError, swap_in_folder
 
 
 def _umask() -> int:

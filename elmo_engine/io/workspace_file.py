@@ -30,7 +30,7 @@ import numpy as np
 from elmo_engine.atomic import atomic_write_bytes, atomic_write_text
 from elmo_engine.errors import InputError
 from elmo_engine.io.npz_lazy import LazyArrays, open_npz
-from elmo_engine.io.vectors import writing
+from elmo_engine.io.writing import writing
 
 FORMAT = "elmo-explorer-workspace"
 VERSION = 1
@@ -141,7 +141,7 @@ def jsonable(obj: Any, where: str) -> Any:
 def save_workspace(path, data: WorkspaceData) -> Path:
     """Write ``data`` to ``path`` (JSON) and its arrays to a sibling npz, atomically.
 
-    Raises :class:`~elmo_engine.io.vectors.ExportError` naming the file on a failed write
+    Raises :class:`~elmo_engine.io.writing.ExportError` naming the file on a failed write
     (disk full, no permission); the previous workspace file is then left as it was.
     """
     path = Path(path)

@@ -12,7 +12,7 @@ import pytest
 from elmo_engine.errors import ElmoError, InputError
 from elmo_engine.io.report import (MAX_SHOWN_ROWS, ReportFigure, ReportSpec, ReportTable,
                                    write_report)
-from elmo_engine.io.vectors import TargetExistsError
+from elmo_engine.io.writing import TargetExistsError
 
 PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
        b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00"

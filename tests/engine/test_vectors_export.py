@@ -12,8 +12,9 @@ import pytest
 
 from elmo_engine.errors import ElmoError, InputError
 from elmo_engine.model.mix import scalar_mix_numpy
-from elmo_engine.io.vectors import (ExportError, LayerChoice, SentenceVectors,
-                                    TargetExistsError, export_stream, export_vectors, format_for)
+from elmo_engine.io.vectors import (LayerChoice, SentenceVectors, export_stream, export_vectors,
+                                    format_for)
+from elmo_engine.io.writing import ExportError, TargetExistsError
 
 TOKENS = [["the", "bank", "of", "the", "river"], ["a", "bank"], ["bank", "loan", "rates", "rose"]]
 
