@@ -28,6 +28,38 @@ _DISK_FULL = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota
               errno.EFBIG: "File too large", errno.EROFS: "Read-only file system"}
 
 
+def _umask_by_setting() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+#: the umask when the engine was first imported (the entry points import it before any worker
+#: thread starts); used only where the kernel cannot tell the current one
+_UMASK_AT_IMPORT = _umask_by_setting()
+
+
+def current_umask() -> int:
+    """The process umask, read without changing it.
+
+    ``os.umask`` can only be read by setting it, and a file another thread creates in between
+    gets the wrong mode; so it is read from ``/proc/self/status`` (Linux), else the value at
+    import is used."""
+    try:
+        with open("/proc/self/status", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return _UMASK_AT_IMPORT
+
+
+def ordinary_mode(folder: bool = False) -> int:
+    """The mode a new ordinary file (``folder``: folder) gets under the process umask."""
+    return (0o777 if folder else 0o666) & ~current_umask()
+
+
 class WriteError(ElmoError, OSError):
     """A file could not be written because the disk is full (or read-only, or over a quota)."""
 

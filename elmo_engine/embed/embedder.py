@@ -11,11 +11,18 @@ on disk, keyed by the checkpoint hash and the tokens, written atomically, never 
 
 The embedder runs in the process's float32 matmul mode, which
 :func:`elmo_engine.runtime.configure` sets to strict float32 (the entry points call it).
+
+Threads (:mod:`elmo_engine.sharing`): :meth:`Embedder.embed` and :meth:`Embedder.token_vectors`
+may be called from several threads at once, each getting what it would get alone: the caches
+are behind one lock, forward passes run side by side (the model keeps no per-call state of its
+own), and a move to the CPU after a GPU out-of-memory waits until no pass is running.
+:meth:`Embedder.embed_stateful` keeps one state by design: its calls take turns.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -29,6 +36,7 @@ from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
+from elmo_engine.sharing import SharedExclusiveLock
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +122,17 @@ class Embedder:
         self._types = lru(self.max_types)
         self._slots: Optional[LSTMState] = None
         self.stats = {"sentence_hits": 0, "sentence_misses": 0, "types_computed": 0}
+        # threads: the caches and stats under _lock; forward passes hold _model_lock shared and
+        # a move of the model holds it alone (always taken before _lock); stateful calls take
+        # turns on _stateful_lock
+        self._lock = threading.RLock()
+        self._model_lock = SharedExclusiveLock()
+        self._stateful_lock = threading.Lock()
 
     # ---- token layer -----------------------------------------------------------------------
     def _ensure_types(self, types: Sequence[str]) -> None:
-        """Make sure every type has its vector cached (and mark them as recently used)."""
+        """Make sure every type has its vector cached (and mark them as recently used). The
+        caller holds ``_model_lock`` shared and ``_lock``."""
         missing = []
         for t in dict.fromkeys(types):
             if self._types.get(t) is None:             # (a hit counts as a use)
@@ -145,8 +160,10 @@ class Embedder:
         step = self.max_types // 2                    # a chunk never evicts its own types
         for start in range(0, len(types), step):
             chunk = types[start:start + step]
-            self._ensure_types(chunk)
-            parts.append(torch.stack([self._types[t] for t in chunk]).float().cpu().numpy())
+            with self._model_lock.shared(), self._lock:
+                self._ensure_types(chunk)
+                rows = torch.stack([self._types[t] for t in chunk])
+            parts.append(rows.float().cpu().numpy())
         return np.concatenate(parts)
 
     # ---- stateless --------------------------------------------------------------------------
@@ -225,6 +242,10 @@ class Embedder:
         return self._run_stateless(batch, fell_back=True)
 
     def _move(self, device: torch.device) -> None:
+        with self._model_lock.exclusive(), self._lock:   # no pass runs while the model moves
+            self._move_now(device)
+
+    def _move_now(self, device: torch.device) -> None:
         self.device = device
         if device.type == "cpu" and self.dtype != torch.float32 and not (
                 self.dtype == torch.bfloat16 and runtime.cpu_bf16().offered):
@@ -245,30 +266,52 @@ class Embedder:
         """Framed batch → (layers (L+1, B, T, 2·out), final state). With ``boundaries``
         False the ``<S>``/``</S>`` positions are not meaningful and the state is None (see
         :meth:`BiLM.contextual`)."""
-        self._ensure_types([BOS_TOKEN, EOS_TOKEN, *(t for s in batch for t in s)])
-        steps = max(len(s) for s in batch) + 2
-        p = self.opts.projection_dim
-        tok = torch.zeros(len(batch), steps, p, device=self.device, dtype=self.dtype)
-        for r, s in enumerate(batch):
-            framed = [BOS_TOKEN, *s, EOS_TOKEN]
-            tok[r, :len(framed)] = torch.stack([self._types[t] for t in framed])
-        lengths = torch.tensor([len(s) + 2 for s in batch], device=self.device)
-        with torch.inference_mode():
-            return self.model.contextual(tok, lengths, init, boundaries=boundaries)
+        # the type cache is read and filled by every caller
+        with self._model_lock.shared(), self._lock:
+            self._ensure_types([BOS_TOKEN, EOS_TOKEN, *(t for s in batch for t in s)])
+            steps = max(len(s) for s in batch) + 2
+            p = self.opts.projection_dim
+            tok = torch.zeros(len(batch), steps, p, device=self.device, dtype=self.dtype)
+            for r, s in enumerate(batch):
+                framed = [BOS_TOKEN, *s, EOS_TOKEN]
+                tok[r, :len(framed)] = torch.stack([self._types[t] for t in framed])
+        lengths = torch.tensor([len(s) + 2 for s in batch])
+        return self.contextual(tok, lengths, init, boundaries)
+
+    def contextual(self, tok: torch.Tensor, lengths: torch.Tensor,
+                   init: Optional[LSTMState] = None, boundaries: bool = True):
+        """:meth:`BiLM.contextual` on this embedder's device and dtype, in inference mode:
+        framed token vectors ``tok`` (B, T, P) and their ``lengths`` (B,) → (layers
+        (L+1, B, T, 2·out), final state). The one way to run the model beside other callers:
+        it may run while other passes run, never while the model moves."""
+        with self._model_lock.shared():
+            dev, dtype = self.device, self.dtype
+            if init is not None:
+                init = [(c.to(dev, dtype), h.to(dev, dtype)) for c, h in init]
+            with torch.inference_mode():
+                return self.model.contextual(tok.to(dev, dtype), lengths.to(dev), init,
+                                             boundaries=boundaries)
 
     # ---- stateful (reference protocol, docs/checkpoint-format.md §8) -------------------------
     def reset_state(self) -> None:
         """Set every LSTM state slot back to zero."""
-        self._slots = None
+        with self._stateful_lock:
+            self._slots = None
 
     def embed_stateful(self, sentences: Sequence[Sequence[str]], batch_size: int = 64,
                        state: Optional[TaskState] = None) -> List[np.ndarray]:
         """Run sentences in order, ``batch_size`` at a time; row *r* keeps LSTM state slot *r*.
 
         The state persists across calls until :meth:`reset_state`. No caching: results depend
-        on history by design.
+        on history by design, so calls from several threads take turns (each call runs whole,
+        on the state the previous one left).
         """
         sents = [_validate(s, i) for i, s in enumerate(sentences)]
+        with self._stateful_lock:
+            return self._embed_stateful(sents, batch_size, state)
+
+    def _embed_stateful(self, sents: List[Tuple[str, ...]], batch_size: int,
+                        state: Optional[TaskState]) -> List[np.ndarray]:
         out: List[np.ndarray] = []
         total = len(sents)
         for start in range(0, total, batch_size):
@@ -336,7 +379,8 @@ class Embedder:
 
     @cache_size.setter
     def cache_size(self, size: int) -> None:
-        self.sentence_cache.size = size
+        with self._lock:
+            self.sentence_cache.size = size
 
     @property
     def cache_dir(self) -> Optional[Path]:
@@ -344,16 +388,19 @@ class Embedder:
         return self.sentence_cache.folder
 
     def _cache_get(self, key: Tuple[str, ...]) -> Optional[np.ndarray]:
-        arr = self.sentence_cache.get(key)
-        self.stats["sentence_hits" if arr is not None else "sentence_misses"] += 1
+        with self._lock:
+            arr = self.sentence_cache.get(key)
+            self.stats["sentence_hits" if arr is not None else "sentence_misses"] += 1
         return arr
 
     def _cache_put(self, key: Tuple[str, ...], arr: np.ndarray) -> None:
-        self.sentence_cache.put(key, arr)
+        with self._lock:
+            self.sentence_cache.put(key, arr)
 
     def clear_cache(self) -> None:
-        self.sentence_cache.clear()
-        self._types.clear()
+        with self._lock:
+            self.sentence_cache.clear()
+            self._types.clear()
 
 
 def check_finite_vectors(arr: np.ndarray, sentence: Sequence[str]) -> None:

@@ -11,6 +11,7 @@ corpus, as exBERT (Hoover et al. 2020) searches a corpus for BERT's tokens.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,6 +106,8 @@ class CorpusIndex:
         self.db = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
         self._ann: Dict[int, AnnIndex] = {}
         self._rows: "OrderedDict[str, np.ndarray]" = OrderedDict()
+        # the caches and the connection are shared by every thread that reads the index
+        self._lock = threading.RLock()
         s: Dict[str, Any] = dict(m.ann)
         try:
             self.ann_settings = AnnSettings(int(s.get("m", 32)), int(s.get("ef_construction", 128)),
@@ -131,31 +134,38 @@ class CorpusIndex:
         return layer
 
     def ann(self, layer: int) -> AnnIndex:
-        if layer not in self._ann:
-            m = self.manifest
-            self._ann[layer] = AnnIndex(ann_file(self.folder, layer), m.n_tokens, m.dim,
-                                        self.ann_settings)
-        return self._ann[layer]
+        with self._lock:
+            if layer not in self._ann:
+                m = self.manifest
+                self._ann[layer] = AnnIndex(ann_file(self.folder, layer), m.n_tokens, m.dim,
+                                            self.ann_settings)
+            return self._ann[layer]
+
+    def _query(self, sql: str, params: Sequence = ()) -> list:
+        """Every row of one query (the connection serves one query at a time)."""
+        with self._lock:
+            return self.db.execute(sql, params).fetchall()
 
     # ---- tokens ------------------------------------------------------------------------------
     def rows_of(self, word: str) -> np.ndarray:
         """The rows of every occurrence of ``word`` (case-folded), in corpus order. The most
         recently asked words' rows are kept (at most :data:`ROWS_CACHE` row numbers)."""
         key = word.casefold()
-        if key in self._rows:
-            self._rows.move_to_end(key)
-            return self._rows[key]
-        cur = self.db.execute("SELECT row FROM tokens WHERE folded = ? ORDER BY row", (key,))
-        rows = np.fromiter((r for (r,) in cur), dtype=np.int64)
-        rows.setflags(write=False)
-        self._rows[key] = rows
-        while sum(len(r) for r in self._rows.values()) > ROWS_CACHE and len(self._rows) > 1:
-            self._rows.popitem(last=False)
-        return rows
+        with self._lock:
+            if key in self._rows:
+                self._rows.move_to_end(key)
+                return self._rows[key]
+            cur = self.db.execute("SELECT row FROM tokens WHERE folded = ? ORDER BY row", (key,))
+            rows = np.fromiter((r for (r,) in cur), dtype=np.int64)
+            rows.setflags(write=False)
+            self._rows[key] = rows
+            while sum(len(r) for r in self._rows.values()) > ROWS_CACHE and len(self._rows) > 1:
+                self._rows.popitem(last=False)
+            return rows
 
     def sentence(self, sentence_id: int) -> List[str]:
-        got = self.db.execute("SELECT text FROM sentences WHERE id = ?",
-                              (int(sentence_id),)).fetchone()
+        found = self._query("SELECT text FROM sentences WHERE id = ?", (int(sentence_id),))
+        got = found[0] if found else None
         if got is None:
             raise InputError(f"no sentence {sentence_id} in the index (it holds "
                              f"{self.manifest.n_sentences})", path=self.folder)
@@ -170,20 +180,21 @@ class CorpusIndex:
             q = ("SELECT t.row, t.sentence_id, t.position, t.word, s.text FROM tokens t JOIN "
                  "sentences s ON s.id = t.sentence_id WHERE t.row IN (%s)"
                  % ",".join("?" * len(chunk)))
-            for rec in self.db.execute(q, chunk):
+            for rec in self._query(q, chunk):
                 out[rec[0]] = rec
         return [out[r] for r in rows]
 
     def row_of(self, sentence_id: int, position: int) -> int:
-        got = self.db.execute("SELECT row FROM tokens WHERE sentence_id = ? AND position = ?",
-                              (int(sentence_id), int(position))).fetchone()
+        found = self._query("SELECT row FROM tokens WHERE sentence_id = ? AND position = ?",
+                            (int(sentence_id), int(position)))
+        got = found[0] if found else None
         if got is None:
             raise InputError(f"no token {position} in sentence {sentence_id}", path=self.folder)
         return int(got[0])
 
     def vocabulary_sample(self, limit: int = 50_000) -> List[str]:
-        return [w for (w,) in self.db.execute("SELECT DISTINCT word FROM tokens LIMIT ?",
-                                              (limit,))]
+        return [w for (w,) in self._query("SELECT DISTINCT word FROM tokens LIMIT ?",
+                                          (limit,))]
 
     # ---- search ------------------------------------------------------------------------------
     def search(self, query: np.ndarray, layer: Optional[int] = None, k: int = 10,

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from elmo_engine.atomic import ordinary_mode
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
 from elmo_engine.io.writing import TargetExistsError, swap_in_folder, writing
@@ -358,9 +359,7 @@ def write_report(folder, spec: ReportSpec, overwrite: bool = False,
     with writing(folder):
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(staging, 0o777 & ~mask)          # mkdtemp's 0700 → what mkdir would give
+        os.chmod(staging, ordinary_mode(folder=True))   # mkdtemp's 0700 → what mkdir gives
         try:
             written = _fill(staging, spec, names, state)
             swap_in_folder(staging, folder, overwrite)

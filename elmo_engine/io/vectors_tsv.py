@@ -20,15 +20,10 @@ import tempfile
 from pathlib import Path
 from typing import List, Optional
 
+from elmo_engine.atomic import ordinary_mode
 from elmo_engine.io.projector_tsv import clean_cell, metadata_lines, row_format
 from elmo_engine.io.vectors import LayerChoice, _rows
 from elmo_engine.io.writing import TargetExistsError, swap_in_folder
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
 
 
 def is_file_target(path: Path) -> bool:
@@ -90,12 +85,11 @@ def write_tsv(path, items, layers: LayerChoice, overwrite: bool) -> List[Path]:
     names, meta = _names(path, layers, n_out)
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent))
-    mask = _umask()
-    os.chmod(staging, 0o777 & ~mask)
+    os.chmod(staging, ordinary_mode(folder=True))
     try:
         _fill(staging, names, meta, items, layers)
         for f in staging.iterdir():
-            os.chmod(f, 0o666 & ~mask)
+            os.chmod(f, ordinary_mode())
             with open(f, "rb") as fh:
                 os.fsync(fh.fileno())
         if is_file_target(path):

@@ -18,7 +18,12 @@ computation in ``tests/engine/test_bilm_fast_paths.py``:
 * **Directions side by side.** The forward and backward LMs share nothing but their input; for
   batches of ``parallel_min_rows`` rows or more :func:`both_directions` runs them in two threads
   with half the cores each.
-* **Scratch buffers.** Large input projections go to a reusable buffer per direction.
+* **Scratch buffers.** Large input projections go to a reusable buffer per direction and
+  thread.
+* **Shared by threads.** A model may run in several threads at once: the packed copies are
+  made under a lock and only read afterwards, scratch buffers belong to the thread that uses
+  them, and every calling thread has its own pair of direction threads, so no call waits on
+  another's (``tests/engine/test_concurrency.py``).
 
 The switches are a :class:`FastPath` held by each model (``BiLM.fast_path``), not module state.
 """
@@ -36,8 +41,8 @@ from torch import Tensor
 
 T_ = TypeVar("T_")
 
-_pool: Optional[Tuple[int, ThreadPoolExecutor]] = None      # (owning process, pool)
-_pool_lock = threading.Lock()
+#: per calling thread: ``pool`` = (owning process, that caller's pair of direction threads)
+_callers = threading.local()
 #: weights of these types are packed (bf16 only reaches the CPU where it has bf16 units: the
 #: embedder checks :func:`elmo_engine.runtime.cpu_bf16`); packed bf16 halves each step's weight
 #: traffic, which bounds the recurrent GEMM of a few rows
@@ -88,6 +93,23 @@ def onednn_packing() -> bool:
         return False
 
 
+def _caller_pool() -> ThreadPoolExecutor:
+    """This calling thread's own pair of direction threads (made on first use).
+
+    Each caller has its own pair, so two callers never wait on each other's tasks: with one
+    shared pair, two callers could each hold one of its threads while waiting for the other
+    (the tasks of one call wait for each other), and neither could go on. The pair lives in
+    the caller's thread-local storage and ends with the caller: when the thread is gone its
+    executor is collected, which stops the pair's threads (``ThreadPoolExecutor`` wakes its
+    workers to exit when it is garbage-collected). A forked child has none of the parent's
+    threads: the pid check makes a new pair there."""
+    held = getattr(_callers, "pool", None)
+    if held is None or held[0] != os.getpid():
+        held = _callers.pool = (os.getpid(), ThreadPoolExecutor(
+            2, thread_name_prefix=f"bilm-direction-{threading.current_thread().name}"))
+    return held[1]
+
+
 def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: bool = True
                     ) -> List[T_]:
     """``[fn(0), fn(1)]``: on the CPU, run concurrently in two threads, each with half of the
@@ -99,15 +121,15 @@ def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: boo
     mode from the caller. ``torch.set_num_threads`` also sets the default that threads created
     later start from: the caller puts its own count back as soon as both workers have set
     theirs, before either starts ``fn``.
+
+    Safe to call from several threads at once: every calling thread has its own pair of
+    direction threads (:func:`_caller_pool`), so the tasks of one call wait only for each
+    other and for their own caller, never for another call's.
     """
     threads = torch.get_num_threads()
     if device.type != "cpu" or threads < 2 or not parallel:
         return [fn(0), fn(1)]
-    global _pool
-    with _pool_lock:
-        if _pool is None or _pool[0] != os.getpid():   # a forked child has no pool threads
-            _pool = (os.getpid(), ThreadPoolExecutor(2, thread_name_prefix="bilm-direction"))
-        pool = _pool[1]
+    pool = _caller_pool()
     inference = torch.is_inference_mode_enabled()
     grad = torch.is_grad_enabled()
     per_worker = max(1, threads // 2)
@@ -141,13 +163,18 @@ class FastKernels:
     Held by :class:`~elmo_engine.model.lstm.LSTMStack`. Copies (``copy.deepcopy``, pickling)
     keep the switches and leave the caches behind: the packed weights are opaque oneDNN
     tensors that cannot be copied, and both caches are rebuilt on demand.
+
+    Shared by every thread that runs the model: the packed copies are read-only once made and
+    are made under a lock; the scratch buffers are per thread (a buffer is written by one
+    forward pass and read by it step after step, so two passes must never share one).
     """
 
     def __init__(self, config: FastPath = FastPath()):
         self.config = config
-        # (weight, layer, direction) → ((version, data pointer), packed copy)
+        # (weight, layer, direction) → ((version, data pointer), packed copy); under _lock
         self._packed: Dict[Tuple[str, int, int], Tuple[Tuple[int, int], Tensor]] = {}
-        self._scratch: Dict[int, Tensor] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()         # .scratch: this thread's {key: buffer}
 
     def __getstate__(self):
         return {"config": self.config}
@@ -176,21 +203,25 @@ class FastKernels:
         except RuntimeError:                # an inference tensor: can change only in that mode
             version = -1
         key = (version, param.data_ptr())
-        held = self._packed.get((name, layer, d))
-        if held is None or held[0] != key:
-            self._packed.pop((name, layer, d), None)           # free the old copy before packing
-            w_t = param.detach()[d].t().contiguous()           # (out, in), the layout oneDNN packs
-            held = self._packed[(name, layer, d)] = (
-                key, torch.ops.mkldnn._reorder_linear_weight(w_t))
+        with self._lock:                        # packed once, whoever asks first
+            held = self._packed.get((name, layer, d))
+            if held is None or held[0] != key:
+                self._packed.pop((name, layer, d), None)       # free the old copy before packing
+                w_t = param.detach()[d].t().contiguous()       # (out, in), the layout oneDNN packs
+                held = self._packed[(name, layer, d)] = (
+                    key, torch.ops.mkldnn._reorder_linear_weight(w_t))
         return held[1]
 
     def packed_keys(self) -> set:
         """``{(weight, layer, direction)}`` of the packed copies held now."""
-        return set(self._packed)
+        with self._lock:
+            return set(self._packed)
 
     def drop_packed(self) -> None:
-        """Free the packed copies of the weights (they are rebuilt when next needed)."""
-        self._packed.clear()
+        """Free the packed copies of the weights (they are rebuilt when next needed; a pass
+        running now keeps the copies it already holds)."""
+        with self._lock:
+            self._packed.clear()
 
     # ---- GEMMs ------------------------------------------------------------------------------
     def recurrent_weight(self, layer: int, d: int, w_rec: Tensor, rows: int) -> Optional[Tensor]:
@@ -221,18 +252,30 @@ class FastKernels:
         return torch.addmm(bias, x, w_in[d], out=out)
 
     # ---- scratch buffers --------------------------------------------------------------------
+    def _thread_scratch(self) -> Dict[int, Tensor]:
+        held = getattr(self._local, "scratch", None)
+        if held is None:
+            held = self._local.scratch = {}
+        return held
+
     def scratch(self, key: int, numel: int, like: Tensor) -> Tensor:
         """A reusable buffer for the input projections: a fresh multi-hundred-MB allocation per
-        call costs more in page faults than its GEMM saves (measured on the full model)."""
-        buf = self._scratch.get(key)
+        call costs more in page faults than its GEMM saves (measured on the full model).
+
+        The buffer belongs to the calling thread (and is freed when the thread ends): the
+        projection written into it is read by the same pass, step by step, and a second pass
+        in another thread must not overwrite it meanwhile."""
+        buffers = self._thread_scratch()
+        buf = buffers.get(key)
         if (buf is None or buf.numel() < numel or buf.device != like.device
                 or buf.dtype != like.dtype):
-            self._scratch.pop(key, None)
-            buf = self._scratch[key] = like.new_empty(numel)
+            buffers.pop(key, None)
+            buf = buffers[key] = like.new_empty(numel)
         return buf[:numel]
 
     def release_large_scratch(self, key: int) -> None:
         """Do not hold on to a huge one-off buffer (over :data:`SCRATCH_KEEP_BYTES`)."""
-        buf = self._scratch.get(key)
+        buffers = self._thread_scratch()
+        buf = buffers.get(key)
         if buf is not None and buf.numel() * buf.element_size() > SCRATCH_KEEP_BYTES:
-            del self._scratch[key]
+            del buffers[key]

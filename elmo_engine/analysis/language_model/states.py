@@ -32,10 +32,7 @@ def framed_layers(embedder, sentences: Sequence[Sequence[str]]) -> Tensor:
     for r, f in enumerate(framed):
         tok[r, :len(f)] = vec[[where[t] for t in f]]
     lengths = torch.tensor([len(f) for f in framed])
-    with torch.inference_mode():
-        layers, _ = embedder.model.contextual(tok.to(embedder.device, embedder.dtype),
-                                              lengths.to(embedder.device), None,
-                                              boundaries=False)
+    layers, _ = embedder.contextual(tok, lengths, None, boundaries=False)
     return layers.float().cpu()
 
 

@@ -20,8 +20,9 @@ class Projector:
     """Computes and caches projections of token sets.
 
     Results are keyed by (model checksum, token-set digest, layer, method, parameters); a hit
-    returns the very same :class:`Projection` object. Safe to call from one worker thread while
-    another thread reads :meth:`cached`.
+    returns the very same :class:`Projection` object. Safe to call from several threads at once
+    (the cache and its counts are behind one lock; two threads that miss the same key both
+    compute it, and the result is the same).
 
     Parameters
     ----------
@@ -54,8 +55,9 @@ class Projector:
 
     def _counted(self, key):
         """The cached projection for ``key``, counted in ``stats`` as a hit, or None (a miss)."""
-        hit = self._get(key)
-        self.stats["hits" if hit is not None else "misses"] += 1
+        with self._lock:
+            hit = self._cache.get(key)
+            self.stats["hits" if hit is not None else "misses"] += 1
         return hit
 
     def _reduced(self, activations, tokens: TokenSet, layer: LayerSpec, dims: int,

@@ -38,7 +38,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from elmo_engine.atomic import atomic_write_bytes
+from elmo_engine.atomic import atomic_write_bytes, ordinary_mode
 from elmo_engine.errors import InputError
 
 FORMATS = ("png", "svg", "pdf")
@@ -435,12 +435,7 @@ def save(fig, path, formats: Optional[Iterable[str]] = None, dpi: Optional[int] 
     for fmt in formats:
         target = stem.with_name(f"{stem.name}.{fmt.lower()}")
         atomic_write_bytes(target, render(fig, fmt, dpi))
-        os.chmod(target, 0o666 & ~_umask())
+        os.chmod(target, ordinary_mode())
         written.append(target)
     return written
 
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
