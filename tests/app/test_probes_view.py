@@ -180,7 +180,7 @@ def test_first_show_shows_recorded_results_and_trains_nothing(qtbot, ws, tmp_pat
     qtbot.addWidget(panel)
     with qtbot.waitSignal(panel.ready, timeout=60000):
         panel.show()
-    assert panel.model.job is None and panel.is_ready()        # nothing trains by itself
+    assert panel.jobs.is_idle() and panel.is_ready()        # nothing trains by itself
     assert [r.name for r in panel.model.runs] == ["Recorded: POS reference"]
     assert panel.model.recorded and panel.view.recorded_label.isVisibleTo(panel)
     assert "--task pos --out pos_ewt.json" in panel.view.recorded_label.text()

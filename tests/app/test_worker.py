@@ -186,7 +186,7 @@ def test_progress_and_posts_reach_their_own_job_only(qtbot, worker):
     assert posts == ["partial"] and finished == ["mine"]
 
 
-def test_invalidate_drops_posts_and_results_and_skips_on_finished(qtbot, worker):
+def test_invalidate_drops_posts_and_results_but_still_runs_on_finished(qtbot, worker):
     release, started = threading.Event(), threading.Event()
     got = []
 
@@ -202,7 +202,7 @@ def test_invalidate_drops_posts_and_results_and_skips_on_finished(qtbot, worker)
     assert worker.invalidate("k") == job.generation + 1 and job.stale and job.superseded
     with qtbot.waitSignal(worker.idle, timeout=5000):
         release.set()
-    assert got == []
+    assert got == ["finished"]          # no post, no result; the job did end
 
 
 def test_an_interactive_job_does_not_wait_behind_a_long_one(qtbot, worker):
@@ -266,3 +266,105 @@ def test_the_status_bar_says_cancelled_for_a_cancel_not_for_a_superseded_job(qtb
     with qtbot.waitSignal(worker.idle, timeout=5000):
         status.cancel_button.click()
     assert window.statusBar().currentMessage() == "Cancelled"
+
+
+# ---- job groups (one per view) -------------------------------------------------------------------
+def held_job(started: threading.Event, release: threading.Event, value):
+    def fn(state):
+        started.set()
+        release.wait(10)
+        return value
+    return fn
+
+
+def test_a_groups_idleness_is_derived_from_its_jobs(qtbot, worker):
+    group = worker.group("corpus", "Corpus")
+    other = worker.group("layers", "Layers")
+    changes = []
+    group.idle_changed.connect(changes.append)
+    started, release = threading.Event(), threading.Event()
+    assert group.is_idle()
+    job = group.submit("search", held_job(started, release, 1), kind="search")
+    assert job.kind == "corpus/search" and job.group == "corpus"
+    assert not group.is_idle() and other.is_idle() and group.is_running("search")
+    assert changes == [False]
+    assert started.wait(5)
+    with qtbot.waitSignal(group.idle_changed, timeout=5000):
+        release.set()
+    assert group.is_idle() and changes == [False, True]
+
+
+def test_a_superseded_job_leaves_the_group_busy_with_the_newer_one_only(qtbot, worker):
+    group = worker.group("lm")
+    started, release = threading.Event(), threading.Event()
+    results, finished = [], []
+    old = group.submit("old", held_job(started, release, "old"), kind="sentence",
+                       on_done=results.append, on_finished=lambda: finished.append("old"))
+    assert started.wait(5)
+    new = group.submit("new", lambda st: "new", kind="sentence", on_done=results.append,
+                       on_finished=lambda: finished.append("new"))
+    assert old.stale and not group.is_idle()
+    with qtbot.waitSignal(group.idle_changed, timeout=5000,
+                          check_params_cb=lambda idle: idle):
+        release.set()
+    qtbot.waitUntil(lambda: len(finished) == 2, timeout=5000)
+    assert results == ["new"] and sorted(finished) == ["new", "old"] and new.finished
+
+
+def test_kinds_are_per_group_and_invalidating_one_group_leaves_the_other(qtbot, worker):
+    a, b = worker.group("a"), worker.group("b")
+    started_a, started_b, release = threading.Event(), threading.Event(), threading.Event()
+    got = []
+    ja = a.submit("a", held_job(started_a, release, "a"), kind="run", on_done=got.append)
+    jb = b.submit("b", held_job(started_b, release, "b"), kind="run", on_done=got.append,
+                  lane=Lane.INTERACTIVE)
+    assert ja.kind != jb.kind and not ja.stale and not jb.stale
+    with qtbot.waitSignal(a.idle_changed, timeout=5000):
+        a.invalidate("run")                  # stale at once: the group is idle
+    assert a.is_idle() and not b.is_idle()
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+    assert got == ["b"]
+
+
+def test_cancel_all_of_a_group_cancels_only_its_jobs(qtbot, worker):
+    a, b = worker.group("a"), worker.group("b")
+    started, release = threading.Event(), threading.Event()
+    got = []
+    a.submit("a", held_job(started, release, "a"), on_done=got.append)
+    b.submit("b", lambda st: "b", on_done=got.append, lane=Lane.INTERACTIVE)
+    assert started.wait(5)
+    a.cancel_all()
+    assert a.is_idle()
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+    assert got == ["b"]
+    assert worker.pending_by_group() == {}
+
+
+def test_the_status_bar_names_the_view_of_a_job_and_lists_jobs_by_view(qtbot):
+    from PySide6.QtWidgets import QMainWindow
+
+    from elmo_explorer.shell.status_bar import StatusArea
+
+    win = QMainWindow()
+    qtbot.addWidget(win)
+    worker = Worker(win)
+    area = StatusArea(win.statusBar(), worker, win)
+    started, release = threading.Event(), threading.Event()
+    try:
+        job = worker.group("corpus", "Corpus").submit("searching the corpus for 'bank'",
+                                                      held_job(started, release, 1))
+        assert started.wait(5)
+        qtbot.waitUntil(lambda: "Corpus: searching" in area.job_label.text(), timeout=5000)
+        assert area.job_title(job.id, job.name) == "Corpus: searching the corpus for 'bank'"
+        worker.group("layers", "Layers").submit("MDL probes", held_job(threading.Event(),
+                                                                       release, 2),
+                                                lane=Lane.INTERACTIVE)
+        qtbot.waitUntil(lambda: "Layers: MDL probes" in area.job_label.toolTip(), timeout=5000)
+        assert "Corpus: searching the corpus for 'bank'" in area.job_label.toolTip()
+        with qtbot.waitSignal(worker.idle, timeout=5000):
+            release.set()
+    finally:
+        release.set()
+        assert worker.shutdown(timeout_s=10)

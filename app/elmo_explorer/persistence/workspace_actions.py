@@ -157,7 +157,7 @@ class WorkspaceActions(QObject):
             self.status(f"Saved workspace {path}")
             self.saved.emit(str(path))
 
-        return self.ws.worker.submit(
+        return self.ws.jobs.submit(
             f"Saving workspace {path.name}", lambda st: wf.save_workspace(path, data),
             kind="workspace-save", on_done=done,
             on_failed=lambda m: self.error("Cannot save the workspace", m))
@@ -172,7 +172,7 @@ class WorkspaceActions(QObject):
     def open_workspace(self, path, recovered: bool = False) -> JobHandle:
         """Read and check a workspace on the worker, then ask/warn and apply it."""
         path = Path(path)
-        return self.ws.worker.submit(
+        return self.ws.jobs.submit(
             f"Opening workspace {path.name}", lambda st: wf.load_workspace(path),
             kind="workspace-open", on_done=lambda loaded: self._on_loaded(loaded, recovered),
             on_failed=lambda m: self.error("Cannot open the workspace", m))
@@ -190,7 +190,7 @@ class WorkspaceActions(QObject):
                                                           "Locate the checkpoint folder",
                                                           str(Path(ck.path).parent))
                 if folder:
-                    self.ws.worker.submit(
+                    self.ws.jobs.submit(
                         "Checking the checkpoint", lambda st: wf.checkpoint_checksum(folder),
                         on_done=lambda s: self._located(loaded, folder, s, recovered),
                         on_failed=lambda m: self.error("Cannot read it", m))
@@ -263,14 +263,14 @@ class WorkspaceActions(QObject):
             self.autosaved_fp = fp
             self.autosaved.emit(str(target))
 
-        return self.ws.worker.submit(
+        return self.ws.jobs.submit(
             "Autosaving", lambda st: wf.save_workspace(target, data), kind="autosave",
             on_done=done, on_failed=lambda m: log.warning("autosave failed: %s", m))
 
     def check_recovery(self) -> JobHandle:
         """Offer to recover an autosave left by a session that did not end cleanly."""
         folder = self.autosave_dir
-        return self.ws.worker.submit("Looking for unsaved work",
+        return self.ws.jobs.submit("Looking for unsaved work",
                                      lambda st: recovery.find_recovery(folder),
                                      kind="recovery", on_done=self._offer_recovery)
 
@@ -367,7 +367,7 @@ class WorkspaceActions(QObject):
             self.status(f"Exported {summary.n_vectors:,} vectors to {path}")
             self.exported.emit(str(path))
 
-        return self.ws.worker.submit(
+        return self.ws.jobs.submit(
             f"Exporting vectors to {path.name}",
             report_actions.vectors_job(self.ws, path, opts, overwrite), kind="export-vectors",
             on_done=done, on_failed=lambda m: self.error("Cannot export the vectors", m))
@@ -397,7 +397,7 @@ class WorkspaceActions(QObject):
             self.status(f"Wrote the report ({len(files)} files) to {folder}")
             self.exported.emit(str(folder))
 
-        return self.ws.worker.submit(
+        return self.ws.jobs.submit(
             f"Writing report {folder.name}", job, kind="export-report", on_done=done,
             on_failed=lambda m: self.error("Cannot export the report", m))
 

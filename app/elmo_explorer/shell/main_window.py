@@ -344,7 +344,7 @@ class MainWindow(QMainWindow):
             self.sentences.show_sentences(sentences)
             self.statusBar().showMessage(f"Read {len(sentences):,} sentences from {path}", 8000)
 
-        return self.workspace.worker.submit(f"Reading {Path(path).name}", job, on_done=done,
+        return self.workspace.jobs.submit(f"Reading {Path(path).name}", job, on_done=done,
                                             on_failed=lambda m: self.show_error("Cannot open sentences", m),
                                             kind="sentences-file")
 
@@ -361,7 +361,7 @@ class MainWindow(QMainWindow):
         text = self.sentences.text()
         if text and not text.endswith("\n"):
             text += "\n"
-        return self.workspace.worker.submit(
+        return self.workspace.jobs.submit(
             f"Saving {Path(path).name}", lambda st: atomic_write_text(path, text),
             on_done=lambda _: self.statusBar().showMessage(f"Saved {path}", 8000),
             on_failed=lambda m: self.show_error("Cannot save sentences", m))

@@ -1,4 +1,7 @@
-"""The status bar: job in progress (label, progress bar, Cancel), model and device."""
+"""The status bar: job in progress (label, progress bar, Cancel), model and device.
+
+The job label names the view a job belongs to ("Corpus: searching …"); its tooltip lists every
+pending job by view (the worker's job groups)."""
 from __future__ import annotations
 
 from typing import Optional
@@ -43,6 +46,7 @@ class StatusArea:
                                           # a newer request superseded was not cancelled by anyone
         self.cancel_button.clicked.connect(self.cancel_all)
         worker.job_started.connect(self._on_started)
+        worker.job_finished.connect(lambda _id: self._list_jobs())
         worker.job_progress.connect(self._on_progress)
         worker.job_failed.connect(self._on_failed)
         worker.job_cancelled.connect(self._on_cancelled)
@@ -57,9 +61,22 @@ class StatusArea:
     def _on_started(self, job_id: int, name: str) -> None:
         self._current = job_id
         self._set_busy(True)
-        self._set_job_text(name)
-        self.job_label.setToolTip(name)
+        self._set_job_text(self.job_title(job_id, name))
+        self._list_jobs()
         self.progress.setRange(0, 0)                       # busy until the first report
+
+    def job_title(self, job_id: int, name: str) -> str:
+        """``name`` behind its view's title ("Corpus: searching …"), unless it names it."""
+        handle = self.worker.job(job_id)
+        title = self.worker.group_title(handle.group) if handle is not None else ""
+        return name if not title or name.startswith(title) else f"{title}: {name}"
+
+    def _list_jobs(self) -> None:
+        """The label's tooltip: every pending job, by view."""
+        lines = []
+        for title, handles in sorted(self.worker.pending_by_group().items()):
+            lines.append(f"{title or 'App'}: " + "; ".join(h.name for h in handles))
+        self.job_label.setToolTip("\n".join(lines))
 
     def _on_progress(self, job_id: int, done: int, total: int, message: str) -> None:
         if job_id != self._current:

@@ -17,6 +17,17 @@ Staleness, one rule for every view: a job submitted with a ``kind`` (a request k
 a newer request of the kind, or :meth:`Worker.invalidate`, makes every older job of the kind
 stale: it is cancelled, and its posts, result or error are dropped, never delivered. Staleness
 is decided on the GUI thread only, so "result arrived" never races "superseded".
+
+Job groups, one per view: a view submits through its :class:`JobGroup` (``worker.group("corpus")``),
+whose kinds are its own (``"corpus/search"``: two views never supersede each other's jobs) and
+whose idleness is derived from its jobs, never kept by hand: :meth:`JobGroup.is_idle` is true
+when none of its jobs is queued or running and still to be delivered, and
+:attr:`JobGroup.idle_changed` says when that changes. ``on_finished`` runs for every job once it
+has ended, delivered or stale.
+
+What a job may touch while another runs: the engine's objects are safe to share between the
+lanes (``docs/guide/engine.md``, "Threads"); a job gets copies of the workspace's data taken
+when it is submitted.
 """
 from __future__ import annotations
 
@@ -69,16 +80,18 @@ class JobHandle:
     Attributes
     ----------
     id, name, lane, kind : as submitted (``kind`` None: never superseded, only cancelled)
+    group : the :class:`JobGroup`'s name it was submitted through (None: the worker's own)
     generation : the kind's generation number this job was submitted under
     on_progress(done, total, message), on_event(payload), on_done(result), on_failed(message) :
         this job's callbacks, run on the GUI thread; none runs once the job is stale
-    on_finished() : runs last when the job ended (done, failed or cancelled), not when a newer
-        request of its kind superseded it (that one's ``on_finished`` follows); for busy states
+    on_finished() : runs last when the job ended (done, failed, cancelled or superseded), for
+        every job that was submitted
     """
 
     def __init__(self, worker: "Worker", job_id: int, name: str, lane: Lane, kind: Optional[str],
-                 generation: int):
+                 generation: int, group: Optional[str] = None):
         self.id, self.name, self.lane, self.kind, self.generation = job_id, name, lane, kind, generation
+        self.group = group
         self.on_progress: Optional[Callable[[int, int, str], None]] = None
         self.on_event: Optional[Callable[[Any], None]] = None
         self.on_done: Optional[Callable[[Any], None]] = None
@@ -111,6 +124,7 @@ class JobHandle:
             return False
         self._cancelled = True
         self.state.cancel()
+        self._worker._changed(self.group)
         return True
 
     def __repr__(self) -> str:
@@ -203,6 +217,71 @@ class _LaneThread(QThread):
         self._done(handle.id, outcome)
 
 
+class JobGroup(QObject):
+    """A view's jobs: submitted, cancelled and waited on together.
+
+    Made by :meth:`Worker.group`. Kinds are the group's own (``"NAME/KIND"`` for the worker), so
+    a view's requests supersede only its own. Idleness is derived from the jobs themselves.
+
+    Signals
+    -------
+    idle_changed(bool) : True when the group's last active job ended or went stale, False when
+        a job was submitted to an idle group
+    """
+
+    idle_changed = Signal(bool)
+
+    def __init__(self, worker: "Worker", name: str, title: str):
+        super().__init__(worker)
+        self.worker, self.name, self.title = worker, name, title
+        self._idle = True
+
+    def _kind(self, kind: Optional[str]) -> Optional[str]:
+        return None if kind is None else f"{self.name}/{kind}"
+
+    def submit(self, name: str, fn: JobFn, *, lane: Lane = Lane.LONG, kind: Optional[str] = None,
+               **callbacks: Any) -> JobHandle:
+        """:meth:`Worker.submit` within this group (``kind`` is the group's own)."""
+        return self.worker.submit(name, fn, lane=lane, kind=self._kind(kind), group=self.name,
+                                  **callbacks)
+
+    def invalidate(self, kind: str) -> int:
+        """Make every job of this group's ``kind`` stale (see :meth:`Worker.invalidate`)."""
+        return self.worker.invalidate(self._kind(kind))  # type: ignore[arg-type]
+
+    def generation(self, kind: str) -> int:
+        return self.worker.generation(self._kind(kind))  # type: ignore[arg-type]
+
+    def jobs(self) -> List[JobHandle]:
+        """The group's jobs that are queued or running and still to be delivered."""
+        return [h for h in self.worker._jobs.values() if h.group == self.name and h.active]
+
+    def is_idle(self) -> bool:
+        return not self.jobs()
+
+    def is_running(self, kind: str) -> bool:
+        """Whether a job of this group's ``kind`` is queued or running and not stale."""
+        full = self._kind(kind)
+        return any(h.kind == full for h in self.jobs())
+
+    def cancel(self, kind: str) -> bool:
+        """Cancel the group's active jobs of ``kind``; whether there was one."""
+        full = self._kind(kind)
+        return any([h.cancel() for h in self.jobs() if h.kind == full])
+
+    def cancel_all(self) -> None:
+        """Cancel every job of the group (their results are dropped)."""
+        for h in list(self.worker._jobs.values()):
+            if h.group == self.name:
+                h.cancel()
+
+    def _refresh(self) -> None:
+        idle = self.is_idle()
+        if idle != self._idle:
+            self._idle = idle
+            self.idle_changed.emit(idle)
+
+
 class Worker(QObject):
     """Runs jobs on two background threads, one per :class:`Lane`.
 
@@ -241,6 +320,7 @@ class Worker(QObject):
         self._ids = itertools.count(1)
         self._jobs: Dict[int, JobHandle] = {}       # submitted, not yet reported done (GUI thread)
         self._generations: Dict[str, int] = {}      # request kind → its newest generation
+        self._groups: Dict[str, JobGroup] = {}      # view name → its job group
         self._stopping = False
         self._started.connect(self._on_started)
         self._done.connect(self._on_done)
@@ -252,7 +332,21 @@ class Worker(QObject):
             thread.start()
 
     # ---- GUI-thread API --------------------------------------------------------------------
+    def group(self, name: str, title: Optional[str] = None) -> JobGroup:
+        """The job group of view ``name`` (made on first use; ``title`` is what the status bar
+        calls the view, the name by default)."""
+        held = self._groups.get(name)
+        if held is None:
+            held = self._groups[name] = JobGroup(self, name, title or name)
+        return held
+
+    def group_title(self, name: Optional[str]) -> str:
+        """What the status bar calls group ``name`` ("" for the worker's own jobs)."""
+        held = self._groups.get(name) if name is not None else None
+        return held.title if held is not None else ""
+
     def submit(self, name: str, fn: JobFn, *, lane: Lane = Lane.LONG, kind: Optional[str] = None,
+               group: Optional[str] = None,
                on_done: Optional[Callable[[Any], None]] = None,
                on_failed: Optional[Callable[[str], None]] = None,
                on_progress: Optional[Callable[[int, int, str], None]] = None,
@@ -268,6 +362,7 @@ class Worker(QObject):
             now, never read the workspace from it.
         lane : :attr:`Lane.INTERACTIVE` for what the user waits on while typing, else LONG
         kind : the request kind; a newer job of the kind makes every older one stale
+        group : the :class:`JobGroup` it belongs to (views submit through their group)
         on_done, on_failed, on_progress, on_event, on_finished : this job's callbacks (GUI
             thread, see :class:`JobHandle`); a job that fails without ``on_failed`` is reported
             through ``unhandled_error``
@@ -277,7 +372,7 @@ class Worker(QObject):
         generation = 0
         if kind is not None:
             generation = self.invalidate(kind)
-        handle = JobHandle(self, next(self._ids), name, lane, kind, generation)
+        handle = JobHandle(self, next(self._ids), name, lane, kind, generation, group)
         handle.on_done, handle.on_failed = on_done, on_failed
         handle.on_progress, handle.on_event = on_progress, on_event
         handle.on_finished = on_finished
@@ -286,6 +381,7 @@ class Worker(QObject):
         self._lanes[lane].put(handle, fn)
         if not was_busy:
             self.busy_changed.emit(True)
+        self._changed(group)
         return handle
 
     def invalidate(self, kind: str) -> int:
@@ -293,9 +389,13 @@ class Worker(QObject):
         generation. A view calls it when its inputs change without a new job to submit."""
         generation = self._generations.get(kind, 0) + 1
         self._generations[kind] = generation
+        touched = set()
         for handle in self._jobs.values():
             if handle.kind == kind and handle.generation != generation:
                 handle.state.cancel()
+                touched.add(handle.group)
+        for group in touched:
+            self._changed(group)
         return generation
 
     def generation(self, kind: str) -> int:
@@ -346,7 +446,25 @@ class Worker(QObject):
             log.error("a worker thread did not stop within %.0f s", timeout_s)
         return stopped
 
+    def job(self, job_id: int) -> Optional[JobHandle]:
+        """The handle of a job not yet reported done, or None."""
+        return self._jobs.get(job_id)
+
+    def pending_by_group(self) -> Dict[str, List[JobHandle]]:
+        """The jobs still to be delivered, by the title of their view ("" for the worker's)."""
+        out: Dict[str, List[JobHandle]] = {}
+        for h in self._jobs.values():
+            if h.active:
+                out.setdefault(self.group_title(h.group), []).append(h)
+        return out
+
     # ---- internals (GUI thread) ---------------------------------------------------------------
+    def _changed(self, group: Optional[str]) -> None:
+        """A job of ``group`` was submitted, ended, or went stale: its idleness may change."""
+        held = self._groups.get(group) if group is not None else None
+        if held is not None:
+            held._refresh()
+
     def _live(self, job_id: int) -> Optional[JobHandle]:
         handle = self._jobs.get(job_id)
         return None if handle is None or handle.stale else handle
@@ -398,7 +516,10 @@ class Worker(QObject):
             self._call(handle, callback, arg)
         elif kind == "error" and not stale:
             self.unhandled_error.emit(handle.name, arg)
-        if handle.on_finished is not None and not handle.superseded:
+        # the group's idleness is already true for whoever asks (the job is no longer pending);
+        # its signal follows the result's callback, so that "idle" means "drawn"
+        self._changed(handle.group)
+        if handle.on_finished is not None:
             self._call(handle, handle.on_finished)
 
     def _call(self, handle: JobHandle, callback: Callable, *args: Any) -> None:

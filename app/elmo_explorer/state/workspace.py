@@ -119,6 +119,8 @@ class Workspace(QObject):
         self._loading: Optional[ModelSpec] = None
         self._warning.connect(self.message)
         self.worker.busy_changed.connect(self.busy_changed)
+        #: the workspace's own jobs: loading the model, embedding the sentences, files
+        self.jobs = self.worker.group("workspace", "Workspace")
 
     # ---- model ------------------------------------------------------------------------------
     def load_model(self, spec: ModelSpec) -> JobHandle:
@@ -151,7 +153,7 @@ class Workspace(QObject):
             return emb, device_name(emb.device)
 
         self._loading = spec
-        return self.worker.submit(f"Loading model {spec.path}", job, kind="model",
+        return self.jobs.submit(f"Loading model {spec.path}", job, kind="model",
                                   on_done=lambda r: self._on_model(spec, r),
                                   on_failed=lambda m: self._on_model_error(spec, m))
 
@@ -163,7 +165,7 @@ class Workspace(QObject):
         self.embedder, self.device_label = result
         self.model_info = self.embedder.model.info
         self.model_spec = ModelSpec(spec.path, spec.device, self.embedder.precision)
-        self.worker.invalidate(EMBED)                # results of the old model are stale
+        self.jobs.invalidate(EMBED)                  # results of the old model are stale
         self._act_cache.clear()
         self.activations = [None] * len(self.sentences)
         self.selection = None
@@ -188,7 +190,7 @@ class Workspace(QObject):
         current job of the "embed" group is cancelled).
         """
         sentences = [str(s) for s in sentences]
-        self.worker.invalidate(EMBED)               # embeddings of the old lines are stale
+        self.jobs.invalidate(EMBED)                 # embeddings of the old lines are stale
         keep_tok = {s: self._tok_cache[s] for s in sentences if s in self._tok_cache}
         keep_act = {s: self._act_cache[s] for s in sentences if s in self._act_cache}
         self._tok_cache, self._act_cache = keep_tok, keep_act
@@ -208,7 +210,7 @@ class Workspace(QObject):
         need_tok = [i for i, s in enumerate(self.sentences) if s not in self._tok_cache]
         need_act = [i for i, a in enumerate(self.activations) if a is None]
         if not need_tok and (self.embedder is None or not need_act):
-            self.worker.invalidate(EMBED)
+            self.jobs.invalidate(EMBED)
             self.activations_changed.emit()
             return
         emb = self.embedder
@@ -223,7 +225,7 @@ class Workspace(QObject):
 
         name = "Embedding sentences" if emb is not None else "Tokenizing sentences"
         # interactive: an edited line is embedded at once, even while a probe trains
-        self.worker.submit(name, job, lane=Lane.INTERACTIVE, kind=EMBED, on_event=self._on_partial)
+        self.jobs.submit(name, job, lane=Lane.INTERACTIVE, kind=EMBED, on_event=self._on_partial)
 
     def _on_partial(self, items: list) -> None:
         """A chunk of tokenized / embedded lines of the current embed job (stale ones never

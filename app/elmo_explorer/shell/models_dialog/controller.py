@@ -132,8 +132,9 @@ class GetModelDialog(GetModelView):
             self._outcome = "failed"
             self.show_status(one_line(message), error=True)
 
-        self.job = self.worker.submit(title, fn, lane=Lane.LONG, on_done=done, on_failed=failed,
-                                      on_event=self._on_transfer, on_finished=self._job_finished)
+        self.job = self.worker.group("models", "Models").submit(
+            title, fn, lane=Lane.LONG, on_done=done, on_failed=failed,
+            on_event=self._on_transfer, on_finished=self._job_finished)
 
     def _on_transfer(self, rep: TransferReport) -> None:
         if isinstance(rep, TransferReport):

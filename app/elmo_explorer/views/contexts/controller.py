@@ -46,7 +46,7 @@ from elmo_explorer.views.words import default_word
 __all__ = ["ContextsPanel", "default_word"]
 
 #: the request kinds of the view's jobs (a newer request of a kind supersedes older ones)
-COMPARE, INDEX, NEIGHBOURS = "contexts-compare", "contexts-index", "contexts-neighbours"
+COMPARE, INDEX, NEIGHBOURS = "compare", "index", "neighbours"
 
 
 class ContextsPanel(PanelDefaults, QWidget):
@@ -68,6 +68,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
         self.index_cache = IndexCache()          # used on the worker thread only
+        self.jobs = workspace.worker.group("contexts", self.title)
         self._actions: Dict[str, QAction] = {}
         for key, text in export.ENTRIES:
             act = QAction(text, self)
@@ -151,7 +152,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         self.model.word = word
         self.model.comparison = None
         for kind in (COMPARE, NEIGHBOURS):            # they were for the old word
-            self.ws.worker.invalidate(kind)
+            self.jobs.invalidate(kind)
         self.request_compare()
 
     def set_direction(self, direction: str) -> None:
@@ -189,7 +190,7 @@ class ContextsPanel(PanelDefaults, QWidget):
     def _on_sentences_changed(self) -> None:
         m = self.model
         for kind in (COMPARE, INDEX, NEIGHBOURS):      # results of older jobs are dropped
-            self.ws.worker.invalidate(kind)
+            self.jobs.invalidate(kind)
         m.reset_ready()
         m.carry_groups(self.ws.sentences)
         self._update_completer()
@@ -270,7 +271,7 @@ class ContextsPanel(PanelDefaults, QWidget):
             return cmp.compare_word(tokens, acts, word, weights, direction, corrected, groups,
                                     ignore, MAX_OCCURRENCES, center, layer_norm)
 
-        ws.worker.submit(f"Comparing '{word}' across contexts", job, lane=Lane.INTERACTIVE,
+        self.jobs.submit(f"Comparing '{word}' across contexts", job, lane=Lane.INTERACTIVE,
                          kind=COMPARE, on_done=lambda r: self._on_compared(word, tokens, r),
                          on_failed=self._on_compare_failed)
 
@@ -326,8 +327,8 @@ class ContextsPanel(PanelDefaults, QWidget):
             self.view.ref_label.setText(f"{path.name}: {len(tokens):,} sentences")
             self.request_index()
 
-        self.ws.worker.submit(f"Reading {path.name}", lambda state: read_corpus(path),
-                              kind="contexts-reference", on_done=done, on_failed=self.show_error)
+        self.jobs.submit(f"Reading {path.name}", lambda state: read_corpus(path),
+                              kind="reference", on_done=done, on_failed=self.show_error)
 
     def ask_reference(self) -> None:
         name, _ = QFileDialog.getOpenFileName(self, "Reference text (one sentence per line)", "",
@@ -364,7 +365,7 @@ class ContextsPanel(PanelDefaults, QWidget):
             self.show_error(message)
             self.done("neighbours")
 
-        ws.worker.submit("Indexing the neighbour corpus", job, lane=Lane.LONG, kind=INDEX,
+        self.jobs.submit("Indexing the neighbour corpus", job, lane=Lane.LONG, kind=INDEX,
                          on_done=done, on_failed=failed)
 
     def request_neighbours(self) -> None:
@@ -390,7 +391,7 @@ class ContextsPanel(PanelDefaults, QWidget):
                 return neighbour_table(index, alone, word, k, direction)
             return neighbour_table(index, vec, word, k, direction, exclude)
 
-        ws.worker.submit(f"Nearest neighbours of '{word}'", job, lane=Lane.INTERACTIVE,
+        self.jobs.submit(f"Nearest neighbours of '{word}'", job, lane=Lane.INTERACTIVE,
                          kind=NEIGHBOURS, on_done=lambda t: self._on_neighbours(t, query, index),
                          on_failed=self._on_neighbours_failed)
 
@@ -480,7 +481,7 @@ class ContextsPanel(PanelDefaults, QWidget):
 
     def _write(self, what: str, path, write) -> None:
         path = Path(path)
-        self.ws.worker.submit(f"Writing {what}", lambda state: write(path),
+        self.jobs.submit(f"Writing {what}", lambda state: write(path),
                               on_done=lambda _r: self._exported(path), on_failed=self.show_error)
 
     def _exported(self, path: Path) -> None:

@@ -1,11 +1,12 @@
 """The Corpus view's controller: :class:`CorpusPanel` wires the model, the widgets, the workspace
 (its model and its token selection) and the worker.
 
-Jobs, each through ``Worker.submit`` with a request kind (a newer one of the kind supersedes the
-older): building or resuming an index (long lane, ``corpus-build``, cancellable), opening one
-(``corpus-open``), searching a query per layer (interactive lane, ``corpus-search``), inducing a
-word's senses and then mapping its occurrences (long lane, ``corpus-senses``, ``corpus-map``),
-listing a box selection on the map (interactive lane, ``corpus-selection``).
+Jobs, each through the view's job group (``worker.group("corpus")``) with a request kind (a
+newer one of the kind supersedes the older): building or resuming an index (long lane,
+``build``, cancellable), opening one (``open``), searching a query per layer (interactive lane,
+``search``), inducing a word's senses and then mapping its occurrences (long lane, ``senses``,
+``map``), listing a box selection on the map (interactive lane, ``selection``). The view is busy
+while its group is not idle.
 File → Export: the panel (its :class:`~.exporting.PanelExports` part) asks for the path and calls
 :mod:`.export`'s functions of values.
 """
@@ -58,7 +59,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         self.view = CorpusView(self)
         self.index = None                                    # an open CorpusIndex
         self.map: Optional[MapData] = None
-        self._jobs: Dict[str, JobHandle] = {}
+        self.jobs = workspace.worker.group("corpus", self.title)
         self._pending_path: Optional[str] = None             # restored before the model came
         self._senses_word: Optional[str] = None              # the word senses were asked for
         self._waiting = None                                 # a selection not embedded yet
@@ -84,7 +85,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
 
     # ---- protocol -----------------------------------------------------------------------------
     def is_ready(self) -> bool:
-        return self._waiting is None and not any(h.active for h in self._jobs.values())
+        return self._waiting is None and self.jobs.is_idle()
 
     def view_state(self) -> dict:
         return self.model.view_state()
@@ -110,13 +111,11 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
     def _submit(self, kind: str, name: str, fn, on_done, lane: Lane = Lane.LONG,
                 on_progress=None, on_event=None) -> JobHandle:
         def failed(message: str, k=kind) -> None:
-            self.report_error(message, dialog=k in ("corpus-open", "corpus-build"))
+            self.report_error(message, dialog=k in ("open", "build"))
 
-        h = self.ws.worker.submit(name, fn, lane=lane, kind=kind, on_done=on_done,
-                                  on_failed=failed, on_progress=on_progress,
-                                  on_event=on_event, on_finished=self._job_finished)
-        self._jobs[kind] = h
-        return h
+        return self.jobs.submit(name, fn, lane=lane, kind=kind, on_done=on_done,
+                                on_failed=failed, on_progress=on_progress,
+                                on_event=on_event, on_finished=self._job_finished)
 
     def _job_finished(self) -> None:
         if self.index is None and self.ws.embedder is not None:
@@ -137,8 +136,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
             show("Corpus", message)
 
     def cancel(self) -> None:
-        for h in self._jobs.values():
-            h.cancel()
+        self.jobs.cancel_all()
         self.view.set_busy(False, "cancelled")
 
     # ---- opening and building -----------------------------------------------------------------
@@ -229,7 +227,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
     def open_index(self, path: str, restore_query: bool = False) -> JobHandle:
         checksum = self.ws.embedder.checksum if self.ws.embedder is not None else None
         folder = Path(path)
-        return self._submit("corpus-open", "opening the corpus index",
+        return self._submit("open", "opening the corpus index",
                             lambda state: jobs.open_index(folder, checksum),
                             lambda index: self._opened(index, restore_query))
 
@@ -289,7 +287,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         def job(state):
             return jobs.build_index(req, emb, state, on_stage=lambda s: state.post(s))
 
-        return self._submit("corpus-build", "building the corpus index", job,
+        return self._submit("build", "building the corpus index", job,
                             lambda m: self.open_index(str(req.folder)),
                             on_progress=self.view.set_progress,
                             on_event=lambda stage: self.view.set_progress(0, 0, str(stage)))
@@ -345,7 +343,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
                 emb, q.tokens, q.position, index.layers)
             return jobs.search_occurrence(index, vecs, q.word, o.k, o.same_word, state)
 
-        self._submit("corpus-search", f"searching the corpus for '{q.word}'", job, self._hits,
+        self._submit("search", f"searching the corpus for '{q.word}'", job, self._hits,
                      lane=Lane.INTERACTIVE)
         if self._senses_word != q.word.casefold():
             self._request_senses(q.word)
@@ -376,7 +374,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         self.model.senses = None
         self._senses_word = word.casefold()
         self.view.show_clusters([])
-        self._submit("corpus-senses", f"senses of '{word}' per layer",
+        self._submit("senses", f"senses of '{word}' per layer",
                      lambda state: jobs.induce(index, word, k_max, state), self._senses)
 
     def _senses(self, senses) -> None:
@@ -391,7 +389,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
             return                                           # every token: computed once
         index, senses = self.index, self.model.senses
         limit = self.model.options.map_max_points
-        self._submit("corpus-map", f"mapping '{word or 'every token'}'",
+        self._submit("map", f"mapping '{word or 'every token'}'",
                      lambda state: jobs.map_word(index, word, senses, limit, state),
                      self.show_map)
 
@@ -477,7 +475,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         index = self.index
         if index is None or not sel.n:
             return
-        self._submit("corpus-selection", f"listing {sel.n:,} selected occurrences",
+        self._submit("selection", f"listing {sel.n:,} selected occurrences",
                      lambda state: jobs.selection_lines(index, sel, state),
                      self._selection_listed, lane=Lane.INTERACTIVE)
 

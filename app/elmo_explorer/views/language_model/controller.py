@@ -43,8 +43,8 @@ from elmo_explorer.views.protocol import PanelDefaults
 
 log = logging.getLogger(__name__)
 
-#: request kinds (one generation counter each, see state/worker.py)
-SOFTMAX, SENTENCE, PAIRS = "lm-softmax", "lm-sentence", "lm-pairs"
+#: request kinds of this view's job group (one generation counter each, see state/worker.py)
+SOFTMAX, SENTENCE, PAIRS = "softmax", "sentence", "pairs"
 PAIRS_FILTER = "Minimal pairs (*.tsv *.txt);;All files (*)"
 
 
@@ -74,9 +74,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
         self.softmax = None                   # the loaded model's, read on the long lane
-        self.softmax_job: Optional[JobHandle] = None
-        self.sentence_job: Optional[JobHandle] = None
-        self.pairs_job: Optional[JobHandle] = None
+        self.jobs = workspace.worker.group("language_model", self.title)
         self._pending_pair: Optional[int] = None
         self._want_pairs = False
         v = self.view
@@ -102,9 +100,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
     def is_ready(self) -> bool:
         if self.ws.embedder is None:
             return not self.ws.is_loading()
-        busy = any(j is not None and j.active
-                   for j in (self.softmax_job, self.sentence_job, self.pairs_job))
-        return not busy and (not self.model.tokens or self.model.reach is not None)
+        return self.jobs.is_idle() and (not self.model.tokens or self.model.reach is not None)
 
     def _check_ready(self) -> None:
         if self.is_ready():
@@ -148,8 +144,8 @@ class LanguageModelPanel(PanelDefaults, QWidget):
     def _on_model_changed(self) -> None:
         emb = self.ws.embedder
         self.softmax = None
-        self.ws.worker.invalidate(SENTENCE)
-        self.ws.worker.invalidate(PAIRS)
+        self.jobs.invalidate(SENTENCE)
+        self.jobs.invalidate(PAIRS)
         self.model.model_changed(getattr(emb, "checksum", ""))
         if emb is None:
             self._redraw()
@@ -160,7 +156,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
             "No predictions: the checkpoint's folder is unknown.")
         if missing is not None:
             self.model.softmax_problem = missing
-            self.ws.worker.invalidate(SOFTMAX)
+            self.jobs.invalidate(SOFTMAX)
         else:
             dim = emb.opts.output_dim
 
@@ -169,7 +165,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
 
                 return load_softmax(folder, output_dim=dim, progress=state.report)
 
-            self.softmax_job = self.ws.worker.submit(
+            self.jobs.submit(
                 "Reading the softmax", job, lane=Lane.LONG, kind=SOFTMAX,
                 on_done=self._on_softmax, on_failed=self._on_softmax_error,
                 on_progress=self._on_progress, on_finished=self._on_job_finished)
@@ -243,7 +239,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         need_pred, need_reach = m.needs()
         need_pred = need_pred and self.softmax is not None
         if not (need_pred or need_reach):
-            self.ws.worker.invalidate(SENTENCE)
+            self.jobs.invalidate(SENTENCE)
             self._check_ready()
             return None
         tokens, k, softmax = m.tokens, m.options.top_k, self.softmax if need_pred else None
@@ -256,12 +252,12 @@ class LanguageModelPanel(PanelDefaults, QWidget):
             p = predict(emb, softmax, [tokens], top_k=k, state=state)[0] if softmax else None
             return tokens, k, p, r
 
-        self.sentence_job = self.ws.worker.submit(
+        sentence_job = self.jobs.submit(
             f"Language model: {' '.join(tokens)[:40]}", job, lane=Lane.INTERACTIVE,
             kind=SENTENCE, on_done=self._on_sentence, on_failed=self._on_error,
             on_progress=self._on_progress, on_finished=self._on_job_finished)
         self.view.set_busy(True)
-        return self.sentence_job
+        return sentence_job
 
     def _on_sentence(self, result) -> None:
         tokens, k, preds, reach = result
@@ -296,9 +292,8 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         self._follow_selection(force=True)
 
     def cancel(self) -> None:
-        for job in (self.sentence_job, self.softmax_job):
-            if job is not None and job.active:
-                job.cancel()
+        self.jobs.cancel(SENTENCE)
+        self.jobs.cancel(SOFTMAX)
         self.view.show_status("Cancelled.")
 
     # ---- minimal pairs ------------------------------------------------------------------------
@@ -343,17 +338,17 @@ class LanguageModelPanel(PanelDefaults, QWidget):
 
             return (source, *recorded_or_scored(emb, softmax, source, state, recorded))
 
-        self.pairs_job = self.ws.worker.submit(
+        pairs_job = self.jobs.submit(
             "Scoring minimal pairs", job, lane=Lane.LONG, kind=PAIRS, on_done=self._on_pairs,
             on_failed=lambda msg: self.view.pairs.status.setText(f"Minimal pairs: {msg}"),
             on_progress=lambda d, t, _m: self.view.pairs.show_progress(d, t),
             on_finished=self._on_job_finished)
         self.view.pairs.set_busy(True)
         self.view.pairs.status.setText("Scoring…")
-        return self.pairs_job
+        return pairs_job
 
     def cancel_pairs(self) -> None:
-        if self.pairs_job is not None and self.pairs_job.cancel():
+        if self.jobs.cancel(PAIRS):
             self.view.pairs.status.setText("Cancelled; the previous scores stay.")
 
     def _on_pairs(self, result) -> None:
@@ -383,10 +378,9 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         self.view.show_status(f"Language model: {message}", error=True)
 
     def _on_job_finished(self) -> None:
-        busy = any(j is not None and j.active for j in (self.sentence_job, self.softmax_job))
+        busy = self.jobs.is_running(SENTENCE) or self.jobs.is_running(SOFTMAX)
         self.view.set_busy(busy)
-        pairs_busy = self.pairs_job is not None and self.pairs_job.active
-        self.view.pairs.set_busy(pairs_busy)
+        self.view.pairs.set_busy(self.jobs.is_running(PAIRS))
         if not busy:
             self._redraw()
         self._check_ready()
@@ -419,7 +413,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
     def _redraw_pairs(self) -> None:
         m = self.model
         self.view.pairs.fill(m.accuracy_rows(), m.pair_rows(), m.pair)
-        if not m.pair_scores and not (self.pairs_job is not None and self.pairs_job.active):
+        if not m.pair_scores and not self.jobs.is_running(PAIRS):
             self.view.pairs.status.setText(
                 m.softmax_problem and "Minimal pairs need the softmax."
                 or "Score the minimal-pair sets (90 bundled pairs: about a minute on 2 cores).")

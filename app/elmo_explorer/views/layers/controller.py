@@ -74,6 +74,7 @@ class LayersPanel(PanelDefaults, QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
         self._ready = False
+        self.jobs = workspace.worker.group("layers", self.title)
         self._probes = None
         self._qs = self._open_settings()
         self.model.settings = LayersSettings.from_dict(self._stored_settings())
@@ -95,11 +96,11 @@ class LayersPanel(PanelDefaults, QWidget):
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
     def is_ready(self) -> bool:
-        return self._ready and self.model.job is None
+        return self._ready and self.jobs.is_idle()
 
     def _set_ready(self) -> None:
         self._ready = True
-        if self.model.job is None:
+        if self.jobs.is_idle():
             self.ready.emit()
 
     def export_actions(self) -> List[QAction]:
@@ -219,14 +220,13 @@ class LayersPanel(PanelDefaults, QWidget):
     # ---- jobs ---------------------------------------------------------------------------------
     def _submit(self, kind: str, name: str, fn, on_done) -> JobHandle:
         """One job at a time (a new one supersedes the running one), on the long lane."""
-        self.model.job = self.ws.worker.submit(
-            name, fn, lane=Lane.LONG, kind="layers", on_done=on_done, on_failed=self._on_error,
+        job = self.jobs.submit(
+            name, fn, lane=Lane.LONG, kind="compute", on_done=on_done, on_failed=self._on_error,
             on_progress=self._on_progress, on_finished=self._on_finished)
-        self.model.job_kind = kind
         self._ready = False
         self.view.set_busy(True)
         self.view.show_status(f"{name}…")
-        return self.model.job
+        return job
 
     def run(self) -> Optional[JobHandle]:
         """Contextuality and CKA of the loaded model on the chosen corpus (cached: at once)."""
@@ -345,16 +345,16 @@ class LayersPanel(PanelDefaults, QWidget):
         return self._submit("mdl", f"MDL probes: {names.get(task, task)}", job, done)
 
     def cancel(self) -> None:
-        if self.model.job is not None and self.model.job.cancel():
+        if self.jobs.cancel("compute"):
             self.view.show_status("Cancelled; the previous result stays.")
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
         self.view.show_status(f"{message} ({done}/{total})" if total else message)
 
     def _on_finished(self) -> None:
-        self.model.job = None
-        self.view.set_busy(False)
-        self._set_ready()
+        if self.jobs.is_idle():             # (a superseded job ends before its successor)
+            self.view.set_busy(False)
+            self._set_ready()
 
     def _on_error(self, message: str) -> None:
         self.view.show_status(f"Layers: {message}", error=True)

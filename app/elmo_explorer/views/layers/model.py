@@ -79,7 +79,8 @@ class LayersModel:
     compare : the shown comparison: ``{"model", "cka", "cka_self"}`` or None
     mdl : task → the ``mdl`` object of each MDL probe run on the current model
     cache : (checksum, corpus key, sentences) → (result, analysis); kept for the session
-    job : the handle of the job computing now (analysis, comparison or MDL), or None
+
+    The jobs computing them are the panel's job group's (``worker.group("layers")``).
     """
 
     settings: LayersSettings = field(default_factory=LayersSettings)
@@ -88,8 +89,6 @@ class LayersModel:
     compare: Optional[dict] = None
     mdl: Dict[str, dict] = field(default_factory=dict)
     cache: Dict[tuple, tuple] = field(default_factory=dict)
-    job: Optional[Any] = None
-    job_kind: str = ""
 
     # ---- results ----------------------------------------------------------------------------
     def n_sentences(self) -> Optional[int]:

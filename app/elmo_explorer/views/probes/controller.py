@@ -66,6 +66,7 @@ class ProbesPanel(PanelDefaults, QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
         self._ready = False
+        self.jobs = workspace.worker.group("probes", self.title)
         self._shown = False
         v = self.view
         v.set_tasks([t.name for t in self.model.tasks])
@@ -80,7 +81,7 @@ class ProbesPanel(PanelDefaults, QWidget):
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
     def is_ready(self) -> bool:
-        return self._ready
+        return self._ready and self.jobs.is_idle()
 
     def _set_ready(self) -> None:
         if not self._ready:
@@ -122,7 +123,7 @@ class ProbesPanel(PanelDefaults, QWidget):
     def _settle(self) -> None:
         """Nothing trains until the user asks: once no job runs and no model is loading, the
         current picture (recorded results, the user's runs or the empty-state text) is final."""
-        if self.model.job is None and not self.workspace.is_loading():
+        if self.jobs.is_idle() and not self.workspace.is_loading():
             self._set_ready()
 
     # ---- running ----------------------------------------------------------------------------
@@ -159,25 +160,25 @@ class ProbesPanel(PanelDefaults, QWidget):
                     on_event=state.post))
             return out
 
-        self.model.job = self.workspace.worker.submit(
+        handle = self.jobs.submit(
             "Training probes: " + ", ".join(t.name for t in tasks), job, lane=Lane.LONG,
-            kind="probes", on_done=self._on_results, on_failed=self._on_error,
+            kind="train", on_done=self._on_results, on_failed=self._on_error,
             on_progress=self._on_progress, on_event=self._on_event, on_finished=self._on_finished)
         self._ready = False
         self.view.set_busy(True)
-        return self.model.job
+        return handle
 
     def cancel(self) -> None:
-        if self.model.job is not None and self.model.job.cancel():
+        if self.jobs.cancel("train"):
             self.view.status.setText("Cancelled.")
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
         self.view.status.setText(f"{message} ({done}/{total})" if total else message)
 
     def _on_finished(self) -> None:
-        self.model.job = None
-        self.view.set_busy(False)
-        self._set_ready()
+        if self.jobs.is_idle():             # (a superseded run ends before its successor)
+            self.view.set_busy(False)
+            self._set_ready()
 
     def _on_results(self, results: List[ProbeResult]) -> None:
         self.model.add_results(results)

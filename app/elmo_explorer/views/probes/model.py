@@ -6,7 +6,7 @@ No Qt here: :class:`ProbesModel` is what :class:`~elmo_explorer.views.probes.con
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Dict, List, Optional
 
 import html
 
@@ -58,7 +58,6 @@ class ProbesModel:
     runs : finished runs of this session, in order
     config : the settings of a run started from the Train button
     curves : phase → one row per epoch (losses, then dev accuracies) of the current run
-    job : the handle of the job training now, or None
     recorded : the runs on show are the bundled model's recorded reference results (replaced
         by the first run the user trains)
     """
@@ -68,7 +67,6 @@ class ProbesModel:
     runs: List[ProbeResult] = field(default_factory=list)
     config: ProbeConfig = field(default_factory=ProbeConfig)
     curves: Dict[str, List[List[float]]] = field(default_factory=dict)
-    job: Optional[Any] = None
     recorded: bool = False
     seed: Optional[int] = None
 

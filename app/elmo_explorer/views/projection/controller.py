@@ -60,8 +60,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
         self.warm = UmapWarmUp(workspace.worker, self._run_imminent, self)
-        self.runner = ProjectionRunner(workspace.worker, self.model, self)
-        self.exports = ProjectionExports(self, workspace.worker, self.model, self.view,
+        self.jobs = workspace.worker.group("projection", self.title)
+        self.runner = ProjectionRunner(self.jobs, self.model, self)
+        self.exports = ProjectionExports(self, self.jobs, self.model, self.view,
                                          self.grid_figure)
         r = self.runner
         r.pca_done.connect(self._on_pca)
@@ -340,6 +341,6 @@ class ProjectionPanel(PanelDefaults, QWidget):
                 c.set_source("dataset")
                 self.run(auto=False)
 
-        return self.ws.worker.submit(
-            f"Reading {path.name}", dataset_job(path), kind="projection-data", on_done=done,
+        return self.jobs.submit(
+            f"Reading {path.name}", dataset_job(path), kind="data", on_done=done,
             on_failed=lambda m: self.view.message(f"Cannot open: {m}"))

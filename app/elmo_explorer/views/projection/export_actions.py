@@ -16,7 +16,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QWidget
 
 from elmo_explorer.common.figure_export import panel_figure_options, save_figure
-from elmo_explorer.state.worker import JobHandle, Worker
+from elmo_explorer.state.worker import JobGroup, JobHandle
 from elmo_explorer.views.projection import export
 from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.view import ProjectionView
@@ -29,9 +29,9 @@ class ProjectionExports:
     """Exports of the drawn projection of ``model`` as shown in ``view``; ``widget`` parents
     the dialogs and the actions, ``figure`` draws the plots as one figure."""
 
-    def __init__(self, widget: QWidget, worker: Worker, model: ProjectionModel,
+    def __init__(self, widget: QWidget, jobs: JobGroup, model: ProjectionModel,
                  view: ProjectionView, figure: FigureFn):
-        self.widget, self.worker, self.model, self.view = widget, worker, model, view
+        self.widget, self.jobs, self.model, self.view = widget, jobs, model, view
         self.figure = figure
         #: asked before a slow export (an SVG of many points); tests answer it themselves
         self.confirm: Callable[[str], bool] = lambda message: export.confirm(widget, message)
@@ -61,7 +61,7 @@ class ProjectionExports:
 
     def export_csv(self, path, on_done: Optional[Callable] = None) -> JobHandle:
         """Write the drawn coordinates of every plot as CSV (on the worker)."""
-        return self.worker.submit(
+        return self.jobs.submit(
             "Exporting coordinates", export.coordinates_job(path, self.model.tokens,
                                                             self.model.drawn()),
             on_done=on_done, on_failed=self._export_failed)
@@ -69,7 +69,7 @@ class ProjectionExports:
     def export_tensorboard(self, folder, k: int, on_done: Optional[Callable] = None) -> JobHandle:
         """Write ``vectors.tsv`` + ``metadata.tsv`` of plot ``k``'s layer (on the worker)."""
         m = self.model
-        return self.worker.submit(
+        return self.jobs.submit(
             "Exporting vectors", export.tensorboard_job(folder, m.tokens, m.acts, m.layers[k]),
             on_done=on_done, on_failed=self._export_failed)
 

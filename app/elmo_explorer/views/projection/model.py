@@ -31,7 +31,6 @@ class ProjectionModel:
     dataset, dataset_path : a labelled data set opened for projection, and its file
     params : the UMAP settings of the current run
     checksum : the model's checksum (part of the projector's cache key)
-    job : the handle of the current run's job (the worker drops older runs' results)
     dirty : the data changed since the last run
     """
 
@@ -43,7 +42,6 @@ class ProjectionModel:
     dataset_path: Optional[Path] = None
     params: UmapParams = field(default_factory=UmapParams)
     checksum: str = ""
-    job: Optional[Any] = None
     dirty: bool = True
     ready: bool = False
     current_plot: int = 0

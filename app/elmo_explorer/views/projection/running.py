@@ -19,7 +19,7 @@ from PySide6.QtCore import QObject, Signal
 from elmo_engine.analysis.projection import (LayerSpec, Projection, Projector, TokenSet,
                                              UmapParams, is_warm)
 from elmo_engine.errors import InputError
-from elmo_explorer.state.worker import Lane, Worker
+from elmo_explorer.state.worker import JobGroup, Lane
 from elmo_explorer.views.projection.model import ProjectionModel
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 AUTO_UMAP_MAX = 5_000          # with more tokens an automatic run stops at PCA (press Run)
 MIN_UMAP_POINTS = 50           # below this UMAP means nothing: PCA, with a message
 INLINE_PCA_MAX = 400_000       # tokens × dims up to which PCA runs on the GUI thread (~10 ms)
-GROUP = "projection"           # the worker's job kind of a run (a newer run makes older stale)
+RUN = "run"                    # the job kind of a run (a newer run makes the older stale)
 
 
 def wants_umap(n_tokens: int, auto: bool) -> bool:
@@ -69,8 +69,8 @@ class RunRequest:
 
 
 class ProjectionRunner(QObject):
-    """Runs one projection at a time on ``worker``; a new run makes the older one's jobs stale
-    (their results are dropped, never drawn).
+    """Runs one projection at a time in the view's job group ``jobs``; a new run makes the
+    older one's jobs stale (their results are dropped, never drawn).
 
     Signals
     -------
@@ -89,14 +89,14 @@ class ProjectionRunner(QObject):
     message = Signal(str)
     finished = Signal()
 
-    def __init__(self, worker: Worker, model: ProjectionModel, parent=None):
+    def __init__(self, jobs: JobGroup, model: ProjectionModel, parent=None):
         super().__init__(parent)
-        self.worker, self.model = worker, model
+        self.jobs, self.model = jobs, model
         self.projector = Projector()
 
     def stop(self) -> None:
         """Make the running run's jobs stale (what was drawn stays)."""
-        self.worker.invalidate(GROUP)
+        self.jobs.invalidate(RUN)
 
     def start(self, req: RunRequest) -> None:
         """Start ``req`` after stopping the older run: a small PCA runs here at once (raising
@@ -117,8 +117,8 @@ class ProjectionRunner(QObject):
 
         self.job_submitted.emit()
         self.message.emit(f"PCA of {len(req.tokens):,} tokens…")
-        self.model.job = self.worker.submit(
-            "Projection: PCA", job, lane=Lane.LONG, kind=GROUP, on_progress=self._on_progress,
+        self.jobs.submit(
+            "Projection: PCA", job, lane=Lane.LONG, kind=RUN, on_progress=self._on_progress,
             on_done=lambda r: self._on_pca(req, r), on_failed=self._on_error)
 
     def _on_pca(self, req: RunRequest, result) -> None:
@@ -167,8 +167,8 @@ class ProjectionRunner(QObject):
         if not is_warm():
             m.compiled_here = True
             self.message.emit("UMAP: compiling its kernels once for this session (10–40 s)…")
-        m.job = self.worker.submit(
-            f"Projection: UMAP {layer.name}", job, lane=Lane.LONG, kind=GROUP,
+        self.jobs.submit(
+            f"Projection: UMAP {layer.name}", job, lane=Lane.LONG, kind=RUN,
             on_progress=self._on_progress,
             on_done=lambda p: (self._on_umap_error(k, p) if isinstance(p, str)
                                else self._on_umap(k, p)),

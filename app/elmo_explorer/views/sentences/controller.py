@@ -383,5 +383,5 @@ class SentencesPanel(QWidget):
             write_token_table_csv(path, tokens, acts, n_layers, max_chars, state)
             return str(path)
 
-        return ws.worker.submit("Exporting token table", job,
+        return ws.jobs.submit("Exporting token table", job,
                                 on_done=lambda p: ws.message.emit(f"Saved {p}"))
