@@ -6,7 +6,7 @@ the source with :mod:`ast`, so an import that only runs in some code path is cau
    qtpy, PyQt) nor the app (``elmo_explorer``).
 2. The engine's layers import downwards only:
    ``cli`` → ``analysis`` | ``train`` → ``io`` → ``embed`` → ``model`` → the foundation
-   (``errors``, ``progress``, ``atomic``, ``runtime``, ``resources``); ``analysis`` and
+   (``errors``, ``progress``, ``atomic``, ``runtime``, ``sharing``, ``resources``); ``analysis`` and
    ``train`` do not import each other. (``python -m elmo_engine.train``, a program, may call
    its command line.)
 3. The app never imports the engine's command line (``elmo_engine.cli``), except its one entry
@@ -32,7 +32,7 @@ from typing import Dict, Iterator, List, Tuple
 from conftest import REPO
 
 QT = ("PySide6", "shiboken6", "pyqtgraph", "superqt", "qtpy", "PyQt5", "PyQt6", "pytestqt")
-FOUNDATION = ("errors", "progress", "atomic", "runtime", "resources", "files")
+FOUNDATION = ("errors", "progress", "atomic", "runtime", "sharing", "resources", "files")
 #: layer → the engine layers it may import (besides itself and the foundation)
 ALLOWED: Dict[str, Tuple[str, ...]] = {
     "model": (),
