@@ -16,7 +16,9 @@ It also answers, once per process, whether the CPU has bf16 units (:func:`cpu_bf
 AVX512_BF16, from torch's checks and the CPU flags): the one place that decides whether
 ``--precision bf16`` is offered on the CPU.
 
-Who calls it: :func:`elmo_engine.cli.main` (every headless command), ``elmo_explorer.startup``
+Who calls it: :func:`elmo_engine.cli.main` (every headless command, through
+:func:`configure_on_import`: a command that answers before it needs torch — ``--help``, a usage
+error, an output that exists — never loads it), ``elmo_explorer.startup``
 (the app), ``python -m elmo_engine.train`` (through its CLI module), the test suite
 (``tests/conftest.py``) and the benchmarks. A library user who builds an ``Embedder`` in their
 own program calls ``configure()`` once first to get the same numbers.
@@ -24,6 +26,7 @@ own program calls ``configure()`` once first to get the same numbers.
 from __future__ import annotations
 
 import functools
+import importlib.abc
 import sys
 from dataclasses import dataclass
 from typing import Optional, Tuple
@@ -46,6 +49,57 @@ def configure(threads: Optional[int] = None, gil_switch_s: Optional[float] = Non
         torch.set_num_threads(threads)
     if gil_switch_s is not None:
         sys.setswitchinterval(min(sys.getswitchinterval(), gil_switch_s))
+
+
+def configure_on_import() -> None:
+    """:func:`configure` once torch is loaded: now if it is, else the moment its import ends.
+
+    The headless commands call this instead of :func:`configure`: the settings only exist in
+    torch, so applying them as torch finishes loading gives every command the same numbers as
+    calling :func:`configure` first, while a command that answers before it needs torch
+    (``--version``, a usage error, ``embed … -o EXISTING``) does not pay the second that importing
+    torch takes (docs/performance.md, "Start-up")."""
+    if "torch" in sys.modules:
+        configure()
+    elif not any(isinstance(f, _AfterTorchImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterTorchImport())
+
+
+class _AfterTorchImport(importlib.abc.MetaPathFinder):
+    """A finder that answers for ``torch`` only: it finds it with the other finders and wraps its
+    loader so that :func:`configure` runs once ``torch/__init__`` has run; then it removes
+    itself."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch":
+            return None
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        for finder in list(sys.meta_path):
+            find = getattr(finder, "find_spec", None)
+            spec = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                if spec.loader is not None:
+                    spec.loader = _ConfigureAfter(spec.loader)
+                return spec
+        return None
+
+
+class _ConfigureAfter(importlib.abc.Loader):
+    """``loader`` (torch's own), with :func:`configure` after the module has run."""
+
+    def __init__(self, loader) -> None:
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module) -> None:
+        self._loader.exec_module(module)
+        configure()
+
+    def __getattr__(self, name):                 # get_resource_reader, is_package, …
+        return getattr(self._loader, name)
 
 
 # ---- bf16 units of the CPU -----------------------------------------------------------------------

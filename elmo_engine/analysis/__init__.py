@@ -13,3 +13,8 @@ top only what they share.
 The figures of every analysis are drawn in :mod:`elmo_engine.io.figures` and its per-analysis
 modules.
 """
+from typing import Tuple
+
+#: the halves of a biLM layer an analysis reads: both (forward ‖ backward), or one LSTM's. Here,
+#: in the package's light root, so that the command line's parser offers them without numpy.
+DIRECTIONS: Tuple[str, ...] = ("both", "forward", "backward")

@@ -11,11 +11,11 @@ from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from elmo_engine.analysis import DIRECTIONS
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
 
 #: the whole 2P vector, its first half (forward LSTM) and its second half (backward LSTM)
-DIRECTIONS: Tuple[str, ...] = ("both", "forward", "backward")
 
 #: sentences handed to the embedder at once by :func:`iter_embedded`
 EMBED_CHUNK = 256

@@ -23,12 +23,10 @@ import math
 from pathlib import Path
 from typing import Optional
 
-from elmo_engine.analysis.contexts import compare as cmp
-from elmo_engine.analysis.contexts.groups import word_groups
+from elmo_engine.analysis import DIRECTIONS
 from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo, parse_floats
 from elmo_engine.errors import InputError
-from elmo_engine.io.report import table_number
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -45,7 +43,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     common.add_checkpoint(p)
     common.add_pretokenized(p)
     p.add_argument("--ignore-case", action="store_true", help="match the word in any case")
-    p.add_argument("--direction", choices=cmp.DIRECTIONS, default="both",
+    p.add_argument("--direction", choices=DIRECTIONS, default="both",
                    help="both halves of every layer, or only the forward / backward LSTM's")
     p.add_argument("--correct", action="store_true",
                    help="anisotropy correction: subtract the mean vector of all tokens "
@@ -90,6 +88,9 @@ def _fmt(v: float) -> str:
 
 def run(args) -> int:
     """Run the ``contexts`` subcommand; print the summary, write the requested files."""
+    from elmo_engine.analysis.contexts import compare as cmp
+    from elmo_engine.analysis.contexts.groups import word_groups
+    from elmo_engine.io.report import table_number
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.analysis.contexts.neighbour_corpus import (MAX_CORPUS_TOKENS, build_index,

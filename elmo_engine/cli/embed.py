@@ -54,6 +54,15 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    # the checks that need no model come first, before torch is loaded: they answer at once
+    if args.batch_size < 1:
+        raise InputError("--batch-size must be at least 1")
+    fmt = args.format or ("npz" if args.output.suffix.lower() == ".npz" else "hdf5")
+    common.refuse_existing(args.force, args.output)
+    common.mix_weights(args.mix_weights, args.layers, 1)      # given without mix: refused
+    if not common.is_stdout(args.output) and args.output.exists() \
+            and args.output.resolve() == args.input.resolve():
+        raise InputError("OUTPUT is INPUT; name another file", path=args.output)
     from tqdm import tqdm
 
     from elmo_engine.embed.embedder import Embedder
@@ -63,14 +72,6 @@ def run(args) -> int:
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.io.datasets.corpus_text import split_sentences
 
-    if args.batch_size < 1:
-        raise InputError("--batch-size must be at least 1")
-    fmt = args.format or ("npz" if args.output.suffix.lower() == ".npz" else "hdf5")
-    common.refuse_existing(args.force, args.output)
-    common.mix_weights(args.mix_weights, args.layers, 1)      # given without mix: refused
-    if not common.is_stdout(args.output) and args.output.exists() \
-            and args.output.resolve() == args.input.resolve():
-        raise InputError("OUTPUT is INPUT; name another file", path=args.output)
     device = common.resolve_device(args.device)
     common.resolve_precision(args.precision, device)
     split = split_sentences if args.split_sentences else None

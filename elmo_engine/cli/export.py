@@ -29,7 +29,7 @@ from typing import List
 from elmo_engine.cli import common
 from elmo_engine.cli.common import checkpoint_or_demo
 from elmo_engine.errors import InputError
-from elmo_engine.io.vectors import FORMATS, LayerChoice
+from elmo_engine.io.vector_formats import FORMATS
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -107,15 +107,7 @@ def run_vectors(args) -> int:
     first pass checks the whole file (and counts ``--word``) before anything is written."""
     import collections
 
-    from tqdm import tqdm
-
-    from elmo_engine.cli.embed import EMBED_MAX_INPUT_BYTES
-    from elmo_engine.embed.embedder import Embedder
-    from elmo_engine.io import embeddings_file as ef
-    from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
-    from elmo_engine.io.vectors import SentenceVectors, export_stream, format_for, output_files
-    from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.io.datasets.corpus_text import split_sentences
+    from elmo_engine.io.vector_formats import format_for
 
     mode = engine_layer_mode(args.layers)
     common.mix_weights(args.mix_weights, args.layers, 1)      # given without mix: refused
@@ -123,6 +115,17 @@ def run_vectors(args) -> int:
     if common.is_stdout(args.output) and fmt == "tsv":
         raise InputError("--out -: TSV writes two files (vectors and metadata) and cannot go to "
                          "stdout; use --format npz, hdf5 or csv, or name a file")
+    common.refuse_existing(args.force, args.output)     # at once, before numpy and torch load
+    from tqdm import tqdm
+
+    from elmo_engine.cli.embed import EMBED_MAX_INPUT_BYTES
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.io import embeddings_file as ef
+    from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
+    from elmo_engine.io.vectors import LayerChoice, SentenceVectors, export_stream, output_files
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.io.datasets.corpus_text import split_sentences
+
     choice = LayerChoice(mode, None, args.mix_gamma, args.pre_softmax)   # the files' names
     if not common.is_stdout(args.output):
         common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))

@@ -21,9 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 
-from elmo_engine.analysis.layers.run import (MAX_LAYERS_TOKENS, analyse_layers, compare_layers,
-                                             demo_mdl_data, mdl_probe, reference_corpus_path,
-                                             sentences_within, subset)
+from elmo_engine.analysis.layers import MAX_LAYERS_TOKENS
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
@@ -121,6 +119,7 @@ def read_sample(path: Path, pretokenized: bool, max_sentences: Optional[int],
     the file; a sample smaller than the file is said on stderr."""
     import numpy as np
 
+    from elmo_engine.analysis.layers.run import sentences_within, subset
     from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
 
     scan = scan_text_input(path, pretokenized, None, LAYERS_MAX_INPUT_BYTES)
@@ -166,6 +165,7 @@ def _check_args(args) -> None:
 
 def _mdl_data(args) -> Tuple[list, str]:
     """(labelled sentences, a description of where they came from)."""
+    from elmo_engine.analysis.layers.run import demo_mdl_data
     from elmo_engine.io.datasets import tsv
     from elmo_engine.io.datasets.conllu import read_conllu
 
@@ -230,9 +230,9 @@ def _model_info(emb, path) -> dict:
 
 def run(args) -> int:
     """Run ``layers``; print the tables; write the requested files; return 0."""
+    _check_args(args)                        # before torch is loaded: a bad option answers at once
     import torch
 
-    _check_args(args)
     limits = None
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -250,6 +250,8 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from elmo_engine.analysis.layers.run import (analyse_layers, compare_layers, mdl_probe,
+                                                 reference_corpus_path)
     from elmo_engine.analysis.layers.tables import format_report, words_csv
     from elmo_engine.atomic import atomic_write_text
     from elmo_engine.embed.embedder import pick_device
@@ -309,5 +311,4 @@ def _run(args) -> int:
     return 0
 
 
-__all__ = ["JSON_DESCRIPTION", "MDL_TASKS", "add_parser", "read_corpus", "reference_corpus_path",
-           "run"]
+__all__ = ["JSON_DESCRIPTION", "MDL_TASKS", "add_parser", "read_corpus", "read_sample", "run"]

@@ -5,6 +5,14 @@ any other error (a ``MemoryError`` included) too, with its traceback in a log fi
 (:mod:`.last_resort`). Usage errors exit with status 2 (:class:`~elmo_engine.cli.common.Parser`).
 A command that declares ``-o/--out`` for its results (:func:`~elmo_engine.cli.common.
 add_results_out`) has its stdout written to that file here.
+
+Answering at once: the subcommand modules import only :mod:`argparse` and the light
+:mod:`~elmo_engine.cli.common` at module level (the engine's domain modules, numpy and torch
+inside ``run``); a named command builds its own parser only, ``--version`` none; torch's
+process settings are applied when torch is first imported
+(:func:`~elmo_engine.runtime.configure_on_import`). So ``--version``, ``--help``, a usage error
+or an output that exists answer before torch is loaded (tests/engine/test_startup.py,
+benchmarks/bench_startup.py).
 """
 from __future__ import annotations
 
@@ -12,7 +20,7 @@ import argparse
 import importlib
 import logging
 import sys
-from typing import List, Optional
+from typing import List, Optional, Sequence
 
 from elmo_engine.errors import CancelledError, ElmoError
 
@@ -41,31 +49,50 @@ def subcommand_names() -> List[str]:
     return list(SUBCOMMAND_MODULES)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Optional[Sequence[str]] = None,
+                 app_options: Optional[argparse.ArgumentParser] = None) -> argparse.ArgumentParser:
+    """The parser of ``commands`` (default: every subcommand). ``app_options``: a parser
+    (``add_help=False``) whose options the help lists too: the desktop app's, given by the
+    program's entry point (the engine does not know the app)."""
     from elmo_engine.cli.common import Parser, check_option_values
 
-    parser = Parser(
-        prog="elmo-explorer",
-        description="ELMo Explorer. With no subcommand the desktop app starts "
-                    "(options: --checkpoint PATH, --screenshot PNG, --view NAME).")
+    description = ("ELMo Explorer: with no COMMAND the desktop app starts"
+                   + (" (its options below)" if app_options is not None else "")
+                   + "; a COMMAND runs headless (elmo-explorer COMMAND --help for its options).")
+    parser = Parser(prog="elmo-explorer", description=description,
+                    parents=[app_options] if app_options is not None else [])
     parser.add_argument("--version", action="version", version=_version())
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for module in SUBCOMMAND_MODULES.values():
-        importlib.import_module(module).add_parser(sub)
+    for name in (SUBCOMMAND_MODULES if commands is None else commands):
+        importlib.import_module(SUBCOMMAND_MODULES[name]).add_parser(sub)
     check_option_values(parser)               # every numeric option range-checked, by name
     return parser
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def commands_to_build(argv: Sequence[str]) -> Optional[List[str]]:
+    """The subcommands whose parsers ``argv`` needs: the one it names, none for ``--version``
+    alone, else (``--help``, a misspelt command) all of them (None)."""
+    if argv and argv[0] in SUBCOMMAND_MODULES:
+        return [argv[0]]
+    if list(argv) == ["--version"]:
+        return []
+    return None
+
+
+def main(argv: Optional[List[str]] = None,
+         app_options: Optional[argparse.ArgumentParser] = None) -> int:
+    """Run one headless command; ``argv`` excludes the program name. ``app_options``: see
+    :func:`build_parser`."""
     from elmo_engine import runtime
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(commands_to_build(argv), app_options)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):
         parser.print_help()
         return 2
-    runtime.configure()
+    runtime.configure_on_import()
     func = getattr(args, "func", None) or importlib.import_module(
         SUBCOMMAND_MODULES[args.command]).run
     try:

@@ -53,7 +53,7 @@ def _inside(inner, folder) -> bool:
 
 def _checkpoint_files(path: Optional[Path]) -> List[Path]:
     from elmo_engine.cli.common import checkpoint_or_demo
-    from elmo_engine.model.checkpoint import resolve_checkpoint
+    from elmo_engine.model.locate import resolve_checkpoint
 
     try:
         _fmt, opts, weights = resolve_checkpoint(checkpoint_or_demo(path))
@@ -109,10 +109,11 @@ def _implied(args, dest: str, out: Path) -> List[Path]:
     if getattr(args, "export_what", None) != "vectors" or dest != "output":
         return []
     try:
-        from elmo_engine.io.vectors import LayerChoice, format_for, output_files
+        from elmo_engine.io.vector_formats import format_for
         if format_for(out, args.format) != "tsv":
             return []
         from elmo_engine.cli.export import engine_layer_mode
+        from elmo_engine.io.vectors import LayerChoice, output_files
 
         choice = LayerChoice(engine_layer_mode(args.layers), None, 1.0, False)
         return [p for p in output_files(out, "tsv", choice, 66) if p != out]

@@ -148,6 +148,7 @@ def time_split(result) -> str:
 
 def run(args) -> int:
     """Run the probe described by parsed arguments; write ``args.out``; return 0."""
+    common.refuse_existing(args.force, args.out)        # at once, before torch is loaded
     import torch
 
     from elmo_engine import runtime
@@ -173,7 +174,6 @@ def run(args) -> int:
         if args.threads < 1:
             raise InputError("--threads must be at least 1")
         runtime.configure(threads=args.threads)
-    common.refuse_existing(args.force, args.out)
     device = common.resolve_device(args.device)
     common.resolve_precision(args.precision, device)
     t0 = time.perf_counter()

@@ -35,13 +35,9 @@ import numpy as np
 from elmo_engine.atomic import atomic_hdf5, atomic_path
 from elmo_engine.errors import InputError
 from elmo_engine.io.embeddings_file import EmbeddingsWriter
+from elmo_engine.io.vector_formats import DTYPES, FORMATS, LAYER_MODES, format_for
 from elmo_engine.io.writing import refuse_existing, writing
 from elmo_engine.progress import TaskState, check, report
-
-FORMATS = ("npz", "hdf5", "tsv", "csv")
-LAYER_MODES = ("each", "top", "average", "mix")
-DTYPES = ("float32", "float16")
-FORMAT_BY_SUFFIX = {".npz": "npz", ".hdf5": "hdf5", ".h5": "hdf5", ".csv": "csv", ".tsv": "tsv"}
 
 # ---- layer choice -------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -127,21 +123,6 @@ def output_files(path, fmt: str, layers: "Optional[LayerChoice]" = None, n_layer
     from elmo_engine.io.vectors_tsv import tsv_files
 
     return tsv_files(path, layers or LayerChoice(), n_layers)
-
-
-def format_for(path, fmt: Optional[str] = None) -> str:
-    """The format named, else guessed from the extension (a path without one → TSV folder)."""
-    if fmt is not None:
-        if fmt not in FORMATS:
-            raise InputError(f"unknown export format '{fmt}' (use {', '.join(FORMATS)})")
-        return fmt
-    suffix = Path(path).suffix.lower()
-    if suffix in FORMAT_BY_SUFFIX:
-        return FORMAT_BY_SUFFIX[suffix]
-    if not suffix:
-        return "tsv"
-    raise InputError(f"cannot tell the format from '{suffix}': use .npz, .hdf5, .csv or a "
-                     "folder (TSV), or name the format", path=path)
 
 
 # ---- the export ----------------------------------------------------------------------------

@@ -25,17 +25,14 @@ from elmo_engine.errors import CheckpointError
 from elmo_engine.model.bilm import BiLM
 from elmo_engine.model.hdf5_checks import check_no_extra, check_storage, lookup
 from elmo_engine.model.layout import _short, expected_layout, fill_model, model_tensors
+# where a checkpoint's files are: a module of its own, read without torch (the command line's
+# output checks); its names stay importable from here
+from elmo_engine.model.locate import NATIVE_CONFIG, NATIVE_WEIGHTS, resolve_checkpoint
 from elmo_engine.model.options import BiLMOptions, _show
 
 NATIVE_FORMAT = "elmo-explorer-bilm"
-NATIVE_CONFIG = "bilm.json"
-NATIVE_WEIGHTS = "bilm.safetensors"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 MAX_PARAMETERS = 1 << 31          # 8 GiB of float32; the largest published ELMo has 93.6M
-PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".pkl", ".pickle", ".th", ".mdl")
-PICKLE_REFUSAL = ("PyTorch pickle checkpoints are not loaded because unpickling a file can run "
-                  "code; convert it to the published layout (options.json + weights .hdf5) or "
-                  "to safetensors (bilm.json + bilm.safetensors)")
 
 
 @dataclass
@@ -64,67 +61,7 @@ class CheckpointInfo:
         }
 
 
-# ---- locating files -------------------------------------------------------------------------
-def resolve_checkpoint(path) -> Tuple[str, Path, Path]:
-    """Find (format, options/config path, weights path) for a directory or either file."""
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise CheckpointError(path, "no such file or directory")
-    if path.is_file() and path.suffix.lower() in PICKLE_SUFFIXES:
-        raise CheckpointError(path, PICKLE_REFUSAL)
-    if path.is_dir():
-        if (path / NATIVE_CONFIG).is_file() and (path / NATIVE_WEIGHTS).is_file():
-            return "native", path / NATIVE_CONFIG, path / NATIVE_WEIGHTS
-        if (not any(path.glob("*.hdf5")) and not any(path.glob("*.h5"))
-                and any(f.suffix.lower() in PICKLE_SUFFIXES for f in path.iterdir())):
-            raise CheckpointError(path, "no options .json + weights .hdf5 here, only pickle files; "
-                                  + PICKLE_REFUSAL)
-        options = _pick(path, "*.json", path, "an options .json file",
-                        prefer=("options.json",),
-                        avoid=("sentences", "vocab", "config", "train_state", "manifest"))
-        weights = _pick(path, "*.hdf5", path, "a weights .hdf5 file", also="*.h5",
-                        prefer=("lm_weights.hdf5", "weights.hdf5"),
-                        avoid=("lm_embeddings", "embeddings", "vectors", "softmax"))
-        return "published", options, weights
-    if path.name == NATIVE_CONFIG or path.suffix == ".safetensors":
-        cfg = path.parent / NATIVE_CONFIG
-        weights = path if path.suffix == ".safetensors" else path.parent / NATIVE_WEIGHTS
-        if not cfg.is_file() or not weights.is_file():
-            raise CheckpointError(path, f"a native checkpoint needs both {NATIVE_CONFIG} and "
-                                  f"{NATIVE_WEIGHTS} in {path.parent}")
-        return "native", cfg, weights
-    if path.suffix.lower() == ".json":
-        weights = _pick(path.parent, "*.hdf5", path, "a weights .hdf5 file beside the options",
-                        also="*.h5", prefer=("lm_weights.hdf5", "weights.hdf5"),
-                        avoid=("lm_embeddings", "embeddings", "vectors", "softmax"))
-        return "published", path, weights
-    if path.suffix.lower() in (".hdf5", ".h5"):
-        options = _pick(path.parent, "*.json", path, "an options .json file beside the weights",
-                        prefer=("options.json", path.stem + "_options.json",
-                                path.stem.replace("weights", "options") + ".json"),
-                        avoid=("sentences", "vocab", "config", "train_state", "manifest"))
-        return "published", options, path
-    raise CheckpointError(path, "not a checkpoint: open a folder, an options .json, a weights "
-                          ".hdf5 or a .safetensors file")
-
-
-def _pick(folder: Path, pattern: str, asked, what: str, also: Optional[str] = None,
-          prefer=(), avoid=()) -> Path:
-    files = sorted(folder.glob(pattern)) + (sorted(folder.glob(also)) if also else [])
-    files = [f for f in files if f.is_file()]
-    for name in prefer:
-        for f in files:
-            if f.name == name:
-                return f
-    candidates = [f for f in files if not any(a in f.name for a in avoid)]
-    if len(candidates) == 1:
-        return candidates[0]
-    if not candidates:
-        raise CheckpointError(asked, f"cannot find {what} in {folder}")
-    raise CheckpointError(asked, f"several candidates for {what} in {folder}: "
-                          + ", ".join(f.name for f in candidates) + "; open one file directly")
-
-
+# ---- checksums -------------------------------------------------------------------------------
 def file_checksum(*paths) -> str:
     """SHA-256 of the files in turn; each is checked to be a regular file first (a FIFO or
     ``/dev/zero`` would block or never end)."""

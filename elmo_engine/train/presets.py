@@ -39,8 +39,8 @@ PRESETS: Dict[str, dict] = {
                  optimizer="adam", lr=0.01, dropout=0.0, epochs=1,
                  options={"char_cnn": _cnn([[1, 8], [2, 8], [3, 16]], 1, 8),
                           "lstm": _lstm(32, 16)}),
-    # the bundled demo model: chosen by 8-minute runs on both shipped corpora (README,
-    # docs/guide/training.md); about 2,000 tokens/s with the fused trainer on 2 cores
+    # the bundled demo model: chosen by 8-minute runs on both shipped corpora
+    # (docs/guide/training.md); about 2,000 tokens/s with the fused trainer on 2 cores
     "demo": _DEMO,
     # the demo's data, vocabulary and char CNN with an LSTM twice as wide, for one GPU: a batch
     # of 512 rows keeps the per-step GEMMs large enough to pay there (benchmarks/gpu_train_demo.sh;

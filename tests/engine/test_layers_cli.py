@@ -12,6 +12,7 @@ import pytest
 from elmo_engine.cli import layers as layers_cli
 from elmo_engine.analysis.layers.cka import cka_matrix, cross_cka
 from elmo_engine.analysis.layers.contextuality import contextuality
+from elmo_engine.analysis.layers.run import reference_corpus_path, subset
 from elmo_engine.cli import build_parser, main
 from conftest import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint
 
@@ -167,7 +168,7 @@ def test_mdl_on_a_tsv_task(tiny_checkpoint, tmp_path, capsys):
 
 
 def test_shipped_reference_corpus():
-    path = layers_cli.reference_corpus_path()
+    path = reference_corpus_path()
     assert path.is_file() and (path.parent / "README.md").is_file()
     assert (path.parent / "LICENSE-CC-BY-4.0.txt").is_file()
     readme = (path.parent / "README.md").read_text(encoding="utf-8")
@@ -209,4 +210,4 @@ def test_sample_reads_the_file_as_a_stream_and_says_what_it_kept(tmp_path, capsy
     assert sample == layers_cli.read_sample(f, False, None, 500, 3)[0]       # seeded
     assert sample != layers_cli.read_sample(f, False, None, 500, 4)[0]
     both, _ = layers_cli.read_sample(f, False, 100, 10 ** 6, 0)   # --max-sentences as before
-    assert both == [whole[i] for i in layers_cli.subset(400, 100, 0)]
+    assert both == [whole[i] for i in subset(400, 100, 0)]

@@ -19,19 +19,27 @@ import sys
 from pathlib import Path
 from typing import List, Optional
 
+from elmo_explorer.shell.view_names import VIEW_CHOICES
+
 log = logging.getLogger(__name__)
 
-VIEW_CHOICES = ("contexts", "projection", "probes", "layers", "language-model", "corpus",
-                "sentences")
+#: the title of the app's options in ``elmo-explorer --help`` (which also lists the commands)
+APP_OPTIONS_TITLE = "desktop app (no COMMAND)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="elmo-explorer", description="ELMo Explorer desktop app")
+def build_parser(add_help: bool = True) -> argparse.ArgumentParser:
+    """The app's parser. ``add_help=False``: its options only, grouped under
+    :data:`APP_OPTIONS_TITLE`, for ``elmo-explorer --help`` to list beside the commands
+    (:mod:`elmo_explorer.entry`)."""
+    parser = argparse.ArgumentParser(prog="elmo-explorer", description="ELMo Explorer desktop app",
+                                     add_help=add_help)
+    p = parser.add_argument_group(APP_OPTIONS_TITLE)
     p.add_argument("--checkpoint", metavar="PATH",
                    help="checkpoint folder or file, or a downloaded published model's name "
                         "(elmo-explorer models list) to load (default: the last one, else the demo)")
     p.add_argument("--sentences", metavar="FILE", help="file of sentences, one per line (or group<TAB>sentence)")
-    p.add_argument("--view", choices=VIEW_CHOICES, help="view to show first")
+    p.add_argument("--view", choices=VIEW_CHOICES, metavar="VIEW",
+                   help=f"view to show first: {', '.join(VIEW_CHOICES)}")
     p.add_argument("--screenshot", metavar="PATH",
                    help="save a PNG of the window once the view is ready, then exit")
     p.add_argument("--size", metavar="WxH", default=None,
@@ -42,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "ELMO_EXPLORER_SETTINGS_DIR)")
     p.add_argument("--timeout", type=float, default=600.0,
                    help="with --screenshot: give up after this many seconds (exit 2)")
-    return p
+    return parser
 
 
 def _parse_size(text: str):

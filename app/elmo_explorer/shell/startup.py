@@ -19,6 +19,8 @@ import os
 from pathlib import Path
 from typing import List, Optional
 
+from elmo_explorer.shell.view_names import VIEWS
+
 GIL_SWITCH_S = 0.0005  # how long the worker may keep the GIL while the GUI thread waits for it
 
 
@@ -37,9 +39,10 @@ def configure_process() -> None:
 
 
 # ---- a display to draw on --------------------------------------------------------------------
+#: the one line printed without a display (``{why}``: what is missing); it names every view
 NO_DISPLAY_HINT = ("elmo-explorer: no display to open the window on ({why}); without a display run "
                    "QT_QPA_PLATFORM=offscreen elmo-explorer --screenshot shot.png "
-                   "[--view contexts|projection|probes|layers], or use a subcommand "
+                   f"[--view {'|'.join(VIEWS)}], or use a subcommand "
                    "(elmo-explorer --help)")
 
 

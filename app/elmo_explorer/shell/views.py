@@ -4,12 +4,13 @@ Each view is a package ``elmo_explorer.views.<name>`` whose ``controller`` modul
 ``<Name>Panel(QWidget)``: it takes ``(workspace, parent=None)`` and provides the
 :class:`~elmo_explorer.views.protocol.AnalysisPanel` protocol (title, ``ready``, exports, view
 state, probe runs, report parts). A new view: write its package, import its panel here and add it
-to :data:`PANELS`; the tabs follow :data:`VIEWS` order.
+to :data:`PANELS` and its name to :data:`.view_names.VIEWS`; the tabs follow that order.
 """
 from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from elmo_explorer.shell import view_names
 from elmo_explorer.views.contexts.controller import ContextsPanel
 from elmo_explorer.views.corpus.controller import CorpusPanel          # issue 28: the Corpus view
 from elmo_explorer.views.layers.controller import LayersPanel
@@ -28,8 +29,8 @@ PANELS: Dict[str, type] = {
     "corpus": CorpusPanel,                          # issue 28
 }
 
-#: the analysis views shown as tabs, in order
-VIEWS: Tuple[str, ...] = ("contexts", "projection", "probes", "layers", "language-model", "corpus")
+#: the analysis views shown as tabs, in order (named in :mod:`.view_names`, which has no Qt)
+VIEWS: Tuple[str, ...] = view_names.VIEWS
 
 
 def panel_classes(views: Optional[Iterable[str]] = None) -> List[Tuple[str, type]]:

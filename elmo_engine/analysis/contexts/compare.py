@@ -24,11 +24,11 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from elmo_engine.analysis import DIRECTIONS
 from elmo_engine.atomic import atomic_path, atomic_write_text
 from elmo_engine.analysis.contexts.permutation import PermutationResult, group_permutation_test
 from elmo_engine.errors import InputError
 
-DIRECTIONS = ("both", "forward", "backward")
 #: vectors shorter than this (after centring) have no direction: their cosines are set to 0
 EPS = 1e-12
 

@@ -9,3 +9,8 @@
 * :mod:`.run` — the three on one model and corpus, end to end (the ``layers`` command and the
   app's Layers view); :mod:`.tables` — their results as text and CSV.
 """
+
+#: the most tokens ``layers`` analyses (the shipped reference corpus has 82,000): the
+#: per-word activations and Gram matrices grow with the corpus (~1 GB at this size). Here, not
+#: in :mod:`.run`, so that the command line's parser reads it without loading torch.
+MAX_LAYERS_TOKENS = 100_000

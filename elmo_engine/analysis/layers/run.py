@@ -18,6 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.analysis.activations import iter_embedded
+from elmo_engine.analysis.layers import MAX_LAYERS_TOKENS
 from elmo_engine.analysis.layers.cka import CKAResult, cka_matrix, cross_cka
 from elmo_engine.analysis.layers.contextuality import ContextualityAccumulator
 from elmo_engine.analysis.layers.contextuality_result import ContextualityResult
@@ -25,9 +26,6 @@ from elmo_engine.analysis.layers.mdl import MDLConfig, MDLResult, online_codelen
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState
 
-#: the most tokens ``layers`` analyses (the shipped reference corpus has 82,000): the
-#: per-word activations and Gram matrices grow with the corpus (~1 GB at this size)
-MAX_LAYERS_TOKENS = 100_000
 REFERENCE_CORPUS = ("reference_corpus", "sentences.txt")
 #: the built-in demo tasks an MDL probe can transmit
 DEMO_MDL_TASKS = ("demo-pos", "demo-supersense", "demo-wsd")

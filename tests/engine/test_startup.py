@@ -1,0 +1,76 @@
+"""Commands that answer at once (issue 39): ``--version``, ``--help``, a usage error and an output
+that exists answer before torch (or numpy, scipy, h5py, matplotlib, faiss, umap) is imported;
+torch's process settings still apply to every command that loads it.
+
+Each check runs the command in a fresh interpreter with ``-X importtime``, which lists every
+module the process imported on stderr (one ``import time:`` line each). The timings themselves
+are measured by benchmarks/bench_startup.py (docs/performance.md, "Start-up").
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+from import_check import heavy, run_importtime
+
+def test_version_loads_no_heavy_library():
+    code, out, err, imported = run_importtime(["--version"])
+    assert code == 0 and out.strip() and err == ""
+    assert heavy(imported) == []
+
+
+def test_help_and_a_command_help_load_no_heavy_library():
+    code, out, _err, imported = run_importtime(["--help"])
+    assert code == 0 and heavy(imported) == []
+    for command in ("embed", "export", "contexts", "layers", "probe", "wsd-nn"):
+        assert f"    {command} " in out
+    code, out, _err, imported = run_importtime(["export", "vectors", "--help"])
+    assert code == 0 and "--format" in out and heavy(imported) == []
+
+
+def test_a_usage_error_loads_no_heavy_library():
+    code, out, err, imported = run_importtime(["embed"])
+    assert code == 2 and out == "" and "required" in err
+    assert heavy(imported) == []
+
+
+@pytest.mark.parametrize("command", [
+    ["embed", "{input}", "-o", "{existing}"],
+    ["export", "vectors", "{input}", "-o", "{existing}"],
+    ["layers", "{input}", "--words-csv", "{existing}"],
+    ["probe", "--task", "pos", "-o", "{existing}"],
+])
+def test_an_output_that_exists_is_refused_before_torch_loads(tmp_path: Path, command):
+    text = tmp_path / "in.txt"
+    text.write_text("He sat on the bank .\n", encoding="utf-8")
+    existing = tmp_path / "out.hdf5"
+    existing.write_bytes(b"keep me")
+    args = [a.format(input=text, existing=existing) for a in command]
+    code, out, err, imported = run_importtime(args)
+    assert code == 1 and out == ""
+    assert err.strip() == f"elmo-explorer: error: {existing} exists; pass --force to overwrite it"
+    assert existing.read_bytes() == b"keep me"
+    assert heavy(imported) == []
+
+
+def test_torch_settings_apply_when_a_command_loads_torch():
+    """configure_on_import: the settings :func:`elmo_engine.runtime.configure` makes are in
+    place once torch is imported after it (cuDNN's TF32 is on by torch's default)."""
+    code = ("import sys\n"
+            "from elmo_engine import runtime\n"
+            "runtime.configure_on_import()\n"
+            "assert 'torch' not in sys.modules\n"
+            "import torch\n"
+            "print(torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32,\n"
+            "      torch.get_float32_matmul_precision())\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["False", "False", "highest"]
