@@ -353,10 +353,17 @@ def test_the_status_bar_names_the_view_of_a_job_and_lists_jobs_by_view(qtbot):
     area = StatusArea(win.statusBar(), worker, win)
     started, release = threading.Event(), threading.Event()
     try:
+        def searching(state):
+            started.set()
+            state.report(1, 2, "reading the index")
+            release.wait(10)
+
         job = worker.group("corpus", "Corpus").submit("searching the corpus for 'bank'",
-                                                      held_job(started, release, 1))
+                                                      searching)
         assert started.wait(5)
-        qtbot.waitUntil(lambda: "Corpus: searching" in area.job_label.text(), timeout=5000)
+        # the progress message keeps the view's name
+        qtbot.waitUntil(lambda: area.job_label.text() == "Corpus: reading the index",
+                        timeout=5000)
         assert area.job_title(job.id, job.name) == "Corpus: searching the corpus for 'bank'"
         worker.group("layers", "Layers").submit("MDL probes", held_job(threading.Event(),
                                                                        release, 2),

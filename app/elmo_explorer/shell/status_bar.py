@@ -86,7 +86,7 @@ class StatusArea:
             self.progress.setRange(0, total // scale)
             self.progress.setValue(min(done, total) // scale)
         if message:
-            self._set_job_text(message)
+            self._set_job_text(self.job_title(job_id, message))
 
     def _set_job_text(self, text: str) -> None:
         """Elide long job names at the end ("Indexing the neighbour c…"), never mid-glyph."""
