@@ -10,7 +10,6 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QImage
 
 from elmo_explorer.common.figure_export import FigureOptions
 from elmo_explorer.views.contexts.controller import ContextsPanel
@@ -295,39 +294,6 @@ def test_restore_view_state_tolerates_bad_values(panel, qtbot):
                                   "reference_file": "/no/such/file.txt", "version": 99})
     assert panel.view_state() == before
     assert panel.model.comparison.groups == ("", "", "", "")
-
-
-def test_report_figures_and_tables(panel, tmp_path):
-    comp = panel.model.comparison
-    opts = FigureOptions(width_in=6.5, height_in=5.0, dpi=20, keep_aspect=False)
-    files = panel.report_figures(tmp_path, opts)
-    assert [f.name for f in files] == [f"contexts_bank_{k}.{e}" for k in ("heatmaps", "summary")
-                                       for e in ("png", "svg")]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f.name for f in files)
-    img = QImage(str(files[0]))                    # matplotlib (the one figure path), exactly
-    assert (img.width(), img.height()) == (130, 100)        # 6.5 × 5 in at 20 dpi
-    assert round(img.dotsPerMeterX() * 0.0254) == 20
-    text = files[1].read_text(encoding="utf-8")
-    for label in ("in 4 contexts", "occurrence", "cosine similarity",
-                  "layer 0 (character CNN)", "same vector", "layer 2 (biLSTM)",
-                  "mix (0.33/0.33/0.33, normalised)"):
-        assert label in text, label
-    assert "self-similarity" in files[3].read_text(encoding="utf-8")
-    pdf = panel.report_figures(tmp_path / "pdf", FigureOptions(formats=("pdf",)))
-    assert [p.suffix for p in pdf] == [".pdf", ".pdf"] and pdf[0].read_bytes()[:5] == b"%PDF-"
-    tables = {t.name: t for t in panel.report_tables()}
-    assert set(tables) == {"contexts_view_summary", "contexts_view_similarity",
-                           "contexts_neighbours"}
-    summary = tables["contexts_view_summary"].rows
-    assert [r["view"] for r in summary] == ["layer 0", "layer 1", "layer 2", "mix"]
-    assert summary[2]["self-similarity"] == pytest.approx(comp.self_sim[2], abs=1e-6)
-    assert summary[2]["within groups"] is None                     # no groups yet
-    sim = tables["contexts_view_similarity"].rows
-    assert len(sim) == 16 and sim[13]["view"] == "mix"
-    assert sim[13]["3"] == pytest.approx(comp.matrices[3, 1, 2], abs=1e-6)
-    neigh = tables["contexts_neighbours"].rows
-    assert len(neigh) == 8 + 2 * 8 and neigh[8]["view"] == "layer 1"
-    assert neigh[8]["source"] == "loaded sentences" and "[" in neigh[8]["context"]
 
 
 def wf_checksum(path) -> str:

@@ -111,7 +111,6 @@ def test_exports_write_the_figure_tsv_and_lm_json(qtbot, opened, tmp_path):
     assert set(sent) >= {"tokens", "forward", "backward", "substitutes", "perplexity", "reach"}
     assert set(sent["forward"][0]) >= {"word", "prob", "rank", "surprisal", "entropy", "top"}
     assert len(sent["reach"]) == ws.n_layers and len(sent["reach"][0][0]) == len(ws.tokens[0])
-    assert len(panel.report_tables()) == 2                         # tokens, reach
     with pytest.raises(LookupError):
         panel.export_figure("pairs", tmp_path / "p.png")            # nothing scored yet
 
@@ -169,34 +168,6 @@ def test_minimal_pairs_are_scored_on_the_worker(qtbot, opened, tmp_path):
     assert panel.model.pair == 0 and panel.view_state()["pairs"] == str(f)
     written = panel.export_figure("pairs", tmp_path / "pairs.svg")
     assert written[0].read_text(encoding="utf-8").lstrip().startswith("<?xml")
-
-
-def test_the_app_report_and_the_headless_report_give_the_same_part(qtbot, opened, tmp_path):
-    from types import SimpleNamespace
-
-    from elmo_engine.analysis.report import build_report
-    from elmo_engine.io import workspace_file as wf
-    from elmo_engine.io.figures import FigureStyle
-
-    ws, panel = opened
-    ws.select(TokenRef(0, 3))
-    qtbot.waitUntil(lambda: panel.model.token == 3 and panel.is_ready(), timeout=30000)
-    app_tables = {t.name: t.rows for t in panel.report_tables()}
-    assert set(app_tables) == {"language_model_tokens", "language_model_reach"}
-    data = wf.WorkspaceData(sentences=list(SENTENCES), views={"language-model": panel.view_state()})
-    spec = build_report(data, str(tmp_path / "w.json"), ws.embedder, tmp_path,
-                        FigureStyle(formats=("png",)))
-    headless = {t.name: t.rows for t in spec.tables if t.name.startswith("language_model")}
-    assert headless.keys() == app_tables.keys()
-    for name, rows in app_tables.items():
-        assert len(headless[name]) == len(rows)
-        for a, b in zip(headless[name], rows):
-            assert a.keys() == b.keys()
-            for k in a:
-                assert a[k] == (pytest.approx(b[k], abs=1e-6) if isinstance(b[k], float) else b[k])
-    assert (tmp_path / "language_model_sentence.png").is_file()
-    figs = panel.report_figures(tmp_path / "app", SimpleNamespace(formats=["svg"], dpi=100))
-    assert [p.name for p in figs] == ["language_model_sentence.svg"]
 
 
 def test_the_filled_view_fits_beside_the_sentences_dock_on_a_1280_wide_screen(opened):

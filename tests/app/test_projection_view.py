@@ -10,10 +10,9 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from PySide6.QtCore import QPoint, QPointF, QRectF, Qt
-from PySide6.QtGui import QImage, QMouseEvent
+from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QApplication
 
-from elmo_explorer.common.figure_export import FigureOptions
 import elmo_explorer.views.projection.running as running_mod
 import elmo_explorer.views.projection.warmup as warmup_mod
 from elmo_explorer.views.projection.controller import ProjectionPanel
@@ -405,29 +404,3 @@ def test_restore_view_state_tolerates_bad_input(pca_panel):
     assert state["umap"]["n_neighbors"] == 200 and state["mix_weights"] is None   # clamped
 
 
-def test_report_figures_png_and_svg_per_layer(pca_panel, tmp_path):
-    p = pca_panel
-    opts = FigureOptions(width_in=5.0, height_in=3.0, dpi=150, keep_aspect=False)
-    files = p.report_figures(tmp_path, opts)
-    assert [f.name for f in files] == ["projection_pca.png", "projection_pca.svg"]  # one grid
-    img = QImage(str(files[0]))
-    assert img.width() >= 5.0 * 150 * 0.9
-    svg = files[1].read_text(encoding="utf-8")
-    assert "<svg" in svg and "% of variance" in svg
-    for lay in p.model.layers:
-        assert f"{lay.name}: PCA" in svg
-    assert "bank (4)" in svg                                 # the legend, by word
-    pdf = p.report_figures(tmp_path / "pdf", FigureOptions(formats=("png", "svg", "pdf")))
-    assert [f.suffix for f in pdf] == [".png", ".svg", ".pdf"]
-    assert pdf[2].read_bytes()[:5] == b"%PDF-"
-    tables = p.report_tables()
-    assert len(tables) == 1 and len(tables[0].rows) == len(p.model.tokens)
-    assert tables[0].rows[0]["token"] == p.model.tokens.words[0] and "mix_pca_x" in tables[0].header()
-
-
-def test_report_figures_empty_before_a_projection(qtbot, ws, monkeypatch, tmp_path):
-    monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
-    panel = ProjectionPanel(ws)
-    qtbot.addWidget(panel)
-    assert panel.report_figures(tmp_path, FigureOptions()) == [] and not any(tmp_path.iterdir())
-    assert panel.report_tables() == []

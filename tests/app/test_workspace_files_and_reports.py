@@ -42,12 +42,11 @@ class FakePanel(QWidget):
     title = "Fake"
     ready = Signal()
 
-    def __init__(self, own_figures: bool = False):
+    def __init__(self):
         super().__init__()
         self.state = {"layer": 2, "umap": {"n_neighbors": 15}}
         self.restored = None
         self.runs = []
-        self.own_figures = own_figures
         self.plot = pg.PlotWidget(background="w")
         self.plot.setTitle("Similarity per layer", color="k")
         self.plot.addLegend(labelTextColor="k")
@@ -78,17 +77,6 @@ class FakePanel(QWidget):
 
     def restore_probe_runs(self, runs):
         pass
-
-    def report_figures(self, folder, options):
-        if not self.own_figures:
-            return []                                         # the report draws the view
-        assert folder.is_dir() and isinstance(options, FigureOptions)   # made for the panel
-        p = folder / "own_plot.svg"
-        p.write_text("<svg xmlns='http://www.w3.org/2000/svg' width='4' height='4'/>")
-        return [p]
-
-    def report_tables(self):
-        return []
 
 
 @pytest.fixture
@@ -221,7 +209,7 @@ def test_the_app_and_export_report_write_the_same_report(qtbot, window, tmp_path
 
     from elmo_engine.cli.main import main
 
-    window.panels["own"] = FakePanel(own_figures=True)
+    window.panels["own"] = FakePanel()
     layers, projection = FakePanel(), FakePanel()                # the views' saved states
     code = {"name": "layer 0", "layer": 0, "online_codelength_bits": 420.0,
             "uniform_codelength_bits": 900.0, "compression": 900.0 / 420.0,

@@ -10,15 +10,12 @@ all of them (a member a view does not need answers "nothing": ``{}``, ``[]``).
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Dict, List, Protocol, runtime_checkable
 
 if TYPE_CHECKING:                       # typing only: importing them needs Qt and the engine
     from PySide6.QtCore import SignalInstance
     from PySide6.QtGui import QAction
 
-    from elmo_engine.io.report import ReportTable
-    from elmo_explorer.common.figure_export import FigureOptions
 
 
 @runtime_checkable
@@ -59,20 +56,10 @@ class AnalysisPanel(Protocol):
         """Show probe results saved with a workspace."""
         ...
 
-    def report_figures(self, folder: Path, options: "FigureOptions") -> List[Path]:
-        """Write the view's publication figures into the empty ``folder`` at ``options``' size
-        and formats, drawn by the engine's one figure path; ``[]`` when it has none (a report
-        never shows a screenshot of a view)."""
-        ...
-
-    def report_tables(self) -> List["ReportTable"]:
-        """The view's results as report tables (``[]``: none)."""
-        ...
-
 
 class PanelDefaults:
     """The protocol's "nothing" answers, for a view without such a part: no saved parameters,
-    no probe runs, no figures of its own (the report shows the view as it is), no tables.
+    no probe runs.
     A panel lists it before ``QWidget`` among its bases and overrides what it has."""
 
     def view_state(self) -> Dict[str, Any]:
@@ -86,9 +73,3 @@ class PanelDefaults:
 
     def restore_probe_runs(self, runs: List[dict]) -> None:
         """This view shows no probe runs."""
-
-    def report_figures(self, folder: Path, options: "FigureOptions") -> List[Path]:
-        return []
-
-    def report_tables(self) -> List["ReportTable"]:
-        return []

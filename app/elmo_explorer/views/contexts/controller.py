@@ -28,8 +28,7 @@ from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.analysis.contexts.groups import word_groups
 from elmo_engine.analysis.contexts.neighbour_corpus import IndexCache, read_corpus, read_vocabulary
 from elmo_engine.analysis.contexts.neighbours import NeighbourTable, neighbour_table
-from elmo_engine.io.report import ReportTable
-from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options, save_figure
+from elmo_explorer.common.figure_export import panel_figure_options, save_figure
 from elmo_explorer.common.save_dialog import ask_save_path
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.state.workspace import TokenRef
@@ -130,15 +129,6 @@ class ContextsPanel(PanelDefaults, QWidget):
         if isinstance(ref, str) and ref and Path(ref).is_file() and (
                 m.reference_path is None or Path(ref) != m.reference_path):
             self._read_reference(ref)
-
-    def report_figures(self, folder: Path, options: Optional[FigureOptions] = None) -> List[Path]:
-        return report.report_figures(self.model.comparison, folder,
-                                     options or panel_figure_options(self))
-
-    def report_tables(self) -> List[ReportTable]:
-        v = self.view
-        return report.report_tables(self.model, len(self.ws.tokens), v.k_box.value(),
-                                    v.direction_box.currentText())
 
     # ---- what the tests and scripts drive -----------------------------------------------------
     def set_word(self, word: str) -> None:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 from elmo_engine.errors import ElmoError
 from elmo_explorer.common.selection import normalized
 from elmo_explorer.state.worker import JobHandle, Lane
-from elmo_explorer.views.corpus import export, jobs
+from elmo_explorer.views.corpus import jobs
 from elmo_explorer.views.corpus.atlas import MapData
 from elmo_explorer.views.corpus.exporting import PanelExports
 from elmo_explorer.views.corpus.model import (CorpusModel, CorpusOptions, MapScope, MapSelection,
@@ -100,12 +100,6 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
             self.open_index(path, restore_query=True)
         else:
             self._pending_path = path
-
-    def report_tables(self):
-        return export.report_tables(self.model)
-
-    def report_figures(self, folder: Path, options) -> List[Path]:
-        return export.report_figures(self.model, self.map, folder, options)
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _submit(self, kind: str, name: str, fn, on_done, lane: Lane = Lane.LONG,

@@ -1,11 +1,10 @@
 """Exports of the Corpus view, as functions of values: the concordance lines and the map's box
 selection as TSV (atomic writes), the map and the senses as PNG, SVG or PDF — drawn by the one
-figure module (:mod:`elmo_engine.io.figures.corpus` on :mod:`elmo_engine.io.figures`) — and the
-view's report tables and figures. The map figure carries the on-screen marks as values
-(:class:`~elmo_engine.io.figures.corpus.MapMarks`): the query's ring in its star's colour, the
-box selection's rectangle and its points. Each takes the view model
-(:class:`~.model.CorpusModel`) and the map shown (:class:`~.atlas.MapData`, None before one is
-computed) and returns what it wrote; the panel
+figure module (:mod:`elmo_engine.io.figures.corpus` on :mod:`elmo_engine.io.figures`). The map
+figure carries the on-screen marks as values (:class:`~elmo_engine.io.figures.corpus.MapMarks`):
+the query's ring in its star's colour, the box selection's rectangle and its points. Each takes
+the view model (:class:`~.model.CorpusModel`) and the map shown (:class:`~.atlas.MapData`, None
+before one is computed) and returns what it wrote; the panel
 (:class:`~elmo_explorer.views.corpus.controller.CorpusPanel`) builds the File → Export entries,
 asks for the paths and says what was written.
 """
@@ -19,8 +18,7 @@ import numpy as np
 from elmo_engine.atomic import atomic_write_text
 from elmo_engine.errors import InputError
 from elmo_engine.io.figures import corpus as corpus_figures
-from elmo_engine.io.report import ReportTable
-from elmo_explorer.common.figure_export import FigureOptions, save_figure, write_figures
+from elmo_explorer.common.figure_export import FigureOptions, save_figure
 from elmo_explorer.views.corpus.atlas import MapData
 from elmo_explorer.views.corpus.model import CorpusModel
 from elmo_explorer.views.palette import FOUND_COLOUR, PALETTE, SELECTED_PEN
@@ -93,30 +91,3 @@ def write_figure(m: CorpusModel, data: Optional[MapData], kind: str, path,
     return [] if fig is None else save_figure(fig, path, options)
 
 
-def report_figures(m: CorpusModel, data: Optional[MapData], folder: Path,
-                   options: FigureOptions) -> List[Path]:
-    """Every figure there is, as ``corpus_<kind>.<ext>``."""
-    figs = [(f"corpus_{k}", lambda k=k: figure(m, data, k)) for k in FIGURES
-            if figure(m, data, k) is not None]
-    return write_figures(figs, folder, options)
-
-
-def report_tables(m: CorpusModel) -> List[ReportTable]:
-    """The concordance and the induced senses, when there are some."""
-    out = []
-    if m.lines and m.query is not None:
-        out.append(ReportTable(
-            "corpus_concordance", f"Corpus: nearest occurrences of “{m.query.word}”",
-            m.report_rows(), ["layer", "rank", "cosine", "sentence", "context"],
-            caption=f"Query: {m.query.text} — index {m.index_summary}; "
-                    + ("the same word's occurrences (exact)" if m.options.same_word
-                       else "any word (HNSW, cosines recomputed)")))
-    rows = m.cluster_rows()
-    if rows and m.senses is not None:
-        out.append(ReportTable(
-            "corpus_senses", f"Corpus: induced senses of “{m.senses.word}” per layer",
-            [{k: r[k] for k in ("layer", "cluster", "size", "share", "silhouette",
-                                "context_words", "typical")} for r in rows],
-            caption="k-means on unit vectors, k by the cosine silhouette; context words by "
-                    "log-odds z-score (Monroe et al. 2008)"))
-    return out

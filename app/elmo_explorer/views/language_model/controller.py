@@ -134,12 +134,6 @@ class LanguageModelPanel(PanelDefaults, QWidget):
             self._want_pairs = self.softmax is None      # scored once the softmax is read
             self.score_pairs(recorded=True)
 
-    def report_figures(self, folder: Path, options) -> List[Path]:
-        return export.report_figures(self.model, folder, options)
-
-    def report_tables(self):
-        return export.report_tables(self.model)
-
     # ---- model and softmax --------------------------------------------------------------------
     def _on_model_changed(self) -> None:
         emb = self.ws.embedder

@@ -1,9 +1,9 @@
 """Exports of the "Language model" view, as functions of values: the sentence figure (token rows
 and reach) and the minimal-pair figure as PNG, SVG or PDF through the one figure module
 (:mod:`elmo_engine.io.figures.language_model` on :mod:`elmo_engine.io.figures`), the per-token
-table as TSV and the sentence as JSON with the fields of ``elmo-explorer lm --json``; and the
-view's report section (:func:`elmo_engine.analysis.language_model.report.report_part`, the
-function ``elmo-explorer export report`` uses too). Each takes the view model
+table as TSV and the sentence as JSON with the fields of ``elmo-explorer lm --json`` (the
+report's section is :func:`elmo_engine.analysis.language_model.report.report_part`, from the
+workspace). Each takes the view model
 (:class:`~.model.LanguageModelModel`) and returns what it wrote; the panel
 (:class:`~elmo_explorer.views.language_model.controller.LanguageModelPanel`) builds the
 File → Export entries, asks for the paths and says what was written.
@@ -14,8 +14,8 @@ import json
 from pathlib import Path
 from typing import List
 
-from elmo_engine.analysis.language_model.report import (pairs_figure, report_part,
-                                                        sentence_document, token_rows)
+from elmo_engine.analysis.language_model.report import (pairs_figure, sentence_document,
+                                                        token_rows)
 from elmo_engine.atomic import atomic_write_text
 from elmo_engine.io import figures
 from elmo_explorer.views.language_model.model import LanguageModelModel
@@ -83,27 +83,7 @@ def write_json(m: LanguageModelModel, path) -> Path:
     return Path(path)
 
 
-# ---- report -----------------------------------------------------------------------------------
-def _part(m: LanguageModelModel, folder=None, options=None):
-    kw = {}
-    if options is not None:
-        kw = {"formats": options.formats, "dpi": options.dpi}
-        if hasattr(options, "style"):                 # FigureOptions: width and dpi exactly
-            kw = {"formats": options.formats, "style": options.style()}
-    return report_part(m.tokens, m.predictions, m.reach, m.token, m.pair_scores, m.pair,
-                       folder, **kw)
-
-
-def report_tables(m: LanguageModelModel):
-    """The view's report tables (per token, reach)."""
-    return _part(m).tables
-
-
-def report_figures(m: LanguageModelModel, folder: Path, options) -> List[Path]:
-    """The view's report figures, written into ``folder`` in ``options``' formats."""
-    return [f.path for f in _part(m, Path(folder), options).figures]
-
-
+# ---- helpers ----------------------------------------------------------------------------------
 def _sentence_figure(tokens, p, token, rows, labels):
     from elmo_engine.io.figures.language_model import sentence_figure
 

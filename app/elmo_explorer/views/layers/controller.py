@@ -125,9 +125,6 @@ class LayersPanel(PanelDefaults, QWidget):
         self.view.apply_settings(self.model.settings)
         self._redraw()
 
-    def report_figures(self, folder: Path, options) -> List[Path]:
-        return export.report_figures(self.model, self.cka_title(), folder, options)
-
     # ---- wiring -------------------------------------------------------------------------------
     def attach_probes(self, probes_panel) -> None:
         """Show the Probes tab's accuracies beside the MDL codelengths."""

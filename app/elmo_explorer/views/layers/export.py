@@ -44,19 +44,6 @@ def figure(m: LayersModel, kind: str, cka_title: str):
                                     "model A" if compared else "layer")
 
 
-def report_figures(m: LayersModel, cka_title: str, folder: Path, options) -> List[Path]:
-    """Every figure there is, in the report's formats, as ``layers_<kind>.<ext>``."""
-    written: List[Path] = []
-    for kind in FIGURES:
-        fig = figure(m, kind, cka_title)
-        if fig is not None:
-            style = options.style() if hasattr(options, "style") else None
-            written += figures.save(fig, Path(folder) / f"layers_{kind}",
-                                    formats=options.formats,
-                                    dpi=None if style else options.dpi, style=style)
-    return written
-
-
 def write_figure(m: LayersModel, kind: str, cka_title: str, path, options=None) -> List[Path]:
     """Write one figure as PNG, SVG or PDF (by extension), at the export options' width and
     dpi exactly (default: 6.5 in at 300 dpi)."""

@@ -15,7 +15,7 @@ and report (:mod:`.sources`, :mod:`.export`, :mod:`.report`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
@@ -24,8 +24,6 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from elmo_engine.analysis.projection import Projection, TokenSet
 from elmo_engine.errors import ElmoError
-from elmo_engine.io.report import ReportTable
-from elmo_explorer.common.figure_export import FigureOptions, panel_figure_options
 from elmo_explorer.state.worker import JobHandle
 from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.projection import report
@@ -133,17 +131,6 @@ class ProjectionPanel(PanelDefaults, QWidget):
             return                               # else waits for the data set (worker)
         m.dirty = True
         self.maybe_auto()
-
-    def report_figures(self, folder: Path, options: Optional[FigureOptions] = None) -> List[Path]:
-        if self.model.tokens is None:
-            return []
-        return report.report_figures(self.model, self.colour_categories(),
-                                     self.view.controls.colour_by(), folder,
-                                     options or panel_figure_options(self),
-                                     typed=self.view.plots.typed)
-
-    def report_tables(self) -> List[ReportTable]:
-        return report.report_tables(self.model, self.view.controls.settings_text())
 
     def grid_figure(self, plots=None):
         """The drawn plots as one matplotlib figure (:func:`.report.grid_figure`)."""
