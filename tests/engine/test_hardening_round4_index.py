@@ -182,8 +182,9 @@ def test_a_token_table_with_holes_or_wrong_types_is_one_line(ix, capsys):
 # ---- index.json and shard JSON ----------------------------------------------------------------
 @pytest.mark.parametrize("field,value", [
     ("dim", '"32"'), ("layers", "[1.5]"), ("layers", "[true]"), ("n_tokens", "Infinity"),
-    ("n_sentences", "1e400"), ("shard_size", "NaN"), ("corpus", '[{"path": 3}]'),
-    ("reading", "[]"), ("ann", '{"m": "many"}'), ("dim", "-1"), ("complete", '"yes"')])
+    ("n_sentences", "1e400"), ("shard_size", "NaN"),
+    ("corpus", '[{"path": 3, "size": 1, "sha256": "x"}]'), ("reading", "[]"),
+    ("ann", '{"m": "many"}'), ("dim", "32.0"), ("complete", '"yes"')])
 def test_index_json_with_wrong_types_is_one_line(ix, capsys, field, value):
     path = ix / "index.json"
     m = json.loads(path.read_text())
@@ -200,13 +201,21 @@ def test_deeply_nested_index_json_names_the_file(ix, capsys):
 
 
 @pytest.mark.parametrize("field,value", [
-    ("sentences", "[[1, 2]]"), ("sentences", '[["a"], 5]'), ("n_tokens", '"5"'),
-    ("n_tokens", "Infinity"), ("first_sentence", "7.0"), ("layers", '["1"]'), ("shard", "null")])
+    ("sentences", "ints"), ("sentences", "number"), ("first_sentence", "7.0"),
+    ("n_tokens", "true")])
 def test_shard_json_with_wrong_types_names_the_shard(ix, field, value):
     path = ix / "shards" / "s000001.json"
     doc = json.loads(path.read_text())
-    doc[field] = "@@"
-    path.write_text(json.dumps(doc).replace('"@@"', value))
+    if value == "ints":                         # as many tokens, numbers instead of words
+        doc["sentences"][0] = list(range(len(doc["sentences"][0])))
+    elif value == "number":
+        doc["sentences"][0] = 5
+    elif value == "true":                       # a one-sentence count that only bool() equals
+        doc["n_tokens"] = True
+        doc["sentences"] = [["w"]] + [[] for _ in doc["sentences"][1:]]
+    else:
+        doc[field] = json.loads(value)
+    path.write_text(json.dumps(doc))
     with pytest.raises(InputError, match="s000001.json"):
         read_shard(ix, 1, read_manifest(ix))
 
