@@ -121,25 +121,28 @@ DEFAULT_DEADLINES = Deadlines()
 
 class _Clock:
     """The overall deadline and the minimum rate of one :func:`fetch`, across reconnections:
-    ``progress(n)`` after every chunk and before every reconnection raises
-    :class:`DownloadError` when the file is late or the last window brought too few bytes."""
+    ``progress(position)`` after every chunk and before every reconnection raises
+    :class:`DownloadError` when the file is late or the last window brought too few new bytes.
+    Progress is the furthest byte of the file reached: bytes sent again (a server that restarts
+    from byte 0 on every reconnection, then stalls at the same place) are not progress."""
 
     def __init__(self, url: str, part: Path, limits: Deadlines, size: int,
                  now: Callable[[], float]):
         self.url, self.part, self.limits, self.now = url, part, limits, now
         self.start = now()
         self.allowed = limits.overall_s(size)
-        self.received = 0                                # body bytes, every connection
+        self.furthest = 0                                # the furthest byte of the file reached
         self.samples: Deque[Tuple[float, int]] = deque([(self.start, 0)])
 
     def sized(self, size: int) -> None:
         """The server announced the size: the deadline follows it (never grows past the first)."""
         self.allowed = min(self.allowed, self.limits.overall_s(size))
 
-    def progress(self, n: int = 0) -> None:
+    def progress(self, position: Optional[int] = None) -> None:
         t = self.now()
-        self.received += n
-        self.samples.append((t, self.received))
+        if position is not None and position > self.furthest:
+            self.furthest = position
+            self.samples.append((t, position))
         lim = self.limits
         if t - self.start > self.allowed:
             raise DownloadError(
@@ -149,9 +152,9 @@ class _Clock:
         while len(self.samples) > 1 and self.samples[1][0] <= cut:
             self.samples.popleft()
         t0, n0 = self.samples[0]
-        if t0 <= cut and self.received - n0 < lim.min_rate * lim.rate_window_s:
+        if t0 <= cut and self.furthest - n0 < lim.min_rate * lim.rate_window_s:
             raise DownloadError(
-                f"{self.url}: only {self.received - n0} bytes arrived in the last "
+                f"{self.url}: only {self.furthest - n0} new bytes arrived in the last "
                 f"{lim.rate_window_s:.0f} s (less than {lim.min_rate:.0f} bytes/s): the server "
                 f"or the connection is stalled{self._kept()}", self.url)
 
@@ -334,7 +337,7 @@ def _copy(resp, part: Path, mode: str, have: int, state: Optional[TransferState]
                         break
                     _write(fh, chunk)
                     have += len(chunk)
-                    clock.progress(len(chunk))         # raises when late or too slow
+                    clock.progress(have)               # raises when late or too slow
                     if state is not None:
                         state.advance(len(chunk))      # raises CancelledError after cancel()
             except (ConnectionError, socket.timeout, TimeoutError) as e:

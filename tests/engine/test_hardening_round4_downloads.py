@@ -304,3 +304,18 @@ def test_a_manifest_that_is_a_fifo_is_refused(store, monkeypatch, capsys):
     os.mkfifo(manifest)
     code, err = cli(["models", "verify", "small"], capsys)
     assert code == 1 and "manifest.json" in err and "FIFO" in err
+
+
+def test_bytes_sent_again_after_a_reconnection_are_not_progress(tmp_path):
+    """A server that ignores ``Range`` and stalls at the same place on every connection sends
+    100 kB each time; only the furthest byte reached counts, so the window still sees none."""
+    t = [0.0]
+    clock = download._Clock("http://x/f", tmp_path / "f.part", Deadlines(rate_window_s=30.0),
+                            10 << 20, lambda: t[0])
+    clock.progress(100_000)                         # the first connection: 100 kB, then a stall
+    t[0] += 21.0                                    # a read time-out, a reconnection:
+    clock.progress(0)                               # the same 100 kB again
+    clock.progress(100_000)
+    t[0] += 21.0                                    # the next reconnection is refused
+    with pytest.raises(DownloadError, match="only 0 new bytes arrived in the last 30 s"):
+        clock.progress()
