@@ -36,8 +36,10 @@ VERSION = 1
 MANIFEST = "index.json"
 SHARDS = "shards"
 TOKENS_DB = "tokens.sqlite"
-#: biggest manifest / shard file read (bytes): a shard's JSON holds its sentences' tokens
+#: biggest shard file read (bytes): a shard's JSON holds its sentences' tokens
 MAX_JSON_BYTES = 256 << 20
+#: biggest ``index.json`` read (bytes): its largest part is the list of corpus files
+MAX_MANIFEST_BYTES = 16 << 20
 #: what an index's vectors may have been computed in (a manifest without it: fp32)
 PRECISIONS = ("fp32", "bf16", "fp16")
 #: bounds of the manifest's numbers (a count of sentences or tokens, a width, a layer number)
@@ -201,12 +203,12 @@ class _Fields:
         return list(v)
 
 
-def read_json(path: Path, what: str = "index file") -> dict:
-    """A JSON object from the regular file ``path`` of at most :data:`MAX_JSON_BYTES`, parsed
-    strictly (no ``NaN``/``Infinity``); one :class:`InputError` naming the file otherwise
-    (nesting too deep included)."""
+def read_json(path: Path, what: str = "index file", max_bytes: int = MAX_JSON_BYTES) -> dict:
+    """A JSON object from the regular file ``path`` of at most ``max_bytes``, parsed strictly
+    (no ``NaN``/``Infinity``); one :class:`InputError` naming the file otherwise (nesting too
+    deep included)."""
     try:
-        doc = parse_json_strict(read_bounded(path, MAX_JSON_BYTES))
+        doc = parse_json_strict(read_bounded(path, max_bytes))
     except OSError as e:
         raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
     except ValueError as e:
@@ -221,7 +223,7 @@ def read_manifest(folder: Path) -> Manifest:
     if not path.exists():
         raise InputError("is not a corpus index (no index.json); build one with "
                          "'elmo-explorer index'", path=folder)
-    return Manifest.from_dict(read_json(path, "index manifest"), path)
+    return Manifest.from_dict(read_json(path, "index manifest", MAX_MANIFEST_BYTES), path)
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:

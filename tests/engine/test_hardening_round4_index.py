@@ -294,3 +294,12 @@ def test_a_faiss_file_of_another_index_is_refused(ix, capsys):
     ann.write_bytes(bytes(data))
     err = one_line_naming(search(ix, "--any-word"), capsys, "ann.L1.faiss")
     assert "holds 12345 vectors" in err
+
+
+def test_an_index_json_far_bigger_than_a_manifest_is_refused_unparsed(ix, capsys):
+    path = ix / "index.json"
+    m = json.loads(path.read_text())
+    m["reading"]["padding"] = ["x"] * 4_000_000            # 20 MB of valid JSON
+    path.write_text(json.dumps(m))
+    err = one_line_naming(search(ix), capsys, "index.json")
+    assert "larger than 16,777,216 bytes" in err
