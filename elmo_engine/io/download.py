@@ -62,7 +62,7 @@ class Deadlines:
     hours in all."""
 
     connect_s: float = 15.0           # opening the connection and receiving the headers
-    read_s: float = 20.0              # the longest wait for the next bytes of the body
+    read_s: float = 15.0              # the longest wait for the next bytes of the body
     min_rate: float = 1000.0          # bytes/s, over any ``rate_window_s``
     rate_window_s: float = 30.0
     base_s: float = 300.0             # the overall deadline: base_s + size / deadline_rate
