@@ -6,10 +6,12 @@ layer: ``io.datasets.textio.check_regular_file`` raises ``InputError``, the chec
 device such as ``/dev/zero`` (endless), a socket or a folder is refused, and before anything
 else reads the file (a checksum included). :func:`read_bounded` reads a small file (a config,
 a training state's JSON, a vocabulary) whole, refusing one larger than its limit without
-reading past it.
+reading past it. :func:`parse_json_strict` parses JSON as the standard defines it (no ``NaN`` or
+``Infinity``), with one ``ValueError`` for every way it can fail.
 """
 from __future__ import annotations
 
+import json
 import os
 import stat
 from typing import Optional
@@ -46,3 +48,17 @@ def read_bounded(path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise ValueError(f"larger than {max_bytes:,} bytes")
     return data
+
+
+def parse_json_strict(data) -> object:
+    """JSON text (``str`` or UTF-8 ``bytes``) as Python values, refusing what JSON does not allow
+    but Python's reader takes: ``NaN``, ``Infinity`` and ``-Infinity``. Raises ``ValueError``
+    (with the reason; nesting too deep for the reader included), which callers turn into their
+    own error naming the file."""
+    def refuse(name: str) -> object:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        return json.loads(data, parse_constant=refuse)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None

@@ -7,21 +7,28 @@ unit-length vectors (= cosine). faiss won the comparison of ``benchmarks/bench_a
 usearch and hnswlib on this model's vectors (docs/guide/corpus-index.md): the best recall@10 at
 float16 storage, the fastest build and query.
 
-The file is faiss's own binary format (no code is executed on reading); it is refused when it is
-bigger than a graph over the index's vectors can be. A build with one thread is reproducible (the
+The file is faiss's own binary format (no code is executed on reading). Before faiss reads it,
+:func:`check_ann_file` walks its layout (the graph, then the scalar-quantized storage): every
+count it declares is checked against the manifest's (vectors, width) and against the bytes that
+remain in the file, every link against the number of vectors, so that faiss never allocates for
+a count the file does not hold (a 7.9 MB file declaring 3·10⁸ elements is refused before it is
+read) and never follows a link out of range; a file bigger than a graph over the index's vectors
+can be is refused first. A build with one thread is reproducible (the
 same vectors give the same graph, so a resumed or merged build answers exactly as an uninterrupted
 one); more threads build faster but insert in an order the scheduler decides.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Tuple
+from typing import BinaryIO, Callable, Optional, Tuple
 
 import numpy as np
 
 from elmo_engine.atomic import atomic_path
 from elmo_engine.errors import InputError
+from elmo_engine.files import regular_file_problem
 from elmo_engine.progress import TaskState, check, report
 
 LIBRARY = "faiss"
@@ -98,6 +105,119 @@ def add_rows(ix, vectors, start: int, stop: int, state: Optional[TaskState] = No
         report(state, min(stop, s + chunk), n, "building the nearest-neighbour graph")
 
 
+#: faiss's ScalarQuantizer types written by :func:`new_ann`, and bytes per dimension of each
+_QTYPES = {4: 2, 0: 1}                        # QT_fp16, QT_8bit
+_MAX_LEVELS = 64
+
+
+class _Reader:
+    """The faiss file, read field by field, with the bytes left always known."""
+
+    def __init__(self, fh: BinaryIO, size: int, path: Path):
+        self.fh, self.left, self.path = fh, size, path
+
+    def bad(self, what: str) -> InputError:
+        return InputError(f"not a nearest-neighbour index this program wrote ({what}); rebuild "
+                          "the index with --force", path=self.path)
+
+    def take(self, n: int) -> bytes:
+        if n > self.left:
+            raise self.bad("it ends early")
+        data = self.fh.read(n)
+        if len(data) != n:
+            raise self.bad("it ends early")
+        self.left -= n
+        return data
+
+    def unpack(self, fmt: str):
+        return struct.unpack("<" + fmt, self.take(struct.calcsize("<" + fmt)))
+
+    def count(self, item: int, what: str, want: Optional[int] = None,
+              most: Optional[int] = None) -> int:
+        """A vector's declared length, checked against ``want``/``most`` and the bytes left."""
+        (n,) = self.unpack("Q")
+        if want is not None and n != want:
+            raise self.bad(f"{what}: {n} entries where the index needs {want}")
+        if most is not None and n > most:
+            raise self.bad(f"{what}: {n} entries, more than {most}")
+        if n * item > self.left:
+            raise self.bad(f"{what}: {n} entries declared, the file holds fewer")
+        return n
+
+    def scan(self, dtype: str, n: int, check: Callable[[np.ndarray], Optional[str]],
+             block: int = 1 << 22) -> None:
+        """Read ``n`` items of ``dtype`` in blocks, each passed to ``check`` (a problem or None)."""
+        item = np.dtype(dtype).itemsize
+        done = 0
+        while done < n:
+            k = min(block, n - done)
+            arr = np.frombuffer(self.take(k * item), dtype=dtype)
+            problem = check(arr)
+            if problem:
+                raise self.bad(problem)
+            done += k
+
+    def skip(self, n: int) -> None:
+        if n > self.left:
+            raise self.bad("it ends early")
+        self.fh.seek(n, 1)
+        self.left -= n
+
+    def header(self, fourcc: bytes, n: int, dim: int) -> None:
+        if self.take(4) != fourcc:
+            raise self.bad(f"not a faiss {fourcc.decode()} section")
+        d, ntotal, _, _, _trained, metric = self.unpack("iqqq?i")
+        if d != dim or ntotal != n:
+            raise InputError(f"holds {ntotal} vectors of width {d}; the index has {n} of width "
+                             f"{dim}", path=self.path)
+        if metric != 0:                                   # METRIC_INNER_PRODUCT
+            raise self.bad(f"metric {metric}, not inner product")
+
+
+def check_ann_file(path: Path, n: int, dim: int) -> None:
+    """Refuse ``path`` unless it is the layout :func:`build_ann` writes for ``n`` vectors of
+    width ``dim``: an ``IndexHNSWSQ`` (``IHNs``: header, graph) over an ``IndexScalarQuantizer``
+    (``IxSQ``: header, quantizer, codes), ending where the codes end. Counts are checked before
+    anything of their size is read; links and levels are read in blocks and range-checked."""
+    path = Path(path)
+    size = path.stat().st_size
+    with open(path, "rb") as fh:
+        r = _Reader(fh, size, path)
+        r.header(b"IHNs", n, dim)
+        r.skip(8 * r.count(8, "level probabilities", most=_MAX_LEVELS))
+        n_cum = r.count(4, "links per level", most=_MAX_LEVELS + 1)
+        cum = np.frombuffer(r.take(4 * n_cum), dtype="<i4")
+        if n_cum < 2 or cum[0] != 0 or np.any(np.diff(cum) < 0):
+            raise r.bad("links per level")
+        r.count(4, "levels", want=n)
+        r.scan("<i4", n, lambda a: "a level out of range"
+               if len(a) and (a.min() < 1 or a.max() > n_cum - 1) else None)
+        r.count(8, "offsets", want=n + 1)
+        last = [0]
+
+        def offsets_ok(a: np.ndarray) -> Optional[str]:
+            if len(a) and (a[0] < last[0] or np.any(np.diff(a.astype(np.int64)) < 0)):
+                return "offsets out of order"
+            last[0] = int(a[-1]) if len(a) else last[0]
+            return None
+
+        r.scan("<u8", n + 1, offsets_ok)
+        n_links = r.count(4, "links", want=last[0])
+        r.scan("<i4", n_links, lambda a: "a link out of range"
+               if len(a) and (a.min() < -1 or a.max() >= n) else None)
+        entry, max_level, _efc, _efs, _ = r.unpack("iiiii")
+        if not (-1 <= entry < n) or not (-1 <= max_level < n_cum - 1) or (n and entry < 0):
+            raise r.bad("entry point")
+        r.header(b"IxSQ", n, dim)
+        qtype, _rangestat, _arg, sq_d, code_size = r.unpack("iifQQ")
+        if qtype not in _QTYPES or sq_d != dim or code_size != _QTYPES[qtype] * dim:
+            raise r.bad(f"quantizer type {qtype}, width {sq_d}, code size {code_size}")
+        r.skip(4 * r.count(4, "quantizer statistics", most=2 * dim))
+        r.skip(r.count(1, "codes", want=n * code_size))
+        if r.left:
+            raise r.bad(f"{r.left} bytes after the codes")
+
+
 class AnnIndex:
     """A loaded per-layer index: :meth:`search` gives ``(scores, rows)`` of the ``k`` nearest."""
 
@@ -105,16 +225,23 @@ class AnnIndex:
         import faiss
 
         path = Path(path)
-        if not path.is_file():
+        if not path.exists():
             raise InputError("the nearest-neighbour index is missing; rebuild the index",
                              path=path)
+        problem = regular_file_problem(path)
+        if problem:
+            raise InputError(problem, path=path)
         # vectors (at most 2 bytes a dimension) + ~2·m links of 4 bytes per node, with room
         limit = n * (dim * 2 + 8 * settings.m * 2 + 64) + 8 * dim + (1 << 20)
         if path.stat().st_size > limit:
             raise InputError("bigger than a nearest-neighbour index over this index's vectors "
                              "can be", path=path)
         try:
+            check_ann_file(path, n, dim)                       # every count, before faiss
             self._ix = faiss.read_index(str(path))          # (already its own class)
+        except OSError as e:
+            raise InputError(f"cannot read the nearest-neighbour index ({e.strerror or e})",
+                             path=path) from None
         except RuntimeError as e:
             raise InputError(f"cannot read the nearest-neighbour index ({e})", path=path) \
                 from None

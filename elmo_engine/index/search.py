@@ -21,11 +21,16 @@ import numpy as np
 import torch
 
 from elmo_engine.errors import InputError
+from elmo_engine.files import regular_file_problem
 from elmo_engine.index.ann import AnnIndex, AnnSettings, ann_file
-from elmo_engine.index.store import TOKENS_DB, Manifest, load_npy, read_manifest, vectors_file
+from elmo_engine.index.store import (MANIFEST, TOKENS_DB, Manifest, load_npy, read_manifest,
+                                     vectors_file)
 
 #: the rows of recently searched words kept in memory, at most this many row numbers in all
 ROWS_CACHE = 4_000_000
+#: the largest HNSW settings a manifest may record (links per node, search candidates)
+MAX_ANN_M = 1024
+MAX_EF_SEARCH = 1 << 16
 
 
 def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
@@ -94,16 +99,10 @@ class CorpusIndex:
                              f"loaded one is {checksum[:12]}…)", path=self.folder)
         self.vectors: Dict[int, np.ndarray] = {}
         for layer in m.layers:
-            v = load_npy(vectors_file(self.folder, layer))
-            if v.shape != (m.n_tokens, m.dim) or v.dtype != np.float16:
-                raise InputError(f"vectors of shape {v.shape} {v.dtype}; expected "
-                                 f"({m.n_tokens}, {m.dim}) float16",
-                                 path=vectors_file(self.folder, layer))
-            self.vectors[layer] = v
-        db = self.folder / TOKENS_DB
-        if not db.is_file():
-            raise InputError("the token table is missing; rebuild the index", path=db)
-        self.db = sqlite3.connect(f"file:{db}?mode=ro", uri=True, check_same_thread=False)
+            self.vectors[layer] = load_npy(vectors_file(self.folder, layer),
+                                           shape=(m.n_tokens, m.dim))
+        self.db_path = self.folder / TOKENS_DB
+        self.db = open_tokens_db(self.db_path, m)
         self._ann: Dict[int, AnnIndex] = {}
         self._rows: "OrderedDict[str, np.ndarray]" = OrderedDict()
         # the caches and the connection are shared by every thread that reads the index
@@ -113,12 +112,34 @@ class CorpusIndex:
             self.ann_settings = AnnSettings(int(s.get("m", 32)), int(s.get("ef_construction", 128)),
                                             int(s.get("ef_search", 128)), int(s.get("threads", 1)),
                                             str(s.get("quantizer", "fp16")))
-        except (TypeError, ValueError) as e:
+        except (TypeError, ValueError, OverflowError, InputError) as e:
             raise InputError(f"malformed 'ann' settings in the manifest ({e})",
-                             path=self.folder) from None
+                             path=self.folder / MANIFEST) from None
+        a = self.ann_settings
+        if not (2 <= a.m <= MAX_ANN_M and 1 <= a.ef_search <= MAX_EF_SEARCH):
+            raise InputError(f"malformed 'ann' settings in the manifest (m {a.m}, ef_search "
+                             f"{a.ef_search}; at most {MAX_ANN_M} and {MAX_EF_SEARCH})",
+                             path=self.folder / MANIFEST)
 
     def close(self) -> None:
         self.db.close()
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> List[tuple]:
+        """Every row of a query on the token table; a damaged table is one error naming it."""
+        try:
+            with self._lock:                # the connection serves one query at a time
+                return self.db.execute(sql, params).fetchall()
+        except sqlite3.Error as e:
+            raise _db_error(self.db_path, e) from None
+
+    def _row_numbers(self, got: Sequence[tuple]) -> np.ndarray:
+        """The first column of ``got`` as vector rows, each checked to be one."""
+        if not all(type(r[0]) is int for r in got):
+            raise _db_error(self.db_path, "a row number that is not a whole number")
+        rows = np.fromiter((r[0] for r in got), dtype=np.int64, count=len(got))
+        if len(rows) and (rows.min() < 0 or rows.max() >= self.manifest.n_tokens):
+            raise _db_error(self.db_path, f"a row number outside 0..{self.manifest.n_tokens - 1}")
+        return rows
 
     @property
     def layers(self) -> Tuple[int, ...]:
@@ -141,11 +162,6 @@ class CorpusIndex:
                                             self.ann_settings)
             return self._ann[layer]
 
-    def _query(self, sql: str, params: Sequence = ()) -> list:
-        """Every row of one query (the connection serves one query at a time)."""
-        with self._lock:
-            return self.db.execute(sql, params).fetchall()
-
     # ---- tokens ------------------------------------------------------------------------------
     def rows_of(self, word: str) -> np.ndarray:
         """The rows of every occurrence of ``word`` (case-folded), in corpus order. The most
@@ -155,8 +171,8 @@ class CorpusIndex:
             if key in self._rows:
                 self._rows.move_to_end(key)
                 return self._rows[key]
-            cur = self.db.execute("SELECT row FROM tokens WHERE folded = ? ORDER BY row", (key,))
-            rows = np.fromiter((r for (r,) in cur), dtype=np.int64)
+            rows = self._row_numbers(self._query(
+                "SELECT row FROM tokens WHERE folded = ? ORDER BY row", (key,)))
             rows.setflags(write=False)
             self._rows[key] = rows
             while sum(len(r) for r in self._rows.values()) > ROWS_CACHE and len(self._rows) > 1:
@@ -164,12 +180,13 @@ class CorpusIndex:
             return rows
 
     def sentence(self, sentence_id: int) -> List[str]:
-        found = self._query("SELECT text FROM sentences WHERE id = ?", (int(sentence_id),))
-        got = found[0] if found else None
-        if got is None:
+        got = self._query("SELECT text FROM sentences WHERE id = ?", (int(sentence_id),))
+        if not got:
             raise InputError(f"no sentence {sentence_id} in the index (it holds "
                              f"{self.manifest.n_sentences})", path=self.folder)
-        return got[0].split(" ")
+        if not isinstance(got[0][0], str):
+            raise _db_error(self.db_path, f"sentence {sentence_id} is not text")
+        return got[0][0].split(" ")
 
     def tokens_at(self, rows: "Sequence[int] | np.ndarray") -> List[Tuple[int, int, int, str, str]]:
         """``(row, sentence_id, position, word, sentence text)`` for each row, in that order."""
@@ -181,20 +198,25 @@ class CorpusIndex:
                  "sentences s ON s.id = t.sentence_id WHERE t.row IN (%s)"
                  % ",".join("?" * len(chunk)))
             for rec in self._query(q, chunk):
+                if not (type(rec[0]) is int and type(rec[1]) is int and type(rec[2]) is int
+                        and isinstance(rec[3], str) and isinstance(rec[4], str)):
+                    raise _db_error(self.db_path, f"the token of row {rec[0]!r} is malformed")
                 out[rec[0]] = rec
+        missing = [r for r in rows if r not in out]
+        if missing:
+            raise _db_error(self.db_path, f"row {missing[0]} is not in the token table")
         return [out[r] for r in rows]
 
     def row_of(self, sentence_id: int, position: int) -> int:
-        found = self._query("SELECT row FROM tokens WHERE sentence_id = ? AND position = ?",
-                            (int(sentence_id), int(position)))
-        got = found[0] if found else None
-        if got is None:
+        got = self._query("SELECT row FROM tokens WHERE sentence_id = ? AND position = ?",
+                         (int(sentence_id), int(position)))
+        if not got:
             raise InputError(f"no token {position} in sentence {sentence_id}", path=self.folder)
-        return int(got[0])
+        return int(self._row_numbers(got[:1])[0])
 
     def vocabulary_sample(self, limit: int = 50_000) -> List[str]:
-        return [w for (w,) in self._query("SELECT DISTINCT word FROM tokens LIMIT ?",
-                                          (limit,))]
+        return [w for (w,) in self._query("SELECT DISTINCT word FROM tokens LIMIT ?", (limit,))
+                if isinstance(w, str)]
 
     # ---- search ------------------------------------------------------------------------------
     def search(self, query: np.ndarray, layer: Optional[int] = None, k: int = 10,
@@ -233,9 +255,67 @@ class CorpusIndex:
                    same_word: bool = True, include_self: bool = True) -> List[Hit]:
         """Search by an indexed token (the app's "select any token in the corpus")."""
         layer = self.layer(layer)
+        if not 0 <= int(row) < self.manifest.n_tokens:
+            raise InputError(f"no row {row} in the index (it holds {self.manifest.n_tokens})",
+                             path=self.folder)
         (_, _, _, word, _), = self.tokens_at([row])
         return self.search(self.vectors[layer][row], layer, k, word if same_word else None,
                            None if include_self else row)
+
+
+#: the token table's columns, as :func:`.build.write_tokens_db` creates them
+TOKEN_TABLES = {"sentences": ("id", "first_row", "n_tokens", "text"),
+                "tokens": ("row", "sentence_id", "position", "word", "folded")}
+#: the most bytes a token table may take per token (the word twice, the sentence's text, the
+#: indexes on both), plus a fixed allowance
+DB_BYTES_PER_TOKEN = 4096
+DB_BYTES_BASE = 64 << 20
+
+
+def _db_error(path: Path, why: object) -> InputError:
+    return InputError(f"not this index's token table, or damaged ({why}); rebuild the index "
+                      "with 'elmo-explorer index … --force'", path=path)
+
+
+def open_tokens_db(path: Path, m: Manifest) -> sqlite3.Connection:
+    """``tokens.sqlite`` opened read-only after the checks that make every later query safe:
+    a regular file of a size such a table can have; the two tables with their columns; rows
+    ``0..n_tokens-1`` and sentences ``0..n_sentences-1`` (their first and last, by key)."""
+    if not path.exists():
+        raise InputError("the token table is missing; rebuild the index", path=path)
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(problem, path=path)
+    size = path.stat().st_size
+    most = DB_BYTES_BASE + DB_BYTES_PER_TOKEN * m.n_tokens
+    if size > most:
+        raise InputError(f"{size} bytes; a token table of {m.n_tokens} tokens takes at most "
+                         f"{most}", path=path)
+    try:
+        db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True,
+                             check_same_thread=False)
+    except sqlite3.Error as e:
+        raise _db_error(path, e) from None
+    try:
+        for table, cols in TOKEN_TABLES.items():
+            have = tuple(r[1] for r in db.execute(f"PRAGMA table_info({table})"))
+            if have != cols:
+                raise _db_error(path, f"table '{table}' has columns {list(have)}, expected "
+                                      f"{list(cols)}")
+        ranges = (("tokens", "row", m.n_tokens), ("sentences", "id", m.n_sentences))
+        for table, key, count in ranges:
+            lo, hi = db.execute(f"SELECT MIN({key}), MAX({key}) FROM {table}").fetchone()
+            want = (0, count - 1) if count else (None, None)
+            if (lo, hi) != want:
+                raise _db_error(path, f"'{table}' numbered {lo}..{hi}, the manifest says "
+                                      f"0..{count - 1}")
+    except sqlite3.Error as e:
+        db.close()
+        raise _db_error(path, e) from None
+    except InputError:
+        db.close()
+        raise
+    return db
 
 
 def occurrence(tokens: Sequence[str], word: str, n: int = 1) -> int:

@@ -21,24 +21,34 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from elmo_engine.atomic import atomic_path, atomic_write_text
 from elmo_engine.errors import InputError
+from elmo_engine.files import parse_json_strict, read_bounded, regular_file_problem
 
 FORMAT = "elmo-explorer-corpus-index"
 VERSION = 1
 MANIFEST = "index.json"
 SHARDS = "shards"
 TOKENS_DB = "tokens.sqlite"
-#: biggest manifest / shard file read (bytes): a shard's JSON holds its sentences' tokens
+#: biggest shard file read (bytes): a shard's JSON holds its sentences' tokens
 MAX_JSON_BYTES = 256 << 20
+#: biggest ``index.json`` read (bytes): its largest part is the list of corpus files
+MAX_MANIFEST_BYTES = 16 << 20
 #: what an index's vectors may have been computed in (a manifest without it: fp32)
 PRECISIONS = ("fp32", "bf16", "fp16")
+#: bounds of the manifest's numbers (a count of sentences or tokens, a width, a layer number)
+MAX_COUNT = 1 << 40
+MAX_DIM = 1 << 16
+MAX_LAYER = 64
+MAX_CORPUS_FILES = 100_000
+#: the most an ``.npy`` header takes beyond its data (numpy's own limit is 10,000 bytes)
+NPY_HEADER_MAX = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -84,52 +94,136 @@ class Manifest:
         return json.dumps(asdict(self), indent=1, ensure_ascii=False)
 
     @staticmethod
-    def from_json(text: str, path: Path) -> "Manifest":
+    def from_json(text: "str | bytes", path: Path) -> "Manifest":
+        """The manifest in ``text`` (strict JSON), every field checked for its type and range;
+        one :class:`InputError` naming ``path`` for whatever is wrong."""
         try:
-            d = json.loads(text)
-            if d.get("format") != FORMAT:
-                raise InputError(f"not a corpus index (format {d.get('format')!r})", path=path)
-            if d.get("version") != VERSION:
-                raise InputError(f"index format version {d.get('version')} is not supported "
-                                 f"(this program reads version {VERSION})", path=path)
-            d["layers"] = tuple(int(x) for x in d["layers"])
-            d["corpus"] = tuple(CorpusFile(**c) for c in d["corpus"])
-            m = Manifest(**d)
-        except InputError:
-            raise
-        except (ValueError, TypeError, KeyError, AttributeError) as e:
+            d = parse_json_strict(text)
+        except ValueError as e:
             raise InputError(f"malformed index manifest ({e})", path=path) from None
-        if m.shard_size < 1 or m.n_sentences < 0 or m.dim < 1:
-            raise InputError("malformed index manifest (sizes)", path=path)
+        return Manifest.from_dict(d, path)
+
+    @staticmethod
+    def from_dict(d: object, path: Path) -> "Manifest":
+        if not isinstance(d, dict):
+            raise InputError("malformed index manifest (not a JSON object)", path=path)
+        if d.get("format") != FORMAT:
+            raise InputError(f"not a corpus index (format {_shown(d.get('format'))})", path=path)
+        if d.get("version") != VERSION:
+            raise InputError(f"index format version {_shown(d.get('version'))} is not supported "
+                             f"(this program reads version {VERSION})", path=path)
+        f = _Fields(d, path, "index manifest")
+        layers = f.int_list("layers", 0, MAX_LAYER)
+        if not layers or len(set(layers)) != len(layers):
+            raise f.bad("layers", "a list of distinct layer numbers")
+        corpus = []
+        for c in f.items("corpus", MAX_CORPUS_FILES):
+            cf = _Fields(c, path, "index manifest's corpus entry")
+            corpus.append(CorpusFile(cf.text("path"), cf.whole("size", 0, MAX_COUNT),
+                                     cf.text("sha256")))
+        m = Manifest(checksum=f.text("checksum"), checkpoint=f.text("checkpoint"),
+                     layers=tuple(layers), dim=f.whole("dim", 1, MAX_DIM),
+                     shard_size=f.whole("shard_size", 1, MAX_COUNT),
+                     n_sentences=f.whole("n_sentences", 0, MAX_COUNT),
+                     n_tokens=f.whole("n_tokens", 0, MAX_COUNT), corpus=tuple(corpus),
+                     reading=f.obj("reading"), complete=f.flag("complete", False),
+                     ann=f.obj("ann", {}), precision=f.text("precision", "fp32"))
+        unknown = set(d) - {fl.name for fl in fields(Manifest)}
+        if unknown:
+            raise InputError(f"malformed index manifest (unknown field "
+                             f"{_shown(sorted(unknown)[0])})", path=path)
         if m.precision not in PRECISIONS:
             raise InputError(f"malformed index manifest (precision {m.precision!r})", path=path)
+        if m.n_tokens < m.n_sentences:
+            raise InputError("malformed index manifest (fewer tokens than sentences)", path=path)
         return m
 
 
-def read_json(path: Path) -> dict:
-    """A bounded JSON read: one clear error naming the file."""
+def _shown(value: object) -> str:
+    """A value from a file, for an error line: its ``repr``, cut to 60 characters."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+class _Fields:
+    """Typed access to a JSON object's fields: each getter returns the value or raises one
+    :class:`InputError` naming the file, the field and what it should be."""
+
+    _MISSING = object()
+
+    def __init__(self, d: object, path: Path, what: str):
+        if not isinstance(d, dict):
+            raise InputError(f"malformed {what} (not a JSON object)", path=path)
+        self.d, self.path, self.what = d, path, what
+
+    def bad(self, key: str, want: str) -> InputError:
+        return InputError(f"malformed {self.what} ('{key}' must be {want}, not "
+                          f"{_shown(self.d.get(key, '(missing)'))})", path=self.path)
+
+    def get(self, key: str, default: object) -> object:
+        v = self.d.get(key, default)
+        if v is self._MISSING:
+            raise InputError(f"malformed {self.what} (no '{key}')", path=self.path)
+        return v
+
+    def whole(self, key: str, lo: int, hi: int, default: object = _MISSING) -> int:
+        v = self.get(key, default)
+        if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
+            raise self.bad(key, f"a whole number from {lo} to {hi}")
+        return v
+
+    def text(self, key: str, default: object = _MISSING) -> str:
+        v = self.get(key, default)
+        if not isinstance(v, str) or len(v) > 65536:
+            raise self.bad(key, "a string")
+        return v
+
+    def flag(self, key: str, default: object = _MISSING) -> bool:
+        v = self.get(key, default)
+        if not isinstance(v, bool):
+            raise self.bad(key, "true or false")
+        return v
+
+    def obj(self, key: str, default: object = _MISSING) -> Dict[str, object]:
+        v = self.get(key, default)
+        if not isinstance(v, dict):
+            raise self.bad(key, "an object")
+        return dict(v)
+
+    def items(self, key: str, most: int, default: object = _MISSING) -> list:
+        v = self.get(key, default)
+        if not isinstance(v, list) or len(v) > most:
+            raise self.bad(key, f"a list of at most {most}")
+        return v
+
+    def int_list(self, key: str, lo: int, hi: int) -> List[int]:
+        v = self.items(key, hi - lo + 1)
+        if not all(isinstance(x, int) and not isinstance(x, bool) and lo <= x <= hi for x in v):
+            raise self.bad(key, f"a list of whole numbers from {lo} to {hi}")
+        return list(v)
+
+
+def read_json(path: Path, what: str = "index file", max_bytes: int = MAX_JSON_BYTES) -> dict:
+    """A JSON object from the regular file ``path`` of at most ``max_bytes``, parsed strictly
+    (no ``NaN``/``Infinity``); one :class:`InputError` naming the file otherwise (nesting too
+    deep included)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise InputError(f"{size} bytes; more than this index ever writes", path=path)
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise InputError(f"cannot read ({e})", path=path) from None
+        doc = parse_json_strict(read_bounded(path, max_bytes))
+    except OSError as e:
+        raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
+    except ValueError as e:
+        raise InputError(f"malformed {what} ({e})", path=path) from None
+    if not isinstance(doc, dict):
+        raise InputError(f"malformed {what} (not a JSON object)", path=path)
+    return doc
 
 
 def read_manifest(folder: Path) -> Manifest:
     path = Path(folder) / MANIFEST
-    if not path.is_file():
+    if not path.exists():
         raise InputError("is not a corpus index (no index.json); build one with "
                          "'elmo-explorer index'", path=folder)
-    try:
-        size = path.stat().st_size
-        if size > MAX_JSON_BYTES:
-            raise InputError(f"{size} bytes; too big for an index manifest", path=path)
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"cannot read ({e})", path=path) from None
-    return Manifest.from_json(text, path)
+    return Manifest.from_dict(read_json(path, "index manifest", MAX_MANIFEST_BYTES), path)
 
 
 def write_manifest(folder: Path, manifest: Manifest) -> None:
@@ -173,35 +267,50 @@ def read_shard(folder: Path, k: int, manifest: Manifest
     manifest (sentence range, token count, layers, array shapes)."""
     stem = shard_stem(folder, k)
     path = stem.with_suffix(".json")
-    doc = read_json(path)
+    f = _Fields(read_json(path, "shard"), path, "shard")
     first = k * manifest.shard_size
     want_n = min(manifest.shard_size, manifest.n_sentences - first)
-    sents = doc.get("sentences")
-    if (doc.get("shard") != k or doc.get("first_sentence") != first
-            or doc.get("n_sentences") != want_n or not isinstance(sents, list)
-            or len(sents) != want_n or sorted(doc.get("layers", [])) != sorted(manifest.layers)):
+    sents = f.items("sentences", manifest.shard_size)
+    if (f.whole("shard", 0, MAX_COUNT) != k or f.whole("first_sentence", 0, MAX_COUNT) != first
+            or f.whole("n_sentences", 0, MAX_COUNT) != want_n or len(sents) != want_n
+            or sorted(f.int_list("layers", 0, MAX_LAYER)) != sorted(manifest.layers)):
         raise InputError("shard does not match the index manifest (another build's shard?)",
                          path=path)
+    if not all(isinstance(s, list) and all(isinstance(w, str) for w in s) for s in sents):
+        raise InputError("malformed shard ('sentences' must be lists of words)", path=path)
     n_tokens = sum(len(s) for s in sents)
-    if doc.get("n_tokens") != n_tokens:
+    if f.whole("n_tokens", 0, MAX_COUNT) != n_tokens:
         raise InputError("shard token count does not match its sentences", path=path)
     files = {}
     for layer in manifest.layers:
-        f = Path(f"{stem}.L{layer}.npy")
-        arr = load_npy(f, mmap=True)
-        if arr.shape != (n_tokens, manifest.dim) or arr.dtype != np.float16:
-            raise InputError(f"vectors of shape {arr.shape} {arr.dtype}; expected "
-                             f"({n_tokens}, {manifest.dim}) float16", path=f)
-        files[layer] = f
+        npy = Path(f"{stem}.L{layer}.npy")
+        load_npy(npy, mmap=True, shape=(n_tokens, manifest.dim))
+        files[layer] = npy
     return sents, files
 
 
-def load_npy(path: Path, mmap: bool = True) -> np.ndarray:
-    """An ``.npy`` array, never unpickling (object arrays are refused)."""
+def load_npy(path: Path, mmap: bool = True,
+             shape: Optional[Tuple[int, int]] = None) -> np.ndarray:
+    """An ``.npy`` array, never unpickling (object arrays are refused). The file must be a
+    regular file; with ``shape`` (float16 expected) it must be no bigger than such an array plus
+    its header before it is mapped, and hold exactly that shape and type."""
+    problem = regular_file_problem(path)
+    if problem:
+        raise InputError(problem, path=path)
+    if shape is not None:
+        size = Path(path).stat().st_size
+        most = shape[0] * shape[1] * 2 + NPY_HEADER_MAX
+        if size > most:
+            raise InputError(f"{size} bytes; vectors of shape {shape} float16 take at most "
+                             f"{most}", path=path)
     try:
-        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+        arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read vectors ({e})", path=path) from None
+    if shape is not None and (arr.shape != shape or arr.dtype != np.float16):
+        raise InputError(f"vectors of shape {arr.shape} {arr.dtype}; expected "
+                         f"{shape} float16", path=path)
+    return arr
 
 
 def remove_index_files(folder: Path) -> None:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Dict, Optional
 
 from elmo_engine.errors import CheckpointError, InputError
-from elmo_engine.io.catalogue import CatalogueFile, PublishedModel, base_url, load_catalogue
-from elmo_engine.io.download import DownloadError, fetch_any, make_opener
+from elmo_engine.io.catalogue import (MIRROR_ENV, CatalogueFile, PublishedModel, base_url,
+                                      load_catalogue)
+from elmo_engine.io.download import Deadlines, DownloadError, fetch_any, make_opener
 from elmo_engine.io.model_store import (FileRecord, ModelStatus, model_dir, model_status,
                                         file_size, read_manifest, sha256_file, staging_dir,
                                         write_manifest)
@@ -29,13 +30,17 @@ _HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 
 
 def get_model(name: str, with_softmax: bool = False, state: Optional[TransferState] = None,
-              *, timeout: float = 30.0, retries: int = 4, backoff_s: float = 1.0) -> ModelStatus:
+              *, deadlines: Optional[Deadlines] = None, retries: int = 4,
+              backoff_s: float = 1.0) -> ModelStatus:
     """Download a catalogue model (and its softmax) unless it is already here; return its status.
 
     Files already present with their recorded size are kept. Each new file is downloaded into
     the staging folder, checked (options parse, HDF5 signature, the checkpoint loads), hashed and
     recorded; then the files move into the model's folder. A failure or a cancel leaves the model
     folder as it was (the staged part files stay for a resume; ``remove_model`` deletes them).
+    ``deadlines`` bound each file's transfer (:class:`~elmo_engine.io.download.Deadlines`). A
+    failed transfer's :class:`DownloadError` ends with what the user can do instead (a mirror,
+    the files downloaded by hand).
     """
     model = load_catalogue().require(name)
     if with_softmax and model.softmax is None:
@@ -53,8 +58,8 @@ def get_model(name: str, with_softmax: bool = False, state: Optional[TransferSta
     try:
         with _download_lock(name):
             try:
-                new = _download(todo, stage, base, state, timeout=timeout, retries=retries,
-                                backoff_s=backoff_s)
+                new = _download(todo, stage, base, state, deadlines=deadlines,
+                                retries=retries, backoff_s=backoff_s)
                 if {"options", "weights"} & {f.role for f in todo}:
                     _check_loads(model, folder, stage, new, state)
             except BaseException:
@@ -107,8 +112,11 @@ def _download(todo, stage: Path, base: str, state: Optional[TransferState],
         url = f.urls(base)[0]
         if not target.is_file():
             part = stage / (f.name + ".part")
-            url, _n = fetch_any(f.urls(base), part, state, opener=opener,
-                                max_bytes=max_download_bytes(f), **kwargs)
+            try:
+                url, _n = fetch_any(f.urls(base), part, state, opener=opener,
+                                    max_bytes=max_download_bytes(f), **kwargs)
+            except DownloadError as e:
+                raise DownloadError(f"{e}{what_else()}", e.url, e.status) from None
             os.replace(part, target)
         try:
             _check_file(f, target, url)
@@ -126,6 +134,12 @@ def _download(todo, stage: Path, base: str, state: Optional[TransferState],
                                  sha256=sha256_file(target, state), url=url,
                                  downloaded=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     return new
+
+
+def what_else() -> str:
+    """The end of a failed download's line: the other ways to get the model."""
+    return (f"; or set {MIRROR_ENV} to a mirror that has the files, or download them by hand "
+            "into a folder and open it with --checkpoint FOLDER")
 
 
 def max_download_bytes(f: CatalogueFile) -> int:

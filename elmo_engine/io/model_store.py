@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Dict, Optional, Tuple, Union
 
 from elmo_engine.atomic import atomic_write_text
 from elmo_engine.errors import CheckpointError, InputError
+from elmo_engine.files import parse_json_strict, read_bounded
 from elmo_engine.io.catalogue import PublishedModel, load_catalogue
 from elmo_engine.progress import TransferState
 
@@ -73,28 +75,48 @@ class FileRecord:
 
 
 def read_manifest(folder: Path) -> Dict[str, FileRecord]:
-    """The records of ``folder/manifest.json`` by file name ({} when there is none)."""
+    """The records of ``folder/manifest.json`` by file name ({} when there is none).
+
+    The file is read only when it is a regular file of at most 1 MiB, parsed as strict JSON and
+    each record checked field by field (strings, a non-negative integer size, a 64-digit
+    SHA-256, a plain file name)."""
     path = Path(folder) / MANIFEST_NAME
-    if not path.is_file():
+    if not path.exists():
         return {}
     try:
-        if path.stat().st_size > _MAX_MANIFEST:
-            raise ValueError("larger than 1 MiB")
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("format") != MANIFEST_FORMAT or data.get("version") != 1:
+        data = parse_json_strict(read_bounded(path, _MAX_MANIFEST))
+        if (not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT
+                or data.get("version") != 1 or not isinstance(data.get("files"), list)):
             raise ValueError(f"not a version 1 {MANIFEST_FORMAT} file")
         out = {}
         for d in data["files"]:
-            rec = FileRecord(name=str(d["name"]), role=str(d["role"]), size=int(d["size"]),
-                             sha256=str(d["sha256"]), url=str(d["url"]),
-                             downloaded=str(d["downloaded"]))
-            if Path(rec.name).name != rec.name:
-                raise ValueError(f"unsafe file name {rec.name!r}")
+            rec = _record(d)
             out[rec.name] = rec
         return out
-    except (OSError, KeyError, TypeError, ValueError) as e:
+    except (OSError, ValueError) as e:
         raise CheckpointError(path, f"unreadable download manifest ({e}); remove the model "
                               "with `elmo-explorer models remove NAME` and get it again") from None
+
+
+def _record(d: object) -> FileRecord:
+    """One file's record, every field checked (``ValueError`` says which)."""
+    if not isinstance(d, dict):
+        raise ValueError("a file record is not an object")
+    text = {}
+    for key in ("name", "role", "sha256", "url", "downloaded"):
+        v = d.get(key)
+        if not isinstance(v, str) or len(v) > 4096:
+            raise ValueError(f"a file record's {key!r} is not a string")
+        text[key] = v
+    size = d.get("size")
+    if not isinstance(size, int) or isinstance(size, bool) or not 0 <= size < 1 << 50:
+        raise ValueError(f"the size of {text['name']!r} is not a byte count")
+    if not re.fullmatch(r"[0-9a-f]{64}", text["sha256"]):
+        raise ValueError(f"the SHA-256 of {text['name']!r} is not 64 hexadecimal digits")
+    if not text["name"] or Path(text["name"]).name != text["name"] or text["name"] in (".", ".."):
+        raise ValueError(f"unsafe file name {text['name']!r}")
+    return FileRecord(name=text["name"], role=text["role"], size=size, sha256=text["sha256"],
+                      url=text["url"], downloaded=text["downloaded"])
 
 
 def write_manifest(folder: Path, model: str, records: Dict[str, FileRecord]) -> None:
@@ -256,7 +278,9 @@ class VerifyReport:
 
 
 def verify_model(name: str, state: Optional[TransferState] = None) -> VerifyReport:
-    """Check each downloaded file's size and SHA-256 against the manifest."""
+    """Check each downloaded file's size and SHA-256 against the manifest. The options and the
+    weights must have a record: one missing is a failed check (there is nothing to compare the
+    file with), not a pass."""
     model = load_catalogue().require(name)
     folder = model_dir(name)
     records = read_manifest(folder)
@@ -266,6 +290,11 @@ def verify_model(name: str, state: Optional[TransferState] = None) -> VerifyRepo
     for f in model.files_for(True):
         rec = records.get(f.name)
         if rec is None:
+            if f.role in ("options", "weights"):     # nothing to check this file against
+                checks.append(FileCheck(f.name, False, (
+                    f"{folder / MANIFEST_NAME} has no record of {f.name}, so it cannot be "
+                    f"checked; run `elmo-explorer models remove {name}` and `elmo-explorer "
+                    f"models get {name}`")))
             continue
         path = folder / f.name
         size = file_size(path)
