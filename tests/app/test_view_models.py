@@ -9,7 +9,7 @@ import pytest
 from elmo_engine.analysis.probes.reference import load_reference_runs
 from elmo_explorer.views.contexts.model import (ContextsModel, ContextsSettings, groups_from_state,
                                                 settings_from_state, valid_ref)
-from elmo_explorer.views.layers.model import LayersModel, LayersSettings
+from elmo_explorer.views.layers.model import LayersModel, LayersSettings, valid_result
 from elmo_explorer.views.probes.model import ProbesModel
 from elmo_explorer.views.projection.model import (ProjectionModel, as_float, as_int,
                                                   mix_weights_text, parse_weights)
@@ -93,6 +93,17 @@ def test_layers_model_restores_results_only_for_the_same_model():
     assert m.settings.sentences == 123 and m.result is None
     m.restore("not a dict", "abc")
     assert m.settings.sentences == 123
+    result = {"model": {"checksum": "abc"}, "corpus": {"path": "c.txt"},
+              "contextuality": {"layers": []},
+              "cka": {"rows": ["layer 0", "layer 1"], "columns": ["layer 0", "layer 1"],
+                      "matrix": [[1.0, 0.5], [0.5, 1.0]]}}
+    assert valid_result(result)
+    other = LayersModel()
+    other.restore({"result": result, "compare": None}, "another model")
+    assert other.result is None                          # computed with another model: dropped
+    same = LayersModel()
+    same.restore({"result": result, "compare": None}, "abc")
+    assert same.result is result                         # the same model: shown again
 
 
 # ---- probes --------------------------------------------------------------------------------

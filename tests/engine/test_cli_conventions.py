@@ -211,7 +211,7 @@ def test_contexts_reads_groups_and_neighbours_match_the_apps(tmp_path, tiny_chec
     doc = json.loads(js.read_text(encoding="utf-8"))
     views = doc["views"]
     assert all(v["within"] is not None and v["between"] is not None for v in views.values())
-    # the app's computation (elmo_explorer.views.contexts.neighbours), here without Qt
+    # the app's computation (the contexts controller calls the same engine functions)
     model = load_checkpoint(tiny_checkpoint)
     vocab = vocabulary_file(model.info.options_path)
     assert vocab is not None

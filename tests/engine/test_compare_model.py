@@ -164,6 +164,26 @@ def test_read_corpus_and_vocabulary(tmp_path):
     assert read_vocabulary(v) == ["the", "bank"]
 
 
+def test_the_vocabulary_of_known_words_is_the_checkpoints_own_else_the_demo_models(
+        tiny_checkpoint, tmp_path):
+    """The rule the contexts view and ``contexts --neighbours`` share: a ``vocab.txt`` beside
+    the checkpoint, else the demo model's."""
+    from elmo_engine.analysis.contexts.neighbour_corpus import vocabulary_file
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.resources import demo_checkpoint_path
+
+    demo_vocab = demo_checkpoint_path() / "vocab.txt"
+    info = load_checkpoint(tiny_checkpoint).info
+    assert vocabulary_file(info.options_path) == demo_vocab            # none beside it
+    assert vocabulary_file(None) == demo_vocab
+    own = tmp_path / "ck"
+    own.mkdir()
+    for f in tiny_checkpoint.iterdir():
+        (own / f.name).write_bytes(f.read_bytes())
+    (own / "vocab.txt").write_text("<S>\nriverbank\n", encoding="utf-8")
+    assert vocabulary_file(load_checkpoint(own).info.options_path) == own / "vocab.txt"
+
+
 def test_neighbours_csv_and_html(tmp_path):
     write_neighbours_csv(tmp_path / "n.csv", [["layer 1", 1, "0.912345", "bank", 2, 1, "a, b"]])
     with open(tmp_path / "n.csv", encoding="utf-8") as fh:

@@ -26,7 +26,8 @@ from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.analysis.contexts.groups import word_groups
-from elmo_engine.analysis.contexts.neighbour_corpus import IndexCache, read_corpus, read_vocabulary
+from elmo_engine.analysis.contexts.neighbour_corpus import (IndexCache, read_corpus, read_vocabulary,
+                                                       vocabulary_file)
 from elmo_engine.analysis.contexts.neighbours import NeighbourTable, neighbour_table
 from elmo_explorer.common.figure_export import panel_figure_options, save_figure
 from elmo_explorer.common.save_dialog import ask_save_path
@@ -36,7 +37,6 @@ from elmo_explorer.views.contexts import export, report
 from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel,
                                                  groups_from_state, settings_from_state,
                                                  valid_ref)
-from elmo_explorer.views.contexts.neighbours import vocabulary_file
 from elmo_explorer.views.contexts.view import ContextsView
 from elmo_explorer.views.contexts.widgets import neighbours_html
 from elmo_explorer.views.protocol import PanelDefaults
@@ -338,7 +338,9 @@ class ContextsPanel(PanelDefaults, QWidget):
         if sig == m.index_sig:
             return
         m.index_sig = sig
-        emb, cache, vocab = ws.embedder, self.index_cache, vocabulary_file(ws.model_info)
+        info = ws.model_info
+        emb, cache = ws.embedder, self.index_cache
+        vocab = vocabulary_file(info.options_path if info is not None else None)
 
         def job(state):
             words = read_vocabulary(vocab) if vocab is not None else []
