@@ -72,6 +72,16 @@ def test_report_over_the_activation_limit_names_the_sentences_file(tmp_path, cap
     assert not (tmp_path / "rep").exists() and not (tmp_path / "w.elmows.json").exists()
 
 
+def test_project_over_the_activation_limit_names_its_input(tmp_path, capsys):
+    """The points are sampled, but their sentences are embedded whole: 2,000 points of the 40
+    sentences hold all 200,000 tokens."""
+    wide = _wide_sentences(tmp_path / "wide.txt")
+    code, err = cli(["project", wide, "--words", "bank", "--max-points", "2000", "--method",
+                     "pca", "-o", tmp_path / "p.csv"], capsys)
+    assert code == 1 and f"{wide}: the sentences holding the points have 200,000 tokens" in err
+    assert not (tmp_path / "p.csv").exists()
+
+
 # ---- 3. embed: sentences per input, checked as the stream is read ------------------------------
 def test_embed_of_a_gzip_of_52_million_one_word_lines_stops_at_the_sentence_limit(tmp_path):
     from elmo_engine.io.datasets.text_input import MAX_INPUT_SENTENCES
