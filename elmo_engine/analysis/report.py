@@ -143,6 +143,11 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
         raise InputError(f"'{word}' does not occur in the workspace's {len(tokens)} sentences",
                          path=source)
     if acts is None or len(acts) != len(tokens) or any(a is None for a in acts):
+        if tokens:
+            from elmo_engine.embed.embedder import check_held_activations
+
+            check_held_activations(sum(len(t) for t in tokens), emb.opts,
+                                   what="workspace's sentences", path=source)
         acts = emb.embed(tokens) if tokens else []
     model = emb.model.info.describe() if emb is not None else None
     spec = report_spec(data, tokens, acts, model, source, word, notes, figure_dir, style, emb)

@@ -92,7 +92,7 @@ def run(args) -> int:
     from elmo_engine.analysis.contexts.groups import word_groups
     from elmo_engine.io.report import table_number
     from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.embed.embedder import Embedder, check_held_activations
     from elmo_engine.analysis.contexts.neighbour_corpus import (MAX_CORPUS_TOKENS, build_index,
                                                       read_vocabulary, vocabulary_file)
     from elmo_engine.analysis.contexts.neighbours import neighbour_table, write_neighbours_csv
@@ -120,10 +120,16 @@ def run(args) -> int:
                                   max_tokens=MAX_CORPUS_TOKENS).tokens if args.reference else [])
     device = common.resolve_device(args.device)
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
+    n_tokens = sum(len(s) for s in tokens)
+    check_held_activations(n_tokens, model.opts, what="sentences (--sentences)", path=text.path)
+    with_index = args.neighbours > 0 or (args.correct and reference)
+    if with_index and reference:                # the index embeds both at once
+        check_held_activations(n_tokens + sum(len(s) for s in reference), model.opts,
+                               what="sentences and the --reference text", path=args.reference)
     emb = Embedder(model, device=str(device))
     acts = emb.embed(tokens)
     index = None
-    if args.neighbours > 0 or (args.correct and reference):
+    if with_index:
         vocab = vocabulary_file(model.info.options_path)      # as the app: layer 0's known words
         words = read_vocabulary(vocab) if vocab is not None else []
         index = build_index(emb, tokens + reference, words)

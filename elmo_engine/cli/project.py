@@ -55,7 +55,7 @@ def run(args) -> int:
     from elmo_engine.analysis.projection import (LayerSpec, Projector, UmapParams, layer_features,
                                                  write_coordinates_csv, write_tensorboard)
     from elmo_engine.cli.common import checkpoint_or_demo
-    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.embed.embedder import Embedder, check_held_activations
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.progress import TaskState
 
@@ -86,6 +86,8 @@ def run(args) -> int:
             print(f"  {message}", file=sys.stderr, flush=True)
 
     state = TaskState(say)
+    check_held_activations(sum(len(s) for s in tokens.sentences), model.opts,
+                           what="sentences holding the points", path=args.input)
     acts = Embedder(model, device=str(device)).embed(tokens.sentences, state)
     projs = Projector().run(acts, tokens, layers, args.method, params, model.info.checksum, state,
                             pca_fallback=True)

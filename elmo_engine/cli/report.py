@@ -149,7 +149,7 @@ def build_workspace(text, word: str, checkpoint: Path, checksum: str, name: str,
 def run(args) -> int:
     """Run ``report``: read, embed, compare, write the report (and the workspace)."""
     from elmo_engine.analysis.report import export_report
-    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.embed.embedder import Embedder, check_held_activations
     from elmo_engine.io.workspace_file import SUFFIX, checkpoint_checksum, save_workspace
     from elmo_engine.model.checkpoint import load_checkpoint
 
@@ -166,6 +166,8 @@ def run(args) -> int:
     checkpoint = checkpoint_or_demo(args.checkpoint)
     device = common.resolve_device(args.device)
     model = load_checkpoint(checkpoint, device=device)
+    check_held_activations(sum(len(t) for t in text.tokens), model.opts, what="sentences",
+                           path=args.sentences)
     emb = Embedder(model, device=str(device))
     data, tokens = build_workspace(text, args.word, checkpoint, checkpoint_checksum(checkpoint),
                                    model.info.name, probe_runs, layers)

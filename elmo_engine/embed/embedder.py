@@ -415,15 +415,19 @@ def check_finite_vectors(arr: np.ndarray, sentence: Sequence[str]) -> None:
 
 
 def check_held_activations(n_tokens: int, opts, limit: int = MAX_EMBED_BYTES,
-                           what: str = "sentences") -> None:
+                           what: str = "sentences", path=None) -> None:
     """Refuse holding the activations of ``n_tokens`` tokens at once when they exceed
-    ``limit`` bytes (``(L+1) · 2P · 4`` bytes a token): one line saying how many tokens fit."""
+    ``limit`` bytes (``(L+1) · 2P · 4`` bytes a token): one line saying how many tokens fit.
+
+    Commands call it with ``path`` (the file the tokens came from) and ``what`` (which of
+    their inputs it is) before they embed, so that the line names the file; :meth:`Embedder.embed`
+    checks again, naming nothing, for every other caller."""
     per_token = int(opts.n_output_layers) * 2 * int(opts.output_dim) * 4
     if n_tokens * per_token > limit:
         raise InputError(f"the {what} have {n_tokens:,} tokens; their activations would take "
                          f"{n_tokens * per_token / 2**20:,.0f} MiB, over the limit of "
                          f"{limit / 2**20:,.0f} MiB held at once ({limit // per_token:,} tokens "
-                         "for this model): use a smaller file")
+                         "for this model): use a smaller file", path=path)
 
 
 def _validate(sentence, index: int) -> Tuple[str, ...]:

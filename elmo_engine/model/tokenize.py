@@ -10,8 +10,16 @@ from __future__ import annotations
 import re
 from typing import List, Optional
 
+from elmo_engine.model.options import MAX_CHARACTERS_PER_TOKEN
+
 #: the most tokens one sentence may have (the embedder refuses longer ones, with a message)
 MAX_SENTENCE_TOKENS = 10_000
+#: the most characters one token may have: the widest token a model reads (``options.json``'s
+#: ``max_characters_per_token`` is at most 1,024). The readers of sentence files refuse a line
+#: with a longer one (:func:`overlong_token`): the app lays every token out as text (tables,
+#: labels, figures), and Qt and matplotlib take memory that grows with its length (a 1 MB line
+#: of one letter and 500,000 combining marks, issue 44)
+MAX_TOKEN_CHARS = MAX_CHARACTERS_PER_TOKEN
 # Pieces, tried in order at each position. Every unbounded repetition either ends the piece or
 # is followed only by a fixed set of characters (the URL's last character), so a failed try
 # never rescans: a string of n characters is tokenized in O(n) (tests/engine/
@@ -69,6 +77,22 @@ def tokenize(text: str, limit: Optional[int] = None) -> List[str]:
         if limit is not None and len(tokens) > limit:
             break
     return tokens
+
+
+def overlong_token(text: str, pretokenized: bool = False, limit: int = MAX_TOKEN_CHARS) -> int:
+    """0 when every token of ``text`` (as :func:`tokenize` or, ``pretokenized``, whitespace
+    splits it) has at most ``limit`` characters; else the length of one that has more (the
+    longest of the first whitespace-separated piece holding one). A token never spans
+    whitespace, so only pieces longer than ``limit`` are tokenized: ordinary text costs one
+    ``split``."""
+    for piece in text.split():
+        if len(piece) > limit:
+            if pretokenized:
+                return len(piece)
+            longest = max(len(t) for t in tokenize(piece))
+            if longest > limit:
+                return longest
+    return 0
 
 
 def _email_ends(piece: str) -> List[int]:

@@ -65,3 +65,34 @@ def test_read_only_folders_are_named(tmp_path, monkeypatch):
     problem = startup_problem(None, None, env)
     assert problem is not None and "--settings-dir" in problem
     assert startup_problem(str(tmp_path / "new" / "x.png"), str(tmp_path / "s"), {}) is None
+
+
+#: a wrapper whose only child is the command after it: prints the child's peak resident memory
+#: (kB, ``RUSAGE_CHILDREN`` of a process that has no other child) and its wall seconds
+_MEASURE = ("import resource, subprocess, sys, time\n"
+            "t = time.monotonic()\n"
+            "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+            "seconds = time.monotonic() - t\n"
+            "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, seconds)\n"
+            "sys.exit(code)\n")
+
+
+def test_sentences_with_a_token_of_500_000_characters(tmp_path):
+    """Issue 44: one 1 MB line, a letter and 500,000 combining marks (one token), peaked at
+    1,027 MB once Qt and matplotlib laid the token out (a megabyte of one letter: 21 GB). The
+    sentence reader refuses a token longer than any model reads (1,024 characters) before Qt
+    starts: one line naming the file and the line, exit 1, no window, no screenshot."""
+    f = tmp_path / "marks.txt"
+    f.write_text("a" + "\u0301" * 500_000 + "\n", encoding="utf-8")
+    shot = tmp_path / "shot.png"
+    e = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    out = subprocess.run([sys.executable, "-c", _MEASURE, sys.executable, "-m",
+                          "elmo_explorer.entry", "--sentences", str(f), "--screenshot", str(shot),
+                          "--settings-dir", str(tmp_path / "s")],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT, env=e)
+    peak_kb, seconds = (float(v) for v in out.stdout.split()[-2:])
+    assert out.returncode == 1, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{f}:1: a token of 500,000 characters" in lines[0], out.stderr
+    assert peak_kb / 1024 < 1024 and seconds < 60, (peak_kb, seconds)
+    assert not shot.exists()

@@ -114,6 +114,20 @@ def test_overlong_line_is_truncated_with_a_message(qtbot, workspace, tiny_checkp
     assert workspace.activations[0].shape[1] == 40
 
 
+def test_overlong_token_is_cut_with_a_message(qtbot, workspace, tiny_checkpoint):
+    """Issue 44: a typed or pasted token longer than any model reads (sentence files refuse
+    it) is cut to 1,024 characters, so that no view lays out a megabyte of one word."""
+    load(qtbot, workspace, tiny_checkpoint)
+    word = "a" + "\u0301" * 5000
+    with qtbot.waitSignal(workspace.message, timeout=60000) as blocker:
+        workspace.set_sentences(["the " + word + " bank"])
+    assert blocker.args[0] == ("line 1 has 1 token of more than 1,024 characters; each is cut "
+                               "to its first 1,024 (no model reads more)")
+    qtbot.waitUntil(workspace.all_embedded, timeout=60000)
+    assert workspace.tokens[0] == ["the", word[:1024], "bank"]
+    assert workspace.activations[0].shape[1] == 3
+
+
 def test_selection_and_lookup(qtbot, workspace, tiny_checkpoint):
     load(qtbot, workspace, tiny_checkpoint)
     embed(qtbot, workspace, ["the bank of the river", "a bank loan"])

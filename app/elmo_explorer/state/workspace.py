@@ -25,7 +25,7 @@ from elmo_explorer.state.worker import JobHandle, JobState, Lane, Worker
 from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import CancelledError
 from elmo_engine.progress import TaskState
-from elmo_engine.model.tokenize import tokenize
+from elmo_engine.model.tokenize import MAX_TOKEN_CHARS, tokenize
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,9 @@ CHUNK_TOKENS = 4096          # tokens per embedding chunk: partial results arriv
 EMBED = "embed"
 TOKENIZE_CHUNK = 2000        # lines tokenized between cancel checks / partial deliveries
 MAX_LINE_TOKENS = MAX_SENTENCE_TOKENS   # longer lines are cut here (with a message)
+#: longer tokens (typed or pasted; files refuse them) are cut here, with a message: no model
+#: reads more, and the views lay every token out as text (issue 44)
+MAX_TOKEN_LENGTH = MAX_TOKEN_CHARS
 
 
 @dataclass(frozen=True)
@@ -299,6 +302,12 @@ def _tokenize_and_embed(todo: List[int], texts: List[str], known: Dict[int, List
             if len(t) > limit:
                 warn(f"line {i + 1} has {len(t):,} tokens; only the first {limit:,} are used")
                 t = t[:limit]
+            long = sum(len(w) > MAX_TOKEN_LENGTH for w in t)
+            if long:
+                warn(f"line {i + 1} has {long:,} token{'s' if long > 1 else ''} of more than "
+                     f"{MAX_TOKEN_LENGTH:,} characters; each is cut to its first "
+                     f"{MAX_TOKEN_LENGTH:,} (no model reads more)")
+                t = [w[:MAX_TOKEN_LENGTH] for w in t]
             fresh.append((i, t, None))
             if len(fresh) >= TOKENIZE_CHUNK:
                 deliver(fresh)

@@ -9,19 +9,22 @@ the start of the file is dropped. A NUL byte means the file is not text and is r
 the line. Each line is cleaned before use: Unicode NFC normalisation; control characters (C0
 other than tab, DEL, C1), zero-width and bidirectional-format characters, byte-order marks and
 the Unicode line/paragraph separators become spaces; runs of whitespace collapse to one space;
-the line is stripped. Lines that are then empty are skipped — except by the commands whose output
-is keyed by line number (``embed``, ``export vectors``: :func:`read_token_lines`), which refuse
-them, naming the line. The line numbers kept with each sentence are those of the file.
+the line is stripped. A line holding a token of more than ``MAX_TOKEN_CHARS`` (1,024)
+characters as the typed-text tokenizer splits it (or a group name that long) is refused, naming
+the line: no model reads more, and the app lays every token out as text. Lines that are then
+empty are skipped — except by the commands whose output is keyed by line number (``embed``,
+``export vectors``: :func:`read_token_lines`), which refuse them, naming the line. The line
+numbers kept with each sentence are those of the file.
 """
 from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from elmo_engine.io.datasets.textio import PathLike, open_text
 from elmo_engine.errors import InputError
-from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
+from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, MAX_TOKEN_CHARS, overlong_token
 
 #: default limits: a file of sentences bigger than this is almost surely the wrong file
 MAX_FILE_BYTES = 16 << 20      # ~3.5 million tokens; ~0.5 GB of token lists at the limit
@@ -89,7 +92,8 @@ def iter_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES,
     InputError
         The file is missing, bigger than ``max_bytes`` (after decompression), has a line longer
         than ``max_sentence_bytes``, is not UTF-8, holds NUL bytes (a binary file) or is a
-        corrupt gzip — naming the file and the line.
+        corrupt gzip, or holds a token longer than ``MAX_TOKEN_CHARS`` — naming the file and
+        the line.
     """
     if limit is not None and limit < 0:
         raise InputError(f"limit must be >= 0, got {limit}")
@@ -101,11 +105,25 @@ def iter_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES,
             if "\x00" in text:
                 raise lines.error("holds NUL bytes: this is not a text file of sentences")
             sentence = clean_sentence(text, MAX_SENTENCE_TOKENS)
+            check_token_lengths(sentence, lines.error)
             if sentence or keep_blank:
                 yield lines.lineno, sentence
                 produced += 1
                 if limit is not None and produced >= limit:
                     return
+
+
+def check_token_lengths(sentence: str, error: Callable[[str], InputError], group: str = "",
+                        pretokenized: bool = False) -> None:
+    """Raise ``error(message)`` (an :class:`InputError` naming the file and the line) when the
+    cleaned ``sentence`` holds a token longer than ``MAX_TOKEN_CHARS`` characters, or when the
+    line's ``group`` name is that long."""
+    if len(group) > MAX_TOKEN_CHARS:
+        raise error(f"a group name of {len(group):,} characters: at most {MAX_TOKEN_CHARS:,}")
+    n = overlong_token(sentence, pretokenized)
+    if n:
+        raise error(f"a token of {n:,} characters: a token has at most {MAX_TOKEN_CHARS:,} "
+                    "(the widest a model reads)")
 
 
 def read_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES,
@@ -147,6 +165,7 @@ def read_grouped_sentences(path: PathLike, max_bytes: int = MAX_FILE_BYTES
             group, tab, rest = text.partition("\t")
             group, sentence = (clean_sentence(group), clean_sentence(rest)) if tab else \
                 ("", clean_sentence(group))
+            check_token_lengths(sentence, lines.error, group)
             if sentence:
                 out.append((group, sentence))
     return out

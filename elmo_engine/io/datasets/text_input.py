@@ -13,6 +13,10 @@ tokenized like typed text (:func:`elmo_engine.model.tokenize.tokenize`) or, with
 ``pretokenized``, split on whitespace. Blank lines (and lines with no token) are skipped and
 counted: :attr:`TextInput.blank` holds their line numbers, :meth:`TextInput.blank_note` says it in
 one line. Errors name the file and the line.
+
+One input holds at most ``MAX_INPUT_SENTENCES`` sentences (1,000,000, after ``split``) and twice as
+many lines (blank and comment lines count), checked as the file is read: the byte limit alone let
+a 100 kB gzip of 52 million one-word lines through, each line a sentence to embed (issue 44).
 """
 from __future__ import annotations
 
@@ -22,8 +26,14 @@ from sys import intern
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
 
 from elmo_engine.errors import InputError
-from elmo_engine.io.datasets.sentences import MAX_FILE_BYTES, MAX_SENTENCE_BYTES, clean_sentence
+from elmo_engine.io.datasets.sentences import (MAX_FILE_BYTES, MAX_SENTENCE_BYTES,
+                                                check_token_lengths, clean_sentence)
 from elmo_engine.io.datasets.textio import PathLike, open_text
+
+#: the most sentences one input holds (after ``split``); a file holds at most twice as many lines
+#: (blank and comment lines count). About 25 million tokens of ordinary text, hours of embedding
+#: on a CPU; a bigger corpus is split into files.
+MAX_INPUT_SENTENCES = 1_000_000
 
 
 @dataclass
@@ -58,13 +68,25 @@ def blank_lines_note(path: Path, shown: Sequence[int], count: int) -> str:
     return f"skipped {count} blank {word} (line{'s' if count > 1 else ''} {text}) of {path.name}"
 
 
-def _raw_lines(path: Path, max_bytes: Optional[int]) -> Iterator[Tuple[int, str]]:
-    """``(line number, text)`` of every line, refusing NUL bytes (a binary file)."""
+def _raw_lines(path: Path, max_bytes: Optional[int], max_sentences: Optional[int]
+               ) -> Iterator[Tuple[int, str]]:
+    """``(line number, text)`` of every line, refusing NUL bytes (a binary file) and, with
+    ``max_sentences``, a line past twice that many."""
+    max_lines = None if max_sentences is None else 2 * max_sentences
     with open_text(path, max_line_bytes=MAX_SENTENCE_BYTES, max_bytes=max_bytes) as lines:
         for text in lines:
             if "\x00" in text:
                 raise lines.error("holds NUL bytes: this is not a text file of sentences")
+            if max_lines is not None and lines.lineno > max_lines:
+                raise lines.error(f"more than {max_lines:,} lines: one file holds at most "
+                                  f"{max_sentences:,} sentences in {max_lines:,} lines "
+                                  "(split it)")
             yield lines.lineno, text
+
+
+def _too_many_sentences(path: Path, lineno: int, max_sentences: int) -> InputError:
+    return InputError(f"more than {max_sentences:,} sentences: one file holds at most "
+                      f"{max_sentences:,} (split it)", path=path, line=lineno)
 
 
 def _is_content(text: str) -> bool:
@@ -94,12 +116,15 @@ def _line_tokens(path: Path, lineno: int, text: str, grouped: bool, pretokenized
         raise InputError(f"more than {MAX_SENTENCE_TOKENS} tokens; the limit is "
                          f"{MAX_SENTENCE_TOKENS} per sentence (split the line)", path=path,
                          line=lineno)
+    check_token_lengths(sentence, lambda m: InputError(m, path=path, line=lineno), group or "",
+                        pretokenized)
     return group, [intern(t) for t in toks]   # repeated words share one string (Zipf; bombs)
 
 
 def read_text_input(path: PathLike, pretokenized: bool = False,
                     max_bytes: Optional[int] = MAX_FILE_BYTES,
-                    max_tokens: Optional[int] = None) -> TextInput:
+                    max_tokens: Optional[int] = None,
+                    max_sentences: Optional[int] = MAX_INPUT_SENTENCES) -> TextInput:
     """Read a plain or grouped file of sentences (see the module docstring), all in memory
     (:func:`scan_text_input` and :func:`iter_text_input` read one in bounded memory).
 
@@ -109,16 +134,17 @@ def read_text_input(path: PathLike, pretokenized: bool = False,
     pretokenized : split on whitespace instead of tokenizing typed text
     max_bytes : a bigger file (after decompression) is refused; None: no limit
     max_tokens : most tokens in all (None: no limit)
+    max_sentences : most sentences, and half the most lines (None: no limit)
 
     Raises
     ------
     InputError
         Missing or unreadable file, not UTF-8, NUL bytes, a line over the byte or token limit,
-        a grouped line with an empty group, too many tokens, or no sentence at all — naming
-        the file and the line.
+        a grouped line with an empty group, too many tokens, sentences or lines, or no sentence
+        at all — naming the file and the line.
     """
     path = Path(path)
-    raw = list(_raw_lines(path, max_bytes))
+    raw = list(_raw_lines(path, max_bytes, max_sentences))
     content = [t for _, t in raw if _is_content(t)]
     grouped = bool(content) and all("\t" in t for t in content)
     out = TextInput(path, [], [], [] if grouped else None, [])
@@ -132,6 +158,8 @@ def read_text_input(path: PathLike, pretokenized: bool = False,
             out.blank.append(lineno)
             continue
         total += len(toks)
+        if max_sentences is not None and len(out.tokens) >= max_sentences:
+            raise _too_many_sentences(path, lineno, max_sentences)
         if max_tokens is not None and total > max_tokens:
             raise InputError(f"more than {max_tokens:,} tokens; use a smaller file", path=path,
                              line=lineno)
@@ -165,10 +193,11 @@ class TextScan:
         return blank_lines_note(self.path, self.blank_shown, self.blank)
 
 
-def _is_grouped_stream(path: Path, max_bytes: Optional[int]) -> bool:
+def _is_grouped_stream(path: Path, max_bytes: Optional[int], max_sentences: Optional[int]
+                       ) -> bool:
     """Whether every content line holds a TAB (the grouped form), reading the file once."""
     seen = False
-    for _, text in _raw_lines(path, max_bytes):
+    for _, text in _raw_lines(path, max_bytes, max_sentences):
         if _is_content(text):
             if "\t" not in text:
                 return False
@@ -177,10 +206,13 @@ def _is_grouped_stream(path: Path, max_bytes: Optional[int]) -> bool:
 
 
 def _walk(path: Path, pretokenized: bool, grouped: bool, split: Optional[Splitter],
-          max_bytes: Optional[int]) -> Iterator[Tuple[int, Optional[List[str]]]]:
+          max_bytes: Optional[int], max_sentences: Optional[int]
+          ) -> Iterator[Tuple[int, Optional[List[str]]]]:
     """``(line number, tokens)`` per sentence (after ``split``), ``(line number, None)`` per
-    blank line, in file order, one line at a time."""
-    for lineno, text in _raw_lines(path, max_bytes):
+    blank line, in file order, one line at a time; the sentence and line limits are checked as
+    they are reached."""
+    count = 0
+    for lineno, text in _raw_lines(path, max_bytes, max_sentences):
         got = _line_tokens(path, lineno, text, grouped, pretokenized)
         if got is None:
             continue
@@ -189,11 +221,15 @@ def _walk(path: Path, pretokenized: bool, grouped: bool, split: Optional[Splitte
             continue
         for sentence in (split(got[1]) if split is not None else [got[1]]):
             if sentence:
+                count += 1
+                if max_sentences is not None and count > max_sentences:
+                    raise _too_many_sentences(path, lineno, max_sentences)
                 yield lineno, sentence
 
 
 def iter_text_input(path: PathLike, pretokenized: bool = False, grouped: Optional[bool] = None,
-                    split: Optional[Splitter] = None, max_bytes: Optional[int] = None
+                    split: Optional[Splitter] = None, max_bytes: Optional[int] = None,
+                    max_sentences: Optional[int] = MAX_INPUT_SENTENCES
                     ) -> Iterator[Tuple[int, List[str]]]:
     """Yield ``(line number, tokens)`` for each sentence of the file, one line at a time, the
     same sentences :func:`read_text_input` returns (groups dropped); ``split`` (for example
@@ -203,14 +239,15 @@ def iter_text_input(path: PathLike, pretokenized: bool = False, grouped: Optiona
     file: nothing is kept between lines. Errors as :func:`read_text_input`'s."""
     path = Path(path)
     if grouped is None:
-        grouped = _is_grouped_stream(path, max_bytes)
-    for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes):
+        grouped = _is_grouped_stream(path, max_bytes, max_sentences)
+    for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes, max_sentences):
         if sentence is not None:
             yield lineno, sentence
 
 
 def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[Splitter] = None,
-                    max_bytes: Optional[int] = None, word: Optional[str] = None) -> TextScan:
+                    max_bytes: Optional[int] = None, word: Optional[str] = None,
+                    max_sentences: Optional[int] = MAX_INPUT_SENTENCES) -> TextScan:
     """A first pass over a file of sentences: how many sentences and tokens it holds (after
     ``split``), the longest sentence, the blank lines and (``word``) how often a word occurs,
     reading it line by line (two passes: one to tell the grouped form, one to tokenize). Every
@@ -220,13 +257,15 @@ def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[
     Raises
     ------
     InputError
-        As :func:`read_text_input`, and "no sentences in the file".
+        As :func:`read_text_input` (the sentence and line limits as the lines are read, so a
+        file over them is refused after reading ``max_sentences`` sentences, not all of it),
+        and "no sentences in the file".
     """
     path = Path(path)
-    grouped = _is_grouped_stream(path, max_bytes)
+    grouped = _is_grouped_stream(path, max_bytes, max_sentences)
     sentences = tokens = longest = blank = occurrences = 0
     shown: List[int] = []
-    for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes):
+    for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes, max_sentences):
         if sentence is None:
             blank += 1
             if len(shown) < 10:
@@ -242,5 +281,5 @@ def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[
     return TextScan(path, grouped, sentences, tokens, longest, blank, tuple(shown), occurrences)
 
 
-__all__ = ["Splitter", "TextInput", "TextScan", "blank_lines_note", "iter_text_input",
+__all__ = ["MAX_INPUT_SENTENCES", "Splitter", "TextInput", "TextScan", "blank_lines_note", "iter_text_input",
            "read_text_input", "scan_text_input"]
