@@ -225,3 +225,38 @@ def reference_words(limit: Optional[int] = None) -> List[str]:
         if limit is not None and len(seen) >= limit:
             break
     return list(seen)[:limit] if limit is not None else list(seen)
+
+
+#: a vocabulary file's limits: bytes read, words kept
+MAX_VOCAB_BYTES = 64 << 20
+MAX_VOCAB_WORDS = 2_000_000
+#: a vocab.txt's entries that are not words
+NOT_WORDS = ("<S>", "</S>", "<UNK>")
+
+
+def read_vocabulary(path) -> List[str]:
+    """A vocabulary file: one word a line (the first field of a line; a ``vocab.txt`` of a
+    published model or a trained one reads as it is), UTF-8, blank lines and the boundary and
+    unknown-word entries skipped. Bad input: one :class:`InputError` naming the file and line."""
+    from elmo_engine.files import read_bounded
+
+    try:
+        data = read_bounded(path, MAX_VOCAB_BYTES)
+    except (OSError, ValueError) as e:
+        raise InputError(str(getattr(e, "strerror", None) or e), path=path) from None
+    words: dict = {}
+    for no, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise InputError("not UTF-8", path=path, line=no) from None
+        if not line:
+            continue
+        w = line.split()[0]
+        if w not in NOT_WORDS:
+            words.setdefault(w, None)
+        if len(words) > MAX_VOCAB_WORDS:
+            raise InputError(f"more than {MAX_VOCAB_WORDS:,} words", path=path, line=no)
+    if not words:
+        raise InputError("holds no word", path=path)
+    return list(words)
