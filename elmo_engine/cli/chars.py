@@ -209,10 +209,10 @@ def _filters(args) -> int:
         return 0
     entries = atlas.entries(args.filter_width, args.top)
     if args.json:
-        counts = atlas.category_counts()
+        by_width = atlas.category_counts()
         common.print_json({"vocabulary": {"source": source, "words": len(atlas.words)},
                            "categories": {str(w): {c.value: n for c, n in d.items()}
-                                          for w, d in counts.items()},
+                                          for w, d in by_width.items()},
                            "filters": [e.to_dict() for e in entries]})
         return 0
     print(f"{len(entries)} filters; n-grams from {len(atlas.words):,} words ({source}); "
