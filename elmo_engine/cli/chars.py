@@ -141,11 +141,11 @@ def _vocabulary_words(path: Optional[Path]):
 def _word(args) -> int:
     from elmo_engine.analysis.characters.word_lab import Vocabulary, analyse
 
-    _, filters = _load_filters(args)
+    model, filters = _load_filters(args)
     vocab = None
     if args.neighbours > 0 or args.vocab is not None:
         words, source = _vocabulary_words(args.vocab)
-        vocab = Vocabulary.from_words(filters, words, source)
+        vocab = Vocabulary.from_words(filters, words, source, char_cnn=model.char_cnn)
     reports = analyse(filters, args.words, vocab, args.neighbours)
     if args.json:
         common.print_json({"vocabulary": None if vocab is None else

@@ -223,3 +223,11 @@ def test_figures_draw_the_filter_map_and_the_perturbation_chart(tmp_path):
     assert heights == sorted([0.7, 0.79, 0.81, 0.85, 0.95, 0.4, 0.3, 0.3, 0.35, 0.35])
     written = figures.save(fig2, tmp_path / "perturb.png")
     assert written[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_vocabulary_by_the_model_is_the_vocabulary_by_the_filters(model):
+    f = windows.filters_of(model.char_cnn)
+    words = WORDS + ["river", "money"]
+    a = word_lab.Vocabulary.from_words(f, words)
+    b = word_lab.Vocabulary.from_words(f, words, char_cnn=model.char_cnn, chunk=5)
+    assert a.words == b.words and np.allclose(a.vectors, b.vectors, atol=1e-5)

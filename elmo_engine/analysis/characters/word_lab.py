@@ -177,14 +177,20 @@ class Vocabulary:
 
     @classmethod
     def from_words(cls, filters: Filters, words: Sequence[str], source: str = "",
-                   chunk: int = 4096) -> "Vocabulary":
-        """Layer-0 vectors of ``words`` (distinct, in order) computed from ``filters``."""
+                   chunk: int = 4096, char_cnn=None) -> "Vocabulary":
+        """Layer-0 vectors of ``words`` (distinct, in order): by ``char_cnn`` (the model's own
+        token layer, the fast path: it pools only the windows that touch each word) when given,
+        else from ``filters`` (:func:`pool`, every window)."""
         words = list(dict.fromkeys(w for w in words if w and not any(c.isspace() for c in w)))
         parts = []
         with torch.inference_mode():
             for s in range(0, len(words), chunk):
                 ids = char_ids_for_types(words[s:s + chunk], filters.max_chars)
-                parts.append(token_layer(filters, pool(filters, ids)[0])[0])
+                if char_cnn is not None:
+                    dev = next(char_cnn.parameters()).device
+                    parts.append(char_cnn(torch.from_numpy(ids).to(dev)).float().cpu().numpy())
+                else:
+                    parts.append(token_layer(filters, pool(filters, ids)[0])[0])
         p = filters.projection[0].shape[1] if filters.projection else filters.n_filters
         return cls(words, np.concatenate(parts) if parts else np.zeros((0, p), np.float32),
                    source)
