@@ -94,7 +94,9 @@ def add_parser(sub) -> None:
     src.add_argument("--sentences", type=Path, metavar="FILE",
                      help="a sentence file: every sentence that holds the word (up to "
                           "--max-sentences)")
-    q.add_argument("--word", required=True, help="the word to perturb (its first occurrence)")
+    q.add_argument("--word", required=True,
+                   help="the word to perturb (its first occurrence); with --sentences several, "
+                        "comma-separated: a sweep per word, the mean per type over all")
     q.add_argument("--per-type", type=int, default=6, metavar="N",
                    help="variants per perturbation type (default 6)")
     q.add_argument("--max-sentences", type=int, default=20,
@@ -230,30 +232,55 @@ def _perturb(args) -> int:
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.model.tokenize import tokenize
 
+    words = [w for w in args.word.split(",") if w] if args.sentences else [args.word]
     if args.sentence is not None:
         toks = args.sentence.split() if args.pretokenized else tokenize(args.sentence)
         if args.word not in toks:
             raise InputError(f"--word '{args.word}' is not a token of --sentence "
                              f"({' '.join(toks)})")
-        sentences = [toks]
+        per_word = [[toks]]
     else:
         text = common.read_text(args.sentences, args.pretokenized)
-        sentences = [list(s) for s in text.tokens if args.word in s][:args.max_sentences]
-        if not sentences:
-            raise common.absent_word(args.word, text.tokens, f"the {len(text.tokens)} sentences",
-                                     path=args.sentences)
+        per_word = []
+        for w in words:
+            found = [list(s) for s in text.tokens if w in s][:args.max_sentences]
+            if not found:
+                raise common.absent_word(w, text.tokens, f"the {len(text.tokens)} sentences",
+                                         path=args.sentences)
+            per_word.append(found)
     model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint),
                             device=common.resolve_device(args.device))
     emb = Embedder(model, device=str(next(model.parameters()).device), cache_size=0)
-    result = sweep(emb, sentences, args.word, args.per_type, args.seed)
-    summary = {k.value: v for k, v in summarise([result]).items()}
+    sweeps = [sweep(emb, sents, w, args.per_type, args.seed) for w, sents in zip(words, per_word)]
+    result = sweeps[0]
+    sentences = [s for sents in per_word for s in sents]
+    summary = {k.value: v for k, v in summarise(sweeps).items()}
+    label = f"'{args.word}'" if len(words) == 1 else f"{len(words)} words"
     if args.figure is not None:
         from elmo_engine.io import figures
         from elmo_engine.io.figures.characters import perturbation_figure
 
         figures.save(perturbation_figure({k: v.tolist() for k, v in summary.items()},
-                                         f"'{args.word}' perturbed in {len(sentences)} "
+                                         f"{label} perturbed in {len(sentences)} "
                                          f"sentence(s)"), args.figure)
+    if len(words) > 1:
+        if args.json:
+            common.print_json({"words": words, "sentences": len(sentences),
+                               "variants": sum(len(s.variants) * len(s.sentences) for s in sweeps),
+                               "layers": list(range(result.cosines.shape[2])),
+                               "directions": ["both", "forward", "backward"],
+                               "mean_per_type": {k: [[round(float(x), 5) for x in row]
+                                                     for row in v] for k, v in summary.items()},
+                               "sweeps": [s.to_dict() for s in sweeps]})
+            return 0
+        n = result.cosines.shape[2]
+        head = "L0    " + "  ".join(f"L{i} fwd L{i} bwd" for i in range(1, n))
+        print(f"{label} ({', '.join(words)}) in {len(sentences)} sentences: mean cosine to the "
+              "original")
+        print(f"{'type':16s} {head}")
+        for k, m in summary.items():
+            print(f"{k:16s} " + _row(m))
+        return 0
     if args.json:
         common.print_json(result.to_dict())
         return 0

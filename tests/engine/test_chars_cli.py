@@ -94,3 +94,19 @@ def test_help_lists_the_actions(capsys):
     out = capsys.readouterr().out
     assert "word" in out and "filters" in out and "perturb" in out
     assert Path.cwd().exists()
+
+
+def test_perturb_a_word_list_over_a_sentence_file(tmp_path, capsys):
+    text = tmp_path / "s.txt"
+    text.write_text("the bank of the river .\nthe river is wide .\na bank lends money .\n",
+                    "utf-8")
+    doc = _json(["chars", "perturb", "--sentences", str(text), "--word", "bank,river",
+                 "--per-type", "1", *CK], capsys)
+    assert doc["words"] == ["bank", "river"] and doc["sentences"] == 4
+    assert [len(s["sentences"]) for s in doc["sweeps"]] == [2, 2]
+    one = _json(["chars", "perturb", "--sentences", str(text), "--word", "bank", "--per-type",
+                 "1", *CK], capsys)
+    assert one["sentences"] == doc["sweeps"][0]["sentences"]
+    assert main(["chars", "perturb", "--sentences", str(text), "--word", "bank,absent",
+                 *CK]) == 1
+    assert "'absent' does not occur" in capsys.readouterr().err
