@@ -51,8 +51,8 @@ def perturbation_figure(summary: Mapping[str, Sequence[Sequence[float]]], title:
         series.append({"label": f"layer {layer} backward", "values": m[:, layer, 2],
                        "color": layer_color(layer), "hatch": "///"})
     fig, ax = new_figure(9.0, 3.8)
-    grouped_bars(ax, [k.replace(" ", "\n", 1) for k in kinds], series,
-                 ylabel="cosine to the original")
+    grouped_bars(ax, kinds, series, ylabel="cosine to the original")
+    ax.set_xticklabels(kinds, rotation=30, ha="right", rotation_mode="anchor")
     ax.set_ylim(min(0.0, float(np.nanmin(m)) - 0.05), 1.0)
     ax.tick_params(axis="x", labelsize="small")
     legend_outside(ax)
