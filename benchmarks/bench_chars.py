@@ -5,9 +5,14 @@ the scoring GEMMs and the top-N per filter. Target: ≤ 30 s on 2 cores for the 
 The vocabulary: the bundled model's ``vocab.txt`` (without ``<S>``, ``</S>``, ``<UNK>``), then the
 reference corpus's word types not in it, then capitalised forms of the vocabulary's words, up to
 ``--words`` (deterministic); ``--vocab FILE`` reads one instead. ``--checkpoint`` times another
-model (a published one: ``--checkpoint original`` once downloaded).
+model (a published one: ``--checkpoint original`` once downloaded); ``--shape original`` times the
+published Original's token layer (2,048 filters of widths 1–7, 16-dim characters, two highway
+layers, projection to 512) with seeded random weights where the model is not downloaded: the
+work (distinct windows, GEMMs, top-N) depends on the shapes and the vocabulary, not on the
+weights' values.
 
     python benchmarks/bench_chars.py [--words 50000] [--top 10] [--threads 2] [--checkpoint C]
+    python benchmarks/bench_chars.py --shape original
 """
 from __future__ import annotations
 
@@ -43,6 +48,23 @@ def vocabulary(n: int) -> list:
     return list(words)[:n]
 
 
+def original_shape():
+    """A CharCNN of the published Original's shape, seeded random weights."""
+    import torch
+
+    from elmo_engine.model.char_cnn import CharCNN
+    from elmo_engine.model.options import BiLMOptions
+
+    opts = BiLMOptions(filters=((1, 32), (2, 32), (3, 64), (4, 128), (5, 256), (6, 512),
+                                (7, 1024)), n_highway=2, projection_dim=512)
+    cnn = CharCNN(opts)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in cnn.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+    return cnn.eval()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--words", type=int, default=50_000)
@@ -50,12 +72,17 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--vocab", type=Path, default=None)
     ap.add_argument("--checkpoint", default=None)
+    ap.add_argument("--shape", choices=["original"], default=None)
     args = ap.parse_args()
     runtime.configure(threads=args.threads)
     print(hostinfo.host_line())
-    path = demo_checkpoint_path() if args.checkpoint is None else args.checkpoint
-    model = load_checkpoint(path)
-    filters = filters_of(model.char_cnn)
+    if args.shape == "original":
+        cnn = original_shape()
+        path = "the published Original's token layer, seeded random weights"
+    else:
+        path = demo_checkpoint_path() if args.checkpoint is None else args.checkpoint
+        cnn = load_checkpoint(path).char_cnn
+    filters = filters_of(cnn)
     words = read_vocabulary(args.vocab) if args.vocab else vocabulary(args.words)
     widths = ", ".join(f"{b[0]}×{int(b[2].shape[0])}" for b in filters.banks)
     print(f"model: {path} ({filters.n_filters} filters: width×count {widths}); "
@@ -67,7 +94,7 @@ def main() -> None:
     print(f"filter atlas: {build:.2f} s ({windows:,} distinct windows scored, top {args.top} "
           f"per filter)")
     t = time.perf_counter()
-    Vocabulary.from_words(filters, words, char_cnn=model.char_cnn)
+    Vocabulary.from_words(filters, words, char_cnn=cnn)
     print(f"layer-0 vectors of the vocabulary (the word lab's neighbours; the model's token layer): "
           f"{time.perf_counter() - t:.2f} s")
 
