@@ -6,7 +6,10 @@
 - ``chars filters``: the filter atlas — every filter's strongest n-grams over a vocabulary,
   search by n-gram, the filters' categories (TSV, figure);
 - ``chars perturb``: a word perturbed in its sentence (or in every sentence of a file that
-  holds it) and the cosine to the original per layer and direction.
+  holds it) and the cosine to the original per layer and direction;
+- ``chars nonce``: a (made-up) word in its sentence — its layer-0 neighbours against the two
+  LMs' predictions at its place and, with ``--index DIR``, its nearest occurrences per layer in a
+  corpus index.
 
 The vocabulary is the bundled reference corpus's word types unless ``--vocab FILE`` names one.
 The engine: :mod:`elmo_engine.analysis.characters`.
@@ -18,7 +21,7 @@ from typing import List, Optional
 
 from elmo_engine.cli import common
 
-ACTIONS = ("word", "filters", "perturb")
+ACTIONS = ("word", "filters", "perturb", "nonce")
 
 
 def default_action(argv: List[str]) -> List[str]:
@@ -108,6 +111,26 @@ def add_parser(sub) -> None:
     _model_options(q)
     common.add_json(q)
     common.add_results_out(q)
+    n = csub.add_parser("nonce", help="a (made-up) word in context: layer 0 against the LMs and "
+                                      "the corpus",
+                        description="The word's nearest known words at layer 0 (its spelling), "
+                                    "the forward and backward LMs' top predictions at its place "
+                                    "and the words both agree on (what the context says), and "
+                                    "with --index the nearest occurrences in a corpus index per "
+                                    "indexed layer.")
+    n.add_argument("--sentence", required=True, help="the sentence holding the word (typed text)")
+    n.add_argument("--word", required=True, help="the word (its first occurrence)")
+    n.add_argument("--index", type=Path, default=None, metavar="DIR",
+                   help="a corpus index built by 'elmo-explorer index' with this model: the "
+                        "nearest occurrences (any word) per indexed layer")
+    n.add_argument("--top-k", type=int, default=10, help="predictions and neighbours (default 10)")
+    n.add_argument("-k", type=int, default=5, help="occurrences per layer with --index "
+                                                   "(default 5)")
+    _vocab_option(n)
+    common.add_pretokenized(n)
+    _model_options(n)
+    common.add_json(n)
+    common.add_results_out(n)
     p.set_defaults(func=run)
 
 
@@ -120,7 +143,8 @@ def run(args) -> int:
             common.refuse_existing(args.force, path)
             if opt == "figure" and path.suffix.lower() not in (".png", ".svg", ".pdf"):
                 raise InputError(f"--figure {path}: name a .png, .svg or .pdf file")
-    return {"word": _word, "filters": _filters, "perturb": _perturb}[args.chars_command](args)
+    return {"word": _word, "filters": _filters, "perturb": _perturb,
+            "nonce": _nonce}[args.chars_command](args)
 
 
 def _load_filters(args):
@@ -301,3 +325,62 @@ def _perturb(args) -> int:
 def _row(m) -> str:
     cells = [f"{m[0][0]:.3f}"] + [f"{m[i][1]:.3f}  {m[i][2]:.3f} " for i in range(1, len(m))]
     return " ".join(cells)
+
+
+def _nonce(args) -> int:
+    from elmo_engine.analysis.characters.nonce import in_context
+    from elmo_engine.analysis.characters.word_lab import Vocabulary
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.errors import InputError
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.model.softmax import load_softmax
+    from elmo_engine.model.tokenize import tokenize
+    from elmo_engine.train.evaluate import model_folder
+
+    toks = args.sentence.split() if args.pretokenized else tokenize(args.sentence)
+    if args.word not in toks:
+        raise InputError(f"--word '{args.word}' is not a token of --sentence ({' '.join(toks)})")
+    pos = toks.index(args.word)
+    words, source = _vocabulary_words(args.vocab)
+    checkpoint = common.checkpoint_or_demo(args.checkpoint)
+    model = load_checkpoint(checkpoint, device=common.resolve_device(args.device))
+    emb = Embedder(model, device=str(next(model.parameters()).device), cache_size=0)
+    softmax = load_softmax(model_folder(Path(checkpoint)), output_dim=model.opts.output_dim)
+    vocab = Vocabulary(words, emb.token_vectors(words), source)
+    res = in_context(emb, softmax, toks, pos, vocab, args.top_k)
+    hits = {}
+    if args.index is not None:
+        from elmo_engine.index.search import CorpusIndex, query_vectors
+
+        index = CorpusIndex(args.index, checksum=model.info.checksum)
+        try:
+            vecs = query_vectors(emb, toks, pos, index.layers)
+            hits = {layer: index.search(vecs[layer], layer, args.k, None)
+                    for layer in index.layers}
+        finally:
+            index.close()
+    if args.json:
+        doc = res.to_dict()
+        doc["vocabulary"] = {"source": source, "words": len(vocab.words)}
+        doc["index"] = None if args.index is None else {
+            "folder": str(args.index),
+            "layers": {str(layer): [h.to_dict() for h in hs] for layer, hs in hits.items()}}
+        common.print_json(doc)
+        return 0
+
+    def line(pairs) -> str:
+        return ", ".join(f"{w} {v:.3f}" for w, v in pairs) or "—"
+
+    rank = ("outside the softmax's vocabulary" if not res.in_vocabulary else
+            f"rank {res.forward_rank} forward, {res.backward_rank} backward")
+    print(f"'{res.word}' in: {' '.join(toks)}  ({rank})")
+    print(f"  layer 0, nearest known words (spelling): {line(res.layer0)}")
+    print(f"  forward LM predicts here:  {line(res.forward)}")
+    print(f"  backward LM predicts here: {line(res.backward)}")
+    print(f"  both agree on: {line(res.both)}")
+    for layer, hs in hits.items():
+        print(f"  layer {layer}, nearest occurrences in {args.index}:")
+        for h in hs:
+            left, w, right = h.kwic(30)
+            print(f"    {h.cosine:6.3f}  {left:>30} [{w}] {right}")
+    return 0

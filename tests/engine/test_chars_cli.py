@@ -110,3 +110,28 @@ def test_perturb_a_word_list_over_a_sentence_file(tmp_path, capsys):
     assert main(["chars", "perturb", "--sentences", str(text), "--word", "bank,absent",
                  *CK]) == 1
     assert "'absent' does not occur" in capsys.readouterr().err
+
+
+def test_nonce_word_in_context_with_a_corpus_index(tmp_path, capsys):
+    """The bundled model (it has a softmax): the nonce word is outside the vocabulary, the LMs
+    predict words for its slot, and the index gives its nearest occurrences per layer."""
+    text = tmp_path / "c.txt"
+    text.write_text("He sat on the bank of the river .\nShe went to the bank .\n"
+                    "The boat drifted to the far bank of the lake .\n", encoding="utf-8")
+    index = tmp_path / "ix"
+    assert main(["index", str(text), "-o", str(index), "--device", "cpu"]) == 0
+    capsys.readouterr()
+    doc = _json(["chars", "nonce", "--sentence", "He sat on the blorft of the river .",
+                 "--word", "blorft", "--top-k", "5", "-k", "2", "--index", str(index),
+                 "--device", "cpu"], capsys)
+    assert doc["word"] == "blorft" and doc["position"] == 4 and not doc["in_vocabulary"]
+    assert doc["forward_rank"] is None
+    assert len(doc["forward_predictions"]) == 5 and len(doc["backward_predictions"]) == 5
+    probs = [p for _, p in doc["forward_predictions"]]
+    assert probs == sorted(probs, reverse=True) and 0 < probs[0] <= 1
+    assert len(doc["layer0_neighbours"]) == 5 and "blorft" not in dict(doc["layer0_neighbours"])
+    layers = doc["index"]["layers"]
+    assert layers and all(len(h) == 2 for h in layers.values())
+    known = _json(["chars", "nonce", "--sentence", "He sat on the bank of the river .", "--word",
+                   "bank", "--top-k", "3", "--device", "cpu"], capsys)
+    assert known["in_vocabulary"] and known["forward_rank"] >= 1 and known["index"] is None

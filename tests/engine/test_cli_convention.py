@@ -52,7 +52,7 @@ class Row:
 
 #: the commands that read sentence files, tokenized as typed text unless --pretokenized
 TEXT_READERS = {"embed", "train-lm", "eval-lm", "lm", "contexts", "project", "export vectors",
-                "layers", "index", "search", "chars perturb"}
+                "layers", "index", "search", "chars perturb", "chars nonce"}
 CK = ("--checkpoint", "{tiny}", "--device", "cpu")
 TABLE: Dict[str, Row] = {
     "info": Row(("info", "--checkpoint", "{tiny}"),
@@ -79,6 +79,10 @@ TABLE: Dict[str, Row] = {
                           "bank", "--per-type", "1", *CK),
                          bad=("chars", "perturb", "--sentences", "{missing}", "--word", "bank",
                               *CK)),
+    "chars nonce": Row(("chars", "nonce", "--sentence", "He sat on the blorft of the river .",
+                        "--word", "blorft", "--top-k", "3", "--device", "cpu"),
+                       bad=("chars", "nonce", "--sentence", "a b", "--word", "b", "--vocab",
+                            "{missing}", "--device", "cpu")),
     "senses": Row(("senses", "{index}", "--word", "bank", "--k-max", "2"),
                   bad=("senses", "{missing}", "--word", "bank")),
     "wsd-nn": Row(("wsd-nn", "--train", "{wsd_xml}", "--train-keys", "{wsd_keys}", "--test",

@@ -50,8 +50,9 @@ EXCEPTIONS = {("elmo_engine.train.__main__", "cli")}   # a program's entry point
 IMPORTERS = {"import_module", "__import__", "find_spec"}
 ANALYSES = ("contexts", "layers", "probes", "projection", "language_model", "characters")
 #: (analysis, analysis it may import): the projection colours points by the Contexts view's
-#: per-layer statistics (``contexts.compare.layer_stats``)
-ANALYSIS_SHARED = {("projection", "contexts")}
+#: per-layer statistics (``contexts.compare.layer_stats``); a nonce word in context asks the two
+#: language models (``characters.nonce`` uses ``language_model.predictions``)
+ANALYSIS_SHARED = {("projection", "contexts"), ("characters", "language_model")}
 
 
 def modules(folder: str, package: str) -> Iterator[Tuple[str, Path]]:
