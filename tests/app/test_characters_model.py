@@ -54,9 +54,21 @@ def test_sweep_table_and_repaired_types():
     assert m.repaired() == ["delete 1"]
 
 
+def test_nonce_columns():
+    m = CharactersModel()
+    assert m.nonce_columns() == []
+    m.nonce = {"layer0_neighbours": [["blood", 0.67]], "forward_predictions": [["floor", 0.03]],
+               "backward_predictions": [["side", 0.05]], "both_agree": [["side", 0.09]]}
+    cols = m.nonce_columns()
+    assert [c[1] for c in cols] == [[("blood", 0.67)], [("floor", 0.03)], [("side", 0.05)],
+                                    [("side", 0.09)]]
+    m.model_changed("new")
+    assert m.nonce is None
+
+
 def test_state_round_trips_and_bad_values_are_ignored():
     m = CharactersModel(words_text="teh", filters_shown=20, sentence="a b", word="b",
-                        search="un-", width=3)
+                        search="un-", width=3, nonce_sentence="a wug", nonce_word="wug")
     other = CharactersModel()
     other.restore(m.view_state())
     assert other.view_state() == m.view_state()

@@ -21,7 +21,8 @@ pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 def panel(qtbot, ws, app_settings_dir):
     p = CharactersPanel(ws)                     # the model is loaded: every job starts now
     qtbot.addWidget(p)
-    qtbot.waitUntil(lambda: bool(p.is_ready() and p.model.lab and p.model.atlas and p.model.sweep),
+    qtbot.waitUntil(lambda: bool(p.is_ready() and p.model.lab and p.model.atlas and p.model.sweep
+                                 and (p.model.nonce or p.model.nonce_problem)),
                     timeout=120000)
     return p
 
@@ -85,3 +86,35 @@ def test_new_words_state_and_exports(qtbot, panel, tmp_path):
     figs = panel.report_figures(tmp_path / "r", type("O", (), {"formats": ["png"], "dpi": 50})())
     assert sorted(p.name for p in figs) == ["characters_filters.png", "characters_perturb.png"]
     assert np.isfinite([v for d in panel.model.lab for v in [d["norm"]]]).all()
+
+
+def test_a_model_without_a_softmax_says_so_in_the_in_context_tab(panel):
+    assert panel.model.nonce is None
+    assert panel.model.nonce_problem.startswith("No predictions: this model has no usable softmax")
+    assert "No predictions" in panel.view.nonce_text.toPlainText()
+
+
+def test_nonce_word_in_context_on_the_bundled_model(qtbot, app_settings_dir):
+    from elmo_engine.resources import demo_checkpoint_path
+    from elmo_explorer.state.workspace import ModelSpec, Workspace
+
+    w = Workspace()
+    try:
+        with qtbot.waitSignal(w.model_changed, timeout=60000):
+            w.load_model(ModelSpec(str(demo_checkpoint_path()), device="cpu"))
+        p = CharactersPanel(w)
+        qtbot.addWidget(p)
+        qtbot.waitUntil(lambda: bool(p.is_ready() and p.model.nonce), timeout=120000)
+        d = p.model.nonce
+        assert d["word"] == "blorft" and not d["in_vocabulary"] and d["position"] == 4
+        assert len(d["forward_predictions"]) == 10 and len(d["both_agree"]) == 10
+        assert [t for t, _ in p.model.nonce_columns()][0].startswith("layer 0")
+        text = p.view.nonce_text.toPlainText()
+        assert "outside the softmax's vocabulary" in text and d["both_agree"][0][0] in text
+        p.view.nonce_word_edit.setText("river")
+        with qtbot.waitSignal(p.results_changed, timeout=60000,
+                              check_params_cb=lambda what: what == "nonce"):
+            p.run_nonce()
+        assert p.model.nonce["in_vocabulary"] and p.model.nonce["forward_rank"] >= 1
+    finally:
+        assert w.worker.shutdown(timeout_s=60)

@@ -58,10 +58,12 @@ class CharactersPanel(PanelDefaults, QWidget):
         self._ready = False
         self._vocab = None            # (checksum, Vocabulary) of the reference corpus's words
         self._atlas = None            # (checksum, Atlas)
+        self._softmax = None          # (checksum, Softmax) for the In context tab
         self.view.apply(self.model)
         self.view.analyse_requested.connect(self.analyse)
         self.view.sweep_requested.connect(self.run_sweep)
         self.view.search_changed.connect(self.search)
+        self.view.nonce_requested.connect(self.run_nonce)
         self.view.cancel_button.clicked.connect(self.jobs.cancel_all)
         self.view.filters_box.valueChanged.connect(self._on_filters)
         workspace.model_changed.connect(self._on_model)
@@ -103,6 +105,7 @@ class CharactersPanel(PanelDefaults, QWidget):
         if self.ws.embedder is not None:
             self.analyse()
             self.run_sweep()
+            self.run_nonce()
 
     def report_figures(self, folder: Path, options) -> List[Path]:
         written: List[Path] = []
@@ -128,6 +131,7 @@ class CharactersPanel(PanelDefaults, QWidget):
         self.analyse()
         self.build_atlas()
         self.run_sweep()
+        self.run_nonce()
         self._set_ready()
 
     def _on_filters(self) -> None:
@@ -257,6 +261,56 @@ class CharactersPanel(PanelDefaults, QWidget):
 
         self._submit("sweep", "Perturbation sweep", job, done)
 
+    def run_nonce(self) -> None:
+        """The In context tab: the word's layer-0 neighbours against the two LMs (the softmax is
+        read once per model; a model without one says so in the tab)."""
+        emb = self.ws.embedder
+        spec = self.ws.model_spec
+        if emb is None or spec is None:
+            return
+        self.view.read(self.model)
+        sentence, word = self.model.nonce_sentence, self.model.nonce_word
+        checksum = emb.checksum
+        soft = self._softmax[1] if self._softmax and self._softmax[0] == checksum else None
+        vocab = self._vocab[1] if self._vocab and self._vocab[0] == checksum else None
+        folder = Path(spec.path) if Path(spec.path).is_dir() else Path(spec.path).parent
+
+        def job(state):
+            from elmo_engine.analysis.characters.nonce import in_context
+            from elmo_engine.analysis.characters.word_lab import Vocabulary, reference_words
+            from elmo_engine.errors import ElmoError, InputError
+            from elmo_engine.model.softmax import load_softmax
+            from elmo_engine.model.tokenize import tokenize
+
+            tokens = tokenize(sentence)
+            if word not in tokens:
+                raise InputError(f"'{word}' is not a token of the sentence ({' '.join(tokens)})")
+            softmax = soft
+            if softmax is None:
+                state.report(0, 2, "reading the softmax")
+                try:
+                    softmax = load_softmax(folder, output_dim=emb.opts.output_dim)
+                except (ElmoError, OSError) as e:
+                    return None, None, f"No predictions: this model has no usable softmax ({e})."
+            known = vocab
+            if known is None:
+                words = reference_words()
+                known = Vocabulary(words, emb.token_vectors(words),
+                                   "the reference corpus's word types")
+            state.report(1, 2, "predicting")
+            res = in_context(emb, softmax, tokens, tokens.index(word), known, top_k=10)
+            return softmax, res.to_dict(), ""
+
+        def done(out) -> None:
+            softmax, result, problem = out
+            if softmax is not None:
+                self._softmax = (checksum, softmax)
+            self.model.nonce, self.model.nonce_problem = result, problem
+            self.view.draw_nonce(self.model)
+            self.results_changed.emit("nonce")
+
+        self._submit("nonce", "Nonce word in context", job, done)
+
     def _on_progress(self, done: int, total: int, message: str) -> None:
         self.view.show_status(f"{message} ({done}/{total})" if total else message)
 
@@ -275,6 +329,7 @@ class CharactersPanel(PanelDefaults, QWidget):
         self.view.draw_lab(self.model)
         self.view.draw_atlas(self.model)
         self.view.draw_sweep(self.model)
+        self.view.draw_nonce(self.model)
 
     def _ask_figure(self, kind: str) -> None:
         path = ask_save_path(self, f"Export {kind}", IMAGE_FILTERS)

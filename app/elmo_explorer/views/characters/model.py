@@ -15,6 +15,9 @@ DEFAULT_WORDS = "blorft recieve Antidisestablishmentarianism"
 #: the perturbation sweep it opens with
 DEFAULT_SENTENCE = "He sat on the bank of the river and watched the water ."
 DEFAULT_WORD = "river"
+#: the nonce word in context it opens with
+DEFAULT_NONCE_SENTENCE = "He sat on the blorft of the river ."
+DEFAULT_NONCE_WORD = "blorft"
 #: the example words the view offers (a nonce word, typos, capitals, digits, other scripts)
 EXAMPLES: Tuple[str, ...] = ("blorft", "recieve", "teh", "definately", "RIVER", "2nd",
                              "naïve", "Москва", "🙂", "unhappiness")
@@ -44,6 +47,10 @@ class CharactersModel:
     atlas_words: int = 0
     search_hits: List[dict] = field(default_factory=list)
     sweep: Optional[dict] = None                     # Sweep.to_dict
+    nonce_sentence: str = DEFAULT_NONCE_SENTENCE
+    nonce_word: str = DEFAULT_NONCE_WORD
+    nonce: Optional[dict] = None                     # InContext.to_dict
+    nonce_problem: str = ""                          # why there are no predictions
     checksum: str = ""                               # the model the results belong to
 
     # ---- results ------------------------------------------------------------------------------
@@ -51,6 +58,7 @@ class CharactersModel:
         """A new model: every result belongs to the old one."""
         if checksum != self.checksum:
             self.lab, self.atlas, self.search_hits, self.sweep = [], [], [], None
+            self.nonce, self.nonce_problem = None, ""
             self.checksum = checksum
 
     def words(self) -> List[str]:
@@ -94,6 +102,17 @@ class CharactersModel:
             values.append([m[0][0]] + [m[i][j] for i in range(1, n) for j in (1, 2)])
         return rows, cols, values
 
+    def nonce_columns(self) -> List[Tuple[str, List[Tuple[str, float]]]]:
+        """The In context tab's columns: (title, [(word, value)]) — layer 0's neighbours, the
+        forward and backward LMs' predictions, the words both agree on."""
+        if not self.nonce:
+            return []
+        d = self.nonce
+        return [("layer 0: nearest known words (cosine)", [tuple(p) for p in d["layer0_neighbours"]]),
+                ("forward LM (probability)", [tuple(p) for p in d["forward_predictions"]]),
+                ("backward LM", [tuple(p) for p in d["backward_predictions"]]),
+                ("both agree", [tuple(p) for p in d["both_agree"]])]
+
     def repaired(self) -> List[str]:
         """The types where the top layer (both directions' mean) is closer to the original than
         layer 0: the context repairs the change."""
@@ -104,14 +123,16 @@ class CharactersModel:
     def view_state(self) -> Dict[str, Any]:
         return {"words": self.words_text, "filters": self.filters_shown,
                 "sentence": self.sentence, "word": self.word, "search": self.search,
-                "width": self.width}
+                "width": self.width, "nonce_sentence": self.nonce_sentence,
+                "nonce_word": self.nonce_word}
 
     def restore(self, state: Dict[str, Any]) -> None:
         """Apply a saved :meth:`view_state`; missing or invalid keys are ignored."""
         if not isinstance(state, dict):
             return
         for key, attr in (("words", "words_text"), ("sentence", "sentence"), ("word", "word"),
-                          ("search", "search")):
+                          ("search", "search"), ("nonce_sentence", "nonce_sentence"),
+                          ("nonce_word", "nonce_word")):
             v = state.get(key)
             if isinstance(v, str):
                 setattr(self, attr, v[:2000])

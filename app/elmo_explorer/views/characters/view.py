@@ -63,11 +63,13 @@ class CharactersView(QWidget):
     analyse_requested() : the Analyse button (or Return in the words field)
     sweep_requested() : the Sweep button (or Return in the sentence or word field)
     search_changed() : the atlas's search text or width changed
+    nonce_requested() : the Ask button (or Return in the In context tab's fields)
     """
 
     analyse_requested = Signal()
     sweep_requested = Signal()
     search_changed = Signal()
+    nonce_requested = Signal()
 
     def __init__(self, parent: Optional[QWidget] = None):
         super().__init__(parent)
@@ -95,6 +97,7 @@ class CharactersView(QWidget):
         self.tabs.addTab(self._lab_tab(), "Word lab")
         self.tabs.addTab(self._atlas_tab(), "Filter atlas")
         self.tabs.addTab(self._sweep_tab(), "Perturbations")
+        self.tabs.addTab(self._nonce_tab(), "In context")
         lay = QVBoxLayout(self)
         lay.addLayout(top)
         lay.addWidget(self.status)
@@ -161,11 +164,36 @@ class CharactersView(QWidget):
         lay.addWidget(split, 1)
         return w
 
+    def _nonce_tab(self) -> QWidget:
+        w = QWidget()
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Sentence:"))
+        self.nonce_sentence_edit = QLineEdit()
+        self.nonce_sentence_edit.returnPressed.connect(self.nonce_requested)
+        row.addWidget(self.nonce_sentence_edit, 1)
+        row.addWidget(QLabel("word"))
+        self.nonce_word_edit = QLineEdit()
+        self.nonce_word_edit.setMaximumWidth(160)
+        self.nonce_word_edit.returnPressed.connect(self.nonce_requested)
+        row.addWidget(self.nonce_word_edit)
+        self.nonce_button = QPushButton("Ask")
+        self.nonce_button.setToolTip("the word's layer-0 neighbours and the two language "
+                                     "models' predictions at its place")
+        self.nonce_button.clicked.connect(self.nonce_requested)
+        row.addWidget(self.nonce_button)
+        self.nonce_text = QTextBrowser()
+        lay = QVBoxLayout(w)
+        lay.addLayout(row)
+        lay.addWidget(self.nonce_text, 1)
+        return w
+
     # ---- state ------------------------------------------------------------------------------
     def apply(self, m: CharactersModel) -> None:
         """Put the model's parameters into the fields (no signals)."""
         for widget, text in ((self.words_edit, m.words_text), (self.sentence_edit, m.sentence),
-                             (self.word_edit, m.word), (self.search_edit, m.search)):
+                             (self.word_edit, m.word), (self.search_edit, m.search),
+                             (self.nonce_sentence_edit, m.nonce_sentence),
+                             (self.nonce_word_edit, m.nonce_word)):
             widget.blockSignals(True)
             widget.setText(text)
             widget.blockSignals(False)
@@ -179,6 +207,8 @@ class CharactersView(QWidget):
         m.word = self.word_edit.text().strip()
         m.search = self.search_edit.text()
         m.width = int(self.width_combo.currentData() or 0)
+        m.nonce_sentence = self.nonce_sentence_edit.text()
+        m.nonce_word = self.nonce_word_edit.text().strip()
 
     def set_busy(self, busy: bool) -> None:
         self.cancel_button.setEnabled(busy)
@@ -309,3 +339,31 @@ class CharactersView(QWidget):
         v.resizeColumnsToContents()
         header = v.horizontalHeader()
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Interactive)
+
+    def draw_nonce(self, m: CharactersModel) -> None:
+        esc = html.escape
+        if m.nonce_problem:
+            self.nonce_text.setHtml(f"<p>{esc(m.nonce_problem)}</p>")
+            return
+        if not m.nonce:
+            self.nonce_text.setHtml("<p>Type a sentence with a word (made up or not) and press "
+                                    "<b>Ask</b>.</p>")
+            return
+        d = m.nonce
+        where = ("outside the softmax's vocabulary" if not d["in_vocabulary"] else
+                 f"rank {d['forward_rank']} forward, {d['backward_rank']} backward")
+        cols = m.nonce_columns()
+        n = max((len(c) for _, c in cols), default=0)
+        head = "".join(f"<th align=left>{esc(t)}</th>" for t, _ in cols)
+        body = ""
+        for i in range(n):
+            cells = "".join(
+                f"<td>{esc(c[i][0])} <span style='color:#666'>{c[i][1]:.3f}</span></td>"
+                if i < len(c) else "<td></td>" for _, c in cols)
+            body += f"<tr>{cells}</tr>"
+        self.nonce_text.setHtml(
+            f"<p><b>{esc(d['word'])}</b> in “{esc(d['sentence'])}” ({where}). Layer 0 reads "
+            f"only the spelling; the two language models read the sentence up to the word from "
+            f"either side and say what fits its place — the meaning the biLSTM layers give "
+            f"it.</p><table cellspacing=0 cellpadding=3 border=1 style='border-color:#ccc'>"
+            f"<tr>{head}</tr>{body}</table>")
