@@ -231,3 +231,19 @@ def test_vocabulary_by_the_model_is_the_vocabulary_by_the_filters(model):
     a = word_lab.Vocabulary.from_words(f, words)
     b = word_lab.Vocabulary.from_words(f, words, char_cnn=model.char_cnn, chunk=5)
     assert a.words == b.words and np.allclose(a.vectors, b.vectors, atol=1e-5)
+
+
+def test_a_sweep_honours_cancel():
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.errors import CancelledError
+    from elmo_engine.progress import TaskState
+
+    emb = Embedder(load_checkpoint(FIXTURES / "allennlp"), device="cpu")
+    state = TaskState()
+    state.cancel()
+    with pytest.raises(CancelledError):
+        perturb.sweep(emb, [["the", "bank"]], "bank", per_kind=1, state=state)
+    seen = []
+    perturb.sweep(emb, [["the", "bank"]], "bank", per_kind=1,
+                  state=TaskState(lambda d, t, m: seen.append((d, t))))
+    assert seen and seen[-1][0] == seen[-1][1]

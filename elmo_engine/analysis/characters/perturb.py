@@ -183,7 +183,7 @@ def sweep(embedder, sentences: Sequence[Sequence[str]], word: str, per_kind: int
         check(state)
         report(state, j, len(sents), f"perturbing '{word}' in sentence {j + 1}")
         batch = [s] + [s[:p] + (v.text,) + s[p + 1:] for v in vs]
-        arrays = embedder.embed(batch)                                # (L+1, n, 2P) each
+        arrays = embedder.embed(batch, state=state)                   # (L+1, n, 2P) each
         ref = arrays[0][:, p]                                         # (L+1, 2P)
         alt = np.stack([a[:, p] for a in arrays[1:]])                 # (V, L+1, 2P)
         cos[:, j, :, 0] = _cos(alt, ref[None])
@@ -204,6 +204,6 @@ def sweep_corpus(embedder, sentences: Sequence[Sequence[str]], words: Sequence[s
         report(state, i, len(words), f"'{w}'")
         holding = [s for s in sentences if w in s][:per_word]
         if holding:
-            out.append(sweep(embedder, holding, w, per_kind, seed))
+            out.append(sweep(embedder, holding, w, per_kind, seed, state))
     report(state, len(words), len(words), "done")
     return out
