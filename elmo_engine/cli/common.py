@@ -308,6 +308,8 @@ NUMERIC_LIMITS = {
     "checkpoint_minutes": (0, None, True), "eval_minutes": (0, None, True),
     "cooldown_minutes": (0, None, True), "min_dist": (0, None, False),
     "min_delta": (0, None, False), "dropout": (0, 1, False), "mix_gamma": (None, None, False),
+    "filters": (1, 1 << 20, False), "top": (1, 1 << 20, False), "per_type": (1, 1000, False),
+    "filter_width": (1, 64, False), "top_k": (1, 10 ** 6, False), "k": (1, 10 ** 6, False),
 }
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d{1,3})?|mps")
 

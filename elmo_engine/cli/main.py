@@ -42,6 +42,7 @@ SUBCOMMAND_MODULES = {
     "search": "elmo_engine.cli.search",
     "senses": "elmo_engine.cli.senses",
     "wsd-nn": "elmo_engine.cli.wsd_nn",
+    "chars": "elmo_engine.cli.chars",
 }
 
 
@@ -87,6 +88,10 @@ def main(argv: Optional[List[str]] = None,
 
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["chars"]:                # chars WORD… is chars word WORD…
+        from elmo_engine.cli.chars import default_action
+
+        argv = default_action(argv)
     parser = build_parser(commands_to_build(argv), app_options)
     args = parser.parse_args(argv)
     if not getattr(args, "command", None):

@@ -52,7 +52,7 @@ class Row:
 
 #: the commands that read sentence files, tokenized as typed text unless --pretokenized
 TEXT_READERS = {"embed", "train-lm", "eval-lm", "lm", "contexts", "project", "export vectors",
-                "layers", "index", "search"}
+                "layers", "index", "search", "chars perturb", "chars nonce"}
 CK = ("--checkpoint", "{tiny}", "--device", "cpu")
 TABLE: Dict[str, Row] = {
     "info": Row(("info", "--checkpoint", "{tiny}"),
@@ -71,6 +71,18 @@ TABLE: Dict[str, Row] = {
                    "-k", "2", "--device", "cpu"),
                   bad=("search", "{missing}", "--sentence", "a bank", "--word", "bank"),
                   named="no_such_input.txt"),
+    "chars word": Row(("chars", "word", "blorft", "recieve", "--neighbours", "2", *CK),
+                      bad=("chars", "word", "blorft", "--vocab", "{missing}", *CK)),
+    "chars filters": Row(("chars", "filters", "--top", "2", "--vocab", "{text}", *CK),
+                         bad=("chars", "filters", "--vocab", "{missing}", *CK)),
+    "chars perturb": Row(("chars", "perturb", "--sentence", "the bank of the river", "--word",
+                          "bank", "--per-type", "1", *CK),
+                         bad=("chars", "perturb", "--sentences", "{missing}", "--word", "bank",
+                              *CK)),
+    "chars nonce": Row(("chars", "nonce", "--sentence", "He sat on the blorft of the river .",
+                        "--word", "blorft", "--top-k", "3", "--device", "cpu"),
+                       bad=("chars", "nonce", "--sentence", "a b", "--word", "b", "--vocab",
+                            "{missing}", "--device", "cpu")),
     "senses": Row(("senses", "{index}", "--word", "bank", "--k-max", "2"),
                   bad=("senses", "{missing}", "--word", "bank")),
     "wsd-nn": Row(("wsd-nn", "--train", "{wsd_xml}", "--train-keys", "{wsd_keys}", "--test",

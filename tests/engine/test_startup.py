@@ -44,6 +44,8 @@ def test_a_usage_error_loads_no_heavy_library():
     ["export", "vectors", "{input}", "-o", "{existing}"],
     ["layers", "{input}", "--words-csv", "{existing}"],
     ["probe", "--task", "pos", "-o", "{existing}"],
+    ["chars", "filters", "--figure", "{existing}"],
+    ["chars", "blorft", "-o", "{existing}"],
 ])
 def test_an_output_that_exists_is_refused_before_torch_loads(tmp_path: Path, command):
     text = tmp_path / "in.txt"

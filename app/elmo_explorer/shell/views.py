@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from elmo_explorer.shell import view_names
+from elmo_explorer.views.characters.controller import CharactersPanel    # issue 41
 from elmo_explorer.views.contexts.controller import ContextsPanel
 from elmo_explorer.views.corpus.controller import CorpusPanel          # issue 28: the Corpus view
 from elmo_explorer.views.layers.controller import LayersPanel
@@ -27,6 +28,7 @@ PANELS: Dict[str, type] = {
     "layers": LayersPanel,
     "language-model": LanguageModelPanel,          # issue 27
     "corpus": CorpusPanel,                          # issue 28
+    "characters": CharactersPanel,                  # issue 41
 }
 
 #: the analysis views shown as tabs, in order (named in :mod:`.view_names`, which has no Qt)

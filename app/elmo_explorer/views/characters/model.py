@@ -1,0 +1,149 @@
+"""The Characters view's state, plain Python (no Qt; tested without a window).
+
+What the user asked for (the words of the lab, the filters shown per word, the sentence and
+word of the perturbation sweep, the atlas's search and width) and the last results, as the
+engine's JSON-ready dicts: the word lab's per-word reports, the atlas's filter entries, the
+sweep's mean per type. The view draws them; the controller fills them from jobs.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+#: what the view opens with: a nonce word, a typo and a long rare word
+DEFAULT_WORDS = "blorft recieve Antidisestablishmentarianism"
+#: the perturbation sweep it opens with
+DEFAULT_SENTENCE = "He sat on the bank of the river and watched the water ."
+DEFAULT_WORD = "river"
+#: the nonce word in context it opens with
+DEFAULT_NONCE_SENTENCE = "He sat on the blorft of the river ."
+DEFAULT_NONCE_WORD = "blorft"
+#: the example words the view offers (a nonce word, typos, capitals, digits, other scripts)
+EXAMPLES: Tuple[str, ...] = ("blorft", "recieve", "teh", "definately", "RIVER", "2nd",
+                             "naïve", "Москва", "🙂", "unhappiness")
+MAX_WORDS = 20
+FILTER_CHOICES = (5, 10, 20, 50)
+
+
+def parse_words(text: str) -> List[str]:
+    """The lab's words: whitespace-separated, distinct, at most :data:`MAX_WORDS`."""
+    return list(dict.fromkeys(text.split()))[:MAX_WORDS]
+
+
+@dataclass
+class CharactersModel:
+    """The view's parameters and results."""
+
+    words_text: str = DEFAULT_WORDS
+    filters_shown: int = 10
+    sentence: str = DEFAULT_SENTENCE
+    word: str = DEFAULT_WORD
+    search: str = ""
+    width: int = 0                                   # 0: every width
+    lab: List[dict] = field(default_factory=list)    # WordReport.to_dict per word
+    vocabulary: str = ""                             # where the known words came from
+    vocabulary_size: int = 0
+    atlas: List[dict] = field(default_factory=list)  # FilterEntry.to_dict per filter
+    atlas_words: int = 0
+    search_hits: List[dict] = field(default_factory=list)
+    sweep: Optional[dict] = None                     # Sweep.to_dict
+    nonce_sentence: str = DEFAULT_NONCE_SENTENCE
+    nonce_word: str = DEFAULT_NONCE_WORD
+    nonce: Optional[dict] = None                     # InContext.to_dict
+    nonce_problem: str = ""                          # why there are no predictions
+    checksum: str = ""                               # the model the results belong to
+
+    # ---- results ------------------------------------------------------------------------------
+    def model_changed(self, checksum: str) -> None:
+        """A new model: every result belongs to the old one."""
+        if checksum != self.checksum:
+            self.lab, self.atlas, self.search_hits, self.sweep = [], [], [], None
+            self.nonce, self.nonce_problem = None, ""
+            self.checksum = checksum
+
+    def words(self) -> List[str]:
+        return parse_words(self.words_text)
+
+    def widths(self) -> List[int]:
+        return sorted({int(e["width"]) for e in self.atlas})
+
+    def atlas_rows(self) -> List[dict]:
+        """The atlas's filters shown: those of :attr:`width` (0: all); with a search, the
+        filters the search found, best first."""
+        if self.search.strip() and self.search_hits:
+            by_filter = {e["filter"]: e for e in self.atlas}
+            rows = []
+            for h in self.search_hits:
+                e = by_filter.get(h["filter"])
+                if e is not None and (not self.width or e["width"] == self.width):
+                    rows.append(dict(e, relative=h["relative"], window=h["window"]))
+            return rows
+        return [e for e in self.atlas if not self.width or e["width"] == self.width]
+
+    def category_counts(self) -> Dict[int, Dict[str, int]]:
+        """Filters per width and category (the map)."""
+        out: Dict[int, Dict[str, int]] = {}
+        for e in self.atlas:
+            d = out.setdefault(int(e["width"]), {})
+            d[e["category"]] = d.get(e["category"], 0) + 1
+        return out
+
+    def sweep_table(self) -> Tuple[List[str], List[str], List[List[float]]]:
+        """The sweep's mean per type as ``(row labels, column labels, values)``: a row per
+        perturbation type, columns layer 0 then each biLSTM layer's forward and backward."""
+        if not self.sweep:
+            return [], [], []
+        means = self.sweep["mean_per_type"]
+        n = len(self.sweep["layers"])
+        cols = ["L0"] + [f"L{i} {d}" for i in range(1, n) for d in ("fwd", "bwd")]
+        rows, values = [], []
+        for kind, m in means.items():
+            rows.append(kind)
+            values.append([m[0][0]] + [m[i][j] for i in range(1, n) for j in (1, 2)])
+        return rows, cols, values
+
+    def nonce_columns(self) -> List[Tuple[str, List[Tuple[str, float]]]]:
+        """The In context tab's columns: (title, [(word, value)]) — layer 0's neighbours, the
+        forward and backward LMs' predictions, the words both agree on."""
+        if not self.nonce:
+            return []
+        d = self.nonce
+        return [("layer 0: nearest known words (cosine)", [tuple(p) for p in d["layer0_neighbours"]]),
+                ("forward LM (probability)", [tuple(p) for p in d["forward_predictions"]]),
+                ("backward LM", [tuple(p) for p in d["backward_predictions"]]),
+                ("both agree", [tuple(p) for p in d["both_agree"]])]
+
+    def repaired(self) -> List[str]:
+        """The types where the top layer (both directions' mean) is closer to the original than
+        layer 0: the context repairs the change."""
+        rows, _, values = self.sweep_table()
+        return [r for r, v in zip(rows, values) if (v[-1] + v[-2]) / 2 > v[0]]
+
+    # ---- state --------------------------------------------------------------------------------
+    def view_state(self) -> Dict[str, Any]:
+        return {"words": self.words_text, "filters": self.filters_shown,
+                "sentence": self.sentence, "word": self.word, "search": self.search,
+                "width": self.width, "nonce_sentence": self.nonce_sentence,
+                "nonce_word": self.nonce_word}
+
+    def restore(self, state: Dict[str, Any]) -> None:
+        """Apply a saved :meth:`view_state`; missing or invalid keys are ignored."""
+        if not isinstance(state, dict):
+            return
+        for key, attr in (("words", "words_text"), ("sentence", "sentence"), ("word", "word"),
+                          ("search", "search"), ("nonce_sentence", "nonce_sentence"),
+                          ("nonce_word", "nonce_word")):
+            v = state.get(key)
+            if isinstance(v, str):
+                setattr(self, attr, v[:2000])
+        f = state.get("filters")
+        if isinstance(f, int) and not isinstance(f, bool) and 1 <= f <= 100:
+            self.filters_shown = f
+        w = state.get("width")
+        if isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= 64:
+            self.width = w
+
+
+def format_ngrams(ngrams: Sequence[dict], n: int = 6) -> str:
+    """``"ness⟩ 1.23  less⟩ 1.10 …"``: a filter's best n-grams as one line."""
+    return "  ".join(f"{g['ngram']} {g['value']:.2f}" for g in ngrams[:n])

@@ -1,0 +1,78 @@
+"""The Characters view's Qt-free model (issue 41): words parsed, the atlas rows by width and by
+search, the sweep's table, what the context repairs, saved state round-trips."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from elmo_explorer.views.characters.model import (MAX_WORDS, CharactersModel, format_ngrams,
+                                                  parse_words)
+
+
+def _entry(j, width, category="word-internal"):
+    return {"filter": j, "width": width, "category": category,
+            "ngrams": [{"ngram": f"g{j}", "value": 1.0 / (j + 1), "example": "w"}]}
+
+
+def test_the_model_imports_no_qt():
+    code = ("import sys, elmo_explorer.views.characters.model; "
+            "print(any(m.startswith('PySide6') for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_words_atlas_rows_and_categories():
+    assert parse_words(" blorft  recieve blorft\tx ") == ["blorft", "recieve", "x"]
+    assert len(parse_words(" ".join(f"w{i}" for i in range(50)))) == MAX_WORDS
+    m = CharactersModel()
+    m.atlas = [_entry(0, 1, "capitals"), _entry(1, 2), _entry(2, 2, "suffix")]
+    assert m.widths() == [1, 2] and len(m.atlas_rows()) == 3
+    m.width = 2
+    assert [e["filter"] for e in m.atlas_rows()] == [1, 2]
+    m.search, m.width = "-ness", 0
+    m.search_hits = [{"filter": 2, "relative": 0.9, "window": "ness⟩", "value": 1.0},
+                     {"filter": 0, "relative": 0.5, "window": "n", "value": 0.3}]
+    rows = m.atlas_rows()
+    assert [e["filter"] for e in rows] == [2, 0] and rows[0]["window"] == "ness⟩"
+    assert m.category_counts() == {1: {"capitals": 1}, 2: {"word-internal": 1, "suffix": 1}}
+    assert format_ngrams(m.atlas[0]["ngrams"]) == "g0 1.00"
+    m.model_changed("abc")
+    assert m.atlas == [] and m.sweep is None and m.checksum == "abc"
+
+
+def test_sweep_table_and_repaired_types():
+    m = CharactersModel()
+    assert m.sweep_table() == ([], [], [])
+    m.sweep = {"word": "river", "layers": [0, 1, 2], "sentences": ["a river"],
+               "variants": [], "mean_per_type": {
+                   "delete 1": [[0.6] * 3, [0.7, 0.7, 0.75], [0.8, 0.82, 0.9]],
+                   "case": [[0.5] * 3, [0.3, 0.3, 0.3], [0.4, 0.45, 0.35]]}}
+    rows, cols, values = m.sweep_table()
+    assert rows == ["delete 1", "case"]
+    assert cols == ["L0", "L1 fwd", "L1 bwd", "L2 fwd", "L2 bwd"]
+    assert values[0] == [0.6, 0.7, 0.75, 0.82, 0.9]
+    assert m.repaired() == ["delete 1"]
+
+
+def test_nonce_columns():
+    m = CharactersModel()
+    assert m.nonce_columns() == []
+    m.nonce = {"layer0_neighbours": [["blood", 0.67]], "forward_predictions": [["floor", 0.03]],
+               "backward_predictions": [["side", 0.05]], "both_agree": [["side", 0.09]]}
+    cols = m.nonce_columns()
+    assert [c[1] for c in cols] == [[("blood", 0.67)], [("floor", 0.03)], [("side", 0.05)],
+                                    [("side", 0.09)]]
+    m.model_changed("new")
+    assert m.nonce is None
+
+
+def test_state_round_trips_and_bad_values_are_ignored():
+    m = CharactersModel(words_text="teh", filters_shown=20, sentence="a b", word="b",
+                        search="un-", width=3, nonce_sentence="a wug", nonce_word="wug")
+    other = CharactersModel()
+    other.restore(m.view_state())
+    assert other.view_state() == m.view_state()
+    other.restore({"filters": 0, "width": "x", "words": 5, "sentence": None})
+    assert other.view_state() == m.view_state()
+    other.restore("not a dict")                               # type: ignore[arg-type]
+    assert other.words_text == "teh"
