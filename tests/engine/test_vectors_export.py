@@ -243,7 +243,8 @@ def test_stream_takes_one_sentence_at_a_time(tmp_path, acts):
 
     def gen():
         for i, toks in enumerate(many):
-            gc.collect()
+            gc.collect(0)                 # (a full collection per sentence took minutes
+            #                               in a whole-suite process of millions of objects)
             assert sum(r() is not None for r in alive) <= 1, i   # at most the one just taken
             arr = np.random.default_rng(i).standard_normal((3, len(toks), 8)).astype(np.float32)
             alive.append(weakref.ref(arr))
