@@ -83,8 +83,6 @@ def test_new_words_state_and_exports(qtbot, panel, tmp_path):
     assert [a.text() for a in panel.export_actions()] == [
         "Filter map (PNG/SVG/PDF)…", "Perturbation chart (PNG/SVG/PDF)…", "Filter atlas (TSV)…"]
     assert all(a.isEnabled() for a in panel.export_actions())
-    figs = panel.report_figures(tmp_path / "r", type("O", (), {"formats": ["png"], "dpi": 50})())
-    assert sorted(p.name for p in figs) == ["characters_filters.png", "characters_perturb.png"]
     assert np.isfinite([v for d in panel.model.lab for v in [d["norm"]]]).all()
 
 

@@ -107,19 +107,6 @@ class CharactersPanel(PanelDefaults, QWidget):
             self.run_sweep()
             self.run_nonce()
 
-    def report_figures(self, folder: Path, options) -> List[Path]:
-        written: List[Path] = []
-        for _, kind in export.ENTRIES:
-            fig = export.figure(self.model, kind)
-            if fig is not None:
-                from elmo_engine.io import figures
-
-                style = options.style() if hasattr(options, "style") else None
-                written += figures.save(fig, Path(folder) / f"characters_{kind}",
-                                        formats=options.formats,
-                                        dpi=None if style else options.dpi, style=style)
-        return written
-
     # ---- model --------------------------------------------------------------------------------
     def _on_model(self) -> None:
         emb = self.ws.embedder
