@@ -135,7 +135,11 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
     lm = (data.views or {}).get("language-model")
     lm_sentence = lm.get("sentence") if isinstance(lm, dict) else None
     has_lm = isinstance(lm_sentence, int) and 0 <= lm_sentence < len(tokens) and emb is not None
-    if not word and not data.probe_runs and layers is None and not has_mdl and not has_lm:
+    chars = (data.views or {}).get("characters")
+    has_chars = emb is not None and isinstance(chars, dict) and bool(
+        str(chars.get("words") or "").split() or str(chars.get("sentence") or "").strip())
+    if (not word and not data.probe_runs and layers is None and not has_mdl and not has_lm
+            and not has_chars):
         raise InputError("nothing to report: the workspace selects no word, its contexts view "
                          "names none and it holds no probe, layers or language-model results "
                          "(pass --word WORD)", path=source)
@@ -153,6 +157,10 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
     spec = report_spec(data, tokens, acts, model, source, word, notes, figure_dir, style, emb)
     if emb is not None:
         _add_language_model(spec, emb, data.views, tokens, figure_dir, style)
+        from elmo_engine.analysis.characters.report import VIEW as CHARACTERS, characters_part
+
+        spec.add(characters_part(emb, (data.views or {}).get(CHARACTERS), figure_dir, style,
+                                 model_name(model)))
     return spec
 
 

@@ -247,3 +247,40 @@ def test_a_sweep_honours_cancel():
     perturb.sweep(emb, [["the", "bank"]], "bank", per_kind=1,
                   state=TaskState(lambda d, t, m: seen.append((d, t))))
     assert seen and seen[-1][0] == seen[-1][1]
+
+
+def test_the_report_holds_the_characters_views_word_lab_and_sweep(tmp_path):
+    """``export report`` of a workspace whose Characters view names words and a sentence: the
+    word-lab table (a nonce word and a typo) and the perturbation table and figure, computed by
+    the view's own functions."""
+    from elmo_engine.analysis.characters.report import characters_part
+    from elmo_engine.analysis.characters.perturb import sweep
+    from elmo_engine.analysis.report import export_report
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.io.figures import FigureStyle
+    from elmo_engine.io.workspace_file import WorkspaceData
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.resources import demo_checkpoint_path
+
+    emb = Embedder(load_checkpoint(demo_checkpoint_path()), device="cpu")
+    state = {"words": "blorft recieve", "sentence": "He sat on the bank of the river .",
+             "word": "bank"}
+    data = WorkspaceData(sentences=["He sat on the bank of the river ."],
+                         views={"characters": state})
+    spec, files = export_report(data, "w.json", emb, tmp_path / "rep",
+                                FigureStyle(formats=("png",)))
+    tables = {t.name: t for t in spec.tables}
+    words = tables["characters_words"].rows
+    assert [r["word"] for r in words] == ["blorft", "recieve"]
+    assert words[0]["characters"].startswith("⟨blorft") and words[0]["nearest known words"]
+    sweep_rows = tables["characters_perturbation"].rows
+    expected = sweep(emb, [state["sentence"].split()], "bank", 4).summary()
+    assert {r["perturbation"] for r in sweep_rows} == {k.value for k in expected}
+    for r in sweep_rows:
+        m = next(v for k, v in expected.items() if k.value == r["perturbation"])
+        assert r["layer 0"] == pytest.approx(float(m[0, 0]), abs=1e-4)
+        assert r["layer 2 backward"] == pytest.approx(float(m[2, 2]), abs=1e-4)
+    assert (tmp_path / "rep" / "figures" / "characters_perturbation.png").is_file()
+    assert (tmp_path / "rep" / "tables" / "characters_words.csv").is_file()
+    assert characters_part(emb, {"sentence": "no such word", "word": "bank"}, None,
+                           FigureStyle()).notes               # a word not in its sentence
