@@ -58,6 +58,14 @@ def report(state: Optional[TaskState], done: int, total: int, message: str = "")
         state.report(done, total, message)
 
 
+def progress_text(done: int, total: int, message: str) -> str:
+    """A progress line: ``message (done/total)``, the count once — a message that already
+    states it ("embedding corpus (256/1000 sentences)") is left alone."""
+    if not total or f"{done}/{total}" in message:
+        return message
+    return f"{message} ({done}/{total})"
+
+
 # ---- transfers (downloads): bytes, speed, time left --------------------------------------------
 @dataclass(frozen=True)
 class TransferReport:

@@ -114,9 +114,17 @@ def run(args) -> int:
     finally:
         bar.close()
     where = "stdout" if common.is_stdout(args.output) else args.output
-    common.log(f"wrote {summary.sentences} sentences ({summary.tokens} tokens, {args.layers}, "
-               f"{args.dtype}) to {where}")
+    common.log(embed_summary(summary.sentences, summary.tokens, args.layers, args.dtype,
+                             args.precision, where))
     return 0
+
+
+def embed_summary(sentences: int, tokens: int, layers: str, dtype: str, precision: str,
+                  where: object) -> str:
+    """The last line of ``embed``: what was written and how it was computed (the model's
+    precision is not the vectors' type: bf16 activations are stored as float32)."""
+    return (f"wrote {sentences} sentences ({tokens} tokens, {layers}, {dtype} vectors computed "
+            f"in {precision}) to {where}")
 
 
 class _Mixed:
