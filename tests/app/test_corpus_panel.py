@@ -80,6 +80,18 @@ def test_a_selected_token_lists_its_nearest_occurrences_with_itself_first(qtbot,
     assert all(ln.cosine == pytest.approx(1.0, abs=2e-3) for ln in built.model.lines[0])
 
 
+def test_an_index_opens_on_the_workspace_selection(qtbot, panel, ws, tmp_path):
+    """Issue 39, part 4: the view opens on the selected token (at first launch the default word's
+    first occurrence, as every view), not on a word of its own."""
+    ws.select(TokenRef(1, 4))                              # "bank" in sentence 1
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    panel.build([corpus], tmp_path / "index")
+    qtbot.waitUntil(lambda: panel.model.query is not None, timeout=120000)
+    q = panel.model.query
+    assert (q.word, q.position, q.tokens) == ("bank", 4, tuple(ws.tokens[1]))
+
+
 def test_a_word_gets_its_senses_per_layer_and_its_map(qtbot, built):
     built.query_word("the")
     qtbot.waitUntil(lambda: built.model.senses is not None and built.map is not None

@@ -311,9 +311,14 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
             self._on_selection(self._waiting)
 
     def _start_query(self) -> None:
-        """With nothing selected: in the first loaded sentence, the word (alphabetic, 4 letters
-        or more) commonest in the index, so that the view opens on something."""
+        """The workspace's selected token (at first launch the default word's first occurrence,
+        as in every view); with nothing selected: in the first loaded sentence, the word
+        (alphabetic, 4 letters or more) commonest in the index, so that the view opens on
+        something."""
         ws = self.ws
+        if ws.selection is not None:
+            self._on_selection(ws.selection)
+            return
         for i, toks in enumerate(ws.tokens[:1]):
             words = {t.casefold() for t in toks if t.isalpha() and len(t) >= 4}
             if not words:
