@@ -102,6 +102,15 @@ def test_a_word_gets_its_senses_per_layer_and_its_map(qtbot, built):
     table = built.view.clusters
     assert table.rowCount() == len(rows) > 3
     assert all(table.item(r, 6).text() for r in range(table.rowCount()))     # typical sentence
+    # issue 39: centred on the word, the [the] mark never cut; the sentence in the tooltip
+    for r in range(table.rowCount()):
+        line = table.item(r, 6).text()
+        assert "[the]" in line.casefold() and line.index("[") == 31          # 30 + a space
+        assert len(line) <= 2 * 30 + len("[the] ") + 2
+        assert table.item(r, 6).toolTip().startswith(rows[r]["typical"])
+    assert "at least 5 occurrences" in built.view.senses_note.text()
+    assert all(r["size"] >= 5 for r in rows if r["cluster"] > 1 or len(
+        [x for x in rows if x["layer"] == r["layer"]]) > 1)
     n_the = sum(s.split().count("the") for s in SENTENCES)
     assert len(built.map.rows) == n_the
     assert built.view.maps[2].mode is MapMode.POINTS

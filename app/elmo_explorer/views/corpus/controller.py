@@ -384,7 +384,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
 
     def _senses(self, senses) -> None:
         self.model.senses = senses
-        self.view.show_clusters(self.model.cluster_rows())
+        self.view.show_clusters(self.model.cluster_rows(), self.model.senses_note())
         self.results_changed.emit()
         if self.model.options.map_scope == MapScope.WORD:
             self._request_map(senses.word)
