@@ -38,9 +38,7 @@ def add_parser(sub) -> None:
     common.add_mix_weights(p)
     p.add_argument("--dtype", choices=["float32", "float16"], default="float32",
                    help="the vectors' type in OUTPUT (default float32; float16 halves the file)")
-    p.add_argument("--split-sentences", action="store_true",
-                   help="INPUT holds a paragraph per line: split each into sentences with the "
-                        "trainer's splitter (after . ! ? before a capital)")
+    common.add_split_sentences(p, False, "INPUT (a paragraph per line)")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     p.add_argument("--stateful", action="store_true",
                    help="reference protocol: lines in order, each batch row keeps its LSTM state")
