@@ -92,6 +92,18 @@ def test_an_index_opens_on_the_workspace_selection(qtbot, panel, ws, tmp_path):
     assert (q.word, q.position, q.tokens) == ("bank", 4, tuple(ws.tokens[1]))
 
 
+def test_the_reference_index_is_built_from_the_reference_set(panel, monkeypatch):
+    """Issue 39, part 4: one reference set for every view: the default index holds the general
+    sentences and the demo words' contexts the Projection view shows."""
+    from elmo_engine.resources import reference_set_files
+
+    asked = []
+    monkeypatch.setattr(panel, "build", lambda corpus, folder: asked.append((corpus, folder)))
+    panel.build_reference()
+    assert asked and asked[0][0] == list(reference_set_files())
+    assert asked[0][1] == panel.default_folder()
+
+
 def test_a_word_gets_its_senses_per_layer_and_its_map(qtbot, built):
     built.query_word("the")
     qtbot.waitUntil(lambda: built.model.senses is not None and built.map is not None

@@ -2,8 +2,9 @@
 
 A file (plain or gzip, UTF-8) holds paragraphs or sentences, one per line; ``= … =`` header lines
 and empty lines end a document. A ``group<TAB>sentence`` file (``.tsv``, or a first line with a
-tab: :func:`~elmo_engine.io.datasets.sentences.is_grouped`) gives its sentences only, its ``#``
-lines being comments. :func:`split_sentences` cuts a paragraph's tokens into sentences;
+tab: :func:`~elmo_engine.io.datasets.sentences.is_grouped`) gives its sentences only — the text
+after a line's last tab, so ``word<TAB>source<TAB>sentence`` reads alike — its ``#`` lines being
+comments. :func:`split_sentences` cuts a paragraph's tokens into sentences;
 :func:`read_documents` / :func:`read_sentences` read a whole file (the trainer shuffles
 documents), :func:`iter_sentences` the same sentences one line at a time (the corpus index, which
 never holds its corpus). Errors name the file and the line.
@@ -116,8 +117,8 @@ def _line_sentences(path, tokenizer: str, skip_headers: bool, sentences: bool, w
             if grouped:
                 if line.lstrip().startswith("#"):
                     continue
-                group, tab, rest = line.partition("\t")
-                line = rest if tab else group
+                group, tab, rest = line.rpartition("\t")   # the text after the last tab
+                line = rest
             header = HEADER_RE.match(line) is not None
             if not line.strip() or header:
                 yield None

@@ -268,10 +268,12 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         self.index_changed.emit("")
 
     def build_reference(self) -> Optional[JobHandle]:
-        """Build (or resume) the index of the bundled reference corpus for the loaded model."""
-        from elmo_engine.analysis.layers.run import reference_corpus_path
+        """Build (or resume) the index of the bundled reference set for the loaded model: its
+        general sentences and the demo words' contexts (``reference_set_files``), so that
+        "bank" has the same few hundred occurrences here as in the Projection view."""
+        from elmo_engine.resources import reference_set_files
 
-        return self.build([reference_corpus_path()], self.default_folder())
+        return self.build(list(reference_set_files()), self.default_folder())
 
     def build(self, corpus: List[Path], folder: Optional[Path],
               shard_size: int = jobs.SHARD_SIZE) -> Optional[JobHandle]:
