@@ -58,6 +58,31 @@ def report(state: Optional[TaskState], done: int, total: int, message: str = "")
         state.report(done, total, message)
 
 
+def progress_text(done: int, total: int, message: str) -> str:
+    """A progress line: ``message (done/total)``, the count once — a message that already
+    states it ("embedding corpus (256/1000 sentences)") is left alone."""
+    if not total or f"{done}/{total}" in message:
+        return message
+    return f"{message} ({done}/{total})"
+
+
+class Rate:
+    """Units per second and the time left, for progress messages; ``extra_s``: seconds of work
+    that follow this stage (a corpus index's graph build after its embedding), counted in the
+    time left so that it covers the whole job."""
+
+    def __init__(self, total: int, done: int = 0, unit: str = "tokens"):
+        self.total, self.start_done, self.t0, self.unit = total, done, time.monotonic(), unit
+        self.extra_s = 0.0
+
+    def message(self, done: int) -> str:
+        dt = max(time.monotonic() - self.t0, 1e-6)
+        rate = (done - self.start_done) / dt
+        left = (self.total - done) / rate + self.extra_s if rate > 0 else float("nan")
+        eta = time.strftime("%H:%M:%S", time.gmtime(left)) if left == left else "?"
+        return f"{rate:,.0f} {self.unit}/s, {eta} left"
+
+
 # ---- transfers (downloads): bytes, speed, time left --------------------------------------------
 @dataclass(frozen=True)
 class TransferReport:

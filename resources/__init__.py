@@ -34,6 +34,16 @@ def demo_sentences_path() -> Path:
     return HERE / "demo_sentences.tsv"
 
 
+def reference_set_files() -> tuple:
+    """The bundled reference set's running text, for a corpus index (the Corpus view's default
+    index): ``reference_corpus/sentences.txt`` (4,000 general sentences) and
+    ``reference_corpus/word_contexts.tsv`` (a few hundred sentences of each demo word, read as
+    the text after the last tab). ``word_senses.tsv`` adds the demo words' SemCor sentences with
+    their senses for the Projection view (:mod:`elmo_engine.analysis.projection.tokens`)."""
+    folder = HERE / "reference_corpus"
+    return (folder / "sentences.txt", folder / "word_contexts.tsv")
+
+
 def demo_tasks_dir() -> Path:
     """The folder of the built-in demo probe tasks (``pos``, ``wsd``, ``supersense``)."""
     return HERE / "demo_tasks"

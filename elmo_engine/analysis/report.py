@@ -234,16 +234,18 @@ def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Op
     where = f"{model_name(model)}, {len(tokens)} sentences"
     views = data.views or {}
     embedded = bool(acts) and all(a is not None for a in acts)
+    groups: dict = {}
     if word and embedded:
         part, comp = contexts_part(tokens, acts, word, views.get("contexts", {}), figure_dir,
                                    style, where)
+        groups = {tuple(o): g for o, g in zip(comp.occurrences, comp.groups) if g}
         spec.add(part)
         if emb is not None:
             spec.add(neighbours_part(emb, tokens, acts, comp, views.get("contexts"),
                                      data.selection, source))
     if embedded:
         spec.add(projection_part(tokens, acts, word, views.get("projection"), figure_dir, style,
-                                 where))
+                                 where, groups))
     if data.probe_runs:
         _add_probes(spec, data.probe_runs, source, figure_dir, style, model_name(model))
     layers = layers_result(data)
@@ -255,25 +257,31 @@ def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Op
     return spec
 
 
+#: a view setting longer than this is no parameter for the table (issue 39: a whole JSON in a cell)
+MAX_PARAMETER_CHARS = 160
+
+
 def _view_parameters(views: dict) -> dict:
     """The views' settings that read as parameters (numbers, words, switches, short lists of
-    numbers), one row each: ``"projection: colour by"``; groups and saved selections are left
+    numbers, flat settings), one row each: ``"projection: colour by"``, at most
+    :data:`MAX_PARAMETER_CHARS` characters; groups, saved selections and stored results are left
     to the tables."""
     out = {}
     for view, state in (views or {}).items():
         if not isinstance(state, dict):
             continue
         for key, v in state.items():
-            if key in ("version", "groups", "selected") or v is None:
-                continue
+            if key in ("version", "groups", "selected", "result") or v is None:
+                continue                  # (a layers result is the report's layers tables)
             if isinstance(v, dict):
-                v = ", ".join(f"{k} {x}" for k, x in v.items()
-                              if isinstance(x, (int, float, str, bool)))
+                if not all(isinstance(x, (int, float, str, bool)) for x in v.values()):
+                    continue              # a nested document is no parameter
+                v = ", ".join(f"{k} {x}" for k, x in v.items())
             elif isinstance(v, list):
                 if not all(isinstance(x, (int, float)) for x in v) or len(v) > 12:
                     continue
                 v = ", ".join(f"{x:.3g}" for x in v)
-            if v == "":
+            if v == "" or len(str(v)) > MAX_PARAMETER_CHARS:
                 continue
             out[f"{view}: {key.replace('_', ' ')}"] = v
     return out

@@ -162,6 +162,30 @@ def print_json(doc) -> None:
     print(json.dumps(doc, indent=2, ensure_ascii=False))
 
 
+def add_split_sentences(p: argparse.ArgumentParser, default: bool, what: str = "the input"
+                        ) -> None:
+    """``--split-sentences`` / ``--no-split-sentences``: the one paragraph-splitting rule of every
+    command that reads a corpus (``index``, ``embed``, ``export vectors``, ``contexts
+    --reference``): each line cut into sentences by the trainer's splitter
+    (:func:`elmo_engine.io.datasets.corpus_text.split_sentences`: after . ! ? and closing quotes,
+    before a capital, a digit or an opening quote). ``default``: the command's (a corpus is split,
+    a file whose output is keyed by line is not)."""
+    p.add_argument("--split-sentences", dest="split_sentences",
+                   action=argparse.BooleanOptionalAction, default=default,
+                   help=f"split each line of {what} into sentences with the trainer's splitter "
+                        "(after . ! ? before a capital); --no-split-sentences keeps one sentence "
+                        f"per line (default: {'split' if default else 'one per line'})")
+
+
+def split_lines(sentences, split: bool) -> list:
+    """``sentences`` (token lists), each cut by the paragraph-splitting rule when ``split``."""
+    if not split:
+        return [list(s) for s in sentences]
+    from elmo_engine.io.datasets.corpus_text import split_sentences
+
+    return [piece for s in sentences for piece in split_sentences(s)]
+
+
 def add_pretokenized(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pretokenized", action="store_true",
                    help="the text is already tokenized: split lines on whitespace (default: "
@@ -390,3 +414,35 @@ class Parser(argparse.ArgumentParser):
             return super()._check_value(action, value)
         except argparse.ArgumentError as e:
             self._bad_value(action, e)
+
+
+class StderrProgress:
+    """Progress on stderr, driven by TaskState reports: a tqdm bar per phase on a terminal, a
+    line per phase otherwise (``layers``, ``contexts``)."""
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.bar, self.phase = None, None
+
+    def __call__(self, done: int, total: int, message: str) -> None:
+        phase = message.split("(")[0].strip() or "working"
+        if phase != self.phase:
+            self.close()
+            self.phase = phase
+            if self.tty:
+                from tqdm import tqdm
+
+                self.bar = tqdm(total=total, desc=phase, file=self.stream, leave=False,
+                                dynamic_ncols=True)
+            else:
+                print(f"{phase} …", file=self.stream, flush=True)
+        if self.bar is not None:
+            self.bar.total = total
+            self.bar.n = done
+            self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None

@@ -59,7 +59,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--neighbours", type=int, default=0, metavar="K",
                    help="also list the K nearest neighbours of the first occurrence per layer")
     p.add_argument("--reference", type=Path, default=None,
-                   help="a text file (one sentence per line) added to the neighbour corpus")
+                   help="a text file (sentences or paragraphs, one a line) added to the "
+                        "neighbour corpus")
+    common.add_split_sentences(p, True, "the --reference file")
     p.add_argument("--matrices", type=Path, help="write the similarity matrices as CSV")
     p.add_argument("--neighbours-csv", type=Path, help="write the neighbour lists as CSV")
     p.add_argument("--vectors", type=Path, help="write the occurrences' vectors as npz")
@@ -96,6 +98,8 @@ def run(args) -> int:
     from elmo_engine.analysis.contexts.neighbour_corpus import (MAX_CORPUS_TOKENS, build_index,
                                                       read_vocabulary, vocabulary_file)
     from elmo_engine.analysis.contexts.neighbours import neighbour_table, write_neighbours_csv
+    from elmo_engine.index.search import kwic_line
+    from elmo_engine.progress import TaskState
 
     if args.neighbours < 0:
         raise InputError("--neighbours must be at least 0")
@@ -116,8 +120,9 @@ def run(args) -> int:
         groups = word_groups(args.word, tokens, text.groups)
     else:
         groups = {}
-    reference = (common.read_text(args.reference, args.pretokenized,
-                                  max_tokens=MAX_CORPUS_TOKENS).tokens if args.reference else [])
+    reference = (common.split_lines(common.read_text(args.reference, args.pretokenized,
+                                                     max_tokens=MAX_CORPUS_TOKENS).tokens,
+                                    args.split_sentences) if args.reference else [])
     device = common.resolve_device(args.device)
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
     n_tokens = sum(len(s) for s in tokens)
@@ -127,12 +132,15 @@ def run(args) -> int:
         check_held_activations(n_tokens + sum(len(s) for s in reference), model.opts,
                                what="sentences and the --reference text", path=args.reference)
     emb = Embedder(model, device=str(device))
-    acts = emb.embed(tokens)
+    progress = common.StderrProgress()          # a reference corpus takes a while: say so
+    state = TaskState(progress)
+    acts = emb.embed(tokens, state=state)
     index = None
     if with_index:
         vocab = vocabulary_file(model.info.options_path)      # as the app: layer 0's known words
         words = read_vocabulary(vocab) if vocab is not None else []
-        index = build_index(emb, tokens + reference, words)
+        index = build_index(emb, tokens + reference, words, state=state)
+    progress.close()
     center = index.mean if (args.correct and index is not None) else None
     weights = parse_floats(args.mix_weights, "--mix-weights")
     say = (lambda *a: None) if args.json else print          # the table, unless --json
@@ -176,10 +184,8 @@ def run(args) -> int:
               + ", ".join(f"{w} ({s:.3f})" for w, s in table.words))
         for name, nbs in table.layers:
             say(f"{name}:")
-            for r, nb in enumerate(nbs, start=1):
-                toks = list(index.tokens[nb.sentence])
-                toks[nb.token] = f"[{toks[nb.token]}]"
-                say(f"  {r:2d}. {nb.score:.3f}  {' '.join(toks)}")
+            for r, nb in enumerate(nbs, start=1):             # bounded lines, the word centred
+                say(f"  {r:2d}. {nb.score:.3f}  {kwic_line(index.tokens[nb.sentence], nb.token)}")
         if args.neighbours_csv:
             write_neighbours_csv(args.neighbours_csv, table.csv_rows(index))
     if args.json:

@@ -38,9 +38,7 @@ def add_parser(sub) -> None:
     common.add_mix_weights(p)
     p.add_argument("--dtype", choices=["float32", "float16"], default="float32",
                    help="the vectors' type in OUTPUT (default float32; float16 halves the file)")
-    p.add_argument("--split-sentences", action="store_true",
-                   help="INPUT holds a paragraph per line: split each into sentences with the "
-                        "trainer's splitter (after . ! ? before a capital)")
+    common.add_split_sentences(p, False, "INPUT (a paragraph per line)")
     p.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
     p.add_argument("--stateful", action="store_true",
                    help="reference protocol: lines in order, each batch row keeps its LSTM state")
@@ -114,9 +112,17 @@ def run(args) -> int:
     finally:
         bar.close()
     where = "stdout" if common.is_stdout(args.output) else args.output
-    common.log(f"wrote {summary.sentences} sentences ({summary.tokens} tokens, {args.layers}, "
-               f"{args.dtype}) to {where}")
+    common.log(embed_summary(summary.sentences, summary.tokens, args.layers, args.dtype,
+                             args.precision, where))
     return 0
+
+
+def embed_summary(sentences: int, tokens: int, layers: str, dtype: str, precision: str,
+                  where: object) -> str:
+    """The last line of ``embed``: what was written and how it was computed (the model's
+    precision is not the vectors' type: bf16 activations are stored as float32)."""
+    return (f"wrote {sentences} sentences ({tokens} tokens, {layers}, {dtype} vectors computed "
+            f"in {precision}) to {where}")
 
 
 class _Mixed:

@@ -64,9 +64,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     v.add_argument("--dtype", choices=["float32", "float16"], default="float32",
                    help="the vectors' type in npz and hdf5 (default float32; float16 halves "
                         "the file)")
-    v.add_argument("--split-sentences", action="store_true",
-                   help="INPUT holds a paragraph per line: split each into sentences with the "
-                        "trainer's splitter (as embed --split-sentences)")
+    common.add_split_sentences(v, False, "INPUT (a paragraph per line)")
     common.add_pretokenized(v)
     common.add_device(v)
     common.add_precision(v)

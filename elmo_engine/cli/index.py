@@ -6,6 +6,7 @@ See docs/guide/corpus-index.md.
 """
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from typing import Optional
@@ -31,8 +32,9 @@ def add_parser(sub) -> None:
                         "layer; default 1,2)")
     p.add_argument("--shard-size", type=int, default=2000,
                    help="sentences per shard, the unit of resuming (default 2000)")
-    p.add_argument("--no-split", action="store_true",
-                   help="one sentence per line as given (default: split paragraphs)")
+    common.add_split_sentences(p, True, "the corpus")
+    p.add_argument("--no-split", dest="split_sentences", action="store_false",
+                   help=argparse.SUPPRESS)               # the name before issue 39
     common.add_pretokenized(p)
     p.add_argument("--token-budget", type=int, default=4096,
                    help="padded tokens per embedding batch (default 4096)")
@@ -110,7 +112,7 @@ def _build(args, ranks, settings) -> int:
     model = load_checkpoint(ckpt, device=device)
     layers = parse_layers(args.layer, model.opts.n_output_layers)
     sentences = CorpusReader(tuple(args.corpus), "whitespace" if args.pretokenized else "regex",
-                             not args.no_split)
+                             args.split_sentences)
     count = count_corpus(sentences, args.shard_size)   # a first pass: nothing held
     wanted = new_manifest(model, str(ckpt), count, layers, args.corpus, sentences.reading(),
                           args.precision)
@@ -142,7 +144,8 @@ def _build(args, ranks, settings) -> int:
                    f"{manifest.n_shards} shards of {args.shard_size}, layers "
                    f"{','.join(map(str, layers))}"
                    + (f", {ranks.world_size} processes" if ranks.distributed else ""))
-    _embed(args.out, sentences, count, manifest, emb, ranks, embed_shards, missing_shards)
+    _embed(args.out, sentences, count, manifest, emb, ranks, embed_shards, missing_shards,
+           settings)
     dist.barrier(ranks)
     if main:
         missing = missing_shards(args.out, manifest)
@@ -155,7 +158,8 @@ def _build(args, ranks, settings) -> int:
     return 0
 
 
-def _embed(out, sentences, count, manifest, emb, ranks, embed_shards, missing_shards) -> None:
+def _embed(out, sentences, count, manifest, emb, ranks, embed_shards, missing_shards,
+           settings=None) -> None:
     from tqdm import tqdm
 
     from elmo_engine.progress import TaskState
@@ -171,7 +175,7 @@ def _embed(out, sentences, count, manifest, emb, ranks, embed_shards, missing_sh
 
     try:
         embed_shards(out, sentences, manifest, emb, ranks.rank, ranks.world_size,
-                     TaskState(on_progress), count)
+                     TaskState(on_progress), count, settings)
     except KeyboardInterrupt:
         bar.close()
         left = len(missing_shards(out, manifest))

@@ -177,36 +177,7 @@ def _mdl_data(args) -> Tuple[list, str]:
 
 
 # ---- progress ----------------------------------------------------------------------------------
-class _Progress:
-    """Progress on stderr, driven by TaskState reports: a tqdm bar per phase on a terminal, a
-    line per phase (and at its end) otherwise."""
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.bar, self.phase = None, None
-
-    def __call__(self, done: int, total: int, message: str) -> None:
-        phase = message.split("(")[0].strip() or "working"
-        if phase != self.phase:
-            self.close()
-            self.phase = phase
-            if self.tty:
-                from tqdm import tqdm
-
-                self.bar = tqdm(total=total, desc=phase, file=self.stream, leave=False,
-                                dynamic_ncols=True)
-            else:
-                print(f"{phase} …", file=self.stream, flush=True)
-        if self.bar is not None:
-            self.bar.total = total
-            self.bar.n = done
-            self.bar.refresh()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+_Progress = common.StderrProgress
 
 
 # ---- run ---------------------------------------------------------------------------------------

@@ -36,6 +36,9 @@ def add_parser(subparsers):
     add_softmax_options(p)
     p.add_argument("--top-k", type=int, default=10, metavar="K",
                    help="predictions listed per token and direction (default 10)")
+    p.add_argument("--all-substitutes", action="store_true",
+                   help="keep <UNK>, the sentence markers and punctuation among the substitutes "
+                        "(left out by default)")
     p.add_argument("--reach", action="store_true",
                    help="add the reach matrix: cosine distance of token i per layer and "
                         "direction when token j is replaced by <UNK>")
@@ -88,7 +91,8 @@ def _sentences(args, embedder, softmax) -> int:
     text = common.read_text(args.input, args.pretokenized, max_tokens=MAX_TOKENS)
     docs = []
     for k, toks in enumerate(text.tokens):
-        preds = (predict(embedder, softmax, [toks], top_k=args.top_k)[0]
+        preds = (predict(embedder, softmax, [toks], top_k=args.top_k,
+                         all_substitutes=args.all_substitutes)[0]
                  if softmax is not None else None)
         doc = sentence_document(toks, preds, reach(embedder, toks) if args.reach else None)
         docs.append(doc)
@@ -113,12 +117,32 @@ def _print_sentence(doc: dict) -> None:
             print(f"  {f['word'][:15]:<16}{f['rank']:>9}{f['surprisal']:>9.2f}"
                   f"{b['rank']:>9}{b['surprisal']:>9.2f}  {subs}")
     if "reach" in doc:
-        for layer, per_dir in enumerate(doc["reach"]):
-            for d, name in enumerate(("forward", "backward")):
-                print(f"  reach, layer {layer} {name} (row i: token i's distance when token j "
-                      "is replaced by <UNK>)")
-                for row in per_dir[d]:
-                    print("    " + " ".join(f"{v:6.3f}" for v in row))
+        for line in reach_text(doc["tokens"], doc["reach"]):
+            print(line)
+
+
+#: a column of the printed reach matrix (a token label is cut to this many characters)
+REACH_COLUMN = 7
+
+
+def reach_text(tokens, reach) -> list:
+    """The reach matrices as text lines: one per layer and direction, layer 0 once (it is
+    context-free: both directions are the same), each row and column labelled with its token
+    (cut to :data:`REACH_COLUMN` − 1 characters)."""
+    w = REACH_COLUMN
+    labels = [t if len(t) < w else t[:w - 2] + "…" for t in tokens]
+    head = " " * (w + 4) + "".join(f"{lab:>{w}}" for lab in labels)
+    out = []
+    for layer, per_dir in enumerate(reach):
+        dirs = [("both directions (context-free)", per_dir[0])] if layer == 0 \
+            else [("forward", per_dir[0]), ("backward", per_dir[1])]
+        for name, rows in dirs:
+            out.append(f"  reach, layer {layer} {name}: row i is token i's distance when token "
+                       "j is replaced by <UNK>")
+            out.append(head)
+            out += [f"    {lab:<{w}}" + "".join(f"{v:>{w}.3f}" for v in row)
+                    for lab, row in zip(labels, rows)]
+    return out
 
 
 def _curve(args, embedder) -> int:

@@ -61,7 +61,7 @@ def run(args) -> int:
         return _semcor(args)
     if args.index is None or not args.word:
         raise InputError("give an INDEX and --word (or --semcor)")
-    from elmo_engine.index.search import CorpusIndex
+    from elmo_engine.index.search import CorpusIndex, kwic_line
     from elmo_engine.index.senses import induce_from_index
 
     index = CorpusIndex(args.index)
@@ -85,11 +85,9 @@ def run(args) -> int:
         for c in ls.clusters:
             words = ", ".join(w for w, _ in c.context_words) or "—"
             print(f"  cluster {c.label} ({c.size}): {words}")
-            for i in c.typical:
+            for i in c.typical:                  # centred on the word: the mark is never cut
                 o = res.occurrences[i]
-                toks = list(o.tokens)
-                toks[o.position] = f"[{toks[o.position]}]"
-                print(f"      s{o.sentence_id}: {' '.join(toks)[:150]}")
+                print(f"      s{o.sentence_id}: {kwic_line(o.tokens, o.position)}")
     return 0
 
 

@@ -93,16 +93,51 @@ def new_ann(faiss, vectors, settings: AnnSettings):
     return ix
 
 
+#: the rows a graph-build estimate times (:func:`estimate_graph_seconds`)
+ESTIMATE_ROWS = 3000
+
+
+def estimate_graph_seconds(sample: np.ndarray, n_total: int, settings: AnnSettings) -> float:
+    """About how long building the HNSW graph of ``n_total`` rows takes here: a graph of up to
+    :data:`ESTIMATE_ROWS` rows of ``sample`` ``(n, D)`` is built and timed, and the time per row
+    scaled by ``log n_total / log n`` (an HNSW insertion visits about log n layers of
+    neighbours). A rough figure (within a factor of two in our runs), so that a build's time left
+    covers its graphs too, not only the embedding."""
+    import time
+
+    import faiss
+
+    rows = np.ascontiguousarray(sample[:ESTIMATE_ROWS], dtype=np.float32)      # (n, D)
+    n = len(rows)
+    if n < 100 or n_total <= 0:
+        return 0.0
+    before = faiss.omp_get_max_threads()
+    faiss.omp_set_num_threads(max(1, settings.threads))
+    try:
+        t0 = time.perf_counter()
+        ix = new_ann(faiss, rows, settings)
+        ix.add(rows)
+        per_row = (time.perf_counter() - t0) / n
+    finally:
+        faiss.omp_set_num_threads(before)
+    return per_row * n_total * max(1.0, np.log(n_total) / np.log(n))
+
+
 def add_rows(ix, vectors, start: int, stop: int, state: Optional[TaskState] = None,
              chunk: int = 20_000) -> None:
     """Add rows ``start:stop`` of ``vectors`` to the graph in order, ``chunk`` at a time
-    (progress and cancel between chunks). The OpenMP threads are the caller's to set."""
+    (progress and cancel between chunks; the message gives the rate and the time left). The
+    OpenMP threads are the caller's to set."""
+    from elmo_engine.progress import Rate
+
     n = len(vectors)
+    rate = Rate(n, start, "vectors")
     for s in range(start, stop, chunk):
         check(state)
         block = np.ascontiguousarray(vectors[s:min(stop, s + chunk)], dtype=np.float32)  # (c, D)
         ix.add(block)
-        report(state, min(stop, s + chunk), n, "building the nearest-neighbour graph")
+        done = min(stop, s + chunk)
+        report(state, done, n, f"building the nearest-neighbour graph ({rate.message(done)})")
 
 
 #: faiss's ScalarQuantizer types written by :func:`new_ann`, and bytes per dimension of each

@@ -28,7 +28,7 @@ from elmo_engine.index.corpus import CorpusCount, count_corpus, shard_blocks
 from elmo_engine.index.store import (CorpusFile, Manifest, SHARDS, TOKENS_DB, read_manifest,
                                      read_shard, remove_index_files, shard_done, shard_stem,
                                      vectors_file, write_manifest, write_shard)
-from elmo_engine.progress import TaskState, check, report
+from elmo_engine.progress import Rate, TaskState, check, report
 
 
 def corpus_file(path: Path) -> CorpusFile:
@@ -89,29 +89,18 @@ def check_model(folder: Path, checksum: str) -> Manifest:
 
 
 # ---- embedding -------------------------------------------------------------------------------
-class Rate:
-    """Tokens per second and the time left, for progress messages."""
-
-    def __init__(self, total: int, done: int = 0):
-        self.total, self.start_done, self.t0 = total, done, time.monotonic()
-
-    def message(self, done: int) -> str:
-        dt = max(time.monotonic() - self.t0, 1e-6)
-        rate = (done - self.start_done) / dt
-        left = (self.total - done) / rate if rate > 0 else float("nan")
-        eta = time.strftime("%H:%M:%S", time.gmtime(left)) if left == left else "?"
-        return f"{rate:,.0f} tokens/s, {eta} left"
-
-
 def embed_shards(folder: Path, sentences: Iterable[Sequence[str]], manifest: Manifest,
                  embedder: Embedder, rank: int = 0, world: int = 1,
-                 state: Optional[TaskState] = None, count: Optional[CorpusCount] = None) -> int:
+                 state: Optional[TaskState] = None, count: Optional[CorpusCount] = None,
+                 ann: Optional[AnnSettings] = None) -> int:
     """Embed and write this process's missing shards; returns how many it wrote.
 
     ``sentences`` is read once, in order (a list, or a :class:`~.corpus.CorpusReader` that
     streams the files): one shard is held at a time. ``count`` (:func:`~.corpus.count_corpus`
     of the same sentences) gives each shard's tokens for the progress; without it a first
-    pass counts them."""
+    pass counts them. With ``ann`` (the graphs' settings) the time left covers the graph build
+    that follows: after the first shard, a small graph of its vectors is built and timed
+    (:func:`~.ann.estimate_graph_seconds`)."""
     folder = Path(folder)
     size = manifest.shard_size
     if count is None or count.shard_size != size:
@@ -138,9 +127,17 @@ def embed_shards(folder: Path, sentences: Iterable[Sequence[str]], manifest: Man
         vectors = {layer: np.concatenate(rows) for layer, rows in parts.items()}
         del parts                                                 # each (n_tokens, D) float16
         write_shard(folder, k, k * size, block, vectors)
+        if ann is not None and written == 0 and rank == 0:
+            from elmo_engine.index.ann import estimate_graph_seconds
+
+            rate.extra_s = len(manifest.layers) * estimate_graph_seconds(
+                vectors[manifest.layers[-1]], manifest.n_tokens, ann)
+            rate.t0 = time.monotonic()               # the timing is no embedding time
+            rate.start_done = done
         written += 1
         done += count.shard_tokens[k]
-        report(state, done, total, rate.message(done))
+        report(state, done, total, rate.message(done)
+               + (", the graphs included" if rate.extra_s else ""))
     return written
 
 
@@ -302,6 +299,6 @@ def build_index(folder: Path, sentences: Iterable[Sequence[str]], manifest: Mani
     manifest, complete = prepare(folder, manifest, force)
     if complete:
         return manifest
-    embed_shards(folder, sentences, manifest, embedder, 0, 1, state, count)
+    embed_shards(folder, sentences, manifest, embedder, 0, 1, state, count, settings)
     return finalize(folder, settings, state,
                     on_stage=lambda s: report(state, 0, 1, s))

@@ -56,6 +56,27 @@ def cosines(vecs: np.ndarray, rows: np.ndarray, q: np.ndarray, block: int = 6553
     return out
 
 
+def kwic(tokens: Sequence[str], position: int, width: int = 40) -> Tuple[str, str, str]:
+    """Keyword in context: ``(left, word, right)`` of the token at ``position``, the left side
+    cut from its start and the right side at its end to at most ``width`` characters each
+    ("…" marks a cut); the word itself is never cut."""
+    left = " ".join(tokens[:position])
+    right = " ".join(tokens[position + 1:])
+    if len(left) > width:
+        left = "…" + left[-(width - 1):]
+    if len(right) > width:
+        right = right[:width - 1] + "…"
+    return left, tokens[position], right
+
+
+def kwic_line(tokens: Sequence[str], position: int, width: int = 40) -> str:
+    """One keyword-in-context line, the word marked ``[word]`` and centred: the left side
+    right-aligned in ``width`` characters, so that the marks of several lines stack (at most
+    ``2 · width + len(word) + 4`` characters, whatever the sentence's length)."""
+    left, word, right = kwic(tokens, position, width)
+    return f"{left:>{width}} [{word}] {right}".rstrip()
+
+
 @dataclass(frozen=True)
 class Hit:
     """One occurrence found: where it is, the word, its cosine to the query, its sentence."""
@@ -70,14 +91,7 @@ class Hit:
 
     def kwic(self, width: int = 40) -> Tuple[str, str, str]:
         """Keyword in context: ``(left, word, right)``, each side cut to ``width`` characters."""
-        toks = self.text.split(" ")
-        left = " ".join(toks[:self.position])
-        right = " ".join(toks[self.position + 1:])
-        if len(left) > width:
-            left = "…" + left[-(width - 1):]
-        if len(right) > width:
-            right = right[:width - 1] + "…"
-        return left, self.word, right
+        return kwic(self.text.split(" "), self.position, width)
 
     def to_dict(self) -> dict:
         return {"sentence_id": self.sentence_id, "position": self.position, "word": self.word,

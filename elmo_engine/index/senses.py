@@ -76,19 +76,29 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
-def choose_clusters(x: np.ndarray, k_max: int = 8, seed: int = 0
-                    ) -> Tuple[np.ndarray, float, Tuple[Tuple[int, float], ...]]:
-    """k-means labels for ``x`` ``(N, D)`` with ``k`` chosen by the cosine silhouette.
+#: the fewest occurrences a sense cluster may have: a "sense" of 2 or 3 occurrences is noise the
+#: silhouette rewards (its typical sentences and distinctive words say nothing), so a k whose
+#: smallest cluster is smaller is not chosen, and fewer than twice this many occurrences make one
+#: cluster
+MIN_CLUSTER_SIZE = 5
 
-    Returns ``(labels (N,), silhouette at k, ((k, silhouette), …))``; fewer than 4 points, or
-    all identical, give one cluster."""
+
+def choose_clusters(x: np.ndarray, k_max: int = 8, seed: int = 0,
+                    min_size: int = MIN_CLUSTER_SIZE
+                    ) -> Tuple[np.ndarray, float, Tuple[Tuple[int, float], ...]]:
+    """k-means labels for ``x`` ``(N, D)`` with ``k`` chosen by the cosine silhouette among the
+    ``k`` whose every cluster has at least ``min_size`` occurrences.
+
+    Returns ``(labels (N,), silhouette at k, ((k, silhouette), …))`` (every k tried, chosen or
+    not); fewer than 4 points or ``2 · min_size``, all identical, or no k with clusters that
+    big give one cluster."""
     from sklearn.cluster import KMeans
     from sklearn.metrics import silhouette_score
 
     x = _unit(x)
     n = len(x)
     distinct = len(np.unique(np.round(x, 4), axis=0))   # the token layer repeats word forms
-    if n < 4 or distinct < 2:
+    if n < max(4, 2 * min_size) or distinct < 2:
         return np.zeros(n, np.int64), float("nan"), ()
     sample = min(n, 2000)
     best, tried = None, []
@@ -99,18 +109,32 @@ def choose_clusters(x: np.ndarray, k_max: int = 8, seed: int = 0
         s = float(silhouette_score(x, labels, metric="cosine", sample_size=sample,
                                    random_state=seed))
         tried.append((k, s))
-        if best is None or s > best[1]:
+        if np.bincount(labels).min() >= min_size and (best is None or s > best[1]):
             best = (labels, s)
     if best is None:
         return np.zeros(n, np.int64), float("nan"), tuple(tried)
     return best[0].astype(np.int64), best[1], tuple(tried)
 
 
-def _contexts(occ: Occurrence, window: int) -> List[str]:
+def _stop_words() -> frozenset:
+    """English stop words (scikit-learn's list, 318 words) and clitics ("'s", "n't")."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS) | {"'s", "’s", "n't", "n’t", "'re", "'ll", "'ve", "'d",
+                                            "'m", "s", "t"}
+
+
+def is_label_word(word: str, stop: frozenset) -> bool:
+    """Whether a context word may label a cluster: a word with a letter or a digit, not a stop
+    word (the words every sense shares say nothing about one)."""
+    return any(c.isalnum() for c in word) and word not in stop and len(word) > 1
+
+
+def _contexts(occ: Occurrence, window: int, stop: frozenset = frozenset()) -> List[str]:
     lo, hi = max(0, occ.position - window), occ.position + window + 1
     word = occ.tokens[occ.position].casefold()
     return [t.casefold() for i, t in enumerate(occ.tokens[lo:hi], lo)
-            if i != occ.position and t.casefold() != word and any(c.isalnum() for c in t)]
+            if i != occ.position and t.casefold() != word and is_label_word(t.casefold(), stop)]
 
 
 def distinctive_words(occs: Sequence[Occurrence], labels: np.ndarray, cluster: int,
@@ -118,11 +142,13 @@ def distinctive_words(occs: Sequence[Occurrence], labels: np.ndarray, cluster: i
                       min_count: int = 2) -> Tuple[Tuple[str, float], ...]:
     """Words near the occurrences of ``cluster`` that mark it against the other clusters: the
     log-odds z-score with the informative Dirichlet prior of Monroe et al. (2008, eq. 22; the
-    prior's mass ``prior`` spread by each word's share of all contexts), highest first, z > 0."""
+    prior's mass ``prior`` spread by each word's share of all contexts), highest first, z > 0;
+    stop words and punctuation are left out (:func:`is_label_word`)."""
+    stop = _stop_words()
     inside: Counter = Counter()
     outside: Counter = Counter()
     for occ, lab in zip(occs, labels):
-        (inside if lab == cluster else outside).update(_contexts(occ, window))
+        (inside if lab == cluster else outside).update(_contexts(occ, window, stop))
     n_in, n_out = sum(inside.values()), sum(outside.values())
     n_all = n_in + n_out
     scored = []
@@ -171,6 +197,43 @@ def cluster_layer(layer: int, x: np.ndarray, occs: Sequence[Occurrence], k_max: 
                        tuple(clusters), pur, ari)
 
 
+def align_layers(layers: Sequence[LayerSenses]) -> Tuple[LayerSenses, ...]:
+    """The clusters of each layer renumbered to match the layer before: the pairing that shares
+    the most occurrences (Hungarian assignment on the contingency table) keeps the previous
+    layer's number, a cluster with no partner takes a number no cluster had before; clusters in
+    number order. So "cluster 2" is, as far as the data allow, one sense in every layer (numbers
+    may then skip: layer 1's clusters 1, 2, 3 may be layer 2's clusters 1 and 3)."""
+    from scipy.optimize import linear_sum_assignment
+
+    out: List[LayerSenses] = []
+    top = -1                                       # the highest number given so far
+    for ls in layers:
+        if not ls.clusters:
+            out.append(ls)
+            continue
+        cur = np.asarray(ls.labels, np.int64)
+        if not out or not out[-1].clusters:
+            new = {c.label: c.label for c in ls.clusters}
+        else:
+            prev = np.asarray(out[-1].labels, np.int64)
+            table = np.zeros((int(cur.max()) + 1, int(prev.max()) + 1), np.int64)
+            np.add.at(table, (cur, prev), 1)
+            rows, cols = linear_sum_assignment(-table)
+            new = {int(r): int(c) for r, c in zip(rows, cols) if table[r, c] > 0}
+            for c in ls.clusters:
+                if c.label not in new:
+                    top += 1
+                    new[c.label] = top
+        top = max(top, *new.values())
+        clusters = sorted((SenseCluster(new[c.label], c.size, c.typical, c.context_words,
+                                        c.majority) for c in ls.clusters),
+                          key=lambda c: c.label)
+        out.append(LayerSenses(ls.layer, ls.k, ls.silhouette, ls.silhouettes,
+                               tuple(new[int(v)] for v in cur), tuple(clusters), ls.purity,
+                               ls.ari))
+    return tuple(out)
+
+
 def induce_from_index(index, word: str, layers: Optional[Sequence[int]] = None,
                       k_max: int = 8, max_occurrences: int = 2000, seed: int = 0,
                       state: Optional[TaskState] = None) -> SenseInduction:
@@ -193,7 +256,7 @@ def induce_from_index(index, word: str, layers: Optional[Sequence[int]] = None,
         x = np.asarray(index.vectors[layer][rows], np.float32)         # (N, D)
         out.append(cluster_layer(layer, x, occs, k_max, seed))
     report(state, len(layers), len(layers), "done")
-    return SenseInduction(word, occs, tuple(out), n_total)
+    return SenseInduction(word, occs, align_layers(out), n_total)
 
 
 class _Induced(Protocol):

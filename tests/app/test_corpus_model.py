@@ -271,3 +271,15 @@ def test_the_apps_index_build_runs_in_the_models_precision(tmp_path, tiny_checkp
     a = np.load(folders["fp32"] / "vectors.L2.npy", allow_pickle=False).astype(np.float32)
     b = np.load(folders["bf16"] / "vectors.L2.npy", allow_pickle=False).astype(np.float32)
     assert not np.array_equal(a, b) and (a * b).sum(1).min() > 0.99
+
+
+def test_the_senses_note_says_why_a_rare_word_has_one_sense():
+    """Issue 39: a word of 6 occurrences is one cluster, and the view says why."""
+    occ = tuple(Occurrence(i, 1, ("the", "bank", ".")) for i in range(6))
+    one = LayerSenses(1, 1, float("nan"), (), (0,) * 6, (SenseCluster(0, 6, (0, 1, 2), ()),))
+    m = CorpusModel()
+    assert m.senses_note().startswith("A sense needs at least 5 occurrences")
+    m.senses = SenseInduction("bank", occ, (one,), 6)
+    note = m.senses_note()
+    assert note.startswith("'bank' occurs 6 times: too few for two senses of at least 5")
+    assert note.endswith("Sense numbers follow the occurrences from layer to layer.")

@@ -80,6 +80,30 @@ def test_a_selected_token_lists_its_nearest_occurrences_with_itself_first(qtbot,
     assert all(ln.cosine == pytest.approx(1.0, abs=2e-3) for ln in built.model.lines[0])
 
 
+def test_an_index_opens_on_the_workspace_selection(qtbot, panel, ws, tmp_path):
+    """Issue 39, part 4: the view opens on the selected token (at first launch the default word's
+    first occurrence, as every view), not on a word of its own."""
+    ws.select(TokenRef(1, 4))                              # "bank" in sentence 1
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    panel.build([corpus], tmp_path / "index")
+    qtbot.waitUntil(lambda: panel.model.query is not None, timeout=120000)
+    q = panel.model.query
+    assert (q.word, q.position, q.tokens) == ("bank", 4, tuple(ws.tokens[1]))
+
+
+def test_the_reference_index_is_built_from_the_reference_set(panel, monkeypatch):
+    """Issue 39, part 4: one reference set for every view: the default index holds the general
+    sentences and the demo words' contexts the Projection view shows."""
+    from elmo_engine.resources import reference_set_files
+
+    asked = []
+    monkeypatch.setattr(panel, "build", lambda corpus, folder: asked.append((corpus, folder)))
+    panel.build_reference()
+    assert asked and asked[0][0] == list(reference_set_files())
+    assert asked[0][1] == panel.default_folder()
+
+
 def test_a_word_gets_its_senses_per_layer_and_its_map(qtbot, built):
     built.query_word("the")
     qtbot.waitUntil(lambda: built.model.senses is not None and built.map is not None
@@ -90,6 +114,15 @@ def test_a_word_gets_its_senses_per_layer_and_its_map(qtbot, built):
     table = built.view.clusters
     assert table.rowCount() == len(rows) > 3
     assert all(table.item(r, 6).text() for r in range(table.rowCount()))     # typical sentence
+    # issue 39: centred on the word, the [the] mark never cut; the sentence in the tooltip
+    for r in range(table.rowCount()):
+        line = table.item(r, 6).text()
+        assert "[the]" in line.casefold() and line.index("[") == 31          # 30 + a space
+        assert len(line) <= 2 * 30 + len("[the] ") + 2
+        assert table.item(r, 6).toolTip().startswith(rows[r]["typical"])
+    assert "at least 5 occurrences" in built.view.senses_note.text()
+    assert all(r["size"] >= 5 for r in rows if r["cluster"] > 1 or len(
+        [x for x in rows if x["layer"] == r["layer"]]) > 1)
     n_the = sum(s.split().count("the") for s in SENTENCES)
     assert len(built.map.rows) == n_the
     assert built.view.maps[2].mode is MapMode.POINTS

@@ -219,3 +219,23 @@ def test_app_report_and_export_report_write_the_same_language_model_tables(
         assert "language_model_sentence.png" in figs
     finally:
         w.workspace.worker.shutdown()
+
+
+def test_token_labels_are_staggered_not_cut_when_columns_are_narrow(qtbot):
+    """Issue 39: at 1280×800 the reach heatmap's token labels read "b…", "ri…"; when a label
+    is wider than its column the labels take two lines, each two columns wide."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QLabel
+
+    from elmo_explorer.views.language_model.pairs_view import fitted_ticks
+
+    fm = QFontMetrics(QLabel().font())
+    words = "He sat on the bank of the river and watched the boats .".split()
+    wide = fitted_ticks(words, 60 * len(words), fm)
+    assert [t for _x, t in wide] == words                           # room: one line, whole
+    narrow = fitted_ticks(words, 26 * len(words), fm, offset=0.5)
+    texts = [t for _x, t in narrow]
+    assert texts[4] == "bank" and texts[7] == "\nriver" and texts[9].startswith("\n")
+    assert [x for x, _t in narrow] == [k + 0.5 for k in range(len(words))]
+    tiny = fitted_ticks(["extraordinarily"] * 4, 40, fm)
+    assert all(t.strip("\n").endswith("…") or t.strip("\n") == "·" for _x, t in tiny)

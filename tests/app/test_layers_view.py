@@ -196,3 +196,11 @@ def test_the_recorded_command_is_documented(repo_root):
 
     assert RECORDED_COMMAND in (repo_root / "docs" / "guide" / "layers.md").read_text(encoding="utf-8")
     assert RECORDED_COMMAND in (repo_root / "README.md").read_text(encoding="utf-8")
+
+
+def test_progress_states_the_count_once(panel):
+    """Issue 39: the progress line read "embedding corpus (256/1000 sentences) (256/1000)"."""
+    panel._on_progress(256, 1000, "embedding corpus (256/1000 sentences)")
+    assert panel.view.status.text() == "embedding corpus (256/1000 sentences)"
+    panel._on_progress(3, 12, "contextuality (sentences)")
+    assert panel.view.status.text() == "contextuality (sentences) (3/12)"

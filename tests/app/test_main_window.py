@@ -90,12 +90,13 @@ def test_char_id_count_caps_long_tokens():
 
 
 def test_clicking_a_token_selects_it(qtbot, window):
+    assert window.workspace.selection == TokenRef(0, 4)     # the default: the first "bank"
     table = window.sentences.table
-    rect = table.visualRect(window.sentences.model.index(4, 0))
+    rect = table.visualRect(window.sentences.model.index(6, 0))
     with qtbot.waitSignal(window.workspace.selection_changed, timeout=2000) as blocker:
         qtbot.mouseClick(table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    assert blocker.args == [TokenRef(0, 4)]
-    assert window.workspace.word_at(window.workspace.selection) == "bank"
+    assert blocker.args == [TokenRef(0, 6)]
+    assert window.workspace.word_at(window.workspace.selection) == "the"
     # a selection made elsewhere shows that sentence and moves the editor cursor to its line
     window.workspace.select(TokenRef(1, 6))
     assert window.sentences.model.data(window.sentences.model.index(6, 0)) == "bank"
@@ -317,3 +318,31 @@ def test_first_launch_uses_the_demo_model(qtbot, app_settings_dir, tiny_checkpoi
     # the status line names the bundled model, not the folder it was installed in
     assert w.statusBar().currentMessage() == "Loaded the bundled demo model"
     w.workspace.worker.shutdown()
+
+
+def test_every_view_opens_on_the_same_word_and_token(qtbot, app_settings_dir, tiny_checkpoint,
+                                                     errors, monkeypatch):
+    """Issue 39, part 4: at first launch the workspace selects the first "bank" of the demo
+    sentences, and the Contexts, Language model and Projection views open on it (the Corpus
+    view queries the selection when its index opens: tests/app/test_corpus_panel.py)."""
+    import elmo_explorer.shell.main_window as mw
+    import elmo_explorer.views.projection.running as running_mod
+    from elmo_explorer.views.projection.sources import reference_word
+
+    monkeypatch.setattr(mw, "demo_checkpoint", lambda: tiny_checkpoint)
+    monkeypatch.setattr(running_mod, "AUTO_UMAP_MAX", 0)
+    w = MainWindow(AppSettings(app_settings_dir),
+                   views=("contexts", "language-model", "projection"))
+    qtbot.addWidget(w)
+    w.show()
+    w.start()
+    ws = w.workspace
+    qtbot.waitUntil(ws.all_embedded, timeout=60000)
+    assert ws.selection == TokenRef(0, 4) and ws.word_at(ws.selection) == "bank"
+    lm = w.panels["language-model"].model
+    qtbot.waitUntil(lambda: lm.token is not None, timeout=30000)
+    assert (lm.sentence, lm.token, lm.tokens[lm.token]) == (0, 4, "bank")
+    assert w.panels["contexts"].model.word == "bank"
+    assert w.panels["contexts"].model.query == (0, 4)
+    assert reference_word(w.panels["projection"].view.controls.word_list(), ws) == "bank"
+    ws.worker.shutdown(timeout_s=30)

@@ -62,8 +62,12 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
     PCA with a message and words beside the points."""
     import elmo_explorer.views.projection.sources as sources
 
-    ref = [("pd_fiction", ["The", "bank", "was", "steep", "."]),
-           ("openstax_prose", ["A", "central", "bank", "sets", "rates", "."])]
+    from elmo_engine.analysis.projection.tokens import ReferenceSentence
+
+    ref = [ReferenceSentence("pd_fiction", ("The", "bank", "was", "steep", ".")),
+           ReferenceSentence("openstax_prose", ("A", "central", "bank", "sets", "rates", ".")),
+           ReferenceSentence("semcor", ("The", "bank", "of", "the", "Thames", "."), {1: "river"},
+                             ("DET", "NOUN", "ADP", "DET", "PROPN", "PUNCT"))]
     monkeypatch.setattr(sources, "reference_word_sentences", lambda word: list(ref))
     monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
     ws.sentence_groups = {SENTENCES[0]: "bank: river", SENTENCES[1]: "bank: money",
@@ -76,7 +80,7 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
     with qtbot.waitSignal(panel.ready, timeout=30000):
         panel.show()
     t = panel.model.tokens
-    assert len(t) == 4 + 2 and set(w.lower() for w in t.words) == {"bank"}
+    assert len(t) == 4 + 3 and set(w.lower() for w in t.words) == {"bank"}
     plots = panel.view.plots
     assert len(plots.plots) == 4 and all(lp.view.state["aspectLocked"] for lp in plots.plots)
     rows = [plots.ci.getItem(r, c) for r in (0, 1) for c in (0, 1)]
@@ -92,22 +96,33 @@ def test_reference_source_grid_groups_senses_and_pca_below_50(qtbot, ws, monkeyp
     lp = plots.plots[1]        # typed points: filled with their group's colour, above the rest
     assert typed_fill(lp) == own_colour(lp) and len(set(typed_fill(lp))) == 3
     assert lp.typed.zValue() > lp.points.zValue()
-    assert len(plots.plots[0].labels) == 6                           # few points: words shown
+    assert len(plots.plots[0].labels) == 7                           # few points: words shown
     # layer 0 of one word: a note, not a map of one dot (issue 29); the other plots are maps
-    assert "all 6 tokens (bank 6) have the same vector" in plots.plots[0].note_text()
+    assert "all 7 tokens (bank 7) have the same vector" in plots.plots[0].note_text()
     assert not plots.plots[0].points.isVisible() and not plots.plots[0].typed.isVisible()
     assert plots.plots[0].title_text() == "layer 0 · context-free"
     assert all(lp.note_text() == "" and lp.points.isVisible() for lp in plots.plots[1:])
     assert plots.plots[0].nearest(QPointF(*panel.model.shown[0].coords[0])) == -1
     assert "below 50 points" in panel.view.controls.status.text()
     assert panel.model.shown[0].method == "pca"
-    legend = {name for name, _c, _n in panel.colour_categories()[1]}
-    assert legend == {"bank: river", "bank: money", "typed (no group)",
-                      "reference: pd_fiction", "reference: openstax_prose"}
+    groups = {name: (c, n) for name, c, n in panel.colour_categories()[1]}
+    assert {g: n for g, (_c, n) in groups.items()} == {
+        "bank: river": 3, "bank: money": 1, "typed (no group)": 1,       # the SemCor one: river
+        "reference: pd_fiction": 1, "reference: openstax_prose": 1}
     panel.view.controls.set_colour_by("sense")
-    senses = {name: n for name, _c, n in panel.colour_categories()[1]}
+    legend = panel.colour_categories()[1]
+    senses = {name: n for name, _c, n in legend}
     assert typed_fill(lp) == own_colour(lp)                         # recoloured with the rest
-    assert senses == {"river": 2, "money": 1, "typed (no sense)": 1, "reference (unlabelled)": 2}
+    assert senses == {"river": 3, "money": 1, "typed (no sense)": 1,
+                      "reference (no sense label)": 2}
+    # a sense keeps its colour across colouring modes (issue 39): senses first, by name
+    colour = {name: c for name, c, _n in legend}
+    assert colour["money"] == groups["bank: money"][0] == PALETTE[0]
+    assert colour["river"] == groups["bank: river"][0] == PALETTE[1]
+    panel.view.controls.set_colour_by("label")          # the SemCor sentence's UPOS tags
+    assert {name: n for name, _c, n in panel.colour_categories()[1]} == {"NOUN": 1,
+                                                                        "(no tag)": 6}
+    panel.view.controls.set_colour_by("sense")
     fig = panel.grid_figure()
     assert len([a for a in fig.axes if a.get_visible()]) == 4
     note, maps = fig.axes[0], fig.axes[1:4]

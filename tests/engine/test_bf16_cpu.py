@@ -119,13 +119,16 @@ def test_bf16_embedder_runs_bf16_weights_and_packs_them(tmp_path):
 
 
 @needs_units
-def test_cli_embed_and_export_vectors_in_bf16(tmp_path):
+def test_cli_embed_and_export_vectors_in_bf16(tmp_path, capsys):
     inp = tmp_path / "in.txt"
     inp.write_text("\n".join(" ".join(s) for s in _sentences()[:4]) + "\n", encoding="utf-8")
     ckpt = str(FIXTURES / "allennlp")
     for precision in ("fp32", "bf16"):
         assert main(["embed", str(inp), "-o", str(tmp_path / f"{precision}.npz"), "--checkpoint", ckpt,
                      "--device", "cpu", "--precision", precision]) == 0
+        # the last line names the precision it ran in, not only the vectors' type (issue 39)
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert f"float32 vectors computed in {precision})" in last
         assert main(["export", "vectors", str(inp), "-o", str(tmp_path / f"v-{precision}.npz"),
                      "--checkpoint", ckpt, "--device", "cpu", "--precision", precision]) == 0
     a = np.load(tmp_path / "fp32.npz", allow_pickle=False)

@@ -148,6 +148,24 @@ def test_snippet():
     toks = "we sat on the bank of the river today".split()
     assert cmp.snippet(toks, 4) == "…on the [bank] of the…"
     assert cmp.snippet(["bank"], 0) == "[bank]"
+    # issue 39: a long context is dropped from its far ends, the [word] mark is never cut
+    long = ["extraordinarily", "circumstantial", "the", "bank", "notwithstanding", "x"]
+    got = cmp.snippet(long, 3, context=3, max_chars=20)
+    assert got == "…[bank]…"                      # both sides as long as they fit, in turn
+    assert cmp.snippet(long, 3, context=3, max_chars=30) == "…the [bank] notwithstanding x"
+    assert cmp.snippet(["a"] * 3 + ["riverbank"], 3, max_chars=5) == "…[riverbank]"
+
+
+def test_kwic_line_is_bounded_and_centred_on_the_word():
+    """Issue 39: `contexts --reference` printed whole paragraphs; senses cut the [word] mark."""
+    from elmo_engine.index.search import kwic_line
+
+    para = ("word " * 300).split() + ["bank"] + ("more " * 300).split()
+    line = kwic_line(para, 300, width=40)
+    assert len(line) <= 2 * 40 + len("bank") + 4 and line.index("[bank]") == 41
+    assert line.startswith("…") and line.endswith("…")
+    short = kwic_line(["the", "bank"], 1, width=10)
+    assert short == "       the [bank]"
 
 
 def test_exports_round_trip(tmp_path):

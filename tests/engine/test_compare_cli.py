@@ -55,3 +55,25 @@ def test_contexts_command_errors(fixtures_dir, sentences):
                   str(fixtures_dir / "allennlp"), "--mix-weights", "1,x,1"])
     with pytest.raises(InputError, match="--mix-weights"):
         compare_cli.run(args)
+
+
+def test_contexts_reference_says_its_progress_and_prints_bounded_lines(fixtures_dir, sentences,
+                                                                        tmp_path, capsys):
+    """Issue 39: `contexts --reference FILE` was silent for 80 s and printed whole paragraphs;
+    now progress goes to stderr, a paragraph is split into sentences (the rule of `index` and
+    `embed --split-sentences`), and each neighbour is a line centred on the word."""
+    para = " ".join(["The long paragraph went on about the bank of the river and more ."] * 40)
+    ref = tmp_path / "ref.txt"
+    ref.write_text(para + "\n", encoding="utf-8")
+    base = ["--word", "bank", "--sentences", str(sentences), "--checkpoint",
+            str(fixtures_dir / "allennlp"), "--neighbours", "3", "--reference", str(ref)]
+    assert compare_cli.run(parse(base)) == 0
+    out, err = capsys.readouterr()
+    assert "embedding …" in err.splitlines()                       # progress, on stderr
+    lines = [ln for ln in out.splitlines() if ln.startswith("   ")]
+    assert len(lines) == 3 * 2 and all(len(ln) <= 100 and "[" in ln for ln in lines)
+    assert max(len(ln) for ln in out.splitlines()) < 200
+    assert compare_cli.run(parse(base + ["--no-split-sentences", "--json"])) == 0
+    doc = json.loads(capsys.readouterr().out)
+    whole = [nb["sentence"] for nb in doc["neighbours"]["layer 2"]]
+    assert any(len(s) > 1000 for s in whole)             # one paragraph: one "sentence"

@@ -309,3 +309,35 @@ def test_embed_shards_refuses_a_corpus_that_changed(small, tmp_path):
     manifest = new_manifest(model, str(TINY), count_corpus(sents, 7), (2,), [corpus], {})
     with pytest.raises(InputError, match="did a corpus file change"):
         embed_shards(tmp_path, sents[:-1], manifest, Embedder(model, device="cpu"))
+
+
+def test_the_time_left_covers_the_graph_build(small, tmp_path, monkeypatch):
+    """Issue 39: the build said "00:00:00 left" when the embedding ended and then built the HNSW
+    graphs for a minute more; now the graphs' estimate (a small graph timed after the first
+    shard) is in the time left, and the graph stage states its own rate and time left."""
+    import elmo_engine.index.ann as ann_mod
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.index.ann import AnnSettings, estimate_graph_seconds
+    from elmo_engine.index.build import build_index, new_manifest
+    from elmo_engine.index.corpus import count_corpus
+    from elmo_engine.io.datasets.corpus_text import read_sentences
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.progress import TaskState
+
+    rng = np.random.default_rng(0)
+    sample = rng.normal(size=(500, 32)).astype(np.float32)
+    sample /= np.linalg.norm(sample, axis=1, keepdims=True)
+    assert estimate_graph_seconds(sample, 50_000, AnnSettings()) > 0
+    assert estimate_graph_seconds(sample[:10], 50_000, AnnSettings()) == 0.0   # too few rows
+    monkeypatch.setattr(ann_mod, "estimate_graph_seconds", lambda s, n, settings: 60.0)
+    corpus, _reference = small
+    model = load_checkpoint(TINY)
+    sents = read_sentences(corpus)
+    manifest = new_manifest(model, str(TINY), count_corpus(sents, 7), (1, 2), [corpus], {})
+    seen = []
+    build_index(tmp_path / "ix", sents, manifest, Embedder(model, device="cpu", cache_size=0),
+                state=TaskState(lambda done, total, msg: seen.append((done, total, msg))))
+    last_embed = [m for _d, _t, m in seen if "tokens/s" in m][-1]
+    assert last_embed.endswith("00:02:00 left, the graphs included")     # 2 layers × 60 s
+    graph = [m for _d, _t, m in seen if m.startswith("building the nearest-neighbour graph (")]
+    assert graph and "vectors/s" in graph[-1] and "left" in graph[-1]

@@ -89,7 +89,8 @@ def test_induce_from_index(tmp_path, capsys):
     assert all(o.tokens[o.position].casefold() == "the" for o in res.occurrences)
     assert [ls.layer for ls in res.layers] == [1, 2]
     for ls in res.layers:
-        assert 2 <= ls.k <= 4 and len(ls.labels) == 25 and ls.purity is None
+        assert 1 <= ls.k <= 4 and len(ls.labels) == 25 and ls.purity is None
+        assert ls.k == 1 or min(c.size for c in ls.clusters) >= 5     # no sense of 2 or 3
         assert sum(c.size for c in ls.clusters) == 25
     capsys.readouterr()
     assert main(["senses", str(tmp_path / "ix"), "--word", "the", "--k-max", "3",
@@ -124,3 +125,51 @@ def test_wsd_nn_on_the_demo_task():
     # the token layer cannot tell senses of one word form apart; the LSTM layers can
     assert f1[2] > f1[0] + 0.1 and f1[1] > f1[0] + 0.1
     assert f1[2] > res.first_sense.f1
+
+
+def test_a_sense_needs_five_occurrences():
+    """Issue 39: 5–6 occurrences were split into 3–4 "senses"; a cluster now needs at least
+    MIN_CLUSTER_SIZE occurrences, and fewer than twice that make one cluster."""
+    from elmo_engine.index.senses import MIN_CLUSTER_SIZE
+
+    x, _gold = blobs([3, 3])                     # two tiny, well separated groups
+    labels, sil, tried = choose_clusters(x)
+    assert MIN_CLUSTER_SIZE == 5 and labels.tolist() == [0] * 6 and tried == ()
+    x, gold = blobs([30, 3, 25])                 # a blob of 3 is no sense of its own
+    labels, _sil, tried = choose_clusters(x, k_max=5)
+    assert np.bincount(labels).min() >= MIN_CLUSTER_SIZE and 3 in dict(tried)
+    assert len(set(labels.tolist())) == 2
+
+
+def test_cluster_numbers_follow_the_occurrences_across_layers():
+    """Issue 39: cluster numbers were not aligned across layers."""
+    from elmo_engine.index.senses import align_layers
+
+    x, gold = blobs([30, 20, 25])
+    occs = occurrences(gold)
+    a = cluster_layer(1, x, occs, k_max=4, seed=0)
+    perm = np.random.default_rng(3).permutation(len(x))          # other k-means numbering
+    inv = np.argsort(perm)
+    b_raw = cluster_layer(2, x[perm], [occs[i] for i in perm], k_max=4, seed=5)
+    b_labels = np.asarray(b_raw.labels)[inv]                    # back in occurrence order
+    from elmo_engine.index.senses import LayerSenses
+
+    b = LayerSenses(2, b_raw.k, b_raw.silhouette, b_raw.silhouettes, tuple(b_labels.tolist()),
+                    b_raw.clusters, None, None)
+    first, second = align_layers([a, b])
+    assert first == a                                            # the first keeps its numbers
+    assert list(second.labels) == list(a.labels)                 # the same senses, same numbers
+    assert [c.label for c in second.clusters] == sorted(c.label for c in second.clusters)
+    assert {c.label: c.size for c in second.clusters} == {c.label: c.size for c in a.clusters}
+
+
+def test_cluster_labels_leave_out_stop_words():
+    """Issue 39: clusters were labelled with stop words ("the", "of", "'s")."""
+    gold = ["s0"] * 10 + ["s1"] * 10
+    occs = [Occurrence(i, 2, ("of", "the", "bank", "'s", "and") + (("river",) if g == "s0"
+                                                                   else ("loan",)))
+            for i, g in enumerate(gold)]
+    occs[:10] = [Occurrence(i, 2, ("of", "the", "bank", "'s", "which", "river")) for i in range(10)]
+    labels = np.array([0] * 10 + [1] * 10)
+    words = [w for w, _ in distinctive_words(occs, labels, 0)]
+    assert words == ["river"]                                   # not "which"

@@ -126,3 +126,37 @@ def test_sentences_limits_and_errors(tmp_path):
     cut.write_bytes(gzip.compress(b"a sentence\n" * 1000)[:40])
     with pytest.raises(InputError, match="corrupt or truncated"):
         read_sentences(cut)
+
+
+def test_corpus_text_reads_a_grouped_file_without_its_comments_and_groups():
+    """Issue 39: ``train-lm --dev resources/demo_sentences.tsv`` counted the comment lines and
+    the group labels ("bank: river") as text; the corpus reader now reads the sentences only."""
+    from elmo_engine.io.datasets.corpus_text import read_sentences as read_corpus
+    from elmo_engine.io.datasets.sentences import read_grouped_sentences
+    from elmo_engine.model.tokenize import tokenize
+    from elmo_engine.resources import demo_sentences_path
+
+    path = demo_sentences_path()
+    got = read_corpus(path, sentences=False)
+    want = [tokenize(s) for _g, s in read_grouped_sentences(path)]
+    assert got == want and len(got) == 40
+    assert got[0] == ["He", "sat", "on", "the", "bank", "of", "the", "river", "and", "watched",
+                      "the", "boats", "."]
+    assert not any(t in ("#", "river:") or t.startswith("group") for s in got for t in s[:1])
+
+
+def test_the_reference_sets_word_contexts_read_as_running_text():
+    """Issue 39, part 4: the Corpus view's default index reads the reference set's general
+    sentences and its demo-word contexts (``word<TAB>source<TAB>sentence``: the text after the
+    last tab), so "bank" occurs there as often as in the Projection view."""
+    from elmo_engine.io.datasets.corpus_text import read_sentences as read_corpus
+    from elmo_engine.resources import reference_set_files
+
+    general, contexts = reference_set_files()
+    assert general.name == "sentences.txt" and contexts.name == "word_contexts.tsv"
+    got = read_corpus(contexts, sentences=False)
+    assert len(got) == 1635
+    assert got[0][:4] == ["The", "dense", "brown", "line"]
+    assert not any(s[0] in ("bank", "play", "pd_fiction", "openstax_prose") and s[1] in (
+        "pd_fiction", "openstax_prose") for s in got)
+    assert sum(t.casefold() == "bank" for s in got for t in s) >= 400

@@ -52,6 +52,29 @@ def test_lm_json_reach_on_the_bundled_model(tmp_path, capsys):
     assert (np.diagonal(reach[0], axis1=-2, axis2=-1) > 1e-3).all()
 
 
+def test_lm_text_output_is_readable(tmp_path, capsys):
+    """Issue 39: substitutes without <UNK> and punctuation (unless --all-substitutes), reach
+    matrices with token labels, layer 0 (context-free: both directions alike) printed once."""
+    text = tmp_path / "in.txt"
+    text.write_text("He sat on the bank of the river .\n", encoding="utf-8")
+    assert cli_main(["lm", str(text), "--reach", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    rows = out[3:12]
+    subs = [w for r in rows for w in r.split("  ")[-1].split(", ")]
+    assert len(rows) == 9 and rows[4].split()[0] == "bank" and subs
+    assert "<UNK>" not in subs and all(any(c.isalnum() for c in w) for w in subs)
+    titles = [ln for ln in out if ln.startswith("  reach, layer")]
+    assert [t.split(":")[0] for t in titles] == [
+        "  reach, layer 0 both directions (context-free)", "  reach, layer 1 forward",
+        "  reach, layer 1 backward", "  reach, layer 2 forward", "  reach, layer 2 backward"]
+    k = out.index(titles[1])
+    assert out[k + 1].split() == ["He", "sat", "on", "the", "bank", "of", "the", "river", "."]
+    assert out[k + 6].split()[0] == "bank" and len(out[k + 6].split()) == 10
+    assert cli_main(["lm", str(text), "--all-substitutes", "--device", "cpu"]) == 0
+    everything = capsys.readouterr().out
+    assert "<UNK>" in everything                                 # the demo model's favourite
+
+
 def test_reach_works_without_a_softmax_and_predictions_say_what_is_missing(tmp_path, capsys):
     text = tmp_path / "in.txt"
     text.write_text("the cat sat .\n", encoding="utf-8")

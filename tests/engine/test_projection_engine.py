@@ -410,3 +410,31 @@ def test_run_falls_back_to_pca_when_too_few_distinct(corpus):
         Projector().run(acts, ts, [LayerSpec.single(0)], "umap")
     out = Projector().run(acts, ts, [LayerSpec.single(0)], "umap", pca_fallback=True)
     assert out[0].method == "pca" and out[0].coords.shape == (len(ts), 2)
+
+
+def test_reference_set_of_bank_is_sense_tagged_with_upos():
+    """Issue 39, part 4: the bundled reference set for "bank" starts with its SemCor sentences,
+    each occurrence named by its sense (river / money, as the demo sentences' groups) and every
+    token tagged with UPOS; the fiction and textbook contexts follow, unlabelled."""
+    from elmo_engine.analysis.projection.tokens import reference_word_sentences
+
+    ref = reference_word_sentences("bank")
+    tagged = [r for r in ref if r.senses]
+    senses = [s for r in tagged for s in r.senses.values()]
+    assert senses.count("river") >= 10 and senses.count("money") >= 10
+    assert all(r.source == "semcor" and r.upos is not None and len(r.upos) == len(r.tokens)
+               for r in tagged)
+    assert all(r.tokens[i].casefold() == "bank" and r.upos[i] == "NOUN"
+               for r in tagged for i in r.senses)
+    assert {r.source for r in ref if not r.senses} == {"pd_fiction", "openstax_prose"}
+    assert ref.index(tagged[-1]) < len(tagged)                        # the tagged ones first
+
+
+def test_word_senses_file_errors_name_the_line(tmp_path):
+    from elmo_engine.analysis.projection.tokens import read_word_senses
+
+    bad = tmp_path / "senses.tsv"
+    bad.write_text("# header\nbank\triver\tbank%1:17:01::\t1\tThe bank\tDET\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        read_word_senses(bad, "bank")
+    assert "senses.tsv:2: 2 tokens, 1 tags" in str(e.value)

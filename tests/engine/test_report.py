@@ -142,3 +142,21 @@ def test_one_figure_in_several_formats_is_shown_once(tmp_path):
     assert "figures/heat map.svg" in p.hrefs and page.count("<figure>") == 2
     md = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert "([PNG](figures/heat map.png), [SVG](figures/heat map.svg))" in md
+
+
+def test_view_parameters_leave_documents_out_of_the_table():
+    """Issue 39: report.md's parameter table held the whole layers JSON in one cell."""
+    import json
+
+    from elmo_engine.analysis.report import MAX_PARAMETER_CHARS, _view_parameters
+    from elmo_engine.resources import HERE
+
+    layers = json.loads((HERE / "layers_recorded.json").read_text(encoding="utf-8"))
+    got = _view_parameters({
+        "layers": {"result": layers, "sentences": 1000, "corpus": "x" * 400},
+        "projection": {"colour_by": "sense", "umap": {"n_neighbors": 15, "min_dist": 0.1},
+                       "nested": {"a": {"b": 1}}, "weights": [0.2, 0.3, 0.5]}})
+    assert got == {"layers: sentences": 1000, "projection: colour by": "sense",
+                   "projection: umap": "n_neighbors 15, min_dist 0.1",
+                   "projection: weights": "0.2, 0.3, 0.5"}
+    assert all(len(str(v)) <= MAX_PARAMETER_CHARS for v in got.values())

@@ -223,3 +223,30 @@ def test_a_note_is_wrapped_inside_its_panel():
     box, panel = text.get_window_extent(renderer), a0.get_window_extent(renderer)
     assert "\n" in text.get_text() and " ".join(text.get_text().split()) == " ".join(long.split())
     assert box.x0 >= panel.x0 - 2 and box.x1 <= panel.x1 + 2
+
+
+def test_the_report_projection_colours_the_word_by_its_groups():
+    """Issue 39: the report's projection drew every "bank" in one colour; its occurrences are
+    now coloured by their group (sense), senses in the order of their names, named in the
+    legend."""
+    from elmo_engine.analysis.projection.report import (GROUP_COLORS, OTHER_TOKENS_COLOR,
+                                                        group_colors, projection_figure)
+
+    colours, legend = group_colors(["bank: river", "bank: money", "", "bank: river"])
+    assert colours == [GROUP_COLORS[1], GROUP_COLORS[0], F.USER_COLOR, GROUP_COLORS[1]]
+    assert legend == [("money (1)", GROUP_COLORS[0]), ("river (2)", GROUP_COLORS[1]),
+                      ("no group (1)", F.USER_COLOR)]
+    rng = np.random.default_rng(0)
+    tokens = [["the", "bank", "of", "the", "river"], ["a", "bank", "loan", "is", "due"],
+              ["he", "sat", "by", "the", "bank"]]
+    acts = [rng.normal(size=(3, len(t), 8)).astype(np.float32) for t in tokens]
+    groups = {(0, 1): "bank: river", (1, 1): "bank: money", (2, 4): "bank: river"}
+    fig, points, _proj, _how = projection_figure(tokens, acts, "bank", None, groups)
+    ax = next(a for a in fig.axes if a.get_visible() and len(a.collections) >= 2)
+    user = ax.collections[1]                                     # the word, above the rest
+    faces = {tuple(np.round(c[:3], 3)) for c in user.get_facecolors()}
+    assert len(user.get_offsets()) == 3 and len(faces) == 2
+    names = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "'bank': river (2)" in names and "'bank': money (1)" in names
+    assert ax.collections[0].get_facecolors().shape[0] == len(points) - 3
+    assert OTHER_TOKENS_COLOR not in GROUP_COLORS

@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.settings = settings
         self.workspace = workspace if workspace is not None else Workspace(parent=self)
+        self.workspace.select_default = True       # every view opens on one word and token
         self.show_error: Callable[[str, str], None] = lambda t, m: dialogs.show_error(self, t, m)
         self.setWindowTitle(dialogs.APP_TITLE)
         self.setObjectName("mainWindow")

@@ -117,6 +117,9 @@ class Workspace(QObject):
         self.selection: Optional[TokenRef] = None
         #: sentence text → its group ("bank: river"), from a group<TAB>sentence file
         self.sentence_groups: Dict[str, str] = {}
+        #: select the default word's first occurrence whenever nothing is selected and the
+        #: tokens change (the app sets it, so that every view opens on one word and token)
+        self.select_default = False
         self._tok_cache: Dict[str, List[str]] = {}
         self._act_cache: Dict[str, np.ndarray] = {}
         self._loading: Optional[ModelSpec] = None
@@ -174,6 +177,7 @@ class Workspace(QObject):
         self.selection = None
         self.model_changed.emit()
         self.selection_changed.emit(None)
+        self._default_selection()
         self._schedule()
 
     def _on_model_error(self, spec: ModelSpec, message: str) -> None:
@@ -204,6 +208,7 @@ class Workspace(QObject):
             self.selection = None
             self.selection_changed.emit(None)
         self.sentences_changed.emit()
+        self._default_selection()
         self._schedule()
 
     def _schedule(self) -> None:
@@ -247,6 +252,7 @@ class Workspace(QObject):
                 got_acts = True
         if got_tokens:
             self.tokens_changed.emit()
+            self._default_selection()
         if got_acts:
             self.activations_changed.emit()
 
@@ -257,6 +263,19 @@ class Workspace(QObject):
     # ---- selection and lookup -----------------------------------------------------------------
     def _valid(self, ref: TokenRef) -> bool:
         return 0 <= ref.sentence < len(self.tokens) and 0 <= ref.token < len(self.tokens[ref.sentence])
+
+    def default_token(self) -> Optional[TokenRef]:
+        """The first occurrence of the default word (:func:`~elmo_explorer.views.words.
+        default_word`: "bank" when present), or None without tokens."""
+        from elmo_explorer.views.words import default_word
+
+        word = default_word(self.tokens)
+        found = self.occurrences(word) if word else []
+        return found[0] if found else None
+
+    def _default_selection(self) -> None:
+        if self.select_default and self.selection is None:
+            self.select(self.default_token())
 
     def select(self, ref: Optional[TokenRef]) -> None:
         """Select a token (or None); emits ``selection_changed`` when it changes."""

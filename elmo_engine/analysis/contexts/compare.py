@@ -62,15 +62,21 @@ def gather(activations: Sequence[Optional[np.ndarray]], occurrences: Sequence[Oc
 
 
 def snippet(tokens: Sequence[str], index: int, context: int = 2, max_chars: int = 32) -> str:
-    """A short label for a token in its sentence: ``"…the [bank] of…"``."""
-    left = list(tokens[max(0, index - context):index])
-    right = list(tokens[index + 1:index + 1 + context])
-    text = " ".join(left + [f"[{tokens[index]}]"] + right)
-    if len(text) > max_chars:
-        text = f"[{tokens[index]}]" if len(tokens[index]) + 2 >= max_chars else text[:max_chars - 1]
-    pre = "…" if index - context > 0 else ""
-    post = "…" if index + 1 + context < len(tokens) else ""
-    return pre + text + post
+    """A short label for a token in its sentence: ``"…the [bank] of…"``, about ``max_chars``
+    long and centred on the word; the ``[word]`` mark is never cut (context words are dropped
+    from the far ends first)."""
+    lo, hi = max(0, index - context), min(len(tokens), index + 1 + context)
+
+    def text(lo: int, hi: int) -> str:
+        return " ".join(list(tokens[lo:index]) + [f"[{tokens[index]}]"]
+                        + list(tokens[index + 1:hi]))
+
+    while len(text(lo, hi)) > max_chars and (lo < index or hi > index + 1):
+        if index - lo >= hi - index - 1 and lo < index:
+            lo += 1
+        else:
+            hi -= 1
+    return ("…" if lo > 0 else "") + text(lo, hi) + ("…" if hi < len(tokens) else "")
 
 
 # ---- halves and mix -------------------------------------------------------------------------

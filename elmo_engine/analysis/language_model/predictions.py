@@ -24,7 +24,7 @@ import torch
 
 from elmo_engine.analysis.language_model.states import framed_layers, lm_rows
 from elmo_engine.errors import InputError
-from elmo_engine.model.softmax import BOS, EOS, Softmax
+from elmo_engine.model.softmax import BOS, EOS, UNK, Softmax
 from elmo_engine.model.softmax_scan import scan
 from elmo_engine.progress import TaskState, check
 
@@ -88,10 +88,19 @@ class SentencePredictions:
                 "perplexity": {"forward": self.perplexity[0], "backward": self.perplexity[1]}}
 
 
+def is_substitute(word: str) -> bool:
+    """Whether a predicted word reads as a substitute: not a marker (``<UNK>``, ``<S>``,
+    ``</S>``) and not punctuation (it holds a letter or a digit)."""
+    return word not in (BOS, EOS, UNK) and any(c.isalnum() for c in word)
+
+
 def predict(embedder, softmax: Softmax, sentences: Sequence[Sequence[str]], top_k: int = 10,
-            state: Optional[TaskState] = None) -> Tuple[SentencePredictions, ...]:
+            state: Optional[TaskState] = None, all_substitutes: bool = False
+            ) -> Tuple[SentencePredictions, ...]:
     """:class:`SentencePredictions` of each tokenized sentence (one biLM batch per sentence,
-    one pass over the softmax per sentence)."""
+    one pass over the softmax per sentence). The substitutes leave out ``<UNK>``, the sentence
+    markers and punctuation (:func:`is_substitute`) unless ``all_substitutes``: of the top
+    ``top_k`` words both directions agree on, those that remain."""
     if top_k < 1:
         raise InputError("--top-k must be at least 1")
     softmax.check_fits(embedder.opts.output_dim, "the model")
@@ -101,12 +110,13 @@ def predict(embedder, softmax: Softmax, sentences: Sequence[Sequence[str]], top_
         sent = tuple(sent)
         if not sent:
             raise InputError("an empty sentence has nothing to predict")
-        out.append(_predict_one(embedder, softmax, sent, top_k, state))
+        out.append(_predict_one(embedder, softmax, sent, top_k, state, all_substitutes))
     return tuple(out)
 
 
 def _predict_one(embedder, softmax: Softmax, sent: Tuple[str, ...], top_k: int,
-                 state: Optional[TaskState]) -> SentencePredictions:
+                 state: Optional[TaskState], all_substitutes: bool = False
+                 ) -> SentencePredictions:
     n = len(sent)
     layers = framed_layers(embedder, [sent])
     fwd, bwd = lm_rows(layers, 0, n, embedder.opts.output_dim)        # (n+1, out) each
@@ -135,7 +145,8 @@ def _predict_one(embedder, softmax: Softmax, sent: Tuple[str, ...], top_k: int,
     for q in range(n):
         p = torch.exp(res.pair_top_scores[q].double() - res.pair_log_z[q])
         subs.append(tuple(Candidate(softmax.tokens[int(i)], float(v))
-                          for i, v in zip(res.pair_top_ids[q], p)))
+                          for i, v in zip(res.pair_top_ids[q], p)
+                          if all_substitutes or is_substitute(softmax.tokens[int(i)])))
     ppl_f = math.exp(float(-logp[:n + 1].mean()))
     ppl_b = math.exp(float(-logp[n + 1:].mean()))
     return SentencePredictions(tokens=sent, forward=forward, backward=backward,

@@ -7,7 +7,7 @@ installed, else PCA.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -21,6 +21,8 @@ PROJECTION_MAX_POINTS = 5000
 PROJECTION_SEED = 42
 #: the colour of the tokens that are not the compared word
 OTHER_TOKENS_COLOR = "#56B4E9"
+#: the compared word's groups (senses), in the order of their names (Okabe–Ito, no sky blue)
+GROUP_COLORS = ("#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#000000", "#F0E442")
 
 
 def projection_params(state):
@@ -64,12 +66,31 @@ def projection_layers(state, n_layers: int):
     return layers
 
 
-def projection_figure(tokens, acts, word: Optional[str], state=None):
+def group_colors(names: Sequence[str]) -> Tuple[List[str], List[Tuple[str, str]]]:
+    """Per occurrence its group's colour, and the legend ``[(name (n), colour)]``: the groups in
+    the order of their names (so a sense has one colour in every figure of the report), "" (no
+    group) in :data:`~elmo_engine.io.figures.USER_COLOR`; groups beyond the palette share its
+    last colour."""
+    from elmo_engine.analysis.contexts.groups import split_group
+
+    sense = [split_group(g)[1] if g else "" for g in names]
+    named = sorted({s for s in sense if s})
+    colour = {s: GROUP_COLORS[min(i, len(GROUP_COLORS) - 1)] for i, s in enumerate(named)}
+    colour[""] = F.USER_COLOR
+    legend = [(f"{s or 'no group'} ({sense.count(s)})", colour[s])
+              for s in named + ([""] if "" in sense else [])]
+    return [colour[s] for s in sense], legend
+
+
+def projection_figure(tokens, acts, word: Optional[str], state=None,
+                      groups: Optional[Dict[Tuple[int, int], str]] = None):
     """The report's projection grid: every token of ``tokens`` (a sample of
     :data:`PROJECTION_MAX_POINTS` beyond it) projected to 2-D, one panel per layer and the mix
     (the projection view's maps, :mod:`elmo_engine.analysis.projection`); the occurrences of
-    ``word`` drawn above the rest and named in the legend; a map whose points are all the same
-    is a note. ``state``: the saved projection view (its UMAP settings and mix weights).
+    ``word`` drawn above the rest, coloured by their group (sense; ``groups``: ``{(sentence,
+    token): group}``, :func:`group_colors`) and named in the legend; a map whose points are all
+    the same is a note. ``state``: the saved projection view (its UMAP settings and mix
+    weights).
 
     Returns ``(figure, points, projections, how)``: ``how`` says in words which method drew
     the maps (for the caption)."""
@@ -82,7 +103,13 @@ def projection_figure(tokens, acts, word: Optional[str], state=None):
     projections = Projector().run(acts, points, layers, method, params, pca_fallback=True)
     mine = np.array([w == word for w in points.words], bool)
     n_mine = int(mine.sum())
-    colors = [F.USER_COLOR if m else OTHER_TOKENS_COLOR for m in mine]
+    colors = [OTHER_TOKENS_COLOR] * len(points)
+    where = np.flatnonzero(mine)
+    groups = groups or {}
+    mine_colors, mine_legend = group_colors(
+        [groups.get((int(points.sentence[i]), int(points.position[i])), "") for i in where])
+    for i, c in zip(where, mine_colors):
+        colors[i] = c
     panels = []
     for p in projections:
         if p.method == "pca":
@@ -95,6 +122,8 @@ def projection_figure(tokens, acts, word: Optional[str], state=None):
                        "note": collapsed_note(p, points.words)})
     legend = [(f"other tokens ({len(points) - n_mine:,})" if n_mine else
                f"tokens ({len(points):,})", OTHER_TOKENS_COLOR)]
+    if len(mine_legend) > 1 or (mine_legend and not mine_legend[0][0].startswith("no group")):
+        legend += [(f"'{word}': {name}", c) for name, c in mine_legend]
     fig = projection_grid(panels, legend, user_label=f"'{word}' ({n_mine})")
     used = sorted({p.method for p in projections})
     if "umap" in used:
@@ -108,7 +137,8 @@ def projection_figure(tokens, acts, word: Optional[str], state=None):
 
 
 def projection_part(tokens, acts, word: Optional[str], state, figure_dir: Optional[Path],
-                    style: FigureStyle, where: str) -> ReportPart:
+                    style: FigureStyle, where: str,
+                    groups: Optional[Dict[Tuple[int, int], str]] = None) -> ReportPart:
     """The projection grid (:func:`projection_figure`) as a figure of the report, captioned
     with the method, the tokens and ``where`` (the model and the data); empty without a
     figure folder or with fewer than two tokens."""
@@ -116,10 +146,10 @@ def projection_part(tokens, acts, word: Optional[str], state, figure_dir: Option
     n = sum(len(t) for t in tokens)
     if figure_dir is None or n < 2:
         return part
-    fig, points, projections, how = projection_figure(tokens, acts, word, state)
+    fig, points, projections, how = projection_figure(tokens, acts, word, state, groups)
     n_mine = sum(w == word for w in points.words)
     mark = (f" The {n_mine} occurrences of '{word}' are ringed and drawn above the other "
-            "tokens." if n_mine else "")
+            "tokens" + (", coloured by their group" if groups else "") + "." if n_mine else "")
     part.parameters |= {"projection (report)": how.split(" (")[0] + f", {len(points):,} tokens"}
     part.figures += saved_figures(
         fig, figure_dir, "projection_" + "_".join(sorted({p.method for p in projections})),

@@ -1,7 +1,10 @@
 """Corpus text as the trainer and the corpus index read it: documents of tokenized sentences.
 
 A file (plain or gzip, UTF-8) holds paragraphs or sentences, one per line; ``= … =`` header lines
-and empty lines end a document. :func:`split_sentences` cuts a paragraph's tokens into sentences;
+and empty lines end a document. A ``group<TAB>sentence`` file (``.tsv``, or a first line with a
+tab: :func:`~elmo_engine.io.datasets.sentences.is_grouped`) gives its sentences only — the text
+after a line's last tab, so ``word<TAB>source<TAB>sentence`` reads alike — its ``#`` lines being
+comments. :func:`split_sentences` cuts a paragraph's tokens into sentences;
 :func:`read_documents` / :func:`read_sentences` read a whole file (the trainer shuffles
 documents), :func:`iter_sentences` the same sentences one line at a time (the corpus index, which
 never holds its corpus). Errors name the file and the line.
@@ -102,10 +105,20 @@ def _line_sentences(path, tokenizer: str, skip_headers: bool, sentences: bool, w
     problem = regular_file_problem(path)
     if problem:
         raise InputError(f"cannot read the {what}: {problem}", path=path)
+    from elmo_engine.io.datasets.sentences import is_grouped
+
+    # a group<TAB>sentence file (resources/demo_sentences.tsv) is read as the app reads it: its
+    # '#' lines are comments and its groups are not text
+    grouped = is_grouped(path)
     # the one reader: a regular file (a FIFO or a device is refused), gzip by its magic bytes,
     # UTF-8, lines of at most 1 MiB; errors name the file and the line
     with open_text(path) as text_lines:
         for line in text_lines:
+            if grouped:
+                if line.lstrip().startswith("#"):
+                    continue
+                group, tab, rest = line.rpartition("\t")   # the text after the last tab
+                line = rest
             header = HEADER_RE.match(line) is not None
             if not line.strip() or header:
                 yield None

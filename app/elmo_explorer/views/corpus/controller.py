@@ -262,10 +262,12 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         self.index_changed.emit("")
 
     def build_reference(self) -> Optional[JobHandle]:
-        """Build (or resume) the index of the bundled reference corpus for the loaded model."""
-        from elmo_engine.analysis.layers.run import reference_corpus_path
+        """Build (or resume) the index of the bundled reference set for the loaded model: its
+        general sentences and the demo words' contexts (``reference_set_files``), so that
+        "bank" has the same few hundred occurrences here as in the Projection view."""
+        from elmo_engine.resources import reference_set_files
 
-        return self.build([reference_corpus_path()], self.default_folder())
+        return self.build(list(reference_set_files()), self.default_folder())
 
     def build(self, corpus: List[Path], folder: Optional[Path],
               shard_size: int = jobs.SHARD_SIZE) -> Optional[JobHandle]:
@@ -305,9 +307,14 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
             self._on_selection(self._waiting)
 
     def _start_query(self) -> None:
-        """With nothing selected: in the first loaded sentence, the word (alphabetic, 4 letters
-        or more) commonest in the index, so that the view opens on something."""
+        """The workspace's selected token (at first launch the default word's first occurrence,
+        as in every view); with nothing selected: in the first loaded sentence, the word
+        (alphabetic, 4 letters or more) commonest in the index, so that the view opens on
+        something."""
         ws = self.ws
+        if ws.selection is not None:
+            self._on_selection(ws.selection)
+            return
         for i, toks in enumerate(ws.tokens[:1]):
             words = {t.casefold() for t in toks if t.isalpha() and len(t) >= 4}
             if not words:
@@ -373,7 +380,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
 
     def _senses(self, senses) -> None:
         self.model.senses = senses
-        self.view.show_clusters(self.model.cluster_rows())
+        self.view.show_clusters(self.model.cluster_rows(), self.model.senses_note())
         self.results_changed.emit()
         if self.model.options.map_scope == MapScope.WORD:
             self._request_map(senses.word)

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.index.search import Hit
-from elmo_engine.index.senses import SenseInduction
+from elmo_engine.index.senses import MIN_CLUSTER_SIZE, SenseInduction
 from elmo_explorer.common.selection import Rect, normalized
 
 #: the layers the view shows side by side (those the index holds)
@@ -28,6 +28,11 @@ class MapScope:
     WORD = "word"                 # the occurrences of the query's word
     ALL = "all"                   # every token of the index (sampled to map_max_points)
 
+
+#: what the Senses table says above its rows
+SENSES_NOTE = (f"A sense needs at least {MIN_CLUSTER_SIZE} occurrences: smaller clusters are "
+               "noise the silhouette rewards. Sense numbers follow the occurrences from layer "
+               "to layer.")
 
 @dataclass(frozen=True)
 class CorpusOptions:
@@ -193,6 +198,17 @@ class CorpusModel:
             for line in self.lines[layer]:
                 out.append("\t".join(_cell(getattr(line, c)) for c in TSV_COLUMNS))
         return "\n".join(out) + "\n"
+
+    def senses_note(self) -> str:
+        """What the Senses table says above its rows: the minimum per sense and, when the word
+        is too rare to split, why it has one sense."""
+        s = self.senses
+        n = len(s.occurrences) if s is not None else 0
+        if s is not None and n < 2 * MIN_CLUSTER_SIZE:
+            return (f"'{s.word}' occurs {n} times: too few for two senses of at least "
+                    f"{MIN_CLUSTER_SIZE} occurrences each, so it is one cluster here. "
+                    + SENSES_NOTE.split(". ", 1)[1])
+        return SENSES_NOTE
 
     def cluster_rows(self) -> List[Dict[str, Any]]:
         """One row per induced cluster: layer, cluster, size, share, silhouette, its most

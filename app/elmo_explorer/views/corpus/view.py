@@ -17,7 +17,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QGroupBox, QHBoxLay
                                QSizePolicy, QSpinBox, QSplitter, QStyledItemDelegate, QStackedWidget, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
+from elmo_engine.index.search import kwic_line
 from elmo_explorer.views.corpus.mapplot import MapPlot
+from elmo_explorer.views.corpus.model import SENSES_NOTE
 from elmo_explorer.views.corpus.model import (ConcordanceLine, CorpusOptions, DEFAULT_LAYERS,
                                               MapScope, MapSelection, Query)
 from elmo_explorer.views.palette import FOUND_COLOUR
@@ -28,6 +30,8 @@ HINT = ("No corpus index is open: build one from the bundled reference corpus, o
         "index folder.")
 LAYER_NAMES = {0: "layer 0 (char-CNN token layer)", 1: "layer 1 (biLSTM 1)",
                2: "layer 2 (biLSTM 2)"}
+#: characters of context each side of the word in a typical sentence (the Senses table)
+TYPICAL_WIDTH = 30
 CLUSTER_COLUMNS = (("layer", "Layer"), ("cluster", "Sense"), ("size", "Occurrences"),
                    ("share", "Share"), ("silhouette", "Silhouette"),
                    ("context_words", "Distinctive context words"),
@@ -227,13 +231,20 @@ class CorpusView(QWidget):
         self.map_note.setWordWrap(True)
         ml.addWidget(self.map_note)
         self.tabs.addTab(map_page, "Map")
+        senses_page = QWidget()
+        sp = QVBoxLayout(senses_page)
+        sp.setContentsMargins(0, 0, 0, 0)
+        self.senses_note = QLabel(SENSES_NOTE)
+        self.senses_note.setWordWrap(True)
+        sp.addWidget(self.senses_note)
         self.clusters = QTableWidget(0, len(CLUSTER_COLUMNS))
         self.clusters.setHorizontalHeaderLabels([t for _k, t in CLUSTER_COLUMNS])
         self.clusters.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.clusters.verticalHeader().hide()
         self.clusters.horizontalHeader().setStretchLastSection(True)
         self.clusters.setWordWrap(False)
-        self.tabs.addTab(self.clusters, "Senses")
+        sp.addWidget(self.clusters, 1)
+        self.tabs.addTab(senses_page, "Senses")
         sel_page = QWidget()
         sl = QVBoxLayout(sel_page)
         sl.setContentsMargins(0, 0, 0, 0)
@@ -310,14 +321,21 @@ class CorpusView(QWidget):
         for layer, table in self.tables.items():
             table.set_lines(lines.get(layer, []), {})
 
-    def show_clusters(self, rows: List[dict]) -> None:
+    def show_clusters(self, rows: List[dict], note: str = SENSES_NOTE) -> None:
+        """The clusters' rows; a typical sentence as a keyword-in-context line centred on the
+        word (the ``[word]`` mark never cut), the whole sentences in its tooltip."""
+        self.senses_note.setText(note)
         self.clusters.setRowCount(len(rows))
         for r, row in enumerate(rows):
             for c, (key, _title) in enumerate(CLUSTER_COLUMNS):
                 v = row.get(key)
+                if key == "typical" and v and row.get("typical_position", -1) >= 0:
+                    v = kwic_line(str(v).split(" "), int(row["typical_position"]), TYPICAL_WIDTH)
                 item = QTableWidgetItem("" if v is None else str(v))
-                if key == "typical" and row.get("more_typical"):
-                    item.setToolTip(row["typical"] + "\n" + row["more_typical"].replace(" | ", "\n"))
+                if key == "typical" and row.get("typical"):
+                    more = row.get("more_typical", "")
+                    item.setToolTip(row["typical"] + ("\n" + more.replace(" | ", "\n")
+                                                      if more else ""))
                 self.clusters.setItem(r, c, item)
         self.clusters.resizeColumnsToContents()
 

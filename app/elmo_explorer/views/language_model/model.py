@@ -305,8 +305,9 @@ class LanguageModelModel:
 
 def _record_html(name: str, side: str, rec: TokenPrediction) -> str:
     k = rank_bin(rec.rank)
+    label = RANK_LABELS[k].replace(" ", "&nbsp;")          # a badge never breaks in two
     swatch = (f"<span style='background:{RANK_COLORS[k]};color:{RANK_TEXT_COLORS[k]}'>"
-              f"&nbsp;{RANK_LABELS[k]}&nbsp;</span>")
+              f"&nbsp;{label}&nbsp;</span>")
     return (f"<b>{name}</b><br><small>{side}</small><br>"
             f"rank {rec.rank:,} {swatch}<br>p = {rec.prob:.4g}<br>"
             f"surprisal {rec.surprisal:.2f} bits<br>entropy {rec.entropy:.2f} bits"

@@ -128,8 +128,8 @@ class PairsPanel(QWidget):
 
     def _diff_ticks(self) -> None:
         width = self.diff_plot.getViewBox().width()
-        self.diff_plot.getAxis("bottom").setTicks(
-            [fitted_ticks(self._words, width, QFontMetrics(self.font()))])
+        set_fitted_ticks(self.diff_plot.getAxis("bottom"), self._words, width,
+                         QFontMetrics(self.font()))
 
     def _on_pair(self) -> None:
         rows = self.pairs.selectionModel().selectedRows()
@@ -139,13 +139,28 @@ class PairsPanel(QWidget):
 
 def fitted_ticks(labels: Sequence[str], width: float, fm: QFontMetrics,
                  offset: float = 0.0) -> list:
-    """Tick labels for ``labels`` one per unit along ``width`` pixels, each elided to its
-    share of the width (``"…"`` when not even a letter fits)."""
+    """Tick labels for ``labels`` one per unit along ``width`` pixels. When a label is wider
+    than its column, the labels are staggered on two lines (every other one a line lower: each
+    has two columns' width), and only then elided to that width (``"…"`` when not even a letter
+    fits), so that words such as "bank" or "river" are read whole at 1280×800."""
     if not labels:
         return []
     room = max(int(width / len(labels)) - 4, 0)
-    return [(k + offset, fm.elidedText(lab, Qt.TextElideMode.ElideRight, room) or "·")
+    if all(fm.horizontalAdvance(lab) <= room for lab in labels):
+        return [(k + offset, lab) for k, lab in enumerate(labels)]
+    room = max(int(2 * width / len(labels)) - 6, 0)
+    return [(k + offset, ("\n" if k % 2 else "")
+             + (fm.elidedText(lab, Qt.TextElideMode.ElideRight, room) or "·"))
             for k, lab in enumerate(labels)]
+
+
+def set_fitted_ticks(axis, labels: Sequence[str], width: float, fm: QFontMetrics,
+                     offset: float = 0.0) -> None:
+    """:func:`fitted_ticks` on a bottom axis, the axis one or two lines of text high."""
+    ticks = fitted_ticks(labels, width, fm, offset)
+    lines = 2 if any(t.startswith("\n") for _x, t in ticks) else 1
+    axis.setHeight(lines * fm.height() + 12)
+    axis.setTicks([ticks])
 
 
 def pair_text(good: str, bad: str) -> str:

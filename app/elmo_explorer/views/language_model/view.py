@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (QHBoxLayout, QLabel, QPushButton, QSizePolicy, QS
 
 from elmo_explorer.views.heatmap import _heatmap_plot
 from elmo_explorer.views.language_model.model import RANK_COLORS, RANK_LABELS, RANK_TEXT_COLORS
-from elmo_explorer.views.language_model.pairs_view import PairsPanel, fitted_ticks
+from elmo_explorer.views.language_model.pairs_view import PairsPanel, set_fitted_ticks
 
 ROW_NAMES = ("forward →", "← backward")
 PAD = 4
@@ -195,8 +195,8 @@ class ReachPlot(pg.GraphicsLayoutWidget):
     def _bottom_ticks(self) -> None:
         """One label per column, cut to the column's width."""
         width = self.plot.getViewBox().width()
-        ticks = fitted_ticks(self.col_labels, width, QFontMetrics(self.tick_font), offset=0.5)
-        self.plot.getAxis("bottom").setTicks([ticks])
+        set_fitted_ticks(self.plot.getAxis("bottom"), self.col_labels, width,
+                         QFontMetrics(self.tick_font), offset=0.5)
 
     def set_matrix(self, matrix: Optional[np.ndarray], row_labels: Sequence[str],
                    col_labels: Sequence[str], title: str = "", message: str = "",

@@ -25,6 +25,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
+from elmo_engine.progress import progress_text
 from elmo_engine.analysis.layers import run as layers_run
 from elmo_engine.io.figures import layers as layer_figures
 from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersModel,
@@ -346,7 +347,7 @@ class LayersPanel(PanelDefaults, QWidget):
             self.view.show_status("Cancelled; the previous result stays.")
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
-        self.view.show_status(f"{message} ({done}/{total})" if total else message)
+        self.view.show_status(progress_text(done, total, message))
 
     def _on_finished(self) -> None:
         if self.jobs.is_idle():             # (a superseded job ends before its successor)

@@ -20,6 +20,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
+from elmo_engine.progress import progress_text
 from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult, probe_sentences
 from elmo_engine.analysis.probes.tables import write_results_csv, write_results_json
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task, file_task
@@ -173,7 +174,7 @@ class ProbesPanel(PanelDefaults, QWidget):
             self.view.status.setText("Cancelled.")
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
-        self.view.status.setText(f"{message} ({done}/{total})" if total else message)
+        self.view.status.setText(progress_text(done, total, message))
 
     def _on_finished(self) -> None:
         if self.jobs.is_idle():             # (a superseded run ends before its successor)

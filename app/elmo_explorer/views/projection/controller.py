@@ -255,7 +255,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def colour_categories(self):
         """``(codes, legend)`` of the drawn tokens for the colour-by choice."""
         return colour_categories(self.model.tokens, self.view.controls.colour_by(),
-                                 self.model.sentence_info)
+                                 self.model.sentence_info, self.model.reference_labels)
 
     def apply_colours(self, *_args) -> None:
         if self.model.tokens is None:

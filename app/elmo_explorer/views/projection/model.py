@@ -49,8 +49,10 @@ class ProjectionModel:
     legend_codes: Optional[np.ndarray] = None
     #: sentence tokens → (group, sense, typed) of the current run's sentences
     sentence_info: Dict[tuple, tuple] = field(default_factory=dict)
-    #: word → its reference-corpus sentences [(source, tokens)]
+    #: word → its reference-set sentences [ReferenceSentence]
     reference_cache: Dict[str, list] = field(default_factory=dict)
+    #: sentence tokens → its ReferenceSentence, for the sense-tagged ones (senses, UPOS)
+    reference_labels: Dict[tuple, Any] = field(default_factory=dict)
     job_label: str = ""
     compiled_here: bool = False
     umap_errors: List[str] = field(default_factory=list)

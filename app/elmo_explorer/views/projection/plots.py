@@ -9,7 +9,7 @@ and the selection are :mod:`elmo_explorer.common.box_select`, shared with the Co
 from __future__ import annotations
 
 from collections import Counter
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import pyqtgraph as pg
@@ -27,16 +27,23 @@ HOVER_RADIUS_PX = 8
 MAX_LABELLED_POINTS = 60
 
 
-def categories(values: Sequence[str], max_colours: int = len(PALETTE), by_frequency: bool = True
+def categories(values: Sequence[str], max_colours: int = len(PALETTE), by_frequency: bool = True,
+               first: Optional[Dict[str, str]] = None
                ) -> Tuple[np.ndarray, List[Tuple[str, str, int]]]:
     """Colour codes for categorical values.
 
     Returns ``codes (N,)`` (0..K-1 for the K coloured categories, K for "other") and the legend
     ``[(name, colour, count), …]``; categories beyond ``max_colours`` share the grey "other"
     entry, which comes last. ``by_frequency=False`` keeps first-seen order (for sentences).
+    ``first``: value → a name; these values come first, in the order of their names (a word
+    sense keeps its colour whether it is shown as "bank: river" or as "river").
     """
     counts = Counter(values)
-    if by_frequency:
+    if first:
+        named = sorted((v for v in counts if v in first), key=lambda v: (first[v], v))
+        rest = sorted((v for v in counts if v not in first), key=lambda v: (-counts[v], v))
+        order = named + rest
+    elif by_frequency:
         order = [v for v, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
     else:
         order = list(dict.fromkeys(values))

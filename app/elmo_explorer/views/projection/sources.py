@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List
+from typing import List, Optional, Tuple
 
 from elmo_engine.analysis.contexts.groups import split_group
 from elmo_engine.analysis.projection import (TokenSet, all_tokens, labelled_tokens,
@@ -43,10 +43,11 @@ def reference_request(ws, m: ProjectionModel, word: str, cap: int):
     if ref is None:
         ref = m.reference_cache[word] = reference_word_sentences(word)
     info = loaded_info(ws)
-    for src, toks in ref:
-        info.setdefault(tuple(toks), (f"reference: {src}", False))
+    for r in ref:
+        info.setdefault(r.tokens, (f"reference: {r.source}", False))
     m.sentence_info = info
-    sentences = [list(t) for t in ws.tokens] + [t for _s, t in ref]
+    m.reference_labels = {r.tokens: r for r in ref if r.senses or r.upos is not None}
+    sentences = [list(t) for t in ws.tokens] + [list(r.tokens) for r in ref]
     tokens = word_tokens(sentences, [word])
     if len(tokens) == 0:
         return f"'{word}' occurs neither in the reference corpus nor in the sentences."
@@ -67,6 +68,7 @@ def request(ws, m: ProjectionModel, key: str, cap: int, words: List[str]):
     if not ws.all_embedded():
         return None
     m.sentence_info = loaded_info(ws)
+    m.reference_labels = {}
     if key == "reference":
         return reference_request(ws, m, reference_word(words, ws), cap)
     if key == "words":
@@ -91,26 +93,57 @@ def typed_points(t: TokenSet, info: dict) -> List[int]:
             if info.get(tuple(t.sentences[t.sentence[i]]), ("", False))[1]]
 
 
-def _sense(group: str, typed: bool, token: str) -> str:
-    if not typed:
-        return "reference (unlabelled)"
-    word, sense = split_group(group) if not group.startswith("typed (") else (None, "")
-    if not sense:
-        return "typed (no sense)"
-    return sense if word is None or word.casefold() == token.casefold() else "(other words)"
+NO_SENSE = "reference (no sense label)"
 
 
-def colour_categories(t: TokenSet, by: str, info: dict):
+def _point_labels(t: TokenSet, info: dict, refs: dict) -> List[Tuple[str, str, Optional[str]]]:
+    """Per point ``(group, sense shown, sense name or None)``: a sense-tagged reference
+    occurrence is in group ``"word: sense"`` and sense ``sense``; a loaded sentence's sense is its
+    group's (:mod:`elmo_engine.analysis.contexts.groups`) when the group names this word."""
+    out: List[Tuple[str, str, Optional[str]]] = []
+    for s, p, w in zip(t.sentence.tolist(), t.position.tolist(), t.words):
+        toks = tuple(t.sentences[s])
+        group, typed = info.get(toks, ("(no group)", False))
+        ref = refs.get(toks)
+        if not typed:
+            sense = ref.senses.get(p) if ref is not None else None
+            out.append((f"{w.casefold()}: {sense}" if sense else group, sense or NO_SENSE,
+                        sense))
+            continue
+        word, name = split_group(group) if not group.startswith("typed (") else (None, "")
+        if not name:
+            out.append((group, "typed (no sense)", None))
+        elif word is None or word.casefold() == w.casefold():
+            out.append((group, name, name))
+        else:
+            out.append((group, "(other words)", None))
+    return out
+
+
+def _pos_label(t: TokenSet, i: int, refs: dict) -> str:
+    ref = refs.get(tuple(t.sentences[int(t.sentence[i])]))
+    if ref is None or ref.upos is None:
+        return "(no tag)"
+    return ref.upos[int(t.position[i])]
+
+
+def colour_categories(t: TokenSet, by: str, info: dict, refs: Optional[dict] = None):
     """``(codes, legend)`` of the tokens ``t`` for the colour-by choice ``by`` (see
-    categories); ``info``: sentence tokens → (group, typed)."""
+    categories); ``info``: sentence tokens → (group, typed); ``refs``: sentence tokens → the
+    sense-tagged reference sentence (senses, UPOS). By group and by sense, the senses come first
+    in the order of their names, so a sense keeps its colour in both modes ("bank: river" and
+    "river")."""
+    refs = refs or {}
+    if by == "label" and refs:                  # the reference set's UPOS tags
+        return categories([_pos_label(t, i, refs) for i in range(len(t))])
     if by == "label" and t.labels is not None:
         return categories([t.label_of(i) or "(none)" for i in range(len(t))])
     if by in ("group", "sense"):
-        rows = [info.get(tuple(t.sentences[s]), ("(no group)", False))
-                for s in t.sentence.tolist()]
-        if by == "group":
-            return categories([g for g, _typed in rows])
-        return categories([_sense(g, typed, w) for (g, typed), w in zip(rows, t.words)])
+        rows = _point_labels(t, info, refs)
+        pick = 0 if by == "group" else 1
+        values = [r[pick] for r in rows]
+        senses = {r[pick]: r[2] for r in rows if r[2] is not None}
+        return categories(values, first=senses)
     if by == "sentence":
         return categories([f"{s + 1}: {' '.join(t.sentences[s][:6])}"
                            for s in t.sentence.tolist()], by_frequency=False)
