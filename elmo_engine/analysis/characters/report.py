@@ -98,6 +98,6 @@ def _add_sweep(part: ReportPart, emb, sentence: str, word: str, figure_dir: Opti
     if figure_dir is not None:
         from elmo_engine.io.figures.characters import perturbation_figure
 
-        fig = perturbation_figure({k.value: m for k, m in summary.items()},
+        fig = perturbation_figure({k.value: m.tolist() for k, m in summary.items()},
                                   f"perturbations of '{word}' in context")
         part.figures += saved_figures(fig, figure_dir, "characters_perturbation", caption, style)
