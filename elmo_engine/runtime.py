@@ -32,6 +32,10 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 
+#: the intra-op thread count a caller of :func:`configure` asked for (None: torch's own)
+_threads: Optional[int] = None
+
+
 def configure(threads: Optional[int] = None, gil_switch_s: Optional[float] = None) -> None:
     """Set the process-wide settings (safe to call again: later calls only change what they name).
 
@@ -46,9 +50,25 @@ def configure(threads: Optional[int] = None, gil_switch_s: Optional[float] = Non
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     if threads is not None:
+        global _threads
+        _threads = int(threads)
         torch.set_num_threads(threads)
     if gil_switch_s is not None:
         sys.setswitchinterval(min(sys.getswitchinterval(), gil_switch_s))
+
+
+def adopt_thread_count() -> None:
+    """Give the calling thread the count :func:`configure` set (nothing when none was set).
+
+    torch starts a new thread from its process-wide default, which the direction threads of a
+    running forward pass lower to half for a moment (``elmo_engine.model.cpu_fast``); a
+    long-lived thread that will run the model (the app's job lanes) calls this once, so that it
+    never keeps a count picked up in that moment."""
+    if _threads is not None:
+        import torch
+
+        if torch.get_num_threads() != _threads:
+            torch.set_num_threads(_threads)
 
 
 def configure_on_import() -> None:

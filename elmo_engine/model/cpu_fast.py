@@ -18,8 +18,8 @@ computation in ``tests/engine/test_bilm_fast_paths.py``:
 * **Directions side by side.** The forward and backward LMs share nothing but their input; for
   batches of ``parallel_min_rows`` rows or more :func:`both_directions` runs them in two threads
   with half the cores each.
-* **Scratch buffers.** Large input projections go to a reusable buffer per direction and
-  thread.
+* **Scratch buffers.** Large input projections go to a reusable buffer per thread (a thread
+  runs one direction at a time).
 * **Shared by threads.** A model may run in several threads at once: the packed copies are
   made under a lock and only read afterwards, scratch buffers belong to the thread that uses
   them, and every calling thread has its own pair of direction threads, so no call waits on
@@ -174,7 +174,7 @@ class FastKernels:
         # (weight, layer, direction) → ((version, data pointer), packed copy); under _lock
         self._packed: Dict[Tuple[str, int, int], Tuple[Tuple[int, int], Tensor]] = {}
         self._lock = threading.Lock()
-        self._local = threading.local()         # .scratch: this thread's {key: buffer}
+        self._local = threading.local()         # .scratch: this thread's buffer
 
     def __getstate__(self):
         return {"config": self.config}
@@ -248,34 +248,28 @@ class FastKernels:
             if packed is not None:
                 return torch.ops.mkldnn._linear_pointwise(x.contiguous(), packed, bias, "none",
                                                           [], "")
-        out = self.scratch(d, x.shape[0] * dim4, x).view(-1, dim4)
+        out = self.scratch(x.shape[0] * dim4, x).view(-1, dim4)
         return torch.addmm(bias, x, w_in[d], out=out)
 
     # ---- scratch buffers --------------------------------------------------------------------
-    def _thread_scratch(self) -> Dict[int, Tensor]:
-        held = getattr(self._local, "scratch", None)
-        if held is None:
-            held = self._local.scratch = {}
-        return held
-
-    def scratch(self, key: int, numel: int, like: Tensor) -> Tensor:
+    def scratch(self, numel: int, like: Tensor) -> Tensor:
         """A reusable buffer for the input projections: a fresh multi-hundred-MB allocation per
         call costs more in page faults than its GEMM saves (measured on the full model).
 
         The buffer belongs to the calling thread (and is freed when the thread ends): the
         projection written into it is read by the same pass, step by step, and a second pass
-        in another thread must not overwrite it meanwhile."""
-        buffers = self._thread_scratch()
-        buf = buffers.get(key)
+        in another thread must not overwrite it meanwhile. One buffer a thread is enough: a
+        thread runs one direction at a time, layer after layer, and a layer's projection is
+        read before the next layer writes its own."""
+        buf = getattr(self._local, "scratch", None)
         if (buf is None or buf.numel() < numel or buf.device != like.device
                 or buf.dtype != like.dtype):
-            buffers.pop(key, None)
-            buf = buffers[key] = like.new_empty(numel)
+            self._local.scratch = None                      # free the old one first
+            buf = self._local.scratch = like.new_empty(numel)
         return buf[:numel]
 
-    def release_large_scratch(self, key: int) -> None:
+    def release_large_scratch(self) -> None:
         """Do not hold on to a huge one-off buffer (over :data:`SCRATCH_KEEP_BYTES`)."""
-        buffers = self._thread_scratch()
-        buf = buffers.get(key)
+        buf = getattr(self._local, "scratch", None)
         if buf is not None and buf.numel() * buf.element_size() > SCRATCH_KEEP_BYTES:
-            del buffers[key]
+            self._local.scratch = None

@@ -156,5 +156,5 @@ def _direction(stack: "LSTMStack", d: int, inp: Tensor, distinct: Optional[Tenso
         outs.append(out)
         states.append((c, h))
         inp = out
-    kernels.release_large_scratch(d)
+    kernels.release_large_scratch()
     return outs, states

@@ -211,8 +211,13 @@ def test_callers_of_both_directions_never_wait_on_each_other(threads):
         everyone.wait()                     # returns only once all four tasks run at once
         return d
 
-    got = overlapped({name: (lambda: both_directions(direction, torch.device("cpu")))
-                      for name in ("a", "b")})
+    def caller():
+        # a new thread starts from torch's process-wide default, which another caller's
+        # direction threads may have just lowered to their half: say the count here
+        torch.set_num_threads(2)
+        return both_directions(direction, torch.device("cpu"))
+
+    got = overlapped({name: caller for name in ("a", "b")})
     assert got == {"a": [0, 1], "b": [0, 1]}
 
 
@@ -314,3 +319,29 @@ def test_file_modes_do_not_touch_the_process_umask(monkeypatch, tmp_path):
     finally:
         monkeypatch.undo()
         os.umask(mask)
+
+
+def test_a_long_lived_thread_adopts_the_configured_count(threads):
+    """A thread that starts while a pass's direction threads have lowered torch's default gets
+    the count :func:`runtime.configure` set once it adopts it (the app's lanes do)."""
+    from elmo_engine import runtime
+
+    before = runtime._threads
+    try:
+        runtime.configure(threads=2)
+        lowered = threading.Thread(target=lambda: torch.set_num_threads(1))   # as a worker does
+        lowered.start()
+        lowered.join()
+        seen = {}
+
+        def lane():
+            seen["start"] = torch.get_num_threads()
+            runtime.adopt_thread_count()
+            seen["adopted"] = torch.get_num_threads()
+
+        t = threading.Thread(target=lane)
+        t.start()
+        t.join()
+        assert seen == {"start": 1, "adopted": 2}
+    finally:
+        runtime._threads = before

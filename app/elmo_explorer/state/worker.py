@@ -43,6 +43,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
+from elmo_engine import runtime
 from elmo_engine.errors import CancelledError, ElmoError
 from elmo_engine.progress import TaskState
 
@@ -172,10 +173,14 @@ class _LaneThread(QThread):
 
     def run(self) -> None:  # Qt override
         _lower_priority()
+        adopted = False
         while True:
             item = self._next()
             if item is None:
                 return
+            if not adopted:                 # (before the first job: torch is loaded by then)
+                runtime.adopt_thread_count()
+                adopted = True
             self._run_job(*item)
 
     def _next(self) -> Optional[tuple]:
