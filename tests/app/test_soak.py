@@ -206,7 +206,7 @@ def test_soak_edit_embed_cancel(qtbot, window, tiny_checkpoint):
     for cycle in range(WARMUP):
         modes[run_cycle(qtbot, window, cycle, cycle % len(MODES))] += 1
     before = measure(window, drawn)
-    assert before["app"]["elmo_explorer.state.worker.Worker"] == 1   # the count sees the app
+    assert before["app"]["elmo_explorer.state.worker.Worker"] >= 1   # the count sees the app
     t0 = time.monotonic()
     for cycle in range(WARMUP, WARMUP + CYCLES):
         mode = 0 if cycle == WARMUP + CYCLES - 1 else (cycle * 7 + cycle // 5) % len(MODES)

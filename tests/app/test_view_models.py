@@ -13,7 +13,7 @@ from elmo_explorer.views.layers.model import LayersModel, LayersSettings, valid_
 from elmo_explorer.views.probes.model import ProbesModel
 from elmo_explorer.views.projection.model import (ProjectionModel, as_float, as_int,
                                                   mix_weights_text, parse_weights)
-from elmo_explorer.views.words import default_word
+from elmo_explorer.state.words import default_word
 
 TOKENS = [["the", "bank", "of", "the", "river"], ["a", "bank", "loan"], ["river", "bank"]]
 

@@ -124,7 +124,8 @@ def test_save_and_open_round_trip(qtbot, window, tmp_path):
     assert obj["checkpoint"]["checksum"] == ws.model_info.checksum
     window.sentences.set_text("Something else entirely.\n")
     qtbot.waitUntil(ws.all_embedded, timeout=10000)
-    assert ws.selection is None and actions.is_dirty()
+    # the old selection is gone: the app selects the new text's default word (its first token)
+    assert ws.selection == TokenRef(0, 0) and actions.is_dirty()
     with qtbot.waitSignal(actions.restored, timeout=60000):
         actions.open_workspace(path)
     assert ws.sentences == TEXT.strip().split("\n") and ws.selection == TokenRef(1, 6)

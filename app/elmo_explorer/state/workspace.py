@@ -265,9 +265,9 @@ class Workspace(QObject):
         return 0 <= ref.sentence < len(self.tokens) and 0 <= ref.token < len(self.tokens[ref.sentence])
 
     def default_token(self) -> Optional[TokenRef]:
-        """The first occurrence of the default word (:func:`~elmo_explorer.views.words.
+        """The first occurrence of the default word (:func:`~elmo_explorer.state.words.
         default_word`: "bank" when present), or None without tokens."""
-        from elmo_explorer.views.words import default_word
+        from elmo_explorer.state.words import default_word
 
         word = default_word(self.tokens)
         found = self.occurrences(word) if word else []

@@ -94,13 +94,18 @@ def is_substitute(word: str) -> bool:
     return word not in (BOS, EOS, UNK) and any(c.isalnum() for c in word)
 
 
+#: extra candidates scanned for the substitutes, of which <UNK>, markers and punctuation drop out
+SUBSTITUTE_MARGIN = 32
+
+
 def predict(embedder, softmax: Softmax, sentences: Sequence[Sequence[str]], top_k: int = 10,
             state: Optional[TaskState] = None, all_substitutes: bool = False
             ) -> Tuple[SentencePredictions, ...]:
     """:class:`SentencePredictions` of each tokenized sentence (one biLM batch per sentence,
     one pass over the softmax per sentence). The substitutes leave out ``<UNK>``, the sentence
-    markers and punctuation (:func:`is_substitute`) unless ``all_substitutes``: of the top
-    ``top_k`` words both directions agree on, those that remain."""
+    markers and punctuation (:func:`is_substitute`) unless ``all_substitutes``: the top
+    ``top_k`` words both directions agree on among those that remain (the scan keeps
+    :data:`SUBSTITUTE_MARGIN` more, so that there are ``top_k`` of them)."""
     if top_k < 1:
         raise InputError("--top-k must be at least 1")
     softmax.check_fits(embedder.opts.output_dim, "the model")
@@ -125,7 +130,10 @@ def _predict_one(embedder, softmax: Softmax, sent: Tuple[str, ...], top_k: int,
     targets = torch.cat([words, torch.tensor([softmax.eos, softmax.bos]), words])
     # word i: forward row i, backward row (n+1) + (i+1)
     pairs = (0, n + 2, n)                       # word i: forward row i, backward row n+2+i
-    res = scan(softmax, h, targets, k=top_k, pairs=pairs, state=state)
+    # a few more than asked for, so that the substitutes left once <UNK>, the markers and
+    # punctuation are taken out still number top_k
+    k_scan = top_k if all_substitutes else top_k + SUBSTITUTE_MARGIN
+    res = scan(softmax, h, targets, k=k_scan, pairs=pairs, state=state)
     logp = res.log_prob                                               # (2n+2,)
 
     def record(row: int, word: str) -> TokenPrediction:
@@ -135,7 +143,7 @@ def _predict_one(embedder, softmax: Softmax, sent: Tuple[str, ...], top_k: int,
             rank=int(res.rank[row]), surprisal=float(-logp[row] / LN2),
             entropy=float(res.entropy[row] / LN2),
             top=tuple(Candidate(softmax.tokens[int(i)], float(p))
-                      for i, p in zip(res.top_ids[row], top_p)))
+                      for i, p in zip(res.top_ids[row][:top_k], top_p[:top_k])))
 
     forward = tuple(record(i, w) for i, w in enumerate(sent))
     backward = tuple(record(n + 2 + i, w) for i, w in enumerate(sent))
@@ -146,7 +154,7 @@ def _predict_one(embedder, softmax: Softmax, sent: Tuple[str, ...], top_k: int,
         p = torch.exp(res.pair_top_scores[q].double() - res.pair_log_z[q])
         subs.append(tuple(Candidate(softmax.tokens[int(i)], float(v))
                           for i, v in zip(res.pair_top_ids[q], p)
-                          if all_substitutes or is_substitute(softmax.tokens[int(i)])))
+                          if all_substitutes or is_substitute(softmax.tokens[int(i)]))[:top_k])
     ppl_f = math.exp(float(-logp[:n + 1].mean()))
     ppl_b = math.exp(float(-logp[n + 1:].mean()))
     return SentencePredictions(tokens=sent, forward=forward, backward=backward,

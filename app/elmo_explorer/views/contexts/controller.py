@@ -40,7 +40,7 @@ from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel,
 from elmo_explorer.views.contexts.view import ContextsView
 from elmo_explorer.views.contexts.widgets import neighbours_html
 from elmo_explorer.views.protocol import PanelDefaults
-from elmo_explorer.views.words import default_word
+from elmo_explorer.state.words import default_word
 
 __all__ = ["ContextsPanel", "default_word"]
 

@@ -20,7 +20,7 @@ from elmo_engine.analysis.projection import (TokenSet, all_tokens, labelled_toke
 from elmo_engine.analysis.projection.tokens import reference_word_sentences
 from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.plots import categories
-from elmo_explorer.views.words import default_word
+from elmo_explorer.state.words import default_word
 
 
 def reference_word(typed: List[str], ws) -> str:

@@ -1,5 +1,5 @@
-"""The word a view starts on when the user has chosen none (plain Python; the Contexts and
-Projection views share it)."""
+"""The word the app starts on when the user has chosen none (plain Python; the workspace selects
+its first occurrence, and the Contexts and Projection views start on it)."""
 from __future__ import annotations
 
 from collections import Counter
