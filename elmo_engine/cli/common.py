@@ -310,6 +310,7 @@ NUMERIC_LIMITS = {
     "min_delta": (0, None, False), "dropout": (0, 1, False), "mix_gamma": (None, None, False),
     # issue 38: every numeric option of every command is here (a test walks the parser)
     "seed": (0, 2 ** 32 - 1, False),                  # what numpy and torch accept
+    "umap_seed": (-1, 2 ** 32 - 1, False),            # project --seed: -1 is unseeded
     "width_in": (1.0, 40.0, False), "dpi": (10, 1200, False),    # as FigureStyle checks
     "shard_size": (1, 10 ** 6, False), "token_budget": (1, 1 << 16, False),
     "ann_m": (4, 256, False), "ann_threads": (1, 256, False),

@@ -75,8 +75,8 @@ def read_pairs(path: Path) -> List[MinimalPair]:
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 text (byte {e.start})", path=path) from None
     except ValueError as e:
-        raise InputError(f"{e}: a minimal-pair file holds at most {MAX_PAIRS:,} pairs; split it",
-                         path=path) from None
+        raise InputError(f"{e} (a minimal-pair file is at most {MAX_PAIRS_BYTES >> 20} MiB and "
+                         f"{MAX_PAIRS:,} pairs); split it", path=path) from None
     lines = text.splitlines()
     if not lines or lines[0].strip().split("\t") != ["set", "good", "bad"]:
         raise InputError("the first line must be the header 'set<TAB>good<TAB>bad'", path=path,

@@ -31,10 +31,12 @@ from elmo_engine.model.softmax import UNK
 from elmo_engine.progress import TaskState, check, report
 
 REPLACEMENT = UNK
-#: longest sentence given a reach matrix (n+1 rows of n+2 steps, in bounded batches)
-MAX_REACH_TOKENS = 400
-#: the most bytes one batch of variants may hold (its layers, their halves, the float64 cosines)
-REACH_BATCH_BYTES = 96 << 20
+#: longest sentence given a reach matrix: its n+1 rows of n+2 biLM steps are O(n²) work (issue
+#: 38: 400 tokens took 100 s of two CPU cores on the bundled model, 200 tokens about 30 s)
+MAX_REACH_TOKENS = 200
+#: the most bytes one batch of variants may hold (the biLSTM's steps, the layers, their halves,
+#: the float64 cosines; :func:`reach_rows_per_batch`)
+REACH_BATCH_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -61,11 +63,15 @@ class ReachCurve:
     sentences: int
 
 
-def reach_rows_per_batch(n: int, n_layers: int, output_dim: int) -> int:
-    """How many variants of an ``n``-token sentence one batch runs: the layers (L+1, rows,
-    n+2, 2·out) float32 held about four times over (the output, its halves, two float64
-    copies for the cosine) within :data:`REACH_BATCH_BYTES`; at least one."""
-    per_row = n_layers * (n + 2) * 2 * output_dim * 4 * 4
+def reach_rows_per_batch(n: int, n_layers: int, output_dim: int, lstm_dim: int = 0) -> int:
+    """How many variants of an ``n``-token sentence one batch runs within
+    :data:`REACH_BATCH_BYTES` (at least one): per row and step, the layers (L+1, 2·out) float32
+    held about four times over (the output, its halves, two float64 copies for the cosine) and
+    the biLSTM's gates and states, 4·lstm_dim + 4·out float32 per LSTM layer (L of them) and
+    direction, about three times over (measured on the bundled model: ~120 kB a row-step)."""
+    per_step = n_layers * 2 * output_dim * 4 * 4 \
+        + (n_layers - 1) * 2 * (4 * lstm_dim + 4 * output_dim) * 4 * 3
+    per_row = (n + 2) * per_step
     return int(max(1, min(n, REACH_BATCH_BYTES // max(per_row, 1) - 1)))
 
 
@@ -80,7 +86,7 @@ def reach(embedder, tokens: Sequence[str], state: Optional[TaskState] = None) ->
                          f"{MAX_REACH_TOKENS}: it runs n+1 variants)")
     out = embedder.opts.output_dim
     n_layers = embedder.opts.n_output_layers
-    rows = reach_rows_per_batch(n, n_layers, out)
+    rows = reach_rows_per_batch(n, n_layers, out, embedder.opts.lstm_dim)
     dist = np.empty((n_layers, 2, n, n), np.float32)                  # (L+1, 2, i, j)
     for j0 in range(0, n, rows):
         check(state)
