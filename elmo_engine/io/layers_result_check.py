@@ -43,6 +43,8 @@ def _object(d: dict, key: str, where: str, optional: bool = False) -> Any:
     v = d.get(key)
     if v is None and optional:
         return {}
+    if key not in d:
+        raise LayersFormatError(f"key '{where}{key}' is missing")
     if not isinstance(v, dict):
         raise _fail(f"{where}{key}", "an object", v)
     return v
