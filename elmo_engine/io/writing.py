@@ -121,7 +121,7 @@ def replace_folder_problem(folder, kind: str) -> Optional[str]:
     if folder.is_symlink():
         return "is a symbolic link; --force never replaces a link's target, choose a new folder"
     if not folder.is_dir():
-        return None
+        return "exists and is not a folder; choose a new folder"
     real = os.path.realpath(folder)
     for name, other in (("the current folder", os.getcwd()),
                         ("the home folder", os.path.expanduser("~"))):
@@ -183,8 +183,6 @@ def swap_in_folder(staging: Path, target: Path, overwrite: bool, kind: str) -> N
     old: Optional[Path] = None
     if target.exists() or target.is_symlink():
         check_replaceable(target, kind, overwrite)
-        if not target.is_dir():
-            raise NotReplaceableError(target, "exists and is not a folder; choose a new folder")
         old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
         os.replace(target, old)
     try:

@@ -118,6 +118,9 @@ def test_a_forged_or_broken_marker_does_not_make_a_folder_replaceable(tmp_path):
     (tmp_path / "empty-target").mkdir()
     with pytest.raises(NotReplaceableError, match="symbolic link"):
         check_replaceable(link, "report", True)
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(NotReplaceableError, match="is not a folder"):
+        check_replaceable(tmp_path / "notes.txt", "report", True)
 
 
 def test_index_never_replaces_files_of_a_folder_without_index_json(tmp_path, capsys):
