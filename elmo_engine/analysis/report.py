@@ -77,13 +77,28 @@ def named_word(data, tokens, word: Optional[str] = None, notes: Optional[List[st
     return named.strip() if isinstance(named, str) and named.strip() else None
 
 
-def layers_result(data) -> Optional[dict]:
-    """The ``layers --json`` document a workspace holds (``views["layers"]["result"]``)."""
+def layers_result_problem(data) -> Optional[str]:
+    """Why the ``layers --json`` document a workspace holds cannot be reported (None: there is
+    none, or it is whole): the key at fault (:mod:`elmo_engine.io.layers_result_check`)."""
+    from elmo_engine.io.layers_result_check import LayersFormatError, check_layers_document
+
     state = (data.views or {}).get(LAYERS_VIEW)
     res = state.get("result") if isinstance(state, dict) else None
-    ok = (isinstance(res, dict) and isinstance(res.get("contextuality"), dict)
-          and isinstance(res["contextuality"].get("layers"), list))
-    return res if ok else None
+    if res is None:
+        return None
+    try:
+        check_layers_document(res)
+    except LayersFormatError as e:
+        return f"the layers view's result: {e}"
+    return None
+
+
+def layers_result(data) -> Optional[dict]:
+    """The ``layers --json`` document a workspace holds (``views["layers"]["result"]``); None
+    when there is none or it is malformed (:func:`layers_result_problem` says why)."""
+    state = (data.views or {}).get(LAYERS_VIEW)
+    res = state.get("result") if isinstance(state, dict) else None
+    return res if res is not None and layers_result_problem(data) is None else None
 
 
 def _valid_code(c) -> bool:

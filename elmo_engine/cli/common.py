@@ -313,8 +313,8 @@ def absent_word(word: str, tokens: Iterable[Sequence[str]], where: str,
 # ---- option values, checked while parsing ------------------------------------------------------
 #: the range of every numeric option, by argparse ``dest`` (shared by all commands: a new
 #: command's ``--threads`` or ``--batch-size`` is checked the same way). ``(low, high,
-#: low_open)``: ``low`` excluded when ``low_open``; None: unbounded. An option not listed only
-#: has to be a finite number.
+#: low_open)``: ``low`` excluded when ``low_open``; None: unbounded. Every numeric option of
+#: every command is listed (``tests/engine/test_hardening_round4.py`` walks the parser).
 NUMERIC_LIMITS = {
     "threads": (1, 1024, False), "batch_size": (1, 1 << 20, False),
     "epochs": (1, 10 ** 6, False), "max_steps": (1, None, False),
@@ -332,9 +332,27 @@ NUMERIC_LIMITS = {
     "checkpoint_minutes": (0, None, True), "eval_minutes": (0, None, True),
     "cooldown_minutes": (0, None, True), "min_dist": (0, None, False),
     "min_delta": (0, None, False), "dropout": (0, 1, False), "mix_gamma": (None, None, False),
+    # issue 38: every numeric option of every command is here (a test walks the parser)
+    "seed": (0, 2 ** 32 - 1, False),                  # what numpy and torch accept
+    "umap_seed": (-1, 2 ** 32 - 1, False),            # project --seed: -1 is unseeded
+    "width_in": (1.0, 40.0, False), "dpi": (10, 1200, False),    # as FigureStyle checks
+    "shard_size": (1, 10 ** 6, False), "token_budget": (1, 1 << 16, False),
+    "ann_m": (4, 256, False), "ann_threads": (1, 256, False),
+    "k": (1, 10 ** 4, False), "width": (1, 1000, False), "layer": (0, 64, False),
+    "occurrence": (1, 10 ** 6, False),
+    "k_max": (2, 32, False), "max_occurrences": (4, 10 ** 4, False), "lemmas": (1, 10 ** 4, False),
+    "max_train_sentences": (1, None, False),
+    "top_k": (1, 1000, False), "reach_curve": (1, 399, False),   # offsets in a reach sentence
+    # the characters commands (issue 41)
     "filters": (1, 1 << 20, False), "top": (1, 1 << 20, False), "per_type": (1, 1000, False),
-    "filter_width": (1, 64, False), "top_k": (1, 10 ** 6, False), "k": (1, 10 ** 6, False),
+    "filter_width": (1, 64, False),
 }
+#: the options above that are deliberately unbounded above (None), kept short: a count of items
+#: read from a file (bounded by the file's own limit) or of steps and minutes the user waits for
+UNBOUNDED_OK = {"max_steps", "log_every", "checkpoint_every", "eval_tokens", "min_count",
+                "max_sentences", "mdl_max_sentences", "max_tokens", "max_train_sentences", "lr",
+                "clip_norm", "max_minutes", "checkpoint_minutes", "eval_minutes",
+                "cooldown_minutes", "min_dist", "min_delta", "mix_gamma"}
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d{1,3})?|mps")
 
 

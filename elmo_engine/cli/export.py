@@ -208,14 +208,19 @@ def engine_layer_mode(layers: str) -> str:
 
 
 def run_report(args) -> int:
-    from elmo_engine.analysis.report import export_report
+    from elmo_engine.analysis.report import export_report, layers_result_problem
+    from elmo_engine.io.report import check_report_folder
     from elmo_engine.io.workspace_file import load_workspace
 
     common.refuse_stdout(args.outdir, "a report")
     common.refuse_existing(args.force, args.outdir)
+    check_report_folder(args.outdir, args.force)       # never a folder of the user's
     style = figure_style(args)
     loaded = load_workspace(args.workspace, verify_checksum=args.checkpoint is None)
     data = loaded.data
+    problem = layers_result_problem(data)
+    if problem:
+        raise InputError(problem, path=args.workspace)
     notes: List[str] = []
     checkpoint = args.checkpoint
     if checkpoint is None:

@@ -66,11 +66,14 @@ def run(args) -> int:
         raise InputError("--top-k must be at least 1")
     if args.input is None and args.pairs is None:
         raise InputError("give a sentence file, or --pairs FILE")
+    if args.reach_curve is not None and args.input is None:
+        raise InputError("--reach-curve needs a sentence file")
+    inputs = _read_inputs(args)                 # checked whole before the model is loaded
     checkpoint = common.checkpoint_or_demo(args.checkpoint)
     model = load_checkpoint(checkpoint)
     embedder = Embedder(model, device=str(common.resolve_device(args.device)))
     if args.reach_curve is not None:
-        return _curve(args, embedder)
+        return _curve(args, embedder, inputs)
     need_softmax = args.pairs is not None or not args.no_predictions
     softmax = None
     if need_softmax:
@@ -80,15 +83,39 @@ def run(args) -> int:
         softmax = load_softmax(model_folder(Path(checkpoint)), args.softmax, args.vocab,
                                output_dim=model.opts.output_dim)
     if args.pairs is not None:
-        return _pairs(args, embedder, softmax)
-    return _sentences(args, embedder, softmax)
+        return _pairs(args, embedder, softmax, inputs)
+    return _sentences(args, embedder, softmax, inputs)
 
 
-def _sentences(args, embedder, softmax) -> int:
+def _read_inputs(args):
+    """The minimal pairs (``--pairs``) or the sentences, read and checked against the limits
+    before anything is allocated for them (issue 38): a pairs file is a regular file of at most
+    ``MAX_PAIRS_BYTES`` with at most ``MAX_PAIRS`` pairs; a sentence predicted has at most
+    ``MAX_SENTENCE_TOKENS`` tokens, one given a reach matrix at most ``MAX_REACH_TOKENS``
+    (``--reach-curve`` skips longer ones, as it always did)."""
+    from elmo_engine.analysis.language_model.pairs import bundled_pairs, read_pairs
+    from elmo_engine.analysis.language_model.predictions import check_sentence_length
+    from elmo_engine.analysis.language_model.reach import MAX_REACH_TOKENS
+
+    if args.pairs is not None and args.reach_curve is None:
+        files = bundled_pairs() if args.pairs == "bundled" else [Path(args.pairs)]
+        return [p for f in files for p in read_pairs(f)]
+    text = common.read_text(args.input, args.pretokenized, max_tokens=MAX_TOKENS)
+    if args.reach_curve is not None:
+        return text
+    for toks, line in zip(text.tokens, text.lines):
+        if not args.no_predictions:
+            check_sentence_length(len(toks), path=text.path, line=line)
+        if args.reach and len(toks) > MAX_REACH_TOKENS:
+            raise InputError(f"a sentence of {len(toks):,} tokens is too long for --reach (at "
+                             f"most {MAX_REACH_TOKENS}); split it", path=text.path, line=line)
+    return text
+
+
+def _sentences(args, embedder, softmax, text) -> int:
     from elmo_engine.analysis.language_model import predict, reach
     from elmo_engine.analysis.language_model.report import sentence_document
 
-    text = common.read_text(args.input, args.pretokenized, max_tokens=MAX_TOKENS)
     docs = []
     for k, toks in enumerate(text.tokens):
         preds = (predict(embedder, softmax, [toks], top_k=args.top_k,
@@ -145,12 +172,9 @@ def reach_text(tokens, reach) -> list:
     return out
 
 
-def _curve(args, embedder) -> int:
+def _curve(args, embedder, text) -> int:
     from elmo_engine.analysis.language_model import reach_curve
 
-    if args.input is None:
-        raise InputError("--reach-curve needs a sentence file")
-    text = common.read_text(args.input, args.pretokenized, max_tokens=MAX_TOKENS)
     curve = reach_curve(embedder, text.tokens, max_offset=args.reach_curve)
     if args.json:
         json.dump({"offsets": list(curve.offsets), "mean": curve.mean.tolist(),
@@ -167,12 +191,10 @@ def _curve(args, embedder) -> int:
     return 0
 
 
-def _pairs(args, embedder, softmax) -> int:
+def _pairs(args, embedder, softmax, pairs) -> int:
     from elmo_engine.analysis.language_model.pairs import (DIRECTIONS, accuracy_by_set,
-                                                           bundled_pairs, read_pairs, score_pairs)
+                                                           score_pairs)
 
-    files = bundled_pairs() if args.pairs == "bundled" else [Path(args.pairs)]
-    pairs = [p for f in files for p in read_pairs(f)]
     scores = score_pairs(embedder, softmax, pairs)
     table = accuracy_by_set(scores)
     if args.json:

@@ -12,8 +12,9 @@ before anything is read or written:
 * an output that *is* an input, or a folder output that holds one (a report folder is replaced
   as a whole; ``train-lm --out`` writes ``vocab.txt`` … into it);
 * any output inside the bundled resources;
-* a folder replaced as a whole (``export report … --force``) that holds a model, a training
-  state or a workspace, or that is the current folder, one of its parents or the home folder
+* a folder replaced as a whole (``export report … --force``) that holds anything but an
+  earlier report (its marker lists every file; the whole tree is looked at), or that is the
+  current folder, one of its parents or the home folder
   (:func:`elmo_engine.io.report.replace_problem`).
 """
 from __future__ import annotations

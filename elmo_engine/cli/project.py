@@ -33,7 +33,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--method", choices=["umap", "pca"], default="umap")
     p.add_argument("--n-neighbors", type=int, default=15)
     p.add_argument("--min-dist", type=float, default=0.1)
-    p.add_argument("--seed", type=int, default=42, help="-1: unseeded (multi-threaded)")
+    p.add_argument("--seed", dest="umap_seed", type=int, default=42,
+                   help="UMAP's seed (default 42); -1: unseeded (multi-threaded)")
     p.add_argument("--epochs", type=int, default=None, help="UMAP epochs (default: umap's rule)")
     common.add_mix_weights(p)
     p.add_argument("--no-layer-norm", action="store_true",
@@ -60,7 +61,7 @@ def run(args) -> int:
     from elmo_engine.progress import TaskState
 
     params = UmapParams(n_neighbors=args.n_neighbors, min_dist=args.min_dist,
-                        random_state=None if args.seed < 0 else args.seed, n_epochs=args.epochs)
+                        random_state=None if args.umap_seed < 0 else args.umap_seed, n_epochs=args.epochs)
     tb = args.tensorboard
     common.refuse_existing(args.force, args.out, *(() if tb is None else (
         tb / "vectors.tsv", tb / "metadata.tsv")))

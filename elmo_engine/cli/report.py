@@ -107,12 +107,13 @@ def read_layers_result(path: Optional[Path]) -> Optional[dict]:
     """The ``layers --json`` document of ``path`` (None: no file)."""
     if path is None:
         return None
+    from elmo_engine.io.layers_result_check import LayersFormatError, check_layers_document
+
     doc = _read_json(path, "layers results")
-    ctx = doc.get("contextuality") if isinstance(doc, dict) else None
-    if not (isinstance(ctx, dict) and isinstance(ctx.get("layers"), list)
-            and isinstance(doc.get("cka"), dict)):
-        raise InputError("not a 'layers --json' document (no 'contextuality.layers' list or "
-                         "'cka' object)", path=path)
+    try:
+        check_layers_document(doc)
+    except LayersFormatError as e:
+        raise InputError(f"not a 'layers --json' document ({e})", path=path) from None
     return doc
 
 
@@ -150,12 +151,14 @@ def run(args) -> int:
     """Run ``report``: read, embed, compare, write the report (and the workspace)."""
     from elmo_engine.analysis.report import export_report
     from elmo_engine.embed.embedder import Embedder, check_held_activations
+    from elmo_engine.io.report import check_report_folder
     from elmo_engine.io.workspace_file import SUFFIX, checkpoint_checksum, save_workspace
     from elmo_engine.model.checkpoint import load_checkpoint
 
     style = figure_style(args)
     common.refuse_stdout(args.out, "a report")
     common.refuse_existing(args.force, args.out, args.workspace_out)
+    check_report_folder(args.out, args.force)       # never a folder of the user's
     if args.workspace_out is not None and not args.workspace_out.name.endswith(".json"):
         raise InputError(f"a workspace file's name ends in {SUFFIX}", path=args.workspace_out)
     text = common.read_text(args.sentences)

@@ -26,7 +26,8 @@ from elmo_engine.index.ann import AnnSettings, ann_file, build_ann
 from elmo_engine.io.embeddings_file import embedded
 from elmo_engine.index.corpus import CorpusCount, count_corpus, shard_blocks
 from elmo_engine.index.store import (CorpusFile, Manifest, SHARDS, TOKENS_DB, read_manifest,
-                                     read_shard, remove_index_files, shard_done, shard_stem,
+                                     read_shard, refuse_foreign_files, remove_index_files,
+                                     shard_done, shard_stem,
                                      vectors_file, write_manifest, write_shard)
 from elmo_engine.progress import Rate, TaskState, check, report
 
@@ -52,11 +53,15 @@ def prepare(folder: Path, wanted: Manifest, force: bool = False) -> Tuple[Manife
 
     Returns the manifest to use and whether the index is already complete. An index of another
     model is refused (its checksum differs); so is one of another corpus or settings, unless
-    ``force``, which removes the old index files first.
+    ``force``, which removes the old index files first. A folder without ``index.json`` that
+    holds files an index writes (``tokens.sqlite``, ``vectors.L1.npy`` …: the user's own) is
+    refused, ``force`` or not: only an index is ever replaced (issue 38).
     """
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise InputError("exists and is not a folder; give a folder for the index", path=folder)
+    if not (folder / "index.json").exists():
+        refuse_foreign_files(folder)
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / "index.json").exists():
         old = read_manifest(folder)

@@ -313,6 +313,28 @@ def load_npy(path: Path, mmap: bool = True,
     return arr
 
 
+def index_file_names(folder: Path) -> List[str]:
+    """The files of ``folder`` an index build would write or replace (``remove_index_files``
+    deletes these), by name."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    found = [f.name for f in sorted(folder.glob("vectors.L*.npy")) + sorted(folder.glob("ann.L*"))]
+    found += [n for n in (TOKENS_DB, SHARDS) if (folder / n).exists() or (folder / n).is_symlink()]
+    return found
+
+
+def refuse_foreign_files(folder: Path) -> None:
+    """A folder with no ``index.json`` holding files an index writes is not an index: those
+    files are the user's and are never replaced (one line naming the folder and them)."""
+    found = index_file_names(folder)
+    if found:
+        shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise InputError(f"holds {shown} but no {MANIFEST}: not an index this command wrote, so "
+                         "nothing in it is replaced (--force neither); choose another --out",
+                         path=folder)
+
+
 def remove_index_files(folder: Path) -> None:
     """Empty ``folder`` of what an index build writes (``--force``); other files stay."""
     folder = Path(folder)

@@ -61,6 +61,46 @@ def staging_dir(name: str) -> Path:
     return models_dir() / ".incoming" / name
 
 
+def lock_path(name: str) -> Path:
+    """The download lock of ``name`` (``.incoming/NAME.lock``): held by a running ``models get``
+    (:func:`elmo_engine.io.model_get.get_model`), taken by :func:`remove_model` too."""
+    return staging_dir(name).with_name(name + ".lock")
+
+
+@contextlib.contextmanager
+def held_if_free(name: str):
+    """Hold ``name``'s download lock for the block, or raise :class:`InputError` when a download
+    of it runs (an advisory ``flock`` on :func:`lock_path`, the one ``models get`` takes; the
+    system releases it when a process dies). Without ``fcntl`` (Windows) there is no lock."""
+    try:
+        import fcntl
+    except ImportError:                          # pragma: no cover - Windows
+        yield
+        return
+    path = lock_path(name)
+    if not path.parent.is_dir():                 # no .incoming: no download runs
+        yield
+        return
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield                                    # a read-only folder: nothing can download
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise InputError(f"'{name}' is being downloaded (lock {path}); wait for the "
+                             "download to finish or stop it, then remove it") from None
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                path.unlink()
+    finally:
+        os.close(fd)
+
+
 # ---- the manifest ------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FileRecord:
@@ -313,13 +353,18 @@ def verify_model(name: str, state: Optional[TransferState] = None) -> VerifyRepo
 
 
 def remove_model(name: str) -> int:
-    """Delete a model's folder and any staged download; return the bytes freed."""
+    """Delete a model's folder and any staged download; return the bytes freed. A running
+    download of it is never disturbed: its lock is taken first (:func:`held_if_free`; an
+    :class:`InputError` saying the model is being downloaded otherwise)."""
     load_catalogue().require(name)
     freed = 0
-    for folder in (model_dir(name), staging_dir(name)):
-        if folder.is_symlink():
-            folder.unlink()
-        elif folder.is_dir():
-            freed += _folder_bytes(folder)
-            shutil.rmtree(folder)
+    with held_if_free(name):
+        for folder in (model_dir(name), staging_dir(name)):
+            if folder.is_symlink():
+                folder.unlink()
+            elif folder.is_dir():
+                freed += _folder_bytes(folder)
+                shutil.rmtree(folder)
+    with contextlib.suppress(OSError):
+        staging_dir(name).parent.rmdir()         # .incoming, when nothing else is staged
     return freed

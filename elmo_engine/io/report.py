@@ -8,8 +8,10 @@ Layout of the folder::
     figures/<file>       the figures (PNG and SVG), referenced relatively by both pages
 
 The folder is built beside the target under a temporary name and renamed into place when complete
-(every file in it is therefore written whole); an existing folder is refused unless
-``overwrite=True``, in which case it is replaced only once the new one is complete.
+(every file in it is therefore written whole), with a marker (``.elmo-output.json``, kind
+``report``) listing its files; an existing folder is refused unless ``overwrite=True``, and even
+then unless it is empty or holds only an earlier report (:func:`replace_problem`); it is replaced
+only once the new one is complete.
 """
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ from typing import Any, Dict, List, Optional, Sequence
 from elmo_engine.atomic import ordinary_mode
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
-from elmo_engine.io.writing import TargetExistsError, swap_in_folder, writing
+from elmo_engine.io.writing import (check_replaceable, replace_folder_problem, swap_in_folder,
+                                    writing)
 
 #: rows of a table shown on the pages (the CSV always has all of them)
 MAX_SHOWN_ROWS = 60
@@ -301,34 +304,26 @@ def render_html(spec: ReportSpec, tables: Dict[str, str], figures: List[tuple]) 
 
 
 # ---- writing -----------------------------------------------------------------------------
-#: names that mark a folder a report must never replace (a model, a training state, a workspace)
-_PRECIOUS = ("options.json", "bilm.json", "*.hdf5", "*.h5", "*.safetensors", "checkpoint",
-             "state.json", "*.elmows.json", "*.npz")
+#: the kind of folder a report is (its marker, :data:`elmo_engine.io.writing.MARKER`)
+REPORT_KIND = "report"
 
 
 def replace_problem(folder) -> Optional[str]:
     """Why the existing ``folder`` may not be replaced by a report (None: it may).
 
-    A report replaces its folder as a whole, so the folder may not be the current folder, one
-    of its parents or the home folder, and may not hold a model, a training state or a
-    workspace (their files would be deleted with it).
+    A report replaces its folder as a whole, so the folder must be empty or hold only a report
+    written earlier (the files its marker lists), and may not be a link, the current folder,
+    one of its parents or the home folder (:func:`elmo_engine.io.writing.replace_folder_problem`:
+    the whole tree is looked at; a folder of models, an index or a thesis is never deleted).
     """
-    folder = Path(folder)
-    if not folder.is_dir():
-        return None
-    real = os.path.realpath(folder)
-    for name, other in (("the current folder", os.getcwd()),
-                        ("the home folder", os.path.expanduser("~"))):
-        o = os.path.realpath(other)
-        if real == o or o.startswith(real.rstrip(os.sep) + os.sep):
-            return (f"is {name} or one of its parents; a report replaces its folder as a whole, "
-                    "choose a new folder")
-    for pattern in _PRECIOUS:
-        found = sorted(folder.glob(pattern))
-        if found:
-            return (f"holds {found[0].name}, part of a model, training state or workspace; a "
-                    "report never replaces such a folder, choose a new folder")
-    return None
+    return replace_folder_problem(folder, REPORT_KIND)
+
+
+def check_report_folder(folder, overwrite: bool) -> None:
+    """Before any work: refuse an existing ``folder`` without ``overwrite`` and one a report may
+    not replace (:class:`~elmo_engine.io.writing.NotReplaceableError`, one line naming it and
+    what it holds)."""
+    check_replaceable(folder, REPORT_KIND, overwrite)
 
 
 def write_report(folder, spec: ReportSpec, overwrite: bool = False,
@@ -338,15 +333,12 @@ def write_report(folder, spec: ReportSpec, overwrite: bool = False,
     Raises
     ------
     TargetExistsError : ``folder`` exists and ``overwrite`` is False
+    NotReplaceableError : ``folder`` holds anything but an earlier report (never replaced)
     ExportError : a write failed (disk full, no permission); nothing was left behind
     InputError : a figure file is missing, or two tables share a name
     """
     folder = Path(folder)
-    if not overwrite and folder.exists():
-        raise TargetExistsError(folder)
-    problem = replace_problem(folder)
-    if problem:
-        raise InputError(problem, path=folder)
+    check_report_folder(folder, overwrite)
     names = [_safe_name(t.name) for t in spec.tables]
     if len(set(names)) != len(names):
         raise InputError("two report tables have the same name: " + ", ".join(names))
@@ -362,7 +354,7 @@ def write_report(folder, spec: ReportSpec, overwrite: bool = False,
         os.chmod(staging, ordinary_mode(folder=True))   # mkdtemp's 0700 → what mkdir gives
         try:
             written = _fill(staging, spec, names, state)
-            swap_in_folder(staging, folder, overwrite)
+            swap_in_folder(staging, folder, overwrite, REPORT_KIND)
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -412,5 +404,6 @@ def _write(path: Path, data: bytes) -> None:
         os.fsync(fh.fileno())
 
 
-__all__ = ["MAX_SHOWN_ROWS", "ReportFigure", "ReportSpec", "ReportTable", "render_html",
-           "render_markdown", "table_csv", "write_report"]
+__all__ = ["MAX_SHOWN_ROWS", "REPORT_KIND", "ReportFigure", "ReportSpec", "ReportTable", "render_html",
+           "render_markdown", "check_report_folder", "replace_problem", "table_csv",
+           "write_report"]

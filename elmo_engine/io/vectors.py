@@ -221,6 +221,10 @@ def export_stream(path, sentences: Iterable[SentenceVectors], fmt: Optional[str]
                          "width)")
     layers.validate(shape[0])
     refuse_existing(path, overwrite)
+    if fmt == "tsv":
+        from elmo_engine.io.vectors_tsv import check_tsv_target
+
+        check_tsv_target(path, overwrite)          # a folder: never one the user filled
     stream = _Checked(_put_back(first, it), shape[0], shape[2], state, total, n_selected)
     del first                                  # held by the stream only: written, then dropped
     selection = n_selected is not None

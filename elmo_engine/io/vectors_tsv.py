@@ -9,7 +9,10 @@ Two targets (:func:`tsv_files` names the files):
   and the metadata in ``NAME.metadata.tsv`` beside it.
 
 Everything is written into a fresh staging folder beside the target first and moved into place
-only when complete (the folder as a whole; the files one rename each). Folders and files get
+only when complete (the folder as a whole, with its marker ``.elmo-output.json`` of kind
+``projector``: ``--force`` replaces only an empty folder or an earlier projector folder, never a
+folder of the user's, :func:`elmo_engine.io.writing.replace_folder_problem`; the files one rename
+each). Folders and files get
 the permissions the umask gives (not ``mkdtemp``'s private 0700).
 """
 from __future__ import annotations
@@ -23,11 +26,21 @@ from typing import List, Optional
 from elmo_engine.atomic import ordinary_mode
 from elmo_engine.io.projector_tsv import clean_cell, metadata_lines, row_format
 from elmo_engine.io.vectors import LayerChoice, _rows
-from elmo_engine.io.writing import TargetExistsError, swap_in_folder
+from elmo_engine.io.writing import TargetExistsError, check_replaceable, swap_in_folder
+
+#: the kind of folder a projector export is (its marker)
+PROJECTOR_KIND = "projector"
 
 
 def is_file_target(path: Path) -> bool:
     return Path(path).suffix.lower() == ".tsv"
+
+
+def check_tsv_target(path: Path, overwrite: bool) -> None:
+    """Before any work: a folder target that exists is replaced only with ``overwrite`` and
+    only when empty or an earlier projector export (one line naming it otherwise)."""
+    if not is_file_target(path):
+        check_replaceable(path, PROJECTOR_KIND, overwrite)
 
 
 def _names(path: Path, layers: LayerChoice, n_out: Optional[int]):
@@ -95,7 +108,7 @@ def write_tsv(path, items, layers: LayerChoice, overwrite: bool) -> List[Path]:
         if is_file_target(path):
             return _move_files(staging, path.parent, names + [meta], overwrite)
         written = sorted(p.name for p in staging.iterdir())
-        swap_in_folder(staging, path, overwrite)
+        swap_in_folder(staging, path, overwrite, PROJECTOR_KIND)
         return [path / n for n in written]
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -189,15 +189,17 @@ def _rows_of(weights: Path) -> int:
 # ---- reading --------------------------------------------------------------------------------
 def load_softmax(folder: Path, weights: Optional[Path] = None, vocab: Optional[Path] = None,
                  output_dim: Optional[int] = None, progress=None) -> Softmax:
-    """Find (:func:`find_softmax`) and read a softmax; check P against ``output_dim``."""
+    """Find (:func:`find_softmax`) and read a softmax; check P against ``output_dim`` from the
+    file's header, before W is read (a small compressed file of a W far too wide for the model
+    is refused without allocating it)."""
     files = find_softmax(folder, weights, vocab)
     for f in (files.weights, files.vocab):
         _check_regular(f)
     tokens = read_vocabulary(files.vocab)
     if files.layout == "own":
-        w, b = _read_own(files.weights, len(tokens))
+        w, b = _read_own(files.weights, len(tokens), output_dim)
     else:
-        w, b = _read_published(files.weights, len(tokens), progress)
+        w, b = _read_published(files.weights, len(tokens), progress, output_dim)
     soft = Softmax(w, b, tokens, files)
     if output_dim is not None:
         soft.check_fits(output_dim, folder)
@@ -236,7 +238,16 @@ def _check_regular(path: Path) -> None:
         raise CheckpointError(path, f"{problem} (a softmax is read from regular files)")
 
 
-def _read_own(path: Path, vocab_size: int) -> Tuple[Tensor, Tensor]:
+def _check_width(path: Path, shape, output_dim: Optional[int], dataset: str) -> None:
+    """W's shape read from the header against the model's top-layer width (None: unchecked)."""
+    if output_dim is not None and (len(shape) != 2 or int(shape[1]) != output_dim):
+        raise CheckpointError(path, "the softmax does not fit the model's top layer",
+                              dataset=dataset, expected=f"(V, {output_dim})",
+                              found=tuple(int(v) for v in shape))
+
+
+def _read_own(path: Path, vocab_size: int, output_dim: Optional[int] = None
+              ) -> Tuple[Tensor, Tensor]:
     """``train-lm``'s ``softmax.safetensors``: W kept as stored (float16), b float32."""
     from safetensors import SafetensorError, safe_open
 
@@ -254,6 +265,7 @@ def _read_own(path: Path, vocab_size: int) -> Tuple[Tensor, Tensor]:
                 raise CheckpointError(path, "the softmax does not match its vocabulary",
                                       dataset="softmax_w", expected=f"({vocab_size}, P)",
                                       found=tuple(sw))
+            _check_width(path, sw, output_dim, "softmax_w")
             w, b = fh.get_tensor("softmax_w"), fh.get_tensor("softmax_b")
     except (SafetensorError, OSError, ValueError) as e:
         raise CheckpointError(path, f"cannot read the softmax ({e})") from None
@@ -265,7 +277,8 @@ def _read_own(path: Path, vocab_size: int) -> Tuple[Tensor, Tensor]:
     return w, b
 
 
-def _read_published(path: Path, vocab_size: int, progress=None) -> Tuple[Tensor, Tensor]:
+def _read_published(path: Path, vocab_size: int, progress=None,
+                    output_dim: Optional[int] = None) -> Tuple[Tensor, Tensor]:
     """AllenNLP's ``*_softmax_weights.hdf5``, checked before anything large is allocated and read
     block by block into float32 or float16 (never both)."""
     import h5py
@@ -284,6 +297,7 @@ def _read_published(path: Path, vocab_size: int, progress=None) -> Tuple[Tensor,
             raise CheckpointError(path, "the softmax does not match its vocabulary",
                                   dataset="softmax/W", expected=f"({vocab_size}, P)",
                                   found=tuple(dsw.shape))
+        _check_width(path, dsw.shape, output_dim, "softmax/W")
         if tuple(dsb.shape) != (vocab_size,):
             raise CheckpointError(path, "the bias does not match the vocabulary",
                                   dataset="softmax/b", expected=(vocab_size,),

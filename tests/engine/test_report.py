@@ -12,7 +12,7 @@ import pytest
 from elmo_engine.errors import ElmoError, InputError
 from elmo_engine.io.report import (MAX_SHOWN_ROWS, ReportFigure, ReportSpec, ReportTable,
                                    write_report)
-from elmo_engine.io.writing import TargetExistsError
+from elmo_engine.io.writing import NotReplaceableError, TargetExistsError
 
 PNG = (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00"
        b"\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\x0f\x00\x00\x01\x01\x00\x05\x18\xd8N\x00"
@@ -101,8 +101,15 @@ def test_refuses_existing_folder_unless_asked(tmp_path):
     with pytest.raises(TargetExistsError):
         write_report(out, make_spec(tmp_path))
     assert [p.name for p in out.iterdir()] == ["mine.txt"]
-    write_report(out, make_spec(tmp_path), overwrite=True)
-    assert not (out / "mine.txt").exists() and (out / "report.html").is_file()
+    # a folder of the user's is never replaced, even when asked (issue 38)
+    with pytest.raises(NotReplaceableError, match=r"r: is not a report folder: it holds mine"):
+        write_report(out, make_spec(tmp_path), overwrite=True)
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+    (out / "mine.txt").unlink()
+    write_report(out, make_spec(tmp_path), overwrite=True)      # empty: replaced
+    assert (out / "report.html").is_file()
+    write_report(out, make_spec(tmp_path), overwrite=True)      # an earlier report: replaced
+    assert (out / "report.html").is_file() and (out / ".elmo-output.json").is_file()
 
 
 def test_disk_full_leaves_nothing(tmp_path, monkeypatch):

@@ -14,7 +14,7 @@ from elmo_engine.errors import ElmoError, InputError
 from elmo_engine.model.mix import scalar_mix_numpy
 from elmo_engine.io.vectors import (LayerChoice, SentenceVectors, export_stream, export_vectors,
                                     format_for)
-from elmo_engine.io.writing import ExportError, TargetExistsError
+from elmo_engine.io.writing import ExportError, NotReplaceableError, TargetExistsError
 
 TOKENS = [["the", "bank", "of", "the", "river"], ["a", "bank"], ["bank", "loan", "rates", "rose"]]
 
@@ -128,8 +128,15 @@ def test_refuses_to_overwrite_unless_asked(tmp_path, acts):
     export_vectors(out, TOKENS, acts, overwrite=True)
     with np.load(out, allow_pickle=False) as z:
         assert z["0"].shape == (3, 5, 8)
-    export_vectors(folder, TOKENS, acts, "tsv", LayerChoice("top"), overwrite=True)
-    assert sorted(p.name for p in folder.iterdir()) == ["metadata.tsv", "vectors.tsv"]
+    # a folder of the user's is never replaced, even when asked (issue 38)
+    with pytest.raises(NotReplaceableError, match="tsv: is not a projector folder: it holds keep"):
+        export_vectors(folder, TOKENS, acts, "tsv", LayerChoice("top"), overwrite=True)
+    assert [p.name for p in folder.iterdir()] == ["keep.txt"]
+    (folder / "keep.txt").unlink()
+    for _ in range(2):                        # empty, then an earlier projector folder: replaced
+        export_vectors(folder, TOKENS, acts, "tsv", LayerChoice("top"), overwrite=True)
+        assert sorted(p.name for p in folder.iterdir()) == [".elmo-output.json", "metadata.tsv",
+                                                           "vectors.tsv"]
 
 
 @pytest.mark.parametrize("fmt,name", [("npz", "v.npz"), ("hdf5", "v.hdf5"), ("csv", "v.csv"),

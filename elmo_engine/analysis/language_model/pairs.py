@@ -17,11 +17,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
 
-from elmo_engine.analysis.language_model.predictions import BACKWARD, FORWARD, LN2, predict
+from elmo_engine.analysis.language_model.predictions import (BACKWARD, FORWARD, LN2,
+                                                             MAX_SENTENCE_TOKENS, predict)
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
 
-MAX_PAIRS = 100_000
+#: the most pairs one file may hold, the largest file read, the longest sentence of a pair
+#: (issue 38: the file is refused before anything is scored; /dev/zero and a FIFO are not files)
+MAX_PAIRS = 10_000
+MAX_PAIRS_BYTES = 4 << 20
+MAX_PAIR_TOKENS = MAX_SENTENCE_TOKENS
 DIRECTIONS = ("forward", "backward", "combined")
 
 
@@ -57,19 +62,26 @@ class SetAccuracy:
 
 
 def read_pairs(path: Path) -> List[MinimalPair]:
-    """Read a minimal-pair TSV (see the module docstring); :class:`InputError` naming the line."""
+    """Read a minimal-pair TSV (see the module docstring); :class:`InputError` naming the line.
+    Only a regular file of at most :data:`MAX_PAIRS_BYTES` is read, with at most
+    :data:`MAX_PAIRS` pairs of sentences of at most :data:`MAX_PAIR_TOKENS` tokens."""
+    from elmo_engine.files import read_bounded
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path, MAX_PAIRS_BYTES).decode("utf-8")
     except OSError as e:
         raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
     except UnicodeDecodeError as e:
         raise InputError(f"not UTF-8 text (byte {e.start})", path=path) from None
+    except ValueError as e:
+        raise InputError(f"{e} (a minimal-pair file is at most {MAX_PAIRS_BYTES >> 20} MiB and "
+                         f"{MAX_PAIRS:,} pairs); split it", path=path) from None
     lines = text.splitlines()
     if not lines or lines[0].strip().split("\t") != ["set", "good", "bad"]:
         raise InputError("the first line must be the header 'set<TAB>good<TAB>bad'", path=path,
                          line=1)
-    pairs = []
+    pairs: List[MinimalPair] = []
     for no, raw in enumerate(lines[1:], start=2):
         if not raw.strip() or raw.startswith("#"):
             continue
@@ -80,12 +92,16 @@ def read_pairs(path: Path) -> List[MinimalPair]:
         good, bad = tuple(cols[1].split()), tuple(cols[2].split())
         if not cols[0].strip() or not good or not bad:
             raise InputError("empty set name or sentence", path=path, line=no)
+        if len(good) > MAX_PAIR_TOKENS:
+            raise InputError(f"a sentence of {len(good):,} tokens; a minimal pair's sentences "
+                             f"have at most {MAX_PAIR_TOKENS:,}", path=path, line=no)
         if len(good) != len(bad):
             raise InputError(f"the two sentences differ in length ({len(good)} vs {len(bad)} "
                              "tokens); a minimal pair differs in one place", path=path, line=no)
+        if len(pairs) >= MAX_PAIRS:
+            raise InputError(f"more than {MAX_PAIRS:,} pairs; split the file", path=path,
+                             line=no)
         pairs.append(MinimalPair(cols[0].strip(), good, bad, no))
-        if len(pairs) > MAX_PAIRS:
-            raise InputError(f"more than {MAX_PAIRS} pairs", path=path, line=no)
     if not pairs:
         raise InputError("no minimal pairs in the file", path=path)
     return pairs

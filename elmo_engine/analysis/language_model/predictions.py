@@ -30,6 +30,9 @@ from elmo_engine.progress import TaskState, check
 
 LN2 = math.log(2.0)
 FORWARD, BACKWARD = 0, 1
+#: the longest sentence predicted (one biLM batch, 2n+2 softmax rows; issue 38: a pair of
+#: 20,000-token sentences took 1.7 GB)
+MAX_SENTENCE_TOKENS = 1000
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,15 @@ def is_substitute(word: str) -> bool:
 SUBSTITUTE_MARGIN = 32
 
 
+def check_sentence_length(n: int, path=None, line=None) -> None:
+    """One sentence's predictions are one biLM batch and one softmax pass over its 2n+2 rows:
+    a sentence of more than :data:`MAX_SENTENCE_TOKENS` tokens is refused before any of it."""
+    if n > MAX_SENTENCE_TOKENS:
+        raise InputError(f"a sentence of {n:,} tokens is too long for the language models' "
+                         f"predictions (at most {MAX_SENTENCE_TOKENS:,}); split it", path=path,
+                         line=line)
+
+
 def predict(embedder, softmax: Softmax, sentences: Sequence[Sequence[str]], top_k: int = 10,
             state: Optional[TaskState] = None, all_substitutes: bool = False
             ) -> Tuple[SentencePredictions, ...]:
@@ -115,6 +127,7 @@ def predict(embedder, softmax: Softmax, sentences: Sequence[Sequence[str]], top_
         sent = tuple(sent)
         if not sent:
             raise InputError("an empty sentence has nothing to predict")
+        check_sentence_length(len(sent))
         out.append(_predict_one(embedder, softmax, sent, top_k, state, all_substitutes))
     return tuple(out)
 

@@ -2,9 +2,11 @@
 
 For a sentence of n tokens the sentence and its n variants with token *j* **replaced** by
 ``<UNK>`` (the word spelled ``<UNK>``, read by the char-CNN like any word; nothing is removed, so
-positions stay aligned) run in one batch. ``reach[l, d, i, j]`` is the cosine distance between
-token *i*'s vector in layer *l*, direction *d* (0 forward half, 1 backward half) in the sentence
-and in the variant without word *j*.
+positions stay aligned) run in batches of at most :func:`reach_rows_per_batch` variants, each
+batch with the sentence itself as its first row (every comparison is within one batch), so the
+memory held is bounded whatever n (issue 38: one batch of a 400-token sentence took 4.6 GB).
+``reach[l, d, i, j]`` is the cosine distance between token *i*'s vector in layer *l*, direction
+*d* (0 forward half, 1 backward half) in the sentence and in the variant without word *j*.
 
 By construction (Peters et al. 2018's two one-directional LMs) the forward half of token *i*
 depends only on tokens ≤ *i* and the backward half only on tokens ≥ *i*; layer 0 (the char-CNN
@@ -29,8 +31,12 @@ from elmo_engine.model.softmax import UNK
 from elmo_engine.progress import TaskState, check, report
 
 REPLACEMENT = UNK
-#: longest sentence given a reach matrix (n+1 rows of n+2 steps in one batch)
-MAX_REACH_TOKENS = 400
+#: longest sentence given a reach matrix: its n+1 rows of n+2 biLM steps are O(n²) work (issue
+#: 38: 400 tokens took 100 s of two CPU cores on the bundled model, 200 tokens about 30 s)
+MAX_REACH_TOKENS = 200
+#: the most bytes one batch of variants may hold (the biLSTM's steps, the layers, their halves,
+#: the float64 cosines; :func:`reach_rows_per_batch`)
+REACH_BATCH_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
@@ -57,24 +63,44 @@ class ReachCurve:
     sentences: int
 
 
-def reach(embedder, tokens: Sequence[str]) -> ReachMatrix:
-    """The reach matrix of one sentence (n+1 rows in one batch)."""
+def reach_rows_per_batch(n: int, n_layers: int, output_dim: int, lstm_dim: int = 0) -> int:
+    """How many variants of an ``n``-token sentence one batch runs within
+    :data:`REACH_BATCH_BYTES` (at least one): per row and step, the layers (L+1, 2·out) float32
+    held about four times over (the output, its halves, two float64 copies for the cosine) and
+    the biLSTM's gates and states, 4·lstm_dim + 4·out float32 per LSTM layer (L of them) and
+    direction, about three times over (measured on the bundled model: ~120 kB a row-step)."""
+    per_step = n_layers * 2 * output_dim * 4 * 4 \
+        + (n_layers - 1) * 2 * (4 * lstm_dim + 4 * output_dim) * 4 * 3
+    per_row = (n + 2) * per_step
+    return int(max(1, min(n, REACH_BATCH_BYTES // max(per_row, 1) - 1)))
+
+
+def reach(embedder, tokens: Sequence[str], state: Optional[TaskState] = None) -> ReachMatrix:
+    """The reach matrix of one sentence (its n variants in bounded batches)."""
     toks = tuple(tokens)
     n = len(toks)
     if n == 0:
         raise InputError("an empty sentence has no reach matrix")
     if n > MAX_REACH_TOKENS:
         raise InputError(f"a sentence of {n} tokens is too long for a reach matrix (at most "
-                         f"{MAX_REACH_TOKENS}: it runs n+1 variants in one batch)")
-    variants = [toks] + [toks[:j] + (REPLACEMENT,) + toks[j + 1:] for j in range(n)]
-    layers = framed_layers(embedder, variants)[:, :, 1:n + 1]          # (L+1, n+1, n, 2·out)
+                         f"{MAX_REACH_TOKENS}: it runs n+1 variants)")
     out = embedder.opts.output_dim
-    halves = torch.stack([layers[..., :out], layers[..., out:]], 1)   # (L+1, 2, n+1, n, out)
-    base = halves[:, :, :1]                                           # (L+1, 2, 1, n, out)
-    var = halves[:, :, 1:]                                            # (L+1, 2, j, i, out)
-    cos = torch.nn.functional.cosine_similarity(var.double(), base.double(), dim=-1, eps=1e-12)
-    dist = (1.0 - cos).clamp_min(0.0).transpose(2, 3)                 # (L+1, 2, i, j)
-    return ReachMatrix(tokens=toks, distance=dist.float().numpy())
+    n_layers = embedder.opts.n_output_layers
+    rows = reach_rows_per_batch(n, n_layers, out, embedder.opts.lstm_dim)
+    dist = np.empty((n_layers, 2, n, n), np.float32)                  # (L+1, 2, i, j)
+    for j0 in range(0, n, rows):
+        check(state)
+        js = range(j0, min(n, j0 + rows))
+        variants = [toks] + [toks[:j] + (REPLACEMENT,) + toks[j + 1:] for j in js]
+        layers = framed_layers(embedder, variants)[:, :, 1:n + 1]      # (L+1, 1+c, n, 2·out)
+        halves = torch.stack([layers[..., :out], layers[..., out:]], 1)   # (L+1, 2, 1+c, n, out)
+        del layers
+        base = halves[:, :, :1]                                       # (L+1, 2, 1, n, out)
+        var = halves[:, :, 1:]                                        # (L+1, 2, c, i, out)
+        cos = torch.nn.functional.cosine_similarity(var.double(), base.double(), dim=-1,
+                                                    eps=1e-12)        # (L+1, 2, c, i)
+        dist[:, :, :, j0:j0 + len(js)] = (1.0 - cos).clamp_min(0.0).transpose(2, 3).float().numpy()
+    return ReachMatrix(tokens=toks, distance=dist)
 
 
 def reach_curve(embedder, sentences: Sequence[Sequence[str]], max_offset: int = 10,

@@ -241,7 +241,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
         def job(state):
             from elmo_engine.analysis.language_model import predict, reach
 
-            r = reach(emb, tokens) if need_reach else None
+            r = reach(emb, tokens, state) if need_reach else None    # cancellable by batch
             state.check()
             p = predict(emb, softmax, [tokens], top_k=k, state=state)[0] if softmax else None
             return tokens, k, p, r
