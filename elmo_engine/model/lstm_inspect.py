@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from elmo_engine.errors import InputError
+from elmo_engine.model.cpu_fast import both_directions
 
 #: default bound on the captured states of one call
 DEFAULT_MAX_BYTES = 1 << 30
@@ -253,80 +254,91 @@ def inspect(model, tok: Tensor, lengths: Tensor, capture: Optional[Capture] = No
     layers = tok.new_zeros(opts.n_layers + 1, bsz, steps, 2 * out_dim)
     layers[0] = torch.cat([tok, tok], -1) * mask_f
     states: Dict[Tuple[int, int, StateKind], Tensor] = {}
+    def run(d: int) -> List[Tuple[Tensor, Dict[StateKind, Tensor]]]:
+        """Every layer of direction ``d``: per layer its (T, B, out) output (skip included)
+        and its captured states, time-major."""
+        layer_in = (tok if d == 0 else tok_b).transpose(0, 1).contiguous()   # (T, B, P)
+        done = []
+        for layer in range(opts.n_layers):
+            ivs = [iv for iv in interventions if iv.layer == layer and iv.direction == d]
+            store: Dict[StateKind, Tensor] = {}
+            if capture is not None and (layer, d) in wanted:
+                for kind in capture.kinds:
+                    store[kind] = torch.empty(steps, bsz, state_width(opts, kind),
+                                              dtype=capture.dtype, device=tok.device)
+            out = _layer(stack, layer, d, layer_in, lengths, ivs, store)   # (T, B, out)
+            if opts.use_skip_connections and layer > 0:
+                out = out + layer_in
+            done.append((out, store))
+            layer_in = out
+        return done
+
     with torch.no_grad():
-        for d, inp0 in ((0, tok), (1, tok_b)):
-            layer_in = inp0
-            for layer in range(opts.n_layers):
-                ivs = [iv for iv in interventions if iv.layer == layer and iv.direction == d]
-                keep = capture is not None and (layer, d) in wanted
-                store: Dict[StateKind, Tensor] = {}
-                if keep:
-                    assert capture is not None               # keep implies a capture
-                    for kind in capture.kinds:
-                        store[kind] = torch.zeros(bsz, steps, state_width(opts, kind),
-                                                  dtype=capture.dtype, device=tok.device)
-                out = _layer(stack, layer, d, layer_in, lengths, ivs, store)  # (B, T, out)
-                if opts.use_skip_connections and layer > 0:
-                    out = out + layer_in
-                out = out * mask_f
-                if d == 0:
-                    layers[layer + 1, :, :, :out_dim] = out
-                else:
-                    layers[layer + 1, :, :, out_dim:] = out.gather(
-                        1, rev[:, :, None].expand_as(out)) * mask_f
-                for kind, held in store.items():
-                    if d == 1:
-                        held = held.gather(1, rev[:, :, None].expand_as(held))
-                    states[(layer, d, kind)] = held * mask.to(held.dtype)[:, :, None]
-                layer_in = out
+        per_direction = both_directions(run, tok.device, parallel=bsz >= 2)
+    for d, done in enumerate(per_direction):
+        for layer, (out_tm, store) in enumerate(done):
+            out = out_tm.transpose(0, 1)                                  # (B, T, out)
+            if d == 1:
+                out = out.gather(1, rev[:, :, None].expand_as(out))
+            layers[layer + 1, :, :, d * out_dim:(d + 1) * out_dim] = out * mask_f
+            for kind, held_tm in store.items():
+                held = held_tm.transpose(0, 1)
+                if d == 1:
+                    held = held.gather(1, rev[:, :, None].expand_as(held))
+                states[(layer, d, kind)] = held * mask.to(held.dtype)[:, :, None]
     return InspectResult(layers=layers, lengths=lengths, states=states)
 
 
 def _layer(stack, layer: int, d: int, x: Tensor, lengths: Tensor, ivs: Sequence[Intervention],
            store: Dict[StateKind, Tensor]) -> Tensor:
-    """One layer of direction ``d`` over (B, T, in) rows that read from index 0: (B, T, out)."""
+    """One layer of direction ``d`` over time-major (T, B, in) rows that read from index 0:
+    (T, B, out). The GEMMs go through the model's kernels (the recurrent one with the packed
+    weight on the CPU, as the fast path does; read-only, shared by threads)."""
     opts = stack.opts
+    kernels = stack.kernels
     dim = opts.lstm_dim
-    bsz, steps, _ = x.shape
-    w_in = stack.w_in[layer][d]
+    steps, bsz, _ = x.shape
     w_rec = stack.w_rec[layer][d]
     wp = stack.wp[layer][d] if opts.has_lstm_projection else None
     bias = stack.b[layer][d] + stack.forget_bias[0]
-    xp = torch.addmm(bias, x.reshape(bsz * steps, -1), w_in).view(bsz, steps, 4 * dim)
+    xp = torch.addmm(bias, x.reshape(steps * bsz, -1), stack.w_in[layer][d])
+    xp = xp.view(steps, bsz, 4 * dim)
+    packed = kernels.recurrent_weight(layer, d, stack.w_rec[layer], bsz)
     c = x.new_zeros(bsz, dim)
     h = x.new_zeros(bsz, opts.output_dim)
-    outs = x.new_zeros(bsz, steps, opts.output_dim)
+    outs = x.new_empty(steps, bsz, opts.output_dim)
     by_state = {k: [iv for iv in ivs if iv.state is k] for k in INTERVENABLE}
     for t in range(steps):
-        z = torch.addmm(xp[:, t], h, w_rec)                            # (B, 4D): i j f o
-        i = torch.sigmoid(z[:, :dim])
-        g = torch.tanh(z[:, dim:2 * dim])
-        f = torch.sigmoid(z[:, 2 * dim:3 * dim])
-        o = torch.sigmoid(z[:, 3 * dim:])
-        c = f * c + i * g
+        z = xp[t] if t == 0 else kernels.add_recurrent(xp[t], h, w_rec, packed)  # i j f o
+        # tanh(x) as 2·σ(2x) − 1, as the fast path computes it (one sigmoid pass for the gates)
+        z[:, dim:2 * dim].mul_(2)
+        z.sigmoid_()
+        i, f, o = z[:, :dim], z[:, 2 * dim:3 * dim], z[:, 3 * dim:]
+        g = z[:, dim:2 * dim].mul_(2).sub_(1)
+        c = torch.addcmul(f * c, i, g)
         if opts.cell_clip is not None:
-            c = c.clamp(-opts.cell_clip, opts.cell_clip)
+            c = c.clamp_(-opts.cell_clip, opts.cell_clip)
         for iv in by_state[StateKind.C]:
             _apply(iv, c, _applies(iv, t, lengths))
-        m = o * torch.tanh(c)
+        m = torch.mul(c, 2).sigmoid_().mul_(2).sub_(1).mul_(o)                # o·tanh(c)
         for iv in by_state[StateKind.M]:
             _apply(iv, m, _applies(iv, t, lengths))
+        h = outs[t]
         if wp is not None:
-            h = m @ wp
+            torch.mm(m, wp, out=h)
             if opts.proj_clip is not None:
-                h = h.clamp(-opts.proj_clip, opts.proj_clip)
+                h.clamp_(-opts.proj_clip, opts.proj_clip)
         else:
-            h = m.clone()
+            h.copy_(m)
         for iv in by_state[StateKind.H]:
             _apply(iv, h, _applies(iv, t, lengths))
-        outs[:, t] = h
         if store:
             for kind, value in ((StateKind.C, c), (StateKind.IG, i), (StateKind.FG, f),
                                 (StateKind.OG, o), (StateKind.G, g), (StateKind.M, m),
                                 (StateKind.H, h)):
                 held = store.get(kind)
                 if held is not None:
-                    held[:, t] = value
+                    held[t] = value
     return outs
 
 
