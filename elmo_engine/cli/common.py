@@ -308,6 +308,8 @@ NUMERIC_LIMITS = {
     "checkpoint_minutes": (0, None, True), "eval_minutes": (0, None, True),
     "cooldown_minutes": (0, None, True), "min_dist": (0, None, False),
     "min_delta": (0, None, False), "dropout": (0, 1, False), "mix_gamma": (None, None, False),
+    "max_mib": (1, 1 << 30, False), "show": (1, 10 ** 6, False), "unit": (0, None, False),
+    "layer": (0, None, False),
 }
 _DEVICE = re.compile(r"auto|cpu|cuda(:\d{1,3})?|mps")
 

@@ -42,6 +42,7 @@ SUBCOMMAND_MODULES = {
     "search": "elmo_engine.cli.search",
     "senses": "elmo_engine.cli.senses",
     "wsd-nn": "elmo_engine.cli.wsd_nn",
+    "units": "elmo_engine.cli.units",
 }
 
 

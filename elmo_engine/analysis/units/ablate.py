@@ -122,7 +122,7 @@ class AblationResult:
 
 
 def ablation_experiment(model, softmax, pairs: Sequence[MinimalPair], layer: int,
-                        state: StateKind, order: Dict[int, Sequence[int]], ks: Sequence[int],
+                        state: StateKind, order: Mapping[int, Sequence[int]], ks: Sequence[int],
                         seeds: int = 5, seed: int = 0, token_vectors=None,
                         task: Optional[TaskState] = None) -> AblationResult:
     """Per k: the top-k units of ``order[direction]`` (a ranking per direction, best first)
