@@ -52,9 +52,9 @@ def sentence_log_probs(model, softmax, sentences: Sequence[Sequence[str]],
     w = softmax.w.float()
     logp = torch.empty(h.shape[0], dtype=torch.float64)
     for a in range(0, h.shape[0], SOFTMAX_CHUNK):
-        logits = torch.addmm(softmax.b, h[a:a + SOFTMAX_CHUNK], w.t())
-        lp = torch.log_softmax(logits.double(), dim=1)
-        logp[a:a + SOFTMAX_CHUNK] = lp.gather(1, tgt[a:a + SOFTMAX_CHUNK, None])[:, 0]
+        logits = torch.addmm(softmax.b, h[a:a + SOFTMAX_CHUNK], w.t())   # (rows, V)
+        picked = logits.gather(1, tgt[a:a + SOFTMAX_CHUNK, None])[:, 0]
+        logp[a:a + SOFTMAX_CHUNK] = (picked - torch.logsumexp(logits, 1)).double()
     total = np.zeros((len(sentences), 2))
     for (r, d), v in zip(owner, logp.tolist()):
         total[r, d] += v
