@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Tuple
 
 #: the analysis views shown as tabs, in order
-VIEWS: Tuple[str, ...] = ("contexts", "projection", "probes", "layers", "language-model", "corpus")
+VIEWS: Tuple[str, ...] = ("contexts", "projection", "probes", "layers", "language-model", "corpus",
+                          "units")
 #: what ``--view`` accepts: the analysis views and the sentences panel
 VIEW_CHOICES: Tuple[str, ...] = VIEWS + ("sentences",)
