@@ -168,3 +168,25 @@ def test_bad_interventions_are_one_clear_error(model):
                 interventions=[Intervention(9, 0, StateKind.C, (0,))])
     with pytest.raises(InputError, match="c, m or h"):
         inspect(model, tok, lengths, interventions=[Intervention(0, 0, StateKind.FG, (0,))])
+
+
+def test_calls_in_threads_keep_their_own_captures_and_interventions(model):
+    """The model is shared by threads: two calls with different interventions and captures,
+    side by side and many times, each get what they get alone."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    tok, lengths = framed_tokens(model, SENTENCES)
+    calls = [([Intervention(0, 0, StateKind.C, (0, 1), Op.ZERO)], StateKind.C),
+             ([Intervention(0, 1, StateKind.H, (2,), Op.SCALE, value=3.0)], StateKind.FG)]
+
+    def one(k):
+        ivs, kind = calls[k % 2]
+        res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(0,)), ivs)
+        return res.layers, res.states[(0, 0, kind)]
+
+    alone = [one(0), one(1)]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(one, range(12)))
+    for k, (layers, states) in enumerate(together):
+        assert torch.equal(layers, alone[k % 2][0]) and torch.equal(states, alone[k % 2][1])
+    assert not torch.equal(alone[0][0], alone[1][0])
