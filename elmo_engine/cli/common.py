@@ -346,6 +346,8 @@ NUMERIC_LIMITS = {
     # the characters commands (issue 41)
     "filters": (1, 1 << 20, False), "top": (1, 1 << 20, False), "per_type": (1, 1000, False),
     "filter_width": (1, 64, False),
+    # the units commands (issue 40)
+    "max_mib": (1, 1 << 20, False), "show": (1, 10 ** 6, False), "unit": (0, 1 << 20, False),
 }
 #: the options above that are deliberately unbounded above (None), kept short: a count of items
 #: read from a file (bounded by the file's own limit) or of steps and minutes the user waits for

@@ -43,6 +43,7 @@ SUBCOMMAND_MODULES = {
     "senses": "elmo_engine.cli.senses",
     "wsd-nn": "elmo_engine.cli.wsd_nn",
     "chars": "elmo_engine.cli.chars",
+    "units": "elmo_engine.cli.units",
 }
 
 

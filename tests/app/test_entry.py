@@ -44,5 +44,5 @@ def test_help_lists_the_app_options_the_views_and_the_commands():
 
 def test_the_no_display_message_names_every_view():
     assert VIEWS == ("contexts", "projection", "probes", "layers", "language-model", "corpus",
-                     "characters")
+                     "characters", "units")
     assert f"[--view {'|'.join(VIEWS)}]" in NO_DISPLAY_HINT

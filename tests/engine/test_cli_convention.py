@@ -52,7 +52,8 @@ class Row:
 
 #: the commands that read sentence files, tokenized as typed text unless --pretokenized
 TEXT_READERS = {"embed", "train-lm", "eval-lm", "lm", "contexts", "project", "export vectors",
-                "layers", "index", "search", "chars perturb", "chars nonce"}
+                "layers", "index", "search", "chars perturb", "chars nonce",
+                "units top"}
 CK = ("--checkpoint", "{tiny}", "--device", "cpu")
 TABLE: Dict[str, Row] = {
     "info": Row(("info", "--checkpoint", "{tiny}"),
@@ -88,6 +89,14 @@ TABLE: Dict[str, Row] = {
     "wsd-nn": Row(("wsd-nn", "--train", "{wsd_xml}", "--train-keys", "{wsd_keys}", "--test",
                    "{wsd_xml}", "--test-keys", "{wsd_keys}", *CK),
                   bad=("wsd-nn", "--train", "{missing}", "--train-keys", "{wsd_keys}", *CK)),
+    "units rank": Row(("units", "rank", "--tsv", "{labelled}", "--k", "1", "--seeds", "2", *CK),
+                      bad=("units", "rank", "--tsv", "{missing}", *CK)),
+    "units top": Row(("units", "top", "{text}", "--unit", "3", "--show", "3", *CK),
+                     bad=("units", "top", "{missing}", "--unit", "3", *CK)),
+    "units ablate": Row(("units", "ablate", "--tsv", "{labelled}", "--pairs", "{pairs}", "--k", "1",
+                         "--seeds", "2", "--device", "cpu"),
+                        bad=("units", "ablate", "--tsv", "{labelled}", "--pairs", "{missing}",
+                             "--device", "cpu")),
     "models list": Row(("models", "list"),
                        why="reads only the catalogue and the data folder"),
     "models get": Row(("models", "get", "small"), json=False, out=None,
@@ -240,6 +249,9 @@ def inputs(tmp_path_factory) -> Dict[str, str]:
     labelled.write_text("\n\n".join("\n".join(f"{w}\t{'N' if w in ('bank', 'river', 'money') else 'X'}"
                                               for w in s.split()) for s in SENTENCES * 3)
                         + "\n", encoding="utf-8")
+    (root / "pairs.tsv").write_text("set\tgood\tbad\nagr\tThe keys are here .\tThe keys is here .\n"
+                                    "agr\tThe key is here .\tThe key are here .\n",
+                                    encoding="utf-8")
     (root / "wsd.xml").write_text(WSD_XML, encoding="utf-8")
     (root / "wsd.key").write_text(WSD_KEYS, encoding="utf-8")
     workspace = root / "a.elmows.json"
@@ -249,7 +261,7 @@ def inputs(tmp_path_factory) -> Dict[str, str]:
                  str(TINY), "--device", "cpu"])
     assert code == 0 and (index / "index.json").is_file()
     return {"tiny": str(TINY), "text": str(text), "labelled": str(labelled),
-            "wsd_xml": str(root / "wsd.xml"), "wsd_keys": str(root / "wsd.key"),
+            "wsd_xml": str(root / "wsd.xml"), "pairs": str(root / "pairs.tsv"), "wsd_keys": str(root / "wsd.key"),
             "workspace": str(workspace), "index": str(index), "root": str(root)}
 
 

@@ -19,9 +19,9 @@ the source with :mod:`ast`, so an import that only runs in some code path is cau
 plain
    Python, its widgets live in the view.
 7. Inside ``analysis``, each analysis is a package (``contexts``, ``layers``, ``probes``,
-   ``projection``, ``language_model``) that imports only itself and the shared top-level modules
-   (``activations``; ``report`` gathers them all), except where :data:`ANALYSIS_SHARED` says;
-   ``characters`` (issue 41) too.
+   ``projection``, ``language_model``, ``characters``, ``units``) that imports only itself and
+   the shared top-level modules (``activations``; ``report`` gathers them all), except where
+   :data:`ANALYSIS_SHARED` says.
 8. Figures are drawn in ``io.figures`` only: no other engine module imports matplotlib.
 """
 from __future__ import annotations
@@ -48,11 +48,14 @@ for name in FOUNDATION:
     ALLOWED[name] = ()
 EXCEPTIONS = {("elmo_engine.train.__main__", "cli")}   # a program's entry point
 IMPORTERS = {"import_module", "__import__", "find_spec"}
-ANALYSES = ("contexts", "layers", "probes", "projection", "language_model", "characters")
+ANALYSES = ("contexts", "layers", "probes", "projection", "language_model", "characters",
+            "units")
 #: (analysis, analysis it may import): the projection colours points by the Contexts view's
 #: per-layer statistics (``contexts.compare.layer_stats``); a nonce word in context asks the two
-#: language models (``characters.nonce`` uses ``language_model.predictions``)
-ANALYSIS_SHARED = {("projection", "contexts"), ("characters", "language_model")}
+#: language models (``characters.nonce`` uses ``language_model.predictions``); the units'
+#: ablation scores the language model's minimal pairs (``language_model.pairs``)
+ANALYSIS_SHARED = {("projection", "contexts"), ("characters", "language_model"),
+                   ("units", "language_model")}
 
 
 def modules(folder: str, package: str) -> Iterator[Tuple[str, Path]]:

@@ -11,6 +11,6 @@ from typing import Tuple
 
 #: the analysis views shown as tabs, in order
 VIEWS: Tuple[str, ...] = ("contexts", "projection", "probes", "layers", "language-model", "corpus",
-                          "characters")
+                          "characters", "units")
 #: what ``--view`` accepts: the analysis views and the sentences panel
 VIEW_CHOICES: Tuple[str, ...] = VIEWS + ("sentences",)

@@ -19,6 +19,7 @@ from elmo_explorer.views.probes.controller import ProbesPanel
 from elmo_explorer.views.projection.controller import ProjectionPanel
 # language model view (issue 27)
 from elmo_explorer.views.language_model.controller import LanguageModelPanel
+from elmo_explorer.views.units.controller import UnitsPanel                # issue 40
 
 #: every analysis view by name
 PANELS: Dict[str, type] = {
@@ -29,6 +30,7 @@ PANELS: Dict[str, type] = {
     "language-model": LanguageModelPanel,          # issue 27
     "corpus": CorpusPanel,                          # issue 28
     "characters": CharactersPanel,                  # issue 41
+    "units": UnitsPanel,                            # issue 40
 }
 
 #: the analysis views shown as tabs, in order (named in :mod:`.view_names`, which has no Qt)

@@ -19,6 +19,11 @@ from elmo_engine.errors import InputError
 
 #: column index of each label the reader can return
 LABEL_COLUMNS: Dict[str, int] = {"upos": 3, "xpos": 4, "deprel": 7, "lemma": 2}
+#: ``feats:NAME`` reads one UD feature of the FEATS column (``feats:Number`` → ``Sing``/``Plur``,
+#: ``None`` where the word lacks it)
+FEATS_COLUMN = 5
+FEATS_PREFIX = "feats:"
+_FEATURE_NAME = re.compile(r"[A-Za-z0-9\[\]]+\Z")
 _INT_ID = re.compile(r"[1-9][0-9]*\Z")
 _RANGE_ID = re.compile(r"([1-9][0-9]*)-([1-9][0-9]*)\Z")
 _EMPTY_ID = re.compile(r"(0|[1-9][0-9]*)\.([1-9][0-9]*)\Z")
@@ -32,7 +37,9 @@ def read_conllu(path: PathLike, label: str = "upos", limit: Optional[int] = None
     Parameters
     ----------
     path : a ``.conllu`` file, plain or gzip-compressed (detected by its magic bytes)
-    label : ``"upos"``, ``"xpos"``, ``"deprel"`` (or ``"lemma"``); the field ``_`` gives ``None``
+    label : ``"upos"``, ``"xpos"``, ``"deprel"`` (or ``"lemma"``), or ``"feats:NAME"`` for one
+        UD feature of FEATS (e.g. ``feats:Number``); the field ``_`` (or a word without the
+        feature) gives ``None``
     limit : stop after this many sentences (``None``: all)
     max_line_bytes : a longer line raises InputError
 
@@ -50,16 +57,22 @@ def read_conllu(path: PathLike, label: str = "upos", limit: Optional[int] = None
         For a malformed line (wrong number of fields, bad or out-of-order ID, empty FORM, a range
         not followed by its words), naming the file and the line.
     """
-    if label not in LABEL_COLUMNS:
-        raise InputError(f"unknown CoNLL-U label {label!r}; choose one of {sorted(LABEL_COLUMNS)}")
+    feature: Optional[str] = None
+    if label.startswith(FEATS_PREFIX):
+        feature = label[len(FEATS_PREFIX):]
+        if not _FEATURE_NAME.match(feature):
+            raise InputError(f"bad CoNLL-U feature name {feature!r} (e.g. feats:Number)")
+    elif label not in LABEL_COLUMNS:
+        raise InputError(f"unknown CoNLL-U label {label!r}; choose one of {sorted(LABEL_COLUMNS)}"
+                         " or feats:NAME")
     if limit is not None and limit < 0:
         raise InputError(f"limit must be >= 0, got {limit}")
-    col = LABEL_COLUMNS[label]
+    col = FEATS_COLUMN if feature is not None else LABEL_COLUMNS[label]
     produced = 0
     if limit == 0:
         return
     with open_text(path, max_line_bytes=max_line_bytes) as lines:
-        block = _Block(lines, col)
+        block = _Block(lines, col, feature)
         for text in lines:
             if text.strip() == "":
                 sent = block.finish()
@@ -68,7 +81,7 @@ def read_conllu(path: PathLike, label: str = "upos", limit: Optional[int] = None
                     produced += 1
                     if limit is not None and produced >= limit:
                         return
-                block = _Block(lines, col)
+                block = _Block(lines, col, feature)
             elif text.startswith("#"):
                 block.comment(text)
             else:
@@ -81,9 +94,10 @@ def read_conllu(path: PathLike, label: str = "upos", limit: Optional[int] = None
 class _Block:
     """The lines of one sentence being read."""
 
-    def __init__(self, lines: TextLines, col: int) -> None:
+    def __init__(self, lines: TextLines, col: int, feature: Optional[str] = None) -> None:
         self.lines = lines
         self.col = col
+        self.feature = feature
         self.start: Optional[int] = None
         self.comments: Dict[str, str] = {}
         self.forms: List[str] = []
@@ -120,7 +134,10 @@ class _Block:
                 raise self.lines.error("empty FORM field")
             self.forms.append(form)
             value = fields[self.col]
-            self.labels.append(None if value in ("", "_") else value)
+            label = None if value in ("", "_") else value
+            if label is not None and self.feature is not None:
+                label = _feature(label, self.feature)
+            self.labels.append(label)
             self.upos.append(None if fields[3] in ("", "_") else fields[3])
             return
         m = _RANGE_ID.match(wid)
@@ -167,6 +184,15 @@ class _Block:
         if others:
             meta["comments"] = others
         return LabelledSentence(tuple(self.forms), tuple(self.labels), meta)
+
+
+def _feature(feats: str, name: str) -> Optional[str]:
+    """The value of feature ``name`` in a FEATS field ``A=x|B=y`` (None if absent)."""
+    for item in feats.split("|"):
+        key, sep, value = item.partition("=")
+        if sep and key == name:
+            return value or None
+    return None
 
 
 def count_conllu(path: PathLike) -> Dict[str, int]:

@@ -1,0 +1,1 @@
+"""The Units view: see controller.py (the panel)."""

@@ -1,0 +1,164 @@
+"""Units switched off in the live biLM, and the minimal pairs scored again (Lakretz et al. 2019).
+
+:func:`sentence_log_probs` scores sentences with both LMs on the step path of
+:mod:`elmo_engine.model.lstm_inspect`, with the interventions of the call (the same numbers
+as :func:`~elmo_engine.analysis.language_model.pairs.score_pairs` when there are none; tested);
+:func:`pair_accuracy` turns them into minimal-pair accuracies per set and direction.
+:func:`ablation_experiment` is Lakretz et al.'s experiment on the model at hand: per direction,
+the top-k units of a ranking zeroed at every position against k units drawn at random (not among
+the top k; one draw per seed), the accuracy of that direction's LM, and of both combined with
+both ablations, reported as mean ± sd over the seeds.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from elmo_engine.analysis.language_model.pairs import MinimalPair
+from elmo_engine.model.lstm_inspect import Intervention, Op, StateKind, framed_tokens, inspect
+from elmo_engine.progress import TaskState, check, report
+
+#: softmax rows scored at once (rows × vocabulary floats)
+SOFTMAX_CHUNK = 1024
+ALL = "all"
+
+
+def sentence_log_probs(model, softmax, sentences: Sequence[Sequence[str]],
+                       interventions: Sequence[Intervention] = (), token_vectors=None
+                       ) -> np.ndarray:
+    """(B, 2) natural log-probability of each sentence under the forward and the backward LM
+    (n + 1 predictions each, the end markers included), with ``interventions``."""
+    tok, lengths = framed_tokens(model, sentences, token_vectors)
+    top = inspect(model, tok, lengths, interventions=interventions).layers[-1]  # (B, T, 2·out)
+    out = model.opts.output_dim
+    rows: List[torch.Tensor] = []
+    targets: List[int] = []
+    owner: List[Tuple[int, int]] = []
+    for r, sent in enumerate(sentences):
+        n = len(sent)
+        ids = softmax.ids(sent).tolist()
+        rows.append(top[r, 0:n + 1, :out])                            # predicts w1 … wn </S>
+        targets += ids + [softmax.eos]
+        owner += [(r, 0)] * (n + 1)
+        rows.append(top[r, 1:n + 2, out:])                            # predicts <S> w1 … wn
+        targets += [softmax.bos] + ids
+        owner += [(r, 1)] * (n + 1)
+    h = torch.cat(rows).float()
+    tgt = torch.tensor(targets)
+    w = softmax.w.float()
+    logp = torch.empty(h.shape[0], dtype=torch.float64)
+    for a in range(0, h.shape[0], SOFTMAX_CHUNK):
+        logits = torch.addmm(softmax.b, h[a:a + SOFTMAX_CHUNK], w.t())   # (rows, V)
+        picked = logits.gather(1, tgt[a:a + SOFTMAX_CHUNK, None])[:, 0]
+        logp[a:a + SOFTMAX_CHUNK] = (picked - torch.logsumexp(logits, 1)).double()
+    total = np.zeros((len(sentences), 2))
+    for (r, d), v in zip(owner, logp.tolist()):
+        total[r, d] += v
+    return total
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """Share of pairs each LM prefers the good sentence of: ``by_set[set]`` and ``all``,
+    each (forward, backward, combined)."""
+
+    by_set: Dict[str, Tuple[float, float, float]]
+
+    @property
+    def overall(self) -> Tuple[float, float, float]:
+        return self.by_set[ALL]
+
+
+def pair_accuracy(model, softmax, pairs: Sequence[MinimalPair],
+                  interventions: Sequence[Intervention] = (), token_vectors=None) -> Accuracy:
+    """Minimal-pair accuracy per set and direction with ``interventions`` (one step-path run
+    over all the pairs' sentences)."""
+    sents = [p.good for p in pairs] + [p.bad for p in pairs]
+    lp = sentence_log_probs(model, softmax, sents, interventions, token_vectors)
+    good, bad = lp[:len(pairs)], lp[len(pairs):]
+    right = np.stack([good[:, 0] > bad[:, 0], good[:, 1] > bad[:, 1],
+                      good.sum(1) > bad.sum(1)], 1)                   # (pairs, 3)
+    groups: Dict[str, List[int]] = {}
+    for k, p in enumerate(pairs):
+        groups.setdefault(p.set, []).append(k)
+    by_set = {name: tuple(float(v) for v in right[idx].mean(0)) for name, idx in groups.items()}
+    by_set[ALL] = tuple(float(v) for v in right.mean(0))
+    return Accuracy(by_set={k: (v[0], v[1], v[2]) for k, v in by_set.items()})
+
+
+def ablate(layer: int, state: StateKind, units_by_direction: Mapping[int, Sequence[int]]
+           ) -> List[Intervention]:
+    """Zero ``units`` of ``state`` in ``layer`` at every position, per direction."""
+    return [Intervention(layer, d, state, tuple(units), Op.ZERO)
+            for d, units in units_by_direction.items() if len(units)]
+
+
+@dataclass(frozen=True)
+class AblationRow:
+    """One k: the accuracy (forward, backward, combined) with the top k ablated, and the mean
+    and sd over the seeds with k random units ablated; per set (``ALL`` included)."""
+
+    k: int
+    top: Accuracy
+    random: Tuple[Accuracy, ...]
+
+    def random_stats(self, name: str = ALL) -> Tuple[Tuple[float, float], ...]:
+        vals = np.array([a.by_set[name] for a in self.random])       # (seeds, 3)
+        sd = vals.std(0, ddof=1) if len(vals) > 1 else np.zeros(3)
+        return tuple((float(m), float(s)) for m, s in zip(vals.mean(0), sd))
+
+
+@dataclass(frozen=True)
+class AblationResult:
+    layer: int
+    state: StateKind
+    top_units: Dict[int, Tuple[int, ...]]                 # per direction, best first
+    baseline: Accuracy
+    rows: Tuple[AblationRow, ...]
+
+
+def ablation_experiment(model, softmax, pairs: Sequence[MinimalPair], layer: int,
+                        state: StateKind, order: Mapping[int, Sequence[int]], ks: Sequence[int],
+                        seeds: int = 5, seed: int = 0, token_vectors=None,
+                        task: Optional[TaskState] = None) -> AblationResult:
+    """Per k: the top-k units of ``order[direction]`` (a ranking per direction, best first)
+    zeroed, against k random units of the same layer, direction and state (not among the top
+    k), ``seeds`` draws."""
+    from elmo_engine.model.lstm_inspect import state_width
+
+    width = state_width(model.opts, state)
+    baseline = pair_accuracy(model, softmax, pairs, token_vectors=token_vectors)
+    rows = []
+    steps = len(ks) * (1 + seeds)
+    done = 0
+    for k in ks:
+        top_units = {d: list(order[d][:k]) for d in order}
+        check(task)
+        top = pair_accuracy(model, softmax, pairs, ablate(layer, state, top_units), token_vectors)
+        done += 1
+        rand = []
+        for s in range(seeds):
+            check(task)
+            rng = np.random.default_rng([seed, s, k])
+            picks = {}
+            for d, units in top_units.items():
+                rest = np.setdiff1d(np.arange(width), np.asarray(units, dtype=np.int64))
+                picks[d] = [int(u) for u in rng.choice(rest, size=min(k, len(rest)),
+                                                       replace=False)]
+            rand.append(pair_accuracy(model, softmax, pairs, ablate(layer, state, picks),
+                                      token_vectors))
+            done += 1
+            report(task, done, steps, "scoring the minimal pairs with units ablated")
+        rows.append(AblationRow(k, top, tuple(rand)))
+    kmax = max(ks) if ks else 0
+    return AblationResult(layer=layer, state=state,
+                          top_units={d: tuple(int(u) for u in order[d][:kmax]) for d in order},
+                          baseline=baseline, rows=tuple(rows))
+
+
+def fmt_pm(mean: float, sd: float) -> str:
+    return f"{mean:.3f} ± {sd:.3f}" if not math.isnan(sd) else f"{mean:.3f}"

@@ -1,0 +1,359 @@
+"""``elmo-explorer units rank|top|ablate``: inside the LSTM (issue 40, docs/guide/units.md).
+
+* ``units rank``: the units of each layer, direction and state kind ranked for a token-level
+  property (``--conllu FILE --label upos|xpos|feats:Number``, ``--tsv FILE`` or ``--demo pos``)
+  by an elastic-net probe and by the class-mean difference, with the accuracy of a probe on the
+  top-k units against k random units (``--k``, ``--seeds``).
+* ``units top INPUT``: one unit (``--layer``, ``--direction``, ``--state``, ``--unit``) over a
+  sentence file: its highest (or ``--lowest``) positions as concordance lines, and the words
+  that drive it most.
+* ``units ablate``: Lakretz et al.'s experiment: rank the units for a property (default
+  ``feats:Number``) in each direction, zero the top-k and k random units in the live biLM, and
+  score the minimal pairs (``--pairs``, default the bundled sets) per direction.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Tuple
+
+from elmo_engine.cli import common
+from elmo_engine.errors import InputError
+
+DIRECTIONS = ("forward", "backward", "both")
+MAX_SENTENCES = 200_000
+DEFAULT_RANK_TOKENS = 100_000
+
+
+def _data_options(p, label_default: str) -> None:
+    src = p.add_argument_group("labelled tokens (one of)")
+    src.add_argument("--conllu", type=Path, default=None, metavar="FILE",
+                     help="a CoNLL-U file (plain or gzip); the label is --label")
+    src.add_argument("--tsv", type=Path, default=None, metavar="FILE",
+                     help="a token<TAB>label file, blank lines between sentences")
+    src.add_argument("--demo", choices=("pos", "supersense"), default=None,
+                     help="a bundled demo task (its train split)")
+    p.add_argument("--label", default=label_default,
+                   help=f"with --conllu: upos, xpos, deprel or feats:NAME, one UD feature of "
+                        f"FEATS (default {label_default})")
+    p.add_argument("--max-tokens", type=int, default=DEFAULT_RANK_TOKENS, metavar="N",
+                   help=f"labelled tokens used at most (default {DEFAULT_RANK_TOKENS:,})")
+    p.add_argument("--max-mib", type=int, default=2048, metavar="MIB",
+                   help="bound on the gathered states, checked before they are allocated "
+                        "(default 2048)")
+
+
+def _model_options(p) -> None:
+    common.add_checkpoint(p)
+    common.add_device(p)
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "units", help="inside the LSTM: units ranked for a property, a unit's contexts, "
+                      "units ablated in the live biLM",
+        description="Cells, gates and units of each direction of the biLM's LSTM (see "
+                    "docs/guide/units.md).")
+    sub = p.add_subparsers(dest="units_command", metavar="ACTION", required=True)
+
+    rank = sub.add_parser("rank", help="rank units for a token-level property, with the top-k "
+                                       "vs random-k curve")
+    _data_options(rank, "upos")
+    rank.add_argument("--states", default="c,h", metavar="S[,S…]",
+                      help="state kinds: c (cell), i, f, o (gates), g (candidate), m "
+                           "(unprojected output), h (projected output), or all (default c,h)")
+    rank.add_argument("--layer", default=None, metavar="L[,L…]",
+                      help="LSTM layers, 0-based (default all)")
+    rank.add_argument("--direction", choices=DIRECTIONS, default="both",
+                      help="which LM (default both)")
+    rank.add_argument("--k", default="1,2,4,8,16,32,64,128,256", metavar="K[,K…]",
+                      help="sizes of the top-k curve ('' for none; default 1,2,4,…,256)")
+    rank.add_argument("--seeds", type=int, default=3, help="random draws per k (default 3)")
+    rank.add_argument("--show", type=int, default=10, metavar="N",
+                      help="units listed per ranking (default 10)")
+    _model_options(rank)
+    common.add_json(rank)
+    common.add_results_out(rank)
+    rank.set_defaults(func=run_rank)
+
+    top = sub.add_parser("top", help="one unit's highest positions over a sentence file, and "
+                                     "the words that drive it")
+    top.add_argument("input", type=Path, help="sentence file (one sentence per line)")
+    top.add_argument("--layer", type=int, default=0, help="LSTM layer, 0-based (default 0)")
+    top.add_argument("--direction", choices=DIRECTIONS[:2], default="forward",
+                     help="which LM (default forward)")
+    top.add_argument("--state", default="c", help="state kind (default c, the cell)")
+    top.add_argument("--unit", type=int, required=True, help="the unit, 0-based")
+    top.add_argument("--show", type=int, default=20, metavar="N",
+                     help="positions and words listed (default 20)")
+    top.add_argument("--lowest", action="store_true", help="the most negative values instead")
+    _model_options(top)
+    common.add_pretokenized(top)
+    common.add_json(top)
+    common.add_results_out(top)
+    top.set_defaults(func=run_top)
+
+    abl = sub.add_parser("ablate", help="zero the top-k units for a property and k random units "
+                                        "in the live biLM; score the minimal pairs per direction")
+    _data_options(abl, "feats:Number")
+    abl.add_argument("--pairs", default="bundled", metavar="FILE",
+                     help="minimal pairs (TSV set<TAB>good<TAB>bad; default 'bundled': the sets "
+                          "shipped with the app)")
+    abl.add_argument("--layer", type=int, default=None,
+                     help="the LSTM layer whose units are ranked and ablated (default the top)")
+    abl.add_argument("--state", default="c", help="c, m or h (default c, the cell)")
+    abl.add_argument("--method", choices=("mean-diff", "elastic-net"), default="mean-diff",
+                     help="the ranking (default mean-diff, the probeless score)")
+    abl.add_argument("--k", default="1,2,4,8,16", metavar="K[,K…]",
+                     help="numbers of units ablated (default 1,2,4,8,16)")
+    abl.add_argument("--seeds", type=int, default=5, help="random draws per k (default 5)")
+    _model_options(abl)
+    common.add_json(abl)
+    common.add_results_out(abl)
+    abl.set_defaults(func=run_ablate)
+    return p
+
+
+# ---- shared -----------------------------------------------------------------------------------
+def _ints(text: str, option: str, low: int = 0) -> Tuple[int, ...]:
+    if not text.strip():
+        return ()
+    try:
+        values = tuple(int(v) for v in text.replace(",", " ").split())
+    except ValueError:
+        raise InputError(f"{option} must be comma-separated integers, got {text!r}") from None
+    bad = [v for v in values if v < low]
+    if bad:
+        raise InputError(f"{option}: {bad[0]} is below {low}")
+    return values
+
+
+def _directions(name: str) -> Tuple[int, ...]:
+    return {"forward": (0,), "backward": (1,), "both": (0, 1)}[name]
+
+
+def _load_model(args):
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint))
+    device = common.resolve_device(args.device)
+    return model.to(device).eval()
+
+
+def _labelled(args) -> List:
+    """The labelled sentences of --conllu, --tsv or --demo (exactly one)."""
+    import itertools
+
+    given = [n for n in ("conllu", "tsv", "demo") if getattr(args, n) is not None]
+    if len(given) != 1:
+        raise InputError("give the labelled tokens with exactly one of --conllu, --tsv, --demo")
+    if args.conllu is not None:
+        from elmo_engine.io.datasets.conllu import read_conllu
+
+        sents = read_conllu(args.conllu, label=args.label)
+    elif args.tsv is not None:
+        from elmo_engine.io.datasets.tsv import read_tsv
+
+        sents = read_tsv(args.tsv)
+    else:
+        from elmo_engine.io.datasets.demo import load_demo_task
+
+        sents = iter(load_demo_task(args.demo, "train"))
+    out, count = [], 0
+    for s in itertools.islice(sents, MAX_SENTENCES):
+        out.append(s)
+        count += len(s.targets())
+        if count >= args.max_tokens:
+            break
+    return out
+
+
+def _token_vectors(model, device: str):
+    from elmo_engine.embed.embedder import Embedder
+
+    return Embedder(model, device=device).token_vectors
+
+
+def _check_layers(layers, model) -> None:
+    n = model.opts.n_layers
+    for layer in layers:
+        if not 0 <= layer < n:
+            raise InputError(f"--layer {layer}: the model has LSTM layers 0 … {n - 1}")
+
+
+# ---- rank -------------------------------------------------------------------------------------
+def run_rank(args) -> int:
+    from elmo_engine.analysis.units import RankSettings, collect, rank_units
+    from elmo_engine.model.lstm_inspect import parse_states
+
+    kinds = parse_states(args.states)
+    ks = _ints(args.k, "--k", low=1)
+    model = _load_model(args)
+    layers = None if args.layer is None else _ints(args.layer, "--layer")
+    if layers is not None:
+        _check_layers(layers, model)
+    sents = _labelled(args)
+    data = collect(model, sents, kinds, layers=layers, directions=_directions(args.direction),
+                   max_tokens=args.max_tokens, max_bytes=args.max_mib << 20,
+                   token_vectors=_token_vectors(model, str(model.device)))
+    common.log(f"units rank: {len(data)} labelled tokens, {len(data.classes)} classes")
+    results = rank_units(data, RankSettings(ks=ks, seeds=args.seeds))
+    rankings = [_ranking_json(r, args.show) for r in results]
+    if args.json:
+        common.print_json({"tokens": len(data), "classes": list(data.classes),
+                           "rankings": rankings})
+        return 0
+    print(f"{len(data)} tokens, {len(data.classes)} classes; held-out accuracy on all units "
+          "(elastic net) and the top-k curve (top / random mean ± sd)")
+    for r in rankings:
+        print(f"\nlayer {r['layer']} {r['direction']} {r['state']}: all units "
+              f"{r['accuracy_all']:.3f} (majority {r['majority']:.3f})")
+        for method, units in r["top_units"].items():
+            print(f"  {method:<12} top units: {' '.join(str(u) for u in units)}")
+        for p in r["curve"]:
+            print(f"  k={p['k']:<4} {p['method']:<12} top {p['top']:.3f}   random "
+                  f"{p['random_mean']:.3f} ± {p['random_sd']:.3f}")
+    return 0
+
+
+def _ranking_json(r, show: int) -> dict:
+    import numpy as np
+
+    from elmo_engine.model.lstm_inspect import DIRECTION_NAMES
+
+    layer, d, kind = r.key
+    curve = []
+    for p in r.curve:
+        vals = np.array(p.random)
+        curve.append({"k": p.k, "method": p.method.value, "top": p.top,
+                      "random": list(p.random), "random_mean": float(vals.mean()),
+                      "random_sd": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0})
+    return {"layer": layer, "direction": DIRECTION_NAMES[d], "state": kind.value,
+            "accuracy_all": r.full, "majority": r.majority,
+            "top_units": {m.value: [int(u) for u in r.order[m][:show]] for m in r.order},
+            "top_scores": {m.value: [float(r.scores[m][u]) for u in r.order[m][:show]]
+                           for m in r.order},
+            "curve": curve}
+
+
+# ---- top --------------------------------------------------------------------------------------
+def run_top(args) -> int:
+    import torch
+
+    from elmo_engine.model.lstm_inspect import (Capture, StateKind, framed_tokens, inspect,
+                                                parse_states, state_width)
+
+    kinds = parse_states(args.state)
+    if len(kinds) != 1:
+        raise InputError("--state takes one state kind (c, i, f, o, g, m or h)")
+    kind: StateKind = kinds[0]
+    model = _load_model(args)
+    _check_layers([args.layer], model)
+    width = state_width(model.opts, kind)
+    if not 0 <= args.unit < width:
+        raise InputError(f"--unit {args.unit}: {kind.value} has units 0 … {width - 1}")
+    text = common.read_text(args.input, args.pretokenized, max_tokens=DEFAULT_RANK_TOKENS)
+    d = _directions(args.direction)[0]
+    values: List[Tuple[float, int, int]] = []
+    by_word: dict = {}
+    sents = text.tokens
+    vectors = _token_vectors(model, str(model.device))
+    for start in range(0, len(sents), 64):
+        chunk = sents[start:start + 64]
+        tok, lengths = framed_tokens(model, chunk, vectors)
+        res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(args.layer,),
+                                                   directions=(d,), dtype=torch.float32))
+        held = res.states[(args.layer, d, kind)][:, :, args.unit]      # (B, T)
+        for r, sent in enumerate(chunk):
+            for i, word in enumerate(sent):
+                v = float(held[r, i + 1])
+                values.append((v, start + r, i))
+                by_word.setdefault(word, []).append(v)
+    sign = 1.0 if args.lowest else -1.0
+    values.sort(key=lambda x: sign * x[0])
+    best = values[:args.show]
+    words = sorted(((sum(v) / len(v), len(v), w) for w, v in by_word.items()),
+                   key=lambda x: sign * x[0])[:args.show]
+    doc = {"layer": args.layer, "direction": args.direction, "state": kind.value,
+           "unit": args.unit, "positions": len(values),
+           "top": [{"value": v, "sentence": s, "token": i, "word": sents[s][i],
+                    "left": " ".join(sents[s][max(0, i - 6):i]),
+                    "right": " ".join(sents[s][i + 1:i + 7])} for v, s, i in best],
+           "words": [{"word": w, "mean": m, "count": n} for m, n, w in words]}
+    if args.json:
+        common.print_json(doc)
+        return 0
+    print(f"unit {args.unit} of {kind.value}, layer {args.layer} {args.direction}: the "
+          f"{'lowest' if args.lowest else 'highest'} of {len(values)} positions")
+    for e in doc["top"]:
+        print(f"{e['value']:8.3f}  {e['left'][-40:]:>40} [{e['word']}] {e['right'][:40]}")
+    print("words by mean value:")
+    for e in doc["words"]:
+        print(f"{e['mean']:8.3f}  {e['word']} ({e['count']})")
+    return 0
+
+
+# ---- ablate -----------------------------------------------------------------------------------
+def run_ablate(args) -> int:
+    from elmo_engine.analysis.language_model.pairs import bundled_pairs, read_pairs
+    from elmo_engine.analysis.units import (Method, RankSettings, ablation_experiment, collect,
+                                            rank_units)
+    from elmo_engine.analysis.units.ablate import ALL
+    from elmo_engine.model.lstm_inspect import INTERVENABLE, parse_states
+    from elmo_engine.model.softmax import load_softmax
+    from elmo_engine.train.evaluate import model_folder
+
+    kinds = parse_states(args.state)
+    if len(kinds) != 1 or kinds[0] not in INTERVENABLE:
+        raise InputError("--state takes one of c, m or h")
+    kind = kinds[0]
+    ks = _ints(args.k, "--k", low=1)
+    if not ks:
+        raise InputError("--k needs at least one number of units")
+    files = bundled_pairs() if args.pairs == "bundled" else [Path(args.pairs)]
+    pairs = [p for f in files for p in read_pairs(f)]
+    checkpoint = common.checkpoint_or_demo(args.checkpoint)
+    model = _load_model(args)
+    softmax = load_softmax(model_folder(Path(checkpoint)), output_dim=model.opts.output_dim)
+    layer = model.opts.n_layers - 1 if args.layer is None else args.layer
+    _check_layers([layer], model)
+    sents = _labelled(args)
+    vectors = _token_vectors(model, str(model.device))
+    data = collect(model, sents, [kind], layers=[layer], max_tokens=args.max_tokens,
+                   max_bytes=args.max_mib << 20, token_vectors=vectors)
+    common.log(f"units ablate: ranking on {len(data)} tokens ({', '.join(data.classes)})")
+    method = Method(args.method)
+    ranked = rank_units(data, RankSettings(ks=()), keys=[(layer, 0, kind), (layer, 1, kind)])
+    order = {r.key[1]: [int(u) for u in r.order[method]] for r in ranked}
+    res = ablation_experiment(model, softmax, pairs, layer, kind, order, ks, seeds=args.seeds,
+                              token_vectors=vectors)
+    names = ("forward", "backward", "combined")
+    sets = list(res.baseline.by_set)
+    doc = {"layer": layer, "state": kind.value, "method": method.value, "tokens": len(data),
+           "classes": list(data.classes), "pairs": len(pairs), "seeds": args.seeds,
+           "accuracy_all_units": {("forward", "backward")[r.key[1]]: r.full for r in ranked},
+           "top_units": {("forward", "backward")[d]: list(u) for d, u in res.top_units.items()},
+           "baseline": {s: dict(zip(names, res.baseline.by_set[s])) for s in sets},
+           "ablated": [{"k": row.k,
+                        "top": {s: dict(zip(names, row.top.by_set[s])) for s in sets},
+                        "random": {s: {n: {"mean": m, "sd": sd} for n, (m, sd)
+                                       in zip(names, row.random_stats(s))} for s in sets}}
+                       for row in res.rows]}
+    if args.json:
+        common.print_json(doc)
+        return 0
+    print(f"minimal pairs ({len(pairs)}), layer {layer} {kind.value}, units ranked by "
+          f"{method.value} on {len(data)} tokens ({'/'.join(data.classes)}); random: mean ± sd "
+          f"over {args.seeds} seeds")
+    print(f"top units: forward {list(res.top_units[0][:8])}, backward "
+          f"{list(res.top_units[1][:8])}")
+    for s in sets:
+        print(f"\n{'all sets' if s == ALL else s}")
+        print(f"  {'':<14}{'forward':>22}{'backward':>22}{'combined':>22}")
+        print(f"  {'none ablated':<14}" + "".join(f"{v:>22.3f}" for v in res.baseline.by_set[s]))
+        for row in res.rows:
+            print(f"  {f'top {row.k}':<14}" + "".join(f"{v:>22.3f}" for v in row.top.by_set[s]))
+            print(f"  {f'random {row.k}':<14}" + "".join(
+                f"{f'{m:.3f} ± {sd:.3f}':>22}" for m, sd in row.random_stats(s)))
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,79 @@
+"""``elmo-explorer units rank|top|ablate`` (issue 40): the documents they print and their errors."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import FIXTURES
+from elmo_engine.cli.main import main
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+TINY = str(FIXTURES / "allennlp")
+CK = ["--checkpoint", TINY, "--device", "cpu"]
+SENTENCES = ["He sat on the bank of the river .", "She went to the bank .",
+             "The Bank lends money to the Firm .", "They walked along the river bank ."]
+
+
+@pytest.fixture
+def files(tmp_path):
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    labelled = tmp_path / "labelled.tsv"
+    labelled.write_text("\n\n".join("\n".join(f"{w}\t{'Cap' if w[0].isupper() else 'low'}"
+                                              for w in s.split()) for s in SENTENCES * 4)
+                        + "\n", encoding="utf-8")
+    return text, labelled
+
+
+def run_json(argv, capsys):
+    assert main(argv + ["--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_rank_document(files, capsys):
+    _, labelled = files
+    doc = run_json(["units", "rank", "--tsv", str(labelled), "--states", "c,f", "--layer", "1",
+                    "--direction", "backward", "--k", "1,2", "--seeds", "2", "--show", "4", *CK],
+                   capsys)
+    assert doc["classes"] == ["Cap", "low"] and doc["tokens"] == 4 * sum(len(s.split()) for s in SENTENCES)
+    keys = [(r["layer"], r["direction"], r["state"]) for r in doc["rankings"]]
+    assert keys == [(1, "backward", "c"), (1, "backward", "f")]
+    r = doc["rankings"][0]
+    assert set(r["top_units"]) == {"elastic-net", "mean-diff"}
+    assert all(len(u) == 4 and len(set(u)) == 4 for u in r["top_units"].values())
+    scores = r["top_scores"]["mean-diff"]
+    assert scores == sorted(scores, reverse=True)
+    assert [(p["k"], p["method"]) for p in r["curve"]] == [
+        (1, "elastic-net"), (1, "mean-diff"), (2, "elastic-net"), (2, "mean-diff")]
+    assert all(len(p["random"]) == 2 and 0 <= p["top"] <= 1 for p in r["curve"])
+
+
+def test_top_lists_positions_in_order(files, capsys):
+    text, _ = files
+    doc = run_json(["units", "top", str(text), "--unit", "7", "--state", "m", "--show", "5",
+                    "--direction", "backward", *CK], capsys)
+    values = [e["value"] for e in doc["top"]]
+    assert len(values) == 5 and values == sorted(values, reverse=True)
+    assert doc["positions"] == sum(len(s.split()) for s in SENTENCES)
+    low = run_json(["units", "top", str(text), "--unit", "7", "--state", "m", "--show", "5",
+                    "--direction", "backward", "--lowest", *CK], capsys)
+    assert low["top"][0]["value"] < values[-1]
+    assert low["top"][0]["word"] in " ".join(SENTENCES).split()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["units", "top", "{text}", "--unit", "999", *CK], "--unit 999"),
+    (["units", "top", "{text}", "--unit", "1", "--state", "x", *CK], "unknown state"),
+    (["units", "top", "{text}", "--unit", "1", "--layer", "5", *CK], "--layer 5"),
+    (["units", "rank", *CK], "exactly one of --conllu"),
+    (["units", "rank", "--tsv", "{labelled}", "--k", "a", *CK], "--k must be"),
+    (["units", "ablate", "--tsv", "{labelled}", "--state", "f", "--device", "cpu"], "c, m or h"),
+])
+def test_bad_input_is_one_line(files, capsys, argv, message):
+    text, labelled = files
+    argv = [a.format(text=text, labelled=labelled) for a in argv]
+    assert main(argv) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err

@@ -1,0 +1,173 @@
+"""Units ranked for a property and ablated (issue 40): a planted unit is found first and its
+ablation changes the outputs as computed by hand; the step path scores minimal pairs as the
+Language model view does; CoNLL-U FEATS labels."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from conftest import REPO
+from elmo_engine.analysis.language_model.pairs import MinimalPair, read_pairs, score_pairs
+from elmo_engine.analysis.units import (Method, RankSettings, ablation_experiment, collect,
+                                        pair_accuracy, rank_units, sentence_log_probs)
+from elmo_engine.errors import InputError
+from elmo_engine.io.datasets.conllu import read_conllu
+from elmo_engine.io.datasets.records import LabelledSentence
+from elmo_engine.model.bilm import BiLM
+from elmo_engine.model.lstm_inspect import (Capture, Intervention, Op, StateKind, framed_tokens,
+                                            inspect)
+from elmo_engine.model.options import BiLMOptions
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+UNIT = 5                     # the planted cell
+WORDS = ["Paris", "the", "river", "London", "ran", "Anna", "a", "bank", "Rome", "sat", "green",
+         "Bob", "old", "mill", "York", "of"]
+
+
+def planted_model() -> BiLM:
+    """A biLM whose layer-0 forward cell UNIT holds ≈ +1 on a capitalised word and ≈ −1 on any
+    other (input gate open, forget gate shut, candidate tanh(6·x₀ − 3), where token dimension 0
+    is 1 for a capital); no recurrence, so every step can be computed by hand."""
+    opts = BiLMOptions(filters=((1, 4),), char_embed_dim=4, n_highway=0, projection_dim=8,
+                       lstm_dim=16, n_layers=2, cell_clip=None, proj_clip=None)
+    model = BiLM(opts).eval()
+    gen = torch.Generator().manual_seed(3)
+    d = opts.lstm_dim
+    with torch.no_grad():
+        for p in model.lstm.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+        for w in model.lstm.w_rec:
+            w.zero_()
+        w_in, b = model.lstm.w_in[0][0], model.lstm.b[0][0]
+        w_in[:, UNIT::d] = 0.0                                        # the unit's four gates
+        b[UNIT], b[2 * d + UNIT], b[3 * d + UNIT] = 10.0, -11.0, 10.0  # i open, f shut, o open
+        w_in[0, d + UNIT], b[d + UNIT] = 6.0, -3.0                     # candidate from dim 0
+    return model
+
+
+def planted_vectors(types):
+    """Token vectors: dimension 0 is 1 for a capitalised word, the rest fixed noise."""
+    out = np.zeros((len(types), 8), dtype=np.float32)
+    for k, t in enumerate(types):
+        rng = np.random.default_rng(sum(map(ord, t)))
+        out[k] = rng.normal(0, 0.5, 8)
+        out[k, 0] = 1.0 if t[:1].isupper() else 0.0
+    return out
+
+
+def planted_sentences(n: int = 120):
+    rng = np.random.default_rng(0)
+    out = []
+    for _ in range(n):
+        toks = tuple(str(w) for w in rng.choice(WORDS, size=int(rng.integers(3, 9))))
+        out.append(LabelledSentence(toks, tuple("Cap" if t[0].isupper() else "low"
+                                                for t in toks)))
+    return out
+
+
+def test_the_planted_unit_is_ranked_first_by_both_methods():
+    model = planted_model()
+    data = collect(model, planted_sentences(), [StateKind.C, StateKind.H],
+                   token_vectors=planted_vectors)
+    assert data.classes == ("Cap", "low") and len(data) > 300
+    others = rank_units(data, RankSettings(ks=()), keys=[(1, 0, StateKind.C)])
+    assert others[0].key == (1, 0, StateKind.C) and not others[0].curve
+    (planted,) = rank_units(data, RankSettings(ks=(1,), seeds=3), keys=[(0, 0, StateKind.C)])
+    for method in Method:
+        assert planted.top(method, 1) == (UNIT,), method
+    one = [p for p in planted.curve if p.k == 1 and p.method is Method.MEAN_DIFF][0]
+    assert one.top == 1.0 and np.mean(one.random) < 0.95              # the unit alone carries it
+    assert planted.full == 1.0 and planted.majority < 0.8
+
+
+def test_ablating_the_planted_unit_changes_the_outputs_as_computed_by_hand():
+    """Without recurrence and clips, zeroing c[UNIT] zeroes m[UNIT] = o·tanh(c), so layer 0's
+    forward output moves by exactly −m[UNIT]·W_p[UNIT] at every position, and nothing else in
+    layer 0 moves."""
+    model = planted_model()
+    sents = [s.tokens for s in planted_sentences(6)]
+    tok, lengths = framed_tokens(model, sents, planted_vectors)
+    base = inspect(model, tok, lengths, Capture(kinds=(StateKind.M,), layers=(0,),
+                                                directions=(0,), dtype=torch.float32))
+    iv = Intervention(0, 0, StateKind.C, (UNIT,), Op.ZERO)
+    got = inspect(model, tok, lengths, interventions=[iv]).layers
+    m_unit = base.states[(0, 0, StateKind.M)][:, :, UNIT]              # (B, T)
+    expected = base.layers[1, :, :, :8] - m_unit[:, :, None] * model.lstm.wp[0][0][UNIT]
+    assert (got[1, :, :, :8] - expected).abs().max() < 1e-6
+    assert torch.equal(got[1, :, :, 8:], base.layers[1, :, :, 8:])
+    # the planted cell holds the feature: ≈ +1 on capitals, ≈ −1 elsewhere
+    cells = inspect(model, tok, lengths, Capture(kinds=(StateKind.C,), layers=(0,),
+                                                 directions=(0,), dtype=torch.float32))
+    c = cells.states[(0, 0, StateKind.C)][0, 1:len(sents[0]) + 1, UNIT]
+    want = torch.tensor([1.0 if w[0].isupper() else -1.0 for w in sents[0]])
+    assert (c - want).abs().max() < 0.02
+
+
+@pytest.fixture(scope="module")
+def demo():
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.model.softmax import load_softmax
+
+    folder = REPO / "resources" / "demo_model"
+    model = load_checkpoint(folder).eval()
+    return model, load_softmax(folder, output_dim=model.opts.output_dim)
+
+
+def test_step_path_scores_pairs_as_the_language_model_view(demo):
+    from elmo_engine.embed.embedder import Embedder
+
+    model, softmax = demo
+    pairs = read_pairs(REPO / "resources" / "minimal_pairs" / "agreement_attractors.tsv")[:4]
+    emb = Embedder(model, device="cpu")
+    ref = score_pairs(emb, softmax, pairs)
+    lp = sentence_log_probs(model, softmax, [p.good for p in pairs] + [p.bad for p in pairs])
+    for k, s in enumerate(ref):
+        for d in (0, 1):
+            assert abs(lp[k, d] - s.log_prob[d][0]) < 1e-3
+            assert abs(lp[len(pairs) + k, d] - s.log_prob[d][1]) < 1e-3
+    acc = pair_accuracy(model, softmax, pairs)
+    assert acc.overall == tuple(sum(s.correct(d) for s in ref) / len(ref) for d in range(3))
+
+
+def test_ablation_experiment_reports_top_and_random_per_direction(demo):
+    model, softmax = demo
+    pairs = [MinimalPair("a", ("The", "keys", "are", "here", "."),
+                         ("The", "keys", "is", "here", ".")),
+             MinimalPair("a", ("The", "key", "is", "here", "."),
+                         ("The", "key", "are", "here", "."))]
+    width = model.opts.lstm_dim
+    order = {0: list(range(width)), 1: list(range(width - 1, -1, -1))}
+    res = ablation_experiment(model, softmax, pairs, layer=1, state=StateKind.C, order=order,
+                              ks=(2, width), seeds=2)
+    assert res.top_units[0][:2] == (0, 1) and res.top_units[1][:2] == (width - 1, width - 2)
+    assert [r.k for r in res.rows] == [2, width] and len(res.rows[0].random) == 2
+    # every unit ablated: top and random are the same units, the same accuracies
+    assert res.rows[1].top.overall == res.rows[1].random[0].overall
+    assert all(0.0 <= v <= 1.0 for v in res.baseline.overall)
+
+
+def test_conllu_feats_labels(tmp_path):
+    path = tmp_path / "a.conllu"
+    path.write_text("# text = The dogs bark\n"
+                    "1\tThe\tthe\tDET\tDT\tDefinite=Def|PronType=Art\t2\tdet\t_\t_\n"
+                    "2\tdogs\tdog\tNOUN\tNNS\tNumber=Plur\t3\tnsubj\t_\t_\n"
+                    "3\tbark\tbark\tVERB\tVBP\tMood=Ind|Number=Plur|Tense=Pres\t0\troot\t_\t_\n"
+                    "\n", encoding="utf-8")
+    (sent,) = read_conllu(path, label="feats:Number")
+    assert sent.labels == (None, "Plur", "Plur")
+    (sent,) = read_conllu(path, label="feats:Definite")
+    assert sent.labels == ("Def", None, None)
+    with pytest.raises(InputError, match="feature name"):
+        list(read_conllu(path, label="feats:"))
+
+
+def test_collect_is_bounded_before_it_allocates():
+    model = planted_model()
+    with pytest.raises(InputError, match="over the bound"):
+        collect(model, planted_sentences(), [StateKind.C], max_bytes=1000,
+                token_vectors=planted_vectors)
+    with pytest.raises(InputError, match="no labelled"):
+        collect(model, [LabelledSentence(("a",), (None,))], [StateKind.C],
+                token_vectors=planted_vectors)
