@@ -9,31 +9,9 @@ context menus are its own and are not counted).
 from __future__ import annotations
 
 import gc
-import importlib.util
-from pathlib import Path
 
 import pytest
 
-
-def _root_conftest():
-    """``tests/conftest.py`` as a module of its own. pytest imports every conftest without a
-    package under the one name ``conftest``, the later replacing the earlier in ``sys.modules``;
-    the engine's tests (collected after this file in a whole-suite run) import their constants
-    with ``from conftest import FIXTURES`` and must find them here too."""
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("_tests_root_conftest", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_root = _root_conftest()
-#: the root conftest's constants and helpers (not its fixtures: pytest already has them)
-REPO, FIXTURES, SHARED, DATA = _root.REPO, _root.FIXTURES, _root.SHARED, _root.DATA
-LAYERS_SENTENCES, need, json_paths = _root.LAYERS_SENTENCES, _root.need, _root.json_paths
-json_values, mutate_json = _root.json_values, _root.mutate_json
-WSD_XML, WSD_KEYS = _root.WSD_XML, _root.WSD_KEYS
-write_tiny_checkpoint = _root.write_tiny_checkpoint
 
 pytest.importorskip("pytestqt")
 

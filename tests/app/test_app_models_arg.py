@@ -14,7 +14,7 @@ from elmo_engine.io.catalogue import load_catalogue
 from elmo_explorer.shell.main import main
 from elmo_explorer.shell.main_window import MainWindow
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

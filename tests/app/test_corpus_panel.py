@@ -11,7 +11,7 @@ pytest.importorskip("pytestqt")
 from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace
 from elmo_explorer.views.corpus.atlas import MapMode, POINTS_MAX, synthetic_map
 from elmo_explorer.views.corpus.controller import CorpusPanel
-from conftest import LAYERS_SENTENCES as SENTENCES
+from support import LAYERS_SENTENCES as SENTENCES
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 

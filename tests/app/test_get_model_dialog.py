@@ -20,7 +20,7 @@ from elmo_explorer.shell.models_dialog.controller import (GetModelDialog,
 from elmo_explorer.shell.models_dialog.model import COLUMNS, Busy
 from elmo_explorer.state.settings import AppSettings
 
-from conftest import FIXTURES
+from support import FIXTURES
 from model_server import ModelServer, use_data_folder
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]

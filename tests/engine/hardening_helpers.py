@@ -13,7 +13,7 @@ from typing import Tuple
 
 from elmo_engine.cli.main import main
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 SOURCE = FIXTURES / "allennlp"
 ROOT = Path(__file__).resolve().parents[2]

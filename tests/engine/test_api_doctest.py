@@ -11,7 +11,7 @@ import numpy as np
 import elmo_engine as ee
 from elmo_engine.analysis.contexts.compare import compare_word
 
-from conftest import REPO
+from support import REPO
 
 PAGE = REPO / "docs" / "guide" / "python-api.md"
 TEXTS = ["He sat on the bank of the river.", "We fished from the bank of the stream.",

@@ -18,7 +18,7 @@ from elmo_engine.errors import InputError
 from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.model.lstm_packed import distinct_rows
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 #: per layer, bf16 against float32 over the fixture sentences (measured on an AVX512_BF16 EPYC:
 #: medians ≥ 0.99999, 0.1 % quantiles ≥ 0.99990)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import FIXTURES
+from support import FIXTURES
 from elmo_engine.analysis.characters import atlas as atlas_mod
 from elmo_engine.analysis.characters import perturb, windows, word_lab
 from elmo_engine.errors import InputError

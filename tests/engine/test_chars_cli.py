@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES
+from support import FIXTURES
 from elmo_engine.cli.main import main
 
 pytestmark = pytest.mark.usefixtures("torch_one_thread")

@@ -14,7 +14,7 @@ from elmo_engine.model.checkpoint import (expected_layout, load_checkpoint, reso
 from elmo_engine.embed.embedder import Embedder
 from elmo_engine.errors import CheckpointError
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 SENTS = [["The", "bank", "was", "closed", "."], ["Rivers", "flow"]]
 

@@ -19,7 +19,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from conftest import FIXTURES
+from support import FIXTURES
 from elmo_engine.cli.common import LAYER_CHOICES, MIX_WEIGHTS_HELP, device_type
 from elmo_engine.cli.main import build_parser, main
 from elmo_engine.io.workspace_file import WorkspaceData, save_workspace

@@ -11,7 +11,7 @@ import pytest
 
 from elmo_engine.cli.main import main
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 
 @pytest.fixture()

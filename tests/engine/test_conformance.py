@@ -11,7 +11,7 @@ from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.embed.embedder import Embedder
 from elmo_engine.model.reference import ReferenceBiLM
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 TOL = 1e-5
 

@@ -18,7 +18,7 @@ import pytest
 
 from elmo_engine.errors import InputError
 
-from conftest import FIXTURES, REPO
+from support import FIXTURES, REPO
 from elmo_engine.cli.main import main
 from elmo_engine.index.search import CorpusIndex
 from elmo_engine.index.store import read_manifest

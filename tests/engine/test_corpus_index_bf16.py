@@ -10,7 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, REPO
+from support import FIXTURES, REPO
 from elmo_engine import runtime
 from elmo_engine.cli.main import main
 from elmo_engine.embed.embedder import Embedder

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import FIXTURES, REPO
+from support import FIXTURES, REPO
 from elmo_engine.cli.main import main
 from elmo_engine.index.sense_eval import _score, wsd_nn
 from elmo_engine.index.senses import (Occurrence, choose_clusters, cluster_layer,

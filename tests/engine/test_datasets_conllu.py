@@ -10,7 +10,7 @@ import pytest
 from elmo_engine.io.datasets import count_conllu, read_conllu
 from elmo_engine.errors import InputError
 
-from conftest import DATA, need
+from support import DATA, need
 
 EWT = DATA / "ud_english_ewt"
 UPOS = {"ADJ", "ADP", "ADV", "AUX", "CCONJ", "DET", "INTJ", "NOUN", "NUM", "PART", "PRON",

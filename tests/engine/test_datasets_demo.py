@@ -27,7 +27,7 @@ from elmo_engine.io.datasets.wordnet import (
                                              )
 from elmo_engine.errors import InputError
 
-from conftest import DATA, REPO, need
+from support import DATA, REPO, need
 
 WN_ZIP = DATA / "wordnet30" / "nltk_data" / "corpora" / "wordnet.zip"
 POS_SIZES = {"train": 1200, "dev": 200, "test": 500}

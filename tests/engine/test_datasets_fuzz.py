@@ -17,7 +17,7 @@ from elmo_engine.io.datasets import (WordNet, read_conllu, read_keys, read_sente
                                      read_wsd)
 from elmo_engine.errors import InputError
 
-from conftest import WSD_KEYS, WSD_XML
+from support import WSD_KEYS, WSD_XML
 
 EXAMPLES = int(os.environ.get("ELMO_FUZZ_EXAMPLES", "200"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,

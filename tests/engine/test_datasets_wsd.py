@@ -17,7 +17,7 @@ from elmo_engine.io.datasets.wordnet import (
                                              )
 from elmo_engine.errors import InputError
 
-from conftest import DATA, WSD_KEYS, WSD_XML, need
+from support import DATA, WSD_KEYS, WSD_XML, need
 
 SE07 = DATA / "wsd_eval_raganato2017" / "semeval2007" / "semeval2007"
 SEMCOR = DATA / "semcor30"

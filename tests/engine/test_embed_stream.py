@@ -20,7 +20,7 @@ from elmo_engine.io.datasets.text_input import (iter_text_input, read_text_input
 from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.io.datasets.corpus_text import split_sentences
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 CKPT = FIXTURES / "allennlp"
 WORDS = ("the bank river money loan water fish boat account of a and she he went closed "

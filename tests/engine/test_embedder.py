@@ -9,7 +9,7 @@ from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS, Embedder
 from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.progress import TaskState
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ check of every import statement is tests/engine/test_import_contract.py)."""
 import subprocess
 import sys
 
-from conftest import REPO
+from support import REPO
 
 CODE = r"""
 import importlib, pkgutil, sys

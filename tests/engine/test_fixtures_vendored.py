@@ -4,7 +4,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 
 def test_fixtures_match_their_recorded_checksums():

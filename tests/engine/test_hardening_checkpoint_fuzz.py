@@ -29,7 +29,7 @@ from elmo_engine.model.checkpoint import expected_layout, load_checkpoint, save_
 from elmo_engine.errors import CheckpointError
 from elmo_engine.model.options import BiLMOptions
 
-from conftest import FIXTURES, json_paths, json_values, mutate_json
+from support import FIXTURES, json_paths, json_values, mutate_json
 
 EXAMPLES = int(os.environ.get("ELMO_FUZZ_EXAMPLES", "100"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,

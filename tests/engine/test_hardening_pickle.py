@@ -18,7 +18,7 @@ from elmo_engine.model.checkpoint import load_checkpoint, save_native
 from elmo_engine.embed.embedder import Embedder
 from elmo_engine.errors import CheckpointError
 
-from conftest import FIXTURES, REPO
+from support import FIXTURES, REPO
 
 # call names that deserialise objects (and so can run code); built by joining so that this file
 # does not match its own scan

@@ -18,7 +18,7 @@ from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS, Embedder
 from elmo_engine.errors import ElmoError, InputError
 
-from conftest import FIXTURES, REPO
+from support import FIXTURES, REPO
 
 SENTS = [["The", "bank", "was", "closed", "."], ["Rivers", "flow"], ["a"] * 9,
          ["She", "sat", "on", "the", "river", "bank", "."], ["x"], ["b%d" % i for i in range(14)]]

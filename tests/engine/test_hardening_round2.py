@@ -30,7 +30,7 @@ from elmo_engine.errors import CheckpointError, InputError
 from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.model.options import MAX_CHARACTERS_PER_TOKEN
 
-from conftest import FIXTURES
+from support import FIXTURES
 from hardening_helpers import ckpt
 
 SOURCE = FIXTURES / "allennlp"

@@ -25,7 +25,7 @@ from elmo_engine.io import download, model_get
 from elmo_engine.io.catalogue import load_catalogue
 from elmo_engine.io.download import Deadlines, DownloadError, server_text
 
-from conftest import FIXTURES
+from support import FIXTURES
 from model_server import ModelServer, use_data_folder
 
 OPTIONS = (FIXTURES / "allennlp" / "options.json").read_bytes()

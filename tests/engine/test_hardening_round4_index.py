@@ -26,7 +26,7 @@ from elmo_engine.cli.main import main
 from elmo_engine.errors import InputError
 from elmo_engine.index.store import read_manifest, read_shard
 
-from conftest import FIXTURES, REPO
+from support import FIXTURES, REPO
 
 TINY = FIXTURES / "allennlp"
 CORPUS = REPO / "resources" / "reference_corpus" / "sentences.txt"

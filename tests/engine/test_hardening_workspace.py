@@ -34,7 +34,7 @@ from elmo_engine.train import state_io
 from elmo_engine.io.workspace_file import (CheckpointRef, WorkspaceData, load_workspace,
                                            save_workspace)
 
-from conftest import json_paths, json_values, mutate_json
+from support import json_paths, json_values, mutate_json
 from helpers_kill_state import StateForkServer, workspace_data
 
 EXAMPLES = int(os.environ.get("ELMO_FUZZ_EXAMPLES", "100"))

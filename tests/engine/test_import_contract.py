@@ -30,7 +30,7 @@ import ast
 from pathlib import Path
 from typing import Dict, Iterator, List, Tuple
 
-from conftest import REPO
+from support import REPO
 
 QT = ("PySide6", "shiboken6", "pyqtgraph", "superqt", "qtpy", "PyQt5", "PyQt6", "pytestqt")
 FOUNDATION = ("errors", "progress", "atomic", "runtime", "sharing", "resources", "files")

@@ -14,7 +14,7 @@ from elmo_engine.analysis.layers.cka import cka_matrix, cross_cka
 from elmo_engine.analysis.layers.contextuality import contextuality
 from elmo_engine.analysis.layers.run import reference_corpus_path, subset
 from elmo_engine.cli import build_parser, main
-from conftest import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint
+from support import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -18,7 +18,7 @@ from elmo_engine.train.vocab import Vocabulary
 
 import lm_train_helpers as helpers
 
-from conftest import FIXTURES
+from support import FIXTURES
 
 BILM_TF_DATA = FIXTURES / "bilm-tf" / "train" / "data.txt"
 

@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 from elmo_engine.train.trainer import train
 
-from conftest import REPO
+from support import REPO
 
 
 

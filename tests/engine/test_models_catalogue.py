@@ -19,7 +19,7 @@ from elmo_engine.model.layout import expected_layout
 from elmo_engine.model.options import BiLMOptions
 from elmo_engine.progress import TransferState, format_bytes, format_duration
 
-from conftest import FIXTURES
+from support import FIXTURES
 from model_server import ModelServer
 
 BASE = "https://s3-us-west-2.amazonaws.com/allennlp/models/elmo/"

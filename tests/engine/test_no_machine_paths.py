@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from conftest import REPO
+from support import REPO
 
 MACHINE_PATH = re.compile(r"(?<![\w.~-])(/(?:work|root|tmp|mnt|opt/conda)/[\w.-]|/home/\w|/Users/\w"
                           r"|[A-Za-z]:\\Users\\)")

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import tomllib
 
-from conftest import REPO
+from support import REPO
 
 
 def package_folders():

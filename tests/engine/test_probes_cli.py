@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import DATA, FIXTURES, need
+from support import DATA, FIXTURES, need
 from elmo_engine.analysis.probes.tasks import TaskFiles, load_task_data
 from elmo_engine.cli import probe as probe_cli
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from support import REPO
 from import_check import heavy, run_importtime
 
 def test_version_loads_no_heavy_library():

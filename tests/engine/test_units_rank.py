@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO
+from support import REPO
 from elmo_engine.analysis.language_model.pairs import MinimalPair, read_pairs, score_pairs
 from elmo_engine.analysis.units import (Method, RankSettings, ablation_experiment, collect,
                                         pair_accuracy, rank_units, sentence_log_probs)

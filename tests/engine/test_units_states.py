@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from conftest import FIXTURES, REPO
+from support import FIXTURES, REPO
 from elmo_engine.errors import InputError
 from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.model.lstm_inspect import (ALL_STATES, Capture, Intervention, Op, StateKind,
