@@ -233,6 +233,27 @@ def test_vocabulary_by_the_model_is_the_vocabulary_by_the_filters(model):
     assert a.words == b.words and np.allclose(a.vectors, b.vectors, atol=1e-5)
 
 
+def test_a_vocabulary_by_the_embedder_reports_progress_and_honours_cancel():
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.errors import CancelledError
+    from elmo_engine.progress import TaskState
+
+    model = load_checkpoint(FIXTURES / "allennlp")
+    emb = Embedder(model, device="cpu")
+    words = WORDS + ["river", "money", "river", "two words"]
+    seen = []
+    v = word_lab.Vocabulary.from_embedder(emb, words, "mine", chunk=4,
+                                          state=TaskState(lambda d, t, m: seen.append((d, t))))
+    assert v.words == list(dict.fromkeys(WORDS + ["river", "money"])) and v.source == "mine"
+    ref = word_lab.Vocabulary.from_words(windows.filters_of(model.char_cnn), words)
+    assert np.allclose(v.vectors, ref.vectors, atol=1e-5)
+    assert [d for d, _ in seen] == list(range(0, len(v.words), 4)) + [len(v.words)]
+    state = TaskState()
+    state.cancel()
+    with pytest.raises(CancelledError):
+        word_lab.Vocabulary.from_embedder(emb, words, state=state)
+
+
 def test_a_sweep_honours_cancel():
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.errors import CancelledError

@@ -17,6 +17,7 @@ import torch
 from elmo_engine.analysis.characters.windows import Filters, all_windows, render_ids
 from elmo_engine.errors import InputError
 from elmo_engine.model.chars import PAD_CHAR, char_ids_for_types
+from elmo_engine.progress import TaskState, check, report
 
 
 @dataclass(frozen=True)
@@ -192,6 +193,23 @@ class Vocabulary:
                 else:
                     parts.append(token_layer(filters, pool(filters, ids)[0])[0])
         p = filters.projection[0].shape[1] if filters.projection else filters.n_filters
+        return cls(words, np.concatenate(parts) if parts else np.zeros((0, p), np.float32),
+                   source)
+
+    @classmethod
+    def from_embedder(cls, embedder, words: Sequence[str], source: str = "",
+                      state: Optional[TaskState] = None, chunk: int = 4096) -> "Vocabulary":
+        """Layer-0 vectors of ``words`` (distinct, in order) by the embedder's token layer (its
+        type cache, its device and precision), ``chunk`` words at a time: progress to ``state``
+        (words done / total) and a cancel checked between chunks."""
+        words = list(dict.fromkeys(w for w in words if w and not any(c.isspace() for c in w)))
+        parts = []
+        for s in range(0, len(words), chunk):
+            check(state)
+            report(state, s, len(words), f"the layer-0 vectors of {len(words):,} known words")
+            parts.append(embedder.token_vectors(words[s:s + chunk]))
+        report(state, len(words), len(words), f"the layer-0 vectors of {len(words):,} known words")
+        p = embedder.opts.projection_dim
         return cls(words, np.concatenate(parts) if parts else np.zeros((0, p), np.float32),
                    source)
 
