@@ -286,3 +286,23 @@ def test_the_nonce_words_nearest_occurrences_in_a_corpus_index(qtbot, panel, ws,
     panel.restore_view_state(state)
     qtbot.waitUntil(lambda: panel.is_ready() and bool(panel.model.nonce_hits), timeout=60000)
     assert panel.model.index_source is IndexSource.FOLDER
+
+
+def test_a_vocabularys_vectors_show_progress_and_cancel(qtbot, panel, ws, tmp_path, monkeypatch):
+    import time
+
+    f = tmp_path / "many.txt"
+    f.write_text("\n".join(f"w{i}x" for i in range(5 * 4096)) + "\n", encoding="utf-8")
+    emb = ws.embedder
+    real = emb.token_vectors
+    monkeypatch.setattr(emb, "token_vectors", lambda words: (time.sleep(0.3), real(words))[1])
+    shown, before = panel.model.vocabulary, panel.model.lab
+    panel.set_vocabulary(VocabSource.FILE, str(f))
+    qtbot.waitUntil(lambda: "layer-0 vectors of 20,480 known words" in panel.view.status.text(),
+                    timeout=30000)                     # progress: "… (4096/20480)"
+    assert panel.view.cancel_button.isEnabled()
+    panel.view.cancel_button.click()
+    qtbot.waitUntil(panel.is_ready, timeout=30000)
+    assert panel.model.vocabulary == shown and panel.model.lab == before
+    assert not any(k[1] == "file" for k in panel._vocabs)           # nothing half-kept
+    assert "Characters:" not in panel.view.status.text()
