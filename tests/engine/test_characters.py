@@ -305,3 +305,35 @@ def test_the_report_holds_the_characters_views_word_lab_and_sweep(tmp_path):
     assert (tmp_path / "rep" / "tables" / "characters_words.csv").is_file()
     assert characters_part(emb, {"sentence": "no such word", "word": "bank"}, None,
                            FigureStyle()).notes               # a word not in its sentence
+
+
+def test_the_report_uses_the_views_saved_vocabulary(tmp_path):
+    """The word lab in a report takes its known words where the saved view took them: a file,
+    the model's vocab.txt; one that cannot be read is a note, and the reference corpus's."""
+    from elmo_engine.analysis.characters.report import characters_part
+    from elmo_engine.embed.embedder import Embedder
+
+    emb = Embedder(load_checkpoint(FIXTURES / "allennlp"), device="cpu")
+    vocab = ["river", "rivers", "bank", "money", "stone", "water"]
+    f = tmp_path / "words.txt"
+    f.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    state = {"words": "blorft recieve", "vocabulary": "file", "vocabulary_file": str(f)}
+    part = characters_part(emb, state, None, None)
+    rows = part.tables[0].rows
+    near = [n.rsplit(" ", 1)[0] for r in rows for n in r["nearest known words"].split(", ")]
+    assert len(near) == 10 and set(near) <= set(vocab) and not part.notes
+    assert f"6 known words ({f})" in part.tables[0].caption
+    state["vocabulary_file"] = str(tmp_path / "absent.txt")
+    part = characters_part(emb, state, None, None)
+    assert len(part.notes) == 1 and "absent.txt" in part.notes[0]
+    assert "11,502 known words (the reference corpus's word types)" in part.tables[0].caption
+    # the model's vocab.txt: the vendored checkpoint has none; the bundled model has one
+    assert word_lab.model_vocabulary_file(emb.model.info.options_path) is None
+    demo = word_lab.model_vocabulary_file(demo_checkpoint_path() / "options.json")
+    words, source = word_lab.known_words("model", "", demo_checkpoint_path() / "options.json")
+    assert demo is not None and source == "the model's vocab.txt" and len(words) == 24997
+    assert words[:2] == [",", "the"]                          # <S>, </S>, <UNK> skipped
+    with pytest.raises(InputError, match="no vocab.txt"):
+        word_lab.known_words("model", "", emb.model.info.options_path)
+    with pytest.raises(InputError, match="unknown vocabulary choice"):
+        word_lab.known_words("web", "")

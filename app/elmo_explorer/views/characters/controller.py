@@ -43,7 +43,6 @@ PER_TYPE = 4
 ATLAS_TOP = 10
 #: vocabularies (their layer-0 vectors) kept: a published vocab.txt's take ~1.6 GB each
 VOCABS_KEPT = 2
-REFERENCE_SOURCE = "the reference corpus's word types"
 #: the Corpus view's last opened index (its settings key)
 CORPUS_LAST_INDEX = "corpus/last_index"
 
@@ -212,33 +211,38 @@ class CharactersPanel(PanelDefaults, QWidget):
     # ---- the known words ----------------------------------------------------------------------
     def _model_vocab_file(self) -> Optional[Path]:
         """The ``vocab.txt`` beside the loaded checkpoint (the published models ship one)."""
-        spec = self.ws.model_spec
-        if spec is None:
-            return None
-        p = Path(spec.path)
-        f = (p if p.is_dir() else p.parent) / "vocab.txt"
-        return f if f.is_file() else None
+        from elmo_engine.analysis.characters.word_lab import model_vocabulary_file
+
+        emb = self.ws.embedder
+        return None if emb is None else model_vocabulary_file(emb.model.info.options_path)
 
     def _vocabulary_request(self) -> Tuple[tuple, str, Callable[[], List[str]]]:
         """What the chosen vocabulary is, on the GUI thread: ``(cache key, source as shown,
-        reader of its words)``; a file's key holds its size and time, so an edited file is
-        read again. :class:`_ReadError` when the choice names no readable file."""
-        from elmo_engine.analysis.characters.word_lab import read_vocabulary, reference_words
+        reader of its words)`` (:func:`~elmo_engine.analysis.characters.word_lab.known_words`,
+        as a report reads the saved choice); a file's key holds its size and time, so an edited
+        file is read again. :class:`_ReadError` when the choice names no readable file."""
+        from elmo_engine.analysis.characters.word_lab import (MODEL_SOURCE, REFERENCE_SOURCE,
+                                                              known_words)
 
-        checksum = self.ws.embedder.checksum
+        emb = self.ws.embedder
+        checksum, options = emb.checksum, emb.model.info.options_path
         src = self.model.vocab_source
+        file = self.model.vocab_file
+
+        def read() -> List[str]:
+            return known_words(src.value, file, options)[0]
+
         if src is VocabSource.REFERENCE:
-            return (checksum, src.value), REFERENCE_SOURCE, reference_words
-        path = self._model_vocab_file() if src is VocabSource.MODEL else Path(self.model.vocab_file)
+            return (checksum, src.value), REFERENCE_SOURCE, read
+        path = self._model_vocab_file() if src is VocabSource.MODEL else Path(file)
         if path is None:
             raise _ReadError("the loaded checkpoint has no vocab.txt beside it")
         try:
             st = path.stat()
         except OSError as e:
             raise _ReadError(f"{path}: {e.strerror or e}") from None
-        shown = "the model's vocab.txt" if src is VocabSource.MODEL else str(path)
-        return ((checksum, src.value, str(path), st.st_size, st.st_mtime_ns), shown,
-                lambda: read_vocabulary(path))
+        shown = MODEL_SOURCE if src is VocabSource.MODEL else str(path)
+        return (checksum, src.value, str(path), st.st_size, st.st_mtime_ns), shown, read
 
     def _known_words(self, emb, request, state):
         """The vocabulary's layer-0 vectors (on the long lane): kept per (model, vocabulary);
