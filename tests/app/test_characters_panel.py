@@ -166,6 +166,13 @@ def test_the_known_words_come_from_the_file_the_user_picks(qtbot, panel, tmp_pat
     panel.model.set_vocabulary(VocabSource.REFERENCE)
     panel.restore_view_state(state)
     qtbot.waitUntil(lambda: panel.is_ready() and panel.model.vocabulary == str(f), timeout=60000)
+    # a workspace naming a file since removed: one line, kept once the jobs are done; the words
+    # are computed with the last vocabulary that worked
+    panel.restore_view_state(dict(state, words="teh", vocabulary_file=str(tmp_path / "gone.txt")))
+    qtbot.waitUntil(lambda: panel.is_ready() and [d["word"] for d in m.lab] == ["teh"],
+                    timeout=60000)
+    assert "gone.txt" in panel.view.status.text() and m.vocabulary == str(f)
+    assert (m.vocab_source, m.vocab_file) == (VocabSource.FILE, str(f))
 
 
 def _vocab_of(panel, words):

@@ -82,8 +82,12 @@ class CharactersPanel(PanelDefaults, QWidget):
         self._index: Optional[Tuple[str, str, Any]] = None         # (folder, checksum, index)
         self._vocab_shown: Tuple[VocabSource, str] = (VocabSource.REFERENCE, "")
         self._index_shown: Tuple[IndexSource, str] = (IndexSource.CORPUS, "")
-        self._error = ""              # the last failure since the last request, kept in the status
+        self._error = ""              # the last failure since the user's last request (status)
         self.view.apply(self.model)
+        for request in (self.view.analyse_requested, self.view.sweep_requested,
+                        self.view.search_changed, self.view.nonce_requested,
+                        self.view.vocabulary_chosen, self.view.index_chosen):
+            request.connect(self._new_request)          # first: before the request's own slot
         self.view.analyse_requested.connect(self.analyse)
         self.view.sweep_requested.connect(self.run_sweep)
         self.view.search_changed.connect(self.search)
@@ -126,6 +130,7 @@ class CharactersPanel(PanelDefaults, QWidget):
         return self.model.view_state()
 
     def restore_view_state(self, state: Dict[str, Any]) -> None:
+        self._new_request()
         self.model.restore(state)
         self.view.apply(self.model)
         if self.ws.embedder is not None:
@@ -139,6 +144,7 @@ class CharactersPanel(PanelDefaults, QWidget):
         if emb is None:
             return
         self._ready = False
+        self._new_request()
         self.model.model_changed(emb.checksum)
         mv = self._model_vocab_file()
         self.view.set_model_vocabulary(None if mv is None else str(mv))
@@ -155,7 +161,6 @@ class CharactersPanel(PanelDefaults, QWidget):
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _submit(self, kind: str, name: str, fn, on_done, lane: Lane = Lane.LONG) -> None:
-        self._error = ""                                  # a new request: the old failure goes
         self.jobs.submit(name, fn, lane=lane, kind=kind, on_done=on_done,
                          on_failed=self._on_error, on_progress=self._on_progress,
                          on_finished=self._on_finished)
@@ -176,8 +181,11 @@ class CharactersPanel(PanelDefaults, QWidget):
         try:
             known = self._vocabulary_request()
         except _ReadError as e:
-            self._vocab_failed(str(e))
-            return
+            self._vocab_failed(str(e))                # back to the last one that worked
+            try:
+                known = self._vocabulary_request()
+            except _ReadError:
+                return
 
         def job(state):
             from elmo_engine.analysis.characters.windows import filters_of
@@ -386,8 +394,11 @@ class CharactersPanel(PanelDefaults, QWidget):
         try:
             known = self._vocabulary_request()
         except _ReadError as e:
-            self._vocab_failed(str(e))
-            return
+            self._vocab_failed(str(e))                # back to the last one that worked
+            try:
+                known = self._vocabulary_request()
+            except _ReadError:
+                return
         index_folder = self._index_folder()
 
         def job(state):
@@ -555,9 +566,14 @@ class CharactersPanel(PanelDefaults, QWidget):
     def _on_error(self, message: str) -> None:
         self._show_error(message)
 
+    def _new_request(self, *_args) -> None:
+        """The user asked for something (or a model or a workspace came): the last failure
+        leaves the status once the jobs are done."""
+        self._error = ""
+
     def _show_error(self, message: str) -> None:
-        """One line in the status, kept there (progress lines of later jobs of the same
-        request aside) until the next request."""
+        """One line in the status, kept there (progress lines of later jobs aside) until the
+        user's next request."""
         self._error = message
         self.view.show_status(f"Characters: {message}", error=True)
 
