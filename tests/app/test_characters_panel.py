@@ -278,6 +278,7 @@ def test_the_nonce_words_nearest_occurrences_in_a_corpus_index(qtbot, panel, ws,
     assert "is not a corpus index" in panel.view.status.text() and str(not_index) in \
         panel.view.status.text()
     assert m.index_source is IndexSource.CORPUS and m.nonce is None and m.nonce_problem
+    assert m.nonce_index == str(folder) and sorted(m.nonce_hits) == [0, 1, 2]   # searched again
     other = _build_index(tmp_path, tmp_path / "other", FIXTURES / "allennlp")
     panel.set_index(IndexSource.FOLDER, str(other))
     qtbot.waitUntil(lambda: panel.is_ready() and "another model" in panel.view.status.text(),

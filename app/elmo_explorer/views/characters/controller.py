@@ -458,9 +458,12 @@ class CharactersPanel(PanelDefaults, QWidget):
             self.view.draw_nonce(self.model)
             if vocab_problem:
                 self._vocab_failed(vocab_problem)
+            failed = (self.model.index_source, self.model.index_folder)
             if index_problem:
                 self._index_failed(index_problem)
             self.results_changed.emit("nonce")
+            if index_problem and (self.model.index_source, self.model.index_folder) != failed:
+                self.run_nonce()                 # the occurrences in the last index that worked
 
         self._submit("nonce", "Nonce word in context", job, done)
 
@@ -546,7 +549,7 @@ class CharactersPanel(PanelDefaults, QWidget):
 
     def _index_failed(self, message: str) -> None:
         """A folder that is not an index of this model: one line in the status; the choice
-        goes back to the last index that worked."""
+        goes back to the last index that worked (and the occurrences are searched there)."""
         self.model.set_index(*self._index_shown)
         self.view.show_choices(self.model)
         self._show_error(message)
