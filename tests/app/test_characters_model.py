@@ -1,12 +1,14 @@
 """The Characters view's Qt-free model (issue 41): words parsed, the atlas rows by width and by
-search, the sweep's table, what the context repairs, saved state round-trips."""
+search, the sweep's table, what the context repairs, saved state round-trips (with the choice of
+vocabulary and corpus index), the nonce word's occurrences as keyword-in-context lines."""
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from elmo_explorer.views.characters.model import (MAX_WORDS, CharactersModel, format_ngrams,
-                                                  parse_words)
+from elmo_engine.index.search import kwic_line
+from elmo_explorer.views.characters.model import (MAX_WORDS, CharactersModel, IndexSource,
+                                                  VocabSource, format_ngrams, parse_words)
 
 
 def _entry(j, width, category="word-internal"):
@@ -76,3 +78,42 @@ def test_state_round_trips_and_bad_values_are_ignored():
     assert other.view_state() == m.view_state()
     other.restore("not a dict")                               # type: ignore[arg-type]
     assert other.words_text == "teh"
+
+
+def test_vocabulary_and_index_choices_round_trip_and_fall_back():
+    m = CharactersModel()
+    assert (m.vocab_source, m.index_source) == (VocabSource.REFERENCE, IndexSource.CORPUS)
+    assert m.vocabulary_label() == "Reference corpus" and m.index_label() == "The Corpus view's index"
+    m.set_vocabulary(VocabSource.FILE, "/data/words.txt")
+    m.set_index(IndexSource.FOLDER, "/data/ix")
+    assert m.vocabulary_label() == "File: words.txt" and m.index_label() == "Index: ix"
+    other = CharactersModel()
+    other.restore(m.view_state())
+    assert (other.vocab_source, other.vocab_file) == (VocabSource.FILE, "/data/words.txt")
+    assert (other.index_source, other.index_folder) == (IndexSource.FOLDER, "/data/ix")
+    m.set_vocabulary(VocabSource.MODEL)                     # the file is remembered
+    assert m.vocab_file == "/data/words.txt" and m.view_state()["vocabulary"] == "model"
+    # a file or folder choice without its path, or an unknown value, is not taken
+    fresh = CharactersModel()
+    fresh.restore({"vocabulary": "file", "index": "folder"})
+    assert (fresh.vocab_source, fresh.index_source) == (VocabSource.REFERENCE, IndexSource.CORPUS)
+    fresh.restore({"vocabulary": "elsewhere", "index": 3, "vocabulary_file": 7})
+    assert (fresh.vocab_source, fresh.index_source, fresh.vocab_file) == (
+        VocabSource.REFERENCE, IndexSource.CORPUS, "")
+
+
+def test_nonce_occurrences_are_keyword_in_context_centred_on_the_word():
+    m = CharactersModel()
+    assert m.nonce_kwic() == []
+    long_left = " ".join(["word"] * 20)
+    m.nonce_hits = {2: [{"text": "she sat on the bank .", "position": 4, "cosine": 0.91},
+                        {"text": long_left + " bank of it", "position": 20, "cosine": 0.5}],
+                    0: [{"text": "a river", "position": 1, "cosine": 0.7}]}
+    out = m.nonce_kwic(width=16)
+    assert [layer for layer, _ in out] == [0, 2]
+    (c1, l1, w1, r1), (c2, l2, w2, r2) = out[1][1]
+    assert (c1, w1, r1) == (0.91, "bank", ".") and l1 == "  she sat on the"
+    assert len(l1) == len(l2) == 16 and l2.startswith("…") and r2 == "of it"
+    assert f"{l1} [{w1}] {r1}" == kwic_line("she sat on the bank .".split(), 4, 16)
+    m.model_changed("another")
+    assert m.nonce_hits == {} and m.nonce_index == ""

@@ -1,6 +1,8 @@
 """The Characters view on the tiny checkpoint (issue 41): the word lab, the atlas and the sweep
 show the engine's numbers, a search lists the filters, a bad sweep word is one inline message,
-the panel's state round-trips and its exports are files."""
+the panel's state round-trips and its exports are files; the known words come from the
+vocabulary the user picks (a file, the model's vocab.txt) and the nonce word's nearest
+occurrences per layer from a corpus index (the Corpus view's, or a folder)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,6 +15,7 @@ from elmo_engine.analysis.characters.windows import filters_of
 from elmo_engine.analysis.characters.word_lab import analyse
 from elmo_explorer.views.characters import export
 from elmo_explorer.views.characters.controller import CharactersPanel
+from elmo_explorer.views.characters.model import IndexSource, VocabSource
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -116,3 +119,198 @@ def test_nonce_word_in_context_on_the_bundled_model(qtbot, app_settings_dir):
         assert p.model.nonce["in_vocabulary"] and p.model.nonce["forward_rank"] >= 1
     finally:
         assert w.worker.shutdown(timeout_s=60)
+
+
+def _wait_lab(qtbot, panel, trigger):
+    with qtbot.waitSignal(panel.results_changed, timeout=60000,
+                          check_params_cb=lambda what: what == "lab"):
+        trigger()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+
+
+def test_the_known_words_come_from_the_file_the_user_picks(qtbot, panel, tmp_path):
+    words = ["river", "rivers", "blood", "bank", "money", "flower", "water", "stone", "tree",
+             "house", "road", "field"]
+    f = tmp_path / "my words.txt"
+    f.write_text("</S>\n<S>\n<UNK>\n" + "\n".join(words) + "\n", encoding="utf-8")
+    before = panel.model.lab
+    assert panel.model.vocabulary_size > 10000 and not panel.view.vocab_combo.model().item(
+        panel.view.vocab_combo.findData("model")).isEnabled()      # no vocab.txt beside it
+    _wait_lab(qtbot, panel, lambda: panel.set_vocabulary(VocabSource.FILE, str(f)))
+    m = panel.model
+    assert m.vocabulary == str(f) and m.vocabulary_size == len(words)
+    for d in m.lab:                           # every neighbour is a word of the file, ranked
+        near = [n["word"] for n in d["neighbours"]]
+        assert len(near) == 10 and set(near) <= set(words)
+        assert near == [w for w, _ in _vocab_of(panel, words).nearest(
+            np.asarray(_layer0(panel, d["word"])), 10, exclude=d["word"])]
+    assert m.lab[0]["norm_percentile"] is not None and "12 words" in panel.view.vocab_info.text()
+    assert panel.view.vocab_combo.currentText() == "File: my words.txt"
+    state = panel.view_state()
+    assert (state["vocabulary"], state["vocabulary_file"]) == ("file", str(f))
+    assert before and m.lab != before
+    # a bad file: one line in the status, the lab and the choice as they were
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"river\n\xff\xfe\n")
+    shown = m.lab
+    panel.set_vocabulary(VocabSource.FILE, str(bad))
+    qtbot.waitUntil(lambda: panel.is_ready() and "Characters:" in panel.view.status.text(),
+                    timeout=60000)
+    assert f"{bad}:2: not UTF-8" in panel.view.status.text()
+    assert "\n" not in panel.view.status.text() and m.lab == shown
+    assert (m.vocab_source, m.vocab_file) == (VocabSource.FILE, str(f))
+    # the model's vocab.txt, absent beside the tiny checkpoint: one line too
+    panel.set_vocabulary(VocabSource.MODEL)
+    assert "no vocab.txt beside it" in panel.view.status.text() and m.lab == shown
+    # restored from the workspace: the file again
+    panel.model.set_vocabulary(VocabSource.REFERENCE)
+    panel.restore_view_state(state)
+    qtbot.waitUntil(lambda: panel.is_ready() and panel.model.vocabulary == str(f), timeout=60000)
+    # a workspace naming a file since removed: one line, kept once the jobs are done; the words
+    # are computed with the last vocabulary that worked
+    panel.restore_view_state(dict(state, words="teh", vocabulary_file=str(tmp_path / "gone.txt")))
+    qtbot.waitUntil(lambda: panel.is_ready() and [d["word"] for d in m.lab] == ["teh"],
+                    timeout=60000)
+    assert "gone.txt" in panel.view.status.text() and m.vocabulary == str(f)
+    assert (m.vocab_source, m.vocab_file) == (VocabSource.FILE, str(f))
+
+
+def _vocab_of(panel, words):
+    from elmo_engine.analysis.characters.word_lab import Vocabulary
+
+    return Vocabulary(words, panel.ws.embedder.token_vectors(words))
+
+
+def _layer0(panel, word):
+    return panel.ws.embedder.token_vectors([word])[0]
+
+
+def test_the_models_vocab_txt_beside_the_checkpoint(qtbot, tmp_path, app_settings_dir):
+    from conftest import write_tiny_checkpoint
+    from elmo_explorer.state.workspace import ModelSpec, Workspace
+
+    folder = write_tiny_checkpoint(tmp_path / "ck", seed=3)
+    (folder / "vocab.txt").write_text("<S>\n</S>\n<UNK>\nthe\nriver\nbank\nof\nsat\nhe\non\n.\n"
+                                      "blood\nwater\nfield\n", encoding="utf-8")
+    w = Workspace()
+    try:
+        with qtbot.waitSignal(w.model_changed, timeout=60000):
+            w.load_model(ModelSpec(str(folder), device="cpu"))
+        p = CharactersPanel(w)
+        qtbot.addWidget(p)
+        qtbot.waitUntil(lambda: bool(p.is_ready() and p.model.lab), timeout=120000)
+        combo = p.view.vocab_combo
+        assert combo.model().item(combo.findData("model")).isEnabled()
+        _wait_lab(qtbot, p, lambda: p.set_vocabulary(VocabSource.MODEL))
+        assert p.model.vocabulary == "the model's vocab.txt" and p.model.vocabulary_size == 11
+        assert all(n["word"] in {"the", "river", "bank", "of", "sat", "he", "on", ".", "blood",
+                                 "water", "field"}
+                   for d in p.model.lab for n in d["neighbours"])
+    finally:
+        assert w.worker.shutdown(timeout_s=60)
+
+
+INDEX_SENTENCES = ["He sat on the bank of the river .", "The river flows past the old mill .",
+                   "She put her money in the bank .", "They walked along the river bank .",
+                   "A blorft is not a word .", "The water of the river was cold ."]
+
+
+def _build_index(corpus_dir, out, checkpoint):
+    from elmo_engine.cli.main import main
+
+    corpus = corpus_dir / "corpus.txt"
+    corpus.write_text("\n".join(INDEX_SENTENCES) + "\n", encoding="utf-8")
+    assert main(["index", str(corpus), "--out", str(out), "--checkpoint", str(checkpoint),
+                 "--shard-size", "7", "--device", "cpu", "--layer", "0,1,2"]) == 0
+    return out
+
+
+def _wait_nonce(qtbot, panel, trigger):
+    with qtbot.waitSignal(panel.results_changed, timeout=60000,
+                          check_params_cb=lambda what: what == "nonce"):
+        trigger()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+
+
+def test_the_nonce_words_nearest_occurrences_in_a_corpus_index(qtbot, panel, ws, tmp_path,
+                                                               tiny_checkpoint):
+    from conftest import FIXTURES
+    from elmo_engine.index.search import CorpusIndex, query_vectors
+    from elmo_explorer.state.settings import AppSettings
+    from elmo_explorer.views.corpus.jobs import default_index_folder
+
+    assert panel.model.nonce_hits == {} and panel.model.index_source is IndexSource.CORPUS
+    assert "none of this model yet" in panel.view.index_info.text()
+    # the Corpus view's default index of this model, once built, is the default
+    emb = ws.embedder
+    folder = _build_index(tmp_path, default_index_folder(AppSettings().data_dir(), emb.checksum),
+                          tiny_checkpoint)
+    assert panel.corpus_index_folder() == folder
+    _wait_nonce(qtbot, panel, panel.run_nonce)
+    m = panel.model
+    assert sorted(m.nonce_hits) == [0, 1, 2] and m.nonce_index == str(folder)
+    tokens = m.nonce_sentence.split()
+    index = CorpusIndex(folder, emb.checksum)
+    try:
+        vecs = query_vectors(emb, tokens, tokens.index("blorft"), index.layers)
+        for layer in (0, 1, 2):
+            want = index.search(vecs[layer], layer, 5)
+            got = m.nonce_hits[layer]
+            assert [(h["sentence_id"], h["position"]) for h in got] == [
+                (h.sentence_id, h.position) for h in want]
+            assert [h["cosine"] for h in got] == pytest.approx([h.cosine for h in want], abs=1e-5)
+    finally:
+        index.close()
+    # "blorft" occurs in the corpus: at layer 0 (spelling only) it is its own nearest occurrence
+    assert m.nonce_hits[0][0]["word"] == "blorft"
+    assert m.nonce_hits[0][0]["cosine"] == pytest.approx(1.0, abs=1e-4)
+    text = panel.view.nonce_text.toPlainText()
+    assert "Nearest occurrences" in text and "No predictions" in text
+    _, left, word, right = m.nonce_kwic()[0][1][0]
+    assert f"{left.strip()} [{word}] {right}" in text and word == "blorft"
+    assert "6 sentences" in panel.view.index_info.text()
+    # a folder that is not an index, and an index of another model: one line each
+    not_index = tmp_path / "not an index"
+    not_index.mkdir()
+    panel.set_index(IndexSource.FOLDER, str(not_index))
+    qtbot.waitUntil(lambda: panel.is_ready() and "Characters:" in panel.view.status.text(),
+                    timeout=60000)
+    assert "is not a corpus index" in panel.view.status.text() and str(not_index) in \
+        panel.view.status.text()
+    assert m.index_source is IndexSource.CORPUS and m.nonce is None and m.nonce_problem
+    assert m.nonce_index == str(folder) and sorted(m.nonce_hits) == [0, 1, 2]   # searched again
+    other = _build_index(tmp_path, tmp_path / "other", FIXTURES / "allennlp")
+    panel.set_index(IndexSource.FOLDER, str(other))
+    qtbot.waitUntil(lambda: panel.is_ready() and "another model" in panel.view.status.text(),
+                    timeout=60000)
+    assert "\n" not in panel.view.status.text()
+    # a folder of this model's index: chosen, saved and restored
+    _wait_nonce(qtbot, panel, lambda: panel.set_index(IndexSource.FOLDER, str(folder)))
+    assert panel.view.index_combo.currentText() == f"Index: {folder.name}"
+    state = panel.view_state()
+    assert (state["index"], state["index_folder"]) == ("folder", str(folder))
+    _wait_nonce(qtbot, panel, lambda: panel.set_index(IndexSource.NONE))
+    assert m.nonce_hits == {} and "Nearest occurrences" not in panel.view.nonce_text.toPlainText()
+    panel.restore_view_state(state)
+    qtbot.waitUntil(lambda: panel.is_ready() and bool(panel.model.nonce_hits), timeout=60000)
+    assert panel.model.index_source is IndexSource.FOLDER
+
+
+def test_a_vocabularys_vectors_show_progress_and_cancel(qtbot, panel, ws, tmp_path, monkeypatch):
+    import time
+
+    f = tmp_path / "many.txt"
+    f.write_text("\n".join(f"w{i}x" for i in range(5 * 4096)) + "\n", encoding="utf-8")
+    emb = ws.embedder
+    real = emb.token_vectors
+    monkeypatch.setattr(emb, "token_vectors", lambda words: (time.sleep(0.3), real(words))[1])
+    shown, before = panel.model.vocabulary, panel.model.lab
+    panel.set_vocabulary(VocabSource.FILE, str(f))
+    qtbot.waitUntil(lambda: "layer-0 vectors of 20,480 known words" in panel.view.status.text(),
+                    timeout=30000)                     # progress: "… (4096/20480)"
+    assert panel.view.cancel_button.isEnabled()
+    panel.view.cancel_button.click()
+    qtbot.waitUntil(panel.is_ready, timeout=30000)
+    assert panel.model.vocabulary == shown and panel.model.lab == before
+    assert not any(k[1] == "file" for k in panel._vocabs)           # nothing half-kept
+    assert "Characters:" not in panel.view.status.text()

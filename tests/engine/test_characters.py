@@ -233,6 +233,27 @@ def test_vocabulary_by_the_model_is_the_vocabulary_by_the_filters(model):
     assert a.words == b.words and np.allclose(a.vectors, b.vectors, atol=1e-5)
 
 
+def test_a_vocabulary_by_the_embedder_reports_progress_and_honours_cancel():
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.errors import CancelledError
+    from elmo_engine.progress import TaskState
+
+    model = load_checkpoint(FIXTURES / "allennlp")
+    emb = Embedder(model, device="cpu")
+    words = WORDS + ["river", "money", "river", "two words"]
+    seen = []
+    v = word_lab.Vocabulary.from_embedder(emb, words, "mine", chunk=4,
+                                          state=TaskState(lambda d, t, m: seen.append((d, t))))
+    assert v.words == list(dict.fromkeys(WORDS + ["river", "money"])) and v.source == "mine"
+    ref = word_lab.Vocabulary.from_words(windows.filters_of(model.char_cnn), words)
+    assert np.allclose(v.vectors, ref.vectors, atol=1e-5)
+    assert [d for d, _ in seen] == list(range(0, len(v.words), 4)) + [len(v.words)]
+    state = TaskState()
+    state.cancel()
+    with pytest.raises(CancelledError):
+        word_lab.Vocabulary.from_embedder(emb, words, state=state)
+
+
 def test_a_sweep_honours_cancel():
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.errors import CancelledError
@@ -284,3 +305,35 @@ def test_the_report_holds_the_characters_views_word_lab_and_sweep(tmp_path):
     assert (tmp_path / "rep" / "tables" / "characters_words.csv").is_file()
     assert characters_part(emb, {"sentence": "no such word", "word": "bank"}, None,
                            FigureStyle()).notes               # a word not in its sentence
+
+
+def test_the_report_uses_the_views_saved_vocabulary(tmp_path):
+    """The word lab in a report takes its known words where the saved view took them: a file,
+    the model's vocab.txt; one that cannot be read is a note, and the reference corpus's."""
+    from elmo_engine.analysis.characters.report import characters_part
+    from elmo_engine.embed.embedder import Embedder
+
+    emb = Embedder(load_checkpoint(FIXTURES / "allennlp"), device="cpu")
+    vocab = ["river", "rivers", "bank", "money", "stone", "water"]
+    f = tmp_path / "words.txt"
+    f.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    state = {"words": "blorft recieve", "vocabulary": "file", "vocabulary_file": str(f)}
+    part = characters_part(emb, state, None, None)
+    rows = part.tables[0].rows
+    near = [n.rsplit(" ", 1)[0] for r in rows for n in r["nearest known words"].split(", ")]
+    assert len(near) == 10 and set(near) <= set(vocab) and not part.notes
+    assert f"6 known words ({f})" in part.tables[0].caption
+    state["vocabulary_file"] = str(tmp_path / "absent.txt")
+    part = characters_part(emb, state, None, None)
+    assert len(part.notes) == 1 and "absent.txt" in part.notes[0]
+    assert "11,502 known words (the reference corpus's word types)" in part.tables[0].caption
+    # the model's vocab.txt: the vendored checkpoint has none; the bundled model has one
+    assert word_lab.model_vocabulary_file(emb.model.info.options_path) is None
+    demo = word_lab.model_vocabulary_file(demo_checkpoint_path() / "options.json")
+    words, source = word_lab.known_words("model", "", demo_checkpoint_path() / "options.json")
+    assert demo is not None and source == "the model's vocab.txt" and len(words) == 24997
+    assert words[:2] == [",", "the"]                          # <S>, </S>, <UNK> skipped
+    with pytest.raises(InputError, match="no vocab.txt"):
+        word_lab.known_words("model", "", emb.model.info.options_path)
+    with pytest.raises(InputError, match="unknown vocabulary choice"):
+        word_lab.known_words("web", "")

@@ -7,7 +7,9 @@ position: the layer-0 neighbours (:class:`~.word_lab.Vocabulary`), the forward a
 LMs' top predictions at the word, the words both agree on, and where the word itself ranks
 (a nonce word is outside the softmax's vocabulary: rank and probability are then ``None``).
 The corpus index's nearest occurrences per layer are added by the command line
-(``chars nonce --index DIR``), which may use the index.
+(``chars nonce --index DIR``) and the Characters view's In context tab, with the index's own
+search (:func:`~elmo_engine.index.search.query_vectors`,
+:meth:`~elmo_engine.index.search.CorpusIndex.search`).
 """
 from __future__ import annotations
 

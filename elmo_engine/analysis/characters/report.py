@@ -29,19 +29,34 @@ def characters_part(emb, state: Any, figure_dir: Optional[Path], style,
         return part
     words = [w for w in str(state.get("words") or "").split() if w][:MAX_WORDS]
     if words:
-        part.tables.append(word_lab_table(emb, words, model_name))
+        part.tables.append(word_lab_table(emb, words, model_name, state, part.notes))
     sentence, word = state.get("sentence"), state.get("word")
     if isinstance(sentence, str) and isinstance(word, str) and sentence.strip() and word:
         _add_sweep(part, emb, sentence, word, figure_dir, style, model_name)
     return part
 
 
-def word_lab_table(emb, words: List[str], model_name: str) -> ReportTable:
+def word_lab_table(emb, words: List[str], model_name: str, state: Any = None,
+                   notes: Optional[List[str]] = None) -> ReportTable:
+    """The word lab of ``words``, the known words as the saved ``state`` chose them (the
+    reference corpus's word types, the model's vocab.txt or a file; one that cannot be read is
+    a note and the reference corpus's are used)."""
     from elmo_engine.analysis.characters.windows import filters_of
-    from elmo_engine.analysis.characters.word_lab import Vocabulary, analyse, reference_words
+    from elmo_engine.analysis.characters.word_lab import (Vocabulary, analyse, known_words,
+                                                          reference_words, REFERENCE_SOURCE)
+    from elmo_engine.errors import InputError
 
-    known = reference_words()
-    vocab = Vocabulary(known, emb.token_vectors(known), "the reference corpus's word types")
+    state = state if isinstance(state, dict) else {}
+    choice = str(state.get("vocabulary") or "reference")
+    try:
+        known, source = known_words(choice, str(state.get("vocabulary_file") or ""),
+                                    emb.model.info.options_path)
+    except InputError as e:
+        if notes is not None:
+            notes.append(f"Characters: the saved vocabulary ({choice}) cannot be used ({e}); "
+                         f"the known words are {REFERENCE_SOURCE}.")
+        known, source = reference_words(), REFERENCE_SOURCE
+    vocab = Vocabulary.from_embedder(emb, known, source)
     filters = filters_of(emb.model.char_cnn)
     rows: List[Dict[str, Any]] = []
     for r in analyse(filters, words, vocab, neighbours=NEIGHBOURS):
@@ -62,7 +77,7 @@ def word_lab_table(emb, words: List[str], model_name: str) -> ReportTable:
                 f"end-of-word marks), its {TOP_FILTERS} strongest filters with the n-gram that "
                 "wins each one's max-pool, the share of each highway layer's dimensions "
                 "transformed (the rest carried), the layer-0 norm and its percentile among "
-                f"{len(vocab.words):,} known words (the reference corpus's word types), and the "
+                f"{len(vocab.words):,} known words ({vocab.source}), and the "
                 f"{NEIGHBOURS} nearest of them at layer 0 (cosine).")
 
 

@@ -9,6 +9,7 @@ among the vocabulary's norms, and its nearest known words at layer 0 by cosine.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -17,6 +18,7 @@ import torch
 from elmo_engine.analysis.characters.windows import Filters, all_windows, render_ids
 from elmo_engine.errors import InputError
 from elmo_engine.model.chars import PAD_CHAR, char_ids_for_types
+from elmo_engine.progress import TaskState, check, report
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,23 @@ class Vocabulary:
         return cls(words, np.concatenate(parts) if parts else np.zeros((0, p), np.float32),
                    source)
 
+    @classmethod
+    def from_embedder(cls, embedder, words: Sequence[str], source: str = "",
+                      state: Optional[TaskState] = None, chunk: int = 4096) -> "Vocabulary":
+        """Layer-0 vectors of ``words`` (distinct, in order) by the embedder's token layer (its
+        type cache, its device and precision), ``chunk`` words at a time: progress to ``state``
+        (words done / total) and a cancel checked between chunks."""
+        words = list(dict.fromkeys(w for w in words if w and not any(c.isspace() for c in w)))
+        parts = []
+        for s in range(0, len(words), chunk):
+            check(state)
+            report(state, s, len(words), f"the layer-0 vectors of {len(words):,} known words")
+            parts.append(embedder.token_vectors(words[s:s + chunk]))
+        report(state, len(words), len(words), f"the layer-0 vectors of {len(words):,} known words")
+        p = embedder.opts.projection_dim
+        return cls(words, np.concatenate(parts) if parts else np.zeros((0, p), np.float32),
+                   source)
+
     def norm_percentile(self, norm: float) -> Optional[float]:
         if not len(self._sorted_norms):
             return None
@@ -266,3 +285,34 @@ def read_vocabulary(path) -> List[str]:
     if not words:
         raise InputError("holds no word", path=path)
     return list(words)
+
+
+#: the known words' sources a saved Characters view names (``views["characters"]["vocabulary"]``)
+REFERENCE_SOURCE = "the reference corpus's word types"
+MODEL_SOURCE = "the model's vocab.txt"
+
+
+def model_vocabulary_file(options_path) -> Optional[Path]:
+    """The ``vocab.txt`` beside a checkpoint's options file (the published models ship one;
+    ``train-lm`` writes one), else None."""
+    f = Path(options_path).parent / "vocab.txt"
+    return f if f.is_file() else None
+
+
+def known_words(choice: str, path: str = "", options_path=None) -> Tuple[List[str], str]:
+    """The word lab's known words for a choice as the Characters view saves it: ``"reference"``
+    (the reference corpus's word types), ``"model"`` (the ``vocab.txt`` beside the checkpoint
+    whose options file is ``options_path``) or ``"file"`` (``path``): ``(words, source)``.
+    Raises :class:`InputError` (no such vocabulary, a bad file)."""
+    if choice == "reference":
+        return reference_words(), REFERENCE_SOURCE
+    if choice == "model":
+        f = None if options_path is None else model_vocabulary_file(options_path)
+        if f is None:
+            raise InputError("the checkpoint has no vocab.txt beside it")
+        return read_vocabulary(f), MODEL_SOURCE
+    if choice == "file":
+        if not path:
+            raise InputError("no vocabulary file named")
+        return read_vocabulary(path), str(path)
+    raise InputError(f"unknown vocabulary choice {choice!r} (reference, model or file)")

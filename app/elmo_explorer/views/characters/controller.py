@@ -1,11 +1,16 @@
 """The Characters view: what the char-CNN and the highway layers make of any word.
 
 The word lab (character ids, the filters each word fires most with their winning n-grams, the
-highway gates, the norm and the nearest known words at layer 0), the filter atlas (every
-filter's strongest n-grams over the reference corpus's word types, searchable, categorised) and
-a perturbation sweep (a word in its sentence, perturbed; cosine per layer and direction). Every
-computation is the engine's (:mod:`elmo_engine.analysis.characters`) and runs in the view's job
-group on the long lane (progress, Cancel / Esc); the atlas search on the interactive lane.
+highway gates, the norm and the nearest known words at layer 0 among a vocabulary the user picks:
+the reference corpus's word types, the model's ``vocab.txt`` or a file), the filter atlas (every
+filter's strongest n-grams over the reference corpus's word types, searchable, categorised), a
+perturbation sweep (a word in its sentence, perturbed; cosine per layer and direction) and a
+nonce word in context (its layer-0 neighbours, the two LMs' predictions at its place and its
+nearest occurrences per layer in a corpus index). Every computation is the engine's
+(:mod:`elmo_engine.analysis.characters`, :mod:`elmo_engine.index.search`) and runs in the view's
+job group on the long lane (progress, Cancel / Esc); the atlas search on the interactive lane.
+A vocabulary's layer-0 vectors are computed once per (model, vocabulary) and kept; an index is
+opened once per (folder, model).
 
 Model, view, controller: :class:`~.model.CharactersModel`, :class:`~.view.CharactersView` and
 :class:`CharactersPanel` (the :class:`~elmo_explorer.views.protocol.AnalysisPanel` protocol).
@@ -13,17 +18,22 @@ Model, view, controller: :class:`~.model.CharactersModel`, :class:`~.view.Charac
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
+from elmo_engine.index.search import CorpusIndex, query_vectors
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.characters import export
-from elmo_explorer.views.characters.model import CharactersModel
+from elmo_explorer.views.corpus import jobs as corpus_jobs
+from elmo_explorer.views.characters.model import (INDEX_K, CharactersModel, IndexSource,
+                                                  VocabSource)
 from elmo_explorer.views.characters.view import CharactersView
 from elmo_explorer.views.protocol import PanelDefaults
 
@@ -31,6 +41,14 @@ log = logging.getLogger(__name__)
 #: perturbation variants per type in the view
 PER_TYPE = 4
 ATLAS_TOP = 10
+#: vocabularies (their layer-0 vectors) kept: a published vocab.txt's take ~1.6 GB each
+VOCABS_KEPT = 2
+#: the Corpus view's last opened index (its settings key)
+CORPUS_LAST_INDEX = "corpus/last_index"
+
+
+class _ReadError(Exception):
+    """A vocabulary or an index that could not be read: one line for the status."""
 
 
 class CharactersPanel(PanelDefaults, QWidget):
@@ -39,7 +57,7 @@ class CharactersPanel(PanelDefaults, QWidget):
     Signals
     -------
     ready() : no job of this view is running and it shows what it can
-    results_changed(str) : "lab", "atlas", "search" or "sweep" was drawn anew
+    results_changed(str) : "lab", "atlas", "search", "sweep" or "nonce" was drawn anew
     """
 
     title = "Characters"
@@ -56,16 +74,28 @@ class CharactersPanel(PanelDefaults, QWidget):
         lay.addWidget(self.view)
         self.jobs = workspace.worker.group("characters", self.title)
         self._ready = False
-        self._vocab = None            # (checksum, Vocabulary) of the reference corpus's words
         self._atlas = None            # (checksum, Atlas)
         self._softmax = None          # (checksum, Softmax) for the In context tab
+        # filled and read on the long lane's thread, cleared on the GUI thread: under the lock
+        self._lock = threading.Lock()
+        self._vocabs: "OrderedDict[tuple, Any]" = OrderedDict()    # key → Vocabulary
+        self._index: Optional[Tuple[str, str, Any]] = None         # (folder, checksum, index)
+        self._vocab_shown: Tuple[VocabSource, str] = (VocabSource.REFERENCE, "")
+        self._index_shown: Tuple[IndexSource, str] = (IndexSource.CORPUS, "")
+        self._error = ""              # the last failure since the user's last request (status)
         self.view.apply(self.model)
+        for request in (self.view.analyse_requested, self.view.sweep_requested,
+                        self.view.search_changed, self.view.nonce_requested,
+                        self.view.vocabulary_chosen, self.view.index_chosen):
+            request.connect(self._new_request)          # first: before the request's own slot
         self.view.analyse_requested.connect(self.analyse)
         self.view.sweep_requested.connect(self.run_sweep)
         self.view.search_changed.connect(self.search)
         self.view.nonce_requested.connect(self.run_nonce)
         self.view.cancel_button.clicked.connect(self.jobs.cancel_all)
         self.view.filters_box.valueChanged.connect(self._on_filters)
+        self.view.vocabulary_chosen.connect(self.choose_vocabulary)
+        self.view.index_chosen.connect(self.choose_index)
         workspace.model_changed.connect(self._on_model)
         workspace.model_load_failed.connect(lambda *_: self._set_ready())
         self._redraw()
@@ -100,6 +130,7 @@ class CharactersPanel(PanelDefaults, QWidget):
         return self.model.view_state()
 
     def restore_view_state(self, state: Dict[str, Any]) -> None:
+        self._new_request()
         self.model.restore(state)
         self.view.apply(self.model)
         if self.ws.embedder is not None:
@@ -113,7 +144,10 @@ class CharactersPanel(PanelDefaults, QWidget):
         if emb is None:
             return
         self._ready = False
+        self._new_request()
         self.model.model_changed(emb.checksum)
+        mv = self._model_vocab_file()
+        self.view.set_model_vocabulary(None if mv is None else str(mv))
         self._redraw()
         self.analyse()
         self.build_atlas()
@@ -144,20 +178,23 @@ class CharactersPanel(PanelDefaults, QWidget):
         if not words:
             self.view.show_status("Type one or more words.", error=True)
             return
-        cached = self._vocab[1] if self._vocab and self._vocab[0] == emb.checksum else None
-        checksum = emb.checksum
+        try:
+            known = self._vocabulary_request()
+        except _ReadError as e:
+            self._vocab_failed(str(e))                # back to the last one that worked
+            try:
+                known = self._vocabulary_request()
+            except _ReadError:
+                return
 
         def job(state):
             from elmo_engine.analysis.characters.windows import filters_of
-            from elmo_engine.analysis.characters.word_lab import (Vocabulary, analyse,
-                                                                  reference_words)
+            from elmo_engine.analysis.characters.word_lab import analyse
 
-            vocab = cached
-            if vocab is None:
-                state.report(0, 2, "the known words' layer-0 vectors")
-                known = reference_words()
-                vocab = Vocabulary(known, emb.token_vectors(known),
-                                   "the reference corpus's word types")
+            try:
+                vocab = self._known_words(emb, known, state)
+            except _ReadError as e:
+                return None, str(e)
             state.check()
             state.report(1, 2, "the word lab")
             filters = filters_of(emb.model.char_cnn)
@@ -166,14 +203,107 @@ class CharactersPanel(PanelDefaults, QWidget):
 
         def done(out) -> None:
             vocab, lab = out
-            self._vocab = (checksum, vocab)
+            if vocab is None:
+                self._vocab_failed(lab)
+                return
+            self._vocab_shown = (self.model.vocab_source, self.model.vocab_file)
             self.model.lab = lab
             self.model.vocabulary, self.model.vocabulary_size = vocab.source, len(vocab.words)
+            self.view.vocab_info.setText(f"{len(vocab.words):,} words ({vocab.source})")
             self.view.draw_lab(self.model)
             self.view.show_status("")
             self.results_changed.emit("lab")
 
         self._submit("lab", "Word lab", job, done)
+
+    # ---- the known words ----------------------------------------------------------------------
+    def _model_vocab_file(self) -> Optional[Path]:
+        """The ``vocab.txt`` beside the loaded checkpoint (the published models ship one)."""
+        from elmo_engine.analysis.characters.word_lab import model_vocabulary_file
+
+        emb = self.ws.embedder
+        return None if emb is None else model_vocabulary_file(emb.model.info.options_path)
+
+    def _vocabulary_request(self) -> Tuple[tuple, str, Callable[[], List[str]]]:
+        """What the chosen vocabulary is, on the GUI thread: ``(cache key, source as shown,
+        reader of its words)`` (:func:`~elmo_engine.analysis.characters.word_lab.known_words`,
+        as a report reads the saved choice); a file's key holds its size and time, so an edited
+        file is read again. :class:`_ReadError` when the choice names no readable file."""
+        from elmo_engine.analysis.characters.word_lab import (MODEL_SOURCE, REFERENCE_SOURCE,
+                                                              known_words)
+
+        emb = self.ws.embedder
+        checksum, options = emb.checksum, emb.model.info.options_path
+        src = self.model.vocab_source
+        file = self.model.vocab_file
+
+        def read() -> List[str]:
+            return known_words(src.value, file, options)[0]
+
+        if src is VocabSource.REFERENCE:
+            return (checksum, src.value), REFERENCE_SOURCE, read
+        path = self._model_vocab_file() if src is VocabSource.MODEL else Path(file)
+        if path is None:
+            raise _ReadError("the loaded checkpoint has no vocab.txt beside it")
+        try:
+            st = path.stat()
+        except OSError as e:
+            raise _ReadError(f"{path}: {e.strerror or e}") from None
+        shown = MODEL_SOURCE if src is VocabSource.MODEL else str(path)
+        return (checksum, src.value, str(path), st.st_size, st.st_mtime_ns), shown, read
+
+    def _known_words(self, emb, request, state):
+        """The vocabulary's layer-0 vectors (on the long lane): kept per (model, vocabulary);
+        the words read (bounded) then embedded with progress and cancel."""
+        from elmo_engine.analysis.characters.word_lab import Vocabulary
+        from elmo_engine.errors import CancelledError, ElmoError
+
+        key, source, read = request
+        with self._lock:
+            if key in self._vocabs:
+                self._vocabs.move_to_end(key)
+                return self._vocabs[key]
+        state.report(0, 2, f"reading the known words ({source})")
+        try:
+            words = read()
+        except CancelledError:
+            raise
+        except ElmoError as e:
+            raise _ReadError(str(e)) from None
+        vocab = Vocabulary.from_embedder(emb, words, source, state=state)
+        with self._lock:
+            self._vocabs[key] = vocab
+            while len(self._vocabs) > VOCABS_KEPT:
+                self._vocabs.popitem(last=False)
+        return vocab
+
+    def choose_vocabulary(self, value: str) -> None:
+        """The Word lab tab's choice; "A file…" asks for the file (Cancel: nothing changes)."""
+        source = VocabSource(value)
+        path = ""
+        if source is VocabSource.FILE:
+            path, _ = QFileDialog.getOpenFileName(
+                self, "Known words: a file of words, one a line", self.model.vocab_file,
+                "Word lists (*.txt *.vocab *.tsv);;All files (*)")
+            if not path:
+                self.view.show_choices(self.model)
+                return
+        self.set_vocabulary(source, path)
+
+    def set_vocabulary(self, source: VocabSource, path: str = "") -> None:
+        """Use ``source`` (a file at ``path``) for the known words: the lab and the In context
+        tab are computed again with it."""
+        self.model.set_vocabulary(source, path)
+        self.view.show_choices(self.model)
+        self.analyse()
+        self.run_nonce()
+
+    def _vocab_failed(self, message: str) -> None:
+        """A vocabulary that cannot be read: one line in the status; the words shown and the
+        choice go back to the last vocabulary that worked."""
+        self.model.set_vocabulary(*self._vocab_shown)
+        self.view.show_choices(self.model)
+        self._show_error(message)
 
     def build_atlas(self) -> None:
         """Every filter's strongest n-grams over the reference corpus's word types."""
@@ -250,7 +380,8 @@ class CharactersPanel(PanelDefaults, QWidget):
 
     def run_nonce(self) -> None:
         """The In context tab: the word's layer-0 neighbours against the two LMs (the softmax is
-        read once per model; a model without one says so in the tab)."""
+        read once per model; a model without one says so in the tab) and its nearest
+        occurrences per layer in the chosen corpus index (opened once per folder and model)."""
         emb = self.ws.embedder
         spec = self.ws.model_spec
         if emb is None or spec is None:
@@ -259,44 +390,169 @@ class CharactersPanel(PanelDefaults, QWidget):
         sentence, word = self.model.nonce_sentence, self.model.nonce_word
         checksum = emb.checksum
         soft = self._softmax[1] if self._softmax and self._softmax[0] == checksum else None
-        vocab = self._vocab[1] if self._vocab and self._vocab[0] == checksum else None
         folder = Path(spec.path) if Path(spec.path).is_dir() else Path(spec.path).parent
+        try:
+            known = self._vocabulary_request()
+        except _ReadError as e:
+            self._vocab_failed(str(e))                # back to the last one that worked
+            try:
+                known = self._vocabulary_request()
+            except _ReadError:
+                return
+        index_folder = self._index_folder()
 
         def job(state):
             from elmo_engine.analysis.characters.nonce import in_context
-            from elmo_engine.analysis.characters.word_lab import Vocabulary, reference_words
-            from elmo_engine.errors import ElmoError, InputError
+            from elmo_engine.errors import CancelledError, ElmoError, InputError
             from elmo_engine.model.softmax import load_softmax
             from elmo_engine.model.tokenize import tokenize
 
             tokens = tokenize(sentence)
             if word not in tokens:
                 raise InputError(f"'{word}' is not a token of the sentence ({' '.join(tokens)})")
-            softmax = soft
+            position = tokens.index(word)
+            softmax, result, problem, vocab_problem = soft, None, "", ""
             if softmax is None:
                 state.report(0, 2, "reading the softmax")
                 try:
                     softmax = load_softmax(folder, output_dim=emb.opts.output_dim)
                 except (ElmoError, OSError) as e:
-                    return None, None, f"No predictions: this model has no usable softmax ({e})."
-            known = vocab
-            if known is None:
-                words = reference_words()
-                known = Vocabulary(words, emb.token_vectors(words),
-                                   "the reference corpus's word types")
-            state.report(1, 2, "predicting")
-            res = in_context(emb, softmax, tokens, tokens.index(word), known, top_k=10)
-            return softmax, res.to_dict(), ""
+                    problem = f"No predictions: this model has no usable softmax ({e})."
+            if softmax is not None:
+                try:
+                    vocab = self._known_words(emb, known, state)
+                except _ReadError as e:
+                    vocab, vocab_problem = None, str(e)
+                state.report(1, 2, "predicting")
+                result = in_context(emb, softmax, tokens, position, vocab, top_k=10).to_dict()
+            hits: Dict[int, List[dict]] = {}
+            summary, index_problem = "", ""
+            if index_folder is not None:
+                state.check()
+                state.report(1, 2, f"searching {index_folder.name}")
+                try:
+                    index = self._open_index(index_folder, checksum)
+                    vecs = query_vectors(emb, tokens, position, index.layers)
+                    for layer in index.layers:
+                        state.check()
+                        hits[layer] = [h.to_dict() for h in
+                                       index.search(vecs[layer], layer, INDEX_K)]
+                    summary = corpus_jobs.summary(index)
+                except CancelledError:
+                    raise
+                except (ElmoError, OSError) as e:
+                    hits, index_problem = {}, str(e)
+            return (softmax, result, problem, vocab_problem, index_folder, hits, summary,
+                    index_problem)
 
         def done(out) -> None:
-            softmax, result, problem = out
+            (softmax, result, problem, vocab_problem, ix, hits, summary, index_problem) = out
             if softmax is not None:
                 self._softmax = (checksum, softmax)
             self.model.nonce, self.model.nonce_problem = result, problem
+            self.model.nonce_index, self.model.nonce_hits = str(ix or ""), hits
+            if ix is not None and not index_problem:
+                self._index_shown = (self.model.index_source, self.model.index_folder)
+                self.view.index_info.setText(summary)
+                self.view.index_info.setToolTip(str(ix))
             self.view.draw_nonce(self.model)
+            if vocab_problem:
+                self._vocab_failed(vocab_problem)
+            failed = (self.model.index_source, self.model.index_folder)
+            if index_problem:
+                self._index_failed(index_problem)
             self.results_changed.emit("nonce")
+            if index_problem and (self.model.index_source, self.model.index_folder) != failed:
+                self.run_nonce()                 # the occurrences in the last index that worked
 
         self._submit("nonce", "Nonce word in context", job, done)
+
+    # ---- the corpus index of the In context tab -----------------------------------------------
+    def _data_dir(self) -> Path:
+        settings = getattr(self.window(), "settings", None)
+        if settings is None:
+            from elmo_explorer.state.settings import AppSettings
+
+            settings = AppSettings()
+        return settings.data_dir()
+
+    def corpus_index_folder(self) -> Optional[Path]:
+        """The Corpus view's index of the loaded model: the one it opened last if it is of this
+        model and complete, else its default folder's if built; None without either."""
+        from elmo_engine.errors import ElmoError
+        from elmo_engine.index.store import read_manifest
+
+        emb = self.ws.embedder
+        if emb is None:
+            return None
+        qs = getattr(getattr(self.window(), "settings", None), "qs", None)
+        last = qs.value(CORPUS_LAST_INDEX, "", type=str) if qs is not None else ""
+        for path in (last, corpus_jobs.default_index_folder(self._data_dir(), emb.checksum,
+                                                            emb.precision)):
+            if not path or not (Path(path) / "index.json").is_file():
+                continue
+            try:
+                m = read_manifest(Path(path))
+            except ElmoError:
+                continue
+            if m.complete and m.checksum == emb.checksum:
+                return Path(path)
+        return None
+
+    def _index_folder(self) -> Optional[Path]:
+        """The chosen index's folder (None: no index, or the Corpus view has none of this
+        model; the tab's line says which)."""
+        src = self.model.index_source
+        if src is IndexSource.NONE:
+            self.view.index_info.setText("")
+            return None
+        if src is IndexSource.FOLDER:
+            return Path(self.model.index_folder)
+        found = self.corpus_index_folder()
+        if found is None:
+            self.view.index_info.setText("none of this model yet: build one in the Corpus "
+                                         "view, or pick a folder")
+        return found
+
+    def _open_index(self, folder: Path, checksum: str):
+        """The index at ``folder`` (on the long lane), kept open while it is the one asked for;
+        an index of another model is refused (:class:`~elmo_engine.index.search.CorpusIndex`)."""
+        with self._lock:
+            if self._index is not None and self._index[:2] == (str(folder), checksum):
+                return self._index[2]
+            old, self._index = self._index, None
+        if old is not None:
+            old[2].close()
+        index = CorpusIndex(folder, checksum)
+        with self._lock:
+            self._index = (str(folder), checksum, index)
+        return index
+
+    def choose_index(self, value: str) -> None:
+        """The In context tab's index choice; "Index…" asks for a folder (Cancel: nothing
+        changes)."""
+        source = IndexSource(value)
+        path = ""
+        if source is IndexSource.FOLDER:
+            path = QFileDialog.getExistingDirectory(self, "A corpus index folder",
+                                                    self.model.index_folder)
+            if not path:
+                self.view.show_choices(self.model)
+                return
+        self.set_index(source, path)
+
+    def set_index(self, source: IndexSource, path: str = "") -> None:
+        """Search the nonce word's occurrences in ``source`` (a folder at ``path``)."""
+        self.model.set_index(source, path)
+        self.view.show_choices(self.model)
+        self.run_nonce()
+
+    def _index_failed(self, message: str) -> None:
+        """A folder that is not an index of this model: one line in the status; the choice
+        goes back to the last index that worked (and the occurrences are searched there)."""
+        self.model.set_index(*self._index_shown)
+        self.view.show_choices(self.model)
+        self._show_error(message)
 
     def _on_progress(self, done: int, total: int, message: str) -> None:
         self.view.show_status(f"{message} ({done}/{total})" if total else message)
@@ -304,11 +560,24 @@ class CharactersPanel(PanelDefaults, QWidget):
     def _on_finished(self) -> None:
         if self.jobs.is_idle():
             self.view.set_busy(False)
-            if not self.view.status.text().startswith("Characters:"):
+            if self._error:
+                self.view.show_status(f"Characters: {self._error}", error=True)
+            else:
                 self.view.show_status("")
             self._set_ready()
 
     def _on_error(self, message: str) -> None:
+        self._show_error(message)
+
+    def _new_request(self, *_args) -> None:
+        """The user asked for something (or a model or a workspace came): the last failure
+        leaves the status once the jobs are done."""
+        self._error = ""
+
+    def _show_error(self, message: str) -> None:
+        """One line in the status, kept there (progress lines of later jobs aside) until the
+        user's next request."""
+        self._error = message
         self.view.show_status(f"Characters: {message}", error=True)
 
     # ---- drawing and export -------------------------------------------------------------------

@@ -1,14 +1,20 @@
 """The Characters view's state, plain Python (no Qt; tested without a window).
 
-What the user asked for (the words of the lab, the filters shown per word, the sentence and
-word of the perturbation sweep, the atlas's search and width) and the last results, as the
+What the user asked for (the words of the lab, the filters shown per word, the vocabulary of
+the known words, the sentence and word of the perturbation sweep, the atlas's search and width,
+the nonce word's sentence and the corpus index it is looked up in) and the last results, as the
 engine's JSON-ready dicts: the word lab's per-word reports, the atlas's filter entries, the
-sweep's mean per type. The view draws them; the controller fills them from jobs.
+sweep's mean per type, the nonce word's predictions and nearest occurrences per layer. The view
+draws them; the controller fills them from jobs.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from elmo_engine.index.search import kwic
 
 #: what the view opens with: a nonce word, a typo and a long rare word
 DEFAULT_WORDS = "blorft recieve Antidisestablishmentarianism"
@@ -23,6 +29,35 @@ EXAMPLES: Tuple[str, ...] = ("blorft", "recieve", "teh", "definately", "RIVER", 
                              "naïve", "Москва", "🙂", "unhappiness")
 MAX_WORDS = 20
 FILTER_CHOICES = (5, 10, 20, 50)
+#: nearest occurrences per layer of the nonce word in the corpus index; KWIC width per side
+INDEX_K = 5
+KWIC_WIDTH = 40
+
+
+class VocabSource(str, enum.Enum):
+    """Where the word lab's known words (nearest at layer 0, norm percentile) come from."""
+
+    REFERENCE = "reference"          # the bundled reference corpus's word types
+    MODEL = "model"                  # the vocab.txt beside the loaded checkpoint
+    FILE = "file"                    # a file of the user's, one word a line
+
+
+VOCAB_LABELS = {VocabSource.REFERENCE: "Reference corpus",
+                VocabSource.MODEL: "The model's vocab.txt",
+                VocabSource.FILE: "A file…"}
+
+
+class IndexSource(str, enum.Enum):
+    """The corpus index the nonce word's nearest occurrences are searched in."""
+
+    CORPUS = "corpus"                # the Corpus view's index of the loaded model, if built
+    NONE = "none"
+    FOLDER = "folder"                # a folder of the user's
+
+
+INDEX_LABELS = {IndexSource.CORPUS: "The Corpus view's index",
+                IndexSource.NONE: "No index",
+                IndexSource.FOLDER: "Index…"}
 
 
 def parse_words(text: str) -> List[str]:
@@ -51,6 +86,12 @@ class CharactersModel:
     nonce_word: str = DEFAULT_NONCE_WORD
     nonce: Optional[dict] = None                     # InContext.to_dict
     nonce_problem: str = ""                          # why there are no predictions
+    vocab_source: VocabSource = VocabSource.REFERENCE
+    vocab_file: str = ""                             # with VocabSource.FILE
+    index_source: IndexSource = IndexSource.CORPUS
+    index_folder: str = ""                           # with IndexSource.FOLDER
+    nonce_index: str = ""                            # the index the hits below came from
+    nonce_hits: Dict[int, List[dict]] = field(default_factory=dict)   # layer → Hit.to_dict
     checksum: str = ""                               # the model the results belong to
 
     # ---- results ------------------------------------------------------------------------------
@@ -59,7 +100,20 @@ class CharactersModel:
         if checksum != self.checksum:
             self.lab, self.atlas, self.search_hits, self.sweep = [], [], [], None
             self.nonce, self.nonce_problem = None, ""
+            self.nonce_index, self.nonce_hits = "", {}
             self.checksum = checksum
+
+    def set_vocabulary(self, source: VocabSource, path: str = "") -> None:
+        """The known words' source (a file's path with :attr:`VocabSource.FILE`)."""
+        self.vocab_source = VocabSource(source)
+        if self.vocab_source is VocabSource.FILE:
+            self.vocab_file = str(path)
+
+    def set_index(self, source: IndexSource, path: str = "") -> None:
+        """The nonce word's corpus index (a folder's path with :attr:`IndexSource.FOLDER`)."""
+        self.index_source = IndexSource(source)
+        if self.index_source is IndexSource.FOLDER:
+            self.index_folder = str(path)
 
     def words(self) -> List[str]:
         return parse_words(self.words_text)
@@ -113,6 +167,22 @@ class CharactersModel:
                 ("backward LM", [tuple(p) for p in d["backward_predictions"]]),
                 ("both agree", [tuple(p) for p in d["both_agree"]])]
 
+    def nonce_kwic(self, width: int = KWIC_WIDTH
+                   ) -> List[Tuple[int, List[Tuple[float, str, str, str]]]]:
+        """The nonce word's nearest occurrences per layer as ``(layer, [(cosine, left, word,
+        right)])``: keyword in context (:func:`~elmo_engine.index.search.kwic`), the left side
+        right-aligned in ``width`` characters so that the occurrences of a layer stack, centred,
+        in a fixed-width font (``left + " [" + word + "] " + right`` is the engine's
+        :func:`~elmo_engine.index.search.kwic_line`)."""
+        out = []
+        for layer, hits in sorted(self.nonce_hits.items()):
+            rows = []
+            for h in hits:
+                left, word, right = kwic(str(h["text"]).split(" "), int(h["position"]), width)
+                rows.append((float(h["cosine"]), f"{left:>{width}}", word, right))
+            out.append((layer, rows))
+        return out
+
     def repaired(self) -> List[str]:
         """The types where the top layer (both directions' mean) is closer to the original than
         layer 0: the context repairs the change."""
@@ -124,7 +194,9 @@ class CharactersModel:
         return {"words": self.words_text, "filters": self.filters_shown,
                 "sentence": self.sentence, "word": self.word, "search": self.search,
                 "width": self.width, "nonce_sentence": self.nonce_sentence,
-                "nonce_word": self.nonce_word}
+                "nonce_word": self.nonce_word, "vocabulary": self.vocab_source.value,
+                "vocabulary_file": self.vocab_file, "index": self.index_source.value,
+                "index_folder": self.index_folder}
 
     def restore(self, state: Dict[str, Any]) -> None:
         """Apply a saved :meth:`view_state`; missing or invalid keys are ignored."""
@@ -132,7 +204,8 @@ class CharactersModel:
             return
         for key, attr in (("words", "words_text"), ("sentence", "sentence"), ("word", "word"),
                           ("search", "search"), ("nonce_sentence", "nonce_sentence"),
-                          ("nonce_word", "nonce_word")):
+                          ("nonce_word", "nonce_word"), ("vocabulary_file", "vocab_file"),
+                          ("index_folder", "index_folder")):
             v = state.get(key)
             if isinstance(v, str):
                 setattr(self, attr, v[:2000])
@@ -142,6 +215,27 @@ class CharactersModel:
         w = state.get("width")
         if isinstance(w, int) and not isinstance(w, bool) and 0 <= w <= 64:
             self.width = w
+        v = state.get("vocabulary")
+        if v in {e.value for e in VocabSource}:
+            self.vocab_source = VocabSource(v)
+        if self.vocab_source is VocabSource.FILE and not self.vocab_file:
+            self.vocab_source = VocabSource.REFERENCE
+        i = state.get("index")
+        if i in {e.value for e in IndexSource}:
+            self.index_source = IndexSource(i)
+        if self.index_source is IndexSource.FOLDER and not self.index_folder:
+            self.index_source = IndexSource.CORPUS
+
+    def vocabulary_label(self) -> str:
+        """The vocabulary choice as the view names it (a file by its name)."""
+        if self.vocab_source is VocabSource.FILE and self.vocab_file:
+            return f"File: {Path(self.vocab_file).name}"
+        return VOCAB_LABELS[self.vocab_source]
+
+    def index_label(self) -> str:
+        if self.index_source is IndexSource.FOLDER and self.index_folder:
+            return f"Index: {Path(self.index_folder).name}"
+        return INDEX_LABELS[self.index_source]
 
 
 def format_ngrams(ngrams: Sequence[dict], n: int = 6) -> str:

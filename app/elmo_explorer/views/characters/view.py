@@ -1,5 +1,6 @@
-"""The Characters view's widgets: the words to look at, and three tabs — the word lab, the
-filter atlas and the perturbation sweep.
+"""The Characters view's widgets: the words to look at, and four tabs — the word lab (with the
+choice of its known words), the filter atlas, the perturbation sweep and the nonce word in
+context (with the corpus index its nearest occurrences come from).
 
 :class:`CharactersView` draws what :class:`~elmo_explorer.views.characters.model.CharactersModel`
 holds and announces the user's requests as signals; the controller
@@ -10,6 +11,7 @@ whole text in the tooltip, so nothing is clipped at 1280×800.
 from __future__ import annotations
 
 import html
+from pathlib import Path
 from typing import List, Optional
 
 from PySide6.QtCore import Qt, Signal
@@ -18,7 +20,9 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QLin
                                QPushButton, QSpinBox, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
 
-from elmo_explorer.views.characters.model import (EXAMPLES, CharactersModel, format_ngrams)
+from elmo_explorer.views.characters.model import (EXAMPLES, INDEX_LABELS, VOCAB_LABELS,
+                                                  CharactersModel, IndexSource, VocabSource,
+                                                  format_ngrams)
 
 MONO = QFont("monospace")
 MONO.setStyleHint(QFont.StyleHint.Monospace)
@@ -64,12 +68,18 @@ class CharactersView(QWidget):
     sweep_requested() : the Sweep button (or Return in the sentence or word field)
     search_changed() : the atlas's search text or width changed
     nonce_requested() : the Ask button (or Return in the In context tab's fields)
+    vocabulary_chosen(str) : a :class:`VocabSource` value picked in the Word lab tab (``"file"``
+        each time "A file…" is picked: the controller asks for the file)
+    index_chosen(str) : an :class:`IndexSource` value picked in the In context tab (``"folder"``
+        each time "Index…" is picked)
     """
 
     analyse_requested = Signal()
     sweep_requested = Signal()
     search_changed = Signal()
     nonce_requested = Signal()
+    vocabulary_chosen = Signal(str)
+    index_chosen = Signal(str)
 
     def __init__(self, parent: Optional[QWidget] = None):
         super().__init__(parent)
@@ -105,9 +115,27 @@ class CharactersView(QWidget):
 
     # ---- the tabs ---------------------------------------------------------------------------
     def _lab_tab(self) -> QWidget:
+        w = QWidget()
+        row = QHBoxLayout()
+        row.addWidget(QLabel("Known words:"))
+        self.vocab_combo = QComboBox()
+        for source, label in VOCAB_LABELS.items():
+            self.vocab_combo.addItem(label, source.value)
+        self.vocab_combo.setToolTip("the words the nearest known words at layer 0 and the norm "
+                                    "percentile are taken from")
+        self.vocab_combo.activated.connect(
+            lambda i: self.vocabulary_chosen.emit(str(self.vocab_combo.itemData(i))))
+        row.addWidget(self.vocab_combo)
+        self.vocab_info = QLabel("")
+        self.vocab_info.setStyleSheet("color: #555;")
+        row.addWidget(self.vocab_info, 1)
         self.lab_text = QTextBrowser()
         self.lab_text.setOpenLinks(False)
-        return self.lab_text
+        lay = QVBoxLayout(w)
+        lay.setContentsMargins(0, 4, 0, 0)
+        lay.addLayout(row)
+        lay.addWidget(self.lab_text, 1)
+        return w
 
     def _atlas_tab(self) -> QWidget:
         w = QWidget()
@@ -181,9 +209,23 @@ class CharactersView(QWidget):
                                      "models' predictions at its place")
         self.nonce_button.clicked.connect(self.nonce_requested)
         row.addWidget(self.nonce_button)
+        row2 = QHBoxLayout()
+        row2.addWidget(QLabel("Nearest occurrences in:"))
+        self.index_combo = QComboBox()
+        for source, label in INDEX_LABELS.items():
+            self.index_combo.addItem(label, source.value)
+        self.index_combo.setToolTip("a corpus index built with this model (the Corpus view "
+                                    "builds one): the word's nearest occurrences per layer")
+        self.index_combo.activated.connect(
+            lambda i: self.index_chosen.emit(str(self.index_combo.itemData(i))))
+        row2.addWidget(self.index_combo)
+        self.index_info = QLabel("")
+        self.index_info.setStyleSheet("color: #555;")
+        row2.addWidget(self.index_info, 1)
         self.nonce_text = QTextBrowser()
         lay = QVBoxLayout(w)
         lay.addLayout(row)
+        lay.addLayout(row2)
         lay.addWidget(self.nonce_text, 1)
         return w
 
@@ -198,6 +240,31 @@ class CharactersView(QWidget):
             widget.setText(text)
             widget.blockSignals(False)
         self.filters_box.setValue(m.filters_shown)
+        self.show_choices(m)
+
+    def show_choices(self, m: CharactersModel) -> None:
+        """The vocabulary and index choices in their combos (a chosen file or folder by name,
+        its path in the tooltip)."""
+        for combo, value, item, label, path in (
+                (self.vocab_combo, m.vocab_source.value, VocabSource.FILE.value,
+                 m.vocabulary_label() if m.vocab_file else VOCAB_LABELS[VocabSource.FILE],
+                 m.vocab_file),
+                (self.index_combo, m.index_source.value, IndexSource.FOLDER.value,
+                 m.index_label() if m.index_folder else INDEX_LABELS[IndexSource.FOLDER],
+                 m.index_folder)):
+            combo.blockSignals(True)
+            k = combo.findData(item)
+            combo.setItemText(k, label)
+            combo.setItemData(k, path or None, Qt.ItemDataRole.ToolTipRole)
+            combo.setCurrentIndex(max(0, combo.findData(value)))
+            combo.blockSignals(False)
+
+    def set_model_vocabulary(self, path: Optional[str]) -> None:
+        """Whether the loaded checkpoint has a vocab.txt beside it (its item is enabled)."""
+        k = self.vocab_combo.findData(VocabSource.MODEL.value)
+        item = self.vocab_combo.model().item(k)          # a QStandardItemModel's row
+        item.setEnabled(path is not None)
+        item.setToolTip(path or "this checkpoint has no vocab.txt beside it")
 
     def read(self, m: CharactersModel) -> None:
         """The fields into the model."""
@@ -342,8 +409,9 @@ class CharactersView(QWidget):
 
     def draw_nonce(self, m: CharactersModel) -> None:
         esc = html.escape
+        occurrences = self._occurrences_html(m)
         if m.nonce_problem:
-            self.nonce_text.setHtml(f"<p>{esc(m.nonce_problem)}</p>")
+            self.nonce_text.setHtml(f"<p>{esc(m.nonce_problem)}</p>{occurrences}")
             return
         if not m.nonce:
             self.nonce_text.setHtml("<p>Type a sentence with a word (made up or not) and press "
@@ -366,4 +434,23 @@ class CharactersView(QWidget):
             f"only the spelling; the two language models read the sentence up to the word from "
             f"either side and say what fits its place — the meaning the biLSTM layers give "
             f"it.</p><table cellspacing=0 cellpadding=3 border=1 style='border-color:#ccc'>"
-            f"<tr>{head}</tr>{body}</table>")
+            f"<tr>{head}</tr>{body}</table>{occurrences}")
+
+    def _occurrences_html(self, m: CharactersModel) -> str:
+        """The nonce word's nearest occurrences per layer: keyword-in-context lines, the
+        occurrence centred and bold, the cosine first (empty without an index)."""
+        if not m.nonce_hits:
+            return ""
+        esc = html.escape
+        parts = [f"<p style='margin-top:10px'><b>Nearest occurrences</b> of "
+                 f"<b>{esc(m.nonce_word)}</b>'s vector in {esc(Path(m.nonce_index).name)}, per "
+                 f"layer (any word; layer 0 is the spelling alone, the biLSTM layers add the "
+                 f"sentence):</p>"]
+        for layer, lines in m.nonce_kwic():
+            rows = []
+            for cos, left, word, right in lines:
+                rows.append(f"<span style='color:#666'>{cos:6.3f}</span>  {esc(left)} "
+                            f"<b>[{esc(word)}]</b> {esc(right)}")
+            parts.append(f"<p style='margin-bottom:0'>layer {layer}</p>"
+                         f"<pre style='margin-top:2px'>{'<br>'.join(rows) or '—'}</pre>")
+        return "".join(parts)

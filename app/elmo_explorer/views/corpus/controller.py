@@ -152,8 +152,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         emb = self.ws.embedder
         if emb is None:
             return None
-        tail = "" if emb.precision == "fp32" else f"-{emb.precision}"
-        return self._data_dir() / "corpus-index" / f"{stem}-{emb.checksum[:12]}{tail}"
+        return jobs.default_index_folder(self._data_dir(), emb.checksum, emb.precision, stem)
 
     def _on_model(self) -> None:
         emb = self.ws.embedder

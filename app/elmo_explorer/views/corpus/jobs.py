@@ -71,6 +71,15 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
                         count)
 
 
+def default_index_folder(data_dir: Path, checksum: str, precision: str = "fp32",
+                         stem: str = "reference") -> Path:
+    """Where the app builds an index of ``stem`` for the model of ``checksum`` embedded in
+    ``precision`` (an fp32 index's name has no precision): the Corpus view's default folder,
+    where the Characters view looks for it too."""
+    tail = "" if precision == "fp32" else f"-{precision}"
+    return Path(data_dir) / "corpus-index" / f"{stem}-{checksum[:12]}{tail}"
+
+
 def open_index(folder: Path, checksum: Optional[str]) -> CorpusIndex:
     """A complete index, refused when built with another model than ``checksum``."""
     return CorpusIndex(Path(folder), checksum)
