@@ -186,7 +186,7 @@ def _layer0(panel, word):
 
 
 def test_the_models_vocab_txt_beside_the_checkpoint(qtbot, tmp_path, app_settings_dir):
-    from conftest import write_tiny_checkpoint
+    from support import write_tiny_checkpoint
     from elmo_explorer.state.workspace import ModelSpec, Workspace
 
     folder = write_tiny_checkpoint(tmp_path / "ck", seed=3)
@@ -234,7 +234,7 @@ def _wait_nonce(qtbot, panel, trigger):
 
 def test_the_nonce_words_nearest_occurrences_in_a_corpus_index(qtbot, panel, ws, tmp_path,
                                                                tiny_checkpoint):
-    from conftest import FIXTURES
+    from support import FIXTURES
     from elmo_engine.index.search import CorpusIndex, query_vectors
     from elmo_explorer.state.settings import AppSettings
     from elmo_explorer.views.corpus.jobs import default_index_folder
