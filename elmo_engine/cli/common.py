@@ -314,7 +314,7 @@ def absent_word(word: str, tokens: Iterable[Sequence[str]], where: str,
 #: the range of every numeric option, by argparse ``dest`` (shared by all commands: a new
 #: command's ``--threads`` or ``--batch-size`` is checked the same way). ``(low, high,
 #: low_open)``: ``low`` excluded when ``low_open``; None: unbounded. Every numeric option of
-#: every command is listed (``tests/engine/test_hardening_round4.py`` walks the parser).
+#: every command is listed (``tests/engine/test_user_files_and_input_bounds.py`` walks the parser).
 NUMERIC_LIMITS = {
     "threads": (1, 1024, False), "batch_size": (1, 1 << 20, False),
     "epochs": (1, 10 ** 6, False), "max_steps": (1, None, False),

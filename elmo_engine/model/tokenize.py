@@ -23,7 +23,7 @@ MAX_TOKEN_CHARS = MAX_CHARACTERS_PER_TOKEN
 # Pieces, tried in order at each position. Every unbounded repetition either ends the piece or
 # is followed only by a fixed set of characters (the URL's last character), so a failed try
 # never rescans: a string of n characters is tokenized in O(n) (tests/engine/
-# test_hardening_round3.py walks the parsed pattern to check it). E-mail addresses are found
+# test_hostile_text_and_outputs.py walks the parsed pattern to check it). E-mail addresses are found
 # outside the pattern (:func:`_email_ends`): ``[\w.+-]+@…`` tried at every position of a run of
 # ``+ . - _`` rescanned the run to its end each time (quadratic, issue 25).
 _MARKS = ("\u0300-\u036f\u0483-\u0489\u0591-\u05bd\u0610-\u061a\u064b-\u065f\u0900-\u0903"

@@ -1,7 +1,7 @@
 """Issue 25 ("hardening, round three"): each case of the attack table as a regression test.
 
 This file: outputs vs inputs, text (linear tokenizing and normalising), FIFOs and devices, gzip
-bombs; ``test_hardening_round3_limits.py``: memory, training states, models, options. Every CLI
+bombs; ``test_memory_and_option_limits.py``: memory, training states, models, options. Every CLI
 case ends with status 0 or 1, one line on stderr naming the file or the option, no traceback,
 and leaves its inputs as they were. Big inputs are generated here; nothing is timed: the
 tokenizer's linearity is checked on the parsed pattern (no alternative can rescan) and by
