@@ -237,7 +237,7 @@ def test_the_nonce_words_nearest_occurrences_in_a_corpus_index(qtbot, panel, ws,
     from support import FIXTURES
     from elmo_engine.index.search import CorpusIndex, query_vectors
     from elmo_explorer.state.settings import AppSettings
-    from elmo_explorer.views.corpus.jobs import default_index_folder
+    from elmo_explorer.views.corpus_index import default_index_folder
 
     assert panel.model.nonce_hits == {} and panel.model.index_source is IndexSource.CORPUS
     assert "none of this model yet" in panel.view.index_info.text()

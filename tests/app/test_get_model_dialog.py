@@ -89,8 +89,15 @@ def start_slow_download(qtbot, window, server) -> GetModelDialog:
 def wait_for_part(qtbot, store, at_least: int) -> None:
     """Until ``small``'s part files hold ``at_least`` bytes (a download is under way)."""
     part = store / "models" / ".incoming" / "small"
-    qtbot.waitUntil(lambda: part.is_dir() and sum(
-        p.stat().st_size for p in part.glob("*.part")) >= at_least, timeout=30000)
+
+    def size(p) -> int:
+        try:
+            return p.stat().st_size
+        except FileNotFoundError:          # finished (renamed) between the listing and the stat
+            return 0
+
+    qtbot.waitUntil(lambda: part.is_dir() and sum(size(p) for p in part.glob("*.part"))
+                    >= at_least, timeout=30000)
 
 
 def wait_idle(qtbot, dialog, timeout=60000):

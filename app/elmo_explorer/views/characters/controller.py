@@ -31,7 +31,7 @@ from elmo_engine.index.search import CorpusIndex, query_vectors
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.characters import export
-from elmo_explorer.views.corpus import jobs as corpus_jobs
+from elmo_explorer.views import corpus_index
 from elmo_explorer.views.characters.model import (INDEX_K, CharactersModel, IndexSource,
                                                   VocabSource)
 from elmo_explorer.views.characters.view import CharactersView
@@ -437,7 +437,7 @@ class CharactersPanel(PanelDefaults, QWidget):
                         state.check()
                         hits[layer] = [h.to_dict() for h in
                                        index.search(vecs[layer], layer, INDEX_K)]
-                    summary = corpus_jobs.summary(index)
+                    summary = corpus_index.summary(index)
                 except CancelledError:
                     raise
                 except (ElmoError, OSError) as e:
@@ -487,7 +487,7 @@ class CharactersPanel(PanelDefaults, QWidget):
             return None
         qs = getattr(getattr(self.window(), "settings", None), "qs", None)
         last = qs.value(CORPUS_LAST_INDEX, "", type=str) if qs is not None else ""
-        for path in (last, corpus_jobs.default_index_folder(self._data_dir(), emb.checksum,
+        for path in (last, corpus_index.default_index_folder(self._data_dir(), emb.checksum,
                                                             emb.precision)):
             if not path or not (Path(path) / "index.json").is_file():
                 continue

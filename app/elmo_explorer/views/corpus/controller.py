@@ -25,6 +25,7 @@ from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 from elmo_engine.errors import ElmoError
 from elmo_explorer.common.selection import normalized
 from elmo_explorer.state.worker import JobHandle, Lane
+from elmo_explorer.views import corpus_index
 from elmo_explorer.views.corpus import jobs
 from elmo_explorer.views.corpus.atlas import MapData
 from elmo_explorer.views.corpus.exporting import PanelExports
@@ -152,7 +153,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         emb = self.ws.embedder
         if emb is None:
             return None
-        return jobs.default_index_folder(self._data_dir(), emb.checksum, emb.precision, stem)
+        return corpus_index.default_index_folder(self._data_dir(), emb.checksum, emb.precision, stem)
 
     def _on_model(self) -> None:
         emb = self.ws.embedder
@@ -231,7 +232,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         self._close()
         self.index = index
         self.model.index_path = str(index.folder)
-        self.model.index_summary = jobs.summary(index)
+        self.model.index_summary = corpus_index.summary(index)
         self.view.show_index(self.model.index_summary, index.layers)
         qs = self._qsettings()
         if qs is not None:

@@ -71,24 +71,9 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
                         count)
 
 
-def default_index_folder(data_dir: Path, checksum: str, precision: str = "fp32",
-                         stem: str = "reference") -> Path:
-    """Where the app builds an index of ``stem`` for the model of ``checksum`` embedded in
-    ``precision`` (an fp32 index's name has no precision): the Corpus view's default folder,
-    where the Characters view looks for it too."""
-    tail = "" if precision == "fp32" else f"-{precision}"
-    return Path(data_dir) / "corpus-index" / f"{stem}-{checksum[:12]}{tail}"
-
-
 def open_index(folder: Path, checksum: Optional[str]) -> CorpusIndex:
     """A complete index, refused when built with another model than ``checksum``."""
     return CorpusIndex(Path(folder), checksum)
-
-
-def summary(index: CorpusIndex) -> str:
-    m = index.manifest
-    return (f"{Path(index.folder).name}: {m.n_sentences:,} sentences, {m.n_tokens:,} tokens, "
-            f"layers {','.join(map(str, m.layers))}")
 
 
 def search_occurrence(index: CorpusIndex, vectors: Dict[int, np.ndarray], word: str, k: int,
