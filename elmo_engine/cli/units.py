@@ -9,7 +9,9 @@
   that drive it most.
 * ``units ablate``: Lakretz et al.'s experiment: rank the units for a property (default
   ``feats:Number``) in each direction, zero the top-k and k random units in the live biLM, and
-  score the minimal pairs (``--pairs``, default the bundled sets) per direction.
+  score the minimal pairs (``--pairs``, default the bundled sets) per direction. Without
+  ``--conllu``/``--tsv``/``--demo`` it reads EWT train beside the checkout
+  (``../shared/data/ud_english_ewt``), else the demo POS task's tags.
 """
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ DEFAULT_RANK_TOKENS = 100_000
 
 
 def _data_options(p, label_default: str) -> None:
-    src = p.add_argument_group("labelled tokens (one of)")
+    src = p.add_argument_group("labelled tokens (one of; units ablate without any: EWT train "
+                               "under ../shared/data, else --demo pos)")
     src.add_argument("--conllu", type=Path, default=None, metavar="FILE",
                      help="a CoNLL-U file (plain or gzip); the label is --label")
     src.add_argument("--tsv", type=Path, default=None, metavar="FILE",
@@ -317,7 +320,14 @@ def run_ablate(args) -> int:
     softmax = load_softmax(model_folder(Path(checkpoint)), output_dim=model.opts.output_dim)
     layer = model.opts.n_layers - 1 if args.layer is None else args.layer
     _check_layers([layer], model)
-    sents = _labelled(args)
+    if any(getattr(args, n) is not None for n in ("conllu", "tsv", "demo")):
+        sents = _labelled(args)
+    else:                       # EWT train's Number beside the checkout, else the demo POS task
+        from elmo_engine.analysis.units.ablate import number_source
+
+        src = number_source(args.max_tokens, MAX_SENTENCES)
+        common.log(f"units ablate: no labelled tokens given: {src.name}, label {src.label}")
+        sents = list(src.sentences)
     vectors = _token_vectors(model, str(model.device))
     data = collect(model, sents, [kind], layers=[layer], max_tokens=args.max_tokens,
                    max_bytes=args.max_mib << 20, token_vectors=vectors)

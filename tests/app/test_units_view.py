@@ -70,6 +70,10 @@ def test_ranking_runs_as_a_job(qtbot, panel):
     assert set(rows[0]["curve"]) == {str(k) for k in RANK_KS if k <= 32}
     assert all(0 <= r["all"] <= 1 for r in rows)
     assert not panel.view.cancel_button.isEnabled()
+    panel.view.table.selectRow(3)
+    r = rows[3]
+    assert panel.view.iv_units.text() == " ".join(map(str, r["top"]["mean-diff"]))
+    assert panel.view.iv_state.currentText() == r["state"] and panel.view.iv_layer.value() == 0
 
 
 def test_cancel_stops_the_ranking(qtbot, panel):
@@ -77,3 +81,108 @@ def test_cancel_stops_the_ranking(qtbot, panel):
     panel.cancel()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert panel.model.ranking == [] and "Cancelled" in panel.view.status.text()
+
+
+@pytest.fixture
+def demo_panel(qtbot, app_settings_dir):
+    """The panel on the bundled model (it has a softmax; the tiny checkpoint has none)."""
+    from conftest import REPO
+    from elmo_explorer.state.workspace import ModelSpec, Workspace
+
+    w = Workspace()
+    with qtbot.waitSignal(w.model_changed, timeout=60000):
+        w.load_model(ModelSpec(str(REPO / "resources" / "demo_model"), device="cpu"))
+    p = UnitsPanel(w)
+    qtbot.addWidget(p)
+    w.set_sentences(SENTENCES)
+    qtbot.waitUntil(lambda: p.model.sentence is not None and p.is_ready(), timeout=60000)
+    yield p
+    assert w.worker.shutdown(timeout_s=60)
+
+
+def test_intervention_without_a_softmax_is_one_line(qtbot, panel):
+    panel.view.iv_units.setText("0 1")
+    panel.intervene()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert "has no softmax" in panel.view.status.text() and panel.model.remeasure is None
+
+
+@pytest.fixture(scope="module")
+def softmax():
+    from conftest import REPO
+    from elmo_engine.model.softmax import load_softmax
+
+    return load_softmax(REPO / "resources" / "demo_model", output_dim=None)
+
+
+def test_intervention_panel_remeasures_before_and_after(qtbot, demo_panel, softmax):
+    from elmo_engine.analysis.units import token_predictions
+    from elmo_engine.model.lstm_inspect import Intervention, Op, StateKind, patch_from
+
+    panel, ws = demo_panel, demo_panel.ws
+    v = panel.view
+    v.iv_units.setText("7,x")                                        # a bad unit: one line
+    panel.intervene()
+    assert "'x'" in v.status.text() and panel.jobs.is_idle()
+    v.iv_layer.setValue(1)
+    v.iv_direction.setCurrentText("forward")
+    v.iv_units.setText("78 403 10-11")
+    v.iv_op.setCurrentText("zero")
+    panel.intervene()
+    qtbot.waitUntil(lambda: panel.model.remeasure is not None and panel.is_ready(),
+                    timeout=120000)
+    res = panel.model.remeasure
+    assert res.spec.units == (10, 11, 78, 403) and res.spec.position == 0
+    model = ws.embedder.model
+    tokens = SENTENCES[0].split()
+    ivs = [Intervention(1, 0, StateKind.C, (10, 11, 78, 403), Op.ZERO)]
+    want = token_predictions(model, softmax, tokens, ivs)
+    assert np.allclose(res.after.surprisal, want.surprisal, atol=1e-4)
+    assert res.after.top == want.top
+    assert np.allclose(res.before.surprisal, token_predictions(model, softmax, tokens).surprisal,
+                       atol=1e-4)
+    assert res.after.surprisal[1] == pytest.approx(res.before.surprisal[1], abs=1e-4)
+    assert v.iv_words.rowCount() == len(tokens) and v.iv_pairs.rowCount() == 4
+    assert v.iv_pairs.item(0, 0).text() == "all"
+    assert all(0 <= x <= 1 for x in res.pairs_after.overall)
+    # patch: the donor's cells at word 2 written into the sentence at word 2
+    v.iv_op.setCurrentText("patch")
+    v.iv_units.setText("0-511")
+    v.iv_position.setValue(2)
+    v.iv_donor.setText("The keys to the cabinet are here .")
+    panel.intervene()
+    qtbot.waitUntil(lambda: panel.model.remeasure.spec.op == "patch" and panel.is_ready(),
+                    timeout=120000)
+    iv = patch_from(model, "The keys to the cabinet are here .".split(), 1, 0, StateKind.C, 2,
+                    range(512))
+    want = token_predictions(model, softmax, tokens, [iv])
+    got = panel.model.remeasure.after
+    assert np.allclose(got.surprisal, want.surprisal, atol=1e-4)
+    assert got.surprisal[0][0] == pytest.approx(res.before.surprisal[0][0], abs=1e-4)
+    assert abs(got.surprisal[0][2] - res.before.surprisal[0][2]) > 0.01
+
+
+def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, monkeypatch):
+    from functools import partial
+
+    from elmo_engine.analysis.units import pair_accuracy
+    from elmo_explorer.views.units import controller
+    from elmo_explorer.views.units.model import bundled_minimal_pairs, number_showcase
+
+    panel, ws = demo_panel, demo_panel.ws
+    monkeypatch.setattr(controller, "number_showcase",
+                        partial(number_showcase, ks=(1, 2), seeds=2, max_tokens=400))
+    panel.run_showcase()
+    panel.cancel()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert panel.model.showcase == [] and "Cancelled" in panel.view.status.text()
+    panel.run_showcase()
+    assert panel.view.cancel_button.isEnabled() and not panel.view.showcase_button.isEnabled()
+    qtbot.waitUntil(lambda: bool(panel.model.showcase) and panel.is_ready(), timeout=240000)
+    rows = panel.model.showcase
+    assert [(r["set"], r["k"]) for r in rows[:3]] == [("all", 0), ("all", 1), ("all", 2)]
+    assert len(rows) == 3 * 4 and panel.view.showcase.rowCount() == 12
+    base = pair_accuracy(ws.embedder.model, softmax, bundled_minimal_pairs())
+    assert rows[0]["top"] == pytest.approx(list(base.overall))
+    assert all(len(r["random"]) == 3 and r["random"][0][1] >= 0 for r in rows if r["k"])
+    assert "top cells forward" in panel.view.showcase_note.text()

@@ -77,3 +77,18 @@ def test_bad_input_is_one_line(files, capsys, argv, message):
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_ablate_without_labelled_tokens_reads_ewt_else_the_demo_task(capsys, monkeypatch):
+    from conftest import REPO
+    from elmo_engine.analysis.units import ablate as mod
+
+    pairs = ["--pairs", str(REPO / "resources" / "minimal_pairs" / "agreement_attractors.tsv")]
+    args = ["units", "ablate", "--max-tokens", "300", "--k", "1", "--seeds", "1", *pairs,
+            "--device", "cpu"]                          # the bundled model: it has a softmax
+    if mod.default_ewt_train() is not None:
+        doc = run_json(args, capsys)
+        assert set(doc["classes"]) <= {"Sing", "Plur", "Ptan"} and 250 <= doc["tokens"] <= 300
+    monkeypatch.setattr(mod, "default_ewt_train", lambda: None)
+    doc = run_json(args, capsys)
+    assert "NOUN" in doc["classes"] and "VERB" in doc["classes"] and doc["pairs"] == 30

@@ -171,3 +171,43 @@ def test_collect_is_bounded_before_it_allocates():
     with pytest.raises(InputError, match="no labelled"):
         collect(model, [LabelledSentence(("a",), (None,))], [StateKind.C],
                 token_vectors=planted_vectors)
+
+
+def test_token_predictions_are_the_language_model_views_and_move_under_an_intervention(demo):
+    from elmo_engine.analysis.language_model.predictions import predict
+    from elmo_engine.analysis.units import token_predictions
+    from elmo_engine.embed.embedder import Embedder
+
+    model, softmax = demo
+    sent = ("The", "keys", "to", "the", "cabinet", "are", "here", ".")
+    ref = predict(Embedder(model, device="cpu"), softmax, [sent], top_k=1,
+                  all_substitutes=True)[0]
+    got = token_predictions(model, softmax, sent)
+    assert got.words == sent
+    for d, recs in enumerate((ref.forward, ref.backward)):
+        assert np.allclose(got.surprisal[d], [r.surprisal for r in recs], atol=1e-3)
+        assert got.top[d] == tuple(r.top[0].word for r in recs)
+    # zero every cell of the top layer's forward LM from word 3 on: the forward surprisal of
+    # words 1-2 is unchanged (position t acts from t on), later ones move; backward untouched
+    iv = Intervention(1, 0, StateKind.C, tuple(range(model.opts.lstm_dim)), Op.ZERO, position=3)
+    after = token_predictions(model, softmax, sent, [iv])
+    assert np.allclose(after.surprisal[0][:2], got.surprisal[0][:2], atol=1e-4)
+    assert max(abs(a - b) for a, b in zip(after.surprisal[0][3:], got.surprisal[0][3:])) > 0.1
+    assert np.allclose(after.surprisal[1], got.surprisal[1], atol=1e-4)
+    with pytest.raises(InputError, match="empty"):
+        token_predictions(model, softmax, ())
+
+
+def test_number_source_falls_back_to_the_demo_task(monkeypatch):
+    from elmo_engine.analysis.units import ablate as mod
+
+    monkeypatch.setattr(mod, "default_ewt_train", lambda: None)
+    src = mod.number_source(300)
+    assert src.label == "upos" and "demo" in src.name
+    assert 300 <= sum(len(s.targets()) for s in src.sentences) < 300 + 60
+    if (REPO.parent / "shared" / "data" / "ud_english_ewt").exists():
+        monkeypatch.undo()
+        ewt = mod.number_source(200)
+        assert ewt.label == "feats:Number" and "EWT" in ewt.name
+        labels = {t for s in ewt.sentences for t in s.labels if t is not None}
+        assert labels <= {"Sing", "Plur", "Ptan"} and {"Sing", "Plur"} <= labels

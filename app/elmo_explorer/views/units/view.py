@@ -7,21 +7,45 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QSplitter,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QHBoxLayout,
+                               QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget,
+                               QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
-from elmo_explorer.views.units.model import (DIRECTIONS, RANK_KS, STATE_NAMES, STATES,
+from elmo_explorer.views.units.model import (DIRECTIONS, INTERVENE_DIRECTIONS, INTERVENE_STATES,
+                                             OPS, RANK_KS, SHOWCASE_KS, SHOWCASE_SEEDS,
+                                             STATE_NAMES, STATES, InterventionSpec, Remeasure,
                                              SentenceRows, UnitsSettings)
 
 TABLE_COLUMNS = ["layer", "direction", "state", "all units", "majority", "top units (mean diff)",
                  "top units (elastic net)"] + [f"k={k} top / random" for k in RANK_KS]
 
 
+def _fill(table: QTableWidget, rows: List[List[str]]) -> None:
+    table.setRowCount(len(rows))
+    for r, cells in enumerate(rows):
+        for c, text in enumerate(cells):
+            item = QTableWidgetItem(text)
+            item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+            table.setItem(r, c, item)
+    table.resizeColumnsToContents()
+
+
+def _table(columns: List[str]) -> QTableWidget:
+    t = QTableWidget(0, len(columns))
+    t.setHorizontalHeaderLabels(columns)
+    t.verticalHeader().setVisible(False)
+    return t
+
+
 class UnitsView(QWidget):
-    """Signals: ``settings_changed()``, ``rank_requested()``."""
+    """Signals: ``settings_changed()``, ``rank_requested()``, ``intervene_requested()``,
+    ``showcase_requested()``, ``ranking_row_selected(int)``."""
 
     settings_changed = Signal()
     rank_requested = Signal()
+    intervene_requested = Signal()
+    showcase_requested = Signal()
+    ranking_row_selected = Signal(int)
 
     def __init__(self, parent: Optional[QWidget] = None):
         super().__init__(parent)
@@ -68,13 +92,20 @@ class UnitsView(QWidget):
         top.addWidget(self.heat)
         top.addWidget(self.gates)
         top.setSizes([700, 300])
-        self.table = QTableWidget(0, len(TABLE_COLUMNS))
-        self.table.setHorizontalHeaderLabels(TABLE_COLUMNS)
-        self.table.verticalHeader().setVisible(False)
+        self.table = _table(TABLE_COLUMNS)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setToolTip("select a row: its top units (class-mean difference) go to the "
+                              "intervention panel")
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.table, "Ranking")
+        self.tabs.addTab(self._intervene_tab(), "Intervene")
+        self.tabs.addTab(self._showcase_tab(), "Number units")
         split.addWidget(top)
-        split.addWidget(self.table)
-        split.setSizes([420, 260])
+        split.addWidget(self.tabs)
+        split.setSizes([360, 320])
         lay.addWidget(split, 1)
+        self.table.itemSelectionChanged.connect(self._on_table_selection)
 
         for w in (self.layer, self.rows):
             w.valueChanged.connect(lambda _=0: self.settings_changed.emit())
@@ -82,9 +113,118 @@ class UnitsView(QWidget):
             c.currentIndexChanged.connect(lambda _=0: self.settings_changed.emit())
         self.rank_button.clicked.connect(self.rank_requested)
 
+    def _intervene_tab(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        row = QHBoxLayout()
+        self.iv_layer = QSpinBox()
+        self.iv_layer.setRange(0, 1)
+        self.iv_layer.setValue(1)
+        self.iv_direction = QComboBox()
+        self.iv_direction.addItems(list(INTERVENE_DIRECTIONS))
+        self.iv_state = QComboBox()
+        for st in INTERVENE_STATES:
+            self.iv_state.addItem(st, st)
+        self.iv_units = QLineEdit()
+        self.iv_units.setPlaceholderText("units, e.g. 78 403 or 0-15")
+        self.iv_units.setMinimumWidth(140)
+        self.iv_op = QComboBox()
+        self.iv_op.addItems(list(OPS))
+        self.iv_value = QDoubleSpinBox()
+        self.iv_value.setRange(-100.0, 100.0)
+        self.iv_value.setDecimals(2)
+        self.iv_value.setToolTip("clamp: the value; scale: the factor")
+        self.iv_position = QSpinBox()
+        self.iv_position.setRange(0, 10_000)
+        self.iv_position.setSpecialValueText("all")
+        self.iv_position.setToolTip("the word from which on the change acts (in the direction's "
+                                    "reading order); all: every position. patch: the position "
+                                    "whose state is copied from the donor sentence")
+        self.iv_donor = QLineEdit()
+        self.iv_donor.setPlaceholderText("patch from this sentence")
+        self.iv_button = QPushButton("Re-measure")
+        self.iv_button.setToolTip("both LMs on the selected sentence and the bundled minimal "
+                                  "pairs, before and after the change")
+        for text, x in (("Layer", self.iv_layer), ("Direction", self.iv_direction),
+                        ("State", self.iv_state), ("Units", self.iv_units), ("Op", self.iv_op),
+                        ("Value", self.iv_value), ("Word", self.iv_position)):
+            row.addWidget(QLabel(text))
+            row.addWidget(x)
+        row.addWidget(self.iv_donor, 1)
+        row.addWidget(self.iv_button)
+        lay.addLayout(row)
+        self.iv_summary = QLabel("")
+        self.iv_summary.setWordWrap(True)
+        lay.addWidget(self.iv_summary)
+        results = QSplitter(Qt.Orientation.Horizontal)
+        self.iv_words = _table(["word", "fwd top before", "fwd top after", "fwd bits before",
+                                "fwd bits after", "bwd top before", "bwd top after",
+                                "bwd bits before", "bwd bits after"])
+        self.iv_pairs = _table(["minimal pairs", "forward before → after",
+                                "backward before → after", "combined before → after"])
+        results.addWidget(self.iv_words)
+        results.addWidget(self.iv_pairs)
+        results.setSizes([640, 420])
+        lay.addWidget(results, 1)
+        self.iv_op.currentIndexChanged.connect(self._on_op)
+        self.iv_button.clicked.connect(self.intervene_requested)
+        self._on_op()
+        return w
+
+    def _showcase_tab(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        row = QHBoxLayout()
+        ks = ", ".join(map(str, SHOWCASE_KS))
+        self.showcase_button = QPushButton("Number units: ablate top k vs k random")
+        self.showcase_button.setToolTip(
+            f"units ablate on the bundled data: the top layer's cells ranked for Number, the "
+            f"top k (k = {ks}) zeroed against k random cells ({SHOWCASE_SEEDS} seeds), the "
+            "bundled minimal pairs scored per direction")
+        row.addWidget(self.showcase_button)
+        self.showcase_note = QLabel("")
+        self.showcase_note.setWordWrap(True)
+        row.addWidget(self.showcase_note, 1)
+        lay.addLayout(row)
+        self.showcase = _table(["pairs", "cells zeroed", "forward: top / random",
+                                "backward: top / random", "combined: top / random"])
+        lay.addWidget(self.showcase, 1)
+        self.showcase_button.clicked.connect(self.showcase_requested)
+        return w
+
+    def _on_op(self) -> None:
+        op = self.iv_op.currentText()
+        self.iv_value.setEnabled(op in ("clamp", "scale"))
+        self.iv_donor.setEnabled(op == "patch")
+        self.iv_position.setSpecialValueText("all" if op != "patch" else "—")
+
+    def _on_table_selection(self) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            self.ranking_row_selected.emit(rows[0].row())
+
     # ---- settings -----------------------------------------------------------------------------
     def set_layers(self, n_layers: int) -> None:
         self.layer.setRange(0, max(0, n_layers - 1))
+        self.iv_layer.setRange(0, max(0, n_layers - 1))
+
+    def intervention_spec(self) -> InterventionSpec:
+        """The panel's fields (the units as typed: :func:`~.model.parse_units` checks them)."""
+        from elmo_explorer.views.units.model import parse_units
+
+        return InterventionSpec(
+            layer=self.iv_layer.value(), direction=self.iv_direction.currentText(),
+            state=str(self.iv_state.currentData()), units=parse_units(self.iv_units.text()),
+            op=self.iv_op.currentText(), value=self.iv_value.value(),
+            position=self.iv_position.value(), donor=self.iv_donor.text().strip())
+
+    def set_intervention_units(self, layer: int, direction: str, state: str,
+                               units: List[int]) -> None:
+        self.iv_layer.setValue(layer)
+        self.iv_direction.setCurrentText(direction)
+        if state in INTERVENE_STATES:
+            self.iv_state.setCurrentIndex(INTERVENE_STATES.index(state))
+        self.iv_units.setText(" ".join(map(str, units)))
 
     def apply_settings(self, s: UnitsSettings) -> None:
         widgets = (self.layer, self.rows, self.direction, self.state)
@@ -102,7 +242,8 @@ class UnitsView(QWidget):
                              state=str(self.state.currentData()), rows=self.rows.value())
 
     def set_busy(self, busy: bool) -> None:
-        self.rank_button.setEnabled(not busy)
+        for b in (self.rank_button, self.iv_button, self.showcase_button):
+            b.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
 
     def show_status(self, text: str, error: bool = False) -> None:
@@ -155,3 +296,44 @@ class UnitsView(QWidget):
                 item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
                 self.table.setItem(r, c, item)
         self.table.resizeColumnsToContents()
+
+    def show_remeasure(self, res: Optional[Remeasure]) -> None:
+        if res is None:
+            self.iv_words.setRowCount(0)
+            self.iv_pairs.setRowCount(0)
+            self.iv_summary.setText("")
+            return
+        b, a = res.before, res.after
+        rows = []
+        for i, word in enumerate(b.words):
+            cells = [f"{i + 1} {word}"]
+            for d in (0, 1):
+                cells += [b.top[d][i], a.top[d][i], f"{b.surprisal[d][i]:.2f}",
+                          f"{a.surprisal[d][i]:.2f}"]
+            rows.append(cells)
+        _fill(self.iv_words, rows)
+        prs = []
+        names = sorted(res.pairs_before.by_set, key=lambda n: (n != "all", n))
+        for name in names:
+            before, after = res.pairs_before.by_set[name], res.pairs_after.by_set[name]
+            prs.append([name.replace("_", " ")] + [f"{x:.3f} → {y:.3f}"
+                                                   for x, y in zip(before, after)])
+        _fill(self.iv_pairs, prs)
+        mean = [sum(s) / len(s) for s in (*b.surprisal, *a.surprisal)]
+        self.iv_summary.setText(
+            f"{res.spec.describe()}. Mean surprisal (bits/word) forward {mean[0]:.2f} → "
+            f"{mean[2]:.2f}, backward {mean[1]:.2f} → {mean[3]:.2f}.")
+
+    def show_showcase(self, rows: List[Dict[str, Any]], note: str) -> None:
+        out = []
+        for r in rows:
+            if r["random"] is None:
+                cells = [f"{v:.3f}" for v in r["top"]]
+                zeroed = "none"
+            else:
+                cells = [f"{t:.3f} / {m:.3f} ± {sd:.3f}" for t, (m, sd) in zip(r["top"],
+                                                                                r["random"])]
+                zeroed = f"top {r['k']} / {r['k']} random"
+            out.append([r["set"].replace("_", " "), zeroed] + cells)
+        _fill(self.showcase, out)
+        self.showcase_note.setText(note)
