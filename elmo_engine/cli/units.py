@@ -241,10 +241,8 @@ def _ranking_json(r, show: int) -> dict:
 
 # ---- top --------------------------------------------------------------------------------------
 def run_top(args) -> int:
-    import torch
-
-    from elmo_engine.model.lstm_inspect import (Capture, StateKind, framed_tokens, inspect,
-                                                parse_states, state_width)
+    from elmo_engine.analysis.units.contexts import top_contexts, unit_values, word_means
+    from elmo_engine.model.lstm_inspect import StateKind, parse_states, state_width
 
     kinds = parse_states(args.state)
     if len(kinds) != 1:
@@ -257,37 +255,21 @@ def run_top(args) -> int:
         raise InputError(f"--unit {args.unit}: {kind.value} has units 0 … {width - 1}")
     text = common.read_text(args.input, args.pretokenized, max_tokens=DEFAULT_RANK_TOKENS)
     d = _directions(args.direction)[0]
-    values: List[Tuple[float, int, int]] = []
-    by_word: dict = {}
     sents = text.tokens
-    vectors = _token_vectors(model, str(model.device))
-    for start in range(0, len(sents), 64):
-        chunk = sents[start:start + 64]
-        tok, lengths = framed_tokens(model, chunk, vectors)
-        res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(args.layer,),
-                                                   directions=(d,), dtype=torch.float32))
-        held = res.states[(args.layer, d, kind)][:, :, args.unit]      # (B, T)
-        for r, sent in enumerate(chunk):
-            for i, word in enumerate(sent):
-                v = float(held[r, i + 1])
-                values.append((v, start + r, i))
-                by_word.setdefault(word, []).append(v)
-    sign = 1.0 if args.lowest else -1.0
-    values.sort(key=lambda x: sign * x[0])
-    best = values[:args.show]
-    words = sorted(((sum(v) / len(v), len(v), w) for w, v in by_word.items()),
-                   key=lambda x: sign * x[0])[:args.show]
+    values = unit_values(model, sents, args.layer, d, kind, args.unit,
+                         _token_vectors(model, str(model.device)))
+    best = top_contexts(sents, values, args.show, args.lowest)
+    words = word_means(sents, values, args.show, args.lowest)
     doc = {"layer": args.layer, "direction": args.direction, "state": kind.value,
-           "unit": args.unit, "positions": len(values),
-           "top": [{"value": v, "sentence": s, "token": i, "word": sents[s][i],
-                    "left": " ".join(sents[s][max(0, i - 6):i]),
-                    "right": " ".join(sents[s][i + 1:i + 7])} for v, s, i in best],
-           "words": [{"word": w, "mean": m, "count": n} for m, n, w in words]}
+           "unit": args.unit, "positions": sum(len(v) for v in values),
+           "top": [{"value": c.value, "sentence": c.sentence, "token": c.token, "word": c.word,
+                    "left": c.left, "right": c.right} for c in best],
+           "words": [{"word": w, "mean": m, "count": n} for w, m, n in words]}
     if args.json:
         common.print_json(doc)
         return 0
     print(f"unit {args.unit} of {kind.value}, layer {args.layer} {args.direction}: the "
-          f"{'lowest' if args.lowest else 'highest'} of {len(values)} positions")
+          f"{'lowest' if args.lowest else 'highest'} of {doc['positions']} positions")
     for e in doc["top"]:
         print(f"{e['value']:8.3f}  {e['left'][-40:]:>40} [{e['word']}] {e['right'][:40]}")
     print("words by mean value:")

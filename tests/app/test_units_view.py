@@ -74,6 +74,17 @@ def test_ranking_runs_as_a_job(qtbot, panel):
     r = rows[3]
     assert panel.view.iv_units.text() == " ".join(map(str, r["top"]["mean-diff"]))
     assert panel.view.iv_state.currentText() == r["state"] and panel.view.iv_layer.value() == 0
+    # the row's first unit: its top contexts over the reference corpus, its values per tag
+    qtbot.waitUntil(lambda: panel.model.contexts is not None and panel.is_ready(),
+                    timeout=120000)
+    ctx = panel.model.contexts
+    assert ctx.choice.unit == r["top"]["mean-diff"][0] and ctx.choice.state == r["state"]
+    values = [c.value for c in ctx.highest]
+    assert values == sorted(values, reverse=True) and len(values) == 25
+    assert ctx.lowest[0].value <= ctx.lowest[-1].value <= values[-1]
+    assert ctx.histogram is not None and "NOUN" in ctx.histogram.counts
+    assert panel.view.contexts.rowCount() == 51
+    assert panel.view.contexts.item(0, 2).text() == ctx.highest[0].word
 
 
 def test_cancel_stops_the_ranking(qtbot, panel):

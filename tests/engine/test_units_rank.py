@@ -211,3 +211,38 @@ def test_number_source_falls_back_to_the_demo_task(monkeypatch):
         assert ewt.label == "feats:Number" and "EWT" in ewt.name
         labels = {t for s in ewt.sentences for t in s.labels if t is not None}
         assert labels <= {"Sing", "Plur", "Ptan"} and {"Sing", "Plur"} <= labels
+
+
+def test_unit_contexts_values_top_lines_and_histogram(demo):
+    from elmo_engine.analysis.units.contexts import (label_histogram, top_contexts,
+                                                     unit_values, word_means)
+
+    model, _ = demo
+    sents = [s.split() for s in ("The keys to the cabinet are here .", "A dog barks .",
+                                 "They sat by the river bank all day .")]
+    vals = unit_values(model, sents, 1, 0, StateKind.C, 78)
+    assert [len(v) for v in vals] == [len(s) for s in sents]
+    tok, lengths = framed_tokens(model, sents)
+    res = inspect(model, tok, lengths, Capture(kinds=(StateKind.C,), layers=(1,),
+                                               directions=(0,), dtype=torch.float32))
+    full = res.states[(1, 0, StateKind.C)][:, :, 78].numpy()
+    for r, s in enumerate(sents):
+        assert np.allclose(vals[r], full[r, 1:len(s) + 1], atol=1e-6)
+    flat = sorted((float(v) for vv in vals for v in vv), reverse=True)
+    top = top_contexts(sents, vals, 4)
+    assert [c.value for c in top] == pytest.approx(flat[:4])
+    c = top[0]
+    assert c.word == sents[c.sentence][c.token]
+    assert c.left.split() == sents[c.sentence][max(0, c.token - 6):c.token]
+    low = top_contexts(sents, vals, 2, lowest=True)
+    assert [x.value for x in low] == pytest.approx(sorted(flat)[:2])
+    words = word_means(sents, vals, 3)
+    assert words[0][1] >= words[1][1] >= words[2][1] and words[0][2] >= 1
+    labels = [["N" if w[0].isupper() else ("P" if w == "." else None) for w in s]
+              for s in sents]
+    h = label_histogram(labels, vals, bins=8)
+    assert list(h.counts) == ["P", "N"] or list(h.counts) == ["N", "P"]
+    assert int(h.counts["N"].sum()) == 3 and int(h.counts["P"].sum()) == 3
+    assert h.means["P"] == pytest.approx(np.mean([v[-1] for v in vals]))
+    with pytest.raises(InputError, match="unit 512"):
+        unit_values(model, sents, 1, 0, StateKind.C, 512)

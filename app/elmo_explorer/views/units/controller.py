@@ -26,8 +26,8 @@ from elmo_explorer.views.protocol import PanelDefaults
 from elmo_explorer.views.units.model import (RANK_TOKENS, SHOWCASE_KS, SHOWCASE_SEEDS,
                                              SHOWCASE_TOKENS, UnitsModel,
                                              bundled_minimal_pairs, number_showcase,
-                                             rank_demo_pos, remeasure, sentence_rows,
-                                             showcase_rows)
+                                             UnitChoice, rank_demo_pos, remeasure,
+                                             sentence_rows, showcase_rows, unit_contexts)
 from elmo_explorer.views.units.view import UnitsView
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,7 @@ class UnitsPanel(PanelDefaults, QWidget):
         self.view.intervene_requested.connect(self.intervene)
         self.view.showcase_requested.connect(self.run_showcase)
         self.view.ranking_row_selected.connect(self._on_ranking_row)
+        self.view.contexts_requested.connect(self.contexts)
         self._softmax: Optional[Any] = None   # the loaded checkpoint's, read by the first job
         self._softmax_of: Optional[Path] = None
         workspace.model_changed.connect(self._on_model)
@@ -101,6 +102,8 @@ class UnitsPanel(PanelDefaults, QWidget):
         self.view.show_ranking([])
         self.view.show_remeasure(None)
         self.view.show_showcase([], "")
+        self.model.contexts = None
+        self.view.show_contexts(None)
         self.refresh()
 
     def _on_settings(self) -> None:
@@ -165,7 +168,7 @@ class UnitsPanel(PanelDefaults, QWidget):
                               "units against k random ones (mean of 3 seeds).")
 
     def cancel(self) -> None:
-        if any([self.jobs.cancel(k) for k in ("rank", "intervene", "showcase")]):
+        if any([self.jobs.cancel(k) for k in ("rank", "intervene", "showcase", "contexts")]):
             self.view.show_status("Cancelled.")
 
     # ---- interventions ------------------------------------------------------------------------
@@ -174,6 +177,33 @@ class UnitsPanel(PanelDefaults, QWidget):
             r = self.model.ranking[row]
             self.view.set_intervention_units(r["layer"], r["direction"], r["state"],
                                              r["top"]["mean-diff"])
+            self.view.set_unit_choice(UnitChoice(r["layer"], r["direction"], r["state"],
+                                                 r["top"]["mean-diff"][0]))
+            self.contexts()
+
+    def contexts(self) -> None:
+        """The chosen unit's top contexts (and its histogram per tag with a ranking shown)."""
+        emb = self.ws.embedder
+        if emb is None:
+            self.view.show_status("Load a model first (File → Open checkpoint…).", error=True)
+            return
+        choice = self.view.unit_choice()
+        model, vectors, labels = emb.model, emb.token_vectors, bool(self.model.ranking)
+        self.jobs.invalidate("contexts")
+
+        def job(state):
+            return unit_contexts(model, choice, labels, vectors, state)
+
+        def done(res) -> None:
+            self.model.contexts = res
+            self.view.show_contexts(res)
+            self.view.show_status(f"Top contexts of {choice.describe()}.")
+
+        self.view.set_busy(True)
+        self.view.show_status(f"Finding the contexts of {choice.describe()}…")
+        self.jobs.submit("Unit contexts", job, lane=Lane.LONG, kind="contexts", on_done=done,
+                         on_failed=self._on_error, on_progress=self._on_progress,
+                         on_finished=self._on_finished)
 
     def _softmax_folder(self) -> Optional[Path]:
         spec = self.ws.model_spec

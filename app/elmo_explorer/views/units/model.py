@@ -71,6 +71,7 @@ class UnitsModel:
     remeasure: Optional[Any] = None          # the last Remeasure
     showcase: List[Dict[str, Any]] = field(default_factory=list)
     showcase_note: str = ""
+    contexts: Optional[Any] = None           # the last UnitContexts
 
     def view_state(self) -> Dict[str, Any]:
         return {"settings": self.settings.to_dict()}
@@ -290,3 +291,71 @@ def number_showcase(model, softmax, token_vectors=None, state=None, ks=SHOWCASE_
 
     return number_units_experiment(model, softmax, bundled_minimal_pairs(), ks, seeds,
                                    max_tokens, token_vectors=token_vectors, task=state)
+
+
+# ---- one unit's contexts ----------------------------------------------------------------------
+#: words of the reference corpus a unit's contexts are found in, and lines shown
+CONTEXT_TOKENS = 30_000
+CONTEXT_SHOW = 25
+
+
+@dataclass(frozen=True)
+class UnitChoice:
+    layer: int = 1
+    direction: str = "forward"
+    state: str = "c"
+    unit: int = 0
+
+    def describe(self) -> str:
+        return f"unit {self.unit} of layer {self.layer} {self.direction} {STATE_NAMES[self.state]}"
+
+
+@dataclass
+class UnitContexts:
+    """A unit over the reference corpus: its highest and lowest positions (keyword in
+    context), the ``positions`` looked at, and (when a ranking is shown) its values per demo
+    POS tag as a histogram."""
+
+    choice: UnitChoice
+    positions: int
+    highest: List[Any]                # elmo_engine.analysis.units.contexts.Context
+    lowest: List[Any]
+    histogram: Optional[Any] = None   # elmo_engine.analysis.units.contexts.LabelHistogram
+
+
+def unit_contexts(model, choice: UnitChoice, with_labels: bool, token_vectors=None,
+                  state=None) -> UnitContexts:
+    """The unit's top contexts over the bundled reference corpus (its first
+    :data:`CONTEXT_TOKENS` words), and with ``with_labels`` its histogram per UPOS tag on the
+    demo POS words the ranking used (run on the worker)."""
+    from elmo_engine.analysis.layers.run import reference_corpus_path
+    from elmo_engine.analysis.units.contexts import label_histogram, top_contexts, unit_values
+    from elmo_engine.io.datasets.text_input import read_text_input
+    from elmo_engine.model.lstm_inspect import StateKind
+
+    kind = StateKind(choice.state)
+    d = DIRECTIONS.index(choice.direction)
+    sents, count = [], 0
+    for sent in read_text_input(reference_corpus_path()).tokens:     # its first words
+        if count >= CONTEXT_TOKENS:
+            break
+        sents.append(sent)
+        count += len(sent)
+    values = unit_values(model, sents, choice.layer, d, kind, choice.unit, token_vectors, state)
+    hist = None
+    if with_labels:
+        from elmo_engine.io.datasets.demo import load_demo_task
+
+        labelled, count = [], 0
+        for s in load_demo_task("pos", "train"):
+            labelled.append(s)
+            count += len(s)
+            if count >= RANK_TOKENS:
+                break
+        lv = unit_values(model, [s.tokens for s in labelled], choice.layer, d, kind,
+                         choice.unit, token_vectors, state)
+        hist = label_histogram([s.labels for s in labelled], lv)
+    return UnitContexts(choice=choice, positions=sum(len(v) for v in values),
+                        highest=top_contexts(sents, values, CONTEXT_SHOW),
+                        lowest=top_contexts(sents, values, CONTEXT_SHOW, lowest=True),
+                        histogram=hist)

@@ -11,10 +11,11 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QHB
                                QLabel, QLineEdit, QPushButton, QSpinBox, QSplitter, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
-from elmo_explorer.views.units.model import (DIRECTIONS, INTERVENE_DIRECTIONS, INTERVENE_STATES,
-                                             OPS, RANK_KS, SHOWCASE_KS, SHOWCASE_SEEDS,
-                                             STATE_NAMES, STATES, InterventionSpec, Remeasure,
-                                             SentenceRows, UnitsSettings)
+from elmo_explorer.views.units.model import (CONTEXT_TOKENS, DIRECTIONS, INTERVENE_DIRECTIONS,
+                                             INTERVENE_STATES, OPS, RANK_KS, SHOWCASE_KS,
+                                             SHOWCASE_SEEDS, STATE_NAMES, STATES,
+                                             InterventionSpec, Remeasure, SentenceRows,
+                                             UnitChoice, UnitContexts, UnitsSettings)
 
 TABLE_COLUMNS = ["layer", "direction", "state", "all units", "majority", "top units (mean diff)",
                  "top units (elastic net)"] + [f"k={k} top / random" for k in RANK_KS]
@@ -46,6 +47,7 @@ class UnitsView(QWidget):
     intervene_requested = Signal()
     showcase_requested = Signal()
     ranking_row_selected = Signal(int)
+    contexts_requested = Signal()
 
     def __init__(self, parent: Optional[QWidget] = None):
         super().__init__(parent)
@@ -99,6 +101,7 @@ class UnitsView(QWidget):
                               "intervention panel")
         self.tabs = QTabWidget()
         self.tabs.addTab(self.table, "Ranking")
+        self.tabs.addTab(self._unit_tab(), "Unit")
         self.tabs.addTab(self._intervene_tab(), "Intervene")
         self.tabs.addTab(self._showcase_tab(), "Number units")
         split.addWidget(top)
@@ -112,6 +115,88 @@ class UnitsView(QWidget):
         for c in (self.direction, self.state):
             c.currentIndexChanged.connect(lambda _=0: self.settings_changed.emit())
         self.rank_button.clicked.connect(self.rank_requested)
+
+    def _unit_tab(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        row = QHBoxLayout()
+        self.u_layer = QSpinBox()
+        self.u_layer.setRange(0, 1)
+        self.u_direction = QComboBox()
+        self.u_direction.addItems(list(DIRECTIONS))
+        self.u_state = QComboBox()
+        for st in STATES:
+            self.u_state.addItem(STATE_NAMES[st], st)
+        self.u_unit = QSpinBox()
+        self.u_unit.setRange(0, 100_000)
+        self.contexts_button = QPushButton("Top contexts")
+        self.contexts_button.setToolTip(
+            f"the unit's highest and lowest positions over the reference corpus (its first "
+            f"{CONTEXT_TOKENS:,} words) and, with a ranking shown, its values per POS tag")
+        for text, x in (("Layer", self.u_layer), ("Direction", self.u_direction),
+                        ("State", self.u_state), ("Unit", self.u_unit)):
+            row.addWidget(QLabel(text))
+            row.addWidget(x)
+        row.addWidget(self.contexts_button)
+        self.u_note = QLabel("Select a row of the ranking, or choose a unit.")
+        self.u_note.setWordWrap(True)
+        row.addWidget(self.u_note, 1)
+        lay.addLayout(row)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        self.contexts = _table(["value", "left", "word", "right"])
+        self.hist = pg.PlotWidget(background="w")
+        self.hist.setMouseEnabled(False, False)
+        self.hist.setTitle("the unit's values per POS tag (rank units first)", size="9pt")
+        self.hist_legend = self.hist.addLegend(offset=(5, 5))
+        split.addWidget(self.contexts)
+        split.addWidget(self.hist)
+        split.setSizes([700, 360])
+        lay.addWidget(split, 1)
+        self.contexts_button.clicked.connect(self.contexts_requested)
+        return w
+
+    def unit_choice(self) -> UnitChoice:
+        return UnitChoice(layer=self.u_layer.value(), direction=self.u_direction.currentText(),
+                          state=str(self.u_state.currentData()), unit=self.u_unit.value())
+
+    def set_unit_choice(self, c: UnitChoice) -> None:
+        self.u_layer.setValue(c.layer)
+        self.u_direction.setCurrentText(c.direction)
+        self.u_state.setCurrentIndex(STATES.index(c.state))
+        self.u_unit.setValue(c.unit)
+
+    def show_contexts(self, res: Optional[UnitContexts]) -> None:
+        self.hist.clear()
+        self.hist_legend.clear()
+        if res is None:
+            self.contexts.setRowCount(0)
+            self.u_note.setText("")
+            return
+        rows = [[f"{c.value:+.3f}", c.left, c.word, c.right] for c in res.highest]
+        rows += [["…", "", "", ""]]
+        rows += [[f"{c.value:+.3f}", c.left, c.word, c.right] for c in res.lowest]
+        _fill(self.contexts, rows)
+        for r in range(self.contexts.rowCount()):
+            for c, align in ((1, Qt.AlignmentFlag.AlignRight), (2, Qt.AlignmentFlag.AlignCenter)):
+                item = self.contexts.item(r, c)
+                if item is not None:
+                    item.setTextAlignment(align | Qt.AlignmentFlag.AlignVCenter)
+        self.u_note.setText(f"{res.choice.describe()}: its {len(res.highest)} highest, then "
+                            f"{len(res.lowest)} lowest of {res.positions:,} positions of the "
+                            "reference corpus.")
+        h = res.histogram
+        if h is None:
+            self.hist.setTitle("the unit's values per POS tag (rank units first)", size="9pt")
+            return
+        colors = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
+        for k, (label, counts) in enumerate(h.counts.items()):
+            share = counts / max(1, counts.sum())
+            self.hist.plot(h.edges, share, stepMode="center",
+                           pen=pg.mkPen(colors[k % len(colors)], width=2),
+                           name=f"{label} (mean {h.means[label]:+.2f})")
+        self.hist.setLabel("bottom", "value")
+        self.hist.setLabel("left", "share of the tag's words")
+        self.hist.setTitle("the unit's values per POS tag (demo POS words)", size="9pt")
 
     def _intervene_tab(self) -> QWidget:
         w = QWidget()
@@ -207,6 +292,7 @@ class UnitsView(QWidget):
     def set_layers(self, n_layers: int) -> None:
         self.layer.setRange(0, max(0, n_layers - 1))
         self.iv_layer.setRange(0, max(0, n_layers - 1))
+        self.u_layer.setRange(0, max(0, n_layers - 1))
 
     def intervention_spec(self) -> InterventionSpec:
         """The panel's fields (the units as typed: :func:`~.model.parse_units` checks them)."""
@@ -242,7 +328,7 @@ class UnitsView(QWidget):
                              state=str(self.state.currentData()), rows=self.rows.value())
 
     def set_busy(self, busy: bool) -> None:
-        for b in (self.rank_button, self.iv_button, self.showcase_button):
+        for b in (self.rank_button, self.iv_button, self.showcase_button, self.contexts_button):
             b.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
 
