@@ -96,6 +96,29 @@ def add_parser(subparsers):
     common.add_results_out(top)
     top.set_defaults(func=run_top)
 
+    pat = sub.add_parser("pattern", help="the units on over a span of a sentence, and the corpus "
+                                         "spans whose units are on in the same way (LSTMVis)")
+    pat.add_argument("corpus", type=Path,
+                     help="sentence file (one sentence per line), or CoNLL-U (.conllu, "
+                          ".conllu.gz: the matches show their UPOS)")
+    pat.add_argument("--sentence", required=True, help="the query sentence")
+    pat.add_argument("--span", required=True, metavar="I:J",
+                     help="its words I … J (1-based, inclusive) that make the pattern")
+    pat.add_argument("--threshold", type=float, default=0.3, metavar="T",
+                     help="a unit is on when above T at every word of a span (default 0.3)")
+    pat.add_argument("--layer", type=int, default=0, help="LSTM layer, 0-based (default 0)")
+    pat.add_argument("--direction", choices=("forward", "backward", "fwd", "bwd"),
+                     default="forward", help="which LM (default forward)")
+    pat.add_argument("--state", default="c", help="state kind (default c, the cell; h, m, the "
+                                                   "gates i f o and the candidate g work too)")
+    pat.add_argument("--show", type=int, default=20, metavar="N",
+                     help="matches listed (default 20)")
+    _model_options(pat)
+    common.add_pretokenized(pat)
+    common.add_json(pat)
+    common.add_results_out(pat)
+    pat.set_defaults(func=run_pattern)
+
     abl = sub.add_parser("ablate", help="zero the top-k units for a property and k random units "
                                         "in the live biLM; score the minimal pairs per direction")
     _data_options(abl, "feats:Number")
@@ -275,6 +298,77 @@ def run_top(args) -> int:
     print("words by mean value:")
     for e in doc["words"]:
         print(f"{e['mean']:8.3f}  {e['word']} ({e['count']})")
+    return 0
+
+
+# ---- pattern ----------------------------------------------------------------------------------
+def _span(text: str) -> Tuple[int, int]:
+    a, sep, b = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return int(a), int(b)
+    except ValueError:
+        raise InputError(f"--span must be I:J (1-based word positions), got {text!r}") from None
+
+
+def run_pattern(args) -> int:
+    from elmo_engine.analysis.units.pattern import find_pattern
+    from elmo_engine.model.lstm_inspect import StateKind, parse_states
+
+    kinds = parse_states(args.state)
+    if len(kinds) != 1:
+        raise InputError("--state takes one state kind (c, i, f, o, g, m or h)")
+    kind: StateKind = kinds[0]
+    span = _span(args.span)
+    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
+
+    query = (args.sentence.split() if args.pretokenized
+             else tokenize(args.sentence, MAX_SENTENCE_TOKENS))[:MAX_SENTENCE_TOKENS]
+    if not query:
+        raise InputError("--sentence is empty")
+    name = args.corpus.name.lower()
+    labels = None
+    if name.endswith((".conllu", ".conllu.gz")):
+        import itertools
+
+        from elmo_engine.io.datasets.conllu import read_conllu
+
+        sents, count = [], 0
+        for s in itertools.islice(read_conllu(args.corpus, label="upos"), MAX_SENTENCES):
+            sents.append(s)
+            count += len(s)
+            if count >= DEFAULT_RANK_TOKENS:
+                break
+        corpus = [list(s.tokens) for s in sents]
+        labels = [list(s.labels) for s in sents]
+    else:
+        corpus = common.read_text(args.corpus, args.pretokenized,
+                                  max_tokens=DEFAULT_RANK_TOKENS).tokens
+    model = _load_model(args)
+    d = 0 if args.direction in ("forward", "fwd") else 1
+    res = find_pattern(model, query, span, args.threshold, args.layer, d, kind, corpus,
+                       labels=labels, show=args.show,
+                       token_vectors=_token_vectors(model, str(model.device)))
+    doc = {"query": list(res.query), "span": list(res.span),
+           "words": list(res.query[span[0] - 1:span[1]]), "threshold": res.threshold,
+           "layer": args.layer, "direction": ("forward", "backward")[d], "state": kind.value,
+           "on_units": list(res.on_units), "spans": res.spans,
+           "matches": [{"score": m.score, "shared": m.shared, "on": m.on,
+                        "sentence": m.sentence, "start": m.start, "end": m.end,
+                        "words": list(m.words), "left": m.left, "right": m.right,
+                        "pos": None if m.pos is None else list(m.pos)} for m in res.matches]}
+    if args.json:
+        common.print_json(doc)
+        return 0
+    print(f"{len(res.on_units)} units on (> {res.threshold:g}) over "
+          f"{' '.join(doc['words'])!r}: {' '.join(map(str, res.on_units[:40]))}"
+          f"{' …' if len(res.on_units) > 40 else ''}")
+    print(f"best of {res.spans} corpus spans (Jaccard of the on-sets; shared units / on):")
+    for m in res.matches:
+        pos = "" if m.pos is None else f"  [{' '.join(p or '_' for p in m.pos)}]"
+        print(f"{m.score:6.3f} {m.shared:4d}/{m.on:<4d} {m.left[-40:]:>40} "
+              f"[{' '.join(m.words)}] {m.right[:40]}{pos}")
     return 0
 
 

@@ -246,3 +246,38 @@ def test_unit_contexts_values_top_lines_and_histogram(demo):
     assert h.means["P"] == pytest.approx(np.mean([v[-1] for v in vals]))
     with pytest.raises(InputError, match="unit 512"):
         unit_values(model, sents, 1, 0, StateKind.C, 512)
+
+
+def test_pattern_search_finds_the_planted_pattern_first():
+    """The planted cell is on (≈ +1) on capitalised words: the query "Paris London" at
+    threshold 0.9 turns on only that cell, and the one corpus span of two capitals is found
+    first with Jaccard 1; spans of one capital score 0."""
+    from elmo_engine.analysis.units.pattern import find_pattern, span_on
+
+    model = planted_model()
+    rng = np.random.default_rng(1)
+    lower = [w for w in WORDS if w.islower()]
+    corpus = [[str(w) for w in rng.choice(lower, size=6)] for _ in range(40)]
+    for s in corpus[5:25:4]:
+        s[2] = "Anna"                                               # single capitals
+    corpus[30][3:5] = ["Rome", "York"]                              # the planted pattern
+    labels = [["PROPN" if w[0].isupper() else "X" for w in s] for s in corpus]
+    res = find_pattern(model, ["the", "Paris", "London", "ran"], (2, 3), 0.9, 0, 0,
+                       StateKind.C, corpus, labels=labels, show=5,
+                       token_vectors=planted_vectors)
+    assert res.on_units == (UNIT,)
+    assert res.spans == sum(len(s) - 1 for s in corpus)
+    best = res.matches[0]
+    assert (best.sentence, best.start, best.end) == (30, 4, 5)
+    assert best.words == ("Rome", "York") and best.pos == ("PROPN", "PROPN")
+    assert best.score == 1.0 and best.shared == 1
+    assert all(m.score < 1.0 for m in res.matches[1:])
+    assert best.left.split() == corpus[30][:3]
+    on = span_on(np.array([[1.0, 0.2], [0.8, 0.9], [0.7, 0.1]]), 2, 0.5)
+    assert on.tolist() == [[True, False], [True, False]]
+    with pytest.raises(InputError, match="--span 3:5"):
+        find_pattern(model, ["a", "b", "c"], (3, 5), 0.5, 0, 0, StateKind.C, corpus,
+                     token_vectors=planted_vectors)
+    with pytest.raises(InputError, match="lower the threshold"):
+        find_pattern(model, ["the", "Paris"], (1, 2), 0.5, 0, 0, StateKind.C, corpus,
+                     token_vectors=planted_vectors)
