@@ -197,6 +197,7 @@ class UnitsPanel(PanelDefaults, QWidget):
         def done(res) -> None:
             self.model.contexts = res
             self.view.show_contexts(res)
+            self.view.tabs.setCurrentWidget(self.view.unit_page)
             self.view.show_status(f"Top contexts of {choice.describe()}.")
 
         self.view.set_busy(True)
@@ -267,7 +268,7 @@ class UnitsPanel(PanelDefaults, QWidget):
             self._keep_softmax(folder, out[0])
             self.model.remeasure = out[1]
             self.view.show_remeasure(out[1])
-            self.view.tabs.setCurrentIndex(1)
+            self.view.tabs.setCurrentWidget(self.view.intervene_page)
             self.view.show_status("Before → after: both LMs on the selected sentence, and the "
                                   "bundled minimal pairs per set.")
 
@@ -302,7 +303,7 @@ class UnitsPanel(PanelDefaults, QWidget):
                     f"sd over {SHOWCASE_SEEDS} seeds).")
             self.model.showcase_note = note
             self.view.show_showcase(self.model.showcase, note)
-            self.view.tabs.setCurrentIndex(2)
+            self.view.tabs.setCurrentWidget(self.view.showcase_page)
             self.view.show_status("Number units: done.")
 
         self.view.set_busy(True)

@@ -35,6 +35,8 @@ def _table(columns: List[str]) -> QTableWidget:
     t = QTableWidget(0, len(columns))
     t.setHorizontalHeaderLabels(columns)
     t.verticalHeader().setVisible(False)
+    t.verticalHeader().setDefaultSectionSize(t.fontMetrics().height() + 6)
+    t.horizontalHeader().setStretchLastSection(True)
     return t
 
 
@@ -101,9 +103,12 @@ class UnitsView(QWidget):
                               "intervention panel")
         self.tabs = QTabWidget()
         self.tabs.addTab(self.table, "Ranking")
-        self.tabs.addTab(self._unit_tab(), "Unit")
-        self.tabs.addTab(self._intervene_tab(), "Intervene")
-        self.tabs.addTab(self._showcase_tab(), "Number units")
+        self.unit_page = self._unit_tab()
+        self.intervene_page = self._intervene_tab()
+        self.showcase_page = self._showcase_tab()
+        self.tabs.addTab(self.unit_page, "Unit")
+        self.tabs.addTab(self.intervene_page, "Intervene")
+        self.tabs.addTab(self.showcase_page, "Number units")
         split.addWidget(top)
         split.addWidget(self.tabs)
         split.setSizes([360, 320])
@@ -235,21 +240,26 @@ class UnitsView(QWidget):
                         ("Value", self.iv_value), ("Word", self.iv_position)):
             row.addWidget(QLabel(text))
             row.addWidget(x)
-        row.addWidget(self.iv_donor, 1)
+        row.addStretch(1)
         row.addWidget(self.iv_button)
         lay.addLayout(row)
+        row2 = QHBoxLayout()
+        row2.addWidget(QLabel("Patch from"))
+        row2.addWidget(self.iv_donor, 1)
+        lay.addLayout(row2)
         self.iv_summary = QLabel("")
         self.iv_summary.setWordWrap(True)
         lay.addWidget(self.iv_summary)
         results = QSplitter(Qt.Orientation.Horizontal)
-        self.iv_words = _table(["word", "fwd top before", "fwd top after", "fwd bits before",
-                                "fwd bits after", "bwd top before", "bwd top after",
-                                "bwd bits before", "bwd bits after"])
-        self.iv_pairs = _table(["minimal pairs", "forward before → after",
-                                "backward before → after", "combined before → after"])
+        self.iv_words = _table(["word", "fwd top", "→ after", "fwd bits", "→ after", "bwd top",
+                                "→ after", "bwd bits", "→ after"])
+        self.iv_words.setToolTip("each LM's most probable word at the position and its "
+                                 "surprisal of the actual word (bits), before → after")
+        self.iv_pairs = _table(["minimal pairs", "forward", "backward", "combined"])
+        self.iv_pairs.setToolTip("accuracy before → after the change")
         results.addWidget(self.iv_words)
         results.addWidget(self.iv_pairs)
-        results.setSizes([640, 420])
+        results.setSizes([600, 380])
         lay.addWidget(results, 1)
         self.iv_op.currentIndexChanged.connect(self._on_op)
         self.iv_button.clicked.connect(self.intervene_requested)
@@ -402,7 +412,7 @@ class UnitsView(QWidget):
         names = sorted(res.pairs_before.by_set, key=lambda n: (n != "all", n))
         for name in names:
             before, after = res.pairs_before.by_set[name], res.pairs_after.by_set[name]
-            prs.append([name.replace("_", " ")] + [f"{x:.3f} → {y:.3f}"
+            prs.append([name.replace("_", " ")] + [f"{x:.2f} → {y:.2f}"
                                                    for x, y in zip(before, after)])
         _fill(self.iv_pairs, prs)
         mean = [sum(s) / len(s) for s in (*b.surprisal, *a.surprisal)]
