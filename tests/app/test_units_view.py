@@ -70,6 +70,11 @@ def test_ranking_runs_as_a_job(qtbot, panel):
     assert set(rows[0]["curve"]) == {str(k) for k in RANK_KS if k <= 32}
     assert all(0 <= r["all"] <= 1 for r in rows)
     assert not panel.view.cancel_button.isEnabled()
+    from elmo_explorer.views.units import export
+
+    text = export.tsv(panel.model, "ranking").splitlines()
+    assert len(text) == 9 and text[1].split("\t")[:3] == ["0", "forward", "c"]
+    assert float(text[1].split("\t")[3]) == pytest.approx(rows[0]["all"], abs=1e-4)
     panel.view.table.selectRow(3)
     r = rows[3]
     assert panel.view.iv_units.text() == " ".join(map(str, r["top"]["mean-diff"]))
@@ -197,3 +202,55 @@ def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, m
     assert rows[0]["top"] == pytest.approx(list(base.overall))
     assert all(len(r["random"]) == 3 and r["random"][0][1] >= 0 for r in rows if r["k"])
     assert "top cells forward" in panel.view.showcase_note.text()
+    from elmo_explorer.views.units import export
+
+    text = export.tsv(panel.model, "showcase").splitlines()
+    assert text[0].startswith("# ") and len(text) == 2 + 12
+    row = text[3].split("\t")                                        # all, k = 1
+    assert row[:2] == ["all", "1"] and float(row[5]) == pytest.approx(rows[1]["random"][0][0],
+                                                                      abs=1e-4)
+
+
+def test_exports_and_the_panel_in_a_workspace(qtbot, demo_panel, tmp_path):
+    from elmo_explorer.views.units import export
+    from elmo_explorer.views.units.model import UnitsModel
+
+    panel = demo_panel
+    v = panel.view
+    assert not any(export.has(panel.model, k) for k in ("ranking", "intervention", "showcase"))
+    with pytest.raises(LookupError):
+        export.write_tsv(panel.model, "ranking", tmp_path / "r.tsv")
+    v.iv_units.setText("78 403")
+    v.iv_direction.setCurrentText("both")
+    v.iv_op.setCurrentText("scale")
+    v.iv_value.setValue(-1.5)
+    v.iv_position.setValue(3)
+    panel.intervene()
+    qtbot.waitUntil(lambda: panel.model.remeasure is not None and panel.is_ready(),
+                    timeout=120000)
+    res = panel.model.remeasure
+    out = export.write_tsv(panel.model, "intervention", tmp_path / "iv.tsv")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("# layer 1 both c, units 78 403 scaled by -1.5 from word 3")
+    first = lines[2].split("\t")
+    assert first[:2] == ["1", "He"] and float(first[5]) == pytest.approx(
+        res.after.surprisal[0][0], abs=1e-4)
+    assert any(line.startswith("all\t") for line in lines)
+    assert [a.text() for a in panel.export_actions() if a.isEnabled()] == [
+        "Intervention before → after (TSV)…", "Gate means per word (PNG/SVG/PDF)…"]
+    png = export.write_figure(panel.model, tmp_path / "gates.png")
+    assert png[0].stat().st_size > 5000
+    # the panel's fields are saved with a workspace and come back; bad values are dropped
+    state = panel.view_state()
+    fresh = UnitsModel()
+    fresh.restore(state)
+    assert fresh.panel["units"] == "78 403" and fresh.panel["op"] == "scale"
+    assert fresh.panel["value"] == -1.5 and fresh.panel["direction"] == "both"
+    state["panel"].update(op="explode", position=-4, units=7)
+    fresh.restore(state)
+    assert "op" not in fresh.panel and "position" not in fresh.panel and "units" not in fresh.panel
+    v.iv_units.setText("")
+    v.iv_op.setCurrentText("zero")
+    panel.restore_view_state(panel.view_state() | {"panel": {"units": "1 2", "op": "clamp"}})
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert v.iv_units.text() == "1 2" and v.iv_op.currentText() == "clamp"

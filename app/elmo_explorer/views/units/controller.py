@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.views.units import export
 from elmo_explorer.views.units.model import (RANK_TOKENS, SHOWCASE_KS, SHOWCASE_SEEDS,
                                              SHOWCASE_TOKENS, UnitsModel,
                                              bundled_minimal_pairs, number_showcase,
@@ -79,15 +80,40 @@ class UnitsPanel(PanelDefaults, QWidget):
             self.ready.emit()
 
     def export_actions(self) -> List[QAction]:
-        return []
+        out = []
+        for text, kind in export.ENTRIES:
+            a = QAction(text, self)
+            a.triggered.connect(lambda _=False, k=kind: self._ask_export(k))
+            a.setEnabled(export.has(self.model, kind))
+            out.append(a)
+        return out
+
+    def _ask_export(self, kind: str) -> None:
+        from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
+
+        figure = kind == "gates"
+        path = ask_save_path(self, f"Export {kind}", IMAGE_FILTERS if figure else "TSV (*.tsv)")
+        if path is None:
+            return
+        try:
+            if figure:
+                export.write_figure(self.model, path)
+            else:
+                export.write_tsv(self.model, kind, path)
+            self.view.show_status(f"Saved {path}")
+        except Exception as e:  # shown, never a crash
+            log.exception("units export failed")
+            self.view.show_status(f"Export failed: {e}", error=True)
 
     def view_state(self) -> Dict[str, Any]:
         self.model.settings = self.view.current_settings()
+        self.model.panel = self.view.panel_fields()
         return self.model.view_state()
 
     def restore_view_state(self, state: Dict[str, Any]) -> None:
         self.model.restore(state)
         self.view.apply_settings(self.model.settings)
+        self.view.apply_panel_fields(self.model.panel)
         self.refresh()
 
     # ---- jobs ---------------------------------------------------------------------------------

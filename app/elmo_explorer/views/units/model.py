@@ -73,12 +73,40 @@ class UnitsModel:
     showcase_note: str = ""
     contexts: Optional[Any] = None           # the last UnitContexts
 
+    #: the intervention panel's fields as typed (units as text) and the Unit tab's choice
+    panel: Dict[str, Any] = field(default_factory=dict)
+
     def view_state(self) -> Dict[str, Any]:
-        return {"settings": self.settings.to_dict()}
+        return {"settings": self.settings.to_dict(), "panel": dict(self.panel)}
 
     def restore(self, state: Any) -> None:
         if isinstance(state, dict):
             self.settings = UnitsSettings.from_dict(state.get("settings"))
+            self.panel = panel_from_dict(state.get("panel"))
+
+
+def panel_from_dict(d: Any) -> Dict[str, Any]:
+    """The saved panel fields that are valid (anything else is dropped, never an error)."""
+    out: Dict[str, Any] = {}
+    if not isinstance(d, dict):
+        return out
+    checks = {"layer": lambda v: isinstance(v, int) and 0 <= v < 64,
+              "direction": lambda v: v in INTERVENE_DIRECTIONS,
+              "state": lambda v: v in INTERVENE_STATES,
+              "units": lambda v: isinstance(v, str) and len(v) <= 10_000,
+              "op": lambda v: v in OPS,
+              "value": lambda v: isinstance(v, (int, float)) and abs(v) <= 100,
+              "position": lambda v: isinstance(v, int) and 0 <= v <= 10_000,
+              "donor": lambda v: isinstance(v, str) and len(v) <= 10_000,
+              "unit_layer": lambda v: isinstance(v, int) and 0 <= v < 64,
+              "unit_direction": lambda v: v in DIRECTIONS,
+              "unit_state": lambda v: v in STATES,
+              "unit": lambda v: isinstance(v, int) and 0 <= v <= 100_000}
+    for key, ok in checks.items():
+        v = d.get(key)
+        if v is not None and not isinstance(v, bool) and ok(v):
+            out[key] = v
+    return out
 
 
 def sentence_rows(model, tokens: Sequence[str], settings: UnitsSettings) -> SentenceRows:

@@ -160,6 +160,41 @@ class UnitsView(QWidget):
         self.contexts_button.clicked.connect(self.contexts_requested)
         return w
 
+    def panel_fields(self) -> Dict[str, Any]:
+        """The intervention panel's and Unit tab's fields as typed (saved with a workspace)."""
+        return {"layer": self.iv_layer.value(), "direction": self.iv_direction.currentText(),
+                "state": str(self.iv_state.currentData()), "units": self.iv_units.text(),
+                "op": self.iv_op.currentText(), "value": self.iv_value.value(),
+                "position": self.iv_position.value(), "donor": self.iv_donor.text(),
+                "unit_layer": self.u_layer.value(), "unit_direction": self.u_direction.currentText(),
+                "unit_state": str(self.u_state.currentData()), "unit": self.u_unit.value()}
+
+    def apply_panel_fields(self, d: Dict[str, Any]) -> None:
+        if "layer" in d:
+            self.iv_layer.setValue(d["layer"])
+        if "direction" in d:
+            self.iv_direction.setCurrentText(d["direction"])
+        if "state" in d:
+            self.iv_state.setCurrentIndex(INTERVENE_STATES.index(d["state"]))
+        if "units" in d:
+            self.iv_units.setText(d["units"])
+        if "op" in d:
+            self.iv_op.setCurrentText(d["op"])
+        if "value" in d:
+            self.iv_value.setValue(float(d["value"]))
+        if "position" in d:
+            self.iv_position.setValue(d["position"])
+        if "donor" in d:
+            self.iv_donor.setText(d["donor"])
+        if "unit_layer" in d:
+            self.u_layer.setValue(d["unit_layer"])
+        if "unit_direction" in d:
+            self.u_direction.setCurrentText(d["unit_direction"])
+        if "unit_state" in d:
+            self.u_state.setCurrentIndex(STATES.index(d["unit_state"]))
+        if "unit" in d:
+            self.u_unit.setValue(d["unit"])
+
     def unit_choice(self) -> UnitChoice:
         return UnitChoice(layer=self.u_layer.value(), direction=self.u_direction.currentText(),
                           state=str(self.u_state.currentData()), unit=self.u_unit.value())
