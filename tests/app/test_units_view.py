@@ -254,3 +254,36 @@ def test_exports_and_the_panel_in_a_workspace(qtbot, demo_panel, tmp_path):
     panel.restore_view_state(panel.view_state() | {"panel": {"units": "1 2", "op": "clamp"}})
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert v.iv_units.text() == "1 2" and v.iv_op.currentText() == "clamp"
+
+
+def test_pattern_search_in_the_view(qtbot, demo_panel):
+    from elmo_engine.analysis.units.pattern import find_pattern
+    from elmo_engine.model.lstm_inspect import StateKind
+    from elmo_explorer.views.units.model import PATTERN_SHOW, pattern_corpus
+
+    panel = demo_panel
+    v = panel.view
+    v.p_layer.setValue(1)
+    v.p_start.setValue(4)
+    v.p_end.setValue(5)                                               # "the bank"
+    v.p_threshold.setValue(0.3)
+    panel.pattern()
+    qtbot.waitUntil(lambda: panel.model.pattern is not None and panel.is_ready(),
+                    timeout=120000)
+    res = panel.model.pattern
+    sents, labels = pattern_corpus()
+    want = find_pattern(panel.ws.embedder.model, SENTENCES[0].split(), (4, 5), 0.3, 1, 0,
+                        StateKind.C, sents, labels=labels, show=PATTERN_SHOW,
+                        token_vectors=panel.ws.embedder.token_vectors)
+    assert res.on_units == want.on_units and len(res.on_units) > 0
+    assert [(m.sentence, m.start) for m in res.matches] == [(m.sentence, m.start)
+                                                            for m in want.matches]
+    assert [m.score for m in res.matches] == pytest.approx([m.score for m in want.matches])
+    assert v.pattern.rowCount() == PATTERN_SHOW and v.pattern.item(0, 3).text() == " ".join(
+        res.matches[0].words)
+    assert all(m.pos is not None and len(m.pos) == 2 for m in res.matches)
+    v.p_start.setValue(9)                                             # past the sentence
+    v.p_end.setValue(12)
+    panel.pattern()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert "9:12" in v.status.text() and "words 1 … 9" in v.status.text()

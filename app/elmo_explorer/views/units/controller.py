@@ -27,7 +27,8 @@ from elmo_explorer.views.units import export
 from elmo_explorer.views.units.model import (RANK_TOKENS, SHOWCASE_KS, SHOWCASE_SEEDS,
                                              SHOWCASE_TOKENS, UnitsModel,
                                              bundled_minimal_pairs, number_showcase,
-                                             UnitChoice, rank_demo_pos, remeasure,
+                                             UnitChoice, pattern_search, rank_demo_pos,
+                                             remeasure,
                                              sentence_rows, showcase_rows, unit_contexts)
 from elmo_explorer.views.units.view import UnitsView
 
@@ -58,6 +59,7 @@ class UnitsPanel(PanelDefaults, QWidget):
         self.view.showcase_requested.connect(self.run_showcase)
         self.view.ranking_row_selected.connect(self._on_ranking_row)
         self.view.contexts_requested.connect(self.contexts)
+        self.view.pattern_requested.connect(self.pattern)
         self._softmax: Optional[Any] = None   # the loaded checkpoint's, read by the first job
         self._softmax_of: Optional[Path] = None
         workspace.model_changed.connect(self._on_model)
@@ -129,7 +131,9 @@ class UnitsPanel(PanelDefaults, QWidget):
         self.view.show_remeasure(None)
         self.view.show_showcase([], "")
         self.model.contexts = None
+        self.model.pattern = None
         self.view.show_contexts(None)
+        self.view.show_pattern(None)
         self.refresh()
 
     def _on_settings(self) -> None:
@@ -194,7 +198,8 @@ class UnitsPanel(PanelDefaults, QWidget):
                               "units against k random ones (mean of 3 seeds).")
 
     def cancel(self) -> None:
-        if any([self.jobs.cancel(k) for k in ("rank", "intervene", "showcase", "contexts")]):
+        if any([self.jobs.cancel(k) for k in ("rank", "intervene", "showcase", "contexts",
+                                                  "pattern")]):
             self.view.show_status("Cancelled.")
 
     # ---- interventions ------------------------------------------------------------------------
@@ -206,6 +211,33 @@ class UnitsPanel(PanelDefaults, QWidget):
             self.view.set_unit_choice(UnitChoice(r["layer"], r["direction"], r["state"],
                                                  r["top"]["mean-diff"][0]))
             self.contexts()
+
+    def pattern(self) -> None:
+        """Pattern search (LSTMVis) for a span of the selected sentence."""
+        emb = self.ws.embedder
+        tokens = self._sentence()
+        if emb is None or tokens is None:
+            self.view.show_status("Load a model and type a sentence first.", error=True)
+            return
+        q = self.view.pattern_query()
+        model, vectors = emb.model, emb.token_vectors
+        self.jobs.invalidate("pattern")
+
+        def job(state):
+            return pattern_search(model, tokens, q, vectors, state)
+
+        def done(res) -> None:
+            self.model.pattern = res
+            self.view.show_pattern(res)
+            self.view.tabs.setCurrentWidget(self.view.pattern_page)
+            self.view.show_status("Pattern search: the spans whose units are on as over the "
+                                  "chosen span (Jaccard of the on-sets).")
+
+        self.view.set_busy(True)
+        self.view.show_status("Searching for the pattern…")
+        self.jobs.submit("Units pattern", job, lane=Lane.LONG, kind="pattern", on_done=done,
+                         on_failed=self._on_error, on_progress=self._on_progress,
+                         on_finished=self._on_finished)
 
     def contexts(self) -> None:
         """The chosen unit's top contexts (and its histogram per tag with a ranking shown)."""

@@ -72,6 +72,7 @@ class UnitsModel:
     showcase: List[Dict[str, Any]] = field(default_factory=list)
     showcase_note: str = ""
     contexts: Optional[Any] = None           # the last UnitContexts
+    pattern: Optional[Any] = None            # the last PatternResult
 
     #: the intervention panel's fields as typed (units as text) and the Unit tab's choice
     panel: Dict[str, Any] = field(default_factory=dict)
@@ -387,3 +388,50 @@ def unit_contexts(model, choice: UnitChoice, with_labels: bool, token_vectors=No
                         highest=top_contexts(sents, values, CONTEXT_SHOW),
                         lowest=top_contexts(sents, values, CONTEXT_SHOW, lowest=True),
                         histogram=hist)
+
+
+# ---- pattern search ---------------------------------------------------------------------------
+PATTERN_SHOW = 30
+
+
+@dataclass(frozen=True)
+class PatternQuery:
+    """A span of the selected sentence (words ``start`` … ``end``, 1-based, inclusive) and
+    the threshold above which a unit of ``layer``/``direction``/``state`` is on."""
+
+    layer: int = 1
+    direction: str = "forward"
+    state: str = "c"
+    start: int = 1
+    end: int = 1
+    threshold: float = 0.3
+
+
+def pattern_corpus() -> Tuple[List[List[str]], List[List[Optional[str]]]]:
+    """The corpus the view searches: the demo POS task's sentences (EWT, with their UPOS) up
+    to :data:`RANK_TOKENS` words."""
+    from elmo_engine.io.datasets.demo import load_demo_task
+
+    sents: List[List[str]] = []
+    labels: List[List[Optional[str]]] = []
+    count = 0
+    for s in load_demo_task("pos", "train"):
+        sents.append(list(s.tokens))
+        labels.append(list(s.labels))
+        count += len(s)
+        if count >= RANK_TOKENS:
+            break
+    return sents, labels
+
+
+def pattern_search(model, tokens: Sequence[str], q: PatternQuery, token_vectors=None,
+                   state=None):
+    """:func:`elmo_engine.analysis.units.pattern.find_pattern` of ``q`` over
+    :func:`pattern_corpus` (run on the worker)."""
+    from elmo_engine.analysis.units.pattern import find_pattern
+    from elmo_engine.model.lstm_inspect import StateKind
+
+    sents, labels = pattern_corpus()
+    return find_pattern(model, list(tokens), (q.start, q.end), q.threshold, q.layer,
+                        DIRECTIONS.index(q.direction), StateKind(q.state), sents, labels=labels,
+                        show=PATTERN_SHOW, token_vectors=token_vectors, task=state)

@@ -14,7 +14,8 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QDoubleSpinBox, QHB
 from elmo_explorer.views.units.model import (CONTEXT_TOKENS, DIRECTIONS, INTERVENE_DIRECTIONS,
                                              INTERVENE_STATES, OPS, RANK_KS, SHOWCASE_KS,
                                              SHOWCASE_SEEDS, STATE_NAMES, STATES,
-                                             InterventionSpec, Remeasure, SentenceRows,
+                                             InterventionSpec, PatternQuery, Remeasure,
+                                             SentenceRows,
                                              UnitChoice, UnitContexts, UnitsSettings)
 
 TABLE_COLUMNS = ["layer", "direction", "state", "all units", "majority", "top units (mean diff)",
@@ -50,6 +51,7 @@ class UnitsView(QWidget):
     showcase_requested = Signal()
     ranking_row_selected = Signal(int)
     contexts_requested = Signal()
+    pattern_requested = Signal()
 
     def __init__(self, parent: Optional[QWidget] = None):
         super().__init__(parent)
@@ -106,8 +108,10 @@ class UnitsView(QWidget):
         self.unit_page = self._unit_tab()
         self.intervene_page = self._intervene_tab()
         self.showcase_page = self._showcase_tab()
+        self.pattern_page = self._pattern_tab()
         self.tabs.addTab(self.unit_page, "Unit")
         self.tabs.addTab(self.intervene_page, "Intervene")
+        self.tabs.addTab(self.pattern_page, "Pattern")
         self.tabs.addTab(self.showcase_page, "Number units")
         split.addWidget(top)
         split.addWidget(self.tabs)
@@ -301,6 +305,70 @@ class UnitsView(QWidget):
         self._on_op()
         return w
 
+    def _pattern_tab(self) -> QWidget:
+        w = QWidget()
+        lay = QVBoxLayout(w)
+        row = QHBoxLayout()
+        self.p_layer = QSpinBox()
+        self.p_layer.setRange(0, 1)
+        self.p_layer.setValue(1)
+        self.p_direction = QComboBox()
+        self.p_direction.addItems(list(DIRECTIONS))
+        self.p_state = QComboBox()
+        for st in STATES:
+            self.p_state.addItem(STATE_NAMES[st], st)
+        self.p_start = QSpinBox()
+        self.p_start.setRange(1, 10_000)
+        self.p_end = QSpinBox()
+        self.p_end.setRange(1, 10_000)
+        self.p_threshold = QDoubleSpinBox()
+        self.p_threshold.setRange(-100.0, 100.0)
+        self.p_threshold.setDecimals(2)
+        self.p_threshold.setSingleStep(0.05)
+        self.p_threshold.setValue(0.3)
+        self.pattern_button = QPushButton("Find pattern")
+        self.pattern_button.setToolTip(
+            "the units above the threshold at every word of the span of the selected sentence, "
+            "then the spans of the demo POS sentences (EWT) whose units are on the same way "
+            "(Jaccard of the on-sets)")
+        for text, x in (("Layer", self.p_layer), ("Direction", self.p_direction),
+                        ("State", self.p_state), ("Words", self.p_start), ("to", self.p_end),
+                        ("Threshold", self.p_threshold)):
+            row.addWidget(QLabel(text))
+            row.addWidget(x)
+        row.addStretch(1)
+        row.addWidget(self.pattern_button)
+        lay.addLayout(row)
+        self.p_note = QLabel("Choose a span of the selected sentence (its words, 1-based).")
+        self.p_note.setWordWrap(True)
+        lay.addWidget(self.p_note)
+        self.pattern = _table(["Jaccard", "shared / on", "left", "span", "right", "UPOS"])
+        lay.addWidget(self.pattern, 1)
+        self.pattern_button.clicked.connect(self.pattern_requested)
+        return w
+
+    def pattern_query(self) -> PatternQuery:
+        return PatternQuery(layer=self.p_layer.value(), direction=self.p_direction.currentText(),
+                            state=str(self.p_state.currentData()), start=self.p_start.value(),
+                            end=self.p_end.value(), threshold=self.p_threshold.value())
+
+    def show_pattern(self, res) -> None:
+        if res is None:
+            self.pattern.setRowCount(0)
+            return
+        _fill(self.pattern, [[f"{m.score:.3f}", f"{m.shared} / {m.on}", m.left,
+                              " ".join(m.words), m.right,
+                              " ".join(p or "_" for p in (m.pos or ()))] for m in res.matches])
+        for r in range(self.pattern.rowCount()):
+            item = self.pattern.item(r, 2)
+            if item is not None:
+                item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        on = " ".join(map(str, res.on_units[:30])) + (" …" if len(res.on_units) > 30 else "")
+        self.p_note.setText(
+            f"{len(res.on_units)} units on (> {res.threshold:g}) over "
+            f"“{' '.join(res.query[res.span[0] - 1:res.span[1]])}”: {on}. The best "
+            f"{len(res.matches)} of {res.spans:,} spans of the demo POS sentences.")
+
     def _showcase_tab(self) -> QWidget:
         w = QWidget()
         lay = QVBoxLayout(w)
@@ -338,6 +406,7 @@ class UnitsView(QWidget):
         self.layer.setRange(0, max(0, n_layers - 1))
         self.iv_layer.setRange(0, max(0, n_layers - 1))
         self.u_layer.setRange(0, max(0, n_layers - 1))
+        self.p_layer.setRange(0, max(0, n_layers - 1))
 
     def intervention_spec(self) -> InterventionSpec:
         """The panel's fields (the units as typed: :func:`~.model.parse_units` checks them)."""
@@ -373,7 +442,8 @@ class UnitsView(QWidget):
                              state=str(self.state.currentData()), rows=self.rows.value())
 
     def set_busy(self, busy: bool) -> None:
-        for b in (self.rank_button, self.iv_button, self.showcase_button, self.contexts_button):
+        for b in (self.rank_button, self.iv_button, self.showcase_button, self.contexts_button,
+                  self.pattern_button):
             b.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
 
