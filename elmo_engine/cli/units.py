@@ -9,7 +9,9 @@
   that drive it most.
 * ``units ablate``: Lakretz et al.'s experiment: rank the units for a property (default
   ``feats:Number``) in each direction, zero the top-k and k random units in the live biLM, and
-  score the minimal pairs (``--pairs``, default the bundled sets) per direction.
+  score the minimal pairs (``--pairs``, default the bundled sets) per direction. Without
+  ``--conllu``/``--tsv``/``--demo`` it reads EWT train beside the checkout
+  (``../shared/data/ud_english_ewt``), else the demo POS task's tags.
 """
 from __future__ import annotations
 
@@ -26,7 +28,8 @@ DEFAULT_RANK_TOKENS = 100_000
 
 
 def _data_options(p, label_default: str) -> None:
-    src = p.add_argument_group("labelled tokens (one of)")
+    src = p.add_argument_group("labelled tokens (one of; units ablate without any: EWT train "
+                               "under ../shared/data, else --demo pos)")
     src.add_argument("--conllu", type=Path, default=None, metavar="FILE",
                      help="a CoNLL-U file (plain or gzip); the label is --label")
     src.add_argument("--tsv", type=Path, default=None, metavar="FILE",
@@ -92,6 +95,29 @@ def add_parser(subparsers):
     common.add_json(top)
     common.add_results_out(top)
     top.set_defaults(func=run_top)
+
+    pat = sub.add_parser("pattern", help="the units on over a span of a sentence, and the corpus "
+                                         "spans whose units are on in the same way (LSTMVis)")
+    pat.add_argument("corpus", type=Path,
+                     help="sentence file (one sentence per line), or CoNLL-U (.conllu, "
+                          ".conllu.gz: the matches show their UPOS)")
+    pat.add_argument("--sentence", required=True, help="the query sentence")
+    pat.add_argument("--span", required=True, metavar="I:J",
+                     help="its words I … J (1-based, inclusive) that make the pattern")
+    pat.add_argument("--threshold", type=float, default=0.3, metavar="T",
+                     help="a unit is on when above T at every word of a span (default 0.3)")
+    pat.add_argument("--layer", type=int, default=0, help="LSTM layer, 0-based (default 0)")
+    pat.add_argument("--direction", choices=("forward", "backward", "fwd", "bwd"),
+                     default="forward", help="which LM (default forward)")
+    pat.add_argument("--state", default="c", help="state kind (default c, the cell; h, m, the "
+                                                   "gates i f o and the candidate g work too)")
+    pat.add_argument("--show", type=int, default=20, metavar="N",
+                     help="matches listed (default 20)")
+    _model_options(pat)
+    common.add_pretokenized(pat)
+    common.add_json(pat)
+    common.add_results_out(pat)
+    pat.set_defaults(func=run_pattern)
 
     abl = sub.add_parser("ablate", help="zero the top-k units for a property and k random units "
                                         "in the live biLM; score the minimal pairs per direction")
@@ -238,10 +264,8 @@ def _ranking_json(r, show: int) -> dict:
 
 # ---- top --------------------------------------------------------------------------------------
 def run_top(args) -> int:
-    import torch
-
-    from elmo_engine.model.lstm_inspect import (Capture, StateKind, framed_tokens, inspect,
-                                                parse_states, state_width)
+    from elmo_engine.analysis.units.contexts import top_contexts, unit_values, word_means
+    from elmo_engine.model.lstm_inspect import StateKind, parse_states, state_width
 
     kinds = parse_states(args.state)
     if len(kinds) != 1:
@@ -254,42 +278,97 @@ def run_top(args) -> int:
         raise InputError(f"--unit {args.unit}: {kind.value} has units 0 … {width - 1}")
     text = common.read_text(args.input, args.pretokenized, max_tokens=DEFAULT_RANK_TOKENS)
     d = _directions(args.direction)[0]
-    values: List[Tuple[float, int, int]] = []
-    by_word: dict = {}
     sents = text.tokens
-    vectors = _token_vectors(model, str(model.device))
-    for start in range(0, len(sents), 64):
-        chunk = sents[start:start + 64]
-        tok, lengths = framed_tokens(model, chunk, vectors)
-        res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(args.layer,),
-                                                   directions=(d,), dtype=torch.float32))
-        held = res.states[(args.layer, d, kind)][:, :, args.unit]      # (B, T)
-        for r, sent in enumerate(chunk):
-            for i, word in enumerate(sent):
-                v = float(held[r, i + 1])
-                values.append((v, start + r, i))
-                by_word.setdefault(word, []).append(v)
-    sign = 1.0 if args.lowest else -1.0
-    values.sort(key=lambda x: sign * x[0])
-    best = values[:args.show]
-    words = sorted(((sum(v) / len(v), len(v), w) for w, v in by_word.items()),
-                   key=lambda x: sign * x[0])[:args.show]
+    values = unit_values(model, sents, args.layer, d, kind, args.unit,
+                         _token_vectors(model, str(model.device)))
+    best = top_contexts(sents, values, args.show, args.lowest)
+    words = word_means(sents, values, args.show, args.lowest)
     doc = {"layer": args.layer, "direction": args.direction, "state": kind.value,
-           "unit": args.unit, "positions": len(values),
-           "top": [{"value": v, "sentence": s, "token": i, "word": sents[s][i],
-                    "left": " ".join(sents[s][max(0, i - 6):i]),
-                    "right": " ".join(sents[s][i + 1:i + 7])} for v, s, i in best],
-           "words": [{"word": w, "mean": m, "count": n} for m, n, w in words]}
+           "unit": args.unit, "positions": sum(len(v) for v in values),
+           "top": [{"value": c.value, "sentence": c.sentence, "token": c.token, "word": c.word,
+                    "left": c.left, "right": c.right} for c in best],
+           "words": [{"word": w, "mean": m, "count": n} for w, m, n in words]}
     if args.json:
         common.print_json(doc)
         return 0
     print(f"unit {args.unit} of {kind.value}, layer {args.layer} {args.direction}: the "
-          f"{'lowest' if args.lowest else 'highest'} of {len(values)} positions")
+          f"{'lowest' if args.lowest else 'highest'} of {doc['positions']} positions")
     for e in doc["top"]:
         print(f"{e['value']:8.3f}  {e['left'][-40:]:>40} [{e['word']}] {e['right'][:40]}")
     print("words by mean value:")
     for e in doc["words"]:
         print(f"{e['mean']:8.3f}  {e['word']} ({e['count']})")
+    return 0
+
+
+# ---- pattern ----------------------------------------------------------------------------------
+def _span(text: str) -> Tuple[int, int]:
+    a, sep, b = text.partition(":")
+    try:
+        if not sep:
+            raise ValueError
+        return int(a), int(b)
+    except ValueError:
+        raise InputError(f"--span must be I:J (1-based word positions), got {text!r}") from None
+
+
+def run_pattern(args) -> int:
+    from elmo_engine.analysis.units.pattern import find_pattern
+    from elmo_engine.model.lstm_inspect import StateKind, parse_states
+
+    kinds = parse_states(args.state)
+    if len(kinds) != 1:
+        raise InputError("--state takes one state kind (c, i, f, o, g, m or h)")
+    kind: StateKind = kinds[0]
+    span = _span(args.span)
+    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
+
+    query = (args.sentence.split() if args.pretokenized
+             else tokenize(args.sentence, MAX_SENTENCE_TOKENS))[:MAX_SENTENCE_TOKENS]
+    if not query:
+        raise InputError("--sentence is empty")
+    name = args.corpus.name.lower()
+    labels = None
+    if name.endswith((".conllu", ".conllu.gz")):
+        import itertools
+
+        from elmo_engine.io.datasets.conllu import read_conllu
+
+        sents, count = [], 0
+        for s in itertools.islice(read_conllu(args.corpus, label="upos"), MAX_SENTENCES):
+            sents.append(s)
+            count += len(s)
+            if count >= DEFAULT_RANK_TOKENS:
+                break
+        corpus = [list(s.tokens) for s in sents]
+        labels = [list(s.labels) for s in sents]
+    else:
+        corpus = common.read_text(args.corpus, args.pretokenized,
+                                  max_tokens=DEFAULT_RANK_TOKENS).tokens
+    model = _load_model(args)
+    d = 0 if args.direction in ("forward", "fwd") else 1
+    res = find_pattern(model, query, span, args.threshold, args.layer, d, kind, corpus,
+                       labels=labels, show=args.show,
+                       token_vectors=_token_vectors(model, str(model.device)))
+    doc = {"query": list(res.query), "span": list(res.span),
+           "words": list(res.query[span[0] - 1:span[1]]), "threshold": res.threshold,
+           "layer": args.layer, "direction": ("forward", "backward")[d], "state": kind.value,
+           "on_units": list(res.on_units), "spans": res.spans,
+           "matches": [{"score": m.score, "shared": m.shared, "on": m.on,
+                        "sentence": m.sentence, "start": m.start, "end": m.end,
+                        "words": list(m.words), "left": m.left, "right": m.right,
+                        "pos": None if m.pos is None else list(m.pos)} for m in res.matches]}
+    if args.json:
+        common.print_json(doc)
+        return 0
+    print(f"{len(res.on_units)} units on (> {res.threshold:g}) over "
+          f"{' '.join(doc['words'])!r}: {' '.join(map(str, res.on_units[:40]))}"
+          f"{' …' if len(res.on_units) > 40 else ''}")
+    print(f"best of {res.spans} corpus spans (Jaccard of the on-sets; shared units / on):")
+    for m in res.matches:
+        pos = "" if m.pos is None else f"  [{' '.join(p or '_' for p in m.pos)}]"
+        print(f"{m.score:6.3f} {m.shared:4d}/{m.on:<4d} {m.left[-40:]:>40} "
+              f"[{' '.join(m.words)}] {m.right[:40]}{pos}")
     return 0
 
 
@@ -317,7 +396,14 @@ def run_ablate(args) -> int:
     softmax = load_softmax(model_folder(Path(checkpoint)), output_dim=model.opts.output_dim)
     layer = model.opts.n_layers - 1 if args.layer is None else args.layer
     _check_layers([layer], model)
-    sents = _labelled(args)
+    if any(getattr(args, n) is not None for n in ("conllu", "tsv", "demo")):
+        sents = _labelled(args)
+    else:                       # EWT train's Number beside the checkout, else the demo POS task
+        from elmo_engine.analysis.units.ablate import number_source
+
+        src = number_source(args.max_tokens, MAX_SENTENCES)
+        common.log(f"units ablate: no labelled tokens given: {src.name}, label {src.label}")
+        sents = list(src.sentences)
     vectors = _token_vectors(model, str(model.device))
     data = collect(model, sents, [kind], layers=[layer], max_tokens=args.max_tokens,
                    max_bytes=args.max_mib << 20, token_vectors=vectors)

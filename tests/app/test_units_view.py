@@ -70,6 +70,26 @@ def test_ranking_runs_as_a_job(qtbot, panel):
     assert set(rows[0]["curve"]) == {str(k) for k in RANK_KS if k <= 32}
     assert all(0 <= r["all"] <= 1 for r in rows)
     assert not panel.view.cancel_button.isEnabled()
+    from elmo_explorer.views.units import export
+
+    text = export.tsv(panel.model, "ranking").splitlines()
+    assert len(text) == 9 and text[1].split("\t")[:3] == ["0", "forward", "c"]
+    assert float(text[1].split("\t")[3]) == pytest.approx(rows[0]["all"], abs=1e-4)
+    panel.view.table.selectRow(3)
+    r = rows[3]
+    assert panel.view.iv_units.text() == " ".join(map(str, r["top"]["mean-diff"]))
+    assert panel.view.iv_state.currentText() == r["state"] and panel.view.iv_layer.value() == 0
+    # the row's first unit: its top contexts over the reference corpus, its values per tag
+    qtbot.waitUntil(lambda: panel.model.contexts is not None and panel.is_ready(),
+                    timeout=120000)
+    ctx = panel.model.contexts
+    assert ctx.choice.unit == r["top"]["mean-diff"][0] and ctx.choice.state == r["state"]
+    values = [c.value for c in ctx.highest]
+    assert values == sorted(values, reverse=True) and len(values) == 25
+    assert ctx.lowest[0].value <= ctx.lowest[-1].value <= values[-1]
+    assert ctx.histogram is not None and "NOUN" in ctx.histogram.counts
+    assert panel.view.contexts.rowCount() == 51
+    assert panel.view.contexts.item(0, 2).text() == ctx.highest[0].word
 
 
 def test_cancel_stops_the_ranking(qtbot, panel):
@@ -77,3 +97,193 @@ def test_cancel_stops_the_ranking(qtbot, panel):
     panel.cancel()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert panel.model.ranking == [] and "Cancelled" in panel.view.status.text()
+
+
+@pytest.fixture
+def demo_panel(qtbot, app_settings_dir):
+    """The panel on the bundled model (it has a softmax; the tiny checkpoint has none)."""
+    from conftest import REPO
+    from elmo_explorer.state.workspace import ModelSpec, Workspace
+
+    w = Workspace()
+    with qtbot.waitSignal(w.model_changed, timeout=60000):
+        w.load_model(ModelSpec(str(REPO / "resources" / "demo_model"), device="cpu"))
+    p = UnitsPanel(w)
+    qtbot.addWidget(p)
+    w.set_sentences(SENTENCES)
+    qtbot.waitUntil(lambda: p.model.sentence is not None and p.is_ready(), timeout=60000)
+    yield p
+    assert w.worker.shutdown(timeout_s=60)
+
+
+def test_intervention_without_a_softmax_is_one_line(qtbot, panel):
+    panel.view.iv_units.setText("0 1")
+    panel.intervene()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert "has no softmax" in panel.view.status.text() and panel.model.remeasure is None
+
+
+@pytest.fixture(scope="module")
+def softmax():
+    from conftest import REPO
+    from elmo_engine.model.softmax import load_softmax
+
+    return load_softmax(REPO / "resources" / "demo_model", output_dim=None)
+
+
+def test_intervention_panel_remeasures_before_and_after(qtbot, demo_panel, softmax):
+    from elmo_engine.analysis.units import token_predictions
+    from elmo_engine.model.lstm_inspect import Intervention, Op, StateKind, patch_from
+
+    panel, ws = demo_panel, demo_panel.ws
+    v = panel.view
+    v.iv_units.setText("7,x")                                        # a bad unit: one line
+    panel.intervene()
+    assert "'x'" in v.status.text() and panel.jobs.is_idle()
+    v.iv_layer.setValue(1)
+    v.iv_direction.setCurrentText("forward")
+    v.iv_units.setText("78 403 10-11")
+    v.iv_op.setCurrentText("zero")
+    panel.intervene()
+    qtbot.waitUntil(lambda: panel.model.remeasure is not None and panel.is_ready(),
+                    timeout=120000)
+    res = panel.model.remeasure
+    assert res.spec.units == (10, 11, 78, 403) and res.spec.position == 0
+    model = ws.embedder.model
+    tokens = SENTENCES[0].split()
+    ivs = [Intervention(1, 0, StateKind.C, (10, 11, 78, 403), Op.ZERO)]
+    want = token_predictions(model, softmax, tokens, ivs)
+    assert np.allclose(res.after.surprisal, want.surprisal, atol=1e-4)
+    assert res.after.top == want.top
+    assert np.allclose(res.before.surprisal, token_predictions(model, softmax, tokens).surprisal,
+                       atol=1e-4)
+    assert res.after.surprisal[1] == pytest.approx(res.before.surprisal[1], abs=1e-4)
+    assert v.iv_words.rowCount() == len(tokens) and v.iv_pairs.rowCount() == 4
+    assert v.iv_pairs.item(0, 0).text() == "all"
+    assert all(0 <= x <= 1 for x in res.pairs_after.overall)
+    # patch: the donor's cells at word 2 written into the sentence at word 2
+    v.iv_op.setCurrentText("patch")
+    v.iv_units.setText("0-511")
+    v.iv_position.setValue(2)
+    v.iv_donor.setText("The keys to the cabinet are here .")
+    panel.intervene()
+    qtbot.waitUntil(lambda: panel.model.remeasure.spec.op == "patch" and panel.is_ready(),
+                    timeout=120000)
+    iv = patch_from(model, "The keys to the cabinet are here .".split(), 1, 0, StateKind.C, 2,
+                    range(512))
+    want = token_predictions(model, softmax, tokens, [iv])
+    got = panel.model.remeasure.after
+    assert np.allclose(got.surprisal, want.surprisal, atol=1e-4)
+    assert got.surprisal[0][0] == pytest.approx(res.before.surprisal[0][0], abs=1e-4)
+    assert abs(got.surprisal[0][2] - res.before.surprisal[0][2]) > 0.01
+
+
+def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, monkeypatch):
+    from functools import partial
+
+    from elmo_engine.analysis.units import pair_accuracy
+    from elmo_explorer.views.units import controller
+    from elmo_explorer.views.units.model import bundled_minimal_pairs, number_showcase
+
+    panel, ws = demo_panel, demo_panel.ws
+    monkeypatch.setattr(controller, "number_showcase",
+                        partial(number_showcase, ks=(1, 2), seeds=2, max_tokens=400))
+    panel.run_showcase()
+    panel.cancel()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert panel.model.showcase == [] and "Cancelled" in panel.view.status.text()
+    panel.run_showcase()
+    assert panel.view.cancel_button.isEnabled() and not panel.view.showcase_button.isEnabled()
+    qtbot.waitUntil(lambda: bool(panel.model.showcase) and panel.is_ready(), timeout=240000)
+    rows = panel.model.showcase
+    assert [(r["set"], r["k"]) for r in rows[:3]] == [("all", 0), ("all", 1), ("all", 2)]
+    assert len(rows) == 3 * 4 and panel.view.showcase.rowCount() == 12
+    base = pair_accuracy(ws.embedder.model, softmax, bundled_minimal_pairs())
+    assert rows[0]["top"] == pytest.approx(list(base.overall))
+    assert all(len(r["random"]) == 3 and r["random"][0][1] >= 0 for r in rows if r["k"])
+    assert "top cells forward" in panel.view.showcase_note.text()
+    from elmo_explorer.views.units import export
+
+    text = export.tsv(panel.model, "showcase").splitlines()
+    assert text[0].startswith("# ") and len(text) == 2 + 12
+    row = text[3].split("\t")                                        # all, k = 1
+    assert row[:2] == ["all", "1"] and float(row[5]) == pytest.approx(rows[1]["random"][0][0],
+                                                                      abs=1e-4)
+
+
+def test_exports_and_the_panel_in_a_workspace(qtbot, demo_panel, tmp_path):
+    from elmo_explorer.views.units import export
+    from elmo_explorer.views.units.model import UnitsModel
+
+    panel = demo_panel
+    v = panel.view
+    assert not any(export.has(panel.model, k) for k in ("ranking", "intervention", "showcase"))
+    with pytest.raises(LookupError):
+        export.write_tsv(panel.model, "ranking", tmp_path / "r.tsv")
+    v.iv_units.setText("78 403")
+    v.iv_direction.setCurrentText("both")
+    v.iv_op.setCurrentText("scale")
+    v.iv_value.setValue(-1.5)
+    v.iv_position.setValue(3)
+    panel.intervene()
+    qtbot.waitUntil(lambda: panel.model.remeasure is not None and panel.is_ready(),
+                    timeout=120000)
+    res = panel.model.remeasure
+    out = export.write_tsv(panel.model, "intervention", tmp_path / "iv.tsv")
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("# layer 1 both c, units 78 403 scaled by -1.5 from word 3")
+    first = lines[2].split("\t")
+    assert first[:2] == ["1", "He"] and float(first[5]) == pytest.approx(
+        res.after.surprisal[0][0], abs=1e-4)
+    assert any(line.startswith("all\t") for line in lines)
+    assert [a.text() for a in panel.export_actions() if a.isEnabled()] == [
+        "Intervention before → after (TSV)…", "Gate means per word (PNG/SVG/PDF)…"]
+    png = export.write_figure(panel.model, tmp_path / "gates.png")
+    assert png[0].stat().st_size > 5000
+    # the panel's fields are saved with a workspace and come back; bad values are dropped
+    state = panel.view_state()
+    fresh = UnitsModel()
+    fresh.restore(state)
+    assert fresh.panel["units"] == "78 403" and fresh.panel["op"] == "scale"
+    assert fresh.panel["value"] == -1.5 and fresh.panel["direction"] == "both"
+    state["panel"].update(op="explode", position=-4, units=7)
+    fresh.restore(state)
+    assert "op" not in fresh.panel and "position" not in fresh.panel and "units" not in fresh.panel
+    v.iv_units.setText("")
+    v.iv_op.setCurrentText("zero")
+    panel.restore_view_state(panel.view_state() | {"panel": {"units": "1 2", "op": "clamp"}})
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert v.iv_units.text() == "1 2" and v.iv_op.currentText() == "clamp"
+
+
+def test_pattern_search_in_the_view(qtbot, demo_panel):
+    from elmo_engine.analysis.units.pattern import find_pattern
+    from elmo_engine.model.lstm_inspect import StateKind
+    from elmo_explorer.views.units.model import PATTERN_SHOW, pattern_corpus
+
+    panel = demo_panel
+    v = panel.view
+    v.p_layer.setValue(1)
+    v.p_start.setValue(4)
+    v.p_end.setValue(5)                                               # "the bank"
+    v.p_threshold.setValue(0.3)
+    panel.pattern()
+    qtbot.waitUntil(lambda: panel.model.pattern is not None and panel.is_ready(),
+                    timeout=120000)
+    res = panel.model.pattern
+    sents, labels = pattern_corpus()
+    want = find_pattern(panel.ws.embedder.model, SENTENCES[0].split(), (4, 5), 0.3, 1, 0,
+                        StateKind.C, sents, labels=labels, show=PATTERN_SHOW,
+                        token_vectors=panel.ws.embedder.token_vectors)
+    assert res.on_units == want.on_units and len(res.on_units) > 0
+    assert [(m.sentence, m.start) for m in res.matches] == [(m.sentence, m.start)
+                                                            for m in want.matches]
+    assert [m.score for m in res.matches] == pytest.approx([m.score for m in want.matches])
+    assert v.pattern.rowCount() == PATTERN_SHOW and v.pattern.item(0, 3).text() == " ".join(
+        res.matches[0].words)
+    assert all(m.pos is not None and len(m.pos) == 2 for m in res.matches)
+    v.p_start.setValue(9)                                             # past the sentence
+    v.p_end.setValue(12)
+    panel.pattern()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert "9:12" in v.status.text() and "words 1 … 9" in v.status.text()

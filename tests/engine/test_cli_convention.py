@@ -53,7 +53,7 @@ class Row:
 #: the commands that read sentence files, tokenized as typed text unless --pretokenized
 TEXT_READERS = {"embed", "train-lm", "eval-lm", "lm", "contexts", "project", "export vectors",
                 "layers", "index", "search", "chars perturb", "chars nonce",
-                "units top"}
+                "units top", "units pattern"}
 CK = ("--checkpoint", "{tiny}", "--device", "cpu")
 TABLE: Dict[str, Row] = {
     "info": Row(("info", "--checkpoint", "{tiny}"),
@@ -93,6 +93,10 @@ TABLE: Dict[str, Row] = {
                       bad=("units", "rank", "--tsv", "{missing}", *CK)),
     "units top": Row(("units", "top", "{text}", "--unit", "3", "--show", "3", *CK),
                      bad=("units", "top", "{missing}", "--unit", "3", *CK)),
+    "units pattern": Row(("units", "pattern", "{text}", "--sentence", "the bank", "--span", "1:2",
+                          "--threshold", "-100", *CK),
+                         bad=("units", "pattern", "{missing}", "--sentence", "a b", "--span",
+                              "1:2", *CK)),
     "units ablate": Row(("units", "ablate", "--tsv", "{labelled}", "--pairs", "{pairs}", "--k", "1",
                          "--seeds", "2", "--device", "cpu"),
                         bad=("units", "ablate", "--tsv", "{labelled}", "--pairs", "{missing}",

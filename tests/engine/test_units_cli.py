@@ -77,3 +77,51 @@ def test_bad_input_is_one_line(files, capsys, argv, message):
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err
+
+
+def test_ablate_without_labelled_tokens_reads_ewt_else_the_demo_task(capsys, monkeypatch):
+    from conftest import REPO
+    from elmo_engine.analysis.units import ablate as mod
+
+    pairs = ["--pairs", str(REPO / "resources" / "minimal_pairs" / "agreement_attractors.tsv")]
+    args = ["units", "ablate", "--max-tokens", "300", "--k", "1", "--seeds", "1", *pairs,
+            "--device", "cpu"]                          # the bundled model: it has a softmax
+    if mod.default_ewt_train() is not None:
+        doc = run_json(args, capsys)
+        assert set(doc["classes"]) <= {"Sing", "Plur", "Ptan"} and 250 <= doc["tokens"] <= 300
+    monkeypatch.setattr(mod, "default_ewt_train", lambda: None)
+    doc = run_json(args, capsys)
+    assert "NOUN" in doc["classes"] and "VERB" in doc["classes"] and doc["pairs"] == 30
+
+
+def test_pattern_document_and_errors(files, tmp_path, capsys):
+    text, _ = files
+    conllu = tmp_path / "c.conllu"
+    rows = []
+    for s in SENTENCES:
+        for k, w in enumerate(s.split(), 1):
+            rows.append(f"{k}\t{w}\t_\t{'PUNCT' if w == '.' else 'X'}\t_\t_\t0\tdep\t_\t_")
+        rows.append("")
+    conllu.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    args = ["units", "pattern", "--sentence", "She went to the bank .", "--span", "4:5",
+            "--threshold", "-5", "--state", "h", "--layer", "1", "--direction", "bwd",
+            "--show", "3", *CK]
+    doc = run_json(args[:2] + [str(text)] + args[2:], capsys)
+    assert doc["words"] == ["the", "bank"] and doc["direction"] == "backward"
+    assert doc["spans"] == sum(len(s.split()) - 1 for s in SENTENCES)
+    assert len(doc["on_units"]) > 0 and len(doc["matches"]) == 3
+    scores = [m["score"] for m in doc["matches"]]
+    assert scores == sorted(scores, reverse=True) and doc["matches"][0]["pos"] is None
+    # the query's own span is in the corpus: a threshold below every value turns every unit
+    # on everywhere, so every span scores 1 and the first wins
+    assert scores[0] == 1.0 and doc["matches"][0]["sentence"] == 0
+    doc = run_json(args[:2] + [str(conllu)] + args[2:], capsys)
+    assert len(doc["matches"][0]["pos"]) == 2
+    assert set(doc["matches"][0]["pos"]) <= {"X", "PUNCT"}
+    for bad, says in ((["--span", "5"], "--span must be I:J"),
+                      (["--span", "6:9"], "--span 6:9"),
+                      (["--threshold", "50"], "lower the threshold")):
+        argv = ["units", "pattern", str(text), "--sentence", "She went to the bank .",
+                "--span", "4:5", *CK] + bad
+        assert main(argv) == 1
+        assert says in capsys.readouterr().err

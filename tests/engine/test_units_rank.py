@@ -171,3 +171,113 @@ def test_collect_is_bounded_before_it_allocates():
     with pytest.raises(InputError, match="no labelled"):
         collect(model, [LabelledSentence(("a",), (None,))], [StateKind.C],
                 token_vectors=planted_vectors)
+
+
+def test_token_predictions_are_the_language_model_views_and_move_under_an_intervention(demo):
+    from elmo_engine.analysis.language_model.predictions import predict
+    from elmo_engine.analysis.units import token_predictions
+    from elmo_engine.embed.embedder import Embedder
+
+    model, softmax = demo
+    sent = ("The", "keys", "to", "the", "cabinet", "are", "here", ".")
+    ref = predict(Embedder(model, device="cpu"), softmax, [sent], top_k=1,
+                  all_substitutes=True)[0]
+    got = token_predictions(model, softmax, sent)
+    assert got.words == sent
+    for d, recs in enumerate((ref.forward, ref.backward)):
+        assert np.allclose(got.surprisal[d], [r.surprisal for r in recs], atol=1e-3)
+        assert got.top[d] == tuple(r.top[0].word for r in recs)
+    # zero every cell of the top layer's forward LM from word 3 on: the forward surprisal of
+    # words 1-2 is unchanged (position t acts from t on), later ones move; backward untouched
+    iv = Intervention(1, 0, StateKind.C, tuple(range(model.opts.lstm_dim)), Op.ZERO, position=3)
+    after = token_predictions(model, softmax, sent, [iv])
+    assert np.allclose(after.surprisal[0][:2], got.surprisal[0][:2], atol=1e-4)
+    assert max(abs(a - b) for a, b in zip(after.surprisal[0][3:], got.surprisal[0][3:])) > 0.1
+    assert np.allclose(after.surprisal[1], got.surprisal[1], atol=1e-4)
+    with pytest.raises(InputError, match="empty"):
+        token_predictions(model, softmax, ())
+
+
+def test_number_source_falls_back_to_the_demo_task(monkeypatch):
+    from elmo_engine.analysis.units import ablate as mod
+
+    monkeypatch.setattr(mod, "default_ewt_train", lambda: None)
+    src = mod.number_source(300)
+    assert src.label == "upos" and "demo" in src.name
+    assert 300 <= sum(len(s.targets()) for s in src.sentences) < 300 + 60
+    if (REPO.parent / "shared" / "data" / "ud_english_ewt").exists():
+        monkeypatch.undo()
+        ewt = mod.number_source(200)
+        assert ewt.label == "feats:Number" and "EWT" in ewt.name
+        labels = {t for s in ewt.sentences for t in s.labels if t is not None}
+        assert labels <= {"Sing", "Plur", "Ptan"} and {"Sing", "Plur"} <= labels
+
+
+def test_unit_contexts_values_top_lines_and_histogram(demo):
+    from elmo_engine.analysis.units.contexts import (label_histogram, top_contexts,
+                                                     unit_values, word_means)
+
+    model, _ = demo
+    sents = [s.split() for s in ("The keys to the cabinet are here .", "A dog barks .",
+                                 "They sat by the river bank all day .")]
+    vals = unit_values(model, sents, 1, 0, StateKind.C, 78)
+    assert [len(v) for v in vals] == [len(s) for s in sents]
+    tok, lengths = framed_tokens(model, sents)
+    res = inspect(model, tok, lengths, Capture(kinds=(StateKind.C,), layers=(1,),
+                                               directions=(0,), dtype=torch.float32))
+    full = res.states[(1, 0, StateKind.C)][:, :, 78].numpy()
+    for r, s in enumerate(sents):
+        assert np.allclose(vals[r], full[r, 1:len(s) + 1], atol=1e-6)
+    flat = sorted((float(v) for vv in vals for v in vv), reverse=True)
+    top = top_contexts(sents, vals, 4)
+    assert [c.value for c in top] == pytest.approx(flat[:4])
+    c = top[0]
+    assert c.word == sents[c.sentence][c.token]
+    assert c.left.split() == sents[c.sentence][max(0, c.token - 6):c.token]
+    low = top_contexts(sents, vals, 2, lowest=True)
+    assert [x.value for x in low] == pytest.approx(sorted(flat)[:2])
+    words = word_means(sents, vals, 3)
+    assert words[0][1] >= words[1][1] >= words[2][1] and words[0][2] >= 1
+    labels = [["N" if w[0].isupper() else ("P" if w == "." else None) for w in s]
+              for s in sents]
+    h = label_histogram(labels, vals, bins=8)
+    assert list(h.counts) == ["P", "N"] or list(h.counts) == ["N", "P"]
+    assert int(h.counts["N"].sum()) == 3 and int(h.counts["P"].sum()) == 3
+    assert h.means["P"] == pytest.approx(np.mean([v[-1] for v in vals]))
+    with pytest.raises(InputError, match="unit 512"):
+        unit_values(model, sents, 1, 0, StateKind.C, 512)
+
+
+def test_pattern_search_finds_the_planted_pattern_first():
+    """The planted cell is on (≈ +1) on capitalised words: the query "Paris London" at
+    threshold 0.9 turns on only that cell, and the one corpus span of two capitals is found
+    first with Jaccard 1; spans of one capital score 0."""
+    from elmo_engine.analysis.units.pattern import find_pattern, span_on
+
+    model = planted_model()
+    rng = np.random.default_rng(1)
+    lower = [w for w in WORDS if w.islower()]
+    corpus = [[str(w) for w in rng.choice(lower, size=6)] for _ in range(40)]
+    for s in corpus[5:25:4]:
+        s[2] = "Anna"                                               # single capitals
+    corpus[30][3:5] = ["Rome", "York"]                              # the planted pattern
+    labels = [["PROPN" if w[0].isupper() else "X" for w in s] for s in corpus]
+    res = find_pattern(model, ["the", "Paris", "London", "ran"], (2, 3), 0.9, 0, 0,
+                       StateKind.C, corpus, labels=labels, show=5,
+                       token_vectors=planted_vectors)
+    assert res.on_units == (UNIT,)
+    assert res.spans == sum(len(s) - 1 for s in corpus)
+    best = res.matches[0]
+    assert (best.sentence, best.start, best.end) == (30, 4, 5)
+    assert best.words == ("Rome", "York") and best.pos == ("PROPN", "PROPN")
+    assert best.score == 1.0 and best.shared == 1
+    assert all(m.score < 1.0 for m in res.matches[1:])
+    assert best.left.split() == corpus[30][:3]
+    on = span_on(np.array([[1.0, 0.2], [0.8, 0.9], [0.7, 0.1]]), 2, 0.5)
+    assert on.tolist() == [[True, False], [True, False]]
+    with pytest.raises(InputError, match="--span 3:5"):
+        find_pattern(model, ["a", "b", "c"], (3, 5), 0.5, 0, 0, StateKind.C, corpus,
+                     token_vectors=planted_vectors)
+    with pytest.raises(InputError, match="lower the threshold"):
+        find_pattern(model, ["the", "Paris"], (1, 2), 0.5, 0, 0, StateKind.C, corpus,
+                     token_vectors=planted_vectors)

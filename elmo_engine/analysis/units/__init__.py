@@ -6,12 +6,13 @@ and by the class-mean difference, with the top-k against random-k curve; ``ablat
 minimal pairs with units zeroed (Lakretz et al. 2019). See docs/guide/units.md.
 """
 from elmo_engine.analysis.units.ablate import (Accuracy, AblationResult, AblationRow,
-                                               ablation_experiment, pair_accuracy,
-                                               sentence_log_probs)
+                                               WordPredictions, ablation_experiment,
+                                               pair_accuracy, sentence_log_probs,
+                                               token_predictions)
 from elmo_engine.analysis.units.collect import UnitData, collect
 from elmo_engine.analysis.units.rank import (CurvePoint, Method, RankSettings, UnitRanking,
                                              rank_units)
 
 __all__ = ["Accuracy", "AblationResult", "AblationRow", "CurvePoint", "Method", "RankSettings",
            "UnitData", "UnitRanking", "ablation_experiment", "collect", "pair_accuracy",
-           "rank_units", "sentence_log_probs"]
+           "rank_units", "sentence_log_probs", "token_predictions", "WordPredictions"]

@@ -7,18 +7,22 @@ as :func:`~elmo_engine.analysis.language_model.pairs.score_pairs` when there are
 :func:`ablation_experiment` is Lakretz et al.'s experiment on the model at hand: per direction,
 the top-k units of a ranking zeroed at every position against k units drawn at random (not among
 the top k; one draw per seed), the accuracy of that direction's LM, and of both combined with
-both ablations, reported as mean ± sd over the seeds.
+both ablations, reported as mean ± sd over the seeds. :func:`token_predictions` is one
+sentence word by word: each LM's surprisal of each word and its top prediction, with the
+interventions of the call (the before / after of the Units view's intervention panel).
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
 from elmo_engine.analysis.language_model.pairs import MinimalPair
+from elmo_engine.errors import InputError
 from elmo_engine.model.lstm_inspect import Intervention, Op, StateKind, framed_tokens, inspect
 from elmo_engine.progress import TaskState, check, report
 
@@ -59,6 +63,43 @@ def sentence_log_probs(model, softmax, sentences: Sequence[Sequence[str]],
     for (r, d), v in zip(owner, logp.tolist()):
         total[r, d] += v
     return total
+
+
+LN2 = math.log(2.0)
+
+
+@dataclass(frozen=True)
+class WordPredictions:
+    """One sentence word by word, per direction (0 forward, 1 backward): ``surprisal[d]`` of
+    each word in bits (−log₂ p) and ``top[d]`` the LM's most probable word at that position."""
+
+    words: Tuple[str, ...]
+    surprisal: Tuple[Tuple[float, ...], Tuple[float, ...]]
+    top: Tuple[Tuple[str, ...], Tuple[str, ...]]
+
+
+def token_predictions(model, softmax, sentence: Sequence[str],
+                      interventions: Sequence[Intervention] = (), token_vectors=None
+                      ) -> WordPredictions:
+    """Each LM's surprisal of each word of ``sentence`` and its top prediction there, on the
+    step path with ``interventions`` (without any: the Language model view's numbers)."""
+    sent = list(sentence)
+    n = len(sent)
+    if n == 0:
+        raise InputError("an empty sentence has nothing to predict")
+    tok, lengths = framed_tokens(model, [sent], token_vectors)
+    top = inspect(model, tok, lengths, interventions=interventions).layers[-1][0]  # (T, 2·out)
+    out = model.opts.output_dim
+    h = torch.cat([top[0:n, :out], top[2:n + 2, out:]]).float()      # word i: rows i and n + i
+    tgt = torch.cat([softmax.ids(sent), softmax.ids(sent)])
+    logits = torch.addmm(softmax.b, h, softmax.w.float().t())         # (2n, V)
+    logp = (logits.gather(1, tgt[:, None])[:, 0] - torch.logsumexp(logits, 1)).double()
+    best = logits.argmax(1).tolist()
+    bits = (-logp / LN2).tolist()
+    words = [softmax.tokens[int(i)] for i in best]
+    return WordPredictions(words=tuple(sent),
+                           surprisal=(tuple(bits[:n]), tuple(bits[n:])),
+                           top=(tuple(words[:n]), tuple(words[n:])))
 
 
 @dataclass(frozen=True)
@@ -162,3 +203,78 @@ def ablation_experiment(model, softmax, pairs: Sequence[MinimalPair], layer: int
 
 def fmt_pm(mean: float, sd: float) -> str:
     return f"{mean:.3f} ± {sd:.3f}" if not math.isnan(sd) else f"{mean:.3f}"
+
+
+#: the labelled words of the Number experiment when the user names none
+NUMBER_LABEL = "feats:Number"
+
+
+def default_ewt_train() -> Optional[Path]:
+    """UD English EWT train in the shared data beside a source checkout
+    (``../shared/data/ud_english_ewt/en_ewt-ud-train.conllu.gz``), or None."""
+    repo = Path(__file__).resolve().parents[3]
+    path = repo.parent / "shared" / "data" / "ud_english_ewt" / "en_ewt-ud-train.conllu.gz"
+    return path if path.exists() else None
+
+
+@dataclass(frozen=True)
+class NumberSource:
+    """Where the labelled words of :func:`number_units_experiment` come from: ``label`` is
+    ``feats:Number`` on EWT, ``upos`` on the bundled demo POS task (the fallback)."""
+
+    name: str
+    label: str
+    sentences: Tuple
+
+
+def number_source(max_tokens: int, max_sentences: int = 200_000) -> NumberSource:
+    """EWT train's words with a ``Number`` feature (:func:`default_ewt_train`) up to
+    ``max_tokens`` labelled words; without EWT the bundled demo POS task's UPOS tags (it
+    carries no FEATS): the ranking is then for part of speech, and says so."""
+    import itertools
+
+    ewt = default_ewt_train()
+    if ewt is not None:
+        from elmo_engine.io.datasets.conllu import read_conllu
+
+        it = read_conllu(ewt, label=NUMBER_LABEL)
+        name, label = "UD English EWT train", NUMBER_LABEL
+    else:
+        from elmo_engine.io.datasets.demo import load_demo_task
+
+        it = iter(load_demo_task("pos", "train"))
+        name, label = "the demo POS task (no EWT found)", "upos"
+    out, count = [], 0
+    for sent in itertools.islice(it, max_sentences):
+        out.append(sent)
+        count += len(sent.targets())
+        if count >= max_tokens:
+            break
+    return NumberSource(name=name, label=label, sentences=tuple(out))
+
+
+def number_units_experiment(model, softmax, pairs: Sequence[MinimalPair], ks: Sequence[int],
+                            seeds: int, max_tokens: int, layer: Optional[int] = None,
+                            source: Optional[NumberSource] = None, token_vectors=None,
+                            task: Optional[TaskState] = None
+                            ) -> Tuple[NumberSource, AblationResult]:
+    """``units ablate``'s computation with its defaults: the cells of ``layer`` (default the
+    top) ranked per direction by the class-mean difference on :func:`number_source`, then
+    :func:`ablation_experiment` on ``pairs``."""
+    from elmo_engine.analysis.units.collect import collect
+    from elmo_engine.analysis.units.rank import Method, RankSettings, rank_units
+
+    src = number_source(max_tokens) if source is None else source
+    layer = model.opts.n_layers - 1 if layer is None else layer
+    kind = StateKind.C
+    report(task, 0, 1, f"gathering the cells on {src.name}")
+    data = collect(model, list(src.sentences), [kind], layers=[layer], max_tokens=max_tokens,
+                   token_vectors=token_vectors, state=task)
+    check(task)
+    report(task, 0, 1, "ranking the cells")
+    ranked = rank_units(data, RankSettings(ks=()), keys=[(layer, 0, kind), (layer, 1, kind)],
+                        state=task)
+    order = {r.key[1]: [int(u) for u in r.order[Method.MEAN_DIFF]] for r in ranked}
+    res = ablation_experiment(model, softmax, pairs, layer, kind, order, ks, seeds=seeds,
+                              token_vectors=token_vectors, task=task)
+    return src, res

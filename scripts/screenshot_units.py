@@ -1,0 +1,66 @@
+"""Picture the Units view's intervention panel on the bundled model: docs/images/units.png.
+
+The sentence *The keys to the cabinet are on the table .*, cells 78 and 403 of the top layer's
+forward LM (the two ``Number`` cells of docs/guide/units.md) zeroed at every position, re-measured
+before → after; then the Unit tab with cell 78's top contexts (``OUT`` with ``-unit`` before the
+extension). Needs a display at 1280×800, e.g.::
+
+    xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshot_units.py docs/images/units.png
+"""
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+
+def main(out: Path) -> int:
+    app = QApplication(sys.argv[:1])
+    from elmo_explorer.shell.main_window import MainWindow
+    from elmo_explorer.state.settings import AppSettings
+    from elmo_explorer.views.units.model import UnitChoice
+
+    w = MainWindow(AppSettings(tempfile.mkdtemp()), views=("units",))
+    w.resize(1280, 800)
+    w.show()
+    w.start(None, None, None)
+
+    def wait(cond, seconds: float = 300) -> None:
+        end = time.time() + seconds
+        while time.time() < end:
+            app.processEvents()
+            if cond():
+                for _ in range(20):
+                    app.processEvents()
+                return
+            time.sleep(0.02)
+        raise SystemExit("timed out")
+
+    p = w.panels["units"]
+    w.show_view("units")
+    wait(lambda: w.workspace.embedder is not None and p.model.sentence is not None
+         and p.is_ready())
+    w.workspace.set_sentences(["The keys to the cabinet are on the table ."])
+    wait(lambda: p.model.sentence is not None and p.model.sentence.tokens[1] == "keys"
+         and p.is_ready())
+    v = p.view
+    v.iv_layer.setValue(1)
+    v.iv_direction.setCurrentText("forward")
+    v.iv_units.setText("78 403")
+    v.iv_op.setCurrentText("zero")
+    p.intervene()
+    wait(lambda: p.model.remeasure is not None and p.is_ready())
+    w.grab().save(str(out))
+    v.set_unit_choice(UnitChoice(1, "forward", "c", 78))
+    p.contexts()
+    wait(lambda: p.model.contexts is not None and p.is_ready())
+    w.grab().save(str(out.with_name(out.stem + "-unit" + out.suffix)))
+    w.workspace.worker.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1] if len(sys.argv) > 1 else "units.png")))
