@@ -102,7 +102,7 @@ def test_cancel_stops_the_ranking(qtbot, panel):
 @pytest.fixture
 def demo_panel(qtbot, app_settings_dir):
     """The panel on the bundled model (it has a softmax; the tiny checkpoint has none)."""
-    from conftest import REPO
+    from support import REPO
     from elmo_explorer.state.workspace import ModelSpec, Workspace
 
     w = Workspace()
@@ -125,7 +125,7 @@ def test_intervention_without_a_softmax_is_one_line(qtbot, panel):
 
 @pytest.fixture(scope="module")
 def softmax():
-    from conftest import REPO
+    from support import REPO
     from elmo_engine.model.softmax import load_softmax
 
     return load_softmax(REPO / "resources" / "demo_model", output_dim=None)

@@ -80,7 +80,7 @@ def test_bad_input_is_one_line(files, capsys, argv, message):
 
 
 def test_ablate_without_labelled_tokens_reads_ewt_else_the_demo_task(capsys, monkeypatch):
-    from conftest import REPO
+    from support import REPO
     from elmo_engine.analysis.units import ablate as mod
 
     pairs = ["--pairs", str(REPO / "resources" / "minimal_pairs" / "agreement_attractors.tsv")]

@@ -20,7 +20,7 @@ from elmo_engine.analysis.language_model import (PairScore, ReachMatrix, Sentenc
 from elmo_engine.analysis.language_model.report import (BUNDLED, RECORDED_PAIRS,
                                                         read_recorded_pairs, reach_rows)
 from elmo_engine.io.figures.language_model import (RANK_COLORS, RANK_LABELS, RANK_TEXT_COLORS, rank_bin)
-from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_PATTERN
+from elmo_explorer.views.softmax_files import missing_softmax_line
 
 __all__ = ["RANK_COLORS", "RANK_LABELS", "RANK_TEXT_COLORS", "RECORDED_PAIRS", "rank_bin",
            "read_recorded_pairs", "LanguageModelModel", "LMOptions", "LRU",
@@ -59,17 +59,6 @@ class LRU(Generic[K, V]):
 
     def __len__(self) -> int:
         return len(self._d)
-
-
-def missing_softmax_line(folder: Path) -> Optional[str]:
-    """One line naming the softmax file missing beside a checkpoint folder and where to get it,
-    or None when one is there (the engine reads and checks it)."""
-    folder = Path(folder)
-    if (folder / OWN_SOFTMAX).is_file() or any(f.is_file() for f in folder.glob(PUBLISHED_PATTERN)):
-        return None
-    return (f"No predictions: {folder.name or folder} has no softmax ({PUBLISHED_PATTERN} + "
-            f"vocab*.txt, or {OWN_SOFTMAX} + {OWN_VOCAB}); get it with File → Get a published "
-            "model… or `elmo-explorer models get original --with-softmax`. Reach works without.")
 
 
 @dataclass

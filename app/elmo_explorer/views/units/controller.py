@@ -285,7 +285,7 @@ class UnitsPanel(PanelDefaults, QWidget):
                 from elmo_engine.errors import InputError
 
                 raise InputError("the checkpoint's folder is unknown: no softmax to predict with")
-            from elmo_explorer.views.language_model.model import missing_softmax_line
+            from elmo_explorer.views.softmax_files import missing_softmax_line
             from elmo_engine.model.softmax import load_softmax
 
             missing = missing_softmax_line(folder)
