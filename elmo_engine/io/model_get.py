@@ -21,7 +21,8 @@ from elmo_engine.errors import CheckpointError, InputError
 from elmo_engine.io.catalogue import (MIRROR_ENV, CatalogueFile, PublishedModel, base_url,
                                       load_catalogue)
 from elmo_engine.io.download import Deadlines, DownloadError, fetch_any, make_opener
-from elmo_engine.io.model_store import (FileRecord, ModelStatus, model_dir, model_status,
+from elmo_engine.io.model_store import (FileRecord, ModelStatus, download_lock, model_dir,
+                                        model_status,
                                         file_size, read_manifest, sha256_file, staging_dir,
                                         write_manifest)
 from elmo_engine.progress import TransferState, check
@@ -56,7 +57,9 @@ def get_model(name: str, with_softmax: bool = False, state: Optional[TransferSta
     base = base_url()
     stage.mkdir(parents=True, exist_ok=True)
     try:
-        with _download_lock(name):
+        # one download of a model at a time (the CLI and the app, two terminals)
+        with download_lock(name, f"another download of '{name}' is running (lock {{path}}); "
+                                 "wait for it, or stop it first"):
             try:
                 new = _download(todo, stage, base, state, deadlines=deadlines,
                                 retries=retries, backoff_s=backoff_s)
@@ -71,33 +74,6 @@ def get_model(name: str, with_softmax: bool = False, state: Optional[TransferSta
         with contextlib.suppress(OSError):
             stage.parent.rmdir()                 # .incoming, when no other download waits
     return model_status(name)
-
-
-@contextlib.contextmanager
-def _download_lock(name: str):
-    """One download of a model at a time (the CLI and the app, two terminals): an advisory lock
-    on ``.incoming/NAME.lock``, released by the system if the process dies. Without ``fcntl``
-    (Windows) there is no lock."""
-    try:
-        import fcntl
-    except ImportError:                          # pragma: no cover - Windows
-        yield
-        return
-    path = staging_dir(name).with_name(name + ".lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise InputError(f"another download of '{name}' is running (lock {path}); wait "
-                             "for it, or stop it first") from None
-        try:
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                path.unlink()
-    finally:
-        os.close(fd)
 
 
 def _download(todo, stage: Path, base: str, state: Optional[TransferState],

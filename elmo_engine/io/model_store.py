@@ -68,30 +68,24 @@ def lock_path(name: str) -> Path:
 
 
 @contextlib.contextmanager
-def held_if_free(name: str):
-    """Hold ``name``'s download lock for the block, or raise :class:`InputError` when a download
-    of it runs (an advisory ``flock`` on :func:`lock_path`, the one ``models get`` takes; the
-    system releases it when a process dies). Without ``fcntl`` (Windows) there is no lock."""
+def download_lock(name: str, busy: str):
+    """Hold ``name``'s download lock (an advisory ``flock`` on :func:`lock_path`, released by the
+    system if the process dies) for the block, or raise :class:`InputError` ``busy`` (``{path}``
+    filled in) when another process holds it. Without ``fcntl`` (Windows) there is no lock.
+    Taken by ``models get`` (:func:`elmo_engine.io.model_get.get_model`) and, through
+    :func:`held_if_free`, by :func:`remove_model`."""
     try:
         import fcntl
     except ImportError:                          # pragma: no cover - Windows
         yield
         return
     path = lock_path(name)
-    if not path.parent.is_dir():                 # no .incoming: no download runs
-        yield
-        return
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    except OSError:
-        yield                                    # a read-only folder: nothing can download
-        return
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise InputError(f"'{name}' is being downloaded (lock {path}); wait for the "
-                             "download to finish or stop it, then remove it") from None
+            raise InputError(busy.format(path=path)) from None
         try:
             yield
         finally:
@@ -99,6 +93,25 @@ def held_if_free(name: str):
                 path.unlink()
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def held_if_free(name: str):
+    """Hold ``name``'s download lock for the block (:func:`download_lock`), or raise
+    :class:`InputError` when a download of it runs. No ``.incoming`` folder, or one that cannot
+    be written: no download can run, nothing to hold."""
+    path = lock_path(name)
+    if not path.parent.is_dir():                 # no .incoming: no download runs
+        yield
+        return
+    with contextlib.ExitStack() as held:
+        try:
+            held.enter_context(download_lock(
+                name, f"'{name}' is being downloaded (lock {{path}}); wait for the download "
+                      "to finish or stop it, then remove it"))
+        except OSError:                          # a read-only folder: nothing can download
+            pass
+        yield
 
 
 # ---- the manifest ------------------------------------------------------------------------------

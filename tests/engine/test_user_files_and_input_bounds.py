@@ -140,7 +140,7 @@ def test_index_never_replaces_files_of_a_folder_without_index_json(tmp_path, cap
 def test_models_remove_waits_for_a_running_get(tmp_path, monkeypatch, capsys):
     from model_server import use_data_folder
 
-    from elmo_engine.io import model_get, model_store
+    from elmo_engine.io import model_store
 
     use_data_folder(tmp_path / "data", monkeypatch)
     folder = model_store.model_dir("small")
@@ -148,7 +148,7 @@ def test_models_remove_waits_for_a_running_get(tmp_path, monkeypatch, capsys):
     (folder / "options.json").write_text("{}")
     model_store.staging_dir("small").mkdir(parents=True)
     (model_store.staging_dir("small") / "weights.hdf5.part").write_bytes(b"x" * 100)
-    with model_get._download_lock("small"):              # a `models get small` is running
+    with model_store.download_lock("small", "busy"):     # the lock a running `models get` holds
         before = snapshot(tmp_path / "data")
         code, err = cli(["models", "remove", "small"], capsys)
         assert code == 1 and "is being downloaded" in err and "small.lock" in err
