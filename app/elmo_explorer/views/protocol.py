@@ -73,3 +73,19 @@ class PanelDefaults:
 
     def restore_probe_runs(self, runs: List[dict]) -> None:
         """This view shows no probe runs."""
+
+
+class SettlesWithJobs:
+    """``is_ready`` for a view that settles once (it calls :meth:`_set_ready` when what it
+    shows is final, and clears ``_ready`` when a request starts) and is busy while its job
+    group (``self.jobs``) is not idle: ready is both. A panel lists it before ``QWidget``."""
+
+    _ready = False
+
+    def is_ready(self) -> bool:
+        return self._ready and self.jobs.is_idle()  # type: ignore[attr-defined]
+
+    def _set_ready(self) -> None:
+        self._ready = True
+        if self.jobs.is_idle():                     # type: ignore[attr-defined]
+            self.ready.emit()                       # type: ignore[attr-defined]

@@ -35,7 +35,7 @@ from elmo_explorer.views import corpus_index
 from elmo_explorer.views.characters.model import (INDEX_K, CharactersModel, IndexSource,
                                                   VocabSource)
 from elmo_explorer.views.characters.view import CharactersView
-from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 
 log = logging.getLogger(__name__)
 #: perturbation variants per type in the view
@@ -51,7 +51,7 @@ class _ReadError(Exception):
     """A vocabulary or an index that could not be read: one line for the status."""
 
 
-class CharactersPanel(PanelDefaults, QWidget):
+class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
     """The word lab, the filter atlas and the perturbation sweep of the loaded model.
 
     Signals
@@ -105,14 +105,6 @@ class CharactersPanel(PanelDefaults, QWidget):
             self.view.show_status("Load a model to look at its character layer.")
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
-    def is_ready(self) -> bool:
-        return self._ready and self.jobs.is_idle()
-
-    def _set_ready(self) -> None:
-        self._ready = True
-        if self.jobs.is_idle():
-            self.ready.emit()
-
     def export_actions(self) -> List[QAction]:
         out = []
         for text, kind in export.ENTRIES:

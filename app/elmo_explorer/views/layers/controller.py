@@ -35,7 +35,7 @@ from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.views.layers import export
 from elmo_explorer.views.layers.view import LayersView
 from elmo_explorer.state.worker import JobHandle, Lane
-from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def _model_info(emb, path: str) -> dict:
             "dim": int(2 * emb.opts.output_dim)}
 
 
-class LayersPanel(PanelDefaults, QWidget):
+class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
     """Contextuality curves, the CKA heatmap and MDL probes of the loaded model.
 
     Signals
@@ -96,14 +96,6 @@ class LayersPanel(PanelDefaults, QWidget):
                       "corpus." if workspace.embedder is None else "")
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
-    def is_ready(self) -> bool:
-        return self._ready and self.jobs.is_idle()
-
-    def _set_ready(self) -> None:
-        self._ready = True
-        if self.jobs.is_idle():
-            self.ready.emit()
-
     def export_actions(self) -> List[QAction]:
         out = []
         for text, kind in export.ENTRIES:

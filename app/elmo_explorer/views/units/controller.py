@@ -22,7 +22,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from elmo_explorer.state.worker import Lane
-from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 from elmo_explorer.views.units import export
 from elmo_explorer.views.units.model import (RANK_TOKENS, SHOWCASE_KS, SHOWCASE_SEEDS,
                                              SHOWCASE_TOKENS, UnitsModel,
@@ -35,7 +35,7 @@ from elmo_explorer.views.units.view import UnitsView
 log = logging.getLogger(__name__)
 
 
-class UnitsPanel(PanelDefaults, QWidget):
+class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     """Signals: ``ready()`` (no job of the view runs and it shows what it can)."""
 
     title = "Units"
@@ -73,14 +73,6 @@ class UnitsPanel(PanelDefaults, QWidget):
             self._on_model()
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
-    def is_ready(self) -> bool:
-        return self._ready and self.jobs.is_idle()
-
-    def _set_ready(self) -> None:
-        self._ready = True
-        if self.jobs.is_idle():
-            self.ready.emit()
-
     def export_actions(self) -> List[QAction]:
         out = []
         for text, kind in export.ENTRIES:
