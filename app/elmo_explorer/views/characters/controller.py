@@ -170,14 +170,9 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if not words:
             self.view.show_status("Type one or more words.", error=True)
             return
-        try:
-            known = self._vocabulary_request()
-        except _ReadError as e:
-            self._vocab_failed(str(e))                # back to the last one that worked
-            try:
-                known = self._vocabulary_request()
-            except _ReadError:
-                return
+        known = self._vocabulary_or_last()
+        if known is None:
+            return
 
         def job(state):
             from elmo_engine.analysis.characters.windows import filters_of
@@ -215,6 +210,18 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
         emb = self.ws.embedder
         return None if emb is None else model_vocabulary_file(emb.model.info.options_path)
+
+    def _vocabulary_or_last(self) -> Optional[Tuple[tuple, str, Callable[[], List[str]]]]:
+        """:meth:`_vocabulary_request`, or, when the chosen one cannot be read, the last one that
+        worked (the status says why); None when that fails too."""
+        try:
+            return self._vocabulary_request()
+        except _ReadError as e:
+            self._vocab_failed(str(e))                # back to the last one that worked
+            try:
+                return self._vocabulary_request()
+            except _ReadError:
+                return None
 
     def _vocabulary_request(self) -> Tuple[tuple, str, Callable[[], List[str]]]:
         """What the chosen vocabulary is, on the GUI thread: ``(cache key, source as shown,
@@ -383,14 +390,9 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         checksum = emb.checksum
         soft = self._softmax[1] if self._softmax and self._softmax[0] == checksum else None
         folder = Path(spec.path) if Path(spec.path).is_dir() else Path(spec.path).parent
-        try:
-            known = self._vocabulary_request()
-        except _ReadError as e:
-            self._vocab_failed(str(e))                # back to the last one that worked
-            try:
-                known = self._vocabulary_request()
-            except _ReadError:
-                return
+        known = self._vocabulary_or_last()
+        if known is None:
+            return
         index_folder = self._index_folder()
 
         def job(state):
