@@ -153,11 +153,11 @@ class CpuBf16:
         """One line for ``info`` and the benchmarks."""
         name = self.model or "CPU"
         have = ", ".join(self.flags) or "none of avx512f/avx512_bf16/amx_bf16"
+        torch_says = f"torch capability {self.capability}; " if self.capability else ""
         if self.offered:
-            return (f"{name}; torch capability {self.capability}; flags {have}; bf16 units: "
+            return (f"{name}; {torch_says}flags {have}; bf16 units: "
                     f"{self.units} (--precision bf16 offered)")
-        return (f"{name}; torch capability {self.capability}; flags {have}; no bf16 units "
-                "(float32 only)")
+        return f"{name}; {torch_says}flags {have}; no bf16 units (float32 only)"
 
     def refusal(self) -> str:
         """The one line that says why bf16 is not offered here, and what it would cost."""
@@ -187,6 +187,18 @@ def _cpu_flags_and_model() -> Tuple[set, str]:
         import platform
         model = platform.processor()
     return flags, model
+
+
+def cpu_bf16_from_flags() -> CpuBf16:
+    """This CPU's bf16 units read from its flags alone, without importing torch (``info``
+    answers in well under a second): ``amx_bf16`` → AMX, ``avx512_bf16`` → AVX512_BF16. The
+    capability is left empty; :func:`cpu_bf16` adds torch's own checks, which decide what
+    ``--precision bf16`` accepts."""
+    flags, model = _cpu_flags_and_model()
+    seen = tuple(f for f in ("avx512f", "avx512_bf16", "amx_bf16") if f in flags)
+    units = ("AMX" if "amx_bf16" in flags else
+             "AVX512_BF16" if "avx512_bf16" in flags else None)
+    return CpuBf16(units, model, "", seen)
 
 
 @functools.lru_cache(maxsize=None)

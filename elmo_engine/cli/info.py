@@ -1,6 +1,9 @@
-"""``elmo-explorer info [--checkpoint C] [--json] [-o FILE]``: options, parameter counts per
-part, checksum, and this host's CPU with whether it has bf16 units (``--precision bf16`` on the
-CPU).
+"""``elmo-explorer info [--checkpoint C] [--check] [--json] [-o FILE]``: options, parameter
+counts per part, checksum, and this host's CPU with whether its flags name bf16 units
+(``--precision bf16`` on the CPU).
+
+Read from the files' headers without torch (:func:`~elmo_engine.model.header.read_checkpoint_info`),
+so it answers in well under a second; the weights' values are checked when a model is loaded.
 
 Readable text by default; ``--json`` prints the same facts as one JSON object for machines.
 """
@@ -15,6 +18,9 @@ from elmo_engine.cli import common
 def add_parser(sub) -> None:
     p = sub.add_parser("info", help="print a checkpoint's options, parameter counts and checksum")
     common.add_checkpoint(p)
+    p.add_argument("--check", action="store_true",
+                   help="also load the model and embed a test sentence: the weights' values are "
+                   "read and checked finite (seconds; without it only the headers are read)")
     common.add_json(p)
     common.add_results_out(p)
     p.set_defaults(func=run)
@@ -66,18 +72,28 @@ def format_info(d: dict) -> str:
 
 
 def run(args) -> int:
+    # headers only, no torch: the weights' shapes and types are checked against the options,
+    # the values are read (and checked finite) when a command loads the model
     from elmo_engine.cli.common import checkpoint_or_demo
-    from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.runtime import cpu_bf16
+    from elmo_engine.model.header import read_checkpoint_info
+    from elmo_engine.runtime import cpu_bf16_from_flags
 
-    model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device="cpu")
-    d = model.info.describe()
-    cpu = cpu_bf16()
+    path = checkpoint_or_demo(args.checkpoint)
+    d = read_checkpoint_info(path).describe()
+    if args.check:                                   # reads every value, embeds PROBE_SENTENCE
+        from elmo_engine.model.checkpoint import load_checkpoint
+
+        load_checkpoint(path, device="cpu")
+    d["values_checked"] = bool(args.check)
+    cpu = cpu_bf16_from_flags()
     if args.json:
-        d["host"] = {"cpu": cpu.model, "torch_capability": cpu.capability,
-                     "cpu_flags": list(cpu.flags), "bf16_units": cpu.units,
+        d["host"] = {"cpu": cpu.model, "cpu_flags": list(cpu.flags), "bf16_units": cpu.units,
                      "cpu_precisions": ["fp32", "bf16"] if cpu.offered else ["fp32"]}
         print(json.dumps(d, indent=2))
     else:
-        print(format_info(d) + "\n\nhost\n  " + cpu.describe())
+        checked = ("read and checked: finite, and a test sentence embeds to finite vectors"
+                   if args.check else "not read (headers only; --check loads the model and "
+                   "checks them)")
+        print(format_info(d) + "\n\nweights' values\n  " + checked + "\n\nhost\n  "
+              + cpu.describe())
     return 0

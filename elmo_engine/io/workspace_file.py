@@ -244,7 +244,7 @@ def checkpoint_checksum(path) -> str:
 
     Returns "" when the files cannot be resolved (the loader will then say what is wrong).
     """
-    from elmo_engine.model.checkpoint import file_checksum, resolve_checkpoint
+    from elmo_engine.model.header import file_checksum, resolve_checkpoint
     from elmo_engine.errors import ElmoError
 
     try:

@@ -40,7 +40,7 @@ from elmo_engine.model.lstm import LSTMStack, LSTMState
 from elmo_engine.model.options import BiLMOptions
 
 if TYPE_CHECKING:                           # checkpoint imports this module
-    from elmo_engine.model.checkpoint import CheckpointInfo
+    from elmo_engine.model.header import CheckpointInfo
 
 __all__ = ["BiLM", "CharCNN", "FastPath", "LSTMStack", "LSTMState", "reverse_index"]
 

@@ -15,37 +15,9 @@ import torch
 
 from elmo_engine.errors import CheckpointError
 from elmo_engine.model.bilm import BiLM
-from elmo_engine.model.options import BiLMOptions
-
-
-def cell_name(direction: int, layer: int, what: str) -> str:
-    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell/{what}"
-
-
-def expected_layout(opts: BiLMOptions) -> Dict[str, Tuple[int, ...]]:
-    """Every dataset of the published weights file and its shape."""
-    c, n, p, d, out = (opts.char_embed_dim, opts.n_filters, opts.projection_dim, opts.lstm_dim,
-                       opts.output_dim)
-    lay: Dict[str, Tuple[int, ...]] = {"char_embed": (261, c)}
-    for i, (w, k) in enumerate(opts.filters):
-        lay[f"CNN/W_cnn_{i}"] = (1, w, c, k)
-        lay[f"CNN/b_cnn_{i}"] = (k,)
-    for h in range(opts.n_highway):
-        lay[f"CNN_high_{h}/W_carry"] = (n, n)
-        lay[f"CNN_high_{h}/b_carry"] = (n,)
-        lay[f"CNN_high_{h}/W_transform"] = (n, n)
-        lay[f"CNN_high_{h}/b_transform"] = (n,)
-    if opts.has_token_projection:
-        lay["CNN_proj/W_proj"] = (n, p)
-        lay["CNN_proj/b_proj"] = (p,)
-    for direction in range(2):
-        for layer in range(opts.n_layers):
-            in_dim = p if layer == 0 else out
-            lay[cell_name(direction, layer, "W_0")] = (in_dim + out, 4 * d)
-            lay[cell_name(direction, layer, "B")] = (4 * d,)
-            if opts.has_lstm_projection:
-                lay[cell_name(direction, layer, "W_P_0")] = (d, p)
-    return lay
+# the names and shapes are torch-free and live in .header; importable from here too
+from elmo_engine.model.header import cell_name, expected_layout  # noqa: F401
+from elmo_engine.model.header import short_error as _short  # noqa: F401
 
 
 def _targets(model: BiLM) -> Dict[str, list]:
@@ -130,8 +102,3 @@ def _read_direct(ds, dest: torch.Tensor, rows, path, name, block_bytes: int = 8 
     except Exception as e:
         raise CheckpointError(path, f"cannot read dataset (truncated or corrupt file: "
                               f"{_short(e)})", dataset=name) from None
-
-
-def _short(e: BaseException) -> str:
-    text = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-    return text[:200]

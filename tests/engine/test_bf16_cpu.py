@@ -145,8 +145,20 @@ def test_info_says_the_cpu_and_its_bf16_units(capsys):
     ckpt = str(FIXTURES / "allennlp")
     assert main(["info", "--checkpoint", ckpt]) == 0
     text = capsys.readouterr().out
-    assert runtime.cpu_bf16().describe() in text
+    flags = runtime.cpu_bf16_from_flags()
+    assert flags.describe() in text
     assert main(["info", "--checkpoint", ckpt, "--json"]) == 0
     host = json.loads(capsys.readouterr().out)["host"]
-    assert host["bf16_units"] == runtime.cpu_bf16().units
-    assert host["cpu_precisions"] == (["fp32", "bf16"] if runtime.cpu_bf16().offered else ["fp32"])
+    assert host["bf16_units"] == flags.units
+    assert host["cpu_precisions"] == (["fp32", "bf16"] if flags.offered else ["fp32"])
+
+
+@pytest.mark.parametrize("flags, units", [({"avx2"}, None), ({"avx512f", "avx512_bf16"}, "AVX512_BF16"),
+                                          ({"avx512f", "avx512_bf16", "amx_bf16"}, "AMX")])
+def test_info_reads_the_bf16_units_from_the_cpu_flags(monkeypatch, flags, units):
+    monkeypatch.setattr(runtime, "_cpu_flags_and_model", lambda: (flags, "Test CPU"))
+    found = runtime.cpu_bf16_from_flags()
+    assert found.units == units
+    assert found.capability == "" and "torch capability" not in found.describe()
+    assert ("bf16 units: " + str(units)) in found.describe() if units else \
+        "no bf16 units" in found.describe()

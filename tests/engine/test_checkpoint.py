@@ -161,3 +161,24 @@ def test_bilm_tf_without_projection_group(tmp_path):
     loaded = load_checkpoint(tmp_path / "m")
     out = Embedder(loaded).embed([["a", "b", "c"]])[0]
     assert out.shape == (3, 3, 32) and np.isfinite(out).all()
+
+
+def test_info_from_the_headers_equals_the_loaded_models_without_torch():
+    """``elmo-explorer info`` reads the headers only (issue 39: it answers in well under a
+    second); its parameter counts and checksum are the loaded model's, for both formats."""
+    import subprocess
+    import sys
+
+    from elmo_engine.model.header import read_checkpoint_info
+    from elmo_engine.resources import demo_checkpoint_path
+
+    for ckpt in (FIXTURES / "allennlp", demo_checkpoint_path()):
+        info = read_checkpoint_info(ckpt)
+        loaded = load_checkpoint(ckpt).info
+        assert info.describe() == loaded.describe()
+        assert info.parameter_counts["total"] == sum(
+            v for k, v in info.parameter_counts.items() if k != "total") > 0
+    code = ("import sys; from elmo_engine.cli.main import main; main(['info', '--json']); "
+            "assert 'torch' not in sys.modules, 'info imported torch'")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr

@@ -231,7 +231,7 @@ def test_finite_weights_that_overflow_are_refused_naming_the_layer(tmp_path, cap
         ds = fh[dataset]
         ds[...] = np.sign(ds[...] + 1e-3).astype(np.float32) * np.float32(3e38)
     text = _text(tmp_path)
-    for argv in (["info", "--checkpoint", d],
+    for argv in (["info", "--check", "--checkpoint", d],
                  ["embed", text, "-o", tmp_path / "o.hdf5", "--checkpoint", d],
                  ["contexts", "--word", "bank", "--sentences", text, "--checkpoint", d],
                  ["layers", text, "--checkpoint", d, "--json", "-o", tmp_path / "l.json"]):
