@@ -13,7 +13,8 @@ The results (a table, or with ``--json`` one JSON document) go to stdout or ``-o
 
 A ``group<TAB>sentence`` file gives every occurrence its sentence's group; ``--groups`` overrides.
 A word that does not occur is an error (exit 1) with a did-you-mean. The neighbour index is the
-app's: the sentences, then ``--reference``, and layer 0's known words include the checkpoint's
+app's: the sentences, then the word's sentences of the bundled reference set (unless
+``--no-reference-set``), then ``--reference``, and layer 0's known words include the checkpoint's
 ``vocab.txt`` (else the demo model's), so the CLI lists the same neighbours as the app.
 """
 from __future__ import annotations
@@ -61,6 +62,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--reference", type=Path, default=None,
                    help="a text file (sentences or paragraphs, one a line) added to the "
                         "neighbour corpus")
+    p.add_argument("--no-reference-set", action="store_true",
+                   help="leave the word's sentences of the bundled reference set (SemCor, "
+                        "fiction, textbooks; at most 250) out of the neighbour corpus")
     common.add_split_sentences(p, True, "the --reference file")
     p.add_argument("--matrices", type=Path, help="write the similarity matrices as CSV")
     p.add_argument("--neighbours-csv", type=Path, help="write the neighbour lists as CSV")
@@ -123,6 +127,11 @@ def run(args) -> int:
     reference = (common.split_lines(common.read_text(args.reference, args.pretokenized,
                                                      max_tokens=MAX_CORPUS_TOKENS).tokens,
                                     args.split_sentences) if args.reference else [])
+    if not args.no_reference_set:      # the app's rule: sentences, the word's set, the file
+        from elmo_engine.io.datasets.reference_set import (REFERENCE_SET_SENTENCES,
+                                                           reference_set_corpus)
+
+        reference = reference_set_corpus(args.word.casefold(), REFERENCE_SET_SENTENCES) + reference
     device = common.resolve_device(args.device)
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
     n_tokens = sum(len(s) for s in tokens)

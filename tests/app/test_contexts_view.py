@@ -33,6 +33,7 @@ def panel(qtbot, tiny_checkpoint):
     errors = []
     ws.worker.unhandled_error.connect(lambda name, msg: errors.append(f"{name}: {msg}"))
     p = ContextsPanel(ws)
+    p.view.set_box.setChecked(False)     # the loaded sentences alone (the set: its own tests)
     qtbot.addWidget(p)
     p.resize(1200, 800)
     p.show()
@@ -223,6 +224,35 @@ def test_reference_file_joins_the_corpus(panel, qtbot, tmp_path):
                                            ).matrices, atol=1e-6)
     assert not np.allclose(panel.model.index.mean, cmp.reference_mean(panel.ws.activations))
     assert f"mean of {loaded + 14:,} tokens" in panel.view.status.text()
+
+
+def test_the_words_reference_set_sentences_join_the_corpus(panel, qtbot):
+    """Issue 39: one reference set for every view. The neighbours of a word come from the loaded
+    sentences and the word's sentences of the bundled set (SemCor first), as ``contexts`` and
+    the report list them; another word brings its own; the box takes them out."""
+    from elmo_engine.io.datasets.reference_set import REFERENCE_SET_SENTENCES, reference_set_corpus
+
+    loaded = [list(t) for t in panel.ws.tokens]
+    n_loaded = sum(map(len, loaded))
+
+    def corpus_is(extra):
+        index = panel.model.index
+        return (index is not None and index.tokens == loaded + extra
+                and panel.model.table is not None and panel.model.table.query == panel.model.word)
+
+    bank = reference_set_corpus("bank", REFERENCE_SET_SENTENCES)
+    assert len(bank) == REFERENCE_SET_SENTENCES and all("bank" in " ".join(t).lower() for t in bank)
+    panel.view.set_box.setChecked(True)
+    qtbot.waitUntil(lambda: corpus_is(bank), timeout=60000)
+    assert panel.model.index.n_tokens == n_loaded + sum(map(len, bank))
+    assert panel.view_state()["reference_set"] is True
+    assert any(nb.sentence >= len(loaded) for _, nbs in panel.model.table.layers for nb in nbs)
+    panel.set_word("money")
+    qtbot.waitUntil(lambda: corpus_is(reference_set_corpus("money", REFERENCE_SET_SENTENCES)),
+                    timeout=60000)
+    panel.view.set_box.setChecked(False)
+    qtbot.waitUntil(lambda: corpus_is([]), timeout=60000)
+    assert panel.view_state()["reference_set"] is False
 
 
 def test_new_sentences_recompute_and_signal_ready(panel, qtbot):

@@ -66,7 +66,8 @@ def test_contexts_reference_says_its_progress_and_prints_bounded_lines(fixtures_
     ref = tmp_path / "ref.txt"
     ref.write_text(para + "\n", encoding="utf-8")
     base = ["--word", "bank", "--sentences", str(sentences), "--checkpoint",
-            str(fixtures_dir / "allennlp"), "--neighbours", "3", "--reference", str(ref)]
+            str(fixtures_dir / "allennlp"), "--neighbours", "3", "--reference", str(ref),
+            "--no-reference-set"]
     assert compare_cli.run(parse(base)) == 0
     out, err = capsys.readouterr()
     assert "embedding …" in err.splitlines()                       # progress, on stderr

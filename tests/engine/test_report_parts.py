@@ -88,6 +88,7 @@ def test_the_neighbour_table_queries_the_selected_occurrence(tmp_path, tiny_chec
     from elmo_engine.analysis.contexts.neighbours import neighbour_table
     from elmo_engine.analysis.report import tokenize_sentences
     from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.io.datasets.reference_set import REFERENCE_SET_SENTENCES, reference_set_corpus
     from elmo_engine.model.checkpoint import load_checkpoint
 
     ws = _workspace(tmp_path / "w.elmows.json", tiny_checkpoint,
@@ -98,7 +99,9 @@ def test_the_neighbour_table_queries_the_selected_occurrence(tmp_path, tiny_chec
     emb = Embedder(load_checkpoint(tiny_checkpoint, device="cpu"), device="cpu")
     tokens = tokenize_sentences(FIVE)
     vocab = vocabulary_file(emb.model.info.options_path)
-    index = build_index(emb, tokens, read_vocabulary(vocab) if vocab else [])
+    in_set = reference_set_corpus("bank", REFERENCE_SET_SENTENCES)   # the view's default corpus
+    assert len(in_set) == REFERENCE_SET_SENTENCES
+    index = build_index(emb, tokens + in_set, read_vocabulary(vocab) if vocab else [])
     acts = emb.embed(tokens)
     expected = neighbour_table(index, acts[3][:, 1], "bank", 8, "both", [(3, 1)])
     for name, nbs in expected.layers:

@@ -145,7 +145,8 @@ def neighbours_part(emb, tokens, acts, comp: cmp.Comparison, state, selection,
                     source: str) -> ReportPart:
     """The nearest neighbours of the compared word per layer, as the contexts view shows them
     and ``contexts --neighbours-csv`` writes them: the same index (the sentences, then the
-    view's reference text; layer 0's known words from the checkpoint's vocabulary), the same
+    word's sentences of the bundled reference set unless the view turned it off, then the view's
+    reference text; layer 0's known words from the checkpoint's vocabulary), the same
     query (the view's selected occurrence, else the workspace's selection, else the first
     occurrence in group order), the same rows (:meth:`NeighbourTable.csv_rows`)."""
     from elmo_engine.analysis.contexts.neighbour_corpus import (build_index, read_corpus,
@@ -169,15 +170,22 @@ def neighbours_part(emb, tokens, acts, comp: cmp.Comparison, state, selection,
         except (InputError, OSError) as e:
             part.notes.append(f"The contexts view's reference text was left out of the "
                               f"neighbour corpus: {e}")
+    from elmo_engine.io.datasets.reference_set import (REFERENCE_SET_SENTENCES,
+                                                       reference_set_corpus)
+
+    use_set = state.get("reference_set") is not False              # the view's default: on
+    in_set = reference_set_corpus(comp.word.casefold(), REFERENCE_SET_SENTENCES) if use_set else []
     vocab = vocabulary_file(emb.model.info.options_path)
     words = read_vocabulary(vocab) if vocab is not None else []
-    index = build_index(emb, [list(t) for t in tokens] + reference, words)
+    index = build_index(emb, [list(t) for t in tokens] + in_set + reference, words)
     query = (_occurrence(state.get("selected"), comp.occurrences)
              or _occurrence(selection, comp.occurrences) or comp.occurrences[0])
     s, t = query
     table = neighbour_table(index, acts[s][:, t], comp.word, k, direction, [query])
     rows = [dict(zip(NEIGHBOUR_COLUMNS, r)) for r in table.csv_rows(index)]
-    corpus = f"the {len(tokens)} sentences" + (f" and {ref_name}" if ref_name else "")
+    corpus = (f"the {len(tokens)} sentences"
+              + (f", {len(in_set)} reference-set sentences of '{comp.word}'" if in_set else "")
+              + (f" and {ref_name}" if ref_name else ""))
     part.parameters |= {"contexts: neighbours": f"k = {k} per layer, {direction} halves, "
                                                 f"the occurrence in sentence {s + 1} "
                                                 f"(token {t + 1})"}

@@ -29,14 +29,16 @@ from elmo_engine.analysis.contexts.groups import word_groups
 from elmo_engine.analysis.contexts.neighbour_corpus import (IndexCache, read_corpus, read_vocabulary,
                                                        vocabulary_file)
 from elmo_engine.analysis.contexts.neighbours import NeighbourTable, neighbour_table
+from elmo_engine.io.datasets.reference_set import (REFERENCE_SET_SENTENCES,
+                                                   reference_set_corpus)
 from elmo_explorer.common.figure_export import panel_figure_options, save_figure
 from elmo_explorer.common.save_dialog import ask_save_path
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.contexts import export, report
 from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel,
-                                                 groups_from_state, settings_from_state,
-                                                 valid_ref)
+                                                groups_from_state,
+                                                neighbour_corpus, settings_from_state, valid_ref)
 from elmo_explorer.views.contexts.view import ContextsView
 from elmo_explorer.views.contexts.widgets import neighbours_html
 from elmo_explorer.views.protocol import PanelDefaults
@@ -83,6 +85,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         v.k_box.valueChanged.connect(lambda _v: self.request_neighbours())
         v.mix.changed.connect(lambda _w: self.request_compare())
         v.ref_button.clicked.connect(self.ask_reference)
+        v.set_box.toggled.connect(lambda _on: self.request_index())
         v.heatmaps.cell_clicked.connect(lambda _k, i, _j: self.select_occurrence(i))
         v.occ_table.groups_edited.connect(self._on_groups_edited)
         v.occ_table.occurrence_clicked.connect(lambda s, t: self.ws.select(TokenRef(s, t)))
@@ -144,6 +147,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         for kind in (COMPARE, NEIGHBOURS):            # they were for the old word
             self.jobs.invalidate(kind)
         self.request_compare()
+        self.request_index()                          # the word's reference-set sentences
 
     def set_direction(self, direction: str) -> None:
         self.view.direction_box.setCurrentText(direction)
@@ -328,23 +332,29 @@ class ContextsPanel(PanelDefaults, QWidget):
 
     def request_index(self) -> None:
         """Index the neighbour corpus (the loaded sentences first, so that their indices match
-        the workspace's, then the reference text) on the long lane; cached by checksum + corpus
-        tokens + vocabulary. Layer 0 answers with known words."""
+        the workspace's, then the word's sentences of the bundled reference set, then the
+        reference text) on the long lane; cached by checksum + corpus tokens + vocabulary.
+        Layer 0 answers with known words."""
         ws, m = self.ws, self.model
         if ws.embedder is None or not ws.all_embedded():
             return
-        corpus = m.corpus(ws.tokens)
-        sig = (ws.model_info.checksum if ws.model_info else "", tuple(map(tuple, corpus)))
+        set_word = m.word.casefold() if self.view.set_box.isChecked() else ""
+        loaded = tuple(map(tuple, ws.tokens))
+        text = tuple(map(tuple, m.reference_tokens))
+        sig = (ws.model_info.checksum if ws.model_info else "", loaded, set_word, text)
         if sig == m.index_sig:
             return
         m.index_sig = sig
+        m.index = None                     # neighbours wait for this corpus's index
+        self.jobs.invalidate(NEIGHBOURS)               # they were for the old corpus
         info = ws.model_info
         emb, cache = ws.embedder, self.index_cache
         vocab = vocabulary_file(info.options_path if info is not None else None)
 
         def job(state):
             words = read_vocabulary(vocab) if vocab is not None else []
-            return cache.get_or_build(emb, corpus, words, state)
+            extra = reference_set_corpus(set_word, REFERENCE_SET_SENTENCES) if set_word else []
+            return cache.get_or_build(emb, neighbour_corpus(loaded, extra, text), words, state)
 
         def done(index) -> None:                 # (a changed model or corpus superseded older ones)
             m.index = index

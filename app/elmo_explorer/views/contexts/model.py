@@ -31,6 +31,7 @@ class ContextsSettings:
     weights: List[float] = field(default_factory=list)    # mix weights over layers 0..L
     k: int = 8                                            # neighbours per layer
     layer_norm: bool = True                               # normalise the layers before mixing
+    reference_set: bool = True                            # the word's reference-set sentences
 
 
 @dataclass
@@ -90,10 +91,6 @@ class ContextsModel:
                        for w, labels in self.groups.items()}
         self.sentences_seen = new
 
-    def corpus(self, tokens: Sequence[Sequence[str]]) -> List[List[str]]:
-        """The neighbour corpus: the loaded sentences first, then the reference text."""
-        return [list(t) for t in tokens] + self.reference_tokens
-
     # ---- saved with a workspace -------------------------------------------------------------
     def view_state(self, settings: ContextsSettings) -> Dict[str, Any]:
         """The view's parameters as JSON values (see docs/guide/contexts.md)."""
@@ -109,15 +106,19 @@ class ContextsModel:
                 "selected": (None if self.query is None else
                              {"sentence": int(self.query[0]), "token": int(self.query[1])}),
                 "k": settings.k, "layer_norm": settings.layer_norm,
+                "reference_set": settings.reference_set,
                 "reference_file": str(self.reference_path) if self.reference_path else None}
 
 
 def settings_from_state(state: Dict[str, Any], current: ContextsSettings) -> ContextsSettings:
     """``current`` with what a saved ``view_state`` sets validly (the rest ignored)."""
     out = ContextsSettings(current.ignore_case, current.direction, current.corrected,
-                           list(current.weights), current.k, current.layer_norm)
+                           list(current.weights), current.k, current.layer_norm,
+                           current.reference_set)
     if isinstance(state.get("layer_norm"), bool):
         out.layer_norm = state["layer_norm"]
+    if isinstance(state.get("reference_set"), bool):
+        out.reference_set = state["reference_set"]
     if isinstance(state.get("ignore_case"), bool):
         out.ignore_case = state["ignore_case"]
     if isinstance(state.get("corrected"), bool):
@@ -161,3 +162,10 @@ def groups_from_state(groups: Any, tokens: Sequence[Sequence[str]]
         if labels:
             out[word] = labels
     return out
+
+
+def neighbour_corpus(loaded: Sequence[Sequence[str]], reference_set: Sequence[Sequence[str]],
+                     reference_text: Sequence[Sequence[str]]) -> List[List[str]]:
+    """The neighbour corpus: the loaded sentences first (their indices match the workspace's),
+    then the word's sentences of the bundled reference set, then the reference text."""
+    return [list(t) for t in (*loaded, *reference_set, *reference_text)]

@@ -44,12 +44,18 @@ class ContextsView(QWidget):
         self.direction_box.setToolTip("both halves, or only the forward (left-context) or "
                                       "backward (right-context) LSTM half of every layer")
         self.correct_box = QCheckBox("anisotropy correction")
-        self.correct_box.setToolTip("subtract the mean vector of the reference tokens (the loaded "
-                                    "sentences + the reference text), per layer, before the cosine")
+        self.correct_box.setToolTip("subtract the mean vector of the neighbour corpus (the loaded "
+                                    "sentences, the word's reference-set sentences, the reference "
+                                    "text), per layer, before the cosine")
         self.k_box = QSpinBox()
         self.k_box.setRange(1, 100)
         self.k_box.setValue(8)
         self.k_box.setPrefix("k = ")
+        self.set_box = QCheckBox("reference set")
+        self.set_box.setChecked(True)
+        self.set_box.setToolTip("add the word's sentences of the bundled reference set to the "
+                                "neighbour corpus: its sense-tagged SemCor sentences first, then "
+                                "fiction and textbooks (at most 250)")
         self.ref_button = QPushButton("Reference text…")
         self.ref_button.setToolTip("add a text file (one sentence per line) to the neighbour "
                                    "corpus")
@@ -96,7 +102,7 @@ class ContextsView(QWidget):
         self.neigh_title.setWordWrap(True)
         self.neighbours = NeighboursView()
         head = QHBoxLayout()
-        for w in (self.k_box, self.ref_button, self.ref_label):
+        for w in (self.k_box, self.set_box, self.ref_button, self.ref_label):
             head.addWidget(w)
         head.addStretch(1)
         right = vbox(self.neigh_title, head, self.neighbours, stretch=2)
@@ -120,18 +126,20 @@ class ContextsView(QWidget):
     def settings(self) -> ContextsSettings:
         return ContextsSettings(self.case_box.isChecked(), self.direction_box.currentText(),
                                 self.correct_box.isChecked(), self.mix.weights(),
-                                self.k_box.value(), self.norm_box.isChecked())
+                                self.k_box.value(), self.norm_box.isChecked(),
+                                self.set_box.isChecked())
 
     def apply_settings(self, s: ContextsSettings) -> None:
         """Show ``s`` without announcing it (the controller recomputes once, after)."""
         boxes = (self.case_box, self.correct_box, self.direction_box, self.k_box, self.mix,
-                 self.norm_box)
+                 self.norm_box, self.set_box)
         for box in boxes:
             box.blockSignals(True)
         try:
             self.case_box.setChecked(s.ignore_case)
             self.correct_box.setChecked(s.corrected)
             self.norm_box.setChecked(s.layer_norm)
+            self.set_box.setChecked(s.reference_set)
             self.direction_box.setCurrentText(s.direction)
             self.k_box.setValue(s.k)                         # clamped to the box's range
             if s.weights != self.mix.weights():
