@@ -31,7 +31,6 @@ when it is submitted.
 """
 from __future__ import annotations
 
-import enum
 import itertools
 import logging
 import os
@@ -45,34 +44,16 @@ from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from elmo_engine import runtime
 from elmo_engine.errors import CancelledError, ElmoError
-from elmo_engine.progress import TaskState
+# the job protocol's types and a view's group of jobs, importable from here as before
+from elmo_explorer.state.job_group import JobGroup
+from elmo_explorer.state.jobs import JobFn, JobState, Lane
+
+__all__ = ["JobFn", "JobGroup", "JobHandle", "JobState", "Lane", "Worker"]
 
 log = logging.getLogger(__name__)
 
 PROGRESS_INTERVAL_S = 0.05          # at most ~20 progress signals a second per job
 WORKER_NICE = 5        # the worker threads yield the CPU to the GUI thread when the machine is busy
-
-
-class Lane(enum.Enum):
-    """Which queue a job waits in (one thread each)."""
-
-    INTERACTIVE = "interactive"     # typed sentences, similarity, neighbours: short, user-facing
-    LONG = "long"                   # model loading, files, probes, UMAP, indexing, training
-
-
-class JobState(TaskState):
-    """What a job receives: progress and cancel (:class:`TaskState`) plus :meth:`post`."""
-
-    def __init__(self, on_progress, on_post: Callable[[Any], None]):
-        super().__init__(on_progress)
-        self._on_post = on_post
-
-    def post(self, payload: Any) -> None:
-        """Send a partial result to the handle's ``on_event`` (GUI thread; dropped when stale)."""
-        self._on_post(payload)
-
-
-JobFn = Callable[[JobState], Any]
 
 
 class JobHandle:
@@ -220,71 +201,6 @@ class _LaneThread(QThread):
         if state.cancelled and outcome[0] == "ok":
             outcome = ("cancelled", None)
         self._done(handle.id, outcome)
-
-
-class JobGroup(QObject):
-    """A view's jobs: submitted, cancelled and waited on together.
-
-    Made by :meth:`Worker.group`. Kinds are the group's own (``"NAME/KIND"`` for the worker), so
-    a view's requests supersede only its own. Idleness is derived from the jobs themselves.
-
-    Signals
-    -------
-    idle_changed(bool) : True when the group's last active job ended or went stale, False when
-        a job was submitted to an idle group
-    """
-
-    idle_changed = Signal(bool)
-
-    def __init__(self, worker: "Worker", name: str, title: str):
-        super().__init__(worker)
-        self.worker, self.name, self.title = worker, name, title
-        self._idle = True
-
-    def _kind(self, kind: Optional[str]) -> Optional[str]:
-        return None if kind is None else f"{self.name}/{kind}"
-
-    def submit(self, name: str, fn: JobFn, *, lane: Lane = Lane.LONG, kind: Optional[str] = None,
-               **callbacks: Any) -> JobHandle:
-        """:meth:`Worker.submit` within this group (``kind`` is the group's own)."""
-        return self.worker.submit(name, fn, lane=lane, kind=self._kind(kind), group=self.name,
-                                  **callbacks)
-
-    def invalidate(self, kind: str) -> int:
-        """Make every job of this group's ``kind`` stale (see :meth:`Worker.invalidate`)."""
-        return self.worker.invalidate(self._kind(kind))  # type: ignore[arg-type]
-
-    def generation(self, kind: str) -> int:
-        return self.worker.generation(self._kind(kind))  # type: ignore[arg-type]
-
-    def jobs(self) -> List[JobHandle]:
-        """The group's jobs that are queued or running and still to be delivered."""
-        return [h for h in self.worker._jobs.values() if h.group == self.name and h.active]
-
-    def is_idle(self) -> bool:
-        return not self.jobs()
-
-    def is_running(self, kind: str) -> bool:
-        """Whether a job of this group's ``kind`` is queued or running and not stale."""
-        full = self._kind(kind)
-        return any(h.kind == full for h in self.jobs())
-
-    def cancel(self, kind: str) -> bool:
-        """Cancel the group's active jobs of ``kind``; whether there was one."""
-        full = self._kind(kind)
-        return any([h.cancel() for h in self.jobs() if h.kind == full])
-
-    def cancel_all(self) -> None:
-        """Cancel every job of the group (their results are dropped)."""
-        for h in list(self.worker._jobs.values()):
-            if h.group == self.name:
-                h.cancel()
-
-    def _refresh(self) -> None:
-        idle = self.is_idle()
-        if idle != self._idle:
-            self._idle = idle
-            self.idle_changed.emit(idle)
 
 
 class Worker(QObject):
@@ -455,6 +371,10 @@ class Worker(QObject):
         """The handle of a job not yet reported done, or None."""
         return self._jobs.get(job_id)
 
+    def jobs_of(self, group: str) -> List[JobHandle]:
+        """The jobs of ``group`` still to be delivered (queued or running, not stale)."""
+        return [h for h in self._jobs.values() if h.group == group and h.active]
+
     def pending_by_group(self) -> Dict[str, List[JobHandle]]:
         """The jobs still to be delivered, by the title of their view ("" for the worker's)."""
         out: Dict[str, List[JobHandle]] = {}
@@ -468,7 +388,7 @@ class Worker(QObject):
         """A job of ``group`` was submitted, ended, or went stale: its idleness may change."""
         held = self._groups.get(group) if group is not None else None
         if held is not None:
-            held._refresh()
+            held.refresh()
 
     def _live(self, job_id: int) -> Optional[JobHandle]:
         handle = self._jobs.get(job_id)
