@@ -312,5 +312,5 @@ def test_a_vocabularys_vectors_show_progress_and_cancel(qtbot, panel, ws, tmp_pa
     panel.view.cancel_button.click()
     qtbot.waitUntil(panel.is_ready, timeout=30000)
     assert panel.model.vocabulary == shown and panel.model.lab == before
-    assert not any(k[1] == "file" for k in panel._vocabs)           # nothing half-kept
+    assert "file" not in panel.kept.vocabulary_kinds()             # nothing half-kept
     assert "Characters:" not in panel.view.status.text()

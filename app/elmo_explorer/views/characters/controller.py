@@ -18,22 +18,22 @@ Model, view, controller: :class:`~.model.CharactersModel`, :class:`~.view.Charac
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
-from elmo_engine.index.search import CorpusIndex, query_vectors
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.characters import export
 from elmo_explorer.views import corpus_index
-from elmo_explorer.views.characters.model import (INDEX_K, CharactersModel, IndexSource,
+from elmo_explorer.views.characters.model import (CharactersModel, IndexSource,
                                                   VocabSource)
+from elmo_explorer.views.characters.kept import (Kept, NonceOutcome, ReadError, VocabRequest,
+                                                 model_vocab_file, nonce_in_context,
+                                                 vocabulary_request)
 from elmo_explorer.views.characters.view import CharactersView
 from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 
@@ -41,14 +41,8 @@ log = logging.getLogger(__name__)
 #: perturbation variants per type in the view
 PER_TYPE = 4
 ATLAS_TOP = 10
-#: vocabularies (their layer-0 vectors) kept: a published vocab.txt's take ~1.6 GB each
-VOCABS_KEPT = 2
 #: the Corpus view's last opened index (its settings key)
 CORPUS_LAST_INDEX = "corpus/last_index"
-
-
-class _ReadError(Exception):
-    """A vocabulary or an index that could not be read: one line for the status."""
 
 
 class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
@@ -76,10 +70,7 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self._ready = False
         self._atlas = None            # (checksum, Atlas)
         self._softmax = None          # (checksum, Softmax) for the In context tab
-        # filled and read on the long lane's thread, cleared on the GUI thread: under the lock
-        self._lock = threading.Lock()
-        self._vocabs: "OrderedDict[tuple, Any]" = OrderedDict()    # key → Vocabulary
-        self._index: Optional[Tuple[str, str, Any]] = None         # (folder, checksum, index)
+        self.kept = Kept()            # vocabularies' vectors, the open index (long lane)
         self._vocab_shown: Tuple[VocabSource, str] = (VocabSource.REFERENCE, "")
         self._index_shown: Tuple[IndexSource, str] = (IndexSource.CORPUS, "")
         self._error = ""              # the last failure since the user's last request (status)
@@ -138,7 +129,7 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self._ready = False
         self._new_request()
         self.model.model_changed(emb.checksum)
-        mv = self._model_vocab_file()
+        mv = model_vocab_file(emb)
         self.view.set_model_vocabulary(None if mv is None else str(mv))
         self._redraw()
         self.analyse()
@@ -179,8 +170,8 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             from elmo_engine.analysis.characters.word_lab import analyse
 
             try:
-                vocab = self._known_words(emb, known, state)
-            except _ReadError as e:
+                vocab = self.kept.vocabulary(emb, known, state)
+            except ReadError as e:
                 return None, str(e)
             state.check()
             state.report(1, 2, "the word lab")
@@ -204,77 +195,17 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self._submit("lab", "Word lab", job, done)
 
     # ---- the known words ----------------------------------------------------------------------
-    def _model_vocab_file(self) -> Optional[Path]:
-        """The ``vocab.txt`` beside the loaded checkpoint (the published models ship one)."""
-        from elmo_engine.analysis.characters.word_lab import model_vocabulary_file
-
-        emb = self.ws.embedder
-        return None if emb is None else model_vocabulary_file(emb.model.info.options_path)
-
-    def _vocabulary_or_last(self) -> Optional[Tuple[tuple, str, Callable[[], List[str]]]]:
-        """:meth:`_vocabulary_request`, or, when the chosen one cannot be read, the last one that
-        worked (the status says why); None when that fails too."""
+    def _vocabulary_or_last(self) -> Optional[VocabRequest]:
+        """The chosen vocabulary (:func:`~.kept.vocabulary_request`), or, when it cannot be
+        read, the last one that worked (the status says why); None when that fails too."""
         try:
-            return self._vocabulary_request()
-        except _ReadError as e:
+            return vocabulary_request(self.ws.embedder, self.model)
+        except ReadError as e:
             self._vocab_failed(str(e))                # back to the last one that worked
             try:
-                return self._vocabulary_request()
-            except _ReadError:
+                return vocabulary_request(self.ws.embedder, self.model)
+            except ReadError:
                 return None
-
-    def _vocabulary_request(self) -> Tuple[tuple, str, Callable[[], List[str]]]:
-        """What the chosen vocabulary is, on the GUI thread: ``(cache key, source as shown,
-        reader of its words)`` (:func:`~elmo_engine.analysis.characters.word_lab.known_words`,
-        as a report reads the saved choice); a file's key holds its size and time, so an edited
-        file is read again. :class:`_ReadError` when the choice names no readable file."""
-        from elmo_engine.analysis.characters.word_lab import (MODEL_SOURCE, REFERENCE_SOURCE,
-                                                              known_words)
-
-        emb = self.ws.embedder
-        checksum, options = emb.checksum, emb.model.info.options_path
-        src = self.model.vocab_source
-        file = self.model.vocab_file
-
-        def read() -> List[str]:
-            return known_words(src.value, file, options)[0]
-
-        if src is VocabSource.REFERENCE:
-            return (checksum, src.value), REFERENCE_SOURCE, read
-        path = self._model_vocab_file() if src is VocabSource.MODEL else Path(file)
-        if path is None:
-            raise _ReadError("the loaded checkpoint has no vocab.txt beside it")
-        try:
-            st = path.stat()
-        except OSError as e:
-            raise _ReadError(f"{path}: {e.strerror or e}") from None
-        shown = MODEL_SOURCE if src is VocabSource.MODEL else str(path)
-        return (checksum, src.value, str(path), st.st_size, st.st_mtime_ns), shown, read
-
-    def _known_words(self, emb, request, state):
-        """The vocabulary's layer-0 vectors (on the long lane): kept per (model, vocabulary);
-        the words read (bounded) then embedded with progress and cancel."""
-        from elmo_engine.analysis.characters.word_lab import Vocabulary
-        from elmo_engine.errors import CancelledError, ElmoError
-
-        key, source, read = request
-        with self._lock:
-            if key in self._vocabs:
-                self._vocabs.move_to_end(key)
-                return self._vocabs[key]
-        state.report(0, 2, f"reading the known words ({source})")
-        try:
-            words = read()
-        except CancelledError:
-            raise
-        except ElmoError as e:
-            raise _ReadError(str(e)) from None
-        vocab = Vocabulary.from_embedder(emb, words, source, state=state)
-        with self._lock:
-            self._vocabs[key] = vocab
-            while len(self._vocabs) > VOCABS_KEPT:
-                self._vocabs.popitem(last=False)
-        return vocab
 
     def choose_vocabulary(self, value: str) -> None:
         """The Word lab tab's choice; "A file…" asks for the file (Cancel: nothing changes)."""
@@ -396,67 +327,26 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         index_folder = self._index_folder()
 
         def job(state):
-            from elmo_engine.analysis.characters.nonce import in_context
-            from elmo_engine.errors import CancelledError, ElmoError, InputError
-            from elmo_engine.model.softmax import load_softmax
-            from elmo_engine.model.tokenize import tokenize
+            return nonce_in_context(emb, self.kept, known, soft, folder, sentence, word,
+                                    index_folder, state)
 
-            tokens = tokenize(sentence)
-            if word not in tokens:
-                raise InputError(f"'{word}' is not a token of the sentence ({' '.join(tokens)})")
-            position = tokens.index(word)
-            softmax, result, problem, vocab_problem = soft, None, "", ""
-            if softmax is None:
-                state.report(0, 2, "reading the softmax")
-                try:
-                    softmax = load_softmax(folder, output_dim=emb.opts.output_dim)
-                except (ElmoError, OSError) as e:
-                    problem = f"No predictions: this model has no usable softmax ({e})."
-            if softmax is not None:
-                try:
-                    vocab = self._known_words(emb, known, state)
-                except _ReadError as e:
-                    vocab, vocab_problem = None, str(e)
-                state.report(1, 2, "predicting")
-                result = in_context(emb, softmax, tokens, position, vocab, top_k=10).to_dict()
-            hits: Dict[int, List[dict]] = {}
-            summary, index_problem = "", ""
-            if index_folder is not None:
-                state.check()
-                state.report(1, 2, f"searching {index_folder.name}")
-                try:
-                    index = self._open_index(index_folder, checksum)
-                    vecs = query_vectors(emb, tokens, position, index.layers)
-                    for layer in index.layers:
-                        state.check()
-                        hits[layer] = [h.to_dict() for h in
-                                       index.search(vecs[layer], layer, INDEX_K)]
-                    summary = corpus_index.summary(index)
-                except CancelledError:
-                    raise
-                except (ElmoError, OSError) as e:
-                    hits, index_problem = {}, str(e)
-            return (softmax, result, problem, vocab_problem, index_folder, hits, summary,
-                    index_problem)
-
-        def done(out) -> None:
-            (softmax, result, problem, vocab_problem, ix, hits, summary, index_problem) = out
-            if softmax is not None:
-                self._softmax = (checksum, softmax)
-            self.model.nonce, self.model.nonce_problem = result, problem
-            self.model.nonce_index, self.model.nonce_hits = str(ix or ""), hits
-            if ix is not None and not index_problem:
+        def done(out: NonceOutcome) -> None:
+            if out.softmax is not None:
+                self._softmax = (checksum, out.softmax)
+            self.model.nonce, self.model.nonce_problem = out.result, out.problem
+            self.model.nonce_index, self.model.nonce_hits = str(out.index_folder or ""), out.hits
+            if out.index_folder is not None and not out.index_problem:
                 self._index_shown = (self.model.index_source, self.model.index_folder)
-                self.view.index_info.setText(summary)
-                self.view.index_info.setToolTip(str(ix))
+                self.view.index_info.setText(out.index_summary)
+                self.view.index_info.setToolTip(str(out.index_folder))
             self.view.draw_nonce(self.model)
-            if vocab_problem:
-                self._vocab_failed(vocab_problem)
+            if out.vocab_problem:
+                self._vocab_failed(out.vocab_problem)
             failed = (self.model.index_source, self.model.index_folder)
-            if index_problem:
-                self._index_failed(index_problem)
+            if out.index_problem:
+                self._index_failed(out.index_problem)
             self.results_changed.emit("nonce")
-            if index_problem and (self.model.index_source, self.model.index_folder) != failed:
+            if out.index_problem and (self.model.index_source, self.model.index_folder) != failed:
                 self.run_nonce()                 # the occurrences in the last index that worked
 
         self._submit("nonce", "Nonce word in context", job, done)
@@ -507,20 +397,6 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             self.view.index_info.setText("none of this model yet: build one in the Corpus "
                                          "view, or pick a folder")
         return found
-
-    def _open_index(self, folder: Path, checksum: str):
-        """The index at ``folder`` (on the long lane), kept open while it is the one asked for;
-        an index of another model is refused (:class:`~elmo_engine.index.search.CorpusIndex`)."""
-        with self._lock:
-            if self._index is not None and self._index[:2] == (str(folder), checksum):
-                return self._index[2]
-            old, self._index = self._index, None
-        if old is not None:
-            old[2].close()
-        index = CorpusIndex(folder, checksum)
-        with self._lock:
-            self._index = (str(folder), checksum, index)
-        return index
 
     def choose_index(self, value: str) -> None:
         """The In context tab's index choice; "Index…" asks for a folder (Cancel: nothing
