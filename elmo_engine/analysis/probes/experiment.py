@@ -339,8 +339,8 @@ def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Seq
                     task: "str | TaskKind" = TaskKind.POS, config: ProbeConfig = ProbeConfig(),
                     name: str = "", label: str = "", max_train_sentences: Optional[int] = None,
                     dev_fraction: float = 0.1, first_sense_fn=None,
-                    state: Optional[TaskState] = None, on_event: Optional[EventFn] = None
-                    ) -> ProbeResult:
+                    state: Optional[TaskState] = None, on_event: Optional[EventFn] = None,
+                    cumulative: bool = False) -> ProbeResult:
     """Embed labelled sentences once and run :func:`run_probe` on them.
 
     Parameters

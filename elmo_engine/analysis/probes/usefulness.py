@@ -150,9 +150,6 @@ def usefulness_table(result: "ProbeResult", cum: CumulativeResult,
             None if code is None else code.compression))
     e_d = cum.expected_layer
     out_notes = list(notes)
-    if e_d is None:
-        out_notes.append("the layers after 0 add nothing in total (Σ Δ ≤ 0): the expected "
-                         "layer from the Δs is undefined")
     flag = disagreement(e_w, e_d, result.name)
     return Usefulness(result.task, result.name, rows, e_w, e_w_sd, e_d, cum.expected_layer_sd,
                       bool(flag), flag, list(result.seeds), out_notes)
@@ -220,7 +217,7 @@ def table_rows(tables: Sequence[Usefulness]) -> List[List[str]]:
         for r in t.rows:
             out.append([t.name, str(r.layer), pm(r.score, r.score_sd),
                         opt(r.selectivity, r.selectivity_sd),
-                        "—" if r.mdl_bits is None else f"{r.mdl_bits / 1000:.1f}",
+                        "—" if r.mdl_bits is None else f"{r.mdl_bits / 1000:.2f}",
                         "—" if r.compression is None else f"{r.compression:.2f}",
                         pm(r.weight, r.weight_sd), pm(r.cumulative, r.cumulative_sd),
                         opt(r.delta, r.delta_sd)])
@@ -229,13 +226,24 @@ def table_rows(tables: Sequence[Usefulness]) -> List[List[str]]:
 
 def summary_lines(t: Usefulness) -> List[str]:
     """Both expected layers and the flag, as lines of text."""
-    e_d = ("undefined (Σ Δ ≤ 0)" if t.expected_from_deltas is None
+    e_d = ("undefined (the layers after 0 add nothing in total: Σ Δ ≤ 0)" if t.expected_from_deltas is None
            else _pm(t.expected_from_deltas, t.expected_from_deltas_sd))
     lines = [f"{t.name}: expected layer from the mix weights "
              f"{_pm(t.expected_from_weights, t.expected_from_weights_sd)}, from the Δs {e_d}"]
     if t.flag:
         lines.append(t.flag)
     return lines + [f"note: {n}" for n in t.notes]
+
+
+def usefulness_text(t: Usefulness) -> str:
+    """The table as fixed-width text (the ``probe --cumulative`` output), then both expected
+    layers and the flag."""
+    rows = [list(COLUMNS[1:])] + [r[1:] for r in table_rows([t])]
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    lines = [f"usefulness beside identity — {t.name} (Tenney et al. 2019; MDL: Voita & Titov "
+             "2020; selectivity: Hewitt & Liang 2019)"]
+    lines += ["  ".join(v.rjust(wd) for v, wd in zip(r, widths)) for r in rows]
+    return "\n".join(lines + summary_lines(t))
 
 
 def _pm(v: float, sd: Optional[float]) -> str:
@@ -265,4 +273,4 @@ def to_dict(t: Usefulness) -> dict:
 
 __all__ = ["COLUMNS", "DISAGREE_AT", "Usefulness", "UsefulnessRow", "disagreement",
            "run_usefulness", "summary_lines", "table_rows", "to_dict", "usefulness_table",
-           "write_usefulness_tsv"]
+           "usefulness_text", "write_usefulness_tsv"]
