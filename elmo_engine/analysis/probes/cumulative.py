@@ -62,7 +62,7 @@ def differences(scores: Sequence[float]) -> List[Optional[float]]:
     return [None] + [float(scores[i] - scores[i - 1]) for i in range(1, len(scores))]
 
 
-def _stats(values: Sequence[float]):
+def _stats(values: "Sequence[float] | np.ndarray"):
     v = np.asarray(values, np.float64)
     return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0
 

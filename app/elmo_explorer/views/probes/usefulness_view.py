@@ -42,9 +42,9 @@ class UsefulnessView(QWidget):
         self.task_box.setToolTip("Which task the plot shows (the table lists all)")
         self.task_box.currentIndexChanged.connect(self._draw_plot)
         intro = QLabel(INTRO, wordWrap=True)
-        intro.setTextFormat(Qt.RichText)
+        intro.setTextFormat(Qt.TextFormat.RichText)
         self.empty_label = QLabel(EMPTY, wordWrap=True)
-        self.empty_label.setTextFormat(Qt.RichText)
+        self.empty_label.setTextFormat(Qt.TextFormat.RichText)
         self.flag_label = QLabel("", wordWrap=True)
         self.flag_label.setStyleSheet("color: #9a3d00; font-weight: bold")
         self.flag_label.setVisible(False)
@@ -61,14 +61,14 @@ class UsefulnessView(QWidget):
             axis.setTextPen("k")
         self.plot.setMinimumHeight(160)
         self.legend = QLabel("", wordWrap=True)
-        self.legend.setTextFormat(Qt.RichText)
-        self.legend.setAlignment(Qt.AlignTop | Qt.AlignLeft)
+        self.legend.setTextFormat(Qt.TextFormat.RichText)
+        self.legend.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.legend.setFixedWidth(200)
         self.legend.setStyleSheet("background: white; color: black; padding: 4px; "
                                   "font-size: 11px")
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(list(COLUMNS))
-        self.table.setEditTriggers(QTableWidget.NoEditTriggers)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.table.setMinimumHeight(110)
         self.bars: List[pg.BarGraphItem] = []
         self.lines: List[pg.InfiniteLine] = []
@@ -89,7 +89,7 @@ class UsefulnessView(QWidget):
         row.addWidget(self.plot, 1)
         row.addWidget(self.legend)
         ul.addLayout(row, 1)
-        self.splitter = QSplitter(Qt.Vertical)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
         self.splitter.addWidget(upper)
         self.splitter.addWidget(self.table)
         self.splitter.setStretchFactor(0, 3)
@@ -144,11 +144,11 @@ class UsefulnessView(QWidget):
         self.plot.plot(x, [r.score for r in t.rows], pen=pg.mkPen(colour, width=2), symbol="o",
                        symbolBrush=colour, symbolPen=colour)
         self.plot.plot(x, [r.cumulative for r in t.rows],
-                       pen=pg.mkPen(colour, width=1.5, style=Qt.DashLine), symbol="s",
+                       pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashLine), symbol="s",
                        symbolSize=7, symbolBrush=colour, symbolPen=colour)
-        marks = [(t.expected_from_weights, MIX_COLOR, Qt.SolidLine, "E_s")]
+        marks = [(t.expected_from_weights, MIX_COLOR, Qt.PenStyle.SolidLine, "E_s")]
         if t.expected_from_deltas is not None:
-            marks.append((t.expected_from_deltas, colour, Qt.DotLine, "E_Δ"))
+            marks.append((t.expected_from_deltas, colour, Qt.PenStyle.DotLine, "E_Δ"))
         for pos, c, style, name in marks:
             line = pg.InfiniteLine(pos=pos, angle=90, pen=pg.mkPen(c, width=2, style=style),
                                    label=f"{name} {pos:.2f}",
