@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSpl
                                QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from elmo_engine.analysis.probes.usefulness import COLUMNS, Usefulness
-from elmo_engine.io.figures import MIX_COLOR
+from elmo_engine.io.figures.usefulness import WEIGHT_COLOR
 
 INTRO = ("A mix weight says how much <i>this probe</i> leaned on a layer; Δℓ how much layer ℓ "
          "<i>adds</i> to a mix probe on the layers below it (cumulative scoring). Tenney et al. "
@@ -133,7 +133,7 @@ class UsefulnessView(QWidget):
         x = np.arange(k, dtype=float)
         w = np.array([r.weight for r in t.rows])
         d = np.array([0.0 if r.delta is None else r.delta for r in t.rows])
-        for xs, h, sd, brush in ((x - 0.18, w, [r.weight_sd for r in t.rows], MIX_COLOR),
+        for xs, h, sd, brush in ((x - 0.18, w, [r.weight_sd for r in t.rows], WEIGHT_COLOR),
                                  (x[1:] + 0.18, d[1:],
                                   [r.delta_sd or 0.0 for r in t.rows][1:], colour)):
             b = pg.BarGraphItem(x=xs, height=h, width=0.33, brush=brush, pen=pg.mkPen("w"))
@@ -146,19 +146,20 @@ class UsefulnessView(QWidget):
         self.plot.plot(x, [r.cumulative for r in t.rows],
                        pen=pg.mkPen(colour, width=1.5, style=Qt.PenStyle.DashLine), symbol="s",
                        symbolSize=7, symbolBrush=colour, symbolPen=colour)
-        marks = [(t.expected_from_weights, MIX_COLOR, Qt.PenStyle.SolidLine, "E_s")]
+        marks = [(t.expected_from_weights, WEIGHT_COLOR, Qt.PenStyle.SolidLine, "E_s")]
         if t.expected_from_deltas is not None:
             marks.append((t.expected_from_deltas, colour, Qt.PenStyle.DotLine, "E_Δ"))
         for pos, c, style, name in marks:
             line = pg.InfiniteLine(pos=pos, angle=90, pen=pg.mkPen(c, width=2, style=style),
                                    label=f"{name} {pos:.2f}",
-                                   labelOpts={"position": 0.93 if name == "E_s" else 0.8,
+                                   labelOpts={"position": 0.97 if name == "E_s" else 0.91,
                                               "color": c})
             self.plot.addItem(line)
             self.lines.append(line)
         self.plot.getAxis("bottom").setTicks([[(h, f"layer {h}") for h in range(k)]])
         low = min(0.0, float(np.min(d - np.array([r.delta_sd or 0.0 for r in t.rows]))))
-        self.plot.setYRange(low - (0.05 if low < 0 else 0.0), 1.05, padding=0)
+        # room above the scores (≤ 1) for the two expected layers' labels
+        self.plot.setYRange(low - (0.05 if low < 0 else 0.0), 1.2, padding=0)
         self.plot.setXRange(-0.6, k - 0.4, padding=0)
         self.legend.setText(_legend(colour))
         e_d = ("undefined (Σ Δ ≤ 0)" if t.expected_from_deltas is None
@@ -168,11 +169,11 @@ class UsefulnessView(QWidget):
 
 
 def _legend(colour: str) -> str:
-    items = [("███", MIX_COLOR, "scalar-mix weight (± sd)"),
+    items = [("███", WEIGHT_COLOR, "scalar-mix weight (± sd)"),
              ("███", colour, "Δℓ: gain of adding layer ℓ (± sd)"),
              ("━●━", colour, "per-layer score"),
              ("- ■ -", colour, "cumulative score, layers 0..ℓ"),
-             ("│", MIX_COLOR, "E_s: expected layer from the weights"),
+             ("│", WEIGHT_COLOR, "E_s: expected layer from the weights"),
              ("┆", colour, "E_Δ: expected layer from the Δs")]
     return "<br>".join(f"<span style='color:{c}'><b>{s}</b></span> {html.escape(text)}"
                        for s, c, text in items)
