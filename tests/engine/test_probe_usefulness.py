@@ -134,3 +134,25 @@ def test_cancel_stops_the_cumulative_probes():
         run_usefulness(tr, dv, te, ProbeConfig(epochs=3, batch_size=64, n_seeds=1,
                                                mix_min_epochs=1), "pos", state=state,
                        on_event=on_event, mdl=False)
+
+
+def test_the_report_has_a_usefulness_section(layer_two_result, tmp_path):
+    from elmo_engine.analysis.report import _add_probes
+    from elmo_engine.io.figures import FigureStyle
+    from elmo_engine.io.report import ReportSpec
+
+    res, _ = layer_two_result
+    spec = ReportSpec()
+    _add_probes(spec, [res.to_dict()], tmp_path / "ws.json", tmp_path,
+                FigureStyle(3.5, 100), "demo")
+    table = next(t for t in spec.tables if t.name == "probe_usefulness")
+    assert [r["layer"] for r in table.rows] == ["0", "1", "2"] and table.columns == list(COLUMNS)
+    assert table.rows[0]["Δℓ"] == "—" and "Tenney et al. 2019" in table.caption
+    names = sorted(f.path.name for f in spec.figures)
+    assert "probe_usefulness.png" in names and "probe_usefulness.svg" in names
+    assert any(n.startswith("layer two: expected layer from the mix weights") for n in spec.notes)
+    # runs without the table add no section
+    spec = ReportSpec()
+    plain = {k: v for k, v in res.to_dict().items() if k != "usefulness"}
+    _add_probes(spec, [plain], tmp_path / "ws.json", None, FigureStyle(3.5, 100), "demo")
+    assert all(t.name != "probe_usefulness" for t in spec.tables)
