@@ -156,3 +156,14 @@ def test_the_report_has_a_usefulness_section(layer_two_result, tmp_path):
     plain = {k: v for k, v in res.to_dict().items() if k != "usefulness"}
     _add_probes(spec, [plain], tmp_path / "ws.json", None, FigureStyle(3.5, 100), "demo")
     assert all(t.name != "probe_usefulness" for t in spec.tables)
+
+
+@pytest.mark.parametrize("key, value", [("expected_from_weights", "1.3"),
+                                        ("expected_from_deltas", float("inf")),
+                                        ("disagree", "yes"), ("flag", None), ("seeds", 3)])
+def test_a_wrong_top_level_field_is_named(layer_two_result, key, value):
+    res, _ = layer_two_result
+    d = json.loads(json.dumps(res.to_dict()))
+    d["usefulness"][key] = value
+    with pytest.raises(ValueError, match=rf"usefulness\.{key}"):
+        ProbeResult.from_dict(d)

@@ -102,18 +102,33 @@ class Usefulness:
             if not isinstance(r, dict):
                 raise ValueError(f"key 'usefulness.rows[{i}]' must be an object")
             for k, v in r.items():
-                if k in names and v is not None and (isinstance(v, bool) or not isinstance(
-                        v, (int, float)) or not math.isfinite(v)):
+                if k in names and v is not None and not _finite(v):
                     raise ValueError(f"key 'usefulness.rows[{i}].{k}' must be a finite number")
             try:
                 built.append(UsefulnessRow(**{k: v for k, v in r.items() if k in names}))
             except TypeError as e:
                 raise ValueError(f"key 'usefulness.rows[{i}]': {e}") from None
+        for key, optional in (("expected_from_weights", False), ("expected_from_weights_sd", False),
+                              ("expected_from_deltas", True), ("expected_from_deltas_sd", True)):
+            v = d.get(key)
+            if (v is None and not optional) or (v is not None and not _finite(v)):
+                raise ValueError(f"key 'usefulness.{key}' must be a finite number")
+        for key, typ, want in (("task", str, "a string"), ("name", str, "a string"),
+                               ("flag", str, "a string"), ("disagree", bool, "true/false")):
+            if not isinstance(d.get(key), typ):
+                raise ValueError(f"key 'usefulness.{key}' must be {want}")
+        for key in ("seeds", "notes"):
+            if not isinstance(d.get(key, []), list):
+                raise ValueError(f"key 'usefulness.{key}' must be a list")
         own = {f.name for f in fields(cls)} - {"rows"}
         try:
             return cls(rows=built, **{k: v for k, v in d.items() if k in own})
         except TypeError as e:
             raise ValueError(f"key 'usefulness': {e}") from None
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def disagreement(e_weights: float, e_deltas: Optional[float], name: str) -> str:
