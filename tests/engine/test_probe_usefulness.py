@@ -167,3 +167,33 @@ def test_a_wrong_top_level_field_is_named(layer_two_result, key, value):
     d["usefulness"][key] = value
     with pytest.raises(ValueError, match=rf"usefulness\.{key}"):
         ProbeResult.from_dict(d)
+
+
+def test_the_text_table_prints_both_expected_layers_and_the_flag(layer_two_result):
+    from dataclasses import replace
+
+    from elmo_engine.analysis.probes.usefulness import usefulness_text
+
+    res, _ = layer_two_result
+    text = usefulness_text(res.usefulness)
+    lines = text.splitlines()
+    assert lines[0].startswith("usefulness beside identity — layer two")
+    assert lines[1].split()[:2] == ["layer", "score"] and len(lines) == 6     # head, 3 rows, E
+    assert f"from the Δs {res.usefulness.expected_from_deltas:.2f}" in lines[-1]
+    flagged = replace(res.usefulness, expected_from_weights=0.2, disagree=True,
+                      flag=disagreement(0.2, res.usefulness.expected_from_deltas, "layer two"))
+    last = usefulness_text(flagged).splitlines()[-1]
+    assert last.startswith("⚠ layer two") and "Tenney et al. 2019" in last
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--figure", "u.png"], "needs --cumulative"),
+    (["--cumulative", "--figure", "u.txt"], ".png, .svg or .pdf")])
+def test_figure_option_errors_are_one_line(tmp_path, capsys, extra, message):
+    from elmo_engine.cli.main import main
+
+    argv = [str(tmp_path / a) if a.startswith("u.") else a for a in extra]
+    assert main(["probe", "--task", "demo-pos", *argv]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("elmo-explorer: error:") and message in err[0]
+    assert not list(tmp_path.iterdir())
