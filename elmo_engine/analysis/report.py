@@ -315,7 +315,9 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
     spec.tables.append(ReportTable("probe_results", "Probe results", rows, list(RESULT_COLUMNS),
                                    caption="One row per layer and one for the scalar mix; scores "
                                            "are fractions in [0, 1]."))
-    _add_usefulness(spec, results, figure_dir, style, model)
+    from elmo_engine.analysis.probes.report import usefulness_part
+
+    spec.add(usefulness_part(results, figure_dir, style, model))
     if figure_dir is None:
         return
     from elmo_engine.io.figures.probes import probe_figure
@@ -327,36 +329,6 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
         + ", ".join(tasks) + "): scalar-mix layer weights (top, bars from 0) and test score "
         "per layer and for the mix (bottom), mean ± sd over seeds; dashed: control task; "
         "dotted: baseline. " + _best_scores(results) + ".", style)
-
-
-def _add_usefulness(spec: ReportSpec, results: List[ProbeResult], figure_dir: Optional[Path],
-                    style: FigureStyle, model: str) -> None:
-    """Usefulness beside identity (the runs of ``probe --cumulative``; Tenney et al. 2019): the
-    table, the figure, and each task's expected layers and disagreement flag as notes."""
-    from elmo_engine.analysis.probes.usefulness import COLUMNS, summary_lines, table_rows
-
-    tables = [r.usefulness for r in results if r.usefulness is not None]
-    if not tables:
-        return
-    spec.tables.append(ReportTable(
-        "probe_usefulness", "Usefulness beside identity",
-        [dict(zip(COLUMNS, row)) for row in table_rows(tables)], list(COLUMNS),
-        caption="Per layer: the per-layer probe's score, selectivity (task − control task, "
-                "Hewitt & Liang 2019), the online MDL codelength of the training labels and its "
-                "compression (Voita & Titov 2020), the scalar-mix weight, the cumulative score "
-                "of a mix probe on layers 0..ℓ and the gain Δℓ of adding layer ℓ (Tenney et al. "
-                "2019); mean ± sd over seeds."))
-    spec.notes += [line for t in tables for line in summary_lines(t)]
-    if figure_dir is None:
-        return
-    from elmo_engine.io.figures.usefulness import usefulness_results_figure
-
-    spec.figures += saved_figures(
-        usefulness_results_figure(results), figure_dir, "probe_usefulness",
-        f"Usefulness beside identity on {model}: scalar-mix weights and the gain Δℓ of adding "
-        "layer ℓ (bars, ± sd), per-layer and cumulative scores (lines), the expected layer from "
-        "the weights (E_s, solid) and from the Δs (E_Δ, dotted); ⚠ in a title: they differ by "
-        "0.5 layer or more (Tenney et al. 2019).", style)
 
 
 def _best_scores(results) -> str:
