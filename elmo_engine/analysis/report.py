@@ -315,6 +315,9 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
     spec.tables.append(ReportTable("probe_results", "Probe results", rows, list(RESULT_COLUMNS),
                                    caption="One row per layer and one for the scalar mix; scores "
                                            "are fractions in [0, 1]."))
+    from elmo_engine.analysis.probes.report import usefulness_part
+
+    spec.add(usefulness_part(results, figure_dir, style, model))
     if figure_dir is None:
         return
     from elmo_engine.io.figures.probes import probe_figure

@@ -7,6 +7,7 @@ Examples::
     elmo-explorer probe --task wsd --train semcor.data.xml.gz --train-keys semcor.gold.key.txt.gz \\
         --test semeval2007.data.xml --test-keys semeval2007.gold.key.txt -o wsd.json
     elmo-explorer probe --task demo-pos --json > demo_pos.json
+    elmo-explorer probe --task demo-pos --cumulative --figure usefulness.png -o demo_pos.json
 
 The summary table goes to stdout; ``--json`` prints the results JSON there instead, ``-o FILE``
 writes it to FILE (``-o -``: to stdout, the summary then on stderr).
@@ -49,6 +50,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "/usr/share/wordnet)")
     p.add_argument("--control", action="store_true",
                    help="also train on a control task (Hewitt & Liang 2019) and report selectivity")
+    p.add_argument("--cumulative", action="store_true",
+                   help="usefulness beside identity: also train a scalar-mix probe on layers "
+                        "0..l for every l (cumulative scoring, Tenney et al. 2019), the control "
+                        "task and online-code MDL probes, and print the cumulative scores, the "
+                        "gains of each layer and both expected layers (JSON: 'usefulness')")
+    p.add_argument("--figure", type=Path, default=None, metavar="FILE",
+                   help="with --cumulative: write the usefulness figure (.png, .svg or .pdf)")
     p.add_argument("--max-sentences", type=int, default=None,
                    help="use a seeded random subset of this many training sentences")
     p.add_argument("--hidden", type=int, default=0,
@@ -149,6 +157,12 @@ def time_split(result) -> str:
 def run(args) -> int:
     """Run the probe described by parsed arguments; write ``args.out``; return 0."""
     common.refuse_existing(args.force, args.out)        # at once, before torch is loaded
+    if args.figure is not None:
+        if not args.cumulative:
+            raise InputError("--figure draws the usefulness table: it needs --cumulative")
+        if args.figure.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise InputError("--figure must end in .png, .svg or .pdf", path=args.figure)
+        common.refuse_existing(args.force, args.figure)
     import torch
 
     from elmo_engine import runtime
@@ -194,7 +208,7 @@ def run(args) -> int:
         result = probe_sentences(
             embedder, data.train, data.test, data.dev, task=args.task, config=config,
             name=args.task, label=data.label, max_train_sentences=args.max_sentences,
-            first_sense_fn=data.first_sense_fn, state=state)
+            first_sense_fn=data.first_sense_fn, state=state, cumulative=args.cumulative)
     finally:
         bars.close()
     result.config["checkpoint"] = str(args.checkpoint) if args.checkpoint else "demo"
@@ -203,13 +217,24 @@ def run(args) -> int:
     result.timings = {"reading_s": reading_s, **result.timings}
     result.wall_time_s += reading_s
     result.command = command_line(args)
+    text = summary(result)
+    if result.usefulness is not None:
+        from elmo_engine.analysis.probes.usefulness import usefulness_text
+
+        text += "\n\n" + usefulness_text(result.usefulness)
     if args.json or common.is_stdout(args.out):                # the results JSON: stdout
         common.print_json(result.to_dict())
-        common.log(summary(result))
+        common.log(text)
     else:
-        print(summary(result))                                # the result: stdout
+        print(text)                                           # the result: stdout
     common.log(time_split(result))
     if args.out is not None and not common.is_stdout(args.out):
         result.write_json(args.out)
         common.log(f"wrote {args.out}")
+    if args.figure is not None and result.usefulness is not None:
+        from elmo_engine.io import figures
+        from elmo_engine.io.figures.usefulness import usefulness_results_figure
+
+        figures.save(usefulness_results_figure([result]), args.figure)
+        common.log(f"wrote {args.figure}")
     return 0

@@ -105,7 +105,7 @@ def test_exports_write_json_csv_and_figures(shown, tmp_path):
         assert written.name == f"plots{ext}" and written.read_bytes()[:5].startswith(magic)
     text = (tmp_path / "plots.svg").read_text(encoding="utf-8")
     assert "mix weight" in text and "softmax" in text and run.name in text
-    assert len(shown.export_actions()) == 3
+    assert len(shown.export_actions()) == 5
 
 
 def test_saved_runs_come_back(shown):

@@ -196,6 +196,13 @@ class Normaliser:
                 self.sd[i] = np.sqrt(max(sq / n - mean * mean, 0.0)) + 1e-6
         self._t: Optional[tuple] = None
 
+    def first(self, n: int) -> "Normaliser":
+        """The same scaling restricted to layers ``0 … n−1`` (a probe on a prefix of the
+        layers, as cumulative scoring trains)."""
+        out = Normaliser.__new__(Normaliser)
+        out.mu, out.sd, out._t = self.mu[:n].copy(), self.sd[:n].copy(), None
+        return out
+
     def torch(self, xb: torch.Tensor) -> torch.Tensor:
         # xb: (K, B, D), float32 or float16 storage → float32
         if self._t is None or self._t[0].device != xb.device:

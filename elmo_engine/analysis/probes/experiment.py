@@ -35,6 +35,7 @@ from elmo_engine.analysis.probes.classifiers import EventFn, Normaliser, TrainSe
 from elmo_engine.analysis.probes.kinds import ScoringMode, TaskKind
 from elmo_engine.analysis.probes.runner import (Encoder, centroid_positions, centroids,
                                                 train_seeds)
+from elmo_engine.analysis.probes.usefulness import Usefulness
 from elmo_engine.progress import TaskState
 
 #: a mix whose weights all lie within this of 1/K is reported as "near uniform"
@@ -175,6 +176,7 @@ class ProbeResult:
     reference_baseline: str = ""
     notes: List[str] = field(default_factory=list)
     command: Optional[str] = None
+    usefulness: Optional[Usefulness] = None      # probe --cumulative (usefulness.py)
 
     @property
     def kind(self) -> Optional[TaskKind]:
@@ -201,6 +203,8 @@ class ProbeResult:
                     del entry[key]
         if d["command"] is None:
             del d["command"]
+        if d["usefulness"] is None:
+            del d["usefulness"]
         return d
 
     def write_json(self, path) -> None:
@@ -220,6 +224,10 @@ class ProbeResult:
                              for e in d["layers"]]
         fields_["mix"] = MixResult(**{k: v for k, v in d["mix"].items()
                                       if k in MixResult.__dataclass_fields__})
+        if d.get("usefulness") is not None:
+            fields_["usefulness"] = Usefulness.from_dict(d["usefulness"])
+            if len(fields_["usefulness"].rows) != len(fields_["layers"]):
+                raise ValueError("key 'usefulness.rows' must hold one row per layer")
         return cls(**fields_)
 
 
@@ -331,8 +339,8 @@ def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Seq
                     task: "str | TaskKind" = TaskKind.POS, config: ProbeConfig = ProbeConfig(),
                     name: str = "", label: str = "", max_train_sentences: Optional[int] = None,
                     dev_fraction: float = 0.1, first_sense_fn=None,
-                    state: Optional[TaskState] = None, on_event: Optional[EventFn] = None
-                    ) -> ProbeResult:
+                    state: Optional[TaskState] = None, on_event: Optional[EventFn] = None,
+                    cumulative: bool = False) -> ProbeResult:
     """Embed labelled sentences once and run :func:`run_probe` on them.
 
     Parameters
@@ -343,6 +351,8 @@ def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Seq
     task : a :class:`TaskKind` or its value ("pos", "tsv", "wsd", "demo-pos", "demo-wsd", …)
     max_train_sentences : keep a seeded random subset of this many training sentences
     first_sense_fn : ``(lemma, pos) -> sense key`` for WSD instances without candidates
+    cumulative : also the usefulness table (the control task, the cumulative probes of Tenney
+        et al. 2019 and the MDL probes: :func:`~.usefulness.run_usefulness`)
     """
     t0 = time.perf_counter()
     train = subsample(train, max_train_sentences, config.seed)
@@ -358,8 +368,14 @@ def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Seq
     embed_s = time.perf_counter() - t0
     info = getattr(getattr(embedder, "model", None), "info", None)
     model = getattr(info, "name", "") or getattr(embedder, "checksum", "")[:16]
-    result = run_probe(ex_train, ex_dev, ex_test, config, task, name, label, str(model), state,
-                       on_event)
+    if cumulative:
+        from elmo_engine.analysis.probes.usefulness import run_usefulness
+
+        result = run_usefulness(ex_train, ex_dev, ex_test, config, str(TaskKind.of(task).value),
+                                name, label, str(model), state, on_event)
+    else:
+        result = run_probe(ex_train, ex_dev, ex_test, config, task, name, label, str(model),
+                           state, on_event)
     result.wall_time_s = time.perf_counter() - t0
     result.timings = {"embedding_s": embed_s, **result.timings}
     result.config["max_train_sentences"] = max_train_sentences

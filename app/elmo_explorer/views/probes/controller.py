@@ -24,6 +24,7 @@ from elmo_engine.progress import progress_text
 from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult, probe_sentences
 from elmo_engine.analysis.probes.tables import write_results_csv, write_results_json
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task, file_task
+from elmo_engine.analysis.probes.usefulness import write_usefulness_tsv
 from elmo_explorer.views.probes.model import ProbesModel
 from elmo_explorer.views.probes.view import ProbesView
 from elmo_explorer.state.worker import JobHandle, Lane
@@ -73,6 +74,7 @@ class ProbesPanel(PanelDefaults, QWidget):
         v.set_tasks([t.name for t in self.model.tasks])
         v.train_button.clicked.connect(self.train_selected)
         v.demo_button.clicked.connect(lambda: self.run_demo())
+        v.usefulness.compute_button.clicked.connect(lambda: self.run_usefulness())
         v.cancel_button.clicked.connect(self.cancel)
         v.clear_button.clicked.connect(self.clear_runs)
         v.open_task_requested.connect(self._open_files)
@@ -93,7 +95,9 @@ class ProbesPanel(PanelDefaults, QWidget):
         out = []
         for text, fn in (("Probe plots (PNG, SVG, PDF)…", self._export_plots),
                          ("Probe table (CSV)…", lambda: self._export_text("csv")),
-                         ("Probe runs (JSON)…", lambda: self._export_text("json"))):
+                         ("Probe runs (JSON)…", lambda: self._export_text("json")),
+                         ("Usefulness figure (PNG, SVG, PDF)…", self._export_usefulness),
+                         ("Usefulness table (TSV)…", lambda: self._export_text("tsv"))):
             a = QAction(text, self)
             a.triggered.connect(fn)
             out.append(a)
@@ -135,10 +139,19 @@ class ProbesPanel(PanelDefaults, QWidget):
         """Train the demo POS and word-sense probes (when the user presses Run demo)."""
         self.run_tasks(self.model.demo_tasks())
 
-    def run_tasks(self, tasks: List[ProbeTask],
-                  config: Optional[ProbeConfig] = None) -> Optional[JobHandle]:
+    def run_usefulness(self, tasks: Optional[List[ProbeTask]] = None,
+                       config: Optional[ProbeConfig] = None) -> Optional[JobHandle]:
+        """Usefulness beside identity for the selected task (or ``tasks``): the probes with the
+        control task, the cumulative probes and the MDL probes, on the long lane."""
+        self.view.pages.setCurrentWidget(self.view.usefulness)
+        chosen = tasks or [self.model.tasks[self.view.task_box.currentIndex()]]
+        return self.run_tasks(chosen, config, cumulative=True)
+
+    def run_tasks(self, tasks: List[ProbeTask], config: Optional[ProbeConfig] = None,
+                  cumulative: bool = False) -> Optional[JobHandle]:
         """Train the tasks one after another in one job of the long lane; returns its handle
-        (None: no model)."""
+        (None: no model). ``cumulative``: with the usefulness table
+        (:func:`~elmo_engine.analysis.probes.usefulness.run_usefulness`)."""
         if self.workspace.embedder is None:
             self.view.status.setText("Load a model first (File → Open checkpoint…).")
             self._set_ready()
@@ -158,11 +171,12 @@ class ProbesPanel(PanelDefaults, QWidget):
                     config=cfg.for_task(t.task), name=t.name, label=data.label,
                     max_train_sentences=t.options.get("max_train_sentences"),
                     first_sense_fn=data.first_sense_fn, state=state,
-                    on_event=state.post))
+                    on_event=state.post, cumulative=cumulative))
             return out
 
+        what = "Usefulness beside identity: " if cumulative else "Training probes: "
         handle = self.jobs.submit(
-            "Training probes: " + ", ".join(t.name for t in tasks), job, lane=Lane.LONG,
+            what + ", ".join(t.name for t in tasks), job, lane=Lane.LONG,
             kind="train", on_done=self._on_results, on_failed=self._on_error,
             on_progress=self._on_progress, on_event=self._on_event, on_finished=self._on_finished)
         self._ready = False
@@ -203,6 +217,8 @@ class ProbesPanel(PanelDefaults, QWidget):
         m = self.model
         self.view.draw_runs(m.runs, m.colours(), m.table_rows(), m.recorded_text(),
                             m.control_warning())
+        self.view.usefulness.draw(m.usefulness_tables(), m.usefulness_colours(),
+                                  m.usefulness_rows(), m.usefulness_flags())
 
     def clear_runs(self) -> None:
         self.model.clear()
@@ -249,16 +265,40 @@ class ProbesPanel(PanelDefaults, QWidget):
             raise LookupError("no probe runs to draw yet")
         return save_figure(probe_figure(self.model.runs), Path(path), panel_figure_options(self))
 
+    def _export_usefulness(self) -> None:
+        from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
+
+        path = ask_save_path(self, "Export the usefulness figure", IMAGE_FILTERS)
+        if path is not None:
+            self._guard(lambda: self.export_usefulness(path))
+
+    def export_usefulness(self, path) -> List[Path]:
+        """The usefulness figure (:mod:`elmo_engine.io.figures.usefulness`: weights and Δs as
+        bars, scores as lines, both expected layers), PNG, SVG or PDF by the suffix."""
+        from elmo_engine.io.figures.usefulness import usefulness_results_figure
+        from elmo_explorer.common.figure_export import panel_figure_options, save_figure
+
+        if not self.model.usefulness_runs():
+            raise LookupError("no usefulness table yet: press Compute usefulness first")
+        return save_figure(usefulness_results_figure(self.model.runs), Path(path),
+                           panel_figure_options(self))
+
     def _export_text(self, kind: str) -> None:
         from elmo_explorer.common.save_dialog import ask_save_path
 
-        flt = "CSV (*.csv)" if kind == "csv" else "JSON (*.json)"
+        flt = {"csv": "CSV (*.csv)", "json": "JSON (*.json)", "tsv": "TSV (*.tsv)"}[kind]
         path = ask_save_path(self, f"Export probe {kind.upper()}", flt)
         if path is not None:
             self._guard(lambda: self.write_export(path, kind))
 
     def write_export(self, path, kind: str) -> None:
-        """Write every run as CSV (the table) or JSON (a list of results.json objects)."""
+        """Write every run as CSV (the table) or JSON (a list of results.json objects), or the
+        usefulness tables as TSV (``kind`` "tsv")."""
+        if kind == "tsv":
+            if not self.model.usefulness_runs():
+                raise LookupError("no usefulness table yet: press Compute usefulness first")
+            write_usefulness_tsv(self.model.usefulness_tables(), path)
+            return
         (write_results_csv if kind == "csv" else write_results_json)(self.model.runs, path)
 
     def _guard(self, fn) -> None:

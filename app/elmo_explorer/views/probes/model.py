@@ -14,6 +14,7 @@ from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult
 from elmo_engine.io.figures.probes import run_colors
 from elmo_engine.analysis.probes.tables import results_rows
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task
+from elmo_engine.analysis.probes.usefulness import Usefulness, table_rows
 
 
 #: a control-task score within this much of the task's (selectivity below it) is flagged:
@@ -139,3 +140,23 @@ class ProbesModel:
     def table_rows(self) -> List[List[str]]:
         """Every number of every run, one row per layer (and the mix); also the CSV export."""
         return results_rows(self.runs)
+
+    # ---- usefulness beside identity (issue 42) ------------------------------------------------
+    def usefulness_runs(self) -> List[ProbeResult]:
+        """The runs that carry a usefulness table (computed with the cumulative probes)."""
+        return [r for r in self.runs if r.usefulness is not None]
+
+    def usefulness_tables(self) -> List[Usefulness]:
+        return [r.usefulness for r in self.usefulness_runs() if r.usefulness is not None]
+
+    def usefulness_colours(self) -> List[str]:
+        """The tables' colours by task kind, as in the figure."""
+        return run_colors(self.usefulness_runs())
+
+    def usefulness_rows(self) -> List[List[str]]:
+        """One row per layer of every table; also the TSV export."""
+        return table_rows(self.usefulness_tables())
+
+    def usefulness_flags(self) -> str:
+        """One sentence per task whose two expected layers disagree (Tenney et al. 2019)."""
+        return "\n".join(t.flag for t in self.usefulness_tables() if t.flag)

@@ -14,12 +14,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QHBoxLayout, QLabel, QMenu,
                                QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
-                               QToolButton, QVBoxLayout, QWidget)
+                               QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
 from elmo_engine.analysis.probes.experiment import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS
 from elmo_engine.io.figures import BASELINE_COLOR, MIX_COLOR, layer_color
 from elmo_explorer.views.probes.model import CONTROL_EXPLANATION, SELECTIVITY_FLAG
+from elmo_explorer.views.probes.usefulness_view import UsefulnessView
 
 TABLE_MIN_ROWS = 4           # the results table shows at least this many rows
 
@@ -201,10 +202,16 @@ class ProbesView(QWidget):
         self.splitter.addWidget(lower)
         self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 2)
+        # the runs, and usefulness beside identity (issue 42: Tenney et al. 2019) on its own page
+        self.usefulness = UsefulnessView()
+        self.pages = QTabWidget()
+        self.pages.setDocumentMode(True)
+        self.pages.addTab(self.splitter, "Runs")
+        self.pages.addTab(self.usefulness, "Usefulness beside identity")
         layout = QVBoxLayout(self)
         layout.addLayout(top)
         layout.addWidget(self.status)
-        layout.addWidget(self.splitter, 1)
+        layout.addWidget(self.pages, 1)
         self._rows: List[List[str]] = []
 
     @staticmethod
@@ -238,6 +245,7 @@ class ProbesView(QWidget):
         self.cancel_button.setEnabled(busy)
         self.train_button.setEnabled(not busy)
         self.demo_button.setEnabled(not busy)
+        self.usefulness.compute_button.setEnabled(not busy)
 
     # ---- drawing ------------------------------------------------------------------------------
     def draw_curves(self, curves: Dict[str, List[List[float]]]) -> None:

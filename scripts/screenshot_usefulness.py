@@ -1,0 +1,58 @@
+"""Picture the Probes view's "Usefulness beside identity" page: docs/images/probes-usefulness.png.
+
+Shows the results of ``elmo-explorer probe --cumulative`` runs (their results JSON files, e.g.
+the demo POS and word-sense tasks of docs/guide/probes.md) in the Probes view at 1280×800, on
+the usefulness page, the last run plotted. Needs a display, e.g.::
+
+    xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshot_usefulness.py \\
+        docs/images/probes-usefulness.png demo_pos.json demo_wsd.json
+"""
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from PySide6.QtWidgets import QApplication
+
+
+def main(out: Path, results: list) -> int:
+    app = QApplication(sys.argv[:1])
+    from elmo_explorer.shell.main_window import MainWindow
+    from elmo_explorer.state.settings import AppSettings
+
+    w = MainWindow(AppSettings(tempfile.mkdtemp()), views=("probes",))
+    w.resize(1280, 800)
+    w.show()
+    w.start(None, None, None)
+
+    def wait(cond, seconds: float = 300) -> None:
+        end = time.time() + seconds
+        while time.time() < end:
+            app.processEvents()
+            if cond():
+                for _ in range(20):
+                    app.processEvents()
+                return
+            time.sleep(0.02)
+        raise SystemExit("timed out")
+
+    p = w.panels["probes"]
+    w.show_view("probes")
+    ws = w.workspace
+    wait(lambda: ws.embedder is not None and ws.all_embedded() and p.is_ready()
+         and not ws.worker.is_busy())
+    p.restore_probe_runs([json.loads(Path(f).read_text("utf-8")) for f in results])
+    p.view.pages.setCurrentWidget(p.view.usefulness)
+    wait(lambda: p.is_ready() and not ws.worker.is_busy())
+    w.grab().save(str(out))
+    w.workspace.worker.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 3:
+        raise SystemExit("usage: screenshot_usefulness.py OUT.png RESULTS.json …")
+    sys.exit(main(Path(sys.argv[1]), sys.argv[2:]))
