@@ -74,6 +74,10 @@ def add_parser(subparsers):
     rank.add_argument("--seeds", type=int, default=3, help="random draws per k (default 3)")
     rank.add_argument("--show", type=int, default=10, metavar="N",
                       help="units listed per ranking (default 10)")
+    rank.add_argument("--figure", type=Path, default=None, metavar="FILE",
+                      help="also draw the top-k curves (top k per method against k random, "
+                           "mean ± sd; one panel per ranking) to FILE (.png, .svg or .pdf)")
+    common.add_force(rank, "an existing --out or --figure file")
     _model_options(rank)
     common.add_json(rank)
     common.add_results_out(rank)
@@ -133,6 +137,17 @@ def add_parser(subparsers):
     abl.add_argument("--k", default="1,2,4,8,16", metavar="K[,K…]",
                      help="numbers of units ablated (default 1,2,4,8,16)")
     abl.add_argument("--seeds", type=int, default=5, help="random draws per k (default 5)")
+    abl.add_argument("--probe-layer", type=int, default=None, metavar="L",
+                     help="also re-measure a probe of representation layer L (0 the token "
+                          "layer, 1 … the LSTM layers) for the labels: trained on the unchanged "
+                          "model, scored on the held-out sentences under each ablation")
+    abl.add_argument("--word", default=None,
+                     help="also re-measure this word's similarity across its contexts (the mean "
+                          "cosine of its occurrences, the top representation layer) under each "
+                          "ablation")
+    abl.add_argument("--contexts", type=Path, default=None, metavar="FILE",
+                     help="with --word: its contexts, a sentence file (default: the labelled "
+                          "sentences)")
     _model_options(abl)
     common.add_json(abl)
     common.add_results_out(abl)
@@ -173,11 +188,11 @@ def _labelled(args) -> List:
     given = [n for n in ("conllu", "tsv", "demo") if getattr(args, n) is not None]
     if len(given) != 1:
         raise InputError("give the labelled tokens with exactly one of --conllu, --tsv, --demo")
-    if args.conllu is not None:
-        from elmo_engine.io.datasets.conllu import read_conllu
+    if args.conllu is not None or args.tsv is not None:
+        from elmo_engine.analysis.units.collect import labelled_file
 
-        sents = read_conllu(args.conllu, label=args.label)
-    elif args.tsv is not None:
+        if args.conllu is not None:
+            return labelled_file(args.conllu, args.label, args.max_tokens, MAX_SENTENCES)
         from elmo_engine.io.datasets.tsv import read_tsv
 
         sents = read_tsv(args.tsv)
@@ -210,8 +225,10 @@ def _check_layers(layers, model) -> None:
 # ---- rank -------------------------------------------------------------------------------------
 def run_rank(args) -> int:
     from elmo_engine.analysis.units import RankSettings, collect, rank_units
+    from elmo_engine.analysis.units.rank import ranking_json
     from elmo_engine.model.lstm_inspect import parse_states
 
+    _check_figure(args)
     kinds = parse_states(args.states)
     ks = _ints(args.k, "--k", low=1)
     model = _load_model(args)
@@ -224,7 +241,9 @@ def run_rank(args) -> int:
                    token_vectors=_token_vectors(model, str(model.device)))
     common.log(f"units rank: {len(data)} labelled tokens, {len(data.classes)} classes")
     results = rank_units(data, RankSettings(ks=ks, seeds=args.seeds))
-    rankings = [_ranking_json(r, args.show) for r in results]
+    rankings = [ranking_json(r, args.show) for r in results]
+    if args.figure is not None:
+        _write_figure(args, rankings, len(data), data.classes)
     if args.json:
         common.print_json({"tokens": len(data), "classes": list(data.classes),
                            "rankings": rankings})
@@ -242,24 +261,21 @@ def run_rank(args) -> int:
     return 0
 
 
-def _ranking_json(r, show: int) -> dict:
-    import numpy as np
+def _check_figure(args) -> None:
+    if args.figure is not None:
+        if args.figure.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise InputError(f"--figure {args.figure}: name a .png, .svg or .pdf file")
+        common.refuse_existing(args.force, args.figure)
 
-    from elmo_engine.model.lstm_inspect import DIRECTION_NAMES
 
-    layer, d, kind = r.key
-    curve = []
-    for p in r.curve:
-        vals = np.array(p.random)
-        curve.append({"k": p.k, "method": p.method.value, "top": p.top,
-                      "random": list(p.random), "random_mean": float(vals.mean()),
-                      "random_sd": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0})
-    return {"layer": layer, "direction": DIRECTION_NAMES[d], "state": kind.value,
-            "accuracy_all": r.full, "majority": r.majority,
-            "top_units": {m.value: [int(u) for u in r.order[m][:show]] for m in r.order},
-            "top_scores": {m.value: [float(r.scores[m][u]) for u in r.order[m][:show]]
-                           for m in r.order},
-            "curve": curve}
+def _write_figure(args, rankings, tokens: int, classes) -> None:
+    from elmo_engine.io import figures
+    from elmo_engine.io.figures.units import topk_figure
+
+    fig = topk_figure(rankings, f"{tokens:,} tokens, {len(classes)} classes: a probe on the "
+                                "top-k units against k random units (held out)")
+    for path in figures.save(fig, args.figure):
+        common.log(f"units rank: wrote {path}")
 
 
 # ---- top --------------------------------------------------------------------------------------
@@ -411,8 +427,9 @@ def run_ablate(args) -> int:
     method = Method(args.method)
     ranked = rank_units(data, RankSettings(ks=()), keys=[(layer, 0, kind), (layer, 1, kind)])
     order = {r.key[1]: [int(u) for u in r.order[method]] for r in ranked}
+    measures = _measures(args, model, sents, vectors)
     res = ablation_experiment(model, softmax, pairs, layer, kind, order, ks, seeds=args.seeds,
-                              token_vectors=vectors)
+                              token_vectors=vectors, measures=measures)
     names = ("forward", "backward", "combined")
     sets = list(res.baseline.by_set)
     doc = {"layer": layer, "state": kind.value, "method": method.value, "tokens": len(data),
@@ -425,6 +442,14 @@ def run_ablate(args) -> int:
                         "random": {s: {n: {"mean": m, "sd": sd} for n, (m, sd)
                                        in zip(names, row.random_stats(s))} for s in sets}}
                        for row in res.rows]}
+    if measures:
+        doc["measures"] = {
+            name: {"none": res.measures_baseline[name],
+                   "ablated": [{"k": row.k, "top": row.measures_top[name],
+                                "random": list(row.measures_random[name]),
+                                "random_mean": row.measure_stats(name)[0],
+                                "random_sd": row.measure_stats(name)[1]} for row in res.rows]}
+            for name in measures}
     if args.json:
         common.print_json(doc)
         return 0
@@ -441,5 +466,37 @@ def run_ablate(args) -> int:
             print(f"  {f'top {row.k}':<14}" + "".join(f"{v:>22.3f}" for v in row.top.by_set[s]))
             print(f"  {f'random {row.k}':<14}" + "".join(
                 f"{f'{m:.3f} ± {sd:.3f}':>22}" for m, sd in row.random_stats(s)))
+    for name in measures:
+        print(f"\n{name} (both directions' units ablated)")
+        print(f"  {'none ablated':<14}{res.measures_baseline[name]:>22.3f}")
+        for row in res.rows:
+            m, sd = row.measure_stats(name)
+            print(f"  {f'top {row.k}':<14}{row.measures_top[name]:>22.3f}")
+            print(f"  {f'random {row.k}':<14}{f'{m:.3f} ± {sd:.3f}':>22}")
     sys.stdout.flush()
     return 0
+
+
+def _measures(args, model, sents, vectors) -> dict:
+    """The extra measures of ``units ablate`` (``--probe-layer``, ``--word``), by name."""
+    from elmo_engine.analysis.units.remeasure import (fit_probe, probe_measure,
+                                                      similarity_measure)
+
+    out = {}
+    top = model.opts.n_layers
+    if args.probe_layer is not None:
+        if args.probe_layer > top:
+            raise InputError(f"--probe-layer {args.probe_layer}: the model has representation "
+                             f"layers 0 … {top}")
+        probe = fit_probe(model, sents, args.probe_layer, token_vectors=vectors)
+        common.log(f"units ablate: a probe of layer {args.probe_layer} trained on "
+                   f"{probe.train_tokens} tokens, scored on {probe.test_tokens}")
+        out[f"probe accuracy (layer {args.probe_layer})"] = probe_measure(model, probe, vectors)
+    if args.contexts is not None and args.word is None:
+        raise InputError("--contexts names the contexts of --word: give --word too")
+    if args.word is not None:
+        contexts = ([s.tokens for s in sents] if args.contexts is None
+                    else common.read_text(args.contexts, max_tokens=DEFAULT_RANK_TOKENS).tokens)
+        out[f"similarity of '{args.word}' across contexts (layer {top})"] = similarity_measure(
+            model, args.word, contexts, top, vectors)
+    return out
