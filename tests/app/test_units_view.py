@@ -344,3 +344,65 @@ def test_pattern_search_in_the_view(qtbot, demo_panel):
     panel.pattern()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert "9:12" in v.status.text() and "words 1 … 9" in v.status.text()
+
+
+def test_ranking_a_file_of_the_users_and_reopening_it(qtbot, panel, tmp_path):
+    """A CoNLL-U file with a FEATS label is ranked as ``units rank`` ranks it; a bad file is one
+    line naming the file and line (no ranking); the ranking comes back from the workspace."""
+    from elmo_engine.analysis.units import RankSettings, collect, rank_units
+    from elmo_engine.analysis.units.rank import ranking_json
+    from elmo_engine.model.lstm_inspect import StateKind
+    from elmo_explorer.views.units.model import RANK_SEEDS, RankSource
+
+    lines = []
+    for s in SENTENCES * 6:
+        for i, w in enumerate(s.split(), 1):
+            feats = "Number=Plur" if w.endswith("s") else "Number=Sing" if w.isalpha() else "_"
+            lines.append(f"{i}\t{w}\t{w}\tX\t_\t{feats}\t0\troot\t_\t_")
+        lines.append("")
+    good = tmp_path / "mine.conllu"
+    good.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tHe\n", encoding="utf-8")
+    page = panel.view.ranking_page
+    page.set_source(RankSource(str(bad), "feats:Number"))
+    panel.rank()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert "bad.conllu:1" in panel.view.status.text() and panel.model.ranking is None
+    page.set_source(RankSource(str(good), "feats:Number"))
+    assert page.label.isEnabled() and page.file_note.text() == "mine.conllu"
+    panel.rank()
+    qtbot.waitUntil(lambda: panel.model.ranking is not None and panel.is_ready(),
+                    timeout=120000)
+    doc = panel.model.ranking
+    assert doc["source"] == "mine.conllu (feats:Number)" and doc["classes"] == ["Plur", "Sing"]
+    model = panel.ws.embedder.model
+    data = collect(model, RankSource(str(good), "feats:Number").sentences(20_000),
+                   [StateKind.C, StateKind.H], token_vectors=panel.ws.embedder.token_vectors)
+    want = [ranking_json(r, 8) for r in rank_units(data, RankSettings(ks=(1, 4, 16),
+                                                                      seeds=RANK_SEEDS))]
+    assert doc["tokens"] == len(data)
+    got = doc["rankings"][0]
+    assert got["top_units"] == want[0]["top_units"]
+    assert got["curve"][0]["top"] == pytest.approx(want[0]["curve"][0]["top"])
+    # reopened: the same table and curve, without ranking again
+    state = panel.view_state()
+    assert state["source"] == {"path": str(good), "label": "feats:Number"}
+    again = UnitsPanel(panel.ws)
+    qtbot.addWidget(again)
+    again.restore_view_state(state)
+    assert again.model.ranking == doc and again.view.ranking_page.table.rowCount() == 8
+    assert again.view.ranking_page.rank_source() == RankSource(str(good), "feats:Number")
+    qtbot.waitUntil(again.is_ready, timeout=60000)
+    # and reported (tables, the curves figure) from the saved state alone
+    from elmo_engine.analysis.units.report import units_part
+    from elmo_engine.io.figures import FigureStyle
+
+    part = units_part(state, tmp_path / "fig", FigureStyle(formats=("svg",)),
+                      checksum=panel.ws.embedder.checksum)
+    names = [t.name for t in part.tables]
+    assert names == ["units_ranking", "units_topk_curve"]
+    assert part.tables[0].rows[0]["top (mean diff)"] == " ".join(
+        map(str, got["top_units"]["mean-diff"][:5]))
+    assert [f.path.name for f in part.figures] == ["units_topk_curve.svg"]
+    assert units_part(state, None, FigureStyle(), checksum="other").notes
