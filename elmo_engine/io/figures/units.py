@@ -55,7 +55,7 @@ def draw_curve(ax, ranking: Mapping[str, Any]) -> None:
             drawn.append({"label": rl, "values": s["random_mean"], "errors": s["random_sd"],
                           "color": rc, "style": rs, "marker": "s"})
             random_done = True
-    lines(ax, xs, drawn, xlabel="k (units)", ylabel="held-out accuracy")
+    lines(ax, list(xs), drawn, xlabel="k (units)", ylabel="held-out accuracy")
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs)
     ax.set_xticklabels([str(int(k)) for k in xs], fontsize="small")

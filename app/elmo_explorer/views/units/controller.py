@@ -16,7 +16,6 @@ Model, view, controller: :class:`~.model.UnitsModel`, :class:`~.view.UnitsView` 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import Signal
@@ -26,10 +25,9 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 from elmo_explorer.views.units import export
-from elmo_explorer.views.units.intervention import (SHOWCASE_KS, SHOWCASE_SEEDS,
-                                                    SHOWCASE_TOKENS, Remeasure,
+from elmo_explorer.views.units.intervention import (SHOWCASE_KS, Remeasure,
                                                     bundled_minimal_pairs, number_showcase,
-                                                    remeasure, showcase_rows)
+                                                    remeasure, showcase_note, showcase_rows)
 from elmo_explorer.views.units.model import (RANK_TOKENS, RankSource, UnitChoice, UnitsModel,
                                              pattern_search, rank_labels, sentence_rows,
                                              unit_contexts)
@@ -314,12 +312,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
     def _softmax_getter(self):
         """(folder, get): the loaded checkpoint's softmax for a job (:class:`SoftmaxCache`)."""
-        spec, emb = self.ws.model_spec, self.ws.embedder
-        folder = None
-        if spec is not None:
-            p = Path(spec.path)
-            folder = p if p.is_dir() else p.parent
-        return self.softmax.getter(folder, emb.opts.output_dim if emb is not None else 0)
+        return self.softmax.getter(self.ws)
 
     def _keep_softmax(self, folder, softmax) -> None:
         self.softmax.keep(folder, softmax, self._softmax_getter()[0])
@@ -393,13 +386,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             softmax, src, res = out
             self._keep_softmax(folder, softmax)
             self.model.showcase = showcase_rows(src, res)
-            top = res.top_units
-            note = (f"Top layer's cells ranked for {src.label} on {src.name} "
-                    f"(≤ {SHOWCASE_TOKENS:,} labelled words); top cells forward "
-                    f"{list(top[0][:4])}, backward {list(top[1][:4])}. Each cell: the LM's "
-                    f"accuracy with its own direction's top k zeroed / k random zeroed (mean ± "
-                    f"sd over {SHOWCASE_SEEDS} seeds).")
-            self.model.showcase_note = note
+            self.model.showcase_note = note = showcase_note(src, res)
             self.view.showcase_page.show_showcase(self.model.showcase, note)
             self.view.tabs.setCurrentWidget(self.view.showcase_page)
             self.view.show_status("Number units: done.")

@@ -38,13 +38,16 @@ def tsv(m: UnitsModel, kind: str) -> str:
     if kind in ("ranking", "curve"):
         from elmo_engine.analysis.units.report import curve_rows, ranking_rows
 
-        table = (ranking_rows if kind == "ranking" else curve_rows)(m.ranking)
-        rows.append([f"# {_clean(m.ranking['source'])}: {m.ranking['tokens']} labelled words, "
-                     f"{len(m.ranking['classes'])} classes"])
+        doc = m.ranking
+        assert doc is not None                              # has() said so
+        table = (ranking_rows if kind == "ranking" else curve_rows)(doc)
+        rows.append([f"# {_clean(doc['source'])}: {doc['tokens']} labelled words, "
+                     f"{len(doc['classes'])} classes"])
         rows.append(list(table[0]))
         rows += [[_clean(r.get(c, "")) for c in table[0]] for r in table]
     elif kind == "intervention":
         res = m.remeasure
+        assert res is not None                              # has() said so
         rows.append(["# " + _clean(res.describe())])
         rows.append(["position", "word", "fwd_top_before", "fwd_top_after",
                      "fwd_bits_before", "fwd_bits_after", "bwd_top_before", "bwd_top_after",

@@ -51,8 +51,8 @@ class InterveneTab(QWidget):
         self.iv_donor.setPlaceholderText("patch from this sentence")
         self.iv_word = QLineEdit()
         self.iv_word.setPlaceholderText("word (default: the selected one)")
-        self.iv_word.setToolTip("its similarity across its contexts (the sentence and the "
-                                "reference corpus) is re-measured too")
+        self.iv_word.setToolTip("its similarity across its contexts (the sentence, the reference "
+                                "corpus and the demo POS task's sentences) is re-measured too")
         self.iv_button = QPushButton("Re-measure")
         self.iv_button.setToolTip("both LMs on the selected sentence, the bundled minimal pairs, "
                                   "a probe of the top layer for the Ranking tab's labels and the "
@@ -91,7 +91,7 @@ class InterveneTab(QWidget):
         right.setSizes([180, 90])
         results.addWidget(self.iv_words)
         results.addWidget(right)
-        results.setSizes([600, 380])
+        results.setSizes([440, 560])
         lay.addWidget(results, 1)
         self.iv_op.currentIndexChanged.connect(self._on_op)
         self.iv_button.clicked.connect(self.intervene_requested)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from elmo_explorer.views.units.model import (DIRECTIONS, RankSource,
-                                             reference_sentences)
+from elmo_explorer.views.units.model import DIRECTIONS, RankSource
 
 #: labelled words the re-measured probe is trained and scored on, and a word's contexts at most
 PROBE_TOKENS = 5_000
@@ -132,14 +131,20 @@ def bundled_minimal_pairs() -> List[Any]:
 
 
 def word_contexts(word: str, sentence: Sequence[str]) -> List[List[str]]:
-    """The selected sentence and the reference corpus's sentences (its first words) that hold
-    ``word``, :data:`SIMILARITY_SENTENCES` in all at most."""
+    """The selected sentence and the sentences of the reference corpus (all of it), then of the
+    demo POS task (EWT), that hold ``word``: :data:`SIMILARITY_SENTENCES` in all at most."""
+    from elmo_engine.analysis.layers.run import reference_corpus_path
+    from elmo_engine.io.datasets.demo import load_demo_task
+    from elmo_engine.io.datasets.text_input import read_text_input
+
     out = [list(sentence)] if word in sentence else []
-    for s in reference_sentences():
-        if len(out) >= SIMILARITY_SENTENCES:
-            break
-        if word in s:
-            out.append(s)
+    for source in (read_text_input(reference_corpus_path()).tokens,
+                   (s.tokens for s in load_demo_task("pos", "train"))):
+        for s in source:
+            if len(out) >= SIMILARITY_SENTENCES:
+                return out
+            if word in s:
+                out.append(list(s))
     return out
 
 
@@ -191,8 +196,8 @@ def remeasure(model, softmax, tokens: Sequence[str], spec: InterventionSpec,
             shift = sum(sim.shift) / len(sim.shift)
             measures.append(Measured(
                 f"similarity of '{word}', layer {top}", sim.before, sim.after,
-                f"mean cosine of its {len(sim.occurrences)} occurrences (the sentence and the "
-                f"reference corpus); each occurrence before → after: {shift:.3f} on average"))
+                f"mean cosine of its {len(sim.occurrences)} occurrences (the sentence, the "
+                f"reference corpus, EWT); one occurrence before → after: {shift:.3f} on average"))
         except InputError as e:
             notes.append(str(e))
     return Remeasure(spec=spec, before=before, after=after, pairs_before=pb, pairs_after=pa,
@@ -212,6 +217,15 @@ def showcase_rows(src, res) -> List[Dict[str, Any]]:
             rows.append({"set": s, "k": row.k, "top": list(row.top.by_set[s]),
                          "random": [list(v) for v in row.random_stats(s)]})
     return rows
+
+
+def showcase_note(src, res) -> str:
+    """The Number showcase's note: what was ranked on what, the top cells, how to read it."""
+    top = res.top_units
+    return (f"Top layer's cells ranked for {src.label} on {src.name} (≤ {SHOWCASE_TOKENS:,} "
+            f"labelled words); top cells forward {list(top[0][:4])}, backward "
+            f"{list(top[1][:4])}. Each cell: the LM's accuracy with its own direction's top k "
+            f"zeroed / k random zeroed (mean ± sd over {SHOWCASE_SEEDS} seeds).")
 
 
 def number_showcase(model, softmax, token_vectors=None, state=None, ks=SHOWCASE_KS,

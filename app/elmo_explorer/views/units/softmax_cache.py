@@ -15,10 +15,16 @@ class SoftmaxCache:
     def clear(self) -> None:
         self._softmax, self._of = None, None
 
-    def getter(self, folder: Optional[Path], output_dim: int
-               ) -> Tuple[Optional[Path], Callable[[Any], Any]]:
-        """(folder, get): ``get(state)`` returns the cached softmax of ``folder`` or reads it
-        (call on the worker; an InputError when there is none)."""
+    def getter(self, ws) -> Tuple[Optional[Path], Callable[[Any], Any]]:
+        """(folder, get) for the workspace ``ws``'s loaded checkpoint: ``get(state)`` returns
+        the cached softmax of its folder or reads it (call on the worker; an InputError when
+        there is none)."""
+        spec, emb = ws.model_spec, ws.embedder
+        folder: Optional[Path] = None
+        if spec is not None:
+            p = Path(spec.path)
+            folder = p if p.is_dir() else p.parent
+        output_dim = emb.opts.output_dim if emb is not None else 0
         cached = self._softmax if self._of == folder else None
 
         def get(state):

@@ -52,7 +52,7 @@ class UnitTab(QWidget):
         self.contexts = table(["value", "left", "word", "right"])
         self.hist = pg.PlotWidget(background="w")
         self.hist.setMouseEnabled(False, False)
-        self.hist.setTitle("the unit's values per label (rank units first)", size="9pt")
+        self.hist.setTitle("values per label (rank first)", size="9pt")
         self.hist_legend = self.hist.addLegend(offset=(5, 5))
         split.addWidget(self.contexts)
         split.addWidget(self.hist)
@@ -91,7 +91,7 @@ class UnitTab(QWidget):
                             "reference corpus.")
         h = res.histogram
         if h is None:
-            self.hist.setTitle("the unit's values per label (rank units first)", size="9pt")
+            self.hist.setTitle("values per label (rank first)", size="9pt")
             return
         for k, (label, counts) in enumerate(h.counts.items()):
             share = counts / max(1, counts.sum())
@@ -100,5 +100,6 @@ class UnitTab(QWidget):
                            name=f"{label} (mean {h.means[label]:+.2f})")
         self.hist.setLabel("bottom", "value")
         self.hist.setLabel("left", "share of the label's words")
-        self.hist.setTitle(f"the unit's values per label ({labels or 'the ranking’s words'})",
-                           size="9pt")
+        self.hist.setTitle("values per label", size="9pt")
+        self.hist.setToolTip(f"the unit's values on the words of {labels or 'the ranking'}, per "
+                             "label (the six most frequent), each label's share per bin")
