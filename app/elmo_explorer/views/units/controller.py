@@ -106,9 +106,11 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     def view_state(self) -> Dict[str, Any]:
         self.model.settings = self.view.current_settings()
         self.model.panel = self.view.panel_fields()
+        from elmo_engine.errors import InputError
+
         try:
             self.model.source = self.view.ranking_page.rank_source()
-        except Exception:                 # a file chosen but not named: keep the last one
+        except InputError:                # a file chosen but not named: keep the last one
             pass
         emb = self.ws.embedder
         return self.model.view_state(emb.checksum if emb is not None else None)

@@ -22,8 +22,8 @@ TABLE_COLUMNS = ["layer", "direction", "state", "all units", "majority", "top un
 CONLLU_LABELS = ("upos", "xpos", "deprel", "feats:Number", "feats:Tense", "feats:Person",
                  "feats:VerbForm", "feats:Case")
 #: pens of the curve: the two methods' top k, the random draws
-PENS = {"mean-diff": ("#0072B2", Qt.PenStyle.SolidLine, "top k (class-mean diff)"),
-        "elastic-net": ("#E69F00", Qt.PenStyle.DashLine, "top k (elastic net)")}
+PENS = {"mean-diff": ("#0072B2", Qt.PenStyle.SolidLine, "top k, mean diff"),
+        "elastic-net": ("#E69F00", Qt.PenStyle.DashLine, "top k, elastic net")}
 
 
 class RankingTab(QWidget):
@@ -69,11 +69,11 @@ class RankingTab(QWidget):
         self.curve = pg.PlotWidget(background="w")
         self.curve.setMouseEnabled(False, False)
         self.curve.setMinimumWidth(220)
-        self.curve_legend = self.curve.addLegend(offset=(-5, -5), labelTextSize="8pt")
-        self.curve.setTitle("top-k curve (select a row)", size="9pt")
+        self.curve_legend = self.curve.addLegend(offset=(5, 5), labelTextSize="8pt")
+        self.curve.setTitle("top-k curve", size="9pt")
         split.addWidget(self.table)
         split.addWidget(self.curve)
-        split.setSizes([760, 320])
+        split.setSizes([520, 480])
         lay.addWidget(split, 1)
         self.table.itemSelectionChanged.connect(self._on_selection)
         self.rank_button.clicked.connect(self.rank_requested)
@@ -140,7 +140,7 @@ class RankingTab(QWidget):
         self.curve.clear()
         self.curve_legend.clear()
         if r is None or not r["curve"]:
-            self.curve.setTitle("top-k curve (select a row)", size="9pt")
+            self.curve.setTitle("top-k curve", size="9pt")
             return
         from elmo_engine.io.figures.units import curve_series
 
@@ -160,14 +160,17 @@ class RankingTab(QWidget):
         self.curve.addItem(pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(120, 120, 120, 60)))
         self.curve.plot(x, mean, pen=pg.mkPen("#777777", width=2, style=Qt.PenStyle.DotLine),
                         symbol="s", symbolSize=5, symbolBrush="#777777",
-                        name="k random (mean ± sd)")
+                        name="k random, ± sd")
         for value, color in ((r["accuracy_all"], "#009E73"), (r["majority"], "#999999")):
             if isinstance(value, float) and math.isfinite(value):
                 self.curve.addItem(pg.InfiniteLine(value, angle=0, pen=pg.mkPen(
                     color, width=1, style=Qt.PenStyle.DashLine)))
         self.curve.getAxis("bottom").setTicks([ticks])
+        self.curve.setXRange(float(x.min()) - 0.3, float(x.max()) + 0.3, padding=0)
         self.curve.setLabel("bottom", "k (units)")
         self.curve.setYRange(0, 1)
-        self.curve.setTitle(f"layer {r['layer']} {r['direction']} {r['state']}: held-out "
-                            f"accuracy (all {r['accuracy_all']:.2f}, majority "
-                            f"{r['majority']:.2f})", size="8pt")
+        self.curve.setLabel("left", "held-out accuracy")
+        self.curve.setTitle(f"layer {r['layer']} {r['direction']} {r['state']}", size="9pt")
+        self.curve.setToolTip(f"a probe on the top-k units of each method against k random "
+                              f"units (mean ± sd over the seeds); dashed: all units "
+                              f"{r['accuracy_all']:.3f} (green), majority {r['majority']:.3f}")
