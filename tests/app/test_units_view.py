@@ -240,6 +240,15 @@ def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, m
     row = text[3].split("\t")                                        # all, k = 1
     assert row[:2] == ["all", "1"] and float(row[5]) == pytest.approx(rows[1]["random"][0][0],
                                                                       abs=1e-4)
+    # saved with a workspace and shown again on reopening
+    state = panel.view_state()
+    assert state["results"]["showcase"]["rows"] == rows
+    again = UnitsPanel(ws)
+    qtbot.addWidget(again)
+    again.restore_view_state(state)
+    assert again.model.showcase == rows and again.view.showcase_page.showcase.rowCount() == 12
+    assert again.view.showcase_page.showcase_note.text() == panel.model.showcase_note
+    qtbot.waitUntil(again.is_ready, timeout=60000)
 
 
 def test_exports_and_the_panel_in_a_workspace(qtbot, demo_panel, tmp_path):

@@ -38,22 +38,30 @@ def intervention():
                              (Measured("probe accuracy, layer 2", 0.93, 0.91, "demo POS"),))
 
 
+SHOWCASE = {"note": "Top layer's cells ranked for feats:Number",
+            "rows": [{"set": "all", "k": 0, "top": [1.0, 0.8, 1.0], "random": None},
+                     {"set": "all", "k": 2, "top": [0.4, 0.8, 0.73],
+                      "random": [[1.0, 0.0], [0.81, 0.02], [1.0, 0.0]]}]}
+
+
 def doc():
     return results_doc("abc", {"source": "the demo POS task's UPOS tags", "tokens": 20000,
                                "classes": ["NOUN", "VERB"], "rankings": [ranking()]},
-                       intervention())
+                       intervention(), copy.deepcopy(SHOWCASE))
 
 
 def test_saved_results_round_trip_and_bad_parts_are_dropped():
     got = saved_results(doc())
     assert got is not None and got.model == "abc" and got.intervention == intervention()
     assert got.ranking["rankings"][0]["top_units"]["mean-diff"] == [78, 403, 5]
+    assert got.showcase == SHOWCASE
     for path, value in ((("ranking", "rankings", 0, "accuracy_all"), 1.5),
                         (("ranking", "rankings", 0, "curve", 0, "random"), ["x"]),
                         (("ranking", "classes"), ["x" * 300]),
                         (("intervention", "before", "surprisal", 0), [1.0, 2.0]),
                         (("intervention", "pairs", "all", "after"), [0.1, 0.2]),
-                        (("intervention", "words"), [])):
+                        (("intervention", "words"), []),
+                        (("showcase", "rows", 1, "random", 0), [1.2, 0.0])):
         d = copy.deepcopy(doc())
         target = d
         for key in path[:-1]:
@@ -64,7 +72,7 @@ def test_saved_results_round_trip_and_bad_parts_are_dropped():
         assert kept is not None and getattr(kept, part) is None, path   # the other part stays
     d = doc()
     d["ranking"]["rankings"] = [ranking()] * 65                          # over the bound
-    d["intervention"] = None
+    d["intervention"] = d["showcase"] = None
     assert saved_results(d) is None and saved_results("nonsense") is None
 
 
@@ -82,6 +90,9 @@ def test_the_report_states_the_saved_results(tmp_path):
     pairs = tables["units_intervention_pairs"].rows
     assert pairs[0]["pairs"] == "all" and pairs[0]["forward after"] == 0.4
     assert len(tables["units_topk_curve"].rows) == 6
+    ablated = tables["units_number_ablation"].rows
+    assert ablated[1]["forward top"] == 0.4 and ablated[1]["backward random"] == "0.810 ± 0.020"
+    assert "backward random" not in ablated[0]
     assert [f.path.name for f in spec.figures if "units" in f.path.name] == \
         ["units_topk_curve.png"]
     # another model's results: a note, no tables

@@ -1,8 +1,9 @@
 """The Units view's last results as a workspace keeps them, and its share of a report.
 
 The view saves its last ranking (``units rank --json``'s rankings,
-:func:`~elmo_engine.analysis.units.rank.ranking_json`, with where the labels came from) and its
-last intervention's before / after (:func:`intervention_doc`) under ``views["units"]["results"]``
+:func:`~elmo_engine.analysis.units.rank.ranking_json`, with where the labels came from), its
+last intervention's before / after (:func:`intervention_doc`) and its last Number showcase
+(:func:`saved_showcase`) under ``views["units"]["results"]``
 with the checksum of the model that made them. Reading them back (:func:`saved_results`) checks
 every field and bound: anything malformed is dropped, never an error. :func:`units_part` turns
 them into the report's tables and the top-k curves figure (Dalvi et al. 2019's how-few-units
@@ -172,20 +173,44 @@ def saved_intervention(d: Any) -> Optional[SavedIntervention]:
         return None
 
 
+# ---- the Number showcase ----------------------------------------------------------------------
+def saved_showcase(d: Any) -> Optional[Dict[str, Any]]:
+    """The Number showcase as the view keeps it — ``note`` and ``rows`` (``set``, ``k``, ``top``
+    (forward, backward, combined), ``random`` None or three (mean, sd)) — when valid."""
+    if not (isinstance(d, dict) and _text(d.get("note"), 2000) and isinstance(d.get("rows"), list)
+            and 0 < len(d["rows"]) <= 1000):
+        return None
+    for r in d["rows"]:
+        if not (isinstance(r, dict) and _text(r.get("set"), 200) and _int(r.get("k"), 0, 1 << 20)
+                and isinstance(r.get("top"), list) and len(r["top"]) == 3
+                and all(_num(v, 0, 1) for v in r["top"])):
+            return None
+        rand = r.get("random")
+        if rand is not None and not (isinstance(rand, list) and len(rand) == 3 and all(
+                isinstance(p, list) and len(p) == 2 and _num(p[0], 0, 1) and _num(p[1], 0, 1)
+                for p in rand)):
+            return None
+    return d
+
+
 # ---- what a workspace holds -------------------------------------------------------------------
 @dataclass(frozen=True)
 class SavedResults:
-    """The view's saved results: the model's checksum, the ranking and the intervention."""
+    """The view's saved results: the model's checksum, the ranking, the intervention and the
+    Number showcase."""
 
     model: str
     ranking: Optional[Dict[str, Any]]
     intervention: Optional[SavedIntervention]
+    showcase: Optional[Dict[str, Any]] = None
 
 
 def results_doc(model: str, ranking: Optional[Dict[str, Any]],
-                intervention: Optional[SavedIntervention]) -> Dict[str, Any]:
+                intervention: Optional[SavedIntervention],
+                showcase: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     return {"model": model, "ranking": ranking,
-            "intervention": None if intervention is None else intervention_doc(intervention)}
+            "intervention": None if intervention is None else intervention_doc(intervention),
+            "showcase": showcase}
 
 
 def saved_results(d: Any) -> Optional[SavedResults]:
@@ -195,9 +220,10 @@ def saved_results(d: Any) -> Optional[SavedResults]:
     ranking = saved_ranking(d.get("ranking"))
     intervention = (saved_intervention(d["intervention"])
                     if isinstance(d.get("intervention"), dict) else None)
-    if ranking is None and intervention is None:
+    showcase = saved_showcase(d.get("showcase"))
+    if ranking is None and intervention is None and showcase is None:
         return None
-    return SavedResults(d["model"], ranking, intervention)
+    return SavedResults(d["model"], ranking, intervention, showcase)
 
 
 # ---- the report -------------------------------------------------------------------------------
@@ -305,4 +331,23 @@ def units_part(state: Any, figure_dir: Optional[Path], style,
                   "note": m.note} for m in res.measures],
                 caption="A probe trained on the unchanged model scored on the held-out "
                         "sentences, and a word's mean cosine across its contexts."))
+    if saved.showcase is not None:
+        part.tables.append(ReportTable(
+            "units_number_ablation", "Units: Number cells ablated, top k against k random",
+            showcase_rows(saved.showcase), caption=f"{model_name}: {saved.showcase['note']}"))
     return part
+
+
+def showcase_rows(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The Number showcase's table: per set and k, each LM's accuracy with its top k zeroed
+    and the mean ± sd with k random zeroed (k 0: nothing zeroed)."""
+    rows = []
+    for r in doc["rows"]:
+        row: Dict[str, Any] = {"pairs": r["set"], "cells zeroed": r["k"]}
+        for j, name in enumerate(("forward", "backward", "combined")):
+            row[f"{name} top"] = round(r["top"][j], 4)
+            if r["random"] is not None:
+                m, sd = r["random"][j]
+                row[f"{name} random"] = f"{m:.3f} ± {sd:.3f}"
+        rows.append(row)
+    return rows

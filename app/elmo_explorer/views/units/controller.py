@@ -141,6 +141,10 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if saved.intervention is not None:
             self.model.remeasure = Remeasure.from_saved(saved.intervention)
             self.view.intervene_page.show_remeasure(self.model.remeasure)
+        if saved.showcase is not None:
+            self.model.showcase = list(saved.showcase["rows"])
+            self.model.showcase_note = saved.showcase["note"]
+            self.view.showcase_page.show_showcase(self.model.showcase, self.model.showcase_note)
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _on_model(self) -> None:

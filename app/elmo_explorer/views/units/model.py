@@ -126,12 +126,15 @@ class UnitsModel:
         ``checksum``) the last results (:mod:`elmo_engine.analysis.units.report`)."""
         out: Dict[str, Any] = {"settings": self.settings.to_dict(), "panel": dict(self.panel),
                                "source": {"path": self.source.path, "label": self.source.label}}
-        if checksum is not None and (self.ranking is not None or self.remeasure is not None):
+        if checksum is not None and (self.ranking is not None or self.remeasure is not None
+                                     or self.showcase):
             from elmo_engine.analysis.units.report import results_doc
 
+            showcase = ({"note": self.showcase_note, "rows": self.showcase}
+                        if self.showcase else None)
             out["results"] = results_doc(checksum, self.ranking,
                                          None if self.remeasure is None
-                                         else self.remeasure.saved())
+                                         else self.remeasure.saved(), showcase)
         return out
 
     def restore(self, state: Any) -> Any:
