@@ -394,6 +394,13 @@ def test_ranking_a_file_of_the_users_and_reopening_it(qtbot, panel, tmp_path):
     got = doc["rankings"][0]
     assert got["top_units"] == want[0]["top_units"]
     assert got["curve"][0]["top"] == pytest.approx(want[0]["curve"][0]["top"])
+    from elmo_explorer.views.units import export
+
+    svg = export.write_figure(panel.model, tmp_path / "curves.svg", kind="curve-figure")
+    text = svg[0].read_text(encoding="utf-8")
+    assert "layer 1 backward h" in text and "mine.conllu (feats:Number)" in text
+    assert [a.text() for a in panel.export_actions() if a.isEnabled()][:3] == [
+        "Units ranking (TSV)…", "Top-k curves (TSV)…", "Top-k curves (PNG/SVG/PDF)…"]
     # reopened: the same table and curve, without ranking again
     state = panel.view_state()
     assert state["source"] == {"path": str(good), "label": "feats:Number"}

@@ -87,6 +87,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         return out
 
     def _ask_export(self, kind: str) -> None:
+        from elmo_explorer.common.figure_export import panel_figure_options
         from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 
         figure = kind in export.FIGURES
@@ -95,7 +96,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             return
         try:
             if figure:
-                export.write_figure(self.model, path, kind=kind)
+                export.write_figure(self.model, path, panel_figure_options(self), kind)
             else:
                 export.write_tsv(self.model, kind, path)
             self.view.show_status(f"Saved {path}")
