@@ -25,8 +25,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 from elmo_explorer.views.units import export
-from elmo_explorer.views.units.intervention import (SHOWCASE_KS, Remeasure,
-                                                    bundled_minimal_pairs, number_showcase,
+from elmo_explorer.views.units.intervention import (SHOWCASE_KS, bundled_minimal_pairs, number_showcase,
                                                     remeasure, showcase_note, showcase_rows)
 from elmo_explorer.views.units.model import (RANK_TOKENS, RankSource, UnitChoice, UnitsModel,
                                              pattern_search, rank_labels, sentence_rows,
@@ -136,34 +135,26 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             self.view.show_status("The workspace's saved units results were made by another "
                                   "model: not shown.")
             return
-        if saved.ranking is not None:
-            self.model.ranking = saved.ranking
-            self.view.ranking_page.show_ranking(self.model.rankings)
-        if saved.intervention is not None:
-            self.model.remeasure = Remeasure.from_saved(saved.intervention)
-            self.view.intervene_page.show_remeasure(self.model.remeasure)
-        if saved.showcase is not None:
-            self.model.showcase = list(saved.showcase["rows"])
-            self.model.showcase_note = saved.showcase["note"]
-            self.view.showcase_page.show_showcase(self.model.showcase, self.model.showcase_note)
+        self.model.apply_saved(saved)
+        self._show_results()
+
+    def _show_results(self) -> None:
+        """Draw the model's results (the tables empty where there are none)."""
+        m, v = self.model, self.view
+        v.ranking_page.show_ranking(m.rankings)
+        v.intervene_page.show_remeasure(m.remeasure)
+        v.showcase_page.show_showcase(m.showcase, m.showcase_note)
+        v.unit_page.show_contexts(m.contexts)
+        v.pattern_page.show_pattern(m.pattern)
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _on_model(self) -> None:
         emb = self.ws.embedder
         if emb is not None:
             self.view.set_layers(emb.opts.n_layers)
-        self.model.ranking = None
-        self.model.remeasure = None
-        self.model.showcase = []
+        self.model.clear_results()
         self.softmax.clear()
-        v = self.view
-        v.ranking_page.show_ranking([])
-        v.intervene_page.show_remeasure(None)
-        v.showcase_page.show_showcase([], "")
-        self.model.contexts = None
-        self.model.pattern = None
-        v.unit_page.show_contexts(None)
-        v.pattern_page.show_pattern(None)
+        self._show_results()
         self._show_saved()
         self.refresh()
 

@@ -137,6 +137,24 @@ class UnitsModel:
                                          else self.remeasure.saved(), showcase)
         return out
 
+    def clear_results(self) -> None:
+        """Forget every result (a new model)."""
+        self.ranking = self.remeasure = self.contexts = self.pattern = None
+        self.showcase, self.showcase_note = [], ""
+
+    def apply_saved(self, saved: Any) -> None:
+        """Take a workspace's saved results
+        (:class:`~elmo_engine.analysis.units.report.SavedResults`, already checked)."""
+        from elmo_explorer.views.units.intervention import Remeasure
+
+        if saved.ranking is not None:
+            self.ranking = saved.ranking
+        if saved.intervention is not None:
+            self.remeasure = Remeasure.from_saved(saved.intervention)
+        if saved.showcase is not None:
+            self.showcase = list(saved.showcase["rows"])
+            self.showcase_note = str(saved.showcase["note"])
+
     def restore(self, state: Any) -> Any:
         """Read a saved state (what is not valid is dropped); returns its saved results
         (:class:`~elmo_engine.analysis.units.report.SavedResults`, or None) for the controller
