@@ -2,8 +2,10 @@
 
 The sentence *The keys to the cabinet are on the table .*, cells 78 and 403 of the top layer's
 forward LM (the two ``Number`` cells of docs/guide/units.md) zeroed at every position, re-measured
-before → after; then the Unit tab with cell 78's top contexts (``OUT`` with ``-unit`` before the
-extension). Needs a display at 1280×800, e.g.::
+before → after (the LMs, the minimal pairs, a probe of the top layer and the similarity of *keys*
+across its contexts); then the Unit tab with cell 78's top contexts (``OUT`` with ``-unit``
+before the extension) and the Ranking tab, ranked for the demo POS task, its layer 1 forward
+cells' row selected with its top-k curve (``-ranking``). Needs a display at 1280×800, e.g.::
 
     xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshot_units.py docs/images/units.png
 """
@@ -47,17 +49,27 @@ def main(out: Path) -> int:
     wait(lambda: p.model.sentence is not None and p.model.sentence.tokens[1] == "keys"
          and p.is_ready())
     v = p.view
-    v.iv_layer.setValue(1)
-    v.iv_direction.setCurrentText("forward")
-    v.iv_units.setText("78 403")
-    v.iv_op.setCurrentText("zero")
+    iv = v.intervene_page
+    iv.iv_layer.setValue(1)
+    iv.iv_direction.setCurrentText("forward")
+    iv.iv_units.setText("78 403")
+    iv.iv_op.setCurrentText("zero")
+    iv.iv_word.setText("keys")
     p.intervene()
     wait(lambda: p.model.remeasure is not None and p.is_ready())
     w.grab().save(str(out))
-    v.set_unit_choice(UnitChoice(1, "forward", "c", 78))
+    v.unit_page.set_unit_choice(UnitChoice(1, "forward", "c", 78))
     p.contexts()
     wait(lambda: p.model.contexts is not None and p.is_ready())
     w.grab().save(str(out.with_name(out.stem + "-unit" + out.suffix)))
+    p.rank()
+    wait(lambda: p.model.ranking is not None and p.is_ready(), 900)
+    v.tabs.setCurrentWidget(v.ranking_page)
+    v.ranking_page.table.selectRow(4)                     # layer 1 forward c
+    wait(lambda: p.model.contexts is not None and p.is_ready())
+    v.tabs.setCurrentWidget(v.ranking_page)
+    wait(lambda: True)
+    w.grab().save(str(out.with_name(out.stem + "-ranking" + out.suffix)))
     w.workspace.worker.shutdown()
     return 0
 

@@ -22,7 +22,9 @@ same tables):
 * the stored layers results (``layers --json``: contextuality table and figure, CKA heatmap) and
   their MDL probes (:func:`_add_mdl`: a table and the codelength / compression bars, also the
   layers view's own MDL runs);
-* the language-model view's sentence (:mod:`elmo_engine.analysis.language_model.report`).
+* the language-model view's sentence (:mod:`elmo_engine.analysis.language_model.report`);
+* the Units view's last ranking (table and top-k curves) and intervention (before / after),
+  as the workspace saved them (:mod:`elmo_engine.analysis.units.report`).
 
 Each view's share is a :class:`~elmo_engine.io.report.ReportPart` computed from values by the
 view's own report module and added with :meth:`ReportSpec.add`; the probes, layers and MDL
@@ -153,8 +155,12 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
     chars = (data.views or {}).get("characters")
     has_chars = emb is not None and isinstance(chars, dict) and bool(
         str(chars.get("words") or "").split() or str(chars.get("sentence") or "").strip())
+    from elmo_engine.analysis.units.report import VIEW as UNITS, saved_results, units_part
+
+    units = (data.views or {}).get(UNITS)
+    has_units = isinstance(units, dict) and saved_results(units.get("results")) is not None
     if (not word and not data.probe_runs and layers is None and not has_mdl and not has_lm
-            and not has_chars):
+            and not has_chars and not has_units):
         raise InputError("nothing to report: the workspace selects no word, its contexts view "
                          "names none and it holds no probe, layers or language-model results "
                          "(pass --word WORD)", path=source)
@@ -176,6 +182,8 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
 
         spec.add(characters_part(emb, (data.views or {}).get(CHARACTERS), figure_dir, style,
                                  model_name(model)))
+    spec.add(units_part(units, figure_dir, style, model_name(model),
+                        emb.checksum if emb is not None else None))
     return spec
 
 

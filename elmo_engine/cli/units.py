@@ -15,7 +15,6 @@
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import List, Tuple
 
@@ -74,6 +73,10 @@ def add_parser(subparsers):
     rank.add_argument("--seeds", type=int, default=3, help="random draws per k (default 3)")
     rank.add_argument("--show", type=int, default=10, metavar="N",
                       help="units listed per ranking (default 10)")
+    rank.add_argument("--figure", type=Path, default=None, metavar="FILE",
+                      help="also draw the top-k curves (top k per method against k random, "
+                           "mean ± sd; one panel per ranking) to FILE (.png, .svg or .pdf)")
+    common.add_force(rank, "an existing --out or --figure file")
     _model_options(rank)
     common.add_json(rank)
     common.add_results_out(rank)
@@ -133,6 +136,17 @@ def add_parser(subparsers):
     abl.add_argument("--k", default="1,2,4,8,16", metavar="K[,K…]",
                      help="numbers of units ablated (default 1,2,4,8,16)")
     abl.add_argument("--seeds", type=int, default=5, help="random draws per k (default 5)")
+    abl.add_argument("--probe-layer", type=int, default=None, metavar="L",
+                     help="also re-measure a probe of representation layer L (0 the token "
+                          "layer, 1 … the LSTM layers) for the labels: trained on the unchanged "
+                          "model, scored on the held-out sentences under each ablation")
+    abl.add_argument("--word", default=None,
+                     help="also re-measure this word's similarity across its contexts (the mean "
+                          "cosine of its occurrences, the top representation layer) under each "
+                          "ablation")
+    abl.add_argument("--contexts", type=Path, default=None, metavar="FILE",
+                     help="with --word: its contexts, a sentence file (default: the labelled "
+                          "sentences)")
     _model_options(abl)
     common.add_json(abl)
     common.add_results_out(abl)
@@ -173,11 +187,11 @@ def _labelled(args) -> List:
     given = [n for n in ("conllu", "tsv", "demo") if getattr(args, n) is not None]
     if len(given) != 1:
         raise InputError("give the labelled tokens with exactly one of --conllu, --tsv, --demo")
-    if args.conllu is not None:
-        from elmo_engine.io.datasets.conllu import read_conllu
+    if args.conllu is not None or args.tsv is not None:
+        from elmo_engine.analysis.units.collect import labelled_file
 
-        sents = read_conllu(args.conllu, label=args.label)
-    elif args.tsv is not None:
+        if args.conllu is not None:
+            return labelled_file(args.conllu, args.label, args.max_tokens, MAX_SENTENCES)
         from elmo_engine.io.datasets.tsv import read_tsv
 
         sents = read_tsv(args.tsv)
@@ -210,8 +224,10 @@ def _check_layers(layers, model) -> None:
 # ---- rank -------------------------------------------------------------------------------------
 def run_rank(args) -> int:
     from elmo_engine.analysis.units import RankSettings, collect, rank_units
+    from elmo_engine.analysis.units.rank import ranking_json
     from elmo_engine.model.lstm_inspect import parse_states
 
+    _check_figure(args)
     kinds = parse_states(args.states)
     ks = _ints(args.k, "--k", low=1)
     model = _load_model(args)
@@ -224,7 +240,9 @@ def run_rank(args) -> int:
                    token_vectors=_token_vectors(model, str(model.device)))
     common.log(f"units rank: {len(data)} labelled tokens, {len(data.classes)} classes")
     results = rank_units(data, RankSettings(ks=ks, seeds=args.seeds))
-    rankings = [_ranking_json(r, args.show) for r in results]
+    rankings = [ranking_json(r, args.show) for r in results]
+    if args.figure is not None:
+        _write_figure(args, rankings, len(data), data.classes)
     if args.json:
         common.print_json({"tokens": len(data), "classes": list(data.classes),
                            "rankings": rankings})
@@ -242,24 +260,21 @@ def run_rank(args) -> int:
     return 0
 
 
-def _ranking_json(r, show: int) -> dict:
-    import numpy as np
+def _check_figure(args) -> None:
+    if args.figure is not None:
+        if args.figure.suffix.lower() not in (".png", ".svg", ".pdf"):
+            raise InputError(f"--figure {args.figure}: name a .png, .svg or .pdf file")
+        common.refuse_existing(args.force, args.figure)
 
-    from elmo_engine.model.lstm_inspect import DIRECTION_NAMES
 
-    layer, d, kind = r.key
-    curve = []
-    for p in r.curve:
-        vals = np.array(p.random)
-        curve.append({"k": p.k, "method": p.method.value, "top": p.top,
-                      "random": list(p.random), "random_mean": float(vals.mean()),
-                      "random_sd": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0})
-    return {"layer": layer, "direction": DIRECTION_NAMES[d], "state": kind.value,
-            "accuracy_all": r.full, "majority": r.majority,
-            "top_units": {m.value: [int(u) for u in r.order[m][:show]] for m in r.order},
-            "top_scores": {m.value: [float(r.scores[m][u]) for u in r.order[m][:show]]
-                           for m in r.order},
-            "curve": curve}
+def _write_figure(args, rankings, tokens: int, classes) -> None:
+    from elmo_engine.io import figures
+    from elmo_engine.io.figures.units import topk_figure
+
+    fig = topk_figure(rankings, f"{tokens:,} tokens, {len(classes)} classes: a probe on the "
+                                "top-k units against k random units (held out)")
+    for path in figures.save(fig, args.figure):
+        common.log(f"units rank: wrote {path}")
 
 
 # ---- top --------------------------------------------------------------------------------------
@@ -372,74 +387,8 @@ def run_pattern(args) -> int:
     return 0
 
 
-# ---- ablate -----------------------------------------------------------------------------------
 def run_ablate(args) -> int:
-    from elmo_engine.analysis.language_model.pairs import bundled_pairs, read_pairs
-    from elmo_engine.analysis.units import (Method, RankSettings, ablation_experiment, collect,
-                                            rank_units)
-    from elmo_engine.analysis.units.ablate import ALL
-    from elmo_engine.model.lstm_inspect import INTERVENABLE, parse_states
-    from elmo_engine.model.softmax import load_softmax
-    from elmo_engine.train.evaluate import model_folder
+    """``units ablate`` (:mod:`elmo_engine.cli.units_ablate`)."""
+    from elmo_engine.cli.units_ablate import run_ablate as run
 
-    kinds = parse_states(args.state)
-    if len(kinds) != 1 or kinds[0] not in INTERVENABLE:
-        raise InputError("--state takes one of c, m or h")
-    kind = kinds[0]
-    ks = _ints(args.k, "--k", low=1)
-    if not ks:
-        raise InputError("--k needs at least one number of units")
-    files = bundled_pairs() if args.pairs == "bundled" else [Path(args.pairs)]
-    pairs = [p for f in files for p in read_pairs(f)]
-    checkpoint = common.checkpoint_or_demo(args.checkpoint)
-    model = _load_model(args)
-    softmax = load_softmax(model_folder(Path(checkpoint)), output_dim=model.opts.output_dim)
-    layer = model.opts.n_layers - 1 if args.layer is None else args.layer
-    _check_layers([layer], model)
-    if any(getattr(args, n) is not None for n in ("conllu", "tsv", "demo")):
-        sents = _labelled(args)
-    else:                       # EWT train's Number beside the checkout, else the demo POS task
-        from elmo_engine.analysis.units.ablate import number_source
-
-        src = number_source(args.max_tokens, MAX_SENTENCES)
-        common.log(f"units ablate: no labelled tokens given: {src.name}, label {src.label}")
-        sents = list(src.sentences)
-    vectors = _token_vectors(model, str(model.device))
-    data = collect(model, sents, [kind], layers=[layer], max_tokens=args.max_tokens,
-                   max_bytes=args.max_mib << 20, token_vectors=vectors)
-    common.log(f"units ablate: ranking on {len(data)} tokens ({', '.join(data.classes)})")
-    method = Method(args.method)
-    ranked = rank_units(data, RankSettings(ks=()), keys=[(layer, 0, kind), (layer, 1, kind)])
-    order = {r.key[1]: [int(u) for u in r.order[method]] for r in ranked}
-    res = ablation_experiment(model, softmax, pairs, layer, kind, order, ks, seeds=args.seeds,
-                              token_vectors=vectors)
-    names = ("forward", "backward", "combined")
-    sets = list(res.baseline.by_set)
-    doc = {"layer": layer, "state": kind.value, "method": method.value, "tokens": len(data),
-           "classes": list(data.classes), "pairs": len(pairs), "seeds": args.seeds,
-           "accuracy_all_units": {("forward", "backward")[r.key[1]]: r.full for r in ranked},
-           "top_units": {("forward", "backward")[d]: list(u) for d, u in res.top_units.items()},
-           "baseline": {s: dict(zip(names, res.baseline.by_set[s])) for s in sets},
-           "ablated": [{"k": row.k,
-                        "top": {s: dict(zip(names, row.top.by_set[s])) for s in sets},
-                        "random": {s: {n: {"mean": m, "sd": sd} for n, (m, sd)
-                                       in zip(names, row.random_stats(s))} for s in sets}}
-                       for row in res.rows]}
-    if args.json:
-        common.print_json(doc)
-        return 0
-    print(f"minimal pairs ({len(pairs)}), layer {layer} {kind.value}, units ranked by "
-          f"{method.value} on {len(data)} tokens ({'/'.join(data.classes)}); random: mean ± sd "
-          f"over {args.seeds} seeds")
-    print(f"top units: forward {list(res.top_units[0][:8])}, backward "
-          f"{list(res.top_units[1][:8])}")
-    for s in sets:
-        print(f"\n{'all sets' if s == ALL else s}")
-        print(f"  {'':<14}{'forward':>22}{'backward':>22}{'combined':>22}")
-        print(f"  {'none ablated':<14}" + "".join(f"{v:>22.3f}" for v in res.baseline.by_set[s]))
-        for row in res.rows:
-            print(f"  {f'top {row.k}':<14}" + "".join(f"{v:>22.3f}" for v in row.top.by_set[s]))
-            print(f"  {f'random {row.k}':<14}" + "".join(
-                f"{f'{m:.3f} ± {sd:.3f}':>22}" for m, sd in row.random_stats(s)))
-    sys.stdout.flush()
-    return 0
+    return run(args)

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from elmo_explorer.views.units.controller import UnitsPanel
-from elmo_explorer.views.units.model import RANK_KS, UnitsModel, UnitsSettings, top_units
+from elmo_explorer.views.units.model import CURVE_KS, UnitsModel, UnitsSettings, top_units
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -62,41 +62,53 @@ def test_the_rows_are_the_engines_states_and_follow_the_settings(qtbot, panel, w
 def test_ranking_runs_as_a_job(qtbot, panel):
     panel.rank()
     assert panel.view.cancel_button.isEnabled()
-    qtbot.waitUntil(lambda: bool(panel.model.ranking) and panel.is_ready(), timeout=120000)
-    rows = panel.model.ranking
+    qtbot.waitUntil(lambda: panel.model.ranking is not None and panel.is_ready(), timeout=120000)
+    rows = panel.model.rankings
     assert [(r["layer"], r["direction"], r["state"]) for r in rows][:2] == [
         (0, "forward", "c"), (0, "forward", "h")]
-    assert len(rows) == 8 and panel.view.table.rowCount() == 8
-    assert set(rows[0]["curve"]) == {str(k) for k in RANK_KS if k <= 32}
-    assert all(0 <= r["all"] <= 1 for r in rows)
+    page = panel.view.ranking_page
+    assert len(rows) == 8 and page.table.rowCount() == 8
+    # the curve: both methods at every k the state is wide enough for (the tiny model: 32)
+    assert {(p["k"], p["method"]) for p in rows[0]["curve"]} == {
+        (k, m) for k in CURVE_KS if k <= 32 for m in ("mean-diff", "elastic-net")}
+    assert all(len(p["random"]) == 3 for p in rows[0]["curve"])
+    assert all(0 <= r["accuracy_all"] <= 1 for r in rows)
     assert not panel.view.cancel_button.isEnabled()
+    assert panel.model.ranking["source"] == "the demo POS task's UPOS tags"
     from elmo_explorer.views.units import export
 
     text = export.tsv(panel.model, "ranking").splitlines()
-    assert len(text) == 9 and text[1].split("\t")[:3] == ["0", "forward", "c"]
-    assert float(text[1].split("\t")[3]) == pytest.approx(rows[0]["all"], abs=1e-4)
-    panel.view.table.selectRow(3)
+    assert len(text) == 10 and text[2].split("\t")[:3] == ["0", "forward", "c"]
+    assert float(text[2].split("\t")[3]) == pytest.approx(rows[0]["accuracy_all"], abs=1e-4)
+    curve = export.tsv(panel.model, "curve").splitlines()
+    assert len(curve) == 2 + sum(len(r["curve"]) for r in rows)
+    # the curve of the selected row is drawn: top k of each method and the random band
+    page.table.selectRow(3)
     r = rows[3]
-    assert panel.view.iv_units.text() == " ".join(map(str, r["top"]["mean-diff"]))
-    assert panel.view.iv_state.currentText() == r["state"] and panel.view.iv_layer.value() == 0
+    assert len(page.curve.getPlotItem().listDataItems()) >= 3
+    assert r["layer"] == 0 and r["state"] in page.curve.getPlotItem().titleLabel.text
+    top = r["top_units"]["mean-diff"]
+    assert panel.view.intervene_page.iv_units.text() == " ".join(map(str, top[:5]))
+    iv = panel.view.intervene_page
+    assert iv.iv_state.currentText() == r["state"] and iv.iv_layer.value() == 0
     # the row's first unit: its top contexts over the reference corpus, its values per tag
     qtbot.waitUntil(lambda: panel.model.contexts is not None and panel.is_ready(),
                     timeout=120000)
     ctx = panel.model.contexts
-    assert ctx.choice.unit == r["top"]["mean-diff"][0] and ctx.choice.state == r["state"]
+    assert ctx.choice.unit == top[0] and ctx.choice.state == r["state"]
     values = [c.value for c in ctx.highest]
     assert values == sorted(values, reverse=True) and len(values) == 25
     assert ctx.lowest[0].value <= ctx.lowest[-1].value <= values[-1]
     assert ctx.histogram is not None and "NOUN" in ctx.histogram.counts
-    assert panel.view.contexts.rowCount() == 51
-    assert panel.view.contexts.item(0, 2).text() == ctx.highest[0].word
+    assert panel.view.unit_page.contexts.rowCount() == 51
+    assert panel.view.unit_page.contexts.item(0, 2).text() == ctx.highest[0].word
 
 
 def test_cancel_stops_the_ranking(qtbot, panel):
     panel.rank()
     panel.cancel()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
-    assert panel.model.ranking == [] and "Cancelled" in panel.view.status.text()
+    assert panel.model.ranking is None and "Cancelled" in panel.view.status.text()
 
 
 @pytest.fixture
@@ -117,7 +129,7 @@ def demo_panel(qtbot, app_settings_dir):
 
 
 def test_intervention_without_a_softmax_is_one_line(qtbot, panel):
-    panel.view.iv_units.setText("0 1")
+    panel.view.intervene_page.iv_units.setText("0 1")
     panel.intervene()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert "has no softmax" in panel.view.status.text() and panel.model.remeasure is None
@@ -137,13 +149,14 @@ def test_intervention_panel_remeasures_before_and_after(qtbot, demo_panel, softm
 
     panel, ws = demo_panel, demo_panel.ws
     v = panel.view
-    v.iv_units.setText("7,x")                                        # a bad unit: one line
+    v.intervene_page.iv_units.setText("7,x")                       # a bad unit: one line
     panel.intervene()
     assert "'x'" in v.status.text() and panel.jobs.is_idle()
-    v.iv_layer.setValue(1)
-    v.iv_direction.setCurrentText("forward")
-    v.iv_units.setText("78 403 10-11")
-    v.iv_op.setCurrentText("zero")
+    v.intervene_page.iv_layer.setValue(1)
+    v.intervene_page.iv_direction.setCurrentText("forward")
+    v.intervene_page.iv_units.setText("78 403 10-11")
+    v.intervene_page.iv_op.setCurrentText("zero")
+    v.intervene_page.iv_word.setText("bank")
     panel.intervene()
     qtbot.waitUntil(lambda: panel.model.remeasure is not None and panel.is_ready(),
                     timeout=120000)
@@ -158,14 +171,32 @@ def test_intervention_panel_remeasures_before_and_after(qtbot, demo_panel, softm
     assert np.allclose(res.before.surprisal, token_predictions(model, softmax, tokens).surprisal,
                        atol=1e-4)
     assert res.after.surprisal[1] == pytest.approx(res.before.surprisal[1], abs=1e-4)
-    assert v.iv_words.rowCount() == len(tokens) and v.iv_pairs.rowCount() == 4
-    assert v.iv_pairs.item(0, 0).text() == "all"
+    assert v.intervene_page.iv_words.rowCount() == len(tokens) and v.intervene_page.iv_pairs.rowCount() == 4
+    assert v.intervene_page.iv_pairs.item(0, 0).text() == "all"
     assert all(0 <= x <= 1 for x in res.pairs_after.overall)
+    # a probe of the top layer (demo POS) and the similarity of 'bank', as the engine measures
+    from elmo_engine.analysis.units.remeasure import fit_probe, probe_under, similarity_under
+    from elmo_explorer.views.units.intervention import PROBE_TOKENS, word_contexts
+    from elmo_explorer.views.units.model import RankSource
+
+    probe = fit_probe(model, RankSource().sentences(PROBE_TOKENS), 2,
+                      token_vectors=ws.embedder.token_vectors)
+    p = probe_under(model, probe, ivs, ws.embedder.token_vectors)
+    sim = similarity_under(model, "bank", word_contexts("bank", tokens), 2, ivs,
+                           ws.embedder.token_vectors)
+    names = [m.name for m in res.measures]
+    assert names == ["probe accuracy, layer 2", "similarity of 'bank', layer 2"]
+    assert (res.measures[0].before, res.measures[0].after) == pytest.approx((p.before, p.after))
+    assert (res.measures[1].before, res.measures[1].after) == pytest.approx(
+        (sim.before, sim.after), abs=1e-6)
+    assert 0.5 < p.before <= 1.0 and sim.before != sim.after
+    assert v.intervene_page.iv_measures.rowCount() == 2
+    assert v.intervene_page.iv_measures.item(0, 1).text() == f"{p.before:.3f} → {p.after:.3f}"
     # patch: the donor's cells at word 2 written into the sentence at word 2
-    v.iv_op.setCurrentText("patch")
-    v.iv_units.setText("0-511")
-    v.iv_position.setValue(2)
-    v.iv_donor.setText("The keys to the cabinet are here .")
+    v.intervene_page.iv_op.setCurrentText("patch")
+    v.intervene_page.iv_units.setText("0-511")
+    v.intervene_page.iv_position.setValue(2)
+    v.intervene_page.iv_donor.setText("The keys to the cabinet are here .")
     panel.intervene()
     qtbot.waitUntil(lambda: panel.model.remeasure.spec.op == "patch" and panel.is_ready(),
                     timeout=120000)
@@ -183,7 +214,7 @@ def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, m
 
     from elmo_engine.analysis.units import pair_accuracy
     from elmo_explorer.views.units import controller
-    from elmo_explorer.views.units.model import bundled_minimal_pairs, number_showcase
+    from elmo_explorer.views.units.intervention import bundled_minimal_pairs, number_showcase
 
     panel, ws = demo_panel, demo_panel.ws
     monkeypatch.setattr(controller, "number_showcase",
@@ -193,15 +224,15 @@ def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, m
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert panel.model.showcase == [] and "Cancelled" in panel.view.status.text()
     panel.run_showcase()
-    assert panel.view.cancel_button.isEnabled() and not panel.view.showcase_button.isEnabled()
+    assert panel.view.cancel_button.isEnabled() and not panel.view.showcase_page.showcase_button.isEnabled()
     qtbot.waitUntil(lambda: bool(panel.model.showcase) and panel.is_ready(), timeout=240000)
     rows = panel.model.showcase
     assert [(r["set"], r["k"]) for r in rows[:3]] == [("all", 0), ("all", 1), ("all", 2)]
-    assert len(rows) == 3 * 4 and panel.view.showcase.rowCount() == 12
+    assert len(rows) == 3 * 4 and panel.view.showcase_page.showcase.rowCount() == 12
     base = pair_accuracy(ws.embedder.model, softmax, bundled_minimal_pairs())
     assert rows[0]["top"] == pytest.approx(list(base.overall))
     assert all(len(r["random"]) == 3 and r["random"][0][1] >= 0 for r in rows if r["k"])
-    assert "top cells forward" in panel.view.showcase_note.text()
+    assert "top cells forward" in panel.view.showcase_page.showcase_note.text()
     from elmo_explorer.views.units import export
 
     text = export.tsv(panel.model, "showcase").splitlines()
@@ -209,6 +240,15 @@ def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, m
     row = text[3].split("\t")                                        # all, k = 1
     assert row[:2] == ["all", "1"] and float(row[5]) == pytest.approx(rows[1]["random"][0][0],
                                                                       abs=1e-4)
+    # saved with a workspace and shown again on reopening
+    state = panel.view_state()
+    assert state["results"]["showcase"]["rows"] == rows
+    again = UnitsPanel(ws)
+    qtbot.addWidget(again)
+    again.restore_view_state(state)
+    assert again.model.showcase == rows and again.view.showcase_page.showcase.rowCount() == 12
+    assert again.view.showcase_page.showcase_note.text() == panel.model.showcase_note
+    qtbot.waitUntil(again.is_ready, timeout=60000)
 
 
 def test_exports_and_the_panel_in_a_workspace(qtbot, demo_panel, tmp_path):
@@ -220,11 +260,11 @@ def test_exports_and_the_panel_in_a_workspace(qtbot, demo_panel, tmp_path):
     assert not any(export.has(panel.model, k) for k in ("ranking", "intervention", "showcase"))
     with pytest.raises(LookupError):
         export.write_tsv(panel.model, "ranking", tmp_path / "r.tsv")
-    v.iv_units.setText("78 403")
-    v.iv_direction.setCurrentText("both")
-    v.iv_op.setCurrentText("scale")
-    v.iv_value.setValue(-1.5)
-    v.iv_position.setValue(3)
+    v.intervene_page.iv_units.setText("78 403")
+    v.intervene_page.iv_direction.setCurrentText("both")
+    v.intervene_page.iv_op.setCurrentText("scale")
+    v.intervene_page.iv_value.setValue(-1.5)
+    v.intervene_page.iv_position.setValue(3)
     panel.intervene()
     qtbot.waitUntil(lambda: panel.model.remeasure is not None and panel.is_ready(),
                     timeout=120000)
@@ -249,11 +289,37 @@ def test_exports_and_the_panel_in_a_workspace(qtbot, demo_panel, tmp_path):
     state["panel"].update(op="explode", position=-4, units=7)
     fresh.restore(state)
     assert "op" not in fresh.panel and "position" not in fresh.panel and "units" not in fresh.panel
-    v.iv_units.setText("")
-    v.iv_op.setCurrentText("zero")
+    # the last results are saved with the model's checksum and shown again, not recomputed
+    assert state["results"]["model"] == panel.ws.embedder.checksum
+    again = UnitsPanel(panel.ws)
+    qtbot.addWidget(again)
+    again.restore_view_state(state)
+    shown = again.model.remeasure
+    assert shown is not None and shown.describe() == res.spec.describe()
+    assert np.allclose(shown.after.surprisal, res.after.surprisal, atol=1e-12)
+    assert shown.pairs_after.by_set == res.pairs_after.by_set
+    assert [m.name for m in shown.measures] == [m.name for m in res.measures]
+    assert again.view.intervene_page.iv_words.rowCount() == len(res.before.words)
+    assert export.tsv(again.model, "intervention") == export.tsv(panel.model, "intervention")
+    qtbot.waitUntil(again.is_ready, timeout=60000)
+    # a malformed or another model's result is dropped, never an error
+    import copy
+
+    bad = copy.deepcopy(state)
+    bad["results"]["intervention"]["after"]["surprisal"][0].append(1.0)
+    other = copy.deepcopy(state)
+    other["results"]["model"] = "0" * 64
+    for broken, note in ((bad, ""), (other, "another model")):
+        p2 = UnitsPanel(panel.ws)
+        qtbot.addWidget(p2)
+        p2.restore_view_state(broken)
+        assert p2.model.remeasure is None and note in p2.view.status.text()
+        qtbot.waitUntil(p2.is_ready, timeout=60000)
+    v.intervene_page.iv_units.setText("")
+    v.intervene_page.iv_op.setCurrentText("zero")
     panel.restore_view_state(panel.view_state() | {"panel": {"units": "1 2", "op": "clamp"}})
     qtbot.waitUntil(panel.is_ready, timeout=60000)
-    assert v.iv_units.text() == "1 2" and v.iv_op.currentText() == "clamp"
+    assert v.intervene_page.iv_units.text() == "1 2" and v.intervene_page.iv_op.currentText() == "clamp"
 
 
 def test_pattern_search_in_the_view(qtbot, demo_panel):
@@ -263,10 +329,10 @@ def test_pattern_search_in_the_view(qtbot, demo_panel):
 
     panel = demo_panel
     v = panel.view
-    v.p_layer.setValue(1)
-    v.p_start.setValue(4)
-    v.p_end.setValue(5)                                               # "the bank"
-    v.p_threshold.setValue(0.3)
+    v.pattern_page.p_layer.setValue(1)
+    v.pattern_page.p_start.setValue(4)
+    v.pattern_page.p_end.setValue(5)                                               # "the bank"
+    v.pattern_page.p_threshold.setValue(0.3)
     panel.pattern()
     qtbot.waitUntil(lambda: panel.model.pattern is not None and panel.is_ready(),
                     timeout=120000)
@@ -279,11 +345,80 @@ def test_pattern_search_in_the_view(qtbot, demo_panel):
     assert [(m.sentence, m.start) for m in res.matches] == [(m.sentence, m.start)
                                                             for m in want.matches]
     assert [m.score for m in res.matches] == pytest.approx([m.score for m in want.matches])
-    assert v.pattern.rowCount() == PATTERN_SHOW and v.pattern.item(0, 3).text() == " ".join(
+    assert v.pattern_page.pattern.rowCount() == PATTERN_SHOW and v.pattern_page.pattern.item(0, 3).text() == " ".join(
         res.matches[0].words)
     assert all(m.pos is not None and len(m.pos) == 2 for m in res.matches)
-    v.p_start.setValue(9)                                             # past the sentence
-    v.p_end.setValue(12)
+    v.pattern_page.p_start.setValue(9)                                             # past the sentence
+    v.pattern_page.p_end.setValue(12)
     panel.pattern()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert "9:12" in v.status.text() and "words 1 … 9" in v.status.text()
+
+
+def test_ranking_a_file_of_the_users_and_reopening_it(qtbot, panel, tmp_path):
+    """A CoNLL-U file with a FEATS label is ranked as ``units rank`` ranks it; a bad file is one
+    line naming the file and line (no ranking); the ranking comes back from the workspace."""
+    from elmo_engine.analysis.units import RankSettings, collect, rank_units
+    from elmo_engine.analysis.units.rank import ranking_json
+    from elmo_engine.model.lstm_inspect import StateKind
+    from elmo_explorer.views.units.model import RANK_SEEDS, RankSource
+
+    lines = []
+    for s in SENTENCES * 6:
+        for i, w in enumerate(s.split(), 1):
+            feats = "Number=Plur" if w.endswith("s") else "Number=Sing" if w.isalpha() else "_"
+            lines.append(f"{i}\t{w}\t{w}\tX\t_\t{feats}\t0\troot\t_\t_")
+        lines.append("")
+    good = tmp_path / "mine.conllu"
+    good.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    bad = tmp_path / "bad.conllu"
+    bad.write_text("1\tHe\n", encoding="utf-8")
+    page = panel.view.ranking_page
+    page.set_source(RankSource(str(bad), "feats:Number"))
+    panel.rank()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert "bad.conllu:1" in panel.view.status.text() and panel.model.ranking is None
+    page.set_source(RankSource(str(good), "feats:Number"))
+    assert page.label.isEnabled() and page.file_note.text() == "mine.conllu"
+    panel.rank()
+    qtbot.waitUntil(lambda: panel.model.ranking is not None and panel.is_ready(),
+                    timeout=120000)
+    doc = panel.model.ranking
+    assert doc["source"] == "mine.conllu (feats:Number)" and doc["classes"] == ["Plur", "Sing"]
+    model = panel.ws.embedder.model
+    data = collect(model, RankSource(str(good), "feats:Number").sentences(20_000),
+                   [StateKind.C, StateKind.H], token_vectors=panel.ws.embedder.token_vectors)
+    want = [ranking_json(r, 8) for r in rank_units(data, RankSettings(ks=(1, 4, 16),
+                                                                      seeds=RANK_SEEDS))]
+    assert doc["tokens"] == len(data)
+    got = doc["rankings"][0]
+    assert got["top_units"] == want[0]["top_units"]
+    assert got["curve"][0]["top"] == pytest.approx(want[0]["curve"][0]["top"])
+    from elmo_explorer.views.units import export
+
+    svg = export.write_figure(panel.model, tmp_path / "curves.svg", kind="curve-figure")
+    text = svg[0].read_text(encoding="utf-8")
+    assert "layer 1 backward h" in text and "mine.conllu (feats:Number)" in text
+    assert [a.text() for a in panel.export_actions() if a.isEnabled()][:3] == [
+        "Units ranking (TSV)…", "Top-k curves (TSV)…", "Top-k curves (PNG/SVG/PDF)…"]
+    # reopened: the same table and curve, without ranking again
+    state = panel.view_state()
+    assert state["source"] == {"path": str(good), "label": "feats:Number"}
+    again = UnitsPanel(panel.ws)
+    qtbot.addWidget(again)
+    again.restore_view_state(state)
+    assert again.model.ranking == doc and again.view.ranking_page.table.rowCount() == 8
+    assert again.view.ranking_page.rank_source() == RankSource(str(good), "feats:Number")
+    qtbot.waitUntil(again.is_ready, timeout=60000)
+    # and reported (tables, the curves figure) from the saved state alone
+    from elmo_engine.analysis.units.report import units_part
+    from elmo_engine.io.figures import FigureStyle
+
+    part = units_part(state, tmp_path / "fig", FigureStyle(formats=("svg",)),
+                      checksum=panel.ws.embedder.checksum)
+    names = [t.name for t in part.tables]
+    assert names == ["units_ranking", "units_topk_curve"]
+    assert part.tables[0].rows[0]["top (mean diff)"] == " ".join(
+        map(str, got["top_units"]["mean-diff"][:5]))
+    assert [f.path.name for f in part.figures] == ["units_topk_curve.svg"]
+    assert units_part(state, None, FigureStyle(), checksum="other").notes

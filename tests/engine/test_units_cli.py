@@ -125,3 +125,43 @@ def test_pattern_document_and_errors(files, tmp_path, capsys):
                 "--span", "4:5", *CK] + bad
         assert main(argv) == 1
         assert says in capsys.readouterr().err
+
+
+def test_rank_figure_and_conllu_feats(files, tmp_path, capsys):
+    """``--figure`` draws the curves (refused over an existing file without --force); a
+    CoNLL-U file's FEATS feature is the label, as the Probes view reads it."""
+    conllu = tmp_path / "n.conllu"
+    lines = []
+    for s in SENTENCES * 3:
+        for i, w in enumerate(s.split(), 1):
+            feats = "Number=Plur" if w.endswith("s") else ("Number=Sing" if w.isalpha() else "_")
+            lines.append(f"{i}\t{w}\t{w}\tX\t_\t{feats}\t0\troot\t_\t_")
+        lines.append("")
+    conllu.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    fig = tmp_path / "curve.svg"
+    doc = run_json(["units", "rank", "--conllu", str(conllu), "--label", "feats:Number",
+                    "--states", "c", "--layer", "0", "--direction", "forward", "--k", "1,4",
+                    "--seeds", "2", "--figure", str(fig), *CK], capsys)
+    assert doc["classes"] == ["Plur", "Sing"]
+    svg = fig.read_text(encoding="utf-8")
+    assert "layer 0 forward c" in svg and "k random (mean ± sd)" in svg
+    assert main(["units", "rank", "--conllu", str(conllu), "--label", "feats:Number",
+                 "--figure", str(fig), *CK]) == 1
+    assert "exists; pass --force" in capsys.readouterr().err
+
+
+def test_ablate_remeasures_a_probe_and_a_words_similarity(capsys):
+    """``--probe-layer`` and ``--word``: with nothing ablated the numbers are the measures'
+    own; every ablation gives one number per seed."""
+    from support import REPO
+
+    pairs = ["--pairs", str(REPO / "resources" / "minimal_pairs" / "agreement_attractors.tsv")]
+    doc = run_json(["units", "ablate", "--demo", "pos", "--max-tokens", "300", "--k", "2",
+                    "--seeds", "2", *pairs, "--probe-layer", "2", "--word", "the",
+                    "--device", "cpu"], capsys)
+    probe, sim = (doc["measures"][k] for k in ("probe accuracy (layer 2)",
+                                               "similarity of 'the' across contexts (layer 2)"))
+    assert 0.3 < probe["none"] <= 1.0 and 0.0 < sim["none"] < 1.0
+    row = probe["ablated"][0]
+    assert row["k"] == 2 and len(row["random"]) == 2
+    assert row["random_mean"] == pytest.approx(sum(row["random"]) / 2)

@@ -14,9 +14,9 @@ interventions of the call (the before / after of the Units view's intervention p
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -146,6 +146,15 @@ class AblationRow:
     k: int
     top: Accuracy
     random: Tuple[Accuracy, ...]
+    #: the extra measures (:mod:`.remeasure`) with the top k of both directions ablated, and
+    #: per seed with k random units of both directions ablated
+    measures_top: Dict[str, float] = field(default_factory=dict)
+    measures_random: Dict[str, Tuple[float, ...]] = field(default_factory=dict)
+
+    def measure_stats(self, name: str) -> Tuple[float, float]:
+        """Mean and sd (ddof 1; 0 for one seed) of measure ``name`` over the random draws."""
+        vals = np.asarray(self.measures_random[name], dtype=float)
+        return float(vals.mean()), float(vals.std(ddof=1)) if len(vals) > 1 else 0.0
 
     def random_stats(self, name: str = ALL) -> Tuple[Tuple[float, float], ...]:
         vals = np.array([a.by_set[name] for a in self.random])       # (seeds, 3)
@@ -160,26 +169,36 @@ class AblationResult:
     top_units: Dict[int, Tuple[int, ...]]                 # per direction, best first
     baseline: Accuracy
     rows: Tuple[AblationRow, ...]
+    measures_baseline: Dict[str, float] = field(default_factory=dict)
 
 
 def ablation_experiment(model, softmax, pairs: Sequence[MinimalPair], layer: int,
                         state: StateKind, order: Mapping[int, Sequence[int]], ks: Sequence[int],
                         seeds: int = 5, seed: int = 0, token_vectors=None,
-                        task: Optional[TaskState] = None) -> AblationResult:
+                        task: Optional[TaskState] = None,
+                        measures: Optional[Mapping[str, Callable[[Sequence[Intervention]],
+                                                                 float]]] = None
+                        ) -> AblationResult:
     """Per k: the top-k units of ``order[direction]`` (a ranking per direction, best first)
     zeroed, against k random units of the same layer, direction and state (not among the top
-    k), ``seeds`` draws."""
+    k), ``seeds`` draws. ``measures``: more numbers re-taken under each ablation (both
+    directions' units at once), e.g. :func:`.remeasure.probe_measure`."""
     from elmo_engine.model.lstm_inspect import state_width
 
     width = state_width(model.opts, state)
     baseline = pair_accuracy(model, softmax, pairs, token_vectors=token_vectors)
+    measures = dict(measures or {})
+    measured = {name: m(()) for name, m in measures.items()}
     rows = []
     steps = len(ks) * (1 + seeds)
     done = 0
     for k in ks:
         top_units = {d: list(order[d][:k]) for d in order}
         check(task)
-        top = pair_accuracy(model, softmax, pairs, ablate(layer, state, top_units), token_vectors)
+        top_ivs = ablate(layer, state, top_units)
+        top = pair_accuracy(model, softmax, pairs, top_ivs, token_vectors)
+        m_top = {name: m(top_ivs) for name, m in measures.items()}
+        m_rand: Dict[str, List[float]] = {name: [] for name in measures}
         done += 1
         rand = []
         for s in range(seeds):
@@ -190,15 +209,18 @@ def ablation_experiment(model, softmax, pairs: Sequence[MinimalPair], layer: int
                 rest = np.setdiff1d(np.arange(width), np.asarray(units, dtype=np.int64))
                 picks[d] = [int(u) for u in rng.choice(rest, size=min(k, len(rest)),
                                                        replace=False)]
-            rand.append(pair_accuracy(model, softmax, pairs, ablate(layer, state, picks),
-                                      token_vectors))
+            ivs = ablate(layer, state, picks)
+            rand.append(pair_accuracy(model, softmax, pairs, ivs, token_vectors))
+            for name, m in measures.items():
+                m_rand[name].append(m(ivs))
             done += 1
             report(task, done, steps, "scoring the minimal pairs with units ablated")
-        rows.append(AblationRow(k, top, tuple(rand)))
+        rows.append(AblationRow(k, top, tuple(rand), m_top,
+                                {name: tuple(v) for name, v in m_rand.items()}))
     kmax = max(ks) if ks else 0
     return AblationResult(layer=layer, state=state,
                           top_units={d: tuple(int(u) for u in order[d][:kmax]) for d in order},
-                          baseline=baseline, rows=tuple(rows))
+                          baseline=baseline, rows=tuple(rows), measures_baseline=measured)
 
 
 def fmt_pm(mean: float, sd: float) -> str:

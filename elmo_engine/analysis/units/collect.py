@@ -107,3 +107,33 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
         flush(batch)
     report(state, len(keep), len(keep), "running the LSTM step by step")
     return UnitData(states=out, labels=labels, classes=classes, sentence=sent_of)
+
+
+def labelled_file(path, label: str = "upos", max_tokens: Optional[int] = None,
+                  max_sentences: int = 200_000) -> List[LabelledSentence]:
+    """The labelled sentences of a user's file, read as the Probes view reads its tasks: a
+    CoNLL-U file (``.conllu``, ``.conllu.gz``; ``label`` upos, xpos, deprel or ``feats:NAME``)
+    or else a token<TAB>label TSV (``label`` unused), up to ``max_tokens`` labelled words.
+    Bad input is the readers' one line naming the file and line."""
+    import itertools
+    from pathlib import Path
+
+    name = Path(path).name.lower()
+    if name.endswith((".conllu", ".conllu.gz")):
+        from elmo_engine.io.datasets.conllu import read_conllu
+
+        sents = read_conllu(path, label=label)
+    else:
+        from elmo_engine.io.datasets.tsv import read_tsv
+
+        sents = read_tsv(path)
+    out: List[LabelledSentence] = []
+    count = 0
+    for s in itertools.islice(sents, max_sentences):
+        out.append(s)
+        count += len(s.targets())
+        if max_tokens is not None and count >= max_tokens:
+            break
+    if count == 0:
+        raise InputError(f"no labelled words (label {label})", path=path)
+    return out

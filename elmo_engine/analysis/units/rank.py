@@ -203,3 +203,25 @@ def _probe_on(xtr, ytr, xte, yte, units: torch.Tensor, n_classes: int, st: RankS
               seed: int) -> float:
     wb = _softmax_regression(xtr[:, units], ytr, n_classes, st, 0.0, st.l2, seed)
     return _accuracy(wb, xte[:, units], yte)
+
+
+def ranking_json(r: UnitRanking, show: int = 10) -> dict:
+    """One ranking as ``units rank --json`` writes it (and the Units view saves it):
+    ``layer``, ``direction``, ``state``, ``accuracy_all``, ``majority``, ``top_units`` and
+    ``top_scores`` per method (``show`` each), ``curve[]`` (``k``, ``method``, ``top``,
+    ``random``, ``random_mean``, ``random_sd`` — ddof 1, 0 for one seed)."""
+    from elmo_engine.model.lstm_inspect import DIRECTION_NAMES
+
+    layer, d, kind = r.key
+    curve = []
+    for p in r.curve:
+        vals = np.array(p.random)
+        curve.append({"k": p.k, "method": p.method.value, "top": p.top,
+                      "random": list(p.random), "random_mean": float(vals.mean()),
+                      "random_sd": float(vals.std(ddof=1)) if len(vals) > 1 else 0.0})
+    return {"layer": layer, "direction": DIRECTION_NAMES[d], "state": kind.value,
+            "accuracy_all": r.full, "majority": r.majority,
+            "top_units": {m.value: [int(u) for u in r.order[m][:show]] for m in r.order},
+            "top_scores": {m.value: [float(r.scores[m][u]) for u in r.order[m][:show]]
+                           for m in r.order},
+            "curve": curve}

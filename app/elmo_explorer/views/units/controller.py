@@ -2,9 +2,11 @@
 
 The selected sentence (the first one with tokens when nothing is selected) as rows of the units
 that vary most over its words, for the chosen layer, direction and state kind (cell, gates,
-candidate, outputs), beside the mean forget and input gates per word; "Rank units (demo POS)"
-ranks the cells and outputs of every layer and direction for the demo POS task's tags, with the
-top-k against random-k curve. Every computation is a job of the view's group on the long lane
+candidate, outputs), beside the mean forget and input gates per word; "Rank units" ranks the
+cells and outputs of every layer and direction for the demo POS task's tags or a labelled file of
+the user's, with the top-k against random-k curve. The last ranking and intervention are saved
+with a workspace (with the model's checksum) and shown again when it is reopened.
+Every computation is a job of the view's group on the long lane
 (progress, Cancel / Esc); the states come from the engine's step path
 (:mod:`elmo_engine.model.lstm_inspect`), per call: the model is shared with the other views.
 
@@ -14,7 +16,6 @@ Model, view, controller: :class:`~.model.UnitsModel`, :class:`~.view.UnitsView` 
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import Signal
@@ -24,12 +25,12 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 from elmo_explorer.views.units import export
-from elmo_explorer.views.units.model import (RANK_TOKENS, SHOWCASE_KS, SHOWCASE_SEEDS,
-                                             SHOWCASE_TOKENS, UnitsModel,
-                                             bundled_minimal_pairs, number_showcase,
-                                             UnitChoice, pattern_search, rank_demo_pos,
-                                             remeasure,
-                                             sentence_rows, showcase_rows, unit_contexts)
+from elmo_explorer.views.units.intervention import (SHOWCASE_KS, bundled_minimal_pairs, number_showcase,
+                                                    remeasure, showcase_note, showcase_rows)
+from elmo_explorer.views.units.model import (RANK_TOKENS, RankSource, UnitChoice, UnitsModel,
+                                             pattern_search, rank_labels, sentence_rows,
+                                             unit_contexts)
+from elmo_explorer.views.units.softmax_cache import SoftmaxCache
 from elmo_explorer.views.units.view import UnitsView
 
 log = logging.getLogger(__name__)
@@ -53,15 +54,17 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self._ready = False
         self.view.apply_settings(self.model.settings)
         self.view.settings_changed.connect(self._on_settings)
-        self.view.rank_requested.connect(self.rank)
-        self.view.cancel_button.clicked.connect(self.cancel)
-        self.view.intervene_requested.connect(self.intervene)
-        self.view.showcase_requested.connect(self.run_showcase)
-        self.view.ranking_row_selected.connect(self._on_ranking_row)
-        self.view.contexts_requested.connect(self.contexts)
-        self.view.pattern_requested.connect(self.pattern)
-        self._softmax: Optional[Any] = None   # the loaded checkpoint's, read by the first job
-        self._softmax_of: Optional[Path] = None
+        v = self.view
+        v.ranking_page.rank_requested.connect(self.rank)
+        v.ranking_page.file_requested.connect(self._choose_file)
+        v.ranking_page.row_selected.connect(self._on_ranking_row)
+        v.cancel_button.clicked.connect(self.cancel)
+        v.intervene_page.intervene_requested.connect(self.intervene)
+        v.showcase_page.showcase_requested.connect(self.run_showcase)
+        v.unit_page.contexts_requested.connect(self.contexts)
+        v.pattern_page.pattern_requested.connect(self.pattern)
+        self.softmax = SoftmaxCache()        # the loaded checkpoint's, read by the first job
+        self._pending: Optional[Any] = None  # saved results waiting for their model
         workspace.model_changed.connect(self._on_model)
         workspace.model_load_failed.connect(lambda *_: self._set_ready())
         workspace.tokens_changed.connect(self.refresh)
@@ -83,15 +86,16 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         return out
 
     def _ask_export(self, kind: str) -> None:
+        from elmo_explorer.common.figure_export import panel_figure_options
         from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 
-        figure = kind == "gates"
+        figure = kind in export.FIGURES
         path = ask_save_path(self, f"Export {kind}", IMAGE_FILTERS if figure else "TSV (*.tsv)")
         if path is None:
             return
         try:
             if figure:
-                export.write_figure(self.model, path)
+                export.write_figure(self.model, path, panel_figure_options(self), kind)
             else:
                 export.write_tsv(self.model, kind, path)
             self.view.show_status(f"Saved {path}")
@@ -102,30 +106,56 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     def view_state(self) -> Dict[str, Any]:
         self.model.settings = self.view.current_settings()
         self.model.panel = self.view.panel_fields()
-        return self.model.view_state()
+        from elmo_engine.errors import InputError
+
+        try:
+            self.model.source = self.view.ranking_page.rank_source()
+        except InputError:                # a file chosen but not named: keep the last one
+            pass
+        emb = self.ws.embedder
+        return self.model.view_state(emb.checksum if emb is not None else None)
 
     def restore_view_state(self, state: Dict[str, Any]) -> None:
-        self.model.restore(state)
+        saved = self.model.restore(state)
         self.view.apply_settings(self.model.settings)
         self.view.apply_panel_fields(self.model.panel)
+        self.view.ranking_page.set_source(self.model.source)
+        self._pending = saved
+        self._show_saved()
         self.refresh()
+
+    def _show_saved(self) -> None:
+        """Show the saved results once the model that made them is loaded (another model's
+        are dropped, and the status says so)."""
+        saved, emb = self._pending, self.ws.embedder
+        if saved is None or emb is None:
+            return
+        self._pending = None
+        if saved.model != emb.checksum:
+            self.view.show_status("The workspace's saved units results were made by another "
+                                  "model: not shown.")
+            return
+        self.model.apply_saved(saved)
+        self._show_results()
+
+    def _show_results(self) -> None:
+        """Draw the model's results (the tables empty where there are none)."""
+        m, v = self.model, self.view
+        v.ranking_page.show_ranking(m.rankings)
+        v.intervene_page.show_remeasure(m.remeasure)
+        v.showcase_page.show_showcase(m.showcase, m.showcase_note)
+        v.unit_page.show_contexts(m.contexts)
+        v.pattern_page.show_pattern(m.pattern)
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _on_model(self) -> None:
         emb = self.ws.embedder
         if emb is not None:
             self.view.set_layers(emb.opts.n_layers)
-        self.model.ranking = []
-        self.model.remeasure = None
-        self.model.showcase = []
-        self._softmax, self._softmax_of = None, None
-        self.view.show_ranking([])
-        self.view.show_remeasure(None)
-        self.view.show_showcase([], "")
-        self.model.contexts = None
-        self.model.pattern = None
-        self.view.show_contexts(None)
-        self.view.show_pattern(None)
+        self.model.clear_results()
+        self.softmax.clear()
+        self._show_results()
+        self._show_saved()
         self.refresh()
 
     def _on_settings(self) -> None:
@@ -162,32 +192,52 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     def _on_sentence(self, rows) -> None:
         self.model.sentence = rows
         self.view.show_sentence(rows)
-        if not self.model.ranking:
-            self.view.show_status("Rank units (demo POS) ranks every layer's cells and outputs "
-                                  f"for part of speech ({RANK_TOKENS:,} tokens).")
+        if self.model.ranking is None and not self.view.status.text():
+            self.view.show_status("Rank units ranks every layer's cells and outputs for the "
+                                  f"labels of the Ranking tab ({RANK_TOKENS:,} tokens).")
 
     def rank(self) -> None:
         emb = self.ws.embedder
         if emb is None:
             self.view.show_status("Load a model first (File → Open checkpoint…).", error=True)
             return
+        from elmo_engine.errors import InputError
+
+        try:
+            source = self.view.ranking_page.rank_source()
+        except InputError as exc:
+            self.view.show_status(str(exc), error=True)
+            return
         model, vectors = emb.model, emb.token_vectors
 
         def job(state):
-            return rank_demo_pos(model, vectors, state)
+            return rank_labels(model, source, vectors, state)
+
+        def done(doc) -> None:
+            self.model.ranking, self.model.source = doc, source
+            self.view.ranking_page.show_ranking(self.model.rankings)
+            self.view.tabs.setCurrentWidget(self.view.ranking_page)
+            self.view.show_status(
+                f"Units ranked for {doc['source']} ({doc['tokens']:,} words, "
+                f"{len(doc['classes'])} classes): held-out accuracy on all units, the top units "
+                "of each method, and a probe on the top k units against k random ones (mean ± "
+                "sd of 3 seeds; the selected row's curve on the right).")
 
         self.view.set_busy(True)
-        self.view.show_status("Ranking units…")
+        self.view.show_status(f"Ranking units for {source.describe()}…")
         self.jobs.submit("Ranking units", job, lane=Lane.LONG, kind="rank",
-                         on_done=self._on_ranking, on_failed=self._on_error,
+                         on_done=done, on_failed=self._on_error,
                          on_progress=self._on_progress, on_finished=self._on_finished)
 
-    def _on_ranking(self, rows) -> None:
-        self.model.ranking = rows
-        self.view.show_ranking(rows)
-        self.view.show_status("Units ranked for the demo POS tags: held-out accuracy on all "
-                              "units, the top units of each method, and a probe on the top k "
-                              "units against k random ones (mean of 3 seeds).")
+    def _choose_file(self) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
+        name, _ = QFileDialog.getOpenFileName(
+            self, "Labelled words", "", "CoNLL-U or TSV (*.conllu *.conllu.gz *.tsv *.txt *.gz)"
+                                        ";;All files (*)")
+        if name:
+            label = self.view.ranking_page.label.currentText().strip() or "upos"
+            self.view.ranking_page.set_source(RankSource(name, label))
 
     def cancel(self) -> None:
         if any([self.jobs.cancel(k) for k in ("rank", "intervene", "showcase", "contexts",
@@ -196,12 +246,13 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
     # ---- interventions ------------------------------------------------------------------------
     def _on_ranking_row(self, row: int) -> None:
-        if 0 <= row < len(self.model.ranking):
-            r = self.model.ranking[row]
-            self.view.set_intervention_units(r["layer"], r["direction"], r["state"],
-                                             r["top"]["mean-diff"])
-            self.view.set_unit_choice(UnitChoice(r["layer"], r["direction"], r["state"],
-                                                 r["top"]["mean-diff"][0]))
+        rankings = self.model.rankings
+        if 0 <= row < len(rankings):
+            r = rankings[row]
+            top = r["top_units"].get("mean-diff") or next(iter(r["top_units"].values()))
+            self.view.intervene_page.set_units(r["layer"], r["direction"], r["state"], top[:5])
+            self.view.unit_page.set_unit_choice(UnitChoice(r["layer"], r["direction"],
+                                                           r["state"], top[0]))
             self.contexts()
 
     def pattern(self) -> None:
@@ -211,7 +262,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if emb is None or tokens is None:
             self.view.show_status("Load a model and type a sentence first.", error=True)
             return
-        q = self.view.pattern_query()
+        q = self.view.pattern_page.query()
         model, vectors = emb.model, emb.token_vectors
         self.jobs.invalidate("pattern")
 
@@ -220,7 +271,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
         def done(res) -> None:
             self.model.pattern = res
-            self.view.show_pattern(res)
+            self.view.pattern_page.show_pattern(res)
             self.view.tabs.setCurrentWidget(self.view.pattern_page)
             self.view.show_status("Pattern search: the spans whose units are on as over the "
                                   "chosen span (Jaccard of the on-sets).")
@@ -237,8 +288,9 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if emb is None:
             self.view.show_status("Load a model first (File → Open checkpoint…).", error=True)
             return
-        choice = self.view.unit_choice()
-        model, vectors, labels = emb.model, emb.token_vectors, bool(self.model.ranking)
+        choice = self.view.unit_page.unit_choice()
+        model, vectors = emb.model, emb.token_vectors
+        labels = self.model.source if self.model.ranking is not None else None
         self.jobs.invalidate("contexts")
 
         def job(state):
@@ -246,7 +298,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
         def done(res) -> None:
             self.model.contexts = res
-            self.view.show_contexts(res)
+            self.view.unit_page.show_contexts(res, labels.describe() if labels else "")
             self.view.tabs.setCurrentWidget(self.view.unit_page)
             self.view.show_status(f"Top contexts of {choice.describe()}.")
 
@@ -256,42 +308,23 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
                          on_failed=self._on_error, on_progress=self._on_progress,
                          on_finished=self._on_finished)
 
-    def _softmax_folder(self) -> Optional[Path]:
-        spec = self.ws.model_spec
-        if spec is None:
-            return None
-        p = Path(spec.path)
-        return p if p.is_dir() else p.parent
-
     def _softmax_getter(self):
-        """A function for the job: the cached softmax, or read it (on the worker)."""
-        folder = self._softmax_folder()
-        cached = self._softmax if self._softmax_of == folder else None
-        emb = self.ws.embedder
-        dim = emb.opts.output_dim if emb is not None else 0
-
-        def get(state):
-            if cached is not None:
-                return cached
-            if folder is None:
-                from elmo_engine.errors import InputError
-
-                raise InputError("the checkpoint's folder is unknown: no softmax to predict with")
-            from elmo_explorer.views.softmax_files import missing_softmax_line
-            from elmo_engine.model.softmax import load_softmax
-
-            missing = missing_softmax_line(folder)
-            if missing is not None:
-                from elmo_engine.errors import InputError
-
-                raise InputError(missing)
-            return load_softmax(folder, output_dim=dim, progress=state.report)
-
-        return folder, get
+        """(folder, get): the loaded checkpoint's softmax for a job (:class:`SoftmaxCache`)."""
+        return self.softmax.getter(self.ws)
 
     def _keep_softmax(self, folder, softmax) -> None:
-        if folder == self._softmax_folder():
-            self._softmax, self._softmax_of = softmax, folder
+        self.softmax.keep(folder, softmax, self._softmax_getter()[0])
+
+    def _word(self) -> str:
+        """The word whose similarity is re-measured: typed, else the selected token's."""
+        typed = self.view.intervene_page.iv_word.text().strip()
+        if typed:
+            return typed
+        sel, toks = self.ws.selection, self.ws.tokens
+        if (sel is not None and sel.sentence < len(toks)
+                and 0 <= sel.token < len(toks[sel.sentence])):
+            return str(toks[sel.sentence][sel.token])
+        return ""
 
     def intervene(self) -> None:
         emb = self.ws.embedder
@@ -302,25 +335,31 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         from elmo_engine.errors import InputError
 
         try:
-            spec = self.view.intervention_spec()
+            spec = self.view.intervene_page.spec()
         except InputError as exc:
             self.view.show_status(str(exc), error=True)
             return
+        try:
+            labels: Optional[RankSource] = self.view.ranking_page.rank_source()
+        except InputError:
+            labels = None                 # a file chosen but not named: no probe
+        word = self._word()
         model, vectors = emb.model, emb.token_vectors
         folder, get_softmax = self._softmax_getter()
 
         def job(state):
             softmax = get_softmax(state)
             return softmax, remeasure(model, softmax, tokens, spec, bundled_minimal_pairs(),
-                                      vectors, state)
+                                      vectors, state, labels=labels, word=word)
 
         def done(out) -> None:
             self._keep_softmax(folder, out[0])
             self.model.remeasure = out[1]
-            self.view.show_remeasure(out[1])
+            self.view.intervene_page.show_remeasure(out[1])
             self.view.tabs.setCurrentWidget(self.view.intervene_page)
-            self.view.show_status("Before → after: both LMs on the selected sentence, and the "
-                                  "bundled minimal pairs per set.")
+            self.view.show_status("Before → after: both LMs on the selected sentence, the "
+                                  "bundled minimal pairs per set, a probe of the top layer and "
+                                  "the word's similarity across contexts.")
 
         self.view.set_busy(True)
         self.view.show_status("Re-measuring…")
@@ -345,14 +384,8 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             softmax, src, res = out
             self._keep_softmax(folder, softmax)
             self.model.showcase = showcase_rows(src, res)
-            top = res.top_units
-            note = (f"Top layer's cells ranked for {src.label} on {src.name} "
-                    f"(≤ {SHOWCASE_TOKENS:,} labelled words); top cells forward "
-                    f"{list(top[0][:4])}, backward {list(top[1][:4])}. Each cell: the LM's "
-                    f"accuracy with its own direction's top k zeroed / k random zeroed (mean ± "
-                    f"sd over {SHOWCASE_SEEDS} seeds).")
-            self.model.showcase_note = note
-            self.view.show_showcase(self.model.showcase, note)
+            self.model.showcase_note = note = showcase_note(src, res)
+            self.view.showcase_page.show_showcase(self.model.showcase, note)
             self.view.tabs.setCurrentWidget(self.view.showcase_page)
             self.view.show_status("Number units: done.")
 

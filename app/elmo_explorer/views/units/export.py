@@ -1,6 +1,7 @@
-"""Exports of the Units view, as functions of values: the ranking table, the intervention's
-before → after and the Number showcase as TSV, and the selected sentence's mean forget and input
-gates per word as PNG, SVG or PDF (drawn with :mod:`elmo_engine.io.figures`)."""
+"""Exports of the Units view, as functions of values: the ranking table, its top-k curves (every
+point), the intervention's before → after and the Number showcase as TSV; the top-k curves
+(:mod:`elmo_engine.io.figures.units`, the figure ``units rank --figure`` and the report draw)
+and the selected sentence's mean forget and input gates per word as PNG, SVG or PDF."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,17 +9,20 @@ from typing import List
 
 from elmo_engine.atomic import atomic_write_text
 from elmo_engine.io import figures
-from elmo_explorer.views.units.model import RANK_KS, STATE_NAMES, UnitsModel
+from elmo_explorer.views.units.model import STATE_NAMES, UnitsModel
 
-#: File → Export entries: (menu text, kind); "gates" is a figure, the others TSV
-ENTRIES = (("Units ranking (TSV)…", "ranking"), ("Intervention before → after (TSV)…",
-                                                  "intervention"),
+#: File → Export entries: (menu text, kind); FIGURES are figures, the others TSV
+ENTRIES = (("Units ranking (TSV)…", "ranking"), ("Top-k curves (TSV)…", "curve"),
+           ("Top-k curves (PNG/SVG/PDF)…", "curve-figure"),
+           ("Intervention before → after (TSV)…", "intervention"),
            ("Number units ablation (TSV)…", "showcase"),
            ("Gate means per word (PNG/SVG/PDF)…", "gates"))
+FIGURES = ("curve-figure", "gates")
 
 
 def has(m: UnitsModel, kind: str) -> bool:
-    return bool({"ranking": m.ranking, "intervention": m.remeasure, "showcase": m.showcase,
+    return bool({"ranking": m.ranking, "curve": m.ranking, "curve-figure": m.ranking,
+                 "intervention": m.remeasure, "showcase": m.showcase,
                  "gates": m.sentence}[kind])
 
 
@@ -31,21 +35,20 @@ def tsv(m: UnitsModel, kind: str) -> str:
     if not has(m, kind):
         raise LookupError("nothing to export yet")
     rows: List[List[str]] = []
-    if kind == "ranking":
-        rows.append(["layer", "direction", "state", "accuracy_all", "majority",
-                     "top_mean_diff", "top_elastic_net"]
-                    + [f"k{k}_{w}" for k in RANK_KS for w in ("top", "random_mean")])
-        for r in m.ranking:
-            cells = [str(r["layer"]), r["direction"], r["state"], f"{r['all']:.4f}",
-                     f"{r['majority']:.4f}", " ".join(map(str, r["top"]["mean-diff"])),
-                     " ".join(map(str, r["top"]["elastic-net"]))]
-            for k in RANK_KS:
-                pt = r["curve"].get(str(k))
-                cells += ["", ""] if pt is None else [f"{pt[0]:.4f}", f"{pt[1]:.4f}"]
-            rows.append(cells)
+    if kind in ("ranking", "curve"):
+        from elmo_engine.analysis.units.report import curve_rows, ranking_rows
+
+        doc = m.ranking
+        assert doc is not None                              # has() said so
+        table = (ranking_rows if kind == "ranking" else curve_rows)(doc)
+        rows.append([f"# {_clean(doc['source'])}: {doc['tokens']} labelled words, "
+                     f"{len(doc['classes'])} classes"])
+        rows.append(list(table[0]))
+        rows += [[_clean(r.get(c, "")) for c in table[0]] for r in table]
     elif kind == "intervention":
         res = m.remeasure
-        rows.append(["# " + res.spec.describe()])
+        assert res is not None                              # has() said so
+        rows.append(["# " + _clean(res.describe())])
         rows.append(["position", "word", "fwd_top_before", "fwd_top_after",
                      "fwd_bits_before", "fwd_bits_after", "bwd_top_before", "bwd_top_after",
                      "bwd_bits_before", "bwd_bits_after"])
@@ -62,6 +65,11 @@ def tsv(m: UnitsModel, kind: str) -> str:
         for name, before in res.pairs_before.by_set.items():
             after = res.pairs_after.by_set[name]
             rows.append([name] + [f"{v:.4f}" for x, y in zip(before, after) for v in (x, y)])
+        if res.measures:
+            rows.append([])
+            rows.append(["measure", "before", "after", "note"])
+            rows += [[_clean(x.name), f"{x.before:.4f}", f"{x.after:.4f}", _clean(x.note)]
+                     for x in res.measures]
     else:
         rows.append(["# " + _clean(m.showcase_note)] if m.showcase_note else [])
         rows.append(["pairs", "k", "forward_top", "backward_top", "combined_top",
@@ -100,8 +108,18 @@ def gates_figure(m: UnitsModel):
     return fig
 
 
-def write_figure(m: UnitsModel, path, options=None) -> List[Path]:
-    fig = gates_figure(m)
+def curve_figure(m: UnitsModel):
+    """The top-k curves of the last ranking (None: nothing ranked)."""
+    if m.ranking is None:
+        return None
+    from elmo_engine.io.figures.units import topk_figure
+
+    return topk_figure(m.ranking["rankings"], f"{m.ranking['source']}: a probe on the top-k "
+                                              "units against k random units (held out)")
+
+
+def write_figure(m: UnitsModel, path, options=None, kind: str = "gates") -> List[Path]:
+    fig = curve_figure(m) if kind == "curve-figure" else gates_figure(m)
     if fig is None:
         raise LookupError("nothing to export yet")
     return figures.save(fig, path, style=options.style() if options is not None else None)

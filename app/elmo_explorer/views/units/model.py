@@ -4,8 +4,9 @@ the last ranking, and the engine calls that make them (run on the worker by the 
 The sentence rows: for the chosen layer, direction and state kind, the units whose values vary
 most over the sentence's words, as a (units × words) matrix; beside them the mean forget and
 input gate per word (how much the cells keep and how much they take in). The ranking: units
-of every layer, direction and state ranked for the bundled demo POS task
-(:mod:`elmo_engine.analysis.units`), with the top-k against random-k curve.
+of every layer, direction and state ranked for the labels of the demo POS task or of a file of
+the user's (:mod:`elmo_engine.analysis.units`), with the top-k against random-k curve. The
+intervention panel's computations are in :mod:`.intervention`.
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ DIRECTIONS = ("forward", "backward")
 STATES = ("c", "i", "f", "o", "g", "m", "h")
 STATE_NAMES = {"c": "cell c", "i": "input gate i", "f": "forget gate f", "o": "output gate o",
                "g": "candidate g", "m": "unprojected output m", "h": "projected output h"}
-RANK_KS = (1, 4, 16, 64)
+RANK_KS = (1, 4, 16, 64)               # the table's columns
+CURVE_KS = (1, 4, 16, 64, 256)         # the curve's points (k beyond a state's width skipped)
+RANK_SEEDS = 3
 RANK_TOKENS = 20_000
 
 
@@ -50,6 +53,41 @@ class UnitsSettings:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class RankSource:
+    """Where the ranking's labels come from: ``path`` "" for the bundled demo POS task's UPOS
+    tags, else a CoNLL-U or token<TAB>label TSV file of the user's (read as the Probes view reads
+    its tasks) with ``label`` (upos, xpos, deprel or feats:NAME; CoNLL-U only)."""
+
+    path: str = ""
+    label: str = "upos"
+
+    def describe(self) -> str:
+        if not self.path:
+            return "the demo POS task's UPOS tags"
+        from pathlib import Path
+
+        conllu = self.path.lower().endswith((".conllu", ".conllu.gz"))
+        return f"{Path(self.path).name}" + (f" ({self.label})" if conllu else "")
+
+    def sentences(self, max_tokens: int) -> List[Any]:
+        """Its labelled sentences, up to ``max_tokens`` labelled words (InputError naming the
+        file and line for bad input)."""
+        if self.path:
+            from elmo_engine.analysis.units.collect import labelled_file
+
+            return labelled_file(self.path, self.label, max_tokens)
+        from elmo_engine.io.datasets.demo import load_demo_task
+
+        out, count = [], 0
+        for sent in load_demo_task("pos", "train"):
+            out.append(sent)
+            count += len(sent.targets())
+            if count >= max_tokens:
+                break
+        return out
+
+
 @dataclass
 class SentenceRows:
     """One sentence's top units: ``values`` (units × words), ``units`` their ids, and the mean
@@ -67,8 +105,10 @@ class SentenceRows:
 class UnitsModel:
     settings: UnitsSettings = field(default_factory=UnitsSettings)
     sentence: Optional[SentenceRows] = None
-    ranking: List[Dict[str, Any]] = field(default_factory=list)
-    remeasure: Optional[Any] = None          # the last Remeasure
+    #: the last ranking (:func:`elmo_engine.analysis.units.report.ranking_doc`) and its source
+    ranking: Optional[Dict[str, Any]] = None
+    source: RankSource = field(default_factory=RankSource)
+    remeasure: Optional[Any] = None          # the last intervention.Remeasure
     showcase: List[Dict[str, Any]] = field(default_factory=list)
     showcase_note: str = ""
     contexts: Optional[Any] = None           # the last UnitContexts
@@ -77,13 +117,60 @@ class UnitsModel:
     #: the intervention panel's fields as typed (units as text) and the Unit tab's choice
     panel: Dict[str, Any] = field(default_factory=dict)
 
-    def view_state(self) -> Dict[str, Any]:
-        return {"settings": self.settings.to_dict(), "panel": dict(self.panel)}
+    @property
+    def rankings(self) -> List[Dict[str, Any]]:
+        return [] if self.ranking is None else list(self.ranking["rankings"])
 
-    def restore(self, state: Any) -> None:
-        if isinstance(state, dict):
-            self.settings = UnitsSettings.from_dict(state.get("settings"))
-            self.panel = panel_from_dict(state.get("panel"))
+    def view_state(self, checksum: Optional[str] = None) -> Dict[str, Any]:
+        """Settings, the panel's fields, the ranking's labels and (with the model's
+        ``checksum``) the last results (:mod:`elmo_engine.analysis.units.report`)."""
+        out: Dict[str, Any] = {"settings": self.settings.to_dict(), "panel": dict(self.panel),
+                               "source": {"path": self.source.path, "label": self.source.label}}
+        if checksum is not None and (self.ranking is not None or self.remeasure is not None
+                                     or self.showcase):
+            from elmo_engine.analysis.units.report import results_doc
+
+            showcase = ({"note": self.showcase_note, "rows": self.showcase}
+                        if self.showcase else None)
+            out["results"] = results_doc(checksum, self.ranking,
+                                         None if self.remeasure is None
+                                         else self.remeasure.saved(), showcase)
+        return out
+
+    def clear_results(self) -> None:
+        """Forget every result (a new model)."""
+        self.ranking = self.remeasure = self.contexts = self.pattern = None
+        self.showcase, self.showcase_note = [], ""
+
+    def apply_saved(self, saved: Any) -> None:
+        """Take a workspace's saved results
+        (:class:`~elmo_engine.analysis.units.report.SavedResults`, already checked)."""
+        from elmo_explorer.views.units.intervention import Remeasure
+
+        if saved.ranking is not None:
+            self.ranking = saved.ranking
+        if saved.intervention is not None:
+            self.remeasure = Remeasure.from_saved(saved.intervention)
+        if saved.showcase is not None:
+            self.showcase = list(saved.showcase["rows"])
+            self.showcase_note = str(saved.showcase["note"])
+
+    def restore(self, state: Any) -> Any:
+        """Read a saved state (what is not valid is dropped); returns its saved results
+        (:class:`~elmo_engine.analysis.units.report.SavedResults`, or None) for the controller
+        to show once the model that made them is the one loaded."""
+        if not isinstance(state, dict):
+            return None
+        from elmo_engine.analysis.units.report import saved_results
+
+        self.settings = UnitsSettings.from_dict(state.get("settings"))
+        self.panel = panel_from_dict(state.get("panel"))
+        src = state.get("source")
+        if (isinstance(src, dict) and isinstance(src.get("path"), str)
+                and len(src["path"]) <= 4096 and isinstance(src.get("label"), str)
+                and 0 < len(src["label"]) <= 64):
+            self.source = RankSource(src["path"], src["label"])
+        return saved_results(state.get("results"))
 
 
 def panel_from_dict(d: Any) -> Dict[str, Any]:
@@ -102,7 +189,8 @@ def panel_from_dict(d: Any) -> Dict[str, Any]:
               "unit_layer": lambda v: isinstance(v, int) and 0 <= v < 64,
               "unit_direction": lambda v: v in DIRECTIONS,
               "unit_state": lambda v: v in STATES,
-              "unit": lambda v: isinstance(v, int) and 0 <= v <= 100_000}
+              "unit": lambda v: isinstance(v, int) and 0 <= v <= 100_000,
+              "word": lambda v: isinstance(v, str) and len(v) <= 200}
     for key, ok in checks.items():
         v = d.get(key)
         if v is not None and not isinstance(v, bool) and ok(v):
@@ -144,182 +232,33 @@ def top_units(values: np.ndarray, rows: int) -> Tuple[int, ...]:
     return tuple(int(u) for u in order[:rows])
 
 
-def rank_demo_pos(model, token_vectors=None, state=None) -> List[Dict[str, Any]]:
-    """Units of every layer and direction (c and h) ranked for the demo POS task's UPOS tags
-    (its first :data:`RANK_TOKENS` tokens), with the top-k curve: rows for the table."""
+def rank_labels(model, source: RankSource, token_vectors=None, state=None) -> Dict[str, Any]:
+    """Units of every layer and direction (c and h) ranked for ``source``'s labels (its first
+    :data:`RANK_TOKENS` labelled words), with the top-k curve (k = :data:`CURVE_KS`, 3 seeds):
+    the saved form of :func:`elmo_engine.analysis.units.report.ranking_doc`."""
     from elmo_engine.analysis.units import RankSettings, collect, rank_units
-    from elmo_engine.io.datasets.demo import load_demo_task
+    from elmo_engine.analysis.units.rank import ranking_json
+    from elmo_engine.analysis.units.report import ranking_doc
     from elmo_engine.model.lstm_inspect import StateKind
 
-    sents = load_demo_task("pos", "train")
+    sents = source.sentences(RANK_TOKENS)
     data = collect(model, sents, [StateKind.C, StateKind.H], max_tokens=RANK_TOKENS,
                    token_vectors=token_vectors, state=state)
-    results = rank_units(data, RankSettings(ks=RANK_KS, seeds=3), state=state)
-    return ranking_rows(results)
+    results = rank_units(data, RankSettings(ks=CURVE_KS, seeds=RANK_SEEDS), state=state)
+    return ranking_doc([ranking_json(r, 8) for r in results], source.describe(), len(data),
+                       data.classes)
 
 
-def ranking_rows(results) -> List[Dict[str, Any]]:
-    """One row per layer, direction and state: accuracy on all units, the majority baseline,
-    the top units of each method and the curve (top vs random mean per k, class-mean diff)."""
-    rows = []
-    for r in results:
-        layer, d, kind = r.key
-        curve = {p.k: (p.top, float(np.mean(p.random))) for p in r.curve
-                 if p.method.value == "mean-diff"}
-        rows.append({"layer": layer, "direction": DIRECTIONS[d], "state": kind.value,
-                     "all": r.full, "majority": r.majority,
-                     "top": {m.value: [int(u) for u in r.order[m][:5]] for m in r.order},
-                     "curve": {str(k): list(v) for k, v in curve.items()}})
-    return rows
+def curve_point(ranking: Dict[str, Any], k: int, method: str = "mean-diff"
+                ) -> Optional[Dict[str, Any]]:
+    """The curve point of ``ranking`` at ``k`` for ``method`` (None when not computed)."""
+    return next((p for p in ranking["curve"] if p["k"] == k and p["method"] == method), None)
 
 
-# ---- the intervention panel -------------------------------------------------------------------
+# ---- the intervention panel's choices ---------------------------------------------------------
 OPS = ("zero", "clamp", "scale", "patch")
 INTERVENE_DIRECTIONS = ("forward", "backward", "both")
 INTERVENE_STATES = ("c", "m", "h")
-#: the Number showcase: units ablated, random draws, labelled words ranked on
-SHOWCASE_KS = (1, 2, 4, 8, 16)
-SHOWCASE_SEEDS = 3
-SHOWCASE_TOKENS = 20_000
-
-
-@dataclass(frozen=True)
-class InterventionSpec:
-    """What the panel changes: ``units`` of ``state`` in ``layer`` of one or both directions;
-    ``op`` zero / clamp (to ``value``) / scale (by ``value``) / patch (the ``donor`` sentence's
-    values at framed ``position``). ``position`` 0: every position (zero, clamp, scale); t ≥ 1:
-    from word t on in the direction's reading order."""
-
-    layer: int = 1
-    direction: str = "forward"
-    state: str = "c"
-    units: Tuple[int, ...] = ()
-    op: str = "zero"
-    value: float = 0.0
-    position: int = 0
-    donor: str = ""
-
-    def describe(self) -> str:
-        what = {"zero": "zeroed", "clamp": f"clamped to {self.value:g}",
-                "scale": f"scaled by {self.value:g}",
-                "patch": f"patched from “{self.donor}”"}[self.op]
-        where = "at every position" if self.position == 0 else f"from word {self.position} on"
-        shown = " ".join(map(str, self.units[:12])) + (" …" if len(self.units) > 12 else "")
-        return (f"layer {self.layer} {self.direction} {self.state}, units {shown} {what} "
-                f"{where}")
-
-
-def parse_units(text: str) -> Tuple[int, ...]:
-    """Unit numbers typed as ``3 17 40-45`` or ``3,17``: sorted, each once; InputError with
-    the offending piece."""
-    from elmo_engine.errors import InputError
-
-    out: set = set()
-    for piece in text.replace(",", " ").split():
-        a, sep, b = piece.partition("-")
-        try:
-            lo, hi = int(a), int(b) if sep else int(a)
-        except ValueError:
-            raise InputError(f"units: {piece!r} is not a unit number or a range a-b") from None
-        if lo < 0 or hi < lo or hi - lo > 100_000:
-            raise InputError(f"units: {piece!r} is not a range of unit numbers")
-        out.update(range(lo, hi + 1))
-    if not out:
-        raise InputError("units: give at least one unit number (e.g. 78 403)")
-    return tuple(sorted(out))
-
-
-def build_interventions(model, spec: InterventionSpec, token_vectors=None) -> List[Any]:
-    """The engine's :class:`~elmo_engine.model.lstm_inspect.Intervention` list of ``spec``
-    (checked against the model: a bad layer or unit is an InputError naming it)."""
-    from elmo_engine.errors import InputError
-    from elmo_engine.model.lstm_inspect import Intervention, Op, StateKind, patch_from
-
-    kind = StateKind(spec.state)
-    dirs = (0, 1) if spec.direction == "both" else (DIRECTIONS.index(spec.direction),)
-    out = []
-    for d in dirs:
-        if spec.op == "patch":
-            donor = spec.donor.split()
-            if not donor:
-                raise InputError("patch: type the sentence to patch from")
-            if spec.position < 1:
-                raise InputError("patch: choose the word position to patch at (1 or more)")
-            iv = patch_from(model, donor, spec.layer, d, kind, spec.position, spec.units)
-        else:
-            iv = Intervention(spec.layer, d, kind, spec.units, Op(spec.op), value=spec.value,
-                              position=spec.position or None)
-        iv.check(model.opts)
-        out.append(iv)
-    return out
-
-
-@dataclass
-class Remeasure:
-    """Before / after one intervention: the selected sentence word by word (both LMs'
-    surprisal and top prediction) and the bundled minimal pairs' accuracies per set."""
-
-    spec: InterventionSpec
-    before: Any                       # elmo_engine.analysis.units.WordPredictions
-    after: Any
-    pairs_before: Any                 # elmo_engine.analysis.units.Accuracy
-    pairs_after: Any
-
-
-def bundled_minimal_pairs() -> List[Any]:
-    from elmo_engine.analysis.language_model.pairs import bundled_pairs, read_pairs
-
-    return [p for f in bundled_pairs() for p in read_pairs(f)]
-
-
-def remeasure(model, softmax, tokens: Sequence[str], spec: InterventionSpec,
-              pairs: Sequence[Any], token_vectors=None, state=None) -> Remeasure:
-    """Run ``spec`` on the live biLM (on the worker): before and after, side by side."""
-    from elmo_engine.analysis.units import pair_accuracy, token_predictions
-    from elmo_engine.progress import check, report
-
-    if spec.position > len(tokens) + 1:
-        from elmo_engine.errors import InputError
-
-        raise InputError(f"position {spec.position}: the sentence has words 1 … {len(tokens)}")
-    ivs = build_interventions(model, spec, token_vectors)
-    report(state, 0, 4, "the sentence before")
-    before = token_predictions(model, softmax, tokens, (), token_vectors)
-    check(state)
-    report(state, 1, 4, "the sentence after")
-    after = token_predictions(model, softmax, tokens, ivs, token_vectors)
-    check(state)
-    report(state, 2, 4, "the minimal pairs before")
-    pb = pair_accuracy(model, softmax, pairs, (), token_vectors)
-    check(state)
-    report(state, 3, 4, "the minimal pairs after")
-    pa = pair_accuracy(model, softmax, pairs, ivs, token_vectors)
-    return Remeasure(spec=spec, before=before, after=after, pairs_before=pb, pairs_after=pa)
-
-
-def showcase_rows(src, res) -> List[Dict[str, Any]]:
-    """The Number showcase's table: per set (all first) the baseline and, per k, each LM's
-    accuracy with its top-k cells zeroed and mean ± sd with k random cells zeroed."""
-    from elmo_engine.analysis.units.ablate import ALL
-
-    sets = [ALL] + [s for s in res.baseline.by_set if s != ALL]
-    rows = []
-    for s in sets:
-        rows.append({"set": s, "k": 0, "top": list(res.baseline.by_set[s]), "random": None})
-        for row in res.rows:
-            rows.append({"set": s, "k": row.k, "top": list(row.top.by_set[s]),
-                         "random": [list(v) for v in row.random_stats(s)]})
-    return rows
-
-
-def number_showcase(model, softmax, token_vectors=None, state=None, ks=SHOWCASE_KS,
-                    seeds=SHOWCASE_SEEDS, max_tokens=SHOWCASE_TOKENS):
-    """``units ablate``'s computation on the bundled data (EWT train's Number beside the
-    checkout, else the demo POS task) and the bundled minimal pairs: (source, result)."""
-    from elmo_engine.analysis.units.ablate import number_units_experiment
-
-    return number_units_experiment(model, softmax, bundled_minimal_pairs(), ks, seeds,
-                                   max_tokens, token_vectors=token_vectors, task=state)
 
 
 # ---- one unit's contexts ----------------------------------------------------------------------
@@ -352,35 +291,36 @@ class UnitContexts:
     histogram: Optional[Any] = None   # elmo_engine.analysis.units.contexts.LabelHistogram
 
 
-def unit_contexts(model, choice: UnitChoice, with_labels: bool, token_vectors=None,
+def reference_sentences() -> List[List[str]]:
+    """The bundled reference corpus's first :data:`CONTEXT_TOKENS` words, as sentences."""
+    from elmo_engine.analysis.layers.run import reference_corpus_path
+    from elmo_engine.io.datasets.text_input import read_text_input
+
+    sents: List[List[str]] = []
+    count = 0
+    for sent in read_text_input(reference_corpus_path()).tokens:     # its first words
+        if count >= CONTEXT_TOKENS:
+            break
+        sents.append(list(sent))
+        count += len(sent)
+    return sents
+
+
+def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token_vectors=None,
                   state=None) -> UnitContexts:
     """The unit's top contexts over the bundled reference corpus (its first
-    :data:`CONTEXT_TOKENS` words), and with ``with_labels`` its histogram per UPOS tag on the
-    demo POS words the ranking used (run on the worker)."""
-    from elmo_engine.analysis.layers.run import reference_corpus_path
+    :data:`CONTEXT_TOKENS` words), and with ``labels`` (the shown ranking's) its histogram per
+    label on the words the ranking used (run on the worker)."""
     from elmo_engine.analysis.units.contexts import label_histogram, top_contexts, unit_values
-    from elmo_engine.io.datasets.text_input import read_text_input
     from elmo_engine.model.lstm_inspect import StateKind
 
     kind = StateKind(choice.state)
     d = DIRECTIONS.index(choice.direction)
-    sents, count = [], 0
-    for sent in read_text_input(reference_corpus_path()).tokens:     # its first words
-        if count >= CONTEXT_TOKENS:
-            break
-        sents.append(sent)
-        count += len(sent)
+    sents = reference_sentences()
     values = unit_values(model, sents, choice.layer, d, kind, choice.unit, token_vectors, state)
     hist = None
-    if with_labels:
-        from elmo_engine.io.datasets.demo import load_demo_task
-
-        labelled, count = [], 0
-        for s in load_demo_task("pos", "train"):
-            labelled.append(s)
-            count += len(s)
-            if count >= RANK_TOKENS:
-                break
+    if labels is not None:
+        labelled = labels.sentences(RANK_TOKENS)
         lv = unit_values(model, [s.tokens for s in labelled], choice.layer, d, kind,
                          choice.unit, token_vectors, state)
         hist = label_histogram([s.labels for s in labelled], lv)

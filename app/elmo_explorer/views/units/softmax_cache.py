@@ -1,0 +1,50 @@
+"""The loaded checkpoint's softmax for the Units view's jobs: read by the first job that needs
+it (on the worker), kept for the next ones while the checkpoint's folder is the same; a folder
+without one is the Language model view's one line naming the missing file."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Optional, Tuple
+
+
+class SoftmaxCache:
+    def __init__(self) -> None:
+        self._softmax: Optional[Any] = None
+        self._of: Optional[Path] = None
+
+    def clear(self) -> None:
+        self._softmax, self._of = None, None
+
+    def getter(self, ws) -> Tuple[Optional[Path], Callable[[Any], Any]]:
+        """(folder, get) for the workspace ``ws``'s loaded checkpoint: ``get(state)`` returns
+        the cached softmax of its folder or reads it (call on the worker; an InputError when
+        there is none)."""
+        spec, emb = ws.model_spec, ws.embedder
+        folder: Optional[Path] = None
+        if spec is not None:
+            p = Path(spec.path)
+            folder = p if p.is_dir() else p.parent
+        output_dim = emb.opts.output_dim if emb is not None else 0
+        cached = self._softmax if self._of == folder else None
+
+        def get(state):
+            from elmo_engine.errors import InputError
+
+            if cached is not None:
+                return cached
+            if folder is None:
+                raise InputError("the checkpoint's folder is unknown: no softmax to predict with")
+            from elmo_engine.model.softmax import load_softmax
+            from elmo_explorer.views.softmax_files import missing_softmax_line
+
+            missing = missing_softmax_line(folder)
+            if missing is not None:
+                raise InputError(missing)
+            return load_softmax(folder, output_dim=output_dim, progress=state.report)
+
+        return folder, get
+
+    def keep(self, folder: Optional[Path], softmax: Any, current: Optional[Path]) -> None:
+        """Keep ``softmax`` of ``folder`` when it is still the loaded checkpoint's."""
+        if folder == current:
+            self._softmax, self._of = softmax, folder
