@@ -2,7 +2,9 @@
 
 Embeds sentences (a text file, one per line) or a labelled data set, projects the chosen tokens
 per layer (and the scalar mix) with PCA → UMAP, and writes the coordinates as CSV and, optionally,
-one layer's vectors as a TensorBoard projector pair.
+one layer's vectors as a TensorBoard projector pair. Every map's faithfulness (trustworthiness,
+continuity, kNN kept: :mod:`elmo_engine.analysis.projection.faithfulness`) is printed on stderr,
+and with ``--json`` as one JSON document on stdout (:data:`JSON_DESCRIPTION`).
 """
 from __future__ import annotations
 
@@ -12,6 +14,19 @@ from pathlib import Path
 
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
+
+JSON_VERSION = 1
+JSON_DESCRIPTION = (
+    "elmo-explorer project: per map (one per layer and the scalar mix), how faithful the 2-D "
+    "map is to the layer's vectors: 'trustworthiness' T(k) (Venna & Kaski 2001; 1 = the map "
+    "invents no neighbour), 'continuity' C(k) (1 = it tears no neighbourhood apart), "
+    "'knn_kept' (the mean share of a token's k nearest neighbours in the vectors that are "
+    "among its k nearest on the map), on 'n' of 'n_total' tokens (a seeded sample above "
+    "--faithfulness-points), 'metric' in the vectors (Euclidean on the map). 'coordinates': "
+    "the CSV written.")
+#: --faithfulness-k / --faithfulness-points defaults (the app's captions use the same)
+FAITHFULNESS_K = 10
+FAITHFULNESS_POINTS = 5000
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -47,6 +62,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="also write DIR/vectors.tsv + DIR/metadata.tsv of --tensorboard-layer")
     p.add_argument("--tensorboard-layer", default="mix",
                    help="layer index or 'mix' for --tensorboard (default mix)")
+    p.add_argument("--faithfulness-k", type=int, default=FAITHFULNESS_K,
+                   help=f"neighbours for trustworthiness, continuity and kNN kept (default "
+                        f"{FAITHFULNESS_K})")
+    p.add_argument("--faithfulness-points", type=int, default=FAITHFULNESS_POINTS,
+                   help="measure the maps' faithfulness on a seeded sample of at most N tokens "
+                        f"(default {FAITHFULNESS_POINTS}; the cost is N² × the vector width)")
+    common.add_json(p)
     common.add_force(p)
     p.set_defaults(func=run)
     return p
@@ -54,7 +76,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from elmo_engine.analysis.projection import (LayerSpec, Projector, UmapParams, layer_features,
-                                                 write_coordinates_csv, write_tensorboard)
+                                                 map_faithfulness, write_coordinates_csv,
+                                                 write_tensorboard)
     from elmo_engine.cli.common import checkpoint_or_demo
     from elmo_engine.embed.embedder import Embedder, check_held_activations
     from elmo_engine.model.checkpoint import load_checkpoint
@@ -63,6 +86,8 @@ def run(args) -> int:
     params = UmapParams(n_neighbors=args.n_neighbors, min_dist=args.min_dist,
                         random_state=None if args.umap_seed < 0 else args.umap_seed, n_epochs=args.epochs)
     tb = args.tensorboard
+    if args.json and common.is_stdout(args.out):
+        raise InputError("--json prints on stdout: write the coordinates to a file (-o FILE)")
     common.refuse_existing(args.force, args.out, *(() if tb is None else (
         tb / "vectors.tsv", tb / "metadata.tsv")))
     tokens = _tokens(args)
@@ -99,6 +124,19 @@ def run(args) -> int:
     with common.output_file(args.out, ".csv") as path:
         write_coordinates_csv(path, tokens, projs)
     common.log(f"wrote {args.out} ({len(tokens):,} tokens × {len(projs)} projections)")
+    maps = []
+    for p in projs:
+        f = map_faithfulness(acts, tokens, p, args.faithfulness_k, params.metric,
+                             args.faithfulness_points, state=state)
+        common.log(f"  {p.layer.name} {p.method.upper()}: "
+                   + (f.caption() if f is not None else "too few points to measure"))
+        maps.append({"layer": p.layer.key, "method": p.method,
+                     "faithfulness": None if f is None else f.to_dict()})
+    if args.json:
+        common.print_json({"description": JSON_DESCRIPTION, "version": JSON_VERSION,
+                           "input": str(args.input), "tokens": len(tokens),
+                           "model": {"checksum": model.info.checksum},
+                           "coordinates": str(args.out), "maps": maps})
     if args.tensorboard is not None:
         key = args.tensorboard_layer
         matches = [lay for lay in layers if lay.key == (key if key == "mix" else f"layer{key}")]
