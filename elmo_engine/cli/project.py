@@ -23,7 +23,7 @@ JSON_DESCRIPTION = (
     "'knn_kept' (the mean share of a token's k nearest neighbours in the vectors that are "
     "among its k nearest on the map), on 'n' of 'n_total' tokens (a seeded sample above "
     "--faithfulness-points), 'metric' in the vectors (Euclidean on the map). 'coordinates': "
-    "the CSV written.")
+    "the CSV written (null without -o).")
 #: --faithfulness-k / --faithfulness-points defaults (the app's captions use the same)
 FAITHFULNESS_K = 10
 FAITHFULNESS_POINTS = 5000
@@ -57,7 +57,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "and standard deviation first, as contexts does)")
     p.add_argument("--max-points", type=int, default=20_000,
                    help="a seeded random sample of at most this many tokens (default 20000)")
-    common.add_out(p, "the coordinates, CSV ('-': stdout)")
+    common.add_out(p, "the coordinates, CSV ('-': stdout); may be left out with --json",
+                   required=False)
     p.add_argument("--tensorboard", type=Path, metavar="DIR",
                    help="also write DIR/vectors.tsv + DIR/metadata.tsv of --tensorboard-layer")
     p.add_argument("--tensorboard-layer", default="mix",
@@ -88,6 +89,9 @@ def run(args) -> int:
     tb = args.tensorboard
     if args.json and common.is_stdout(args.out):
         raise InputError("--json prints on stdout: write the coordinates to a file (-o FILE)")
+    if args.out is None and not args.json:
+        raise InputError("give -o FILE (the coordinates, CSV) or --json (the maps' "
+                         "faithfulness), or both")
     common.refuse_existing(args.force, args.out, *(() if tb is None else (
         tb / "vectors.tsv", tb / "metadata.tsv")))
     tokens = _tokens(args)
@@ -121,9 +125,10 @@ def run(args) -> int:
         if p.method != args.method:
             print(f"  {p.layer.name}: too few distinct vectors for UMAP; PCA written instead",
                   file=sys.stderr)
-    with common.output_file(args.out, ".csv") as path:
-        write_coordinates_csv(path, tokens, projs)
-    common.log(f"wrote {args.out} ({len(tokens):,} tokens × {len(projs)} projections)")
+    if args.out is not None:
+        with common.output_file(args.out, ".csv") as path:
+            write_coordinates_csv(path, tokens, projs)
+        common.log(f"wrote {args.out} ({len(tokens):,} tokens × {len(projs)} projections)")
     maps = []
     for p in projs:
         f = map_faithfulness(acts, tokens, p, args.faithfulness_k, params.metric,
@@ -136,7 +141,8 @@ def run(args) -> int:
         common.print_json({"description": JSON_DESCRIPTION, "version": JSON_VERSION,
                            "input": str(args.input), "tokens": len(tokens),
                            "model": {"checksum": model.info.checksum},
-                           "coordinates": str(args.out), "maps": maps})
+                           "coordinates": None if args.out is None else str(args.out),
+                           "maps": maps})
     if args.tensorboard is not None:
         key = args.tensorboard_layer
         matches = [lay for lay in layers if lay.key == (key if key == "mix" else f"layer{key}")]

@@ -123,9 +123,10 @@ TABLE: Dict[str, Row] = {
                           out="file",
                           bad=("export", "vectors", "{missing}", "-o", "{tmp}/x.npz", *CK),
                           why="writes vectors; its result is the file"),
-    "project": Row(("project", "{text}", "--method", "pca", *CK), json=False, out="file",
+    "project": Row(("project", "{text}", "--method", "pca", *CK), out="file",
                    bad=("project", "{missing}", "-o", "{tmp}/x.csv", *CK),
-                   why="writes coordinates; its result is the file"),
+                   why="writes coordinates; its result is the file (--json: the maps' "
+                       "faithfulness on stdout)"),
     "probe": Row(("probe", "--task", "tsv", "--train", "{labelled}", "--test", "{labelled}",
                   "--epochs", "2",
                   "--seeds", "1", *CK), out="file",
