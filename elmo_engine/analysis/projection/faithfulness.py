@@ -25,7 +25,7 @@ neighbours are then those within the sample); :meth:`Faithfulness.caption` says 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -79,6 +79,11 @@ class Faithfulness:
                                if self.n < self.n_total else "")
         return (f"T={self.trustworthiness:.2f} C={self.continuity:.2f} "
                 f"kNN kept {100 * self.knn_kept:.0f} % (k={self.k}, {n})")
+
+    def caption_lines(self) -> Tuple[str, str]:
+        """:meth:`caption` in two lines for a narrow figure panel: the numbers, then k and n."""
+        numbers, _, rest = self.caption().partition(" (")
+        return numbers, "(" + rest
 
     def to_dict(self) -> dict:
         """The numbers as JSON values (not the per-point shares)."""

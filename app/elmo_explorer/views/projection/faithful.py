@@ -10,7 +10,7 @@ measurements to the view's job group, one request kind per plot, so that a newer
 """
 from __future__ import annotations
 
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Tuple
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
@@ -110,12 +110,3 @@ class FaithfulnessJobs(QObject):
         """The plots drawn whose map has no measure and none in flight."""
         return [k for k in sorted(self.model.shown) if k not in self.model.faith
                 and not self.jobs.is_running(self.kind(k))]
-
-
-def caption_lines(f: Optional[Faithfulness]) -> Sequence[str]:
-    """A figure panel's caption lines: the numbers, then k and n (a panel is narrow)."""
-    if f is None:
-        return ()
-    text = f.caption()
-    numbers, _, rest = text.partition(" (")
-    return numbers, "(" + rest

@@ -11,7 +11,7 @@ import numpy as np
 
 from elmo_engine.analysis.projection import Projection
 from elmo_explorer.views.projection.controls import COLOUR_BY
-from elmo_explorer.views.projection.faithful import KEPT, caption_lines, kept_colours
+from elmo_explorer.views.projection.faithful import KEPT, kept_colours
 from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.plots import OTHER_COLOUR, PALETTE
 
@@ -54,7 +54,7 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
         if colour_by == KEPT:
             panel_colours, legend_k = kept_colours(f, len(tokens), p.layer.name)
             kept_legend = kept_legend or legend_k
-        title = "\n".join([f"{p.layer.name}: {how}", *caption_lines(f)])
+        title = "\n".join([f"{p.layer.name}: {how}", *(f.caption_lines() if f else ())])
         panels.append({"title": title, "xy": p.coords,
                        "colors": panel_colours, "labels": list(tokens.words),
                        "highlight": mine if mine.any() else None,
