@@ -288,7 +288,7 @@ def _run(args) -> int:
         atomic_write_text(args.words_csv, words_csv(ctx))
         print(f"wrote {args.words_csv}", file=sys.stderr)
     if args.hubs_tsv is not None and res.hubness is not None:
-        atomic_write_text(args.hubs_tsv, hubness_tsv(res.hubness))
+        atomic_write_text(args.hubs_tsv, hubness_tsv(res.hubness.to_dict()))
         print(f"wrote {args.hubs_tsv}", file=sys.stderr)
     return 0
 

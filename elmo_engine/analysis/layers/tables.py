@@ -67,13 +67,14 @@ def hubness_lines(h) -> List[str]:
     return out
 
 
-def hubness_tsv(h) -> str:
-    """Every layer's top hubs as TSV: layer, skewness, rank, token, N_k, context."""
+def hubness_tsv(h: dict) -> str:
+    """Every layer's top hubs as TSV (``h``: the ``hubness`` object of ``layers --json``):
+    layer, skewness, k, n, rank, token, N_k, context."""
     rows = ["layer\tskewness\tk\tn\trank\ttoken\tN_k\tcontext"]
-    for lay in h.layers:
-        for r, x in enumerate(lay.hubs, 1):
-            cells = [str(lay.layer), f"{lay.skewness:.4f}", str(h.k), str(h.n), str(r),
-                     x.token, str(x.count), x.context]
+    for lay in h["layers"]:
+        for r, x in enumerate(lay["hubs"], 1):
+            cells = [str(lay["layer"]), f"{lay['skewness']:.4f}", str(h["k"]), str(h["n"]),
+                     str(r), x["token"], str(x["count"]), x.get("context", "")]
             rows.append("\t".join(c.replace("\t", " ").replace("\n", " ") for c in cells))
     return "\n".join(rows) + "\n"
 
