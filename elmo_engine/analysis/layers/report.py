@@ -36,7 +36,7 @@ def hubness_part(doc: dict, figure_dir: Optional[Path], style: FigureStyle,
 
     part = ReportPart()
     h = doc.get("hubness")
-    if not valid_hubness(h):
+    if not isinstance(h, dict) or not valid_hubness(h):
         return part
     rows = [{"layer": e["layer"], "rank": r, "token": x["token"], "N_k": x["count"],
              "context": x.get("context", ""), "skewness": table_number(e["skewness"]),
