@@ -53,9 +53,10 @@ ANALYSES = ("contexts", "layers", "probes", "projection", "language_model", "cha
 #: (analysis, analysis it may import): the projection colours points by the Contexts view's
 #: per-layer statistics (``contexts.compare.layer_stats``); a nonce word in context asks the two
 #: language models (``characters.nonce`` uses ``language_model.predictions``); the units'
-#: ablation scores the language model's minimal pairs (``language_model.pairs``)
+#: ablation scores the language model's minimal pairs (``language_model.pairs``); the layers'
+#: hubness counts neighbours with the projection's one exact kNN (``projection.compute``)
 ANALYSIS_SHARED = {("projection", "contexts"), ("characters", "language_model"),
-                   ("units", "language_model")}
+                   ("units", "language_model"), ("layers", "projection")}
 
 
 def modules(folder: str, package: str) -> Iterator[Tuple[str, Path]]:
