@@ -153,3 +153,12 @@ def test_hubness_samples_the_same_tokens_at_every_layer():
     assert all(sum(lay.distribution) == 60 for lay in res.layers)
     with pytest.raises(InputError, match="activation rows"):
         H.hubness(rows[:, :10], sentences)
+
+
+def test_hubs_list_each_spelling_once():
+    counts = np.array([5, 9, 9, 1, 7, 0])
+    words = ["a", ",", ",", "b", "c", ","]
+    lay = H.layer_hubness(0, counts, words, [f"ctx{i}" for i in range(6)], top=3)
+    assert [(h.token, h.count, h.context) for h in lay.hubs] == [
+        (",", 9, "ctx1"), ("c", 7, "ctx4"), ("a", 5, "ctx0")]
+    assert lay.distribution == (1, 1, 0, 0, 0, 1, 0, 1, 0, 2) and lay.anti_hubs == 1 / 6

@@ -54,7 +54,7 @@ class LayerHubness:
     anti_hubs : the share of points with ``N_k = 0``
     max_count : the largest ``N_k``
     distribution : ``distribution[v]`` points have ``N_k = v`` (``v = 0 … max_count``)
-    hubs : the :data:`HUBNESS_TOP` largest ``N_k``, largest first
+    hubs : the :data:`HUBNESS_TOP` largest ``N_k``, largest first, each spelling once
     """
 
     layer: int
@@ -86,7 +86,7 @@ class HubnessResult:
                    "k-occurrence N_k (how many of the n sampled token occurrences have a point "
                    "among their k nearest neighbours, cosine, exact); 'anti_hubs': the share "
                    "with N_k = 0; 'distribution[v]': the points with N_k = v; 'hubs': the "
-                   "largest N_k with an example context")
+                   "largest N_k, each spelling once, with an example context")
 
     def to_dict(self) -> dict:
         return {"description": self.DESCRIPTION, "k": self.k, "n": self.n,
@@ -129,11 +129,21 @@ def context_of(sentence: Sequence[str], position: int, words: int = CONTEXT_WORD
 def layer_hubness(layer: int, counts: np.ndarray, words: Sequence[str],
                   contexts: Sequence[str], top: int = HUBNESS_TOP) -> LayerHubness:
     """Summarise the k-occurrences ``counts (n,)`` of one layer; ``words`` and ``contexts``
-    name each point (ties in count: the earlier point first)."""
-    order = np.argsort(-counts, kind="stable")[:top]
-    hubs = tuple(Hub(words[i], int(counts[i]), contexts[i]) for i in order.tolist())
+    name each point. The hubs are the ``top`` largest N_k, each spelling once (its occurrence
+    with the largest N_k; ties: the earlier point): at layer 0 every occurrence of a word is
+    the same vector, so one frequent word would otherwise fill the list."""
+    hubs: List[Hub] = []
+    seen = set()
+    for i in np.argsort(-counts, kind="stable").tolist():
+        if words[i] in seen:
+            continue
+        seen.add(words[i])
+        hubs.append(Hub(words[i], int(counts[i]), contexts[i]))
+        if len(hubs) == top:
+            break
     return LayerHubness(int(layer), skewness(counts), float(np.mean(counts == 0)),
-                        int(counts.max()), tuple(int(c) for c in np.bincount(counts)), hubs)
+                        int(counts.max()), tuple(int(c) for c in np.bincount(counts)),
+                        tuple(hubs))
 
 
 def hubness(rows: np.ndarray, sentences: Sequence[Sequence[str]], k: int = HUBNESS_K,
