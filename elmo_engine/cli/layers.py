@@ -47,11 +47,12 @@ JSON_DESCRIPTION = (
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``layers`` subcommand to an argparse subparsers object."""
     p = subparsers.add_parser(
-        "layers", help="contextuality, CKA and MDL probes per layer over a corpus",
+        "layers", help="contextuality, CKA, hubness and MDL probes per layer over a corpus",
         description="Per layer and direction: self-similarity, intra-sentence similarity and "
                     "maximum explainable variance with their anisotropy baselines (Ethayarajh "
                     "2019); linear CKA between layers and, with --compare, between two models "
-                    "(Kornblith et al. 2019); optionally online-code MDL probes (Voita & Titov "
+                    "(Kornblith et al. 2019); hubness, the skew of the k-occurrence (Radovanovic "
+                    "et al. 2010); optionally online-code MDL probes (Voita & Titov "
                     "2020).")
     p.add_argument("corpus", type=Path, nargs="?", default=None,
                    help="UTF-8 text (plain or gzip), one sentence per line; blank lines are "

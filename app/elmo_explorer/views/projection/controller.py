@@ -63,7 +63,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.runner = ProjectionRunner(self.jobs, self.model, self)
         self.faith = FaithfulnessJobs(self.jobs, self.model, self)
         self.faith.measured.connect(self._on_measured)
+        self.faith.failed.connect(lambda k, msg: self._on_measure_end(k, f"not measured: {msg}"))
         self._umap_follows = False            # the run's PCA maps are replaced by UMAP soon
+        self._ready_waits = False             # ready once the measurements in flight are in
         self.exports = ProjectionExports(self, self.jobs, self.model, self.view,
                                          self.grid_figure)
         r = self.runner
@@ -110,6 +112,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
 
     def _set_ready(self) -> None:
         self.view.controls.set_running(False)
+        self._ready_waits = self.faith.pending()     # every drawn map's caption first
+        if self._ready_waits:
+            return
         if not self.model.ready:
             self.model.ready = True
             self.ready.emit()
@@ -276,10 +281,15 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.faith.measure(k, self.model.shown[k], collapsed)
 
     def _on_measured(self, k: int, f) -> None:
-        self.view.set_caption(k, f.caption() if f is not None else
-                              "too few points to measure the map")
+        self._on_measure_end(k, f.caption() if f is not None else
+                             "too few points to measure the map")
+
+    def _on_measure_end(self, k: int, caption: str) -> None:
+        self.view.set_caption(k, caption)
         if self.view.controls.colour_by() == KEPT:
             self._colour_kept(k)
+        if self._ready_waits and not self.faith.pending():
+            self._set_ready()
 
     def _colour_kept(self, k: int) -> None:
         """Plot ``k``'s points by the share of their neighbours its map keeps; the legend counts

@@ -58,9 +58,11 @@ class FaithfulnessJobs(QObject):
     Signals
     -------
     measured(k, faithfulness) : plot ``k``'s measure arrived (None: too few points)
+    failed(k, message) : plot ``k``'s measurement failed
     """
 
     measured = Signal(int, object)
+    failed = Signal(int, str)
 
     def __init__(self, jobs: JobGroup, model: ProjectionModel, parent=None):
         super().__init__(parent)
@@ -98,13 +100,23 @@ class FaithfulnessJobs(QObject):
             return map_faithfulness(acts, tokens, p, metric=metric, state=state)
 
         self.jobs.submit(f"Projection: faithfulness of {p.layer.name}", job, lane=Lane.LONG,
-                         kind=self.kind(k), on_done=lambda f: self._done(k, p, f))
+                         kind=self.kind(k), on_done=lambda f: self._done(k, p, f),
+                         on_failed=lambda message: self._failed(k, p, message))
 
     def _done(self, k: int, p: Projection, f: Optional[Faithfulness]) -> None:
         if self.model.shown.get(k) is not p:              # the plot shows another map now
             return
         self.model.faith[k] = f
         self.measured.emit(k, f)
+
+    def _failed(self, k: int, p: Projection, message: str) -> None:
+        if self.model.shown.get(k) is p:
+            self.model.faith[k] = None
+            self.failed.emit(k, message)
+
+    def pending(self) -> bool:
+        """Whether a measurement is queued or running."""
+        return any(self.jobs.is_running(self.kind(k)) for k in self.model.shown)
 
     def missing(self) -> List[int]:
         """The plots drawn whose map has no measure and none in flight."""
