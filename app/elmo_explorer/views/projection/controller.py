@@ -293,13 +293,16 @@ class ProjectionPanel(PanelDefaults, QWidget):
 
     def _colour_kept(self, k: int) -> None:
         """Plot ``k``'s points by the share of their neighbours its map keeps; the legend counts
-        the plot under the mouse (or the first)."""
+        the plot under the mouse (or, when that one has no measure, the first that has)."""
         m = self.model
         if m.tokens is None or k not in m.shown:
             return
         colours, legend = kept_colours(m.faith.get(k), len(m.tokens), m.layers[k].name)
         self.view.plots.set_plot_colours(k, colours)
-        if k == min(m.current_plot, len(m.layers) - 1):
+        shown = min(m.current_plot, len(m.layers) - 1)
+        if m.faith.get(shown) is None:
+            shown = next((j for j in sorted(m.faith) if m.faith[j] is not None), shown)
+        if k == shown:
             self.view.legend.set_entries(legend)
 
     def _clear(self, message: str) -> None:
