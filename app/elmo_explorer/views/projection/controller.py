@@ -28,7 +28,7 @@ from elmo_explorer.state.worker import JobHandle
 from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.projection import report
 from elmo_explorer.views.projection.export_actions import ProjectionExports
-from elmo_explorer.views.projection.faithful import KEPT, FaithfulnessJobs, kept_colours
+from elmo_explorer.views.projection.faithful import MapFaithfulness
 from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.running import (MIN_UMAP_POINTS, ProjectionRunner, RunRequest,
                                                     run_layers, wants_umap)
@@ -61,11 +61,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.warm = UmapWarmUp(workspace.worker, self._run_imminent, self)
         self.jobs = workspace.worker.group("projection", self.title)
         self.runner = ProjectionRunner(self.jobs, self.model, self)
-        self.faith = FaithfulnessJobs(self.jobs, self.model, self)
-        self.faith.measured.connect(self._on_measured)
-        self.faith.failed.connect(lambda k, msg: self._on_measure_end(k, f"not measured: {msg}"))
-        self._umap_follows = False            # the run's PCA maps are replaced by UMAP soon
-        self._ready_waits = False             # ready once the measurements in flight are in
+        self.faith = MapFaithfulness(self.jobs, self.model, self.view, self)   # issue 42
+        self.faith.settled.connect(self._on_faith_settled)
+        self._ready_waits = False             # ready once the maps' measures are in
         self.exports = ProjectionExports(self, self.jobs, self.model, self.view,
                                          self.grid_figure)
         r = self.runner
@@ -104,11 +102,12 @@ class ProjectionPanel(PanelDefaults, QWidget):
         return self.model.ready
 
     def _on_run_finished(self) -> None:
-        """The run ended: measure the maps still unmeasured (a PCA kept where UMAP failed)."""
-        self._umap_follows = False
-        for k in self.faith.missing():
-            self._measure(k)
+        self.faith.run_finished()                    # measures the maps still unmeasured
         self._set_ready()
+
+    def _on_faith_settled(self) -> None:
+        if self._ready_waits:
+            self._set_ready()
 
     def _set_ready(self) -> None:
         self.view.controls.set_running(False)
@@ -229,8 +228,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def _on_pca(self, req: RunRequest, projections: List[Projection]) -> None:
         """The current run's PCA: set the plots up, draw it, go on to UMAP or stop there."""
         m, v, tokens = self.model, self.view, req.tokens
-        self.faith.stop()
-        self._umap_follows = req.with_umap
+        self.faith.run_started(req.with_umap)
         v.plots.set_layers([lay.name for lay in m.layers])
         typed = (typed_points(tokens, m.sentence_info)
                  if v.controls.source_key() == "reference" else [])
@@ -256,9 +254,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def cancel(self) -> None:
         """Stop the running projection; what is drawn stays."""
         self.runner.stop()
-        self._umap_follows = False
-        for k in self.faith.cancel():
-            self.view.set_caption(k, "")
+        self.faith.cancel()
         self.view.message("Cancelled; the plots keep what was drawn.")
         self._set_ready()
 
@@ -266,44 +262,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def _draw(self, k: int, p: Projection) -> None:
         self.model.shown[k] = p
         tokens = self.model.tokens
-        collapsed = self.view.draw(k, p, tokens.words if tokens is not None else ())
-        self.model.faith.pop(k, None)
-        if collapsed or p.method == "umap" or not self._umap_follows:
-            self._measure(k, collapsed)
-        else:                                      # UMAP replaces this map in a moment
-            self.view.set_caption(k, "")
-        if self.view.controls.colour_by() == KEPT:
-            self._colour_kept(k)
-
-    def _measure(self, k: int, collapsed: bool = False) -> None:
-        """Measure plot ``k``'s map on the worker (its caption says so meanwhile)."""
-        self.view.set_caption(k, "" if collapsed else "measuring how faithful the map is…")
-        self.faith.measure(k, self.model.shown[k], collapsed)
-
-    def _on_measured(self, k: int, f) -> None:
-        self._on_measure_end(k, f.caption() if f is not None else
-                             "too few points to measure the map")
-
-    def _on_measure_end(self, k: int, caption: str) -> None:
-        self.view.set_caption(k, caption)
-        if self.view.controls.colour_by() == KEPT:
-            self._colour_kept(k)
-        if self._ready_waits and not self.faith.pending():
-            self._set_ready()
-
-    def _colour_kept(self, k: int) -> None:
-        """Plot ``k``'s points by the share of their neighbours its map keeps; the legend counts
-        the plot under the mouse (or, when that one has no measure, the first that has)."""
-        m = self.model
-        if m.tokens is None or k not in m.shown:
-            return
-        colours, legend = kept_colours(m.faith.get(k), len(m.tokens), m.layers[k].name)
-        self.view.plots.set_plot_colours(k, colours)
-        shown = min(m.current_plot, len(m.layers) - 1)
-        if m.faith.get(shown) is None:
-            shown = next((j for j in sorted(m.faith) if m.faith[j] is not None), shown)
-        if k == shown:
-            self.view.legend.set_entries(legend)
+        self.faith.drawn(k, p, self.view.draw(k, p, tokens.words if tokens is not None else ()))
 
     def _clear(self, message: str) -> None:
         self.runner.stop()                           # a running job's result would redraw
@@ -319,10 +278,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def apply_colours(self, *_args) -> None:
         if self.model.tokens is None:
             return
-        if self.view.controls.colour_by() == KEPT:
+        if self.faith.active():                      # each plot its own colours
             self.model.legend_codes = None
-            for k in sorted(self.model.shown):
-                self._colour_kept(k)
+            self.faith.colour_all()
             return
         codes, legend = self.colour_categories()
         self.model.legend_codes = codes
@@ -336,8 +294,8 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def on_hover(self, k: int, i: int) -> None:
         if k >= 0 and k != self.model.current_plot:
             self.model.current_plot = k
-            if self.view.controls.colour_by() == KEPT:          # the legend counts this plot
-                self._colour_kept(k)
+            if self.faith.active():                  # the legend counts this plot
+                self.faith.colour(k)
         if i >= 0 and self.model.tokens is not None:
             self.view.info.setText(describe(self.model.tokens, self.model.layers, i, k))
 

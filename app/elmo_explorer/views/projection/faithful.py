@@ -4,13 +4,13 @@ every plot, measured on the worker after the plot's map is drawn
 colouring: each point coloured by the share of its k nearest neighbours (in the layer's
 vectors) that stay among its k nearest on that plot's map.
 
-:func:`kept_colours` is a function of values (no Qt); :class:`FaithfulnessJobs` submits the
+:func:`kept_colours` is a function of values (no Qt); :class:`MapFaithfulness` submits the
 measurements to the view's job group, one request kind per plot, so that a newer map of a plot
-(UMAP after PCA) or a new run makes the older measurement stale.
+(UMAP after PCA) or a new run makes the older measurement stale, and draws what comes back.
 """
 from __future__ import annotations
 
-from typing import List, Optional, Tuple
+from typing import TYPE_CHECKING, List, Optional, Tuple
 
 import numpy as np
 from PySide6.QtCore import QObject, Signal
@@ -18,6 +18,9 @@ from PySide6.QtCore import QObject, Signal
 from elmo_engine.analysis.projection import Faithfulness, Projection, map_faithfulness
 from elmo_explorer.state.worker import JobGroup, Lane
 from elmo_explorer.views.projection.model import ProjectionModel
+
+if TYPE_CHECKING:
+    from elmo_explorer.views.projection.view import ProjectionView
 
 #: the colouring's key among the colour-by choices
 KEPT = "kept"
@@ -51,74 +54,129 @@ def kept_colours(f: Optional[Faithfulness], n: int, name: str = ""
     return [palette[c] for c in code.tolist()], legend
 
 
-class FaithfulnessJobs(QObject):
-    """Measures the faithfulness of each plot's map on the worker's long lane; the results go
-    into ``model.faith`` (plot index → :class:`Faithfulness`, None: nothing to measure).
+class MapFaithfulness(QObject):
+    """The faithfulness part of the Projection view: measures each drawn map on the worker's
+    long lane (results in ``model.faith``: plot index → :class:`Faithfulness`, None: nothing to
+    measure), writes each plot's caption line and, coloured by :data:`KEPT`, each plot's point
+    colours and the legend. The panel tells it what happened (:meth:`drawn`,
+    :meth:`run_started`, :meth:`run_finished`, :meth:`cancel`, :meth:`stop`) and waits for
+    ``settled`` before it calls itself ready.
 
     Signals
     -------
-    measured(k, faithfulness) : plot ``k``'s measure arrived (None: too few points)
-    failed(k, message) : plot ``k``'s measurement failed
+    settled() : a measurement ended and none is queued or running
     """
 
-    measured = Signal(int, object)
-    failed = Signal(int, str)
+    settled = Signal()
 
-    def __init__(self, jobs: JobGroup, model: ProjectionModel, parent=None):
+    def __init__(self, jobs: JobGroup, model: ProjectionModel, view: "ProjectionView",
+                 parent=None):
         super().__init__(parent)
-        self.jobs, self.model = jobs, model
+        self.jobs, self.model, self.view = jobs, model, view
+        #: the run's PCA maps are replaced by UMAP soon: they are not measured
+        self.umap_follows = False
 
     @staticmethod
     def kind(k: int) -> str:
         return f"faithfulness{k}"
 
-    def stop(self) -> None:
-        """Drop every measurement in flight and every result (a new run)."""
+    def _invalidate(self) -> None:
         for k in range(max(len(self.model.layers), len(self.model.faith)) + 1):
             self.jobs.invalidate(self.kind(k))
+
+    # ---- what the panel tells it ----------------------------------------------------------
+    def run_started(self, umap_follows: bool) -> None:
+        """A new run's PCA is about to be drawn: drop every measure (in flight or done)."""
+        self._invalidate()
         self.model.faith = {}
+        self.umap_follows = umap_follows
 
-    def cancel(self) -> List[int]:
-        """Drop the measurements in flight (the results stay); the plots left unmeasured."""
-        for k in range(len(self.model.layers) + 1):
-            self.jobs.invalidate(self.kind(k))
-        return [k for k in sorted(self.model.shown) if k not in self.model.faith]
+    def stop(self) -> None:
+        """The plots were cleared: drop every measure."""
+        self.run_started(False)
 
-    def measure(self, k: int, p: Projection, collapsed: bool = False) -> None:
-        """Measure plot ``k``'s map ``p`` (a newer map of plot ``k`` makes it stale); a
-        ``collapsed`` map (a note, not a map) has nothing to measure."""
+    def run_finished(self) -> None:
+        """The run ended: measure the maps still unmeasured (a PCA kept where UMAP failed)."""
+        self.umap_follows = False
+        for k in sorted(self.model.shown):
+            if k not in self.model.faith and not self.jobs.is_running(self.kind(k)):
+                self.measure(k)
+
+    def cancel(self) -> None:
+        """Drop the measurements in flight (the results stay); their captions are cleared."""
+        self._invalidate()
+        self.umap_follows = False
+        for k in sorted(self.model.shown):
+            if k not in self.model.faith:
+                self.view.set_caption(k, "")
+
+    def drawn(self, k: int, p: Projection, collapsed: bool) -> None:
+        """Plot ``k`` now shows ``p`` (``collapsed``: a note, not a map): measure it, unless
+        UMAP replaces this PCA map in a moment."""
+        self.model.faith.pop(k, None)
+        if collapsed or p.method == "umap" or not self.umap_follows:
+            self.measure(k, collapsed)
+        else:
+            self.view.set_caption(k, "")
+        if self.active():
+            self.colour(k)
+
+    # ---- measuring ------------------------------------------------------------------------
+    def measure(self, k: int, collapsed: bool = False) -> None:
+        """Measure plot ``k``'s map (a newer map of plot ``k`` makes it stale); a ``collapsed``
+        map has nothing to measure."""
         m = self.model
+        p = m.shown[k]
         m.faith.pop(k, None)
         acts, tokens, metric = m.acts, m.tokens, m.params.metric
         if collapsed or acts is None or tokens is None:
             self.jobs.invalidate(self.kind(k))
             m.faith[k] = None
+            self.view.set_caption(k, "")
             return
+        self.view.set_caption(k, "measuring how faithful the map is…")
 
         def job(state):
             state.report(0, 1, f"faithfulness of the {p.layer.name} map")
             return map_faithfulness(acts, tokens, p, metric=metric, state=state)
 
         self.jobs.submit(f"Projection: faithfulness of {p.layer.name}", job, lane=Lane.LONG,
-                         kind=self.kind(k), on_done=lambda f: self._done(k, p, f),
-                         on_failed=lambda message: self._failed(k, p, message))
+                         kind=self.kind(k), on_done=lambda f: self._end(k, p, f),
+                         on_failed=lambda message: self._end(k, p, None, message))
 
-    def _done(self, k: int, p: Projection, f: Optional[Faithfulness]) -> None:
+    def _end(self, k: int, p: Projection, f: Optional[Faithfulness], error: str = "") -> None:
         if self.model.shown.get(k) is not p:              # the plot shows another map now
             return
         self.model.faith[k] = f
-        self.measured.emit(k, f)
-
-    def _failed(self, k: int, p: Projection, message: str) -> None:
-        if self.model.shown.get(k) is p:
-            self.model.faith[k] = None
-            self.failed.emit(k, message)
+        self.view.set_caption(k, f"not measured: {error}" if error else
+                              f.caption() if f is not None else "too few points to measure")
+        if self.active():
+            self.colour(k)
+        if not self.pending():
+            self.settled.emit()
 
     def pending(self) -> bool:
         """Whether a measurement is queued or running."""
         return any(self.jobs.is_running(self.kind(k)) for k in self.model.shown)
 
-    def missing(self) -> List[int]:
-        """The plots drawn whose map has no measure and none in flight."""
-        return [k for k in sorted(self.model.shown) if k not in self.model.faith
-                and not self.jobs.is_running(self.kind(k))]
+    # ---- the "Neighbourhood preserved" colouring -------------------------------------------
+    def active(self) -> bool:
+        return self.view.controls.colour_by() == KEPT
+
+    def colour(self, k: int) -> None:
+        """Plot ``k``'s points by the share of their neighbours its map keeps; the legend counts
+        the plot under the mouse (or, when that one has no measure, the first that has)."""
+        m = self.model
+        if m.tokens is None or k not in m.shown:
+            return
+        colours, legend = kept_colours(m.faith.get(k), len(m.tokens), m.layers[k].name)
+        self.view.plots.set_plot_colours(k, colours)
+        shown = min(m.current_plot, len(m.layers) - 1)
+        if m.faith.get(shown) is None:
+            shown = next((j for j in sorted(m.faith) if m.faith[j] is not None), shown)
+        if k == shown:
+            self.view.legend.set_entries(legend)
+
+    def colour_all(self) -> None:
+        for k in sorted(self.model.shown):
+            self.colour(k)
