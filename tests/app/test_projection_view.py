@@ -334,6 +334,11 @@ def test_umap_replaces_pca_and_uses_the_cache(qtbot, ws):
     assert [panel.model.shown[k].method for k in range(4)] == ["umap"] * 4
     assert all("UMAP" in lp.title_text() for lp in panel.view.plots.plots)
     assert sum(name.startswith("Projection: UMAP") for name in started) == 4
+    # issue 42: ready means every UMAP map's faithfulness is in its caption; the PCA maps that
+    # UMAP replaced were never measured
+    for k, lp in enumerate(panel.view.plots.plots):
+        assert lp.title_text().split("\n")[1] == panel.model.faith[k].caption()
+    assert sum(name.startswith("Projection: faithfulness") for name in started) == 4
     first = {k: panel.model.shown[k] for k in range(4)}
     started.clear()
     with qtbot.waitSignal(panel.ready, timeout=60000):

@@ -162,3 +162,12 @@ def test_hubs_list_each_spelling_once():
     assert [(h.token, h.count, h.context) for h in lay.hubs] == [
         (",", 9, "ctx1"), ("c", 7, "ctx4"), ("a", 5, "ctx0")]
     assert lay.distribution == (1, 1, 0, 0, 0, 1, 0, 1, 0, 2) and lay.anti_hubs == 1 / 6
+
+
+def test_the_blocks_do_not_change_the_numbers(monkeypatch):
+    x, y = _data(300, 10, seed=9)
+    whole = F.faithfulness(x, y, k=7, metric="euclidean")
+    monkeypatch.setattr(F, "BLOCK_CELLS", 7 * 300 * 9)                  # blocks of 9 rows
+    small = F.faithfulness(x, y, k=7, metric="euclidean")
+    assert (small.trustworthiness, small.continuity) == (whole.trustworthiness, whole.continuity)
+    np.testing.assert_array_equal(small.per_point, whole.per_point)

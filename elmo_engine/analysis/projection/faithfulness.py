@@ -12,8 +12,8 @@ neighbours the map tears apart, by their rank on the map). Both are 1 for a perf
 where ``U_k(i)`` are the map's neighbours of ``i`` that are not the vectors' and ``r(i, j)``
 is the rank of ``j`` among ``i``'s neighbours in the vectors (1 = nearest). This equals
 ``sklearn.manifold.trustworthiness(X, Y, n_neighbors=k, metric=...)`` (a test checks it), but
-is computed a block of rows at a time, so memory grows with ``n``, not ``n²``. Ties are
-broken by point index (a stable sort); scikit-learn's order among exactly equal distances is
+is computed a block of rows at a time (at most 256, fewer for large ``n · k``), so memory
+grows with ``n``, not ``n²``. Ties are broken by point index (a stable sort); scikit-learn's order among exactly equal distances is
 unspecified, so the two can differ only when there are ties.
 
 "kNN kept" is, per point, ``|N_k^vectors(i) ∩ N_k^map(i)| / k`` (Lee & Verleysen 2009's
@@ -42,7 +42,8 @@ FAITHFULNESS_K = 10
 FAITHFULNESS_MAX_POINTS = 5000
 #: the sample's seed
 FAITHFULNESS_SEED = 0
-BLOCK = 256                     # rows of the (block, n) distance matrices
+BLOCK = 256                     # rows of the (block, n) distance matrices, at most …
+BLOCK_CELLS = 1 << 24           # … and block × k × n at most this (the rank comparisons)
 
 
 @dataclass(frozen=True)
@@ -152,9 +153,10 @@ def neighbourhood_ranks(x: np.ndarray, y: np.ndarray, k: int, metric: str = "cos
     sqy = np.einsum("ij,ij->i", yp, yp)
     t_sum = c_sum = 0
     kept = np.empty(n, np.float64)
-    for start in range(0, n, BLOCK):
+    block = int(min(BLOCK, max(8, BLOCK_CELLS // (k * n))))
+    for start in range(0, n, block):
         check(state)
-        rows = slice(start, min(n, start + BLOCK))
+        rows = slice(start, min(n, start + block))
         dx = _distances(xp, sqx, rows, metric)                           # (b, n)
         dy = _distances(yp, sqy, rows, "euclidean")
         in_x, in_y = _nearest(dx, start, k), _nearest(dy, start, k)
