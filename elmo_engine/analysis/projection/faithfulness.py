@@ -13,8 +13,8 @@ where ``U_k(i)`` are the map's neighbours of ``i`` that are not the vectors' and
 is the rank of ``j`` among ``i``'s neighbours in the vectors (1 = nearest). This equals
 ``sklearn.manifold.trustworthiness(X, Y, n_neighbors=k, metric=...)`` (a test checks it), but
 is computed a block of rows at a time (at most 256, fewer for large ``n · k``), so memory
-grows with ``n``, not ``n²``. Ties are broken by point index (a stable sort); scikit-learn's order among exactly equal distances is
-unspecified, so the two can differ only when there are ties.
+grows with ``n``, not ``n²``. Ties are broken by point index (a stable sort); scikit-learn's
+order among exactly equal distances is unspecified, so the two can differ only on ties.
 
 "kNN kept" is, per point, ``|N_k^vectors(i) ∩ N_k^map(i)| / k`` (Lee & Verleysen 2009's
 neighbourhood preservation), and its mean over the points.
