@@ -3,8 +3,8 @@
 Embeds sentences (a text file, one per line) or a labelled data set, projects the chosen tokens
 per layer (and the scalar mix) with PCA → UMAP, and writes the coordinates as CSV and, optionally,
 one layer's vectors as a TensorBoard projector pair. Every map's faithfulness (trustworthiness,
-continuity, kNN kept: :mod:`elmo_engine.analysis.projection.faithfulness`) is printed on stderr,
-and with ``--json`` as one JSON document on stdout (:data:`JSON_DESCRIPTION`).
+continuity, kNN kept: :mod:`elmo_engine.analysis.projection.faithfulness`) is printed on stderr
+and, with ``--json``, in each ``projections`` entry of the JSON on stdout.
 """
 from __future__ import annotations
 
@@ -15,16 +15,7 @@ from pathlib import Path
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
-JSON_VERSION = 1
-JSON_DESCRIPTION = (
-    "elmo-explorer project: per map (one per layer and the scalar mix), how faithful the 2-D "
-    "map is to the layer's vectors: 'trustworthiness' T(k) (Venna & Kaski 2001; 1 = the map "
-    "invents no neighbour), 'continuity' C(k) (1 = it tears no neighbourhood apart), "
-    "'knn_kept' (the mean share of a token's k nearest neighbours in the vectors that are "
-    "among its k nearest on the map), on 'n' of 'n_total' tokens (a seeded sample above "
-    "--faithfulness-points), 'metric' in the vectors (Euclidean on the map). 'coordinates': "
-    "the CSV written (null without -o).")
-#: --faithfulness-k / --faithfulness-points defaults (the app's captions use the same)
+#: --faithfulness-k / --faithfulness-points defaults (the app's captions use the same: a test)
 FAITHFULNESS_K = 10
 FAITHFULNESS_POINTS = 5000
 
@@ -57,8 +48,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "and standard deviation first, as contexts does)")
     p.add_argument("--max-points", type=int, default=20_000,
                    help="a seeded random sample of at most this many tokens (default 20000)")
-    common.add_out(p, "the coordinates, CSV ('-': stdout); may be left out with --json",
-                   required=False)
+    common.add_out(p, "the coordinates, CSV ('-': stdout)")
     p.add_argument("--tensorboard", type=Path, metavar="DIR",
                    help="also write DIR/vectors.tsv + DIR/metadata.tsv of --tensorboard-layer")
     p.add_argument("--tensorboard-layer", default="mix",
@@ -89,9 +79,6 @@ def run(args) -> int:
     tb = args.tensorboard
     if args.json and common.is_stdout(args.out):
         raise InputError("--json prints on stdout: write the coordinates to a file (-o FILE)")
-    if args.out is None and not args.json:
-        raise InputError("give -o FILE (the coordinates, CSV) or --json (the maps' "
-                         "faithfulness), or both")
     common.refuse_existing(args.force, args.out, *(() if tb is None else (
         tb / "vectors.tsv", tb / "metadata.tsv")))
     tokens = _tokens(args)
@@ -125,24 +112,18 @@ def run(args) -> int:
         if p.method != args.method:
             print(f"  {p.layer.name}: too few distinct vectors for UMAP; PCA written instead",
                   file=sys.stderr)
-    if args.out is not None:
-        with common.output_file(args.out, ".csv") as path:
-            write_coordinates_csv(path, tokens, projs)
-        common.log(f"wrote {args.out} ({len(tokens):,} tokens × {len(projs)} projections)")
-    maps = []
-    for p in projs:
+    with common.output_file(args.out, ".csv") as path:
+        write_coordinates_csv(path, tokens, projs)
+    common.log(f"wrote {args.out} ({len(tokens):,} tokens × {len(projs)} projections)")
+    doc = {"tokens": len(tokens), "written": [str(args.out)],
+           "projections": [{"layer": p.layer.key, "method": p.method,
+                            "seconds": round(p.seconds, 3)} for p in projs]}
+    for p, entry in zip(projs, doc["projections"]):       # issue 42: how faithful each map is
         f = map_faithfulness(acts, tokens, p, args.faithfulness_k, params.metric,
                              args.faithfulness_points, state=state)
         common.log(f"  {p.layer.name} {p.method.upper()}: "
                    + (f.caption() if f is not None else "too few points to measure"))
-        maps.append({"layer": p.layer.key, "method": p.method,
-                     "faithfulness": None if f is None else f.to_dict()})
-    if args.json:
-        common.print_json({"description": JSON_DESCRIPTION, "version": JSON_VERSION,
-                           "input": str(args.input), "tokens": len(tokens),
-                           "model": {"checksum": model.info.checksum},
-                           "coordinates": None if args.out is None else str(args.out),
-                           "maps": maps})
+        entry["faithfulness"] = None if f is None else f.to_dict()
     if args.tensorboard is not None:
         key = args.tensorboard_layer
         matches = [lay for lay in layers if lay.key == (key if key == "mix" else f"layer{key}")]
@@ -151,6 +132,9 @@ def run(args) -> int:
         vp, mp = write_tensorboard(args.tensorboard, layer_features(acts, tokens, matches[0]),
                                    tokens)
         common.log(f"wrote {vp} and {mp}")
+        doc["written"] += [str(vp), str(mp)]
+    if args.json:
+        common.print_json(doc)
     return 0
 
 

@@ -496,9 +496,9 @@ def test_cli_and_app_give_the_same_faithfulness(pca_panel, qtbot, tmp_path, tiny
     src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     norm = [] if p.view.controls.layer_norm.isChecked() else ["--no-layer-norm"]
     assert main(["project", str(src), "--method", "pca", "--checkpoint", str(tiny_checkpoint),
-                 "--device", "cpu", "--json", *norm]) == 0
+                 "--device", "cpu", "-o", str(tmp_path / "c.csv"), "--json", *norm]) == 0
     doc = json.loads(capsys.readouterr().out)
-    for k, entry in enumerate(doc["maps"]):
+    for k, entry in enumerate(doc["projections"]):
         f = p.model.faith[k]
         assert entry["layer"] == p.model.layers[k].key
         got = entry["faithfulness"]

@@ -123,10 +123,8 @@ TABLE: Dict[str, Row] = {
                           out="file",
                           bad=("export", "vectors", "{missing}", "-o", "{tmp}/x.npz", *CK),
                           why="writes vectors; its result is the file"),
-    "project": Row(("project", "{text}", "--method", "pca", *CK), out="file",
-                   bad=("project", "{missing}", "-o", "{tmp}/x.csv", *CK),
-                   why="writes coordinates; its result is the file (--json: the maps' "
-                       "faithfulness on stdout)"),
+    "project": Row(("project", "{text}", "--method", "pca", "-o", "{tmp}/coords.csv", *CK),
+                   out="file", bad=("project", "{missing}", "-o", "{tmp}/x.csv", *CK)),
     "probe": Row(("probe", "--task", "tsv", "--train", "{labelled}", "--test", "{labelled}",
                   "--epochs", "2",
                   "--seeds", "1", *CK), out="file",

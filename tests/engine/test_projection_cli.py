@@ -72,7 +72,7 @@ def test_project_prints_every_maps_faithfulness(tmp_path, tiny_checkpoint, capsy
                  str(out), "--json", "--faithfulness-k", "3", "--no-layer-norm"]) == 0
     printed = capsys.readouterr()
     doc = json.loads(printed.out)
-    assert [m["layer"] for m in doc["maps"]] == ["layer0", "layer1", "layer2", "mix"]
+    assert [m["layer"] for m in doc["projections"]] == ["layer0", "layer1", "layer2", "mix"]
     assert "layer 1 PCA: T=" in printed.err and "(k=3, n=" in printed.err
     from elmo_engine.cli.common import read_text
 
@@ -80,7 +80,7 @@ def test_project_prints_every_maps_faithfulness(tmp_path, tiny_checkpoint, capsy
     acts = Embedder(load_checkpoint(tiny_checkpoint), device="cpu").embed(tokens.sentences)
     p = Projector().pca(acts, tokens, LayerSpec.single(1), dims=UmapParams().pca_dims)
     f = map_faithfulness(acts, tokens, p, k=3)
-    got = doc["maps"][1]["faithfulness"]
+    got = doc["projections"][1]["faithfulness"]
     assert got["k"] == 3 and got["n"] == len(tokens) == doc["tokens"]
     assert got["trustworthiness"] == pytest.approx(f.trustworthiness, abs=1e-9)
     assert got["continuity"] == pytest.approx(f.continuity, abs=1e-9)
