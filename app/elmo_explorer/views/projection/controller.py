@@ -61,9 +61,6 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.warm = UmapWarmUp(workspace.worker, self._run_imminent, self)
         self.jobs = workspace.worker.group("projection", self.title)
         self.runner = ProjectionRunner(self.jobs, self.model, self)
-        self.faith = MapFaithfulness(self.jobs, self.model, self.view, self)   # issue 42
-        self.faith.settled.connect(self._on_faith_settled)
-        self._ready_waits = False             # ready once the maps' measures are in
         self.exports = ProjectionExports(self, self.jobs, self.model, self.view,
                                          self.grid_figure)
         r = self.runner
@@ -71,6 +68,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
         r.projected.connect(self._draw)
         r.job_submitted.connect(lambda: self.view.controls.set_running(True))
         r.message.connect(self.view.message)
+        self.faith = MapFaithfulness(self.jobs, self.model, self.view, self)   # issue 42
+        self.faith.settled.connect(self._on_faith_settled)
+        self._ready_waits = False             # ready once the maps' measures are in
         r.finished.connect(self._on_run_finished)
 
         c, plots = self.view.controls, self.view.plots
