@@ -2,9 +2,7 @@
 
 Embeds sentences (a text file, one per line) or a labelled data set, projects the chosen tokens
 per layer (and the scalar mix) with PCA → UMAP, and writes the coordinates as CSV and, optionally,
-one layer's vectors as a TensorBoard projector pair. Every map's faithfulness (trustworthiness,
-continuity, kNN kept: :mod:`elmo_engine.analysis.projection.faithfulness`) is printed on stderr
-and, with ``--json``, in each ``projections`` entry of the JSON on stdout.
+one layer's vectors as a TensorBoard projector pair.
 """
 from __future__ import annotations
 
@@ -15,7 +13,9 @@ from pathlib import Path
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
-#: --faithfulness-k / --faithfulness-points defaults (the app's captions use the same: a test)
+#: --faithfulness-k / --faithfulness-points: every map's trustworthiness, continuity and kNN kept
+#: (:mod:`elmo_engine.analysis.projection.faithfulness`) on stderr and in the JSON's
+#: ``projections`` entries; the defaults are the app's captions' (a test)
 FAITHFULNESS_K = 10
 FAITHFULNESS_POINTS = 5000
 
@@ -48,17 +48,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "and standard deviation first, as contexts does)")
     p.add_argument("--max-points", type=int, default=20_000,
                    help="a seeded random sample of at most this many tokens (default 20000)")
-    common.add_out(p, "the coordinates, CSV ('-': stdout)")
-    p.add_argument("--tensorboard", type=Path, metavar="DIR",
-                   help="also write DIR/vectors.tsv + DIR/metadata.tsv of --tensorboard-layer")
-    p.add_argument("--tensorboard-layer", default="mix",
-                   help="layer index or 'mix' for --tensorboard (default mix)")
     p.add_argument("--faithfulness-k", type=int, default=FAITHFULNESS_K,
                    help=f"neighbours for trustworthiness, continuity and kNN kept (default "
                         f"{FAITHFULNESS_K})")
     p.add_argument("--faithfulness-points", type=int, default=FAITHFULNESS_POINTS,
                    help="measure the maps' faithfulness on a seeded sample of at most N tokens "
                         f"(default {FAITHFULNESS_POINTS}; the cost is N² × the vector width)")
+    common.add_out(p, "the coordinates, CSV ('-': stdout)")
+    p.add_argument("--tensorboard", type=Path, metavar="DIR",
+                   help="also write DIR/vectors.tsv + DIR/metadata.tsv of --tensorboard-layer")
+    p.add_argument("--tensorboard-layer", default="mix",
+                   help="layer index or 'mix' for --tensorboard (default mix)")
     common.add_json(p)
     common.add_force(p)
     p.set_defaults(func=run)
