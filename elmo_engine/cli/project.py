@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Dict
 
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
@@ -115,9 +116,9 @@ def run(args) -> int:
     with common.output_file(args.out, ".csv") as path:
         write_coordinates_csv(path, tokens, projs)
     common.log(f"wrote {args.out} ({len(tokens):,} tokens × {len(projs)} projections)")
-    doc = {"tokens": len(tokens), "written": [str(args.out)],
-           "projections": [{"layer": p.layer.key, "method": p.method,
-                            "seconds": round(p.seconds, 3)} for p in projs]}
+    doc: Dict[str, Any] = {"tokens": len(tokens), "written": [str(args.out)],
+                           "projections": [{"layer": p.layer.key, "method": p.method,
+                                            "seconds": round(p.seconds, 3)} for p in projs]}
     for p, entry in zip(projs, doc["projections"]):       # issue 42: how faithful each map is
         f = map_faithfulness(acts, tokens, p, args.faithfulness_k, params.metric,
                              args.faithfulness_points, state=state)
