@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import List, Optional, Sequence
 
 from elmo_engine.analysis.contexts.report import contexts_part, neighbours_part
+from elmo_engine.analysis.layers.report import hubness_part
 from elmo_engine.analysis.probes.experiment import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS, results_rows
 from elmo_engine.analysis.projection.report import projection_part
@@ -354,7 +355,7 @@ def _best_scores(results) -> str:
 
 def _add_layers(spec: ReportSpec, doc: dict, figure_dir: Optional[Path],
                 style: FigureStyle) -> None:
-    from elmo_engine.io.figures.layers import MEASURES, cka_figure, contextuality_figure
+    from elmo_engine.io.figures.layers import MEASURES
 
     ctx = doc["contextuality"]
     rows = []
@@ -374,8 +375,16 @@ def _add_layers(spec: ReportSpec, doc: dict, figure_dir: Optional[Path],
         "layers_contextuality", "How contextual each layer is", rows,
         caption=f"Ethayarajh (2019)'s measures per layer and direction ({where}), each beside "
                 "its anisotropy baseline."))
-    if figure_dir is None:
-        return
+    if figure_dir is not None:
+        _layers_figures(spec, doc, figure_dir, style, where)
+    spec.add(hubness_part(doc, figure_dir, style, where))
+
+
+def _layers_figures(spec: ReportSpec, doc: dict, figure_dir: Path, style: FigureStyle,
+                    where: str) -> None:
+    from elmo_engine.io.figures.layers import contextuality_figure, cka_figure
+
+    ctx = doc["contextuality"]
     both = [(e.get("layer"), ((e.get("directions") or {}).get("both") or {})
              .get("self_similarity", {}).get("value")) for e in ctx["layers"]]
     both = [(k, v) for k, v in both if isinstance(v, (int, float))]

@@ -326,8 +326,10 @@ NUMERIC_LIMITS = {
     "max_sentences": (1, None, False), "mdl_max_sentences": (2, None, False),
     "max_tokens": (1, None, False),
     "baseline_samples": (2, 10 ** 7, False), "cka_tokens": (4, 10 ** 7, False),
+    "hub_k": (1, 1000, False), "hub_tokens": (3, 100_000, False),           # layers: hubness
     "hidden": (0, 1 << 16, False), "neighbours": (0, 10 ** 6, False),
     "max_points": (2, 10 ** 7, False), "n_neighbors": (2, 10 ** 4, False),
+    "faithfulness_k": (1, 1000, False), "faithfulness_points": (5, 100_000, False),   # project
     "lr": (0, None, True), "clip_norm": (0, None, True), "max_minutes": (0, None, True),
     "checkpoint_minutes": (0, None, True), "eval_minutes": (0, None, True),
     "cooldown_minutes": (0, None, True), "min_dist": (0, None, False),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 
-from elmo_engine.analysis.layers import MAX_LAYERS_TOKENS
+from elmo_engine.analysis.layers import HUBNESS_K, HUBNESS_MAX_POINTS, MAX_LAYERS_TOKENS
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
@@ -39,19 +39,20 @@ JSON_DESCRIPTION = (
     "sentences and tokens after tokenization; 'model' (and 'compare.model'): checkpoint, name, "
     "SHA-256, output layers (0 = the context-free token layer) and vector width; "
     "'contextuality', 'cka', 'compare.cka' (rows: model A's layers, columns: model B's, on the "
-    "same tokens), 'compare.cka_self' (model B's own layer matrix) and 'mdl' each carry their "
-    "own 'description'; 'timings' are wall-clock seconds ('embedding_s' includes only the model's "
+    "same tokens), 'compare.cka_self' (model B's own layer matrix), 'hubness' and 'mdl' each "
+    "carry their own 'description'; 'timings' are wall-clock seconds ('embedding_s' includes only the model's "
     "forward passes of the main corpus).")
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Add the ``layers`` subcommand to an argparse subparsers object."""
     p = subparsers.add_parser(
-        "layers", help="contextuality, CKA and MDL probes per layer over a corpus",
+        "layers", help="contextuality, CKA, hubness and MDL probes per layer over a corpus",
         description="Per layer and direction: self-similarity, intra-sentence similarity and "
                     "maximum explainable variance with their anisotropy baselines (Ethayarajh "
                     "2019); linear CKA between layers and, with --compare, between two models "
-                    "(Kornblith et al. 2019); optionally online-code MDL probes (Voita & Titov "
+                    "(Kornblith et al. 2019); hubness, the skew of the k-occurrence (Radovanovic "
+                    "et al. 2010); optionally online-code MDL probes (Voita & Titov "
                     "2020).")
     p.add_argument("corpus", type=Path, nargs="?", default=None,
                    help="UTF-8 text (plain or gzip), one sentence per line; blank lines are "
@@ -82,6 +83,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--cka-tokens", type=int, default=50_000,
                    help="most tokens (whole sentences, seeded sample) compared by CKA "
                         "(default 50000)")
+    p.add_argument("--hub-k", type=int, default=HUBNESS_K,
+                   help=f"hubness: the neighbours counted per token (default {HUBNESS_K})")
+    p.add_argument("--hub-tokens", type=int, default=HUBNESS_MAX_POINTS,
+                   help="hubness: a seeded sample of at most N tokens of the CKA sample (default "
+                        f"{HUBNESS_MAX_POINTS}; the exact kNN costs N² × width per layer)")
+    p.add_argument("--hubs-tsv", type=Path, default=None, metavar="OUT",
+                   help="write every layer's top hubs (token, N_k, context) as TSV")
     p.add_argument("--biased-cka", action="store_true",
                    help="the biased CKA estimator of Kornblith et al. instead of the unbiased one")
     p.add_argument("--mdl-task", choices=MDL_TASKS, default=None,
@@ -157,7 +165,7 @@ def _check_args(args) -> None:
         raise InputError(f"--mdl-task {args.mdl_task} needs --mdl-train FILE")
     if args.mdl_train is not None and args.mdl_task is None:
         raise InputError("--mdl-train needs --mdl-task")
-    common.refuse_existing(args.force, args.words_csv)
+    common.refuse_existing(args.force, args.words_csv, args.hubs_tsv)
     if args.out is not None and args.words_csv is not None and not common.is_stdout(args.out) \
             and args.out.resolve() == args.words_csv.resolve():
         raise InputError("--out and --words-csv name the same file")
@@ -223,7 +231,7 @@ def run(args) -> int:
 def _run(args) -> int:
     from elmo_engine.analysis.layers.run import (analyse_layers, compare_layers, mdl_probe,
                                                  reference_corpus_path)
-    from elmo_engine.analysis.layers.tables import format_report, words_csv
+    from elmo_engine.analysis.layers.tables import format_report, hubness_tsv, words_csv
     from elmo_engine.atomic import atomic_write_text
     from elmo_engine.embed.embedder import pick_device
     from elmo_engine.progress import TaskState
@@ -241,7 +249,7 @@ def _run(args) -> int:
                              baseline_samples=args.baseline_samples, seed=args.seed,
                              lowercase=args.lowercase, centre_mev=args.centre_mev,
                              cka_tokens=args.cka_tokens, unbiased=not args.biased_cka,
-                             state=state)
+                             hub_k=args.hub_k, hub_points=args.hub_tokens, state=state)
         ctx, cka, timings = res.contextuality, res.cka, dict(res.timings)
         compare: Optional[Dict[str, Any]] = None
         if args.compare is not None:
@@ -268,6 +276,7 @@ def _run(args) -> int:
                       "tokenization": "whitespace" if args.pretokenized else "tokenize"},
            "model": _model_info(emb, path_a), "seed": args.seed, "device": str(device),
            "contextuality": ctx.to_dict(), "cka": cka.to_dict(),
+           "hubness": None if res.hubness is None else res.hubness.to_dict(),
            "compare": None if compare is None else {
                "model": compare["model"], "cka": compare["cka"].to_dict(),
                "cka_self": compare["cka_self"].to_dict()},
@@ -275,10 +284,13 @@ def _run(args) -> int:
     if args.json:
         common.print_json(doc)
     else:
-        print(format_report(ctx, cka, compare, mdl))
+        print(format_report(ctx, cka, compare, mdl, res.hubness))
     if args.words_csv is not None:
         atomic_write_text(args.words_csv, words_csv(ctx))
         print(f"wrote {args.words_csv}", file=sys.stderr)
+    if args.hubs_tsv is not None and res.hubness is not None:
+        atomic_write_text(args.hubs_tsv, hubness_tsv(res.hubness.to_dict()))
+        print(f"wrote {args.hubs_tsv}", file=sys.stderr)
     return 0
 
 

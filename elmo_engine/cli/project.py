@@ -9,9 +9,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Dict
 
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
+
+#: --faithfulness-k / --faithfulness-points: every map's trustworthiness, continuity and kNN kept
+#: (:mod:`elmo_engine.analysis.projection.faithfulness`) on stderr and in the JSON's
+#: ``projections`` entries; the defaults are the app's captions' (a test)
+FAITHFULNESS_K = 10
+FAITHFULNESS_POINTS = 5000
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -42,11 +49,18 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                         "and standard deviation first, as contexts does)")
     p.add_argument("--max-points", type=int, default=20_000,
                    help="a seeded random sample of at most this many tokens (default 20000)")
+    p.add_argument("--faithfulness-k", type=int, default=FAITHFULNESS_K,
+                   help=f"neighbours for trustworthiness, continuity and kNN kept (default "
+                        f"{FAITHFULNESS_K})")
+    p.add_argument("--faithfulness-points", type=int, default=FAITHFULNESS_POINTS,
+                   help="measure the maps' faithfulness on a seeded sample of at most N tokens "
+                        f"(default {FAITHFULNESS_POINTS}; the cost is N² × the vector width)")
     common.add_out(p, "the coordinates, CSV ('-': stdout)")
     p.add_argument("--tensorboard", type=Path, metavar="DIR",
                    help="also write DIR/vectors.tsv + DIR/metadata.tsv of --tensorboard-layer")
     p.add_argument("--tensorboard-layer", default="mix",
                    help="layer index or 'mix' for --tensorboard (default mix)")
+    common.add_json(p)
     common.add_force(p)
     p.set_defaults(func=run)
     return p
@@ -54,7 +68,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from elmo_engine.analysis.projection import (LayerSpec, Projector, UmapParams, layer_features,
-                                                 write_coordinates_csv, write_tensorboard)
+                                                 map_faithfulness, write_coordinates_csv,
+                                                 write_tensorboard)
     from elmo_engine.cli.common import checkpoint_or_demo
     from elmo_engine.embed.embedder import Embedder, check_held_activations
     from elmo_engine.model.checkpoint import load_checkpoint
@@ -63,6 +78,8 @@ def run(args) -> int:
     params = UmapParams(n_neighbors=args.n_neighbors, min_dist=args.min_dist,
                         random_state=None if args.umap_seed < 0 else args.umap_seed, n_epochs=args.epochs)
     tb = args.tensorboard
+    if args.json and common.is_stdout(args.out):
+        raise InputError("--json prints on stdout: write the coordinates to a file (-o FILE)")
     common.refuse_existing(args.force, args.out, *(() if tb is None else (
         tb / "vectors.tsv", tb / "metadata.tsv")))
     tokens = _tokens(args)
@@ -99,6 +116,15 @@ def run(args) -> int:
     with common.output_file(args.out, ".csv") as path:
         write_coordinates_csv(path, tokens, projs)
     common.log(f"wrote {args.out} ({len(tokens):,} tokens × {len(projs)} projections)")
+    doc: Dict[str, Any] = {"tokens": len(tokens), "written": [str(args.out)],
+                           "projections": [{"layer": p.layer.key, "method": p.method,
+                                            "seconds": round(p.seconds, 3)} for p in projs]}
+    for p, entry in zip(projs, doc["projections"]):       # issue 42: how faithful each map is
+        f = map_faithfulness(acts, tokens, p, args.faithfulness_k, params.metric,
+                             args.faithfulness_points, state=state)
+        common.log(f"  {p.layer.name} {p.method.upper()}: "
+                   + (f.caption() if f is not None else "too few points to measure"))
+        entry["faithfulness"] = None if f is None else f.to_dict()
     if args.tensorboard is not None:
         key = args.tensorboard_layer
         matches = [lay for lay in layers if lay.key == (key if key == "mix" else f"layer{key}")]
@@ -107,6 +133,9 @@ def run(args) -> int:
         vp, mp = write_tensorboard(args.tensorboard, layer_features(acts, tokens, matches[0]),
                                    tokens)
         common.log(f"wrote {vp} and {mp}")
+        doc["written"] += [str(vp), str(mp)]
+    if args.json:
+        common.print_json(doc)
     return 0
 
 

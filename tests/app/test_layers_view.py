@@ -204,3 +204,46 @@ def test_progress_states_the_count_once(panel):
     assert panel.view.status.text() == "embedding corpus (256/1000 sentences)"
     panel._on_progress(3, 12, "contextuality (sentences)")
     assert panel.view.status.text() == "contextuality (sentences) (3/12)"
+
+
+def test_hubness_per_layer_is_the_engines_and_the_clis(qtbot, panel, tiny_checkpoint, corpus,
+                                                       tmp_path, capsys):
+    """Issue 42: the hubness plot and the hubs' table show the engine's k-occurrence skew and
+    top hubs; `elmo-explorer layers --json` on the same corpus gives the same numbers; the
+    figure and the TSV export."""
+    from elmo_engine.analysis.layers.hubness import k_occurrence, skewness
+    from elmo_engine.cli import main as cli_main
+
+    _run(qtbot, panel)
+    h = panel.model.result["hubness"]
+    tokens, arrays = _engine_arrays(tiny_checkpoint, corpus)
+    stacked = np.concatenate(arrays, axis=1)
+    assert (h["k"], h["n"]) == (10, stacked.shape[1])
+    for e in h["layers"]:
+        counts = k_occurrence(stacked[e["layer"]], 10)
+        assert e["skewness"] == pytest.approx(skewness(counts), abs=1e-9)
+        assert e["hubs"][0]["count"] == counts.max()
+    x, y = panel.view.hub_plot.listDataItems()[0].getData()
+    assert list(x) == [0, 1, 2]
+    np.testing.assert_allclose(y, [e["skewness"] for e in h["layers"]])
+    table = panel.view.hub_table
+    assert table.rowCount() == sum(len(e["hubs"]) for e in h["layers"])
+    top = h["layers"][2]["hubs"][0]
+    row = [r for r in range(table.rowCount()) if table.item(r, 0).text() == "2"][0]
+    assert [table.item(row, c).text() for c in range(4)] == [
+        "2", f"{h['layers'][2]['skewness']:.2f}", str(top["count"]), top["token"]]
+    assert not panel.view.hub_hint.isVisible()
+    out = tmp_path / "l.json"
+    assert cli_main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--json",
+                     "-o", str(out), "--device", "cpu"]) == 0
+    capsys.readouterr()
+    cli = json.loads(out.read_text(encoding="utf-8"))["hubness"]
+    assert (cli["k"], cli["n"], len(cli["layers"])) == (h["k"], h["n"], 3)
+    for a, b in zip(cli["layers"], h["layers"]):
+        assert a["skewness"] == pytest.approx(b["skewness"], abs=1e-9)
+        assert (a["hubs"], a["distribution"]) == (b["hubs"], b["distribution"])
+    assert panel.export_figure("hubness", tmp_path / "h.png")[0].read_bytes()[:4] == b"\x89PNG"
+    from elmo_explorer.views.layers import export
+
+    lines = export.write_hubs(panel.model, tmp_path / "h.tsv").read_text("utf-8").splitlines()
+    assert lines[0].startswith("layer\tskewness") and len(lines) == 1 + table.rowCount()

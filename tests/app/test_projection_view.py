@@ -334,6 +334,11 @@ def test_umap_replaces_pca_and_uses_the_cache(qtbot, ws):
     assert [panel.model.shown[k].method for k in range(4)] == ["umap"] * 4
     assert all("UMAP" in lp.title_text() for lp in panel.view.plots.plots)
     assert sum(name.startswith("Projection: UMAP") for name in started) == 4
+    # issue 42: ready means every UMAP map's faithfulness is in its caption; the PCA maps that
+    # UMAP replaced were never measured
+    for k, lp in enumerate(panel.view.plots.plots):
+        assert lp.title_text().split("\n")[1] == panel.model.faith[k].caption()
+    assert sum(name.startswith("Projection: faithfulness") for name in started) == 4
     first = {k: panel.model.shown[k] for k in range(4)}
     started.clear()
     with qtbot.waitSignal(panel.ready, timeout=60000):
@@ -419,3 +424,84 @@ def test_restore_view_state_tolerates_bad_input(pca_panel):
     assert state["umap"]["n_neighbors"] == 200 and state["mix_weights"] is None   # clamped
 
 
+
+
+# ---- how faithful each map is (issue 42) ------------------------------------------------------
+def _measured(panel):
+    return lambda: len(panel.model.faith) == len(panel.model.shown) == 4
+
+
+def test_every_map_carries_its_faithfulness(pca_panel, qtbot, tmp_path):
+    """Each plot's second title line is its map's T, C and kNN kept, measured on the worker
+    against the layer's vectors; the exported grid's panel titles carry the same."""
+    from elmo_engine.analysis.projection import map_faithfulness
+
+    p = pca_panel
+    qtbot.waitUntil(_measured(p), timeout=60000)
+    m = p.model
+    for k, lp in enumerate(p.view.plots.plots):
+        f = m.faith[k]
+        want = map_faithfulness(m.acts, m.tokens, m.shown[k], metric=m.params.metric)
+        assert (f.trustworthiness, f.continuity, f.knn_kept) == (
+            want.trustworthiness, want.continuity, want.knn_kept)
+        assert f.k == 10 and f.n == len(m.tokens) and 0 < f.trustworthiness <= 1
+        first, second = lp.title_text().split("\n")
+        assert "PCA" in first and second == f.caption()
+        assert second.startswith(f"T={f.trustworthiness:.2f} C={f.continuity:.2f} kNN kept ")
+    fig = p.grid_figure()
+    titles = [a.get_title() for a in fig.axes if a.get_visible()]
+    assert all("T=" in t and "(k=10, n=" in t for t in titles), titles
+
+
+def test_neighbourhood_preserved_colouring(pca_panel, qtbot):
+    """Colour by "Neighbourhood preserved": each plot's points by the share of their k nearest
+    neighbours its own map keeps; the legend bins them."""
+    from elmo_explorer.views.projection.faithful import KEPT_BINS, kept_colours
+
+    p = pca_panel
+    qtbot.waitUntil(_measured(p), timeout=60000)
+    p.view.controls.set_colour_by("kept")
+    m, plots = p.model, p.view.plots
+    for k in (1, 2):
+        share = m.faith[k].per_point
+        brushes = [b.color().name() for b in plots.plots[k].brushes]
+        assert brushes == kept_colours(m.faith[k], len(m.tokens))[0]
+        i = int(np.argmax(share))
+        j = int(np.argmin(share))
+        bins = [b[0] for b in KEPT_BINS]
+        assert brushes[i] == KEPT_BINS[int(np.searchsorted(bins, share[i]))][2]
+        assert brushes[j] == KEPT_BINS[int(np.searchsorted(bins, share[j]))][2]
+    rows = [p.view.legend.item(r).text() for r in range(p.view.legend.count())]
+    assert rows[0].startswith("layer 0: 0–20 % of k=10 kept")
+    assert sum(int(r.rsplit("(", 1)[1].rstrip(")").replace(",", "")) for r in rows) == len(
+        m.tokens)
+    fig = p.grid_figure()
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert any("80–100 % of k=10 kept" in t for t in legend)
+    p.view.controls.set_colour_by("word")                      # back to one colouring for all
+    assert plots.plots[1].brushes[0].color().name() == plots.point_colour(0)
+
+
+def test_cli_and_app_give_the_same_faithfulness(pca_panel, qtbot, tmp_path, tiny_checkpoint,
+                                                capsys):
+    """`elmo-explorer project --json` on the same sentences prints the numbers the captions
+    show."""
+    import json
+
+    from elmo_engine.cli import main
+
+    p = pca_panel
+    qtbot.waitUntil(_measured(p), timeout=60000)
+    src = tmp_path / "s.txt"
+    src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    norm = [] if p.view.controls.layer_norm.isChecked() else ["--no-layer-norm"]
+    assert main(["project", str(src), "--method", "pca", "--checkpoint", str(tiny_checkpoint),
+                 "--device", "cpu", "-o", str(tmp_path / "c.csv"), "--json", *norm]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    for k, entry in enumerate(doc["projections"]):
+        f = p.model.faith[k]
+        assert entry["layer"] == p.model.layers[k].key
+        got = entry["faithfulness"]
+        assert (got["k"], got["n"]) == (f.k, f.n)
+        for key in ("trustworthiness", "continuity", "knn_kept"):
+            assert got[key] == pytest.approx(getattr(f, key), abs=1e-6), (k, key)

@@ -55,9 +55,10 @@ ANALYSES = ("contexts", "layers", "probes", "projection", "language_model", "cha
 #: language models (``characters.nonce`` uses ``language_model.predictions``); the units'
 #: ablation scores the language model's minimal pairs (``language_model.pairs``); the probes'
 #: usefulness table (issue 42) puts the Layers view's online-code MDL probes (``layers.mdl``)
-#: beside the per-layer scores instead of a second MDL implementation
+#: beside the per-layer scores instead of a second MDL implementation; the layers' hubness
+#: counts neighbours with the projection's one exact kNN (``projection.compute``)
 ANALYSIS_SHARED = {("projection", "contexts"), ("characters", "language_model"),
-                   ("units", "language_model"), ("probes", "layers")}
+                   ("units", "language_model"), ("probes", "layers"), ("layers", "projection")}
 
 
 def modules(folder: str, package: str) -> Iterator[Tuple[str, Path]]:

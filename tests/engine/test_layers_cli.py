@@ -211,3 +211,33 @@ def test_sample_reads_the_file_as_a_stream_and_says_what_it_kept(tmp_path, capsy
     assert sample != layers_cli.read_sample(f, False, None, 500, 4)[0]
     both, _ = layers_cli.read_sample(f, False, 100, 10 ** 6, 0)   # --max-sentences as before
     assert both == [whole[i] for i in subset(400, 100, 0)]
+
+
+def test_layers_hubness_matches_the_engine(tiny_checkpoint, corpus, tmp_path, capsys):
+    """Issue 42: hubness per layer in the JSON, the tables and the hubs TSV, computed on the
+    whole (small) corpus: N_k from exact cosine neighbours of every token."""
+    from elmo_engine.analysis.layers.hubness import k_occurrence, skewness
+
+    out, hubs = tmp_path / "layers.json", tmp_path / "hubs.tsv"
+    assert main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--json", "-o",
+                 str(out), "--hub-k", "4", "--hubs-tsv", str(hubs), "--pretokenized",
+                 "--device", "cpu"]) == 0
+    capsys.readouterr()
+    h = json.loads(out.read_text(encoding="utf-8"))["hubness"]
+    tokens = [s.split() for s in SENTENCES]
+    stacked = np.concatenate(embed(tiny_checkpoint, tokens), axis=1)       # (3, N, 32)
+    assert (h["k"], h["n"], h["n_total"]) == (4, stacked.shape[1], stacked.shape[1])
+    words = [w for s in tokens for w in s]
+    for layer in h["layers"]:
+        counts = k_occurrence(stacked[layer["layer"]], 4)
+        assert layer["skewness"] == pytest.approx(skewness(counts), abs=1e-9)
+        assert layer["distribution"] == np.bincount(counts).tolist()
+        top = layer["hubs"][0]
+        assert top["count"] == counts.max() and top["token"] == words[int(np.argmax(counts))]
+        assert f"[{top['token']}]" in top["context"]
+    lines = hubs.read_text(encoding="utf-8").splitlines()
+    assert lines[0].split("\t")[:6] == ["layer", "skewness", "k", "n", "rank", "token"]
+    assert len(lines) == 1 + sum(len(lay["hubs"]) for lay in h["layers"])
+    assert main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--hub-k", "4",
+                 "--pretokenized", "--device", "cpu"]) == 0
+    assert "hubness (k=4" in capsys.readouterr().out

@@ -147,6 +147,15 @@ def test_the_mdl_table_and_figure_of_a_layers_result(tmp_path, five, tiny_checkp
     assert f"shortest {best['name']} {best['online_codelength_bits'] / 1000:.2f} kbits" in caption
     html = (out / "report.html").read_text(encoding="utf-8")
     assert "figures/layers_mdl.png" in html and "MDL probes: codelength per layer" in html
+    # issue 42: the layers result's hubness, a table and a figure
+    hub = json.loads(layers_json.read_text(encoding="utf-8"))["hubness"]
+    rows = _rows(out / "tables" / "layers_hubness.csv")
+    first = [r for r in rows if r["layer"] == "1"][0]
+    top = hub["layers"][1]["hubs"][0]
+    assert (first["rank"], first["token"], int(first["N_k"])) == ("1", top["token"], top["count"])
+    assert float(first["skewness"]) == pytest.approx(hub["layers"][1]["skewness"], abs=1e-6)
+    assert _width(figures / "layers_hubness.png") == 1950
+    assert "Radovanović et al. 2010" in md
 
 
 def test_mdl_runs_of_a_workspace_and_the_bars_from_zero():
@@ -212,6 +221,12 @@ def test_the_projection_grid_draws_the_word_above_the_rest():
     assert to_rgba(handle.get_markerfacecolor()) == to_rgba(F.USER_COLOR)
     assert to_rgba(shown[1].collections[1].get_facecolors()[0]) == to_rgba(F.USER_COLOR)
     assert "PCA (" in shown[1].get_title() and "% of variance" in shown[1].get_title()
+    # issue 42: each map's faithfulness under its title, the numbers of map_faithfulness
+    from elmo_engine.analysis.projection import map_faithfulness
+    for ax, p in zip(shown[1:], projections[1:]):
+        f = map_faithfulness(acts, points, p)
+        assert ax.get_title().split("\n")[1:] == list(f.caption_lines())
+    assert "\n" not in layer0.get_title()                         # a note has nothing to measure
     # the coordinates are the engine's PCA of that layer
     from elmo_engine.analysis.projection import LayerSpec, Projector
     again = Projector().pca(acts, points, LayerSpec.single(2))

@@ -22,6 +22,8 @@ from elmo_engine.analysis.layers import MAX_LAYERS_TOKENS
 from elmo_engine.analysis.layers.cka import CKAResult, cka_matrix, cross_cka
 from elmo_engine.analysis.layers.contextuality import ContextualityAccumulator
 from elmo_engine.analysis.layers.contextuality_result import ContextualityResult
+from elmo_engine.analysis.layers.hubness import (HUBNESS_K, HUBNESS_MAX_POINTS, HubnessResult,
+                                                 hubness)
 from elmo_engine.analysis.layers.mdl import MDLConfig, MDLResult, online_codelength
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState
@@ -100,22 +102,27 @@ def gather_rows(emb, tokens, chosen: np.ndarray, state: Optional[TaskState], wha
 @dataclass
 class LayersAnalysis:
     """What :func:`analyse_layers` found: the contextuality measures, the layers' CKA matrix,
-    the CKA sample (sentence indexes and their activations, ``(K, n, D)``) and timings."""
+    the CKA sample (sentence indexes and their activations, ``(K, n, D)``), the hubness of
+    every layer on a sample of the CKA sample's tokens (:mod:`.hubness`) and timings."""
 
     contextuality: ContextualityResult
     cka: CKAResult
     cka_chosen: np.ndarray
     cka_rows: np.ndarray
     timings: Dict[str, float] = field(default_factory=dict)
+    hubness: Optional[HubnessResult] = None
 
 
 def analyse_layers(emb, tokens: Sequence[Sequence[str]], *, min_count: int = 5,
                    baseline_samples: int = 1000, seed: int = 0, lowercase: bool = False,
                    centre_mev: bool = False, cka_tokens: int = 50_000, unbiased: bool = True,
+                   hub_k: int = HUBNESS_K, hub_points: int = HUBNESS_MAX_POINTS,
                    state: Optional[TaskState] = None) -> LayersAnalysis:
     """Embed ``tokens`` with ``emb`` (an Embedder) a chunk at a time; the contextuality of every
-    layer and direction over all of them, and linear CKA between the layers on a seeded sample
-    of whole sentences of at most ``cka_tokens`` tokens. Progress and cancel through ``state``."""
+    layer and direction over all of them, linear CKA between the layers on a seeded sample
+    of whole sentences of at most ``cka_tokens`` tokens, and the hubness of every layer
+    (``hub_k`` neighbours) on a seeded sample of at most ``hub_points`` of those tokens.
+    Progress and cancel through ``state``."""
     k, dim = emb.opts.n_output_layers, 2 * emb.opts.output_dim
     n_tokens = sum(len(s) for s in tokens)
     if n_tokens > MAX_LAYERS_TOKENS:
@@ -149,7 +156,10 @@ def analyse_layers(emb, tokens: Sequence[Sequence[str]], *, min_count: int = 5,
     cka = CKAResult(cka_matrix(rows, unbiased, state=state), names, names, unbiased,
                     rows.shape[1], len(chosen))
     timings["cka_s"] = time.perf_counter() - t0
-    return LayersAnalysis(ctx, cka, chosen, rows, timings)
+    t0 = time.perf_counter()
+    hubs = hubness(rows, [tokens[i] for i in chosen], hub_k, hub_points, seed, state)
+    timings["hubness_s"] = time.perf_counter() - t0
+    return LayersAnalysis(ctx, cka, chosen, rows, timings, hubs)
 
 
 def compare_layers(emb_b, tokens: Sequence[Sequence[str]], analysis: LayersAnalysis,

@@ -13,8 +13,9 @@ def _f(v: Optional[float], width: int = 7) -> str:
     return f"{v:{width}.3f}"
 
 
-def format_report(ctx, cka, compare=None, mdl=None) -> str:
-    """The results as plain-text tables."""
+def format_report(ctx, cka, compare=None, mdl=None, hubness=None) -> str:
+    """The results as plain-text tables (``hubness``: a
+    :class:`~elmo_engine.analysis.layers.hubness.HubnessResult`, or None)."""
     lines = [f"contextuality: {ctx.n_sentences} sentences, {ctx.n_tokens} tokens, "
              f"{len(ctx.words)} words with ≥ {ctx.settings['min_count']} occurrences "
              "(value / anisotropy baseline / adjusted)",
@@ -30,6 +31,8 @@ def format_report(ctx, cka, compare=None, mdl=None) -> str:
         lines.append("")
         lines += _matrix_lines("cross-model CKA (rows: model A, columns: model B = "
                                f"{compare['model']['checkpoint']})", compare["cka"])
+    if hubness is not None:
+        lines += [""] + hubness_lines(hubness)
     if mdl is not None:
         lines += ["", f"MDL ({mdl.extra.get('task')}: {mdl.n_examples} examples, "
                   f"{len(mdl.classes)} labels, uniform code {mdl.uniform_bits / 1000:.1f} kbit)",
@@ -51,6 +54,31 @@ def _matrix_lines(title: str, res) -> List[str]:
     return out
 
 
+def hubness_lines(h) -> List[str]:
+    """Per layer: the skewness of N_k, the share of anti-hubs, the largest N_k and the top hubs
+    (token and count; their contexts are in the JSON)."""
+    out = [f"hubness (k={h.k}, {h.n:,} of {h.n_total:,} tokens, sample seed {h.seed}, "
+           f"{h.metric}): skewness of N_k; anti-hubs: N_k = 0",
+           f"{'layer':>5} {'skewness':>9} {'anti-hubs':>10} {'max N_k':>8}  top hubs (N_k)"]
+    for lay in h.layers:
+        hubs = ", ".join(f"{x.token} ({x.count})" for x in lay.hubs[:5])
+        out.append(f"{lay.layer:>5} {lay.skewness:9.2f} {100 * lay.anti_hubs:9.1f}% "
+                   f"{lay.max_count:8d}  {hubs}")
+    return out
+
+
+def hubness_tsv(h: dict) -> str:
+    """Every layer's top hubs as TSV (``h``: the ``hubness`` object of ``layers --json``):
+    layer, skewness, k, n, rank, token, N_k, context."""
+    rows = ["layer\tskewness\tk\tn\trank\ttoken\tN_k\tcontext"]
+    for lay in h["layers"]:
+        for r, x in enumerate(lay["hubs"], 1):
+            cells = [str(lay["layer"]), f"{lay['skewness']:.4f}", str(h["k"]), str(h["n"]),
+                     str(r), x["token"], str(x["count"]), x.get("context", "")]
+            rows.append("\t".join(c.replace("\t", " ").replace("\n", " ") for c in cells))
+    return "\n".join(rows) + "\n"
+
+
 def words_csv(ctx) -> str:
     """Per-word self-similarity and MEV on every layer and direction, as CSV text."""
     import csv
@@ -66,4 +94,4 @@ def words_csv(ctx) -> str:
     return buf.getvalue()
 
 
-__all__ = ["format_report", "words_csv"]
+__all__ = ["format_report", "hubness_lines", "hubness_tsv", "words_csv"]

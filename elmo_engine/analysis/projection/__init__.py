@@ -6,6 +6,8 @@
 * :mod:`.umapfit` — UMAP with precomputed neighbours, epoch progress and cancel, and
   :func:`warm_up` (compile umap's kernels once per process, off the GUI thread);
 * :mod:`.projector` — :class:`Projector`, the per-layer cache;
+* :mod:`.faithfulness` — trustworthiness, continuity and the kNN kept of a map
+  (:func:`map_faithfulness`; Venna & Kaski 2001);
 * :mod:`.export` — coordinates CSV and the TensorBoard projector pair.
 """
 from elmo_engine.analysis.projection.compute import (FEW_PLACES, MIN_UMAP_POINTS, LayerSpec,
@@ -13,6 +15,9 @@ from elmo_engine.analysis.projection.compute import (FEW_PLACES, MIN_UMAP_POINTS
                                                      collapsed_note, exact_knn, layer_features,
                                                      pca)
 from elmo_engine.analysis.projection.projector import Projector
+from elmo_engine.analysis.projection.faithfulness import (FAITHFULNESS_K,
+                                                          FAITHFULNESS_MAX_POINTS, Faithfulness,
+                                                          map_faithfulness)
 from elmo_engine.analysis.projection.umapfit import is_warm, umap_2d, warm_up
 from elmo_engine.analysis.projection.export import (coordinates_table, metadata_columns,
                                                     write_coordinates_csv, write_tensorboard)
@@ -20,7 +25,8 @@ from elmo_engine.analysis.projection.tokens import (TokenSet, all_tokens, labell
                                                     load_labelled, parse_word_list,
                                                     tokens_from_file, word_tokens)
 
-__all__ = ["FEW_PLACES", "MIN_UMAP_POINTS", "LayerSpec", "PcaResult", "Projection", "Projector",
+__all__ = ["FAITHFULNESS_K", "FAITHFULNESS_MAX_POINTS", "FEW_PLACES", "Faithfulness",
+           "map_faithfulness", "MIN_UMAP_POINTS", "LayerSpec", "PcaResult", "Projection", "Projector",
            "TokenSet", "UmapParams", "all_tokens", "collapsed_note", "coordinates_table",
            "exact_knn", "is_warm",
            "labelled_tokens", "layer_features", "load_labelled", "metadata_columns",

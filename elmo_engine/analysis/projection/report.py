@@ -11,6 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from elmo_engine.analysis.projection.faithfulness import FAITHFULNESS_K
 from elmo_engine.io import figures as F
 from elmo_engine.io.figures import FigureStyle
 from elmo_engine.io.report import ReportPart, saved_figures
@@ -92,9 +93,13 @@ def projection_figure(tokens, acts, word: Optional[str], state=None,
     the same is a note. ``state``: the saved projection view (its UMAP settings and mix
     weights).
 
+    Each panel's title carries how faithful its map is (trustworthiness, continuity, kNN kept:
+    :func:`~elmo_engine.analysis.projection.map_faithfulness`).
+
     Returns ``(figure, points, projections, how)``: ``how`` says in words which method drew
     the maps (for the caption)."""
-    from elmo_engine.analysis.projection import Projector, all_tokens, collapsed_note
+    from elmo_engine.analysis.projection import (Projector, all_tokens, collapsed_note,
+                                                 map_faithfulness)
     from elmo_engine.io.figures.projection import projection_grid
 
     points = all_tokens(tokens, f"{len(tokens)} sentences").sample(PROJECTION_MAX_POINTS, seed=0)
@@ -117,9 +122,12 @@ def projection_figure(tokens, acts, word: Optional[str], state=None,
             title = f"PCA ({100 * ex[0]:.0f} % + {100 * ex[1]:.0f} % of variance)"
         else:
             title = "UMAP"
-        panels.append({"title": f"{p.layer.name}: {title}", "xy": p.coords, "colors": colors,
-                       "labels": list(points.words), "highlight": mine if n_mine else None,
-                       "note": collapsed_note(p, points.words)})
+        note = collapsed_note(p, points.words)
+        f = None if note else map_faithfulness(acts, points, p, metric=params.metric)
+        panels.append({"title": "\n".join([f"{p.layer.name}: {title}",
+                                           *(f.caption_lines() if f else ())]),
+                       "xy": p.coords, "colors": colors, "labels": list(points.words),
+                       "highlight": mine if n_mine else None, "note": note})
     legend = [(f"other tokens ({len(points) - n_mine:,})" if n_mine else
                f"tokens ({len(points):,})", OTHER_TOKENS_COLOR)]
     if len(mine_legend) > 1 or (mine_legend and not mine_legend[0][0].startswith("no group")):
@@ -156,6 +164,10 @@ def projection_part(tokens, acts, word: Optional[str], state, figure_dir: Option
         f"The {len(points):,} tokens of the workspace's sentences ({where}"
         + (f"; a fixed sample of the {n:,}" if len(points) < n else "")
         + f") projected to 2-D per layer and for the scalar mix by {how}; equal axes, "
-        f"axis units arbitrary.{mark} A panel whose tokens fall on a few points is a note.",
+        f"axis units arbitrary.{mark} A panel whose tokens fall on a few points is a note. "
+        f"Under each panel's title: its trustworthiness T and continuity C (Venna & Kaski "
+        f"2001; 1 = the map invents no neighbour / tears none apart) and the share of each "
+        f"token's {FAITHFULNESS_K} nearest neighbours in the layer's vectors (cosine) that stay "
+        f"among its {FAITHFULNESS_K} nearest on the map.",
         style)
     return part

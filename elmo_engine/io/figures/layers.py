@@ -87,3 +87,32 @@ def mdl_figure(mdls: Sequence[dict], title: str = ""):
     if title:
         fig.suptitle(title, fontsize="medium")
     return fig
+
+
+def hubness_figure(h: dict, title: str = ""):
+    """Hubness per layer (the ``hubness`` object of ``layers --json``; Radovanović et al.
+    2010): left, the skewness of the k-occurrence N_k per layer; right, how many tokens have
+    each N_k, one curve per layer (log scale: the hubs are the long right tail)."""
+    fig = _F.figure(9.0, 3.4)
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 2]})
+    layers = h["layers"]
+    xs = [e["layer"] for e in layers]
+    left.bar(xs, [e["skewness"] for e in layers], color=[_F.layer_color(x) for x in xs])
+    left.set_xticks(xs)
+    left.set_xlabel("layer")
+    left.set_ylabel(f"skewness of N_{h['k']}")
+    left.axhline(0.0, color=_F.BASELINE_COLOR, linewidth=0.8)
+    for e in layers:
+        dist = np.asarray(e["distribution"], float)
+        v = np.flatnonzero(dist)
+        right.plot(v, dist[v], marker="o", markersize=2.5, linewidth=1.2,
+                   color=_F.layer_color(e["layer"]),
+                   label=f"layer {e['layer']} (top: {e['hubs'][0]['token']!r} "
+                         f"{e['hubs'][0]['count']})" if e["hubs"] else f"layer {e['layer']}")
+    right.set_yscale("log")
+    right.set_xlabel(f"N_{h['k']}: how many tokens have this one among their {h['k']} nearest")
+    right.set_ylabel("tokens")
+    legend_outside(right)
+    fig.suptitle(title or f"Hubness per layer ({h['n']:,} tokens, k={h['k']}, {h['metric']})",
+                 fontsize="medium")
+    return fig

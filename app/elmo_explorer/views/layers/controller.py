@@ -29,7 +29,7 @@ from elmo_engine.progress import progress_text
 from elmo_engine.analysis.layers import run as layers_run
 from elmo_engine.io.figures import layers as layer_figures
 from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersModel,
-                                               LayersSettings, read_recorded)
+                                               LayersSettings, read_recorded, result_dict)
 from elmo_explorer.common.figure_export import panel_figure_options
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
 from elmo_explorer.views.layers import export
@@ -236,12 +236,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             n_file = len(tokens)
             tokens = [tokens[i] for i in layers_run.subset(n_file, n, SEED)]
             res = layers_run.analyse_layers(emb, tokens, seed=SEED, state=state)
-            result = {"model": info, "corpus": {"path": corpus, "sentences_in_file": n_file,
-                                                "sentences": len(tokens), "max_sentences": n,
-                                                "tokens": res.contextuality.n_tokens},
-                      "contextuality": res.contextuality.to_dict(), "cka": res.cka.to_dict(),
-                      "recorded": None, "timings": res.timings}
-            return result, (res, tokens)
+            return result_dict(info, corpus, n_file, n, (res, tokens)), (res, tokens)
 
         def done(out) -> None:
             result, analysis = out
@@ -281,11 +276,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
                 tokens = [tokens[i] for i in layers_run.subset(len(tokens), n, SEED)]
                 res = layers_run.analyse_layers(emb, tokens, seed=SEED, state=state)
                 analysis = (res, tokens)
-                result = {"model": info, "corpus": {"path": corpus, "sentences": len(tokens),
-                                                    "max_sentences": n,
-                                                    "tokens": res.contextuality.n_tokens},
-                          "contextuality": res.contextuality.to_dict(),
-                          "cka": res.cka.to_dict(), "recorded": None}
+                result = result_dict(info, corpus, None, n, analysis)
             cmp = layers_run.compare_layers(emb_b, analysis[1], analysis[0], state)
             return result, analysis, {"model": _model_info(emb_b, path),
                                       "cka": cmp["cka"].to_dict(),
@@ -356,6 +347,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self.view.draw_curves([m.curves(key) for key, _ in layer_figures.MEASURES], m.settings.adjusted)
         self.view.draw_cka(m.cka_shown(), self.cka_title())
         self.view.fill_mdl(m.mdl_rows(self._probe_runs()))
+        self.view.draw_hubness(m.hubness(), m.hub_rows())
         self.view.summary.setText(m.summary())
 
     def cka_title(self) -> str:
@@ -383,6 +375,11 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self.exported.emit(str(path))
 
     def _ask_export(self, kind: str) -> None:
+        if kind == export.HUBS_TSV:
+            path = ask_save_path(self, "Export the hubs per layer", "TSV (*.tsv)")
+            if path is not None:
+                self._guard(lambda: self.exported.emit(str(export.write_hubs(self.model, path))))
+            return
         path = ask_save_path(self, f"Export {kind}", IMAGE_FILTERS)
         if path is not None:
             self._guard(lambda: self.export_figure(kind, path))

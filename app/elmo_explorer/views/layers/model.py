@@ -162,6 +162,22 @@ class LayersModel:
                              "—" if acc is None else f"{acc:.3f}"])
         return rows
 
+    def hubness(self) -> Optional[dict]:
+        """The shown result's ``hubness`` object (``layers --json``), or None (a result
+        recorded before issue 42 has none: Run computes it)."""
+        from elmo_engine.analysis.layers.report import valid_hubness
+
+        h = None if self.result is None else self.result.get("hubness")
+        return h if valid_hubness(h) else None
+
+    def hub_rows(self) -> List[List[str]]:
+        """One row per layer and hub: layer, skewness of N_k, N_k, token, example context."""
+        h = self.hubness()
+        if h is None:
+            return []
+        return [[str(e["layer"]), f"{e['skewness']:.2f}", str(x["count"]), x["token"],
+                 x.get("context", "")] for e in h["layers"] for x in e["hubs"]]
+
     def summary(self) -> str:
         """One line about the shown result: model, corpus, sentences, tokens, words, recorded."""
         r = self.result
@@ -229,4 +245,18 @@ def read_recorded(path: Path) -> Optional[dict]:
     if not valid_result(doc):
         return None
     return {"model": doc["model"], "corpus": doc["corpus"], "contextuality": doc["contextuality"],
-            "cka": doc["cka"], "recorded": RECORDED_COMMAND}
+            "cka": doc["cka"], "hubness": doc.get("hubness"), "recorded": RECORDED_COMMAND}
+
+
+def result_dict(info: dict, corpus: str, n_file: Optional[int], n: Optional[int], analysis
+                ) -> dict:
+    """The view's result of a :class:`~elmo_engine.analysis.layers.run.LayersAnalysis` of
+    ``corpus`` (``n`` sampled of ``n_file`` sentences), in ``layers --json``'s form."""
+    res, tokens = analysis
+    hub = res.hubness
+    return {"model": info, "corpus": {"path": corpus, "sentences_in_file": n_file,
+                                      "sentences": len(tokens), "max_sentences": n,
+                                      "tokens": res.contextuality.n_tokens},
+            "contextuality": res.contextuality.to_dict(), "cka": res.cka.to_dict(),
+            "hubness": None if hub is None else hub.to_dict(), "recorded": None,
+            "timings": res.timings}

@@ -16,8 +16,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QLabel, QPushButton,
-                               QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QVBoxLayout,
-                               QWidget)
+                               QSpinBox, QSplitter, QTableWidget, QTableWidgetItem, QTabWidget,
+                               QVBoxLayout, QWidget)
 
 from elmo_engine.io.figures import BASELINE_COLOR
 from elmo_engine.io.figures.layers import DIRECTION_COLORS, MEASURES
@@ -31,6 +31,9 @@ MDL_HINT = ("No MDL result yet: press <b>MDL: demo POS</b> or <b>MDL: demo word 
             "train online-code probes of every layer on that many labelled sentences "
             "(Voita &amp; Titov 2020).")
 CKA_HINT = "CKA: press Run, or File → Compare with checkpoint…"
+HUB_COLUMNS = ("layer", "skew", "N_k", "hub", "example context")
+HUB_HINT = ("No hubness yet: Run computes, per layer, how many tokens have each token among "
+            "their k nearest neighbours (N_k) and lists the hubs (Radovanović et al. 2010).")
 #: the widest the corpus name may make the Layers view's first row (longer names are elided)
 CORPUS_LABEL_PX = 220
 
@@ -90,6 +93,13 @@ class LayersView(QWidget):
                 p.getAxis(side).setTextPen("k")
             p.setMenuEnabled(False)
             self.curve_plots.append(p)
+        self.hub_plot = self.curve_widget.addPlot(title=_hub_title(None))
+        self.hub_plot.setLabel("bottom", "layer", color="k")
+        self.hub_plot.showGrid(y=True, alpha=0.2)
+        for side in ("left", "bottom"):
+            self.hub_plot.getAxis(side).setPen("k")
+            self.hub_plot.getAxis(side).setTextPen("k")
+        self.hub_plot.setMenuEnabled(False)
 
         self.cka_widget = pg.GraphicsLayoutWidget()
         self.cka_widget.setBackground("w")
@@ -129,9 +139,25 @@ class LayersView(QWidget):
         ml.addWidget(self.mdl_hint)
         ml.addWidget(self.mdl_table, 1)
 
+        hub_box = QWidget()
+        hl = QVBoxLayout(hub_box)
+        hl.setContentsMargins(0, 0, 0, 0)
+        self.hub_hint = QLabel(HUB_HINT, wordWrap=True)
+        self.hub_table = QTableWidget(0, len(HUB_COLUMNS))
+        self.hub_table.setHorizontalHeaderLabels(HUB_COLUMNS)
+        self.hub_table.verticalHeader().setVisible(False)
+        header = self.hub_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        hl.addWidget(self.hub_hint)
+        hl.addWidget(self.hub_table, 1)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(mdl_box, "MDL probes")
+        self.tabs.addTab(hub_box, "Hubs per layer")
+
         lower = QSplitter(Qt.Orientation.Horizontal)
         lower.addWidget(self.cka_widget)
-        lower.addWidget(mdl_box)
+        lower.addWidget(self.tabs)
         lower.setSizes([420, 560])
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.curve_widget)
@@ -272,9 +298,40 @@ class LayersView(QWidget):
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.mdl_table.setItem(r, c, item)
 
+    def draw_hubness(self, h: Optional[dict], rows: List[List[str]]) -> None:
+        """The skewness of N_k per layer (``h``: the ``hubness`` object of ``layers --json``)
+        and the hubs' table (``LayersModel.hub_rows``)."""
+        p = self.hub_plot
+        p.clear()
+        p.setTitle(_hub_title(h))
+        for side in ("left", "bottom"):
+            p.showAxis(side, h is not None)
+        if h is not None:
+            xs = [e["layer"] for e in h["layers"]]
+            p.plot(xs, [e["skewness"] for e in h["layers"]], pen=pg.mkPen("#253494", width=2),
+                   symbol="o", symbolSize=6, symbolBrush="#253494", symbolPen="#253494")
+            p.addItem(pg.InfiniteLine(0, angle=0, pen=pg.mkPen(
+                BASELINE_COLOR, style=Qt.PenStyle.DotLine)))
+            p.getAxis("bottom").setTicks([[(x, str(x)) for x in xs]])
+        self.hub_hint.setVisible(not rows)
+        self.hub_table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, text in enumerate(row):
+                item = QTableWidgetItem(text)
+                item.setFlags(item.flags() & ~Qt.ItemFlag.ItemIsEditable)
+                if c < 3:
+                    item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+                self.hub_table.setItem(r, c, item)
+
     def show_status(self, text: str, error: bool = False) -> None:
         self.status.setStyleSheet("color: #b00020;" if error else "")
         self.status.setText(text)
+
+
+def _hub_title(h: Optional[dict]) -> str:
+    """The hubness plot's title: what it shows, or what fills it."""
+    text = f"hubness: skew of N<sub>{h['k']}</sub>" if h is not None else "hubness: press Run"
+    return f"<span style='color:#000'>{text}</span>"
 
 
 def _legend(adjusted: bool) -> str:

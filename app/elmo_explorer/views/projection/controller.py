@@ -28,6 +28,7 @@ from elmo_explorer.state.worker import JobHandle
 from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.projection import report
 from elmo_explorer.views.projection.export_actions import ProjectionExports
+from elmo_explorer.views.projection.faithful import MapFaithfulness
 from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.running import (MIN_UMAP_POINTS, ProjectionRunner, RunRequest,
                                                     run_layers, wants_umap)
@@ -67,7 +68,10 @@ class ProjectionPanel(PanelDefaults, QWidget):
         r.projected.connect(self._draw)
         r.job_submitted.connect(lambda: self.view.controls.set_running(True))
         r.message.connect(self.view.message)
-        r.finished.connect(self._set_ready)
+        self.faith = MapFaithfulness(self.jobs, self.model, self.view, self)   # issue 42
+        self.faith.settled.connect(self._on_faith_settled)
+        self._ready_waits = False             # ready once the maps' measures are in
+        r.finished.connect(self._on_run_finished)
 
         c, plots = self.view.controls, self.view.plots
         c.run_requested.connect(lambda: self.run(auto=False))
@@ -97,8 +101,19 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def is_ready(self) -> bool:
         return self.model.ready
 
+    def _on_run_finished(self) -> None:
+        self.faith.run_finished()                    # measures the maps still unmeasured
+        self._set_ready()
+
+    def _on_faith_settled(self) -> None:
+        if self._ready_waits:
+            self._set_ready()
+
     def _set_ready(self) -> None:
         self.view.controls.set_running(False)
+        self._ready_waits = self.faith.pending()     # every drawn map's caption first
+        if self._ready_waits:
+            return
         if not self.model.ready:
             self.model.ready = True
             self.ready.emit()
@@ -213,6 +228,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def _on_pca(self, req: RunRequest, projections: List[Projection]) -> None:
         """The current run's PCA: set the plots up, draw it, go on to UMAP or stop there."""
         m, v, tokens = self.model, self.view, req.tokens
+        self.faith.run_started(req.with_umap)
         v.plots.set_layers([lay.name for lay in m.layers])
         typed = (typed_points(tokens, m.sentence_info)
                  if v.controls.source_key() == "reference" else [])
@@ -238,6 +254,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def cancel(self) -> None:
         """Stop the running projection; what is drawn stays."""
         self.runner.stop()
+        self.faith.cancel()
         self.view.message("Cancelled; the plots keep what was drawn.")
         self._set_ready()
 
@@ -245,10 +262,11 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def _draw(self, k: int, p: Projection) -> None:
         self.model.shown[k] = p
         tokens = self.model.tokens
-        self.view.draw(k, p, tokens.words if tokens is not None else ())
+        self.faith.drawn(k, p, self.view.draw(k, p, tokens.words if tokens is not None else ()))
 
     def _clear(self, message: str) -> None:
         self.runner.stop()                           # a running job's result would redraw
+        self.faith.stop()
         self.model.clear()
         self.view.clear(message)
 
@@ -260,6 +278,10 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def apply_colours(self, *_args) -> None:
         if self.model.tokens is None:
             return
+        if self.faith.active():                      # each plot its own colours
+            self.model.legend_codes = None
+            self.faith.colour_all()
+            return
         codes, legend = self.colour_categories()
         self.model.legend_codes = codes
         self.view.set_colours(codes, legend)
@@ -270,8 +292,10 @@ class ProjectionPanel(PanelDefaults, QWidget):
         return self.view.show_search(self.model.tokens, text)
 
     def on_hover(self, k: int, i: int) -> None:
-        if k >= 0:
+        if k >= 0 and k != self.model.current_plot:
             self.model.current_plot = k
+            if self.faith.active():                  # the legend counts this plot
+                self.faith.colour(k)
         if i >= 0 and self.model.tokens is not None:
             self.view.info.setText(describe(self.model.tokens, self.model.layers, i, k))
 

@@ -18,7 +18,8 @@ from elmo_explorer.views.projection.model import (STATE_VERSION, as_float, as_in
 SOURCES = (("reference", "Word in reference corpus"), ("loaded", "Loaded sentences"),
            ("words", "Word list"), ("dataset", "Labelled data set"))
 COLOUR_BY = (("group", "Group"), ("sense", "Sense"), ("label", "Part of speech / label"),
-             ("sentence", "Sentence"), ("word", "Word"))
+             ("sentence", "Sentence"), ("word", "Word"),
+             ("kept", "Neighbourhood preserved"))     # per map: its kNN kept (issue 42)
 DEFAULT_MAX_POINTS = 20_000
 
 

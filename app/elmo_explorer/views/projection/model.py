@@ -13,7 +13,8 @@ from typing import Any, Dict, List, Optional
 
 import numpy as np
 
-from elmo_engine.analysis.projection import LayerSpec, Projection, TokenSet, UmapParams
+from elmo_engine.analysis.projection import (Faithfulness, LayerSpec, Projection, TokenSet,
+                                             UmapParams)
 
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
 STATE_VERSION = 1
@@ -56,10 +57,12 @@ class ProjectionModel:
     job_label: str = ""
     compiled_here: bool = False
     umap_errors: List[str] = field(default_factory=list)
+    #: plot index → how faithful its drawn map is (None: nothing to measure; absent: measuring)
+    faith: Dict[int, Optional[Faithfulness]] = field(default_factory=dict)
 
     def clear(self) -> None:
         """Nothing drawn."""
-        self.tokens, self.acts, self.shown = None, None, {}
+        self.tokens, self.acts, self.shown, self.faith = None, None, {}, {}
 
     def drawn(self) -> List[Projection]:
         """The projections drawn, in plot order."""

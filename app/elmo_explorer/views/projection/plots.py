@@ -208,6 +208,7 @@ class ProjectionPlots(pg.GraphicsLayoutWidget):
         self._brushes: List[QBrush] = []
         self._palette = [pg.mkBrush(QColor(c)) for c in PALETTE] + [pg.mkBrush(OTHER_COLOUR)]
         self._codes: Optional[np.ndarray] = None
+        self._named_brushes: Dict[str, QBrush] = {}        # '#rrggbb' → its shared brush
         self.scene().sigMouseMoved.connect(self._on_mouse_moved)
 
     # ---- layout -------------------------------------------------------------------------------
@@ -254,6 +255,16 @@ class ProjectionPlots(pg.GraphicsLayoutWidget):
         for lp in self.plots:
             if lp.coords is not None:
                 lp.set_brushes(self._point_brushes(len(lp.coords)))
+
+    def set_plot_colours(self, k: int, colours: Sequence[str]) -> None:
+        """Colour plot ``k``'s points one by one (``colours``: '#rrggbb' per point): a colouring
+        that differs between the plots, as the neighbourhood each map keeps (issue 42)."""
+        lp = self.plots[k]
+        if lp.coords is None or len(colours) != len(lp.coords):
+            return
+        cache = self._named_brushes
+        lp.set_brushes([cache.get(c) or cache.setdefault(c, pg.mkBrush(QColor(c)))
+                        for c in colours])
 
     def _point_brushes(self, n: int) -> List[QBrush]:
         if self._codes is None or len(self._codes) != n:

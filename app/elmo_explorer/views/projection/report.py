@@ -11,6 +11,7 @@ import numpy as np
 
 from elmo_engine.analysis.projection import Projection
 from elmo_explorer.views.projection.controls import COLOUR_BY
+from elmo_explorer.views.projection.faithful import KEPT, kept_colours
 from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.plots import OTHER_COLOUR, PALETTE
 
@@ -25,7 +26,9 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
     of ``colour_by``), one legend outside, words beside the points when there are few (the
     engine's figure path). ``typed``: the points of the user's own sentences among reference
     points, drawn above them and named in the legend; a map whose tokens fall on a few points
-    (layer 0 of one word) is a note."""
+    (layer 0 of one word) is a note. Each panel's title carries how faithful its map is
+    (``m.faith``: T, C, kNN kept, k and n); coloured by "Neighbourhood preserved", each panel
+    has its own colours and the legend counts the first panel's points."""
     from elmo_engine.analysis.projection import collapsed_note
     from elmo_engine.io.figures.projection import projection_grid
 
@@ -38,6 +41,7 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
     idx = np.asarray(list(typed), dtype=np.int64)
     mine[idx[(idx >= 0) & (idx < len(tokens))]] = True
     panels = []
+    kept_legend = None
     for k in plots:
         p: Projection = shown[k]
         if p.method == "pca":
@@ -45,10 +49,17 @@ def grid_figure(m: ProjectionModel, colours: Colours, colour_by: str,
             how = f"PCA ({100 * ex[0]:.0f} % + {100 * ex[1]:.0f} % of variance)"
         else:
             how = "UMAP"
-        panels.append({"title": f"{p.layer.name}: {how}", "xy": p.coords,
-                       "colors": point_colours, "labels": list(tokens.words),
+        f = m.faith.get(k)
+        panel_colours = point_colours
+        if colour_by == KEPT:
+            panel_colours, legend_k = kept_colours(f, len(tokens), p.layer.name)
+            kept_legend = kept_legend or legend_k
+        title = "\n".join([f"{p.layer.name}: {how}", *(f.caption_lines() if f else ())])
+        panels.append({"title": title, "xy": p.coords,
+                       "colors": panel_colours, "labels": list(tokens.words),
                        "highlight": mine if mine.any() else None,
                        "note": collapsed_note(p, tokens.words)})
+    legend = kept_legend if kept_legend is not None else legend
     return projection_grid(panels, [(f"{name[:LEGEND_LABEL_CHARS]} ({n})", colour)
                                     for name, colour, n in legend],
                            f"{len(tokens):,} tokens ({tokens.source or 'tokens'}), "

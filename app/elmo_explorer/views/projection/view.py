@@ -5,7 +5,7 @@ controller, :class:`~elmo_explorer.views.projection.controller.ProjectionPanel`,
 """
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 from PySide6.QtCore import Qt
@@ -45,6 +45,7 @@ class ProjectionView(QWidget):
         self.controls = ProjectionControls(self)
         self.plots = ProjectionPlots(self)
         self.legend = LegendList(self)
+        self.titles: Dict[int, str] = {}              # plot → its first title line
         self.info = QLabel("Hover a point to see its token in context; Shift+drag to select.")
         self.info.setWordWrap(True)
         self.info.setTextFormat(Qt.TextFormat.PlainText)
@@ -68,11 +69,19 @@ class ProjectionView(QWidget):
     def message(self, text: str) -> None:
         self.controls.status.setText(text)
 
-    def draw(self, k: int, p: Projection, words: Sequence[str] = ()) -> None:
+    def draw(self, k: int, p: Projection, words: Sequence[str] = ()) -> bool:
         """Plot ``k`` shows ``p``: its map, or the note that replaces a map of a few points
-        (``words``: the tokens' spellings, named in the note)."""
+        (``words``: the tokens' spellings, named in the note); whether it is a note."""
         note = collapsed_note(p, words)
-        self.plots.set_coords(k, p.coords, plot_title(p, note is not None), note)
+        self.titles[k] = plot_title(p, note is not None)
+        self.plots.set_coords(k, p.coords, self.titles[k], note)
+        return note is not None
+
+    def set_caption(self, k: int, caption: str) -> None:
+        """Plot ``k``'s second title line: how faithful its map is (issue 42)."""
+        if k < len(self.plots.plots):
+            title = self.titles.get(k, "")
+            self.plots.plots[k].set_title(f"{title}\n{caption}" if caption else title)
 
     def set_colours(self, codes: np.ndarray, legend: Sequence) -> None:
         self.plots.set_codes(codes)
