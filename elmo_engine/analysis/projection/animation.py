@@ -33,6 +33,8 @@ class AnimationSpec:
     width, height : frame size in pixels
     trails : indices of the tokens whose trails and words are drawn
     codes : ``(N,)`` colour code per token (−1: grey), or None (one colour)
+    palette : the colours of codes 0, 1, … ('#rrggbb'; codes beyond it are grey), or None:
+        matplotlib's tab20
     point_size : marker area in points²
     """
 
@@ -42,6 +44,7 @@ class AnimationSpec:
     height: int = 600
     trails: Sequence[int] = ()
     codes: Optional[np.ndarray] = None
+    palette: Optional[Sequence[str]] = None
     point_size: float = 6.0
 
     def __post_init__(self) -> None:
@@ -82,7 +85,7 @@ def render_frames(layouts: AlignedLayouts, words: Sequence[str], spec: Animation
     trails = [int(i) for i in spec.trails if 0 <= int(i) < n]
     if spec.codes is not None and len(spec.codes) != n:
         raise InputError(f"{len(spec.codes)} colour codes for {n} points")
-    colours = _colours(spec.codes, n)                                      # (N, 4)
+    colours = _colours(spec.codes, n, spec.palette)                        # (N, 4)
     xlim, ylim = _limits(coords)
     dpi = 100
     fig = Figure(figsize=(spec.width / dpi, spec.height / dpi), dpi=dpi)
@@ -123,18 +126,21 @@ def _title(layouts: AlignedLayouts, t: float) -> str:
     return f"{where} · {how}"
 
 
-def _colours(codes: Optional[np.ndarray], n: int) -> np.ndarray:
-    """``(N, 4)`` RGBA: matplotlib's tab20 by code, grey for −1 or no codes."""
+def _colours(codes: Optional[np.ndarray], n: int, palette: Optional[Sequence[str]] = None
+             ) -> np.ndarray:
+    """``(N, 4)`` RGBA: ``palette`` (default matplotlib's tab20) by code, grey for −1 or a code
+    beyond the palette; one blue without codes."""
     from matplotlib import colormaps
+    from matplotlib.colors import ListedColormap
 
     out = np.tile(np.array([0.45, 0.45, 0.5, 0.7]), (n, 1))
     if codes is None:
         out[:] = (0.12, 0.47, 0.71, 0.7)
         return out
     codes = np.asarray(codes, np.int64)
-    cmap = colormaps["tab20"]
-    ok = codes >= 0
-    out[ok] = cmap(codes[ok] % 20)                       # a ListedColormap: by index
+    cmap = colormaps["tab20"] if palette is None else ListedColormap(list(palette))
+    ok = (codes >= 0) & (codes < cmap.N)
+    out[ok] = cmap(codes[ok])                            # a ListedColormap: by index
     out[ok, 3] = 0.8
     return out
 
