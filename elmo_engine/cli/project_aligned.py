@@ -174,12 +174,20 @@ def _animate(args, tokens, lay, state) -> List[str]:
         if not len(hits):
             raise common.absent_word(w, [tokens.words], "the projected tokens")
         trails += hits.tolist()
+    trails = trails[:12]
+    labels = _colour_labels(args, tokens, trails)
     codes: Optional[np.ndarray] = None
-    if tokens.labels is not None:
-        names = sorted({x for x in tokens.labels if x is not None})
+    names: List[str] = []
+    if labels is not None:
+        names = sorted({x for x in labels if x is not None})
         index = {n: k for k, n in enumerate(names)}
-        codes = np.array([index.get(x, -1) if x is not None else -1 for x in tokens.labels])
-    spec = AnimationSpec(steps=args.steps, fps=args.fps, trails=tuple(trails[:12]), codes=codes)
+        codes = np.array([index.get(x, -1) if x is not None else -1 for x in labels])
+    shown = [labels[i] if labels is not None and labels[i] else tokens.words[i] for i in trails]
+    n = len(tokens)
+    spec = AnimationSpec(steps=args.steps, fps=args.fps, trails=tuple(trails),
+                         trail_labels=tuple(shown), codes=codes,
+                         legend=tuple(names) if len(names) <= 10 else (),
+                         point_size=40.0 if n <= 200 else 12.0 if n <= 2000 else 4.0)
     frames = render_frames(lay, tokens.words, spec, state)
     out = []
     if args.animation is not None:
@@ -191,6 +199,24 @@ def _animate(args, tokens, lay, state) -> List[str]:
         paths = write_frames(args.frames, frames)
         out.append(f"{args.frames}/ ({len(paths)} frames)")
     return out
+
+
+def _colour_labels(args, tokens, trails: List[int]) -> Optional[List[Optional[str]]]:
+    """What colours the animation's points. A grouped sentence file (``group<TAB>sentence``):
+    the group of each token's sentence, for the tokens of the ``--trails`` words (every token
+    with ``--words`` and no ``--trails``), the others grey. A labelled data set: its labels.
+    Else None (one colour)."""
+    if not args.labelled:
+        text = common.read_text(args.input, args.pretokenized)
+        if text.grouped and (trails or args.words):
+            group = {tuple(s): g for s, g in zip(text.tokens, text.groups or [])}
+            words = ({tokens.words[i].casefold() for i in trails} if trails else
+                     {w.casefold() for w in tokens.words})
+            return [group.get(tokens.sentences[int(tokens.sentence[i])])
+                    if w.casefold() in words else None for i, w in enumerate(tokens.words)]
+    if tokens.labels is not None and not (args.words and not args.labelled):
+        return list(tokens.labels)
+    return None
 
 
 def _summary(tokens, lay, changes, written: List[str]) -> Dict[str, Any]:

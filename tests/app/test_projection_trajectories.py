@@ -68,6 +68,8 @@ def test_trajectories_tab_compute_slide_trail_and_export(qtbot, panel, tmp_path)
     tr.view.slider.setValue(TICKS_PER_LAYER // 2)
     expected = 0.5 * (m.layouts.coords[0] + m.layouts.coords[1])
     np.testing.assert_allclose(tr.view.map.coords, expected, atol=1e-5)
+    x, y = tr.view.map.points.getData()              # the item moved, not only our copy
+    np.testing.assert_allclose(np.c_[x, y], expected, atol=1e-5)
     assert "→" in tr.view.where.text()
     # trails: a word's tokens, and a row of the list adds its token
     assert tr.trail_word("bank") == 4

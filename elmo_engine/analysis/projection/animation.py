@@ -32,9 +32,11 @@ class AnimationSpec:
     fps : frames per second of the GIF/MP4
     width, height : frame size in pixels
     trails : indices of the tokens whose trails and words are drawn
+    trail_labels : the text beside each trailed token (default its word)
     codes : ``(N,)`` colour code per token (−1: grey), or None (one colour)
     palette : the colours of codes 0, 1, … ('#rrggbb'; codes beyond it are grey), or None:
-        matplotlib's tab20
+        matplotlib's tab10
+    legend : the names of codes 0, 1, … shown in a legend (empty: no legend)
     point_size : marker area in points²
     """
 
@@ -43,8 +45,10 @@ class AnimationSpec:
     width: int = 800
     height: int = 600
     trails: Sequence[int] = ()
+    trail_labels: Optional[Sequence[str]] = None
     codes: Optional[np.ndarray] = None
     palette: Optional[Sequence[str]] = None
+    legend: Sequence[str] = ()
     point_size: float = 6.0
 
     def __post_init__(self) -> None:
@@ -52,6 +56,9 @@ class AnimationSpec:
             raise InputError(f"steps must be in 1..200, got {self.steps}")
         if not 0.5 <= self.fps <= 60:
             raise InputError(f"fps must be in 0.5..60, got {self.fps}")
+        if self.trail_labels is not None and len(self.trail_labels) != len(self.trails):
+            raise InputError(f"{len(self.trail_labels)} trail labels for {len(self.trails)} "
+                             "trails")
         if not (64 <= self.width <= 4096 and 64 <= self.height <= 4096):
             raise InputError(f"frame size must be 64..4096 px, got {self.width}×{self.height}")
 
@@ -68,8 +75,9 @@ def _limits(coords: np.ndarray) -> tuple:
     """Axis limits that hold every layer's points, with a 5% margin."""
     flat = coords.reshape(-1, 2)
     lo, hi = flat.min(axis=0), flat.max(axis=0)
-    pad = np.maximum((hi - lo) * 0.05, 1e-6)
-    return (lo[0] - pad[0], hi[0] + pad[0]), (lo[1] - pad[1], hi[1] + pad[1])
+    pad = np.maximum((hi - lo) * 0.06, 1e-6)
+    # room on the right for the trailed tokens' words
+    return (lo[0] - pad[0], hi[0] + 2.5 * pad[0]), (lo[1] - pad[1], hi[1] + pad[1])
 
 
 def render_frames(layouts: AlignedLayouts, words: Sequence[str], spec: AnimationSpec = AnimationSpec(),
@@ -82,7 +90,9 @@ def render_frames(layouts: AlignedLayouts, words: Sequence[str], spec: Animation
     n_layers, n = coords.shape[0], coords.shape[1]
     if len(words) != n:
         raise InputError(f"{len(words)} words for {n} points")
-    trails = [int(i) for i in spec.trails if 0 <= int(i) < n]
+    named = list(zip(spec.trails, spec.trail_labels or [words[int(i)] if 0 <= int(i) < n else ""
+                                                         for i in spec.trails]))
+    trails = [(int(i), text) for i, text in named if 0 <= int(i) < n]
     if spec.codes is not None and len(spec.codes) != n:
         raise InputError(f"{len(spec.codes)} colour codes for {n} points")
     colours = _colours(spec.codes, n, spec.palette)                        # (N, 4)
@@ -103,12 +113,19 @@ def render_frames(layouts: AlignedLayouts, words: Sequence[str], spec: Animation
         ax.set_yticks([])
         pos = interpolate(coords, float(t))                                # (N, 2)
         ax.scatter(pos[:, 0], pos[:, 1], s=spec.point_size, c=colours, linewidths=0)
-        for i in trails:
+        for i, text in trails:
             ax.plot(coords[:, i, 0], coords[:, i, 1], "-", color="0.25", lw=0.8, alpha=0.6)
             ax.plot(coords[:, i, 0], coords[:, i, 1], "o", color="0.25", ms=2.5, alpha=0.6)
-            ax.plot([pos[i, 0]], [pos[i, 1]], "o", mfc="none", mec="black", ms=8, mew=1.2)
-            ax.annotate(words[i], (float(pos[i, 0]), float(pos[i, 1])), xytext=(5, 4),
+            ax.plot([pos[i, 0]], [pos[i, 1]], "o", mfc=colours[i], mec="black", ms=7, mew=1.0)
+            ax.annotate(text, (float(pos[i, 0]), float(pos[i, 1])), xytext=(5, 4),
                         textcoords="offset points", fontsize=9)
+        if spec.legend:
+            from matplotlib.lines import Line2D
+
+            pal = _colours(np.arange(len(spec.legend)), len(spec.legend), spec.palette)
+            ax.legend(handles=[Line2D([], [], ls="", marker="o", mfc=c, mec=c, label=name)
+                               for name, c in zip(spec.legend, pal)],
+                      loc="lower left", fontsize=8, framealpha=0.8)
         fig.suptitle(_title(layouts, float(t)), fontsize=11, y=0.97)
         canvas.draw()
         rgba = np.asarray(canvas.buffer_rgba())                            # (H, W, 4)
@@ -128,7 +145,7 @@ def _title(layouts: AlignedLayouts, t: float) -> str:
 
 def _colours(codes: Optional[np.ndarray], n: int, palette: Optional[Sequence[str]] = None
              ) -> np.ndarray:
-    """``(N, 4)`` RGBA: ``palette`` (default matplotlib's tab20) by code, grey for −1 or a code
+    """``(N, 4)`` RGBA: ``palette`` (default matplotlib's tab10) by code, grey for −1 or a code
     beyond the palette; one blue without codes."""
     from matplotlib import colormaps
     from matplotlib.colors import ListedColormap
@@ -138,7 +155,7 @@ def _colours(codes: Optional[np.ndarray], n: int, palette: Optional[Sequence[str
         out[:] = (0.12, 0.47, 0.71, 0.7)
         return out
     codes = np.asarray(codes, np.int64)
-    cmap = colormaps["tab20"] if palette is None else ListedColormap(list(palette))
+    cmap = colormaps["tab10"] if palette is None else ListedColormap(list(palette))
     ok = (codes >= 0) & (codes < cmap.N)
     out[ok] = cmap(codes[ok])                            # a ListedColormap: by index
     out[ok, 3] = 0.8

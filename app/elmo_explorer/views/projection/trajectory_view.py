@@ -55,6 +55,7 @@ class TrajectoryMap(pg.PlotWidget):
         self.labels: List[pg.TextItem] = []
         self.coords: Optional[np.ndarray] = None                 # (N, 2) drawn now
         self.brushes: Sequence[QBrush] = ()
+        self._styled = -1                                        # points styled by setData
         self._palette = [pg.mkBrush(c) for c in PALETTE] + [pg.mkBrush(OTHER_COLOUR)]
         self.scene().sigMouseClicked.connect(self._clicked)
         self.scene().sigMouseMoved.connect(self._moved)
@@ -66,11 +67,27 @@ class TrajectoryMap(pg.PlotWidget):
         else:
             c = np.minimum(np.asarray(codes, np.int64), len(PALETTE))
             self.brushes = [self._palette[k] for k in c.tolist()]
+        self._styled = -1
 
     def set_points(self, coords: np.ndarray) -> None:
-        """Move the points to ``coords (N, 2)`` (the brushes are kept)."""
+        """Move the points to ``coords (N, 2)``.
+
+        The first call (or one after new colours) sets every point's brush with ``setData``;
+        later calls only write the positions into the item's point table and invalidate its
+        bounds and picture, as ``setData`` does, without recomputing the unchanged styles (what
+        keeps the slider smooth at 20,000 points)."""
         self.coords = coords = np.asarray(coords, np.float64)
-        self.points.setData(x=coords[:, 0], y=coords[:, 1], brush=self.brushes)
+        item = self.points
+        if self._styled != len(coords) or len(item.data) != len(coords):
+            item.setData(x=coords[:, 0], y=coords[:, 1], brush=self.brushes)
+            self._styled = len(coords)
+            return
+        item.data["x"] = coords[:, 0]
+        item.data["y"] = coords[:, 1]
+        item.prepareGeometryChange()
+        item.informViewBoundsChanged()
+        item.bounds = [None, None]
+        item.invalidate()
 
     def set_trails(self, paths: Sequence[np.ndarray], heads: np.ndarray,
                    words: Sequence[str]) -> None:
