@@ -40,8 +40,9 @@ def add_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--knn", type=int, default=10,
                    help="k of the k-nearest-neighbour change between two layers (default 10)")
     g.add_argument("--knn-layers", metavar="A,B",
-                   help="the two layers compared (default: the first and last of "
-                        "--aligned-layers)")
+                   help="the two layers compared (default: the second and the last of "
+                        "--aligned-layers — layer 0 gives all occurrences of a word one vector, "
+                        "so its neighbour sets are ties; the first and last when there are two)")
     g.add_argument("--knn-top", type=int, default=20,
                    help="how many of the most changed tokens to list (default 20)")
     g.add_argument("--animation", type=Path, metavar="FILE",
@@ -93,7 +94,8 @@ def run(args, tokens, acts, n_layers: int, checksum: str, params, state) -> Dict
             raise InputError(f"--reference {args.reference} is not one of --aligned-layers "
                              f"({', '.join(keys)})")
         reference = layers.index(ref)
-    pair = (layers[0], layers[-1])
+    # the first contextual layer and the last (layer 0's neighbour sets are ties among repeats)
+    pair = (layers[1 if len(layers) > 2 else 0], layers[-1])
     if args.knn_layers is not None:
         two = parse_layers(args.knn_layers, n_layers)
         if len(two) != 2:
@@ -229,6 +231,7 @@ def _summary(tokens, lay, changes, written: List[str]) -> Dict[str, Any]:
         "procrustes_residuals": (None if lay.reference is None else
                                  {x.key: r for x, r in zip(lay.layers, lay.residuals)}),
         "seconds": round(lay.seconds, 3),
+        "pca_instead_of_umap": list(lay.pca_instead),
         "knn_change": {
             "k": changes.k, "from": changes.a, "to": changes.b,
             "mean_jaccard": changes.mean,

@@ -74,8 +74,10 @@ def test_trajectories_tab_compute_slide_trail_and_export(qtbot, panel, tmp_path)
     # trails: a word's tokens, and a row of the list adds its token
     assert tr.trail_word("bank") == 4
     assert len(m.trails) == 4 and len(tr.view.map.labels) == 4
+    first = m.changes.top[0].index
     tr.view.changes.cellClicked.emit(0, 1)
-    assert len(m.trails) == 5
+    assert first in m.trails and len(m.trails) == len({*m.trails})
+    assert (m.changes.a, m.changes.b) == ("layer 1", "layer 2")   # the default pair
     # playing moves the slider to the end and stops
     tr.set_ticks(2 * TICKS_PER_LAYER - 6)
     tr.view.play.setChecked(True)

@@ -141,6 +141,8 @@ class AlignedLayouts:
     residuals : for Procrustes, per layer, the root-mean-square distance left between the moved
         layer and the reference, as a fraction of the reference's spread (0 for the reference)
     seconds : time spent
+    pca_instead : Procrustes with UMAP maps: the layers with too few distinct vectors for UMAP
+        (layer 0 of one word), drawn with PCA instead, as the Maps tab does
     """
 
     layers: Tuple[AlignedLayer, ...]
@@ -150,6 +152,7 @@ class AlignedLayouts:
     reference: Optional[int]
     residuals: Tuple[float, ...]
     seconds: float
+    pca_instead: Tuple[str, ...] = ()
 
 
 # ---- Procrustes ------------------------------------------------------------------------------
@@ -241,45 +244,52 @@ def align_layers(activations: Sequence[np.ndarray], tokens: TokenSet,
         ref = reference % len(layers) if -len(layers) <= reference < len(layers) else None
         if ref is None:
             raise InputError(f"reference layer {reference} is not one of the {len(layers)}")
-        maps = _layer_maps(activations, tokens, layers, base, params, projector or Projector(),
-                           checksum, state)
+        maps, fallback = _layer_maps(activations, tokens, layers, base, params,
+                                     projector or Projector(), checksum, state)
         coords, res = procrustes_layouts(maps, ref)
         out_base, out_ref = base, ref
     else:
         coords = _aligned_umap(activations, tokens, layers, params, regularisation, state)
-        res, out_base, out_ref = tuple(0.0 for _ in layers), "umap", None
+        res, out_base, out_ref, fallback = tuple(0.0 for _ in layers), "umap", None, []
     coords.setflags(write=False)
     report(state, 1, 1, "aligned layouts done")
     return AlignedLayouts(layers, coords, method, out_base, out_ref, res,
-                          time.perf_counter() - t0)
+                          time.perf_counter() - t0, tuple(fallback))
 
 
 def _layer_maps(activations, tokens: TokenSet, layers: Tuple[AlignedLayer, ...], base: str,
                 params: UmapParams, projector: Projector, checksum: str,
-                state: Optional[TaskState]) -> List[np.ndarray]:
+                state: Optional[TaskState]) -> Tuple[List[np.ndarray], List[str]]:
     """Each layer's own 2-D map: the projector's (cached) map for a whole layer, PCA/UMAP of the
-    half's features for a half."""
+    half's features for a half; a layer with too few distinct vectors for UMAP gets its PCA map
+    (the second value names those layers)."""
     from elmo_engine.analysis.projection import umapfit
 
-    maps = []
+    maps, fallback = [], []
     for k, layer in enumerate(layers):
         report(state, k, len(layers), f"{base.upper()} of {layer.name} ({len(tokens):,} tokens)")
         check(state)
         if layer.half is Half.BOTH:
             spec = LayerSpec.single(layer.index)
-            if base == "pca":
+            p = None
+            if base == "umap":
+                try:
+                    p = projector.umap(activations, tokens, spec, params, checksum, state)
+                except InputError:                    # too few distinct vectors
+                    fallback.append(layer.name)
+            if p is None:
                 p = projector.pca(activations, tokens, spec, checksum, params.pca_dims)
-            else:
-                p = projector.umap(activations, tokens, spec, params, checksum, state)
             maps.append(np.asarray(p.coords, np.float64))
             continue
         red = pca(aligned_features(activations, tokens, layer), params.pca_dims).coords
-        if base == "pca":
-            two = red[:, :2] if red.shape[1] >= 2 else np.hstack([red, np.zeros_like(red)])
-            maps.append(np.asarray(two, np.float64))
-        else:
-            maps.append(np.asarray(umapfit.umap_2d(red, params, state), np.float64))
-    return maps
+        two = red[:, :2] if red.shape[1] >= 2 else np.hstack([red, np.zeros_like(red)])
+        if base == "umap":
+            try:
+                two = umapfit.umap_2d(red, params, state)
+            except InputError:
+                fallback.append(layer.name)
+        maps.append(np.asarray(two, np.float64))
+    return maps, fallback
 
 
 def _aligned_umap(activations, tokens: TokenSet, layers: Tuple[AlignedLayer, ...],

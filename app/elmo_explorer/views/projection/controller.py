@@ -67,6 +67,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.tabs)
         self.runner = ProjectionRunner(self.jobs, self.model, self)
+        self.trajectories.projector = self.runner.projector
         self.exports = ProjectionExports(self, self.jobs, self.model, self.view,
                                          self.grid_figure)
         r = self.runner

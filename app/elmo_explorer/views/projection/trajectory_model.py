@@ -20,7 +20,7 @@ from elmo_engine.analysis.projection.knn_change import KnnChanges
 #: slider ticks from one layer to the next
 TICKS_PER_LAYER = 100
 #: at most this many tokens get a trail (a line each)
-MAX_TRAILS = 40
+MAX_TRAILS = 12
 
 
 @dataclass(frozen=True)
@@ -138,5 +138,8 @@ class TrajectoryModel:
         ref = lay.layers[lay.reference or 0].name
         res = ", ".join(f"{x.name} {r:.2f}" for x, r in zip(lay.layers, lay.residuals)
                         if r > 0)
+        pca = (f" PCA for {', '.join(lay.pca_instead)} (too few distinct vectors for UMAP)."
+               if lay.pca_instead else "")
         return (f"{lay.base.upper()} per layer, moved onto {ref} by rotation/reflection, scale "
-                f"and shift: each map keeps its own shape. Residual spread: {res or 'none'}.")
+                f"and shift: each map keeps its own shape. Residual spread: {res or 'none'}."
+                + pca)

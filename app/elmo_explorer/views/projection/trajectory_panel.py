@@ -19,6 +19,7 @@ from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.analysis.projection.aligned import AlignMethod, align_layers, aligned_features
+from elmo_engine.analysis.projection import Projector
 from elmo_engine.analysis.projection.knn_change import knn_changes
 from elmo_engine.errors import ElmoError
 from elmo_explorer.state.worker import JobGroup, JobHandle, Lane
@@ -50,6 +51,8 @@ class TrajectoryPanel(QWidget):
         super().__init__(parent)
         self.maps, self.jobs, self.n_layers = maps, jobs, n_layers   # n_layers(): the model's
         self.model = TrajectoryModel()
+        #: the maps' projector: Procrustes of the per-layer maps reuses the maps drawn there
+        self.projector: Optional[Projector] = None
         self.view = v = TrajectoryView(self)
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
@@ -115,13 +118,13 @@ class TrajectoryPanel(QWidget):
         except ElmoError as e:
             self.view.note.setText(str(e))
             return None
-        params = self.maps.params
+        params, projector = self.maps.params, self.projector
         self.set_playing(False)
 
         def job(state):
             lay = align_layers(req.acts, req.tokens, req.layers, req.choice.method, params,
                                base=req.choice.base, reference=req.reference,
-                               checksum=req.checksum, state=state)
+                               projector=projector, checksum=req.checksum, state=state)
             a, b = (req.layers[i] for i in req.knn_pair)
             ch = knn_changes(aligned_features(req.acts, req.tokens, a),
                              aligned_features(req.acts, req.tokens, b), req.tokens, req.k,

@@ -174,18 +174,22 @@ class TrajectoryView(QWidget):
         self.play.setCheckable(True)
         self.slider = QSlider(Qt.Orientation.Horizontal)
         self.where = QLabel("")
-        self.where.setMinimumWidth(self.where.fontMetrics().horizontalAdvance(
-            "layer 2 backward → layer 1 backward (100%)"))
         self.export_gif = QPushButton("Export GIF…")
         self.export_frames = QPushButton("Export frames…")
+        self.slider.setMinimumWidth(160)
         bar = QHBoxLayout()
-        for w in (self.play, self.slider, self.where, self.export_gif, self.export_frames):
-            bar.addWidget(w, 1 if w is self.slider else 0)
+        bar.addWidget(self.play)
+        bar.addWidget(self.slider, 1)
+        bar2 = QHBoxLayout()
+        bar2.addWidget(self.where, 1)
+        bar2.addWidget(self.export_gif)
+        bar2.addWidget(self.export_frames)
         left = QWidget()
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
         lv.addWidget(self.map, 1)
         lv.addLayout(bar)
+        lv.addLayout(bar2)
 
         self.trail_word = QLineEdit()
         self.trail_word.setPlaceholderText("trail a word's tokens, e.g. bank")
@@ -244,7 +248,10 @@ class TrajectoryView(QWidget):
 
     def set_layer_names(self, names: Sequence[str]) -> None:
         """The layers of the chosen sequence: the reference and the pair boxes."""
-        for box, default in ((self.reference, len(names) - 1), (self.pair_a, 0),
+        # the pair: the first contextual layer and the last (layer 0 gives every occurrence of a
+        # word one vector, so its neighbour sets are ties among a word's repeats)
+        first = 1 if len(names) > 2 else 0
+        for box, default in ((self.reference, len(names) - 1), (self.pair_a, first),
                              (self.pair_b, len(names) - 1)):
             box.blockSignals(True)
             box.clear()
