@@ -184,7 +184,8 @@ def _animate(args, tokens, lay, state) -> List[str]:
         names = sorted({x for x in labels if x is not None})
         index = {n: k for k, n in enumerate(names)}
         codes = np.array([index.get(x, -1) if x is not None else -1 for x in labels])
-    shown = [labels[i] if labels is not None and labels[i] else tokens.words[i] for i in trails]
+    shown = [str(labels[i]) if labels is not None and labels[i] else tokens.words[i]
+             for i in trails]
     n = len(tokens)
     spec = AnimationSpec(steps=args.steps, fps=args.fps, trails=tuple(trails),
                          trail_labels=tuple(shown), codes=codes,

@@ -6,7 +6,10 @@
 * :mod:`.umapfit` — UMAP with precomputed neighbours, epoch progress and cancel, and
   :func:`warm_up` (compile umap's kernels once per process, off the GUI thread);
 * :mod:`.projector` — :class:`Projector`, the per-layer cache;
-* :mod:`.export` — coordinates CSV and the TensorBoard projector pair.
+* :mod:`.export` — coordinates CSV and the TensorBoard projector pair;
+* :mod:`.aligned`, :mod:`.knn_change`, :mod:`.animation` (with :mod:`.epoch_hook`) — the layers
+  in one frame (AlignedUMAP or Procrustes), the tokens whose neighbours change most, the
+  animation (issue 42).
 """
 from elmo_engine.analysis.projection.compute import (FEW_PLACES, MIN_UMAP_POINTS, LayerSpec,
                                                      PcaResult, Projection, UmapParams,

@@ -33,16 +33,16 @@ from __future__ import annotations
 
 import enum
 import re
-import threading
 import time
 import warnings
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from elmo_engine.errors import CancelledError, InputError
+from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
+from elmo_engine.analysis.projection.epoch_hook import epoch_hook
 from elmo_engine.analysis.projection.compute import (MIN_UMAP_POINTS, LayerSpec, UmapParams,
                                                      layer_features, pca)
 from elmo_engine.analysis.projection.projector import Projector
@@ -318,7 +318,7 @@ def _aligned_umap(activations, tokens: TokenSet, layers: Tuple[AlignedLayer, ...
             n_epochs=params.n_epochs or 200, random_state=params.random_state,
             alignment_regularisation=regularisation, alignment_window_size=len(layers))
         identity = {i: i for i in range(n)}
-        with _epoch_hook(state, f"AlignedUMAP of {len(layers)} layers"):
+        with epoch_hook(state, f"AlignedUMAP of {len(layers)} layers"):
             emb = model.fit_transform(xs, relations=[identity] * (len(xs) - 1))
     out = np.stack([np.asarray(e, np.float64) for e in emb])             # (L, N, 2)
     return _fill_nan(out).astype(np.float32)
@@ -339,63 +339,6 @@ def _fill_nan(coords: np.ndarray) -> np.ndarray:
         good = np.isfinite(out[k]).all(axis=1)
         out[k][bad] = out[k][good].mean(axis=0) if good.any() else 0.0
     return out
-
-
-# ---- progress and cancel inside umap's epoch loops ------------------------------------------
-_hook_lock = threading.Lock()
-_hooked: Dict[int, Tuple[TaskState, str]] = {}
-_original_tqdm: List[Callable] = []
-
-
-def _epoch_hook(state: Optional[TaskState], label: str):
-    """Within the block, umap's epoch loops (``umap.layouts.tqdm``) on this thread report each
-    epoch to ``state`` and stop at a cancel; other threads' fits are untouched. AlignedUMAP takes
-    no progress bar of its own, so the module's ``tqdm`` is wrapped once per process (it passes
-    through to tqdm for any thread not in a block)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def block():
-        if state is None:
-            yield
-            return
-        _install_hook()
-        me = threading.get_ident()
-        with _hook_lock:
-            _hooked[me] = (state, label)
-        try:
-            yield
-        finally:
-            with _hook_lock:
-                _hooked.pop(me, None)
-    return block()
-
-
-def _install_hook() -> None:
-    import umap.layouts as layouts
-
-    with _hook_lock:
-        if _original_tqdm:
-            return
-        _original_tqdm.append(layouts.tqdm)
-
-        def tqdm(iterable=None, *args, **kwargs):
-            with _hook_lock:
-                hit = _hooked.get(threading.get_ident())
-            if hit is None:
-                return _original_tqdm[0](iterable, *args, **kwargs)
-            return _reporting(iterable, *hit)
-        layouts.tqdm = tqdm
-
-
-def _reporting(iterable, state: TaskState, label: str):
-    items = list(iterable)
-    for i, item in enumerate(items):
-        if state.cancelled:
-            raise CancelledError("cancelled")
-        if i % 10 == 0:
-            state.report(i, len(items), f"{label}: epoch {i}/{len(items)}")
-        yield item
 
 
 # ---- between layers --------------------------------------------------------------------------
