@@ -97,3 +97,18 @@ def test_compute_before_maps_says_so(qtbot, ws, monkeypatch):
     qtbot.addWidget(p)
     assert p.trajectories.compute() is None
     assert "Maps tab first" in p.trajectories.view.note.text()
+
+
+def test_cancel_drops_the_result_and_a_new_compute_supersedes(qtbot, panel):
+    tr = panel.trajectories
+    handle = tr.compute()
+    assert handle is not None and not tr.view.compute.isEnabled()
+    tr.cancel()
+    assert tr.view.compute.isEnabled() and "Cancelled" in tr.view.status.text()
+    qtbot.waitUntil(lambda: panel.jobs.is_idle(), timeout=60000)
+    assert tr.model.layouts is None                    # the cancelled job's result never drawn
+    first = tr.compute()
+    with qtbot.waitSignal(tr.computed, timeout=60000):
+        second = tr.compute()                          # supersedes the first
+    assert first.stale and not second.stale
+    assert tr.model.layouts is not None and tr.view.play.isEnabled()
