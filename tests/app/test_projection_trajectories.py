@@ -83,6 +83,11 @@ def test_trajectories_tab_compute_slide_trail_and_export(qtbot, panel, tmp_path)
     tr.view.play.setChecked(True)
     qtbot.waitUntil(lambda: not tr.view.play.isChecked(), timeout=5000)
     assert m.ticks == 2 * TICKS_PER_LAYER
+    # the Maps tab's colour-by recolours the trajectories
+    before = list(tr.view.map.brushes)
+    panel.view.controls.set_colour_by("sentence")
+    panel.apply_colours()
+    assert [b.color().name() for b in tr.view.map.brushes] != [b.color().name() for b in before]
     gif = tmp_path / "t.gif"
     with qtbot.waitSignal(tr.exported, timeout=60000) as sig:
         tr.export(gif=gif, frames=tmp_path / "frames", steps=3)

@@ -272,6 +272,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         codes, legend = self.colour_categories()
         self.model.legend_codes = codes
         self.view.set_colours(codes, legend)
+        self.trajectories.recolour()
 
     # ---- linked interaction: search, hover, click, box and legend selection -------------------
     def search(self, text: str) -> np.ndarray:

@@ -168,6 +168,13 @@ class TrajectoryPanel(QWidget):
         self.computed.emit()
 
     # ---- drawing and playing --------------------------------------------------------------------
+    def recolour(self) -> None:
+        """Take the Maps tab's colours (its colour-by changed)."""
+        m = self.model
+        if m.tokens is not None and m.tokens is self.maps.tokens:
+            self.view.map.set_codes(self.maps.legend_codes, len(m.tokens))
+            self.redraw()
+
     def redraw(self) -> None:
         m, v = self.model, self.view
         if m.layouts is None or m.tokens is None:
