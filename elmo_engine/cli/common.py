@@ -352,6 +352,9 @@ NUMERIC_LIMITS = {
     "max_mib": (1, 1 << 20, False), "show": (1, 10 ** 6, False), "unit": (0, 1 << 20, False),
     "threshold": (-1e6, 1e6, False),                  # units pattern: a state's value
     "probe_layer": (0, 64, False),
+    # project --aligned (issue 42)
+    "knn": (1, 1000, False), "knn_top": (1, 10 ** 6, False), "steps": (1, 200, False),
+    "fps": (0.5, 60.0, False),
 }
 #: the options above that are deliberately unbounded above (None), kept short: a count of items
 #: read from a file (bounded by the file's own limit) or of steps and minutes the user waits for

@@ -28,7 +28,8 @@ from elmo_engine.errors import InputError
 
 #: argparse ``dest`` names of options that are written, per command (everything else is read)
 OUTPUT_DESTS = {"output", "outdir", "out", "matrices", "neighbours_csv", "vectors", "json",
-                "words_csv", "csv", "tensorboard", "workspace_out", "figure", "tsv"}
+                "words_csv", "csv", "tensorboard", "workspace_out", "figure", "tsv",
+                "animation", "frames"}
 #: outputs replaced as a whole folder (a report): never a folder holding a model or a workspace
 REPLACED_FOLDER_DESTS = {"outdir"}
 

@@ -2,7 +2,8 @@
 
 Embeds sentences (a text file, one per line) or a labelled data set, projects the chosen tokens
 per layer (and the scalar mix) with PCA → UMAP, and writes the coordinates as CSV and, optionally,
-one layer's vectors as a TensorBoard projector pair.
+one layer's vectors as a TensorBoard projector pair. With ``--aligned`` it writes the layers'
+layouts in one frame instead (:mod:`elmo_engine.cli.project_aligned`).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Dict
 
-from elmo_engine.cli import common
+from elmo_engine.cli import common, project_aligned
 from elmo_engine.errors import InputError
 
 #: --faithfulness-k / --faithfulness-points: every map's trustworthiness, continuity and kNN kept
@@ -37,7 +38,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     common.add_pretokenized(p)
     common.add_checkpoint(p)
     common.add_device(p)
-    p.add_argument("--method", choices=["umap", "pca"], default="umap")
+    p.add_argument("--method", choices=["umap", "pca"], default="umap",
+                   help="the map of each layer (default umap); with --aligned procrustes, each "
+                        "layer's own map before it is moved")
     p.add_argument("--n-neighbors", type=int, default=15)
     p.add_argument("--min-dist", type=float, default=0.1)
     p.add_argument("--seed", dest="umap_seed", type=int, default=42,
@@ -61,6 +64,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--tensorboard-layer", default="mix",
                    help="layer index or 'mix' for --tensorboard (default mix)")
     common.add_json(p)
+    project_aligned.add_options(p)
     common.add_force(p)
     p.set_defaults(func=run)
     return p
@@ -82,6 +86,7 @@ def run(args) -> int:
         raise InputError("--json prints on stdout: write the coordinates to a file (-o FILE)")
     common.refuse_existing(args.force, args.out, *(() if tb is None else (
         tb / "vectors.tsv", tb / "metadata.tsv")))
+    project_aligned.refuse_outputs(args)
     tokens = _tokens(args)
     tokens = tokens.sample(args.max_points).compact()
     if len(tokens) < 2:
@@ -107,6 +112,11 @@ def run(args) -> int:
     check_held_activations(sum(len(s) for s in tokens.sentences), model.opts,
                            what="sentences holding the points", path=args.input)
     acts = Embedder(model, device=str(device)).embed(tokens.sentences, state)
+    if args.aligned is not None:
+        doc = project_aligned.run(args, tokens, acts, n, model.info.checksum, params, state)
+        if args.json:
+            project_aligned.print_summary(doc)
+        return 0
     projs = Projector().run(acts, tokens, layers, args.method, params, model.info.checksum, state,
                             pca_fallback=True)
     for p in projs:

@@ -8,7 +8,10 @@
 * :mod:`.projector` — :class:`Projector`, the per-layer cache;
 * :mod:`.faithfulness` — trustworthiness, continuity and the kNN kept of a map
   (:func:`map_faithfulness`; Venna & Kaski 2001);
-* :mod:`.export` — coordinates CSV and the TensorBoard projector pair.
+* :mod:`.export` — coordinates CSV and the TensorBoard projector pair;
+* :mod:`.aligned`, :mod:`.knn_change`, :mod:`.animation` (with :mod:`.epoch_hook`) — the layers
+  in one frame (AlignedUMAP or Procrustes), the tokens whose neighbours change most, the
+  animation (issue 42).
 """
 from elmo_engine.analysis.projection.compute import (FEW_PLACES, MIN_UMAP_POINTS, LayerSpec,
                                                      PcaResult, Projection, UmapParams,

@@ -20,7 +20,7 @@ from typing import Any, Dict, List
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
 import numpy as np
-from PySide6.QtWidgets import QVBoxLayout, QWidget
+from PySide6.QtWidgets import QTabWidget, QVBoxLayout, QWidget
 
 from elmo_engine.analysis.projection import Projection, TokenSet
 from elmo_engine.errors import ElmoError
@@ -32,6 +32,7 @@ from elmo_explorer.views.projection.faithful import MapFaithfulness
 from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.running import (MIN_UMAP_POINTS, ProjectionRunner, RunRequest,
                                                     run_layers, wants_umap)
+from elmo_explorer.views.projection.trajectory_panel import TrajectoryPanel
 from elmo_explorer.views.projection.sources import (ask_dataset_path, colour_categories,
                                                      dataset_job, request, typed_points)
 from elmo_explorer.views.projection.view import ProjectionView, describe
@@ -55,12 +56,19 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.ws = workspace
         self.model = ProjectionModel()
         self.view = ProjectionView(self)
-        lay = QVBoxLayout(self)
-        lay.setContentsMargins(0, 0, 0, 0)
-        lay.addWidget(self.view)
         self.warm = UmapWarmUp(workspace.worker, self._run_imminent, self)
         self.jobs = workspace.worker.group("projection", self.title)
+        # the maps, and the same tokens followed from layer to layer (issue 42)
+        self.trajectories = TrajectoryPanel(self.model, self.jobs, lambda: self.ws.n_layers, self)
+        self.tabs = QTabWidget(self)
+        self.tabs.setDocumentMode(True)
+        self.tabs.addTab(self.view, "Maps")
+        self.tabs.addTab(self.trajectories, "Trajectories")
+        lay = QVBoxLayout(self)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.addWidget(self.tabs)
         self.runner = ProjectionRunner(self.jobs, self.model, self)
+        self.trajectories.projector = self.runner.projector
         self.exports = ProjectionExports(self, self.jobs, self.model, self.view,
                                          self.grid_figure)
         r = self.runner
@@ -164,6 +172,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
 
     # ---- data changes -------------------------------------------------------------------------
     def _on_data_changed(self, *_args) -> None:
+        self.trajectories.refresh_choices()
         self.model.dirty = True
         self.model.ready = False
         self.maybe_auto()
@@ -285,6 +294,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         codes, legend = self.colour_categories()
         self.model.legend_codes = codes
         self.view.set_colours(codes, legend)
+        self.trajectories.recolour()
 
     # ---- linked interaction: search, hover, click, box and legend selection -------------------
     def search(self, text: str) -> np.ndarray:

@@ -1,0 +1,119 @@
+"""The Projection view's Trajectories tab (issue 42; pytest-qt, offscreen): compute, slider,
+trails, the kNN-change list, the GIF export."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pytestqt")
+
+import elmo_explorer.views.projection.running as running_mod
+from elmo_explorer.views.projection.controller import ProjectionPanel
+from elmo_explorer.views.projection.trajectory_model import (METHODS, TICKS_PER_LAYER,
+                                                             TrajectoryModel, layer_sequences)
+
+pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
+
+SENTENCES = [
+    "He sat on the bank of the river and watched the boats .",
+    "She deposited the check at the bank on Monday .",
+    "The children play in the park after school .",
+    "The bank raised its interest rates again .",
+    "They walked along the grassy bank of the stream .",
+]
+
+
+@pytest.fixture
+def panel(qtbot, ws, monkeypatch):
+    """A shown Projection panel with its PCA maps drawn (no UMAP)."""
+    ws.set_sentences(SENTENCES)
+    qtbot.waitUntil(ws.all_embedded, timeout=30000)
+    monkeypatch.setattr(running_mod, "AUTO_UMAP_MAX", 0)
+    monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
+    p = ProjectionPanel(ws)
+    qtbot.addWidget(p)
+    p.view.controls.set_source("loaded")
+    p.view.controls.set_colour_by("word")
+    p.resize(1200, 700)
+    with qtbot.waitSignal(p.ready, timeout=60000):
+        p.show()
+    return p
+
+
+def test_layer_sequences_and_model_positions():
+    seqs = layer_sequences(3)
+    assert [len(s) for _n, s in seqs] == [3, 3, 3, 6]
+    assert [x.key for x in seqs[3][1]] == ["layer0f", "layer1f", "layer2f", "layer2b", "layer1b",
+                                          "layer0b"]
+    assert layer_sequences(1) == []
+    m = TrajectoryModel()
+    m.set_trails([3, 3, 1])
+    assert m.trails == []                              # no tokens yet: nothing to trail
+
+
+def test_trajectories_tab_compute_slide_trail_and_export(qtbot, panel, tmp_path):
+    iio = pytest.importorskip("imageio.v3")
+    tr = panel.trajectories
+    panel.tabs.setCurrentWidget(tr)
+    tr.view.method.setCurrentIndex(0)                  # Procrustes · PCA
+    assert METHODS[0].base == "pca"
+    tr.view.k.setValue(4)
+    with qtbot.waitSignal(tr.computed, timeout=60000):
+        tr.compute()
+    m = tr.model
+    n = len(panel.model.tokens)
+    assert m.layouts.coords.shape == (3, n, 2) and tr.view.slider.maximum() == 2 * TICKS_PER_LAYER
+    assert tr.view.changes.rowCount() == min(50, n) and "4 nearest" in tr.view.changes_title.text()
+    # the slider morphs linearly: halfway between layer 0 and 1
+    tr.view.slider.setValue(TICKS_PER_LAYER // 2)
+    expected = 0.5 * (m.layouts.coords[0] + m.layouts.coords[1])
+    np.testing.assert_allclose(tr.view.map.coords, expected, atol=1e-5)
+    x, y = tr.view.map.points.getData()              # the item moved, not only our copy
+    np.testing.assert_allclose(np.c_[x, y], expected, atol=1e-5)
+    assert "→" in tr.view.where.text()
+    # trails: a word's tokens, and a row of the list adds its token
+    assert tr.trail_word("bank") == 4
+    assert len(m.trails) == 4 and len(tr.view.map.labels) == 4
+    first = m.changes.top[0].index
+    tr.view.changes.cellClicked.emit(0, 1)
+    assert first in m.trails and len(m.trails) == len({*m.trails})
+    assert (m.changes.a, m.changes.b) == ("layer 1", "layer 2")   # the default pair
+    # playing moves the slider to the end and stops
+    tr.set_ticks(2 * TICKS_PER_LAYER - 6)
+    tr.view.play.setChecked(True)
+    qtbot.waitUntil(lambda: not tr.view.play.isChecked(), timeout=5000)
+    assert m.ticks == 2 * TICKS_PER_LAYER
+    # the Maps tab's colour-by recolours the trajectories
+    before = list(tr.view.map.brushes)
+    panel.view.controls.set_colour_by("sentence")
+    panel.apply_colours()
+    assert [b.color().name() for b in tr.view.map.brushes] != [b.color().name() for b in before]
+    gif = tmp_path / "t.gif"
+    with qtbot.waitSignal(tr.exported, timeout=60000) as sig:
+        tr.export(gif=gif, frames=tmp_path / "frames", steps=3)
+    assert gif in sig.args[0]
+    assert iio.imread(gif, index=None).shape[0] == 2 * 3 + 1
+    assert len(list((tmp_path / "frames").glob("frame_*.png"))) == 7
+
+
+def test_compute_before_maps_says_so(qtbot, ws, monkeypatch):
+    monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
+    p = ProjectionPanel(ws)
+    qtbot.addWidget(p)
+    assert p.trajectories.compute() is None
+    assert "Maps tab first" in p.trajectories.view.note.text()
+
+
+def test_cancel_drops_the_result_and_a_new_compute_supersedes(qtbot, panel):
+    tr = panel.trajectories
+    handle = tr.compute()
+    assert handle is not None and not tr.view.compute.isEnabled()
+    tr.cancel()
+    assert tr.view.compute.isEnabled() and "Cancelled" in tr.view.status.text()
+    qtbot.waitUntil(lambda: panel.jobs.is_idle(), timeout=60000)
+    assert tr.model.layouts is None                    # the cancelled job's result never drawn
+    first = tr.compute()
+    with qtbot.waitSignal(tr.computed, timeout=60000):
+        second = tr.compute()                          # supersedes the first
+    assert first.stale and not second.stale
+    assert tr.model.layouts is not None and tr.view.play.isEnabled()
