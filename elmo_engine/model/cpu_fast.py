@@ -9,7 +9,9 @@ computation in ``tests/engine/test_bilm_fast_paths.py``:
   (through torch's private ``torch.ops.mkldnn`` operators): every step with at least
   ``packed_min_rows`` running rows uses the packed ``W_rec`` (with the step's input projection
   added in the same call), and input projections of at most ``packed_input_max_rows`` rows use
-  the packed ``W_in``. A packed copy serves any number of rows.
+  the packed ``W_in``. In bf16 the cell's projection ``W_p`` is packed too (in float32 it keeps
+  MKL's ``mm``, whose rounding the conformance figures were taken with). A packed copy serves
+  any number of rows.
 * **One fallback point.** :meth:`FastKernels.packed_weight` is the only place that decides
   whether a packed weight can be used: it answers None when packing is switched off, the weight
   is not a float32 or bfloat16 CPU tensor, or this torch build fails :func:`onednn_packing`'s
@@ -250,6 +252,22 @@ class FastKernels:
                                                           [], "")
         out = self.scratch(x.shape[0] * dim4, x).view(-1, dim4)
         return torch.addmm(bias, x, w_in[d], out=out)
+
+    def project(self, layer: int, d: int, wp: Tensor, m: Tensor, out: Tensor) -> Tensor:
+        """``out = m @ wp[d]``, the LSTM cell's projection of a step's ``n`` rows (n, D) → (n, P).
+
+        In bf16 with at least ``packed_min_rows`` rows, with ``wp[d]`` pre-packed for oneDNN:
+        the plain bf16 ``mm`` runs oneDNN's matmul on the unpacked weight, which re-blocks the
+        4 MB weight at every step; the packed product is the same to the bit (the same
+        ``avx512_core_bf16`` kernel) and ran 1.2× faster at 64 rows (profile:
+        ``benchmarks/profile_bf16.py``). Float32 keeps MKL's ``mm``: oneDNN's packed product
+        rounds differently (up to ~5e-6), and float32 results must not move."""
+        if (wp.dtype == torch.bfloat16 and m.shape[0] >= self.config.packed_min_rows):
+            packed = self.packed_weight("wp", layer, d, wp)
+            if packed is not None:
+                return out.copy_(torch.ops.mkldnn._linear_pointwise(m, packed, None, "none",
+                                                                    [], ""))
+        return torch.mm(m, wp[d], out=out)
 
     # ---- scratch buffers --------------------------------------------------------------------
     def scratch(self, numel: int, like: Tensor) -> Tensor:
