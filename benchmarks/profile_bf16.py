@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import functools
 import os
 import re
 import sys
@@ -73,7 +74,8 @@ def capture_stdout(fn: Callable[[], object]) -> str:
 
 
 def _types(desc: str) -> str:
-    """``src:bf16::blocked:ab::f0 wei:bf16:a:blocked:... dst:f32::...`` → ``src bf16, wei bf16, dst f32``."""
+    """``src:bf16::blocked:ab::f0 wei:bf16:a:blocked:... dst:f32::...`` → ``src bf16, wei bf16,
+    dst f32``."""
     found = re.findall(r"(src|wei|dst|bia)[^:\s]*:([a-z0-9]+)", desc)
     return ", ".join(f"{name} {dtype}" for name, dtype in found)
 
@@ -115,7 +117,8 @@ def print_primitives(rows: List[PrimitiveRow], lstm_steps: int) -> None:
         print(f"    {r.kind:14s} {r.impl:32s} {r.types:30s} {r.calls:6d} calls "
               f"{r.ms:8.1f} ms ({100 * r.ms / total:4.1f} %)  {top}")
     reorders = sum(r.calls for r in rows if r.kind == "reorder")
-    isas = sorted({m.group(0) for r in rows for m in [re.search(r"(avx[0-9a-z_]*|amx[a-z_]*|sse41|ref|gemv|gemm)", r.impl)] if m})
+    found = (re.search(r"(avx[0-9a-z_]*|amx[a-z_]*|sse41|ref|gemv|gemm)", r.impl) for r in rows)
+    isas = sorted({m.group(0) for m in found if m})
     print(f"  ISAs: {', '.join(isas) or 'none (no oneDNN primitive ran)'}; reorders: {reorders} "
           f"({reorders / max(1, lstm_steps):.2f} per LSTM step of one layer-direction, "
           f"{lstm_steps} such steps)")
@@ -168,7 +171,7 @@ def main() -> None:
                 print(f"  {e.key[:38]:38s} {e.count:6d} {e.self_cpu_time_total / 1e3:9.1f} "
                       f"{100 * e.self_cpu_time_total / total_us:5.1f}%  {shapes}")
             emb.clear_cache()
-            log = capture_stdout(lambda: _verbose_embed(emb, sents))
+            log = capture_stdout(functools.partial(_verbose_embed, emb, sents))
             print_primitives(parse_verbose(log), lstm_step_count(emb.model, sents))
             del emb
 
