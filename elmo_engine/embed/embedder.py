@@ -33,6 +33,7 @@ from elmo_engine import runtime
 from elmo_engine.embed.caches import SentenceCache, lru, resized
 from elmo_engine.model.bilm import BiLM, LSTMState
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
+from elmo_engine.model.lstm_graphs import GraphRunner, gpu_batch_rows
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
@@ -45,6 +46,8 @@ log = logging.getLogger(__name__)
 #: model (6 kB a token) or 43,000 of the published Original model. Commands that read a whole
 #: corpus embed it a chunk at a time (``analysis.activations.iter_embedded``).
 MAX_EMBED_BYTES = 512 << 20
+#: the framed length a CUDA batch's rows are sized for (sentences of ~60 tokens)
+GPU_BATCH_STEPS = 64
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -91,12 +94,20 @@ class Embedder:
     cache_size : sentences kept in the in-memory activation cache
     cache_dir : optional folder for the on-disk activation cache
     on_warning : called with a message when the embedder has to adapt (out of memory, CPU fallback)
+    max_batch_rows : most sentences per batch; None: 512 on the CPU, and on CUDA as many as half
+        the free GPU memory holds at 64 framed tokens (:func:`.lstm_graphs.gpu_batch_rows`, at
+        most :data:`.lstm_graphs.GPU_MAX_ROWS`), with ``token_budget`` raised to match
+    cuda_graphs : run the LSTM's step loop as CUDA graphs per shape bucket
+        (:mod:`elmo_engine.model.lstm_graphs`); None: on for CUDA, off elsewhere. True on the
+        CPU runs the same bucketed loop eagerly (for tests); the results are the same as the
+        packed path's to float rounding
     """
 
     def __init__(self, model: BiLM, device: Optional[str] = None, precision: str = "fp32",
                  token_budget: int = 2048, cache_size: int = 20_000,
                  cache_dir=None, on_warning: Optional[Callable[[str], None]] = None,
-                 max_batch_rows: int = 512, max_types: int = 200_000):
+                 max_batch_rows: Optional[int] = None, max_types: int = 200_000,
+                 cuda_graphs: Optional[bool] = None):
         if precision not in PRECISIONS:
             raise InputError(f"unknown precision '{precision}' (use fp32, fp16 or bf16)")
         self.device = pick_device(device)
@@ -108,7 +119,14 @@ class Embedder:
         self.model.requires_grad_(False)
         self.opts = model.opts
         self.token_budget = max(1, int(token_budget))
-        self.max_batch_rows = max(1, int(max_batch_rows))
+        if max_batch_rows is None and self.device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(self.device)
+            max_batch_rows = gpu_batch_rows(model.opts, GPU_BATCH_STEPS, self.dtype.itemsize,
+                                            free)
+            self.token_budget = max(self.token_budget, max_batch_rows * GPU_BATCH_STEPS)
+        self.max_batch_rows = max(1, int(512 if max_batch_rows is None else max_batch_rows))
+        self.cuda_graphs = cuda_graphs
+        self._set_graphs()
         self.on_warning = on_warning
         info = getattr(model, "info", None)
         self.checksum = info.checksum if info is not None else _model_digest(model)
@@ -251,10 +269,17 @@ class Embedder:
                 self.dtype == torch.bfloat16 and runtime.cpu_bf16().offered):
             self.dtype, self.precision = torch.float32, "fp32"
         self.model.to(device, self.dtype)
+        self._set_graphs()
         self._types = resized(self._types, self.max_types, lambda v: v.to(device, self.dtype))
         if self._slots is not None:              # the stateful protocol keeps its state
             self._slots = [(c.to(device, self.dtype), h.to(device, self.dtype))
                            for c, h in self._slots]
+
+    def _set_graphs(self) -> None:
+        """The bucketed loop on (CUDA graphs) where ``cuda_graphs`` asks or, by default, on CUDA."""
+        on = self.device.type == "cuda" if self.cuda_graphs is None else self.cuda_graphs
+        held = self.model.lstm.graphs
+        self.model.lstm.graphs = (held or GraphRunner()) if on else None
 
     def _warn(self, msg: str) -> None:
         log.warning(msg)
