@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import threading
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -48,6 +49,8 @@ log = logging.getLogger(__name__)
 MAX_EMBED_BYTES = 512 << 20
 #: the framed length a CUDA batch's rows are sized for (sentences of ~60 tokens)
 GPU_BATCH_STEPS = 64
+#: "1" turns CUDA graphs on for embedders on CUDA that do not say (``benchmarks/gpu_check.sh``)
+CUDA_GRAPHS_ENV = "ELMO_EXPLORER_CUDA_GRAPHS"
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -94,13 +97,15 @@ class Embedder:
     cache_size : sentences kept in the in-memory activation cache
     cache_dir : optional folder for the on-disk activation cache
     on_warning : called with a message when the embedder has to adapt (out of memory, CPU fallback)
-    max_batch_rows : most sentences per batch; None: 512 on the CPU, and on CUDA as many as half
-        the free GPU memory holds at 64 framed tokens (:func:`.lstm_graphs.gpu_batch_rows`, at
-        most :data:`.lstm_graphs.GPU_MAX_ROWS`), with ``token_budget`` raised to match
+    max_batch_rows : most sentences per batch; None: 512, or with CUDA graphs on CUDA as many
+        as half the free GPU memory holds at 64 framed tokens
+        (:func:`.lstm_graphs.gpu_batch_rows`, at most :data:`.lstm_graphs.GPU_MAX_ROWS`), with
+        ``token_budget`` raised to match
     cuda_graphs : run the LSTM's step loop as CUDA graphs per shape bucket
-        (:mod:`elmo_engine.model.lstm_graphs`); None: on for CUDA, off elsewhere. True on the
-        CPU runs the same bucketed loop eagerly (for tests); the results are the same as the
-        packed path's to float rounding
+        (:mod:`elmo_engine.model.lstm_graphs`). None: off, unless the environment sets
+        ``ELMO_EXPLORER_CUDA_GRAPHS=1`` and the device is CUDA (opt-in until measured on a
+        GPU). True on the CPU runs the same bucketed loop eagerly (for tests); the results are
+        the packed path's to float rounding
     """
 
     def __init__(self, model: BiLM, device: Optional[str] = None, precision: str = "fp32",
@@ -119,13 +124,17 @@ class Embedder:
         self.model.requires_grad_(False)
         self.opts = model.opts
         self.token_budget = max(1, int(token_budget))
-        if max_batch_rows is None and self.device.type == "cuda":
+        if cuda_graphs is None:                 # opt-in until measured on a GPU
+            cuda_graphs = (os.environ.get(CUDA_GRAPHS_ENV, "") == "1"
+                           and self.device.type == "cuda")
+        self.cuda_graphs = cuda_graphs
+        if max_batch_rows is None and self.device.type == "cuda" and cuda_graphs:
             free, _ = torch.cuda.mem_get_info(self.device)
             max_batch_rows = gpu_batch_rows(model.opts, GPU_BATCH_STEPS, self.dtype.itemsize,
                                             free)
             self.token_budget = max(self.token_budget, max_batch_rows * GPU_BATCH_STEPS)
         self.max_batch_rows = max(1, int(512 if max_batch_rows is None else max_batch_rows))
-        self.cuda_graphs = cuda_graphs
+        self._graphs_on_cpu = self.device.type != "cuda"      # asked for on the CPU: tests
         self._set_graphs()
         self.on_warning = on_warning
         info = getattr(model, "info", None)
@@ -276,8 +285,9 @@ class Embedder:
                            for c, h in self._slots]
 
     def _set_graphs(self) -> None:
-        """The bucketed loop on (CUDA graphs) where ``cuda_graphs`` asks or, by default, on CUDA."""
-        on = self.device.type == "cuda" if self.cuda_graphs is None else self.cuda_graphs
+        """The bucketed loop (CUDA graphs) on where ``cuda_graphs`` asks, off after a fall back
+        to the CPU unless asked for the CPU too."""
+        on = self.cuda_graphs and (self.device.type == "cuda" or self._graphs_on_cpu)
         held = self.model.lstm.graphs
         self.model.lstm.graphs = (held or GraphRunner()) if on else None
 

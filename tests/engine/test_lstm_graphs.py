@@ -140,3 +140,15 @@ def test_batch_rows_follow_free_memory():
     assert gpu_batch_rows(opts, 64, 4, free_bytes=1 << 50) == GPU_MAX_ROWS
     assert gpu_batch_rows(opts, 64, 4, free_bytes=0) == 1
     assert gpu_batch_rows(opts, 64, 4, free_bytes=1 << 50, cap=100) == 100
+
+
+def test_graphs_are_opt_in(monkeypatch):
+    """Off unless asked: ``cuda_graphs=True``, or ELMO_EXPLORER_CUDA_GRAPHS=1 for CUDA only."""
+    from elmo_engine.embed.embedder import CUDA_GRAPHS_ENV
+
+    monkeypatch.setenv(CUDA_GRAPHS_ENV, "1")
+    emb = Embedder(load_checkpoint(FIXTURES / "allennlp"), device="cpu")
+    assert emb.model.lstm.graphs is None and emb.max_batch_rows == 512
+    monkeypatch.delenv(CUDA_GRAPHS_ENV)
+    emb = Embedder(load_checkpoint(FIXTURES / "allennlp"), device="cpu", cuda_graphs=False)
+    assert emb.model.lstm.graphs is None
