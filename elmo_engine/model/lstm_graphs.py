@@ -28,7 +28,7 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Dict, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -164,7 +164,8 @@ def _version(t: Tensor) -> int:
 class _Graph:
     """One captured bucket: static inputs, the graph, and its static outputs."""
 
-    def __init__(self, stack: "LSTMStack", rows: int, steps: int, width: int, like: Tensor):
+    def __init__(self, stack: "LSTMStack", rows: int, steps: int, width: int, like: Tensor,
+                 pool: Any):
         self.x = like.new_zeros(2, rows, steps, width)
         self.lengths = torch.zeros(rows, dtype=torch.long, device=like.device)
         self.state = stack.zero_state(rows, like.device, like.dtype)
@@ -174,7 +175,9 @@ class _Graph:
             run_dense(stack, self.x, self.lengths, self.state)
         torch.cuda.current_stream(like.device).wait_stream(side)
         self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
+        # thread_local: another thread's eager CUDA work (the token layer) does not break
+        # the capture; one memory pool for all of a runner's graphs (see GraphRunner)
+        with torch.cuda.graph(self.graph, pool=pool, capture_error_mode="thread_local"):
             self.outputs, self.final = run_dense(stack, self.x, self.lengths, self.state)
 
     def replay(self, x: Tensor, lengths: Tensor, state: "LSTMState"
@@ -195,12 +198,19 @@ class GraphRunner:
 
     :meth:`run` returns what :func:`elmo_engine.model.lstm_packed.run_packed` returns, so the
     biLM reads its outputs the same way. Thread-safe: replays of one graph share its static
-    buffers, so one lock serialises them (one GPU runs one graph at a time anyway)."""
+    buffers, so one lock serialises them (one GPU runs one graph at a time anyway).
+
+    All of a runner's graphs share one memory pool, so that a handful of buckets do not each
+    hold their own copy of a pass's activations. That is safe here because replays never
+    overlap (the lock) and a replay's outputs are copied out before the lock is released:
+    another graph may reuse the memory of this one's intermediates and outputs, but never
+    while they are read."""
 
     def __init__(self, config: GraphConfig = GraphConfig()):
         self.config = config
         self._graphs: "OrderedDict[tuple, _Graph]" = OrderedDict()
         self._failed: Dict[tuple, str] = {}
+        self._pool: Any = None                  # made with the first graph
         self._lock = threading.Lock()
         self.replays = 0                 # graph replays so far (benchmarks and tests read it)
 
@@ -220,9 +230,11 @@ class GraphRunner:
         return dict(self._failed)
 
     def drop(self) -> None:
-        """Free every captured graph (they are captured again when next needed)."""
+        """Free every captured graph and their memory pool (they are captured again when next
+        needed)."""
         with self._lock:
             self._graphs.clear()
+            self._pool = None
 
     def run(self, stack: "LSTMStack", x: Tensor, n_active: Sequence[int], state: "LSTMState"
             ) -> Tuple[List[Tensor], "LSTMState", Tensor]:
@@ -260,7 +272,9 @@ class GraphRunner:
             graph = self._graphs.get(key)
             if graph is None:
                 try:
-                    graph = _Graph(stack, x.shape[1], x.shape[2], x.shape[3], x)
+                    if self._pool is None:
+                        self._pool = torch.cuda.graph_pool_handle()
+                    graph = _Graph(stack, x.shape[1], x.shape[2], x.shape[3], x, self._pool)
                 except (RuntimeError, torch.cuda.OutOfMemoryError) as err:
                     self._failed[key] = str(err).splitlines()[0] if str(err) else repr(err)
                     log.warning("CUDA graph capture failed for a bucket of %d rows × %d "

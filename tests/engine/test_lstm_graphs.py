@@ -103,10 +103,12 @@ def test_failed_capture_falls_back_to_the_eager_loop_once(monkeypatch):
     class Broken:
         def __init__(self, *args):
             tries.append(args[1:3])
+            assert args[-1] == "pool"                           # the runner's shared pool
             raise RuntimeError("operation not permitted when stream is capturing")
 
     monkeypatch.setattr(lstm_graphs, "capturable", lambda device: True)
     monkeypatch.setattr(lstm_graphs, "_Graph", Broken)
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: "pool")
     model = random_model(2)
     x, _, n_active, state = lstm_input(model, LENGTHS, seed=2)
     runner = GraphRunner()
