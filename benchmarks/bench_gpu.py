@@ -30,10 +30,10 @@ import hostinfo
 from hostinfo import DTYPES
 from bench_bilm import random_checkpoint, sentences
 from elmo_engine import runtime
-from elmo_engine.embed.embedder import GPU_BATCH_STEPS, Embedder
+from elmo_engine.embed.embedder import Embedder
 from elmo_engine.model.checkpoint import load_checkpoint
 from elmo_engine.model.flops import flops_per_token
-from elmo_engine.model.lstm_graphs import gpu_batch_rows
+from elmo_engine.model.lstm_graphs import GPU_BATCH_STEPS, gpu_batch_rows
 
 
 def timed(emb: Embedder, sents, repeats: int):

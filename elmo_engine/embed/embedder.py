@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import threading
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -34,7 +33,8 @@ from elmo_engine import runtime
 from elmo_engine.embed.caches import SentenceCache, lru, resized
 from elmo_engine.model.bilm import BiLM, LSTMState
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
-from elmo_engine.model.lstm_graphs import GraphRunner, gpu_batch_rows
+from elmo_engine.model.lstm_graphs import (GPU_BATCH_STEPS, GraphRunner, free_memory_rows,
+                                           graphs_wanted)
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
@@ -47,10 +47,6 @@ log = logging.getLogger(__name__)
 #: model (6 kB a token) or 43,000 of the published Original model. Commands that read a whole
 #: corpus embed it a chunk at a time (``analysis.activations.iter_embedded``).
 MAX_EMBED_BYTES = 512 << 20
-#: the framed length a CUDA batch's rows are sized for (sentences of ~60 tokens)
-GPU_BATCH_STEPS = 64
-#: "1" turns CUDA graphs on for embedders on CUDA that do not say (``benchmarks/gpu_check.sh``)
-CUDA_GRAPHS_ENV = "ELMO_EXPLORER_CUDA_GRAPHS"
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -124,14 +120,10 @@ class Embedder:
         self.model.requires_grad_(False)
         self.opts = model.opts
         self.token_budget = max(1, int(token_budget))
-        if cuda_graphs is None:                 # opt-in until measured on a GPU
-            cuda_graphs = (os.environ.get(CUDA_GRAPHS_ENV, "") == "1"
-                           and self.device.type == "cuda")
-        self.cuda_graphs = cuda_graphs
-        if max_batch_rows is None and self.device.type == "cuda" and cuda_graphs:
-            free, _ = torch.cuda.mem_get_info(self.device)
-            max_batch_rows = gpu_batch_rows(model.opts, GPU_BATCH_STEPS, self.dtype.itemsize,
-                                            free)
+        self._graphs_said = cuda_graphs is not None
+        self.cuda_graphs = graphs_wanted(cuda_graphs, self.device)
+        if max_batch_rows is None and self.device.type == "cuda" and self.cuda_graphs:
+            max_batch_rows = free_memory_rows(model.opts, self.dtype, self.device)
             self.token_budget = max(self.token_budget, max_batch_rows * GPU_BATCH_STEPS)
         self.max_batch_rows = max(1, int(512 if max_batch_rows is None else max_batch_rows))
         self._graphs_on_cpu = self.device.type != "cuda"      # asked for on the CPU: tests
@@ -286,10 +278,15 @@ class Embedder:
 
     def _set_graphs(self) -> None:
         """The bucketed loop (CUDA graphs) on where ``cuda_graphs`` asks, off after a fall back
-        to the CPU unless asked for the CPU too."""
+        to the CPU unless asked for the CPU too. The setting belongs to the model, which other
+        embedders may share: one that did not say leaves another's choice alone (but on the
+        CPU)."""
         on = self.cuda_graphs and (self.device.type == "cuda" or self._graphs_on_cpu)
         held = self.model.lstm.graphs
-        self.model.lstm.graphs = (held or GraphRunner()) if on else None
+        if on:
+            self.model.lstm.graphs = held or GraphRunner()
+        elif self._graphs_said or (self.device.type != "cuda" and not self._graphs_on_cpu):
+            self.model.lstm.graphs = None
 
     def _warn(self, msg: str) -> None:
         log.warning(msg)

@@ -25,10 +25,11 @@ A graph has fixed shapes, so:
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import torch
 from torch import Tensor
@@ -42,6 +43,28 @@ log = logging.getLogger(__name__)
 #: the most rows :func:`gpu_batch_rows` gives a batch (a bucket of 4,096 rows × 32 steps of the
 #: full model holds ~6 GB of activations in fp32; more rows gain nothing once the GEMMs are big)
 GPU_MAX_ROWS = 4096
+
+
+#: the framed length a CUDA batch's rows are sized for (sentences of ~60 tokens)
+GPU_BATCH_STEPS = 64
+#: "1" turns CUDA graphs on for embedders on CUDA that do not say (``benchmarks/gpu_check.sh``)
+CUDA_GRAPHS_ENV = "ELMO_EXPLORER_CUDA_GRAPHS"
+
+
+def graphs_wanted(asked: Optional[bool], device: torch.device) -> bool:
+    """Whether an embedder on ``device`` runs the bucketed loop: as ``asked``, or where it did
+    not say (None) only on CUDA with ``ELMO_EXPLORER_CUDA_GRAPHS=1`` in the environment
+    (opt-in until measured on a GPU)."""
+    if asked is not None:
+        return asked
+    return os.environ.get(CUDA_GRAPHS_ENV, "") == "1" and device.type == "cuda"
+
+
+def free_memory_rows(opts: "BiLMOptions", dtype: torch.dtype, device: torch.device) -> int:
+    """:func:`gpu_batch_rows` for the CUDA ``device``'s free memory now, at
+    :data:`GPU_BATCH_STEPS` steps a row."""
+    free, _ = torch.cuda.mem_get_info(device)
+    return gpu_batch_rows(opts, GPU_BATCH_STEPS, dtype.itemsize, free)
 
 
 @dataclass(frozen=True)

@@ -146,11 +146,26 @@ def test_batch_rows_follow_free_memory():
 
 def test_graphs_are_opt_in(monkeypatch):
     """Off unless asked: ``cuda_graphs=True``, or ELMO_EXPLORER_CUDA_GRAPHS=1 for CUDA only."""
-    from elmo_engine.embed.embedder import CUDA_GRAPHS_ENV
+    from elmo_engine.model.lstm_graphs import CUDA_GRAPHS_ENV, graphs_wanted
 
     monkeypatch.setenv(CUDA_GRAPHS_ENV, "1")
     emb = Embedder(load_checkpoint(FIXTURES / "allennlp"), device="cpu")
     assert emb.model.lstm.graphs is None and emb.max_batch_rows == 512
+    assert graphs_wanted(None, torch.device("cuda")) is True     # (no tensor is made)
+    assert graphs_wanted(False, torch.device("cuda")) is False
     monkeypatch.delenv(CUDA_GRAPHS_ENV)
+    assert graphs_wanted(None, torch.device("cuda")) is False
+    assert graphs_wanted(True, torch.device("cpu")) is True
     emb = Embedder(load_checkpoint(FIXTURES / "allennlp"), device="cpu", cuda_graphs=False)
     assert emb.model.lstm.graphs is None
+
+
+def test_an_embedder_that_does_not_say_leaves_a_shared_models_graphs_alone():
+    model = load_checkpoint(FIXTURES / "allennlp")
+    Embedder(model, device="cpu", cuda_graphs=True)
+    runner = model.lstm.graphs
+    assert isinstance(runner, GraphRunner)
+    Embedder(model, device="cpu")                                # did not say: unchanged
+    assert model.lstm.graphs is runner
+    Embedder(model, device="cpu", cuda_graphs=False)             # said: off
+    assert model.lstm.graphs is None
