@@ -42,6 +42,7 @@ from elmo_engine.embed.fidelity import layer_fidelity
 from elmo_engine.model.bilm import BiLM
 from elmo_engine.model.chars import batch_to_ids
 from elmo_engine.model.checkpoint import load_checkpoint, save_published
+from elmo_engine.model.flops import flops_per_token
 from elmo_engine.embed.embedder import Embedder
 from elmo_engine.model.options import BiLMOptions
 from elmo_engine.model.reference import conv1d_token_layer
@@ -146,27 +147,6 @@ def baseline(model: BiLM, sents):
         outs.append(torch.cat([dir_outputs[0][layer], dir_outputs[1][layer]], -1))
     full = torch.stack(outs)
     return [full[:, r, 1:len(s) + 1].numpy() for r, s in enumerate(sents)]
-
-
-def flops_per_token(opts: BiLMOptions, types_per_token: float = 1.0) -> dict:
-    """FLOPs (2 per multiply-add) of one token through the model, by part: both directions'
-    LSTM layers (input projection, recurrent GEMM, cell projection) and the token layer (full
-    convolutions, highway, projection) ``types_per_token`` times (the engine computes it once
-    per distinct word type; 1.0 is the model's nominal count)."""
-    p, d, out = opts.projection_dim, opts.lstm_dim, opts.output_dim
-    lstm = 0
-    for layer in range(opts.n_layers):
-        in_dim = p if layer == 0 else out
-        lstm += 2 * (2 * in_dim * 4 * d + 2 * out * 4 * d
-                     + (2 * d * p if opts.has_lstm_projection else 0))
-    m, c, n = opts.max_characters_per_token, opts.char_embed_dim, opts.n_filters
-    cnn = sum(2 * (m - w + 1) * w * c * k for w, k in opts.filters)
-    highway = opts.n_highway * 2 * n * 2 * n
-    proj = 2 * n * p if opts.has_token_projection else 0
-    parts = {"lstm": lstm, "char_cnn": types_per_token * cnn,
-             "highway": types_per_token * highway, "projection": types_per_token * proj}
-    parts["total"] = sum(parts.values())
-    return parts
 
 
 def profile(args) -> None:
@@ -436,10 +416,10 @@ def main() -> None:
             n_types = len({t for s in sents for t in s})
             nominal = flops_per_token(model.opts)
             engine = flops_per_token(model.opts, (n_types + 2) / n_tok)
-            ceiling = fp32_rate * 1e9 / nominal["total"]
-            r.update(flops_per_token=nominal["total"], flops_per_token_engine=engine["total"],
+            ceiling = fp32_rate * 1e9 / nominal.total
+            r.update(flops_per_token=nominal.total, flops_per_token_engine=engine.total,
                      fp32_ceiling_tokens_per_s=ceiling,
-                     share_of_fp32_ceiling=r["ours_tokens_per_s"] / ceiling)
+                     share_of_fp32_ceiling=hostinfo.ceiling_share(nominal.total * n_tok, t_ours))
             if args.bf16:
                 emb16 = Embedder(load_checkpoint(path), device="cpu", token_budget=10 ** 6,
                                  precision="bf16")
@@ -453,22 +433,22 @@ def main() -> None:
                 fid = layer_fidelity(out32, out16)
                 r.update(fp32_tokens_per_s=n_tok / t32, bf16_tokens_per_s=n_tok / t16,
                          bf16_over_fp32=t32 / t16,
-                         share_of_bf16_ceiling=n_tok / t16 * nominal["total"] / (bf16_rate * 1e9)
-                         if bf16_rate else None,
+                         share_of_bf16_ceiling=hostinfo.ceiling_share(
+                             nominal.total * n_tok, t16, "bf16") if bf16_rate else None,
                          bf16_cosine=[{"layer": f.layer, "median": f.median, "q001": f.q001,
                                        "min": f.minimum} for f in fid])
                 del emb16
             print(f"[{name}] batch of {args.batch} {args.text} sentences, {n_tok} tokens "
                   f"({n_types} types), {args.threads} threads")
-            print(f"  FLOPs per token: {nominal['total'] / 1e6:.0f} M nominal (LSTM "
-                  f"{nominal['lstm'] / 1e6:.0f} M, char CNN {nominal['char_cnn'] / 1e6:.0f} M, "
-                  f"highway {nominal['highway'] / 1e6:.0f} M, projection "
-                  f"{nominal['projection'] / 1e6:.1f} M); {engine['total'] / 1e6:.0f} M with the "
+            print(f"  FLOPs per token: {nominal.total / 1e6:.0f} M nominal (LSTM "
+                  f"{nominal.lstm / 1e6:.0f} M, char CNN {nominal.char_cnn / 1e6:.0f} M, "
+                  f"highway {nominal.highway / 1e6:.0f} M, projection "
+                  f"{nominal.projection / 1e6:.1f} M); {engine.total / 1e6:.0f} M with the "
                   "token layer once per type")
             print(f"  ours      {r['ours_tokens_per_s']:8.0f} tokens/s = "
                   f"{100 * r['share_of_fp32_ceiling']:.0f} % of the float32 ceiling "
                   f"({ceiling:.0f} tokens/s at {fp32_rate:.0f} GFLOP/s); the FLOPs it computes "
-                  f"run at {100 * r['ours_tokens_per_s'] * engine['total'] / 1e9 / fp32_rate:.0f} "
+                  f"run at {100 * r['ours_tokens_per_s'] * engine.total / 1e9 / fp32_rate:.0f} "
                   "% of the GEMM rate")
             print(f"  baseline  {r['baseline_tokens_per_s']:8.0f} tokens/s   ratio {r['speedup']:.2f}x")
             print(f"  max |ours - baseline| = {diff:.2e}")

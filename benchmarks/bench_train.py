@@ -190,6 +190,13 @@ def main() -> None:
           + (f", bf16 {peak16:.0f} GFLOP/s" if peak16 else ""))
     print(f"ceiling at that rate: {ceiling:.0f} tokens/s = ratio {ceiling / base:.2f} "
           f"(3x the baseline would need {3 * base * per_token / 1e9:.0f} GFLOP/s)")
+    fused_name = f"fused (batch {cfg.batch_size})"
+    for name in (fused_name, bf16_name):
+        if name in rates:                  # the share of the host's 2048² mm ceiling reached
+            precision = "bf16" if name == bf16_name else "fp32"
+            med = statistics.median(rates[name])
+            print(f"{name}: " + hostinfo.share_line(6 * forward_macs(opts, *shape[name]) * med,
+                                                    1.0, precision))
     if peak16:
         c16 = peak16 * 1e9 / per_token
         bf16_rate = statistics.median(rates[bf16_name])

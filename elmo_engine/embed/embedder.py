@@ -33,6 +33,8 @@ from elmo_engine import runtime
 from elmo_engine.embed.caches import SentenceCache, lru, resized
 from elmo_engine.model.bilm import BiLM, LSTMState
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
+from elmo_engine.model.lstm_graphs import (GPU_BATCH_STEPS, GraphRunner, free_memory_rows,
+                                           graphs_wanted)
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
@@ -91,12 +93,22 @@ class Embedder:
     cache_size : sentences kept in the in-memory activation cache
     cache_dir : optional folder for the on-disk activation cache
     on_warning : called with a message when the embedder has to adapt (out of memory, CPU fallback)
+    max_batch_rows : most sentences per batch; None: 512, or with CUDA graphs on CUDA as many
+        as half the free GPU memory holds at 64 framed tokens
+        (:func:`.lstm_graphs.gpu_batch_rows`, at most :data:`.lstm_graphs.GPU_MAX_ROWS`), with
+        ``token_budget`` raised to match
+    cuda_graphs : run the LSTM's step loop as CUDA graphs per shape bucket
+        (:mod:`elmo_engine.model.lstm_graphs`). None: off, unless the environment sets
+        ``ELMO_EXPLORER_CUDA_GRAPHS=1`` and the device is CUDA (opt-in until measured on a
+        GPU). True on the CPU runs the same bucketed loop eagerly (for tests); the results are
+        the packed path's to float rounding
     """
 
     def __init__(self, model: BiLM, device: Optional[str] = None, precision: str = "fp32",
                  token_budget: int = 2048, cache_size: int = 20_000,
                  cache_dir=None, on_warning: Optional[Callable[[str], None]] = None,
-                 max_batch_rows: int = 512, max_types: int = 200_000):
+                 max_batch_rows: Optional[int] = None, max_types: int = 200_000,
+                 cuda_graphs: Optional[bool] = None):
         if precision not in PRECISIONS:
             raise InputError(f"unknown precision '{precision}' (use fp32, fp16 or bf16)")
         self.device = pick_device(device)
@@ -108,7 +120,14 @@ class Embedder:
         self.model.requires_grad_(False)
         self.opts = model.opts
         self.token_budget = max(1, int(token_budget))
-        self.max_batch_rows = max(1, int(max_batch_rows))
+        self._graphs_said = cuda_graphs is not None
+        self.cuda_graphs = graphs_wanted(cuda_graphs, self.device)
+        if max_batch_rows is None and self.device.type == "cuda" and self.cuda_graphs:
+            max_batch_rows = free_memory_rows(model.opts, self.dtype, self.device)
+            self.token_budget = max(self.token_budget, max_batch_rows * GPU_BATCH_STEPS)
+        self.max_batch_rows = max(1, int(512 if max_batch_rows is None else max_batch_rows))
+        self._graphs_on_cpu = self.device.type != "cuda"      # asked for on the CPU: tests
+        self._set_graphs()
         self.on_warning = on_warning
         info = getattr(model, "info", None)
         self.checksum = info.checksum if info is not None else _model_digest(model)
@@ -251,10 +270,23 @@ class Embedder:
                 self.dtype == torch.bfloat16 and runtime.cpu_bf16().offered):
             self.dtype, self.precision = torch.float32, "fp32"
         self.model.to(device, self.dtype)
+        self._set_graphs()
         self._types = resized(self._types, self.max_types, lambda v: v.to(device, self.dtype))
         if self._slots is not None:              # the stateful protocol keeps its state
             self._slots = [(c.to(device, self.dtype), h.to(device, self.dtype))
                            for c, h in self._slots]
+
+    def _set_graphs(self) -> None:
+        """The bucketed loop (CUDA graphs) on where ``cuda_graphs`` asks, off after a fall back
+        to the CPU unless asked for the CPU too. The setting belongs to the model, which other
+        embedders may share: one that did not say leaves another's choice alone (but on the
+        CPU)."""
+        on = self.cuda_graphs and (self.device.type == "cuda" or self._graphs_on_cpu)
+        held = self.model.lstm.graphs
+        if on:
+            self.model.lstm.graphs = held or GraphRunner()
+        elif self._graphs_said or (self.device.type != "cuda" and not self._graphs_on_cpu):
+            self.model.lstm.graphs = None
 
     def _warn(self, msg: str) -> None:
         log.warning(msg)

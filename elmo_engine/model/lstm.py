@@ -5,17 +5,19 @@ Parameters are kept in the published layout (``x @ W``, gate blocks ordered i, j
 forget bias +1 added at run time). Two paths compute the same thing: with grad on, out-of-place
 ops that autograd can train through (:meth:`LSTMStack.forward`); for inference, sequences packed
 time-major (:mod:`elmo_engine.model.lstm_packed`) with the CPU fast path
-(:mod:`elmo_engine.model.cpu_fast`).
+(:mod:`elmo_engine.model.cpu_fast`), or on a GPU the step loop as CUDA graphs per shape bucket
+(:mod:`elmo_engine.model.lstm_graphs`).
 """
 from __future__ import annotations
 
-from typing import List, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from elmo_engine.model.cpu_fast import FastKernels, FastPath
+from elmo_engine.model.lstm_graphs import GraphRunner
 from elmo_engine.model.lstm_packed import run_packed
 from elmo_engine.model.options import BiLMOptions
 
@@ -30,6 +32,8 @@ class LSTMStack(nn.Module):
         super().__init__()
         self.opts = opts
         self.kernels = FastKernels(fast)      # the CPU fast path: switches, packed weights
+        #: the bucketed step loop (CUDA graphs on a GPU) instead of the packed path; None: off
+        self.graphs: Optional[GraphRunner] = None
         d, p, out = opts.lstm_dim, opts.projection_dim, opts.output_dim
         # per layer, forward (RNN_0) and backward (RNN_1) stacked on axis 0. The file's W_0 is
         # [w_in; w_rec] along its rows: see elmo_engine.model.layout.
@@ -97,7 +101,11 @@ class LSTMStack(nn.Module):
 
     def run_packed(self, x: Tensor, n_active: Sequence[int], state: LSTMState
                    ) -> Tuple[List[Tensor], LSTMState, Tensor]:
-        """Inference over sequences packed time-major (:func:`.lstm_packed.run_packed`)."""
+        """Inference over sequences packed time-major (:func:`.lstm_packed.run_packed`), or,
+        when :attr:`graphs` is set, the bucketed loop (:meth:`.lstm_graphs.GraphRunner.run`:
+        CUDA graphs on a GPU, the same loop eagerly elsewhere), with the same results."""
+        if self.graphs is not None:
+            return self.graphs.run(self, x, n_active, state)
         return run_packed(self, x, n_active, state)
 
     def drop_packed(self) -> None:

@@ -99,7 +99,7 @@ def _direction(stack: "LSTMStack", d: int, inp: Tensor, distinct: Optional[Tenso
     states: List[Tuple[Tensor, Tensor]] = []
     for layer in range(opts.n_layers):
         w_rec = stack.w_rec[layer][d]
-        wp = stack.wp[layer][d] if opts.has_lstm_projection else None
+        wp = stack.wp[layer] if opts.has_lstm_projection else None             # (2, D, P)
         bias = stack.b[layer][d] + stack.forget_bias[0]
         c = state[layer][0][d].clone()
         h = state[layer][1][d].clone()
@@ -145,7 +145,7 @@ def _direction(stack: "LSTMStack", d: int, inp: Tensor, distinct: Optional[Tenso
             m.sigmoid_().mul_(2).sub_(1).mul_(z[:, 3 * dim:])      # tanh(c)·σ(o)
             h_t = out[offsets[t]:offsets[t + 1]]                  # (n, out)
             if wp is not None:
-                torch.mm(m, wp, out=h_t)
+                kernels.project(layer, d, wp, m, h_t)
                 if opts.proj_clip is not None:
                     h_t.clamp_(-opts.proj_clip, opts.proj_clip)
             else:

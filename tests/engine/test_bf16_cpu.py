@@ -162,3 +162,50 @@ def test_info_reads_the_bf16_units_from_the_cpu_flags(monkeypatch, flags, units)
     assert found.capability == "" and "torch capability" not in found.describe()
     assert ("bf16 units: " + str(units)) in found.describe() if units else \
         "no bf16 units" in found.describe()
+
+
+@needs_units
+def test_bf16_projection_is_packed_and_equal_to_the_bit():
+    """The cell's projection in bf16 uses W_p pre-packed for oneDNN: the same bits as the plain
+    bf16 ``mm``; float32 keeps the plain ``mm`` (its results must not move) and packs nothing."""
+    from elmo_engine.model.cpu_fast import FastKernels, onednn_packing
+
+    if not onednn_packing():
+        pytest.skip("this torch build cannot pre-pack weights for oneDNN")
+    gen = torch.Generator().manual_seed(3)
+    wp = torch.randn(2, 64, 24, generator=gen) * 0.1                   # (2, D, P)
+    m = torch.randn(7, 64, generator=gen)                              # (n, D)
+    for dtype, packs in ((torch.bfloat16, True), (torch.float32, False)):
+        kernels = FastKernels()
+        out = torch.empty(7, 24, dtype=dtype)
+        got = kernels.project(0, 1, wp.to(dtype), m.to(dtype), out)
+        assert got.data_ptr() == out.data_ptr()
+        assert torch.equal(got, torch.mm(m.to(dtype), wp[1].to(dtype)))
+        assert (("wp", 0, 1) in kernels.packed_keys()) is packs
+    one = FastKernels().project(0, 0, wp.bfloat16(), m[:1].bfloat16(),
+                                torch.empty(1, 24, dtype=torch.bfloat16))
+    assert torch.equal(one, m[:1].bfloat16() @ wp[0].bfloat16())      # one row: plain GEMV
+    model = load_checkpoint(FIXTURES / "allennlp")
+    emb = Embedder(model, device="cpu", precision="bf16")
+    emb.embed(_sentences()[:3])
+    assert any(k[0] == "wp" for k in emb.model.lstm.kernels.packed_keys())
+
+
+@needs_units
+def test_bf16_packs_every_input_projection_with_the_same_bits():
+    """In bf16 an input projection of any number of rows uses the packed W_in (the same bits
+    as the plain addmm); float32 keeps the plain GEMM above packed_input_max_rows."""
+    from elmo_engine.model.cpu_fast import FastKernels, FastPath, onednn_packing
+
+    if not onednn_packing():
+        pytest.skip("this torch build cannot pre-pack weights for oneDNN")
+    gen = torch.Generator().manual_seed(4)
+    w_in = torch.randn(2, 24, 64, generator=gen) * 0.1                 # (2, in, 4D)
+    x = torch.randn(40, 24, generator=gen)                             # 40 rows > 8
+    bias = torch.randn(64, generator=gen)
+    for dtype, packs in ((torch.bfloat16, True), (torch.float32, False)):
+        kernels = FastKernels(FastPath(packed_input_max_rows=8))
+        got = kernels.input_projection(1, 0, w_in.to(dtype), x.to(dtype), bias.to(dtype))
+        plain = torch.addmm(bias.to(dtype), x.to(dtype), w_in[0].to(dtype))
+        assert torch.equal(got, plain)
+        assert (("w_in", 1, 0) in kernels.packed_keys()) is packs
