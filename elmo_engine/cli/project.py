@@ -113,9 +113,9 @@ def run(args) -> int:
                            what="sentences holding the points", path=args.input)
     acts = Embedder(model, device=str(device)).embed(tokens.sentences, state)
     if args.aligned is not None:
-        doc = project_aligned.run(args, tokens, acts, n, model.info.checksum, params, state)
+        summary = project_aligned.run(args, tokens, acts, n, model.info.checksum, params, state)
         if args.json:
-            project_aligned.print_summary(doc)
+            project_aligned.print_summary(summary)
         return 0
     projs = Projector().run(acts, tokens, layers, args.method, params, model.info.checksum, state,
                             pca_fallback=True)
