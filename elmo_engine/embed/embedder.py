@@ -47,6 +47,9 @@ log = logging.getLogger(__name__)
 #: model (6 kB a token) or 43,000 of the published Original model. Commands that read a whole
 #: corpus embed it a chunk at a time (``analysis.activations.iter_embedded``).
 MAX_EMBED_BYTES = 512 << 20
+#: fewest rows the char-CNN is run on (smaller chunks of missing types are padded): one BLAS
+#: kernel for every chunk, so a type's vector is the same whatever was computed beside it
+MIN_TYPE_ROWS = 16
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -162,8 +165,13 @@ class Embedder:
         with torch.inference_mode():
             for start in range(0, len(missing), 4096):
                 chunk = missing[start:start + 4096]
-                ids = torch.from_numpy(char_ids_for_types(chunk, m)).to(self.device)
-                vecs = self.model.token_vectors(ids)                # (len(chunk), P)
+                # a chunk of fewer than MIN_TYPE_ROWS rows is padded with its first type: the
+                # BLAS takes another kernel for 1-4 rows, whose roundings differ (~1e-7), and a
+                # type's vector must not depend on which types were missing beside it (what
+                # another caller had cached first: tests/engine/test_concurrency.py)
+                rows = chunk + chunk[:1] * max(0, MIN_TYPE_ROWS - len(chunk))
+                ids = torch.from_numpy(char_ids_for_types(rows, m)).to(self.device)
+                vecs = self.model.token_vectors(ids)[:len(chunk)]   # (len(chunk), P)
                 for t, v in zip(chunk, vecs):
                     # a copy: a row view would keep the whole (len(chunk), P) tensor alive as
                     # long as any of its words stays cached (memory grew with the input)

@@ -345,3 +345,15 @@ def test_a_long_lived_thread_adopts_the_configured_count(threads):
         assert seen == {"start": 1, "adopted": 2}
     finally:
         runtime._threads = before
+
+
+def test_a_types_vector_does_not_depend_on_the_types_computed_beside_it(demo_model, threads):
+    """The BLAS takes another kernel for 1-4 rows (its roundings differ by ~1e-7, ~1e-6 after
+    the LSTMs): a word first met alone must get the bits it gets among many, or a result would
+    depend on what another caller had cached first (found on a Zen 4 host)."""
+    threads(1)
+    words = vocabulary()[:300]
+    together = Embedder(demo_model, device="cpu").token_vectors(words)
+    for n in (1, 2, 3, 4, 5, 17):
+        alone = Embedder(demo_model, device="cpu").token_vectors(words[:n])
+        assert np.array_equal(alone, together[:n]), n
