@@ -8,7 +8,7 @@ import pytest
 
 from elmo_engine.analysis.probes.reference import load_reference_runs
 from elmo_explorer.views.contexts.model import (ContextsModel, ContextsSettings, groups_from_state,
-                                                settings_from_state, valid_ref)
+                                                neighbour_corpus, settings_from_state, valid_ref)
 from elmo_explorer.views.layers.model import LayersModel, LayersSettings, valid_result
 from elmo_explorer.views.probes.model import ProbesModel
 from elmo_explorer.views.projection.model import (ProjectionModel, as_float, as_int,
@@ -63,7 +63,9 @@ def test_contexts_view_state_round_trips_through_the_validators():
     bad = settings_from_state({"k": True, "direction": "sideways", "weights": [1, -1, 0]}, s)
     assert bad == s                                    # invalid values are ignored
     assert valid_ref(TOKENS, 2, 1) and not valid_ref(TOKENS, 2, 2) and not valid_ref(TOKENS, True, 0)
-    assert m.corpus(TOKENS[:1]) == [TOKENS[0]]
+    assert neighbour_corpus(TOKENS[:1], [["a", "bank"]], [["ref"]]) == [TOKENS[0], ["a", "bank"],
+                                                                        ["ref"]]
+    assert state["reference_set"] is True and back.reference_set is True
 
 
 def test_the_default_word():

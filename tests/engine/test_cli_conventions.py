@@ -217,7 +217,10 @@ def test_contexts_reads_groups_and_neighbours_match_the_apps(tmp_path, tiny_chec
     assert vocab is not None
     emb = Embedder(model, device="cpu")
     tokens = read_text_input(f).tokens
-    index = build_index(emb, tokens, read_vocabulary(vocab))
+    from elmo_engine.io.datasets.reference_set import REFERENCE_SET_SENTENCES, reference_set_corpus
+
+    in_set = reference_set_corpus("bank", REFERENCE_SET_SENTENCES)     # the view's default
+    index = build_index(emb, tokens + in_set, read_vocabulary(vocab))
     vec = emb.embed(tokens)[0][:, 4]
     table = neighbour_table(index, vec, "bank", 4, "both", [(0, 4)])
     with open(nb_csv, encoding="utf-8", newline="") as fh:

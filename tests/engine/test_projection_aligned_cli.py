@@ -58,7 +58,7 @@ def test_npz_and_refusals(tmp_path, sentences, tiny_checkpoint, capsys):
     base = ["project", str(sentences), "--checkpoint", str(tiny_checkpoint), "--device", "cpu",
             "--method", "pca"]
     assert main(base + ["--aligned", "procrustes", "-o", str(out)]) == 0
-    z = np.load(out)
+    z = np.load(out, allow_pickle=False)
     assert z["coords"].shape == (3, len(z["words"]), 2) and list(z["layers"]) == [
         "layer0", "layer1", "layer2"]
     assert z["knn_jaccard"].shape == (len(z["words"]),) and int(z["knn_k"]) == 10
