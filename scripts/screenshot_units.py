@@ -12,34 +12,19 @@ cells' row selected with its top-k curve (``-ranking``). Needs a display at 1280
 from __future__ import annotations
 
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-from PySide6.QtWidgets import QApplication
+from screenshot_window import started_window
+from screenshot_window import wait as wait_until
 
 
 def main(out: Path) -> int:
-    app = QApplication(sys.argv[:1])
-    from elmo_explorer.shell.main_window import MainWindow
-    from elmo_explorer.state.settings import AppSettings
     from elmo_explorer.views.units.model import UnitChoice
 
-    w = MainWindow(AppSettings(tempfile.mkdtemp()), views=("units",))
-    w.resize(1280, 800)
-    w.show()
-    w.start(None, None, None)
+    app, w = started_window(("units",))
 
     def wait(cond, seconds: float = 300) -> None:
-        end = time.time() + seconds
-        while time.time() < end:
-            app.processEvents()
-            if cond():
-                for _ in range(20):
-                    app.processEvents()
-                return
-            time.sleep(0.02)
-        raise SystemExit("timed out")
+        wait_until(app, cond, seconds)
 
     p = w.panels["units"]
     w.show_view("units")
