@@ -24,7 +24,7 @@ from elmo_engine.model.bilm import BiLM
 # from here
 from elmo_engine.model.header import (HDF5_MAGIC, MAX_PARAMETERS, NATIVE_FORMAT,  # noqa: F401
                                       CheckpointInfo, check_hdf5_dataset, check_hdf5_layout,
-                                      check_regular, check_safetensors_layout, checkpoint_name,
+                                      check_regular, check_safetensors_layout, checkpoint_info,
                                       expected_layout, file_checksum, open_hdf5,
                                       open_safetensors, read_checkpoint_info,
                                       resolve_and_read_options)
@@ -50,11 +50,8 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
     model.eval()
     model.requires_grad_(False)
     check_finite_output(model, weights_path)
-    model.info = CheckpointInfo(
-        name=checkpoint_name(path), format=fmt, options_path=str(opts_path),
-        weights_path=str(weights_path), checksum=file_checksum(opts_path, weights_path),
-        options=opts, parameter_counts=model.parameter_counts(),
-        weights_bytes=Path(weights_path).stat().st_size)
+    model.info = checkpoint_info(path, fmt, opts_path, weights_path, opts,
+                                 model.parameter_counts())
     return model.to(device)
 
 

@@ -321,8 +321,13 @@ def read_checkpoint_info(path) -> CheckpointInfo:
             check_hdf5_layout(h5, opts, weights_path)
         finally:
             h5.close()
+    return checkpoint_info(path, fmt, opts_path, weights_path, opts, parameter_counts(opts))
+
+
+def checkpoint_info(path, fmt: str, opts_path: Path, weights_path: Path, opts: BiLMOptions,
+                    counts: Dict[str, int]) -> CheckpointInfo:
+    """The :class:`CheckpointInfo` of checked files: their names, checksum and size."""
     return CheckpointInfo(
         name=checkpoint_name(path), format=fmt, options_path=str(opts_path),
         weights_path=str(weights_path), checksum=file_checksum(opts_path, weights_path),
-        options=opts, parameter_counts=parameter_counts(opts),
-        weights_bytes=weights_path.stat().st_size)
+        options=opts, parameter_counts=counts, weights_bytes=Path(weights_path).stat().st_size)
