@@ -16,6 +16,16 @@ pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 SENTENCES = ["He sat on the bank of the river .", "The bank lends money ."]
 
 
+@pytest.fixture(autouse=True)
+def fewer_words(monkeypatch):
+    """The view's jobs over fewer words than the app's (ranking 20,000, contexts 30,000): what
+    is tested here is the job and the view, not the statistics (tested in tests/engine)."""
+    from elmo_explorer.views.units import model
+
+    monkeypatch.setattr(model, "RANK_TOKENS", 4_000)
+    monkeypatch.setattr(model, "CONTEXT_TOKENS", 6_000)
+
+
 @pytest.fixture
 def panel(qtbot, ws, app_settings_dir):
     p = UnitsPanel(ws)

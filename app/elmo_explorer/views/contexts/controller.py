@@ -189,7 +189,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         m.carry_groups(self.ws.sentences)
         self._update_completer()
         m.comparison = None
-        m.index, m.index_sig = None, None              # rebuilt (or found in the cache)
+        m.index, m.index_sig, m.table = None, None, None   # rebuilt (or found in the cache)
         for act in self._actions.values():
             act.setEnabled(False)
         if self.ws.model_info is None and not self.ws.is_loading():
@@ -345,7 +345,8 @@ class ContextsPanel(PanelDefaults, QWidget):
         if sig == m.index_sig:
             return
         m.index_sig = sig
-        m.index = None                     # neighbours wait for this corpus's index
+        m.index, m.table = None, None      # neighbours wait for this corpus's index
+        self._actions["neighbours"].setEnabled(False)
         self.jobs.invalidate(NEIGHBOURS)               # they were for the old corpus
         info = ws.model_info
         emb, cache = ws.embedder, self.index_cache
