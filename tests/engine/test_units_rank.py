@@ -281,3 +281,28 @@ def test_pattern_search_finds_the_planted_pattern_first():
     with pytest.raises(InputError, match="lower the threshold"):
         find_pattern(model, ["the", "Paris"], (1, 2), 0.5, 0, 0, StateKind.C, corpus,
                      token_vectors=planted_vectors)
+
+
+def test_a_batch_of_probe_fits_equals_each_fit_alone():
+    """The top-k curve fits its probes of one k as one batch (one GEMM per step for all): each
+    fit of the batch is the fit it would be alone, with its own columns and its own seed's
+    order of the rows, and learns (a planted column is predictive)."""
+    from elmo_engine.analysis.units.rank import _softmax_regressions
+
+    gen = torch.Generator().manual_seed(0)
+    n, d, classes = 700, 5, 3
+    y = torch.randint(0, classes, (n,), generator=gen)
+    x = torch.randn(4, n, d, generator=gen)
+    x[0, :, 0] += 2.0 * y                                  # fit 0 can learn the labels
+    st = RankSettings(batch=128, min_steps=60)
+    seeds = (0, 1, 2, 0)
+    both = _softmax_regressions(x, y, classes, st, 1e-4, 1e-5, seeds)
+    assert both.shape == (4, d + 1, classes)
+    for r, seed in enumerate(seeds):
+        alone = _softmax_regressions(x[r:r + 1], y, classes, st, 1e-4, 1e-5, (seed,))[0]
+        np.testing.assert_allclose(both[r].numpy(), alone.numpy(), atol=1e-5)
+    acc = ((x[0] @ both[0, :-1] + both[0, -1]).argmax(1) == y).float().mean()
+    assert acc > 0.6                                       # chance: 1/3
+    # another seed, another order of the mini-batches: another fit
+    assert not torch.allclose(both[0], _softmax_regressions(x[:1], y, classes, st, 1e-4, 1e-5,
+                                                            (5,))[0])
