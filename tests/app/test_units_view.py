@@ -432,3 +432,22 @@ def test_ranking_a_file_of_the_users_and_reopening_it(qtbot, panel, tmp_path):
         map(str, got["top_units"]["mean-diff"][:5]))
     assert [f.path.name for f in part.figures] == ["units_topk_curve.svg"]
     assert units_part(state, None, FigureStyle(), checksum="other").notes
+
+
+def test_a_model_loaded_after_the_view_replaces_the_load_a_model_line(qtbot, tiny_checkpoint,
+                                                                      app_settings_dir):
+    """At start-up the view exists before the model: once it is loaded and a sentence drawn,
+    the status line gives the next step instead of asking for a model."""
+    from elmo_explorer.state.workspace import ModelSpec, Workspace
+
+    w = Workspace()
+    p = UnitsPanel(w)
+    qtbot.addWidget(p)
+    assert "Load a model" in p.view.status.text()
+    with qtbot.waitSignal(w.model_changed, timeout=60000):
+        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+    w.set_sentences(SENTENCES)
+    qtbot.waitUntil(lambda: p.model.sentence is not None and p.is_ready(), timeout=60000)
+    assert "Load a model" not in p.view.status.text()
+    assert p.view.status.text().startswith("Rank units ranks")
+    assert w.worker.shutdown(timeout_s=60)

@@ -36,6 +36,11 @@ from elmo_explorer.views.units.view import UnitsView
 log = logging.getLogger(__name__)
 
 
+#: the status lines that ask for what is missing (replaced once it is there)
+LOAD_PROMPT = "Load a model to look inside its LSTM."
+TYPE_PROMPT = "Type or open a sentence to see its units."
+
+
 class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     """Signals: ``ready()`` (no job of the view runs and it shows what it can)."""
 
@@ -71,7 +76,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         workspace.sentences_changed.connect(self.refresh)
         workspace.selection_changed.connect(lambda _ref: self.refresh())
         if workspace.embedder is None:
-            self.view.show_status("Load a model to look inside its LSTM.")
+            self.view.show_status(LOAD_PROMPT)
         else:
             self._on_model()
 
@@ -175,7 +180,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         tokens = self._sentence()
         if emb is None or tokens is None:
             if emb is not None:
-                self.view.show_status("Type or open a sentence to see its units.")
+                self.view.show_status(TYPE_PROMPT)
             self._set_ready()
             return
         settings = self.view.current_settings()
@@ -192,7 +197,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     def _on_sentence(self, rows) -> None:
         self.model.sentence = rows
         self.view.show_sentence(rows)
-        if self.model.ranking is None and not self.view.status.text():
+        if self.model.ranking is None and self.view.status.text() in ("", LOAD_PROMPT, TYPE_PROMPT):
             self.view.show_status("Rank units ranks every layer's cells and outputs for the "
                                   f"labels of the Ranking tab ({RANK_TOKENS:,} tokens).")
 
