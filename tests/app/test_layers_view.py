@@ -247,3 +247,19 @@ def test_hubness_per_layer_is_the_engines_and_the_clis(qtbot, panel, tiny_checkp
 
     lines = export.write_hubs(panel.model, tmp_path / "h.tsv").read_text("utf-8").splitlines()
     assert lines[0].startswith("layer\tskewness") and len(lines) == 1 + table.rowCount()
+
+
+def test_the_recorded_command_runs_from_the_repository_root(repo_root, monkeypatch):
+    """Issue 39: every README command runs from a fresh clone. The recorded command's output is
+    not refused (it once named resources/, which no command writes) and its inputs exist."""
+    import shlex
+
+    from elmo_engine.cli.main import build_parser
+    from elmo_engine.cli.outputs import guard_outputs
+    from elmo_explorer.views.layers.model import RECORDED_COMMAND
+
+    monkeypatch.chdir(repo_root)
+    argv = shlex.split(RECORDED_COMMAND)[1:]
+    args = build_parser([argv[0]]).parse_args(argv)
+    assert (repo_root / args.corpus).is_file() and (repo_root / args.checkpoint).is_dir()
+    guard_outputs(args)                                 # raises InputError when refused
