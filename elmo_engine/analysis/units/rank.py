@@ -126,6 +126,7 @@ def _softmax_regressions(x: torch.Tensor, y: torch.Tensor, n_classes: int, st: R
     grad = torch.empty_like(wb)
     grad_t = torch.empty(n_fits, n_classes, dim)
     xs = torch.empty_like(x)                                         # (R, N, D)
+    minus_one = torch.full((n_fits, 1, st.batch), -1.0)              # the target's −1, per row
     step = 0
     for _ in range(epochs):
         perm = torch.stack([torch.randperm(n, generator=g) for g in gens])   # (R, N)
@@ -139,7 +140,7 @@ def _softmax_regressions(x: torch.Tensor, y: torch.Tensor, n_classes: int, st: R
             # along a last dim of that size
             wb_t = wb.transpose(1, 2)                                   # (R, C, D+1)
             p_t = torch.softmax(torch.baddbmm(wb_t[:, :, -1:], wb_t[:, :, :-1], xb_t), 1)
-            p_t.scatter_add_(1, yb, torch.full(yb.shape, -1.0))        # (R, C, B)
+            p_t.scatter_add_(1, yb, minus_one[:, :, :yb.shape[2]])     # (R, C, B)
             p_t /= yb.shape[2]
             torch.bmm(p_t, xb_t.transpose(1, 2), out=grad_t)           # (R, C, D): both
             grad[:, :-1] = grad_t.transpose(1, 2)     # operands row-major, ~8x faster at D = 256
