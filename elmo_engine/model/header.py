@@ -16,7 +16,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, Tuple
+from typing import Callable, Dict, Optional, Tuple
 
 from elmo_engine.errors import CheckpointError
 from elmo_engine.model.locate import NATIVE_CONFIG, NATIVE_WEIGHTS, resolve_checkpoint  # noqa: F401
@@ -132,14 +132,17 @@ def check_regular(path: Path) -> None:
         raise CheckpointError(path, f"{problem} (a checkpoint is made of regular files)")
 
 
-def file_checksum(*paths) -> str:
+def file_checksum(*paths, stop: Optional[Callable[[], bool]] = None) -> str:
     """SHA-256 of the files in turn; each is checked to be a regular file first (a FIFO or
-    ``/dev/zero`` would block or never end)."""
+    ``/dev/zero`` would block or never end). ``stop()`` is asked between 4 MB blocks: when it
+    answers True the reading ends and "" is returned."""
     h = hashlib.sha256()
     for p in paths:
         check_regular(Path(p))
         with open(p, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 22), b""):
+                if stop is not None and stop():
+                    return ""
                 h.update(chunk)
     return h.hexdigest()
 
@@ -325,9 +328,11 @@ def read_checkpoint_info(path) -> CheckpointInfo:
 
 
 def checkpoint_info(path, fmt: str, opts_path: Path, weights_path: Path, opts: BiLMOptions,
-                    counts: Dict[str, int]) -> CheckpointInfo:
-    """The :class:`CheckpointInfo` of checked files: their names, checksum and size."""
+                    counts: Dict[str, int], checksum: Optional[str] = None) -> CheckpointInfo:
+    """The :class:`CheckpointInfo` of checked files: their names, checksum (computed here
+    unless given: :func:`file_checksum` of the two files) and size."""
     return CheckpointInfo(
         name=checkpoint_name(path), format=fmt, options_path=str(opts_path),
-        weights_path=str(weights_path), checksum=file_checksum(opts_path, weights_path),
+        weights_path=str(weights_path),
+        checksum=checksum if checksum is not None else file_checksum(opts_path, weights_path),
         options=opts, parameter_counts=counts, weights_bytes=Path(weights_path).stat().st_size)

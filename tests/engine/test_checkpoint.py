@@ -182,3 +182,44 @@ def test_info_from_the_headers_equals_the_loaded_models_without_torch():
             "assert 'torch' not in sys.modules, 'info imported torch'")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_all_finite_sees_every_kind_of_non_finite_value(bad):
+    from elmo_engine.model.layout import all_finite
+
+    t = torch.randn(64, 33)
+    assert all_finite(t) and all_finite(torch.empty(0, 4))
+    t[17, 5] = bad
+    assert not all_finite(t)
+    t[17, 5] = 3.0e38                       # finite, however large
+    assert all_finite(t)
+
+
+def test_the_checksum_is_the_files_sha256_computed_beside_the_load(ckpt):
+    """The checksum is computed in a second thread while the weights are read: it is the
+    SHA-256 of options.json then the weights, and a load that fails stops it."""
+    import hashlib
+    import threading
+
+    model = load_checkpoint(ckpt)
+    digest = hashlib.sha256((ckpt / "options.json").read_bytes()
+                            + (ckpt / "lm_weights.hdf5").read_bytes()).hexdigest()
+    assert model.info.checksum == digest
+    with h5py.File(ckpt / "lm_weights.hdf5", "a") as fh:
+        del fh["CNN/b_cnn_2"]
+        fh["CNN/b_cnn_2"] = np.zeros(17, np.float32)
+    _err(ckpt)
+    assert not [t for t in threading.enumerate() if t.name.startswith("checkpoint-checksum")]
+
+
+def test_loading_packs_no_weights_and_keeps_the_fast_path(ckpt):
+    """The load's finiteness check runs plain GEMMs: packed copies made there would be thrown
+    away by a change of precision (and cost 0.2 s of a full-size model's load)."""
+    from elmo_engine.model.cpu_fast import FastPath
+
+    model = load_checkpoint(ckpt)
+    assert model.lstm.kernels.packed_keys() == set()
+    assert model.fast_path == FastPath()
+    Embedder(model).embed(SENTS)
+    assert model.lstm.kernels.packed_keys()        # the first batch packs what it uses
