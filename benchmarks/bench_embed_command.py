@@ -6,8 +6,9 @@ held-out sentences (OpenStax's valid split, 1B-Word tokenized, 5-50 tokens) one 
 times ``elmo-explorer embed IN -o OUT.hdf5 --checkpoint CKPT --precision P --pretokenized`` as a
 child process, the precisions alternating (ABBA) so that both see the same moments of a shared
 machine. Prints the host (CPU, bf16 units, GEMM ceilings in both precisions), each command's wall
-time (best and median), the bf16 / float32 ratio, and per layer the cosine of bf16's vectors to
-float32's (median, 0.1 % quantile, minimum), read back from the two output files.
+time (best and median) with the share of its precision's GEMM ceiling that the model's nominal
+FLOPs over the whole command reach, the bf16 / float32 ratio, and per layer the cosine of bf16's
+vectors to float32's (median, 0.1 % quantile, minimum), read back from the two output files.
 
 ``--phases`` also times, in one child process per precision, where a command's time goes: the
 interpreter and imports, reading the checkpoint, the conversion to the precision, the first batch
@@ -118,17 +119,19 @@ def main() -> None:
     import torch
 
     import hostinfo
-    from bench_bilm import random_checkpoint
+    from bench_bilm import FILTERS, MODELS, random_checkpoint
     from elmo_engine import runtime
     from elmo_engine.embed.fidelity import layer_fidelity
+    from elmo_engine.model.flops import flops_per_token
+    from elmo_engine.model.options import BiLMOptions
 
     if args.threads:
         torch.set_num_threads(args.threads)
     print(hostinfo.host_line())
     bf16_units = runtime.cpu_bf16().offered
-    print(f"GEMM ceilings (2048² mm): fp32 {hostinfo.ceiling('fp32'):.0f} GFLOP/s, "
-          f"bf16 {hostinfo.ceiling('bf16'):.0f} GFLOP/s "
-          f"({hostinfo.ceiling('bf16') / hostinfo.ceiling('fp32'):.2f}x)")
+    print(f"GEMM ceilings (2048² mm): fp32 {hostinfo.ceiling('fp32', 'cpu'):.0f} GFLOP/s, "
+          f"bf16 {hostinfo.ceiling('bf16', 'cpu'):.0f} GFLOP/s "
+          f"({hostinfo.ceiling('bf16', 'cpu') / hostinfo.ceiling('fp32', 'cpu'):.2f}x)")
     if not bf16_units:
         raise SystemExit("this CPU has no bf16 units: embed --precision bf16 is refused here")
     exe = shutil.which("elmo-explorer") or str(Path(sys.executable).with_name("elmo-explorer"))
@@ -153,9 +156,12 @@ def main() -> None:
                 times[precision].append(run_timed(
                     command(exe, text, outs[precision], ckpt, precision), env))
         version = min(run_timed([exe, "--version"], env) for _ in range(3))
+        flops = flops_per_token(BiLMOptions(filters=FILTERS, **MODELS[args.model])).total
         for precision, ts in times.items():
             print(f"  {precision}: best {min(ts):.2f} s, median {statistics.median(ts):.2f} s "
-                  f"({tokens / min(ts):.0f} tokens/s whole command)")
+                  f"({tokens / min(ts):.0f} tokens/s whole command; "
+                  f"{hostinfo.share_line(flops * tokens, min(ts), precision)} at "
+                  f"{flops / 1e6:.0f} MFLOP per token)")
         ratio = min(times["fp32"]) / min(times["bf16"])
         median_ratio = statistics.median(times["fp32"]) / statistics.median(times["bf16"])
         print(f"  bf16 / fp32, whole command: {ratio:.2f}x best, {median_ratio:.2f}x median "
