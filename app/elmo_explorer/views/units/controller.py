@@ -76,7 +76,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         workspace.sentences_changed.connect(self.refresh)
         workspace.selection_changed.connect(lambda _ref: self.refresh())
         if workspace.embedder is None:
-            self.view.show_status(LOAD_PROMPT)
+            self.view.show_status(LOAD_PROMPT, prompt=True)
         else:
             self._on_model()
 
@@ -180,7 +180,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         tokens = self._sentence()
         if emb is None or tokens is None:
             if emb is not None:
-                self.view.show_status(TYPE_PROMPT)
+                self.view.show_status(TYPE_PROMPT, prompt=True)
             self._set_ready()
             return
         settings = self.view.current_settings()
@@ -197,7 +197,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     def _on_sentence(self, rows) -> None:
         self.model.sentence = rows
         self.view.show_sentence(rows)
-        if self.model.ranking is None and self.view.status.text() in ("", LOAD_PROMPT, TYPE_PROMPT):
+        if self.model.ranking is None and self.view.shows_prompt():
             self.view.show_status("Rank units ranks every layer's cells and outputs for the "
                                   f"labels of the Ranking tab ({RANK_TOKENS:,} tokens).")
 

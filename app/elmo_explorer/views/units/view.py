@@ -50,6 +50,7 @@ class UnitsView(QWidget):
         row.addWidget(self.cancel_button)
         lay.addLayout(row)
         self.status = QLabel("")
+        self._prompt = False               # the status line holds a prompt (show_status)
         self.status.setWordWrap(True)
         lay.addWidget(self.status)
 
@@ -135,9 +136,16 @@ class UnitsView(QWidget):
             b.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
 
-    def show_status(self, text: str, error: bool = False) -> None:
+    def show_status(self, text: str, error: bool = False, prompt: bool = False) -> None:
+        """Show ``text`` below the tabs (in red for an error). ``prompt``: it only says what
+        to do next, and the next step's hint may replace it (:meth:`shows_prompt`)."""
         self.status.setStyleSheet("color: #b00020;" if error else "")
         self.status.setText(text)
+        self._prompt = prompt
+
+    def shows_prompt(self) -> bool:
+        """Whether the status line is empty or a prompt (not a result, error or note)."""
+        return self._prompt or not self.status.text()
 
     # ---- drawing ------------------------------------------------------------------------------
     def show_sentence(self, rows: Optional[SentenceRows]) -> None:
