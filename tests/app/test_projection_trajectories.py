@@ -2,6 +2,8 @@
 trails, the kNN-change list, the GIF export."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -9,8 +11,9 @@ pytest.importorskip("pytestqt")
 
 import elmo_explorer.views.projection.running as running_mod
 from elmo_explorer.views.projection.controller import ProjectionPanel
-from elmo_explorer.views.projection.trajectory_model import (METHODS, TICKS_PER_LAYER,
-                                                             TrajectoryModel, layer_sequences)
+from elmo_explorer.views.projection.trajectory_model import (METHODS, SEQUENCE_KEYS,
+                                                             TICKS_PER_LAYER, TrajectoryModel,
+                                                             TrajectorySettings, layer_sequences)
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -94,6 +97,52 @@ def test_trajectories_tab_compute_slide_trail_and_export(qtbot, panel, tmp_path)
     assert gif in sig.args[0]
     assert iio.imread(gif, index=None).shape[0] == 2 * 3 + 1
     assert len(list((tmp_path / "frames").glob("frame_*.png"))) == 7
+
+
+def test_settings_from_json_keep_what_is_valid():
+    assert TrajectorySettings.from_json(None) == TrajectorySettings()
+    s = TrajectorySettings(method=METHODS[2].key, sequence=SEQUENCE_KEYS[3], reference=4, k=7,
+                           pair=(1, 5), trail="bank")
+    assert TrajectorySettings.from_json(json.loads(json.dumps(s.to_json()))) == s
+    bad = {"method": "tsne", "sequence": 2, "reference": -1, "k": True, "pair": [1, "x"],
+           "trail": 3}
+    assert TrajectorySettings.from_json(bad) == TrajectorySettings()
+    assert TrajectorySettings.from_json({"k": 10_000}).k == 100          # the box's range
+    assert len({m.key for m in METHODS}) == len(METHODS)
+    assert len(SEQUENCE_KEYS) == len(layer_sequences(3))
+
+
+def test_the_tabs_choices_are_saved_with_the_view_and_the_trail_word_trails(qtbot, panel):
+    tr, v = panel.trajectories, panel.trajectories.view
+    v.method.setCurrentIndex(0)
+    v.sequence.setCurrentIndex(1)                          # forward 0 → 1 → 2
+    v.reference.setCurrentIndex(0)
+    v.pair_a.setCurrentIndex(0)
+    v.pair_b.setCurrentIndex(1)
+    v.k.setValue(3)
+    v.trail_word.setText("bank")
+    saved = json.loads(json.dumps(panel.view_state()))
+    assert saved["trajectories"] == {"method": METHODS[0].key, "sequence": "forward",
+                                     "reference": 0, "k": 3, "pair": [0, 1], "trail": "bank"}
+    # computing trails the word in the box
+    with qtbot.waitSignal(tr.computed, timeout=60000):
+        tr.compute()
+    assert len(tr.model.trails) == 4 and (tr.model.changes.a, tr.model.changes.b) == (
+        "layer 0 forward", "layer 1 forward")
+    # other choices, then the saved ones back
+    v.method.setCurrentIndex(2)
+    v.sequence.setCurrentIndex(0)
+    v.k.setValue(20)
+    v.trail_word.setText("")
+    panel.restore_view_state(saved)
+    assert (v.method.currentIndex(), v.sequence.currentIndex(), v.reference.currentIndex(),
+            v.pair_a.currentIndex(), v.pair_b.currentIndex(), v.k.value(),
+            v.trail_word.text()) == (0, 1, 0, 0, 1, 3, "bank")
+    assert tr.settings() == TrajectorySettings.from_json(saved["trajectories"])
+    # a workspace of another model: positions past its layers keep the defaults
+    panel.restore_view_state({**saved, "trajectories": {**saved["trajectories"],
+                                                        "pair": [0, 9], "reference": 9}})
+    assert (v.reference.currentIndex(), v.pair_b.currentIndex()) == (0, 1)
 
 
 def test_compute_before_maps_says_so(qtbot, ws, monkeypatch):

@@ -32,6 +32,7 @@ from elmo_explorer.views.projection.faithful import MapFaithfulness
 from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.running import (MIN_UMAP_POINTS, ProjectionRunner, RunRequest,
                                                     run_layers, wants_umap)
+from elmo_explorer.views.projection.trajectory_model import TrajectorySettings
 from elmo_explorer.views.projection.trajectory_panel import TrajectoryPanel
 from elmo_explorer.views.projection.sources import (ask_dataset_path, colour_categories,
                                                      dataset_job, request, typed_points)
@@ -132,7 +133,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
     def view_state(self) -> Dict[str, Any]:
         """The view's parameters as JSON values (docs/guide/projection.md)."""
         path = self.model.dataset_path
-        return self.view.controls.state(str(path) if path is not None else None)
+        state = self.view.controls.state(str(path) if path is not None else None)
+        state["trajectories"] = self.trajectories.settings().to_json()
+        return state
 
     def restore_view_state(self, state: Dict[str, Any]) -> None:
         """Apply a ``view_state()`` dict (invalid keys ignored); the scheduled automatic run
@@ -141,6 +144,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
             return
         c, m = self.view.controls, self.model
         c.apply_state(state)
+        self.trajectories.apply_settings(TrajectorySettings.from_json(state.get("trajectories")))
         self.apply_colours()
         self.search(c.search.text())
         path = state.get("dataset_file")

@@ -7,7 +7,7 @@ position of the slider and the tokens whose trails are drawn (issue 42).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import List, Optional, Tuple
 
 import numpy as np
@@ -31,12 +31,23 @@ class MethodChoice:
     method: AlignMethod
     base: str
 
+    @property
+    def key(self) -> str:
+        """The name a saved workspace gives it: ``procrustes-pca``, ``procrustes-umap``,
+        ``umap-umap`` (AlignedUMAP)."""
+        return f"{self.method.value}-{self.base}"
+
 
 METHODS: Tuple[MethodChoice, ...] = (
     MethodChoice("Procrustes · PCA per layer", AlignMethod.PROCRUSTES, "pca"),
     MethodChoice("Procrustes · UMAP per layer", AlignMethod.PROCRUSTES, "umap"),
     MethodChoice("AlignedUMAP", AlignMethod.ALIGNED_UMAP, "umap"),
 )
+
+#: the names a saved workspace gives the entries of :func:`layer_sequences`, in its order
+SEQUENCE_KEYS: Tuple[str, ...] = ("layers", "forward", "backward", "forward-then-backward")
+#: the neighbours compared between two layers: the k box's range and default
+K_RANGE, K_DEFAULT = (1, 100), 10
 
 
 def layer_sequences(n_layers: int) -> List[Tuple[str, Tuple[AlignedLayer, ...]]]:
@@ -52,6 +63,54 @@ def layer_sequences(n_layers: int) -> List[Tuple[str, Tuple[AlignedLayer, ...]]]
             (f"forward {arrow}", fwd),
             (f"backward {arrow}", bwd),
             (f"forward {arrow}, then backward back to 0", fwd + tuple(reversed(bwd)))]
+
+
+@dataclass(frozen=True)
+class TrajectorySettings:
+    """The tab's choices, as a workspace saves them (:meth:`to_json`, :meth:`from_json`).
+
+    ``reference`` and ``pair`` are positions in the chosen sequence's layers (None: the tab's
+    default, the last layer and first contextual → last); the computed layouts are not saved:
+    Compute makes them again from the Maps tab's tokens."""
+
+    method: str = METHODS[0].key
+    sequence: str = SEQUENCE_KEYS[0]
+    reference: Optional[int] = None
+    k: int = K_DEFAULT
+    pair: Optional[Tuple[int, int]] = None
+    trail: str = ""
+
+    def to_json(self) -> dict:
+        return {"method": self.method, "sequence": self.sequence, "reference": self.reference,
+                "k": self.k, "pair": list(self.pair) if self.pair is not None else None,
+                "trail": self.trail}
+
+    @classmethod
+    def from_json(cls, d: object) -> "TrajectorySettings":
+        """The settings a saved dict sets validly; a missing, unknown or wrong-typed value
+        keeps its default (positions are checked against the layers when applied)."""
+        if not isinstance(d, dict):
+            return cls()
+
+        def index(v: object) -> Optional[int]:
+            return v if isinstance(v, int) and not isinstance(v, bool) and v >= 0 else None
+
+        out = cls()
+        if d.get("method") in [m.key for m in METHODS]:
+            out = replace(out, method=d["method"])
+        if d.get("sequence") in SEQUENCE_KEYS:
+            out = replace(out, sequence=d["sequence"])
+        if index(d.get("reference")) is not None:
+            out = replace(out, reference=d["reference"])
+        k = index(d.get("k"))
+        if k is not None:
+            out = replace(out, k=min(max(k, K_RANGE[0]), K_RANGE[1]))
+        pair = d.get("pair")
+        if isinstance(pair, list) and len(pair) == 2 and all(index(v) is not None for v in pair):
+            out = replace(out, pair=(pair[0], pair[1]))
+        if isinstance(d.get("trail"), str):
+            out = replace(out, trail=d["trail"])
+        return out
 
 
 @dataclass(frozen=True)

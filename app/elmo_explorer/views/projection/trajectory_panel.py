@@ -25,9 +25,10 @@ from elmo_engine.errors import ElmoError
 from elmo_explorer.state.worker import JobGroup, JobHandle, Lane
 from elmo_explorer.views.palette import PALETTE
 from elmo_explorer.views.projection.model import ProjectionModel
-from elmo_explorer.views.projection.trajectory_model import (METHODS, TICKS_PER_LAYER,
-                                                             TrajectoryModel, TrajectoryRequest,
-                                                             layer_sequences)
+from elmo_explorer.views.projection.trajectory_model import (METHODS, SEQUENCE_KEYS,
+                                                             TICKS_PER_LAYER, TrajectoryModel,
+                                                             TrajectoryRequest,
+                                                             TrajectorySettings, layer_sequences)
 from elmo_explorer.views.projection.trajectory_view import TrajectoryView
 
 KIND, EXPORT_KIND = "trajectories", "trajectories-export"
@@ -94,6 +95,36 @@ class TrajectoryPanel(QWidget):
     def _on_method(self) -> None:
         choice = METHODS[self.view.method.currentIndex()]
         self.view.reference.setEnabled(choice.method is AlignMethod.PROCRUSTES)
+
+    # ---- saved with a workspace --------------------------------------------------------------
+    def settings(self) -> TrajectorySettings:
+        """The choices as a workspace saves them."""
+        v = self.view
+        seq = v.sequence.currentIndex()
+        return TrajectorySettings(
+            method=METHODS[max(0, v.method.currentIndex())].key,
+            sequence=SEQUENCE_KEYS[seq] if 0 <= seq < len(SEQUENCE_KEYS) else SEQUENCE_KEYS[0],
+            reference=v.reference.currentIndex() if v.reference.count() else None,
+            k=v.k.value(),
+            pair=((v.pair_a.currentIndex(), v.pair_b.currentIndex()) if v.pair_a.count()
+                  else None),
+            trail=v.trail_word.text())
+
+    def apply_settings(self, s: TrajectorySettings) -> None:
+        """Set the controls to ``s`` (a position past the sequence's layers is ignored);
+        the trail word is typed into its box and trails once Compute has drawn the layouts."""
+        v = self.view
+        v.method.setCurrentIndex([m.key for m in METHODS].index(s.method))
+        if SEQUENCE_KEYS.index(s.sequence) < v.sequence.count():
+            v.sequence.setCurrentIndex(SEQUENCE_KEYS.index(s.sequence))   # refills the layers
+        n = v.reference.count()
+        if s.reference is not None and s.reference < n:
+            v.reference.setCurrentIndex(s.reference)
+        if s.pair is not None and max(s.pair) < n:
+            v.pair_a.setCurrentIndex(s.pair[0])
+            v.pair_b.setCurrentIndex(s.pair[1])
+        v.k.setValue(s.k)
+        v.trail_word.setText(s.trail)
 
     def request(self) -> TrajectoryRequest:
         """The computation the controls ask for, on the Maps tab's tokens."""
@@ -164,6 +195,9 @@ class TrajectoryPanel(QWidget):
         v.note.setText(m.method_note())
         v.status.setText(f"{req.choice.label}: {len(req.tokens):,} tokens, "
                          f"{len(req.layers)} layers in {m.layouts.seconds:.1f} s.")
+        word = v.trail_word.text().strip()
+        if word:                         # the word in the box (typed, or from a workspace)
+            m.set_trails(req.tokens.find(word))
         self.redraw()
         self.computed.emit()
 

@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QGridLayout, QHBoxL
 
 from elmo_engine.analysis.projection.knn_change import KnnChanges
 from elmo_explorer.views.palette import OTHER_COLOUR, PALETTE
-from elmo_explorer.views.projection.trajectory_model import METHODS
+from elmo_explorer.views.projection.trajectory_model import K_DEFAULT, K_RANGE, METHODS
 
 POINT_SIZE = 5
 TRAIL_COLOUR = "#202020"
@@ -155,8 +155,8 @@ class TrajectoryView(QWidget):
         self.reference = QComboBox()
         self.reference.setToolTip("Procrustes: the layer the others are moved onto")
         self.k = QSpinBox()
-        self.k.setRange(1, 100)
-        self.k.setValue(10)
+        self.k.setRange(*K_RANGE)
+        self.k.setValue(K_DEFAULT)
         self.k.setPrefix("k = ")
         self.k.setToolTip("neighbours compared between the two layers (Jaccard of the k-NN sets "
                           "in the full vectors)")
