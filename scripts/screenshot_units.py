@@ -4,8 +4,10 @@ The sentence *The keys to the cabinet are on the table .*, cells 78 and 403 of t
 forward LM (the two ``Number`` cells of docs/guide/units.md) zeroed at every position, re-measured
 before → after (the LMs, the minimal pairs, a probe of the top layer and the similarity of *keys*
 across its contexts); then the Unit tab with cell 78's top contexts (``OUT`` with ``-unit``
-before the extension) and the Ranking tab, ranked for the demo POS task, its layer 1 forward
-cells' row selected with its top-k curve (``-ranking``). Needs a display at 1280×800, e.g.::
+before the extension), the Pattern tab with *keys* (layer 1 forward cells, threshold 0.5, over
+the demo POS sentences; ``-pattern``) and the Ranking tab, ranked for the demo POS task, its
+layer 1 forward cells' row selected with its top-k curve (``-ranking``). Needs a display at
+1280×800, e.g.::
 
     xvfb-run -a -s "-screen 0 1600x1000x24" python scripts/screenshot_units.py docs/images/units.png
 """
@@ -47,6 +49,15 @@ def main(out: Path) -> int:
     p.contexts()
     wait(lambda: p.model.contexts is not None and p.is_ready())
     w.grab().save(str(out.with_name(out.stem + "-unit" + out.suffix)))
+    pp = v.pattern_page
+    pp.p_layer.setValue(1)
+    pp.p_direction.setCurrentText("forward")
+    pp.p_start.setValue(2)                                # "keys"
+    pp.p_end.setValue(2)
+    pp.p_threshold.setValue(0.5)
+    p.pattern()
+    wait(lambda: p.model.pattern is not None and p.is_ready())
+    w.grab().save(str(out.with_name(out.stem + "-pattern" + out.suffix)))
     p.rank()
     wait(lambda: p.model.ranking is not None and p.is_ready(), 900)
     v.tabs.setCurrentWidget(v.ranking_page)

@@ -84,7 +84,9 @@ def add_parser(subparsers):
 
     top = sub.add_parser("top", help="one unit's highest positions over a sentence file, and "
                                      "the words that drive it")
-    top.add_argument("input", type=Path, help="sentence file (one sentence per line)")
+    top.add_argument("input", type=Path,
+                     help="sentence file (one sentence per line) or CoNLL-U; its first "
+                          f"{DEFAULT_RANK_TOKENS:,} words are read")
     top.add_argument("--layer", type=int, default=0, help="LSTM layer, 0-based (default 0)")
     top.add_argument("--direction", choices=DIRECTIONS[:2], default="forward",
                      help="which LM (default forward)")
@@ -103,7 +105,8 @@ def add_parser(subparsers):
                                          "spans whose units are on in the same way (LSTMVis)")
     pat.add_argument("corpus", type=Path,
                      help="sentence file (one sentence per line), or CoNLL-U (.conllu, "
-                          ".conllu.gz: the matches show their UPOS)")
+                          ".conllu.gz: the matches show their UPOS); its first "
+                          f"{DEFAULT_RANK_TOKENS:,} words are read")
     pat.add_argument("--sentence", required=True, help="the query sentence")
     pat.add_argument("--span", required=True, metavar="I:J",
                      help="its words I … J (1-based, inclusive) that make the pattern")
@@ -291,9 +294,8 @@ def run_top(args) -> int:
     width = state_width(model.opts, kind)
     if not 0 <= args.unit < width:
         raise InputError(f"--unit {args.unit}: {kind.value} has units 0 … {width - 1}")
-    text = common.read_text(args.input, args.pretokenized, max_tokens=DEFAULT_RANK_TOKENS)
     d = _directions(args.direction)[0]
-    sents = text.tokens
+    sents = _corpus(args.input, args.pretokenized).sentences
     values = unit_values(model, sents, args.layer, d, kind, args.unit,
                          _token_vectors(model, str(model.device)))
     best = top_contexts(sents, values, args.show, args.lowest)
@@ -317,6 +319,18 @@ def run_top(args) -> int:
 
 
 # ---- pattern ----------------------------------------------------------------------------------
+def _corpus(path: Path, pretokenized: bool):
+    """The first :data:`DEFAULT_RANK_TOKENS` words of a sentence file or CoNLL-U
+    (:func:`~elmo_engine.analysis.units.corpus.read_units_corpus`, as the Units view reads its
+    corpora), saying on stderr when the file holds more."""
+    from elmo_engine.analysis.units.corpus import read_units_corpus
+
+    corpus = read_units_corpus(path, DEFAULT_RANK_TOKENS, pretokenized)
+    if corpus.truncated:
+        common.log(f"note: read {corpus.describe()}")
+    return corpus
+
+
 def _span(text: str) -> Tuple[int, int]:
     a, sep, b = text.partition(":")
     try:
@@ -342,24 +356,8 @@ def run_pattern(args) -> int:
              else tokenize(args.sentence, MAX_SENTENCE_TOKENS))[:MAX_SENTENCE_TOKENS]
     if not query:
         raise InputError("--sentence is empty")
-    name = args.corpus.name.lower()
-    labels = None
-    if name.endswith((".conllu", ".conllu.gz")):
-        import itertools
-
-        from elmo_engine.io.datasets.conllu import read_conllu
-
-        sents, count = [], 0
-        for s in itertools.islice(read_conllu(args.corpus, label="upos"), MAX_SENTENCES):
-            sents.append(s)
-            count += len(s)
-            if count >= DEFAULT_RANK_TOKENS:
-                break
-        corpus = [list(s.tokens) for s in sents]
-        labels = [list(s.labels) for s in sents]
-    else:
-        corpus = common.read_text(args.corpus, args.pretokenized,
-                                  max_tokens=DEFAULT_RANK_TOKENS).tokens
+    read = _corpus(args.corpus, args.pretokenized)
+    corpus, labels = read.sentences, read.labels
     model = _load_model(args)
     d = 0 if args.direction in ("forward", "fwd") else 1
     res = find_pattern(model, query, span, args.threshold, args.layer, d, kind, corpus,

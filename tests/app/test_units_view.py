@@ -451,3 +451,60 @@ def test_a_model_loaded_after_the_view_replaces_the_load_a_model_line(qtbot, tin
     assert "Load a model" not in p.view.status.text()
     assert p.view.status.text().startswith("Rank units ranks")
     assert w.worker.shutdown(timeout_s=60)
+
+
+def test_contexts_and_pattern_over_corpora_of_the_users(qtbot, panel, tmp_path):
+    """The Unit tab's contexts and the pattern search over a sentence file and a CoNLL-U of
+    the user's (read as ``units top`` / ``units pattern`` read them), a bad file as one line,
+    and both choices saved with the view."""
+    v = panel.view
+    text = tmp_path / "mine.txt"
+    text.write_text("Zebras graze near the water .\n\nThe zebra ran .\n", encoding="utf-8")
+    v.unit_page.corpus.set_path(str(text))                    # as the file dialog does
+    assert panel.model.contexts_corpus == str(text) and v.unit_page.corpus.reset.isEnabled()
+    v.unit_page.u_unit.setValue(3)
+    panel.contexts()
+    qtbot.waitUntil(lambda: panel.model.contexts is not None and panel.is_ready(),
+                    timeout=60000)
+    ctx = panel.model.contexts
+    assert ctx.positions == 10 and ctx.corpus == "mine.txt (10 words)"
+    assert {c.word for c in ctx.highest} == set("Zebras graze near the water . The zebra ran".split())
+    assert "over mine.txt" in v.status.text()
+    assert v.unit_page.u_note.text().endswith("of 10 positions in mine.txt (10 words).")
+    # the pattern search over a CoNLL-U: the matches carry its UPOS tags
+    conllu = tmp_path / "mine.conllu"
+    rows = [("The", "DET"), ("bank", "NOUN"), ("lends", "VERB"), ("money", "NOUN")]
+    conllu.write_text("".join(f"{i}\t{w}\t_\t{t}\t_\t_\t0\tdep\t_\t_\n"
+                              for i, (w, t) in enumerate(rows, 1)) + "\n", encoding="utf-8")
+    v.pattern_page.corpus.set_path(str(conllu))
+    v.pattern_page.p_layer.setValue(1)
+    v.pattern_page.p_start.setValue(4)
+    v.pattern_page.p_end.setValue(5)                                         # "the bank"
+    v.pattern_page.p_threshold.setValue(-100.0)                              # every unit is on
+    panel.pattern()
+    qtbot.waitUntil(lambda: panel.model.pattern is not None and panel.is_ready(), timeout=60000)
+    res = panel.model.pattern
+    assert res.matches and all(m.sentence == 0 for m in res.matches)
+    tags = dict(rows)
+    assert all(list(m.pos) == [tags[w] for w in m.words] for m in res.matches)
+    assert "in mine.conllu (4 words)" in v.status.text()
+    assert v.pattern_page.p_note.text().endswith("spans of mine.conllu (4 words).")
+    # both choices go into the saved state, and come back
+    state = panel.view_state()
+    assert state["corpora"] == {"contexts": str(text), "pattern": str(conllu)}
+    v.unit_page.corpus.reset.click()
+    assert panel.model.contexts_corpus == "" and v.unit_page.corpus.name.text().startswith(
+        "the reference corpus")
+    panel.restore_view_state(state)
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert panel.model.contexts_corpus == str(text)
+    assert (v.unit_page.corpus.name.text(), v.pattern_page.corpus.name.text()) == (
+        "mine.txt", "mine.conllu")
+    # a bad file: one line naming it, the last contexts kept, the view still works
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"caf\xe9\n")
+    v.unit_page.corpus.set_path(str(bad))
+    panel.contexts()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert "bad.txt" in v.status.text() and "UTF-8" in v.status.text()
+    assert panel.model.contexts is ctx

@@ -63,6 +63,24 @@ def test_top_lists_positions_in_order(files, capsys):
     assert low["top"][0]["word"] in " ".join(SENTENCES).split()
 
 
+def test_top_reads_conllu_and_says_when_it_reads_the_first_words_only(tmp_path, capsys,
+                                                                       monkeypatch):
+    import elmo_engine.cli.units as units_cli
+
+    conllu = tmp_path / "c.conllu"
+    conllu.write_text("".join(
+        f"# sent_id = {k}\n" + "".join(f"{i}\t{w}\t_\tX\t_\t_\t0\tdep\t_\t_\n"
+                                       for i, w in enumerate(s.split(), 1)) + "\n"
+        for k, s in enumerate(SENTENCES)), encoding="utf-8")
+    doc = run_json(["units", "top", str(conllu), "--unit", "3", *CK], capsys)
+    assert doc["positions"] == sum(len(s.split()) for s in SENTENCES)
+    monkeypatch.setattr(units_cli, "DEFAULT_RANK_TOKENS", 10)
+    assert main(["units", "top", str(conllu), "--unit", "3", "--json", *CK]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["positions"] == 15            # whole sentences: 9 + 6 >= 10
+    assert "note: read c.conllu (the first 15 words)" in out.err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["units", "top", "{text}", "--unit", "999", *CK], "--unit 999"),
     (["units", "top", "{text}", "--unit", "1", "--state", "x", *CK], "unknown state"),

@@ -27,9 +27,9 @@ from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 from elmo_explorer.views.units import export
 from elmo_explorer.views.units.intervention import (SHOWCASE_KS, bundled_minimal_pairs, number_showcase,
                                                     remeasure, showcase_note, showcase_rows)
-from elmo_explorer.views.units.model import (RANK_TOKENS, RankSource, UnitChoice, UnitsModel,
-                                             pattern_search, rank_labels, sentence_rows,
-                                             unit_contexts)
+from elmo_explorer.views.units.model import (PATTERN_DEFAULT, RANK_TOKENS, RankSource,
+                                             UnitChoice, UnitsModel, pattern_search, rank_labels,
+                                             sentence_rows, unit_contexts)
 from elmo_explorer.views.units.softmax_cache import SoftmaxCache
 from elmo_explorer.views.units.view import UnitsView
 
@@ -68,6 +68,10 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         v.showcase_page.showcase_requested.connect(self.run_showcase)
         v.unit_page.contexts_requested.connect(self.contexts)
         v.pattern_page.pattern_requested.connect(self.pattern)
+        for which, chooser in (("contexts", v.unit_page.corpus),
+                               ("pattern", v.pattern_page.corpus)):
+            chooser.choose_requested.connect(lambda w=which: self._choose_corpus(w))
+            chooser.changed.connect(lambda path, w=which: self.set_corpus(w, path))
         self.softmax = SoftmaxCache()        # the loaded checkpoint's, read by the first job
         self._pending: Optional[Any] = None  # saved results waiting for their model
         workspace.model_changed.connect(self._on_model)
@@ -125,6 +129,8 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self.view.apply_settings(self.model.settings)
         self.view.apply_panel_fields(self.model.panel)
         self.view.ranking_page.set_source(self.model.source)
+        self.view.unit_page.corpus.set_path(self.model.contexts_corpus, announce=False)
+        self.view.pattern_page.corpus.set_path(self.model.pattern_corpus, announce=False)
         self._pending = saved
         self._show_saved()
         self.refresh()
@@ -150,7 +156,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         v.intervene_page.show_remeasure(m.remeasure)
         v.showcase_page.show_showcase(m.showcase, m.showcase_note)
         v.unit_page.show_contexts(m.contexts)
-        v.pattern_page.show_pattern(m.pattern)
+        v.pattern_page.show_pattern(m.pattern, m.pattern_where or PATTERN_DEFAULT)
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _on_model(self) -> None:
@@ -269,17 +275,19 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             return
         q = self.view.pattern_page.query()
         model, vectors = emb.model, emb.token_vectors
+        corpus = self.model.pattern_corpus
         self.jobs.invalidate("pattern")
 
         def job(state):
-            return pattern_search(model, tokens, q, vectors, state)
+            return pattern_search(model, tokens, q, vectors, state, corpus)
 
-        def done(res) -> None:
-            self.model.pattern = res
-            self.view.pattern_page.show_pattern(res)
+        def done(found) -> None:
+            where, res = found
+            self.model.pattern, self.model.pattern_where = res, where
+            self.view.pattern_page.show_pattern(res, where)
             self.view.tabs.setCurrentWidget(self.view.pattern_page)
-            self.view.show_status("Pattern search: the spans whose units are on as over the "
-                                  "chosen span (Jaccard of the on-sets).")
+            self.view.show_status(f"Pattern search in {where}: the spans whose units are on "
+                                  "as over the chosen span (Jaccard of the on-sets).")
 
         self.view.set_busy(True)
         self.view.show_status("Searching for the pattern…")
@@ -296,22 +304,40 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         choice = self.view.unit_page.unit_choice()
         model, vectors = emb.model, emb.token_vectors
         labels = self.model.source if self.model.ranking is not None else None
+        corpus = self.model.contexts_corpus
         self.jobs.invalidate("contexts")
 
         def job(state):
-            return unit_contexts(model, choice, labels, vectors, state)
+            return unit_contexts(model, choice, labels, vectors, state, corpus)
 
         def done(res) -> None:
             self.model.contexts = res
             self.view.unit_page.show_contexts(res, labels.describe() if labels else "")
             self.view.tabs.setCurrentWidget(self.view.unit_page)
-            self.view.show_status(f"Top contexts of {choice.describe()}.")
+            self.view.show_status(f"Top contexts of {choice.describe()} over {res.corpus}.")
 
         self.view.set_busy(True)
         self.view.show_status(f"Finding the contexts of {choice.describe()}…")
         self.jobs.submit("Unit contexts", job, lane=Lane.LONG, kind="contexts", on_done=done,
                          on_failed=self._on_error, on_progress=self._on_progress,
                          on_finished=self._on_finished)
+
+    def set_corpus(self, which: str, path: str) -> None:
+        """The corpus of the top contexts (``which`` "contexts") or of the pattern search
+        ("pattern"): a sentence file or CoNLL-U, "" for the default; read when a search runs (a
+        bad file is then one line in the status)."""
+        setattr(self.model, f"{which}_corpus", path)
+        page = self.view.unit_page if which == "contexts" else self.view.pattern_page
+        page.corpus.set_path(path, announce=False)
+
+    def _choose_corpus(self, which: str) -> None:
+        from PySide6.QtWidgets import QFileDialog
+
+        name, _ = QFileDialog.getOpenFileName(
+            self, "Corpus", "", "Sentences or CoNLL-U (*.txt *.gz *.conllu *.conllu.gz)"
+                                ";;All files (*)")
+        if name:
+            self.set_corpus(which, name)
 
     def _softmax_getter(self):
         """(folder, get): the loaded checkpoint's softmax for a job (:class:`SoftmaxCache`)."""

@@ -113,9 +113,15 @@ class UnitsModel:
     showcase_note: str = ""
     contexts: Optional[Any] = None           # the last UnitContexts
     pattern: Optional[Any] = None            # the last PatternResult
+    pattern_where: str = ""                  # the corpus it was found in, described
 
     #: the intervention panel's fields as typed (units as text) and the Unit tab's choice
     panel: Dict[str, Any] = field(default_factory=dict)
+    #: the corpora of the Unit tab's top contexts and of the pattern search: a sentence file
+    #: or CoNLL-U of the user's, "" for the defaults (the reference corpus, the demo POS
+    #: sentences)
+    contexts_corpus: str = ""
+    pattern_corpus: str = ""
 
     @property
     def rankings(self) -> List[Dict[str, Any]]:
@@ -125,7 +131,9 @@ class UnitsModel:
         """Settings, the panel's fields, the ranking's labels and (with the model's
         ``checksum``) the last results (:mod:`elmo_engine.analysis.units.report`)."""
         out: Dict[str, Any] = {"settings": self.settings.to_dict(), "panel": dict(self.panel),
-                               "source": {"path": self.source.path, "label": self.source.label}}
+                               "source": {"path": self.source.path, "label": self.source.label},
+                               "corpora": {"contexts": self.contexts_corpus,
+                                           "pattern": self.pattern_corpus}}
         if checksum is not None and (self.ranking is not None or self.remeasure is not None
                                      or self.showcase):
             from elmo_engine.analysis.units.report import results_doc
@@ -140,7 +148,7 @@ class UnitsModel:
     def clear_results(self) -> None:
         """Forget every result (a new model)."""
         self.ranking = self.remeasure = self.contexts = self.pattern = None
-        self.showcase, self.showcase_note = [], ""
+        self.showcase, self.showcase_note, self.pattern_where = [], "", ""
 
     def apply_saved(self, saved: Any) -> None:
         """Take a workspace's saved results
@@ -170,6 +178,12 @@ class UnitsModel:
                 and len(src["path"]) <= 4096 and isinstance(src.get("label"), str)
                 and 0 < len(src["label"]) <= 64):
             self.source = RankSource(src["path"], src["label"])
+        corpora = state.get("corpora")
+        if isinstance(corpora, dict):
+            for key in ("contexts", "pattern"):
+                v = corpora.get(key)
+                if isinstance(v, str) and len(v) <= 4096:
+                    setattr(self, f"{key}_corpus", v)
         return saved_results(state.get("results"))
 
 
@@ -280,15 +294,21 @@ class UnitChoice:
 
 @dataclass
 class UnitContexts:
-    """A unit over the reference corpus: its highest and lowest positions (keyword in
-    context), the ``positions`` looked at, and (when a ranking is shown) its values per demo
-    POS tag as a histogram."""
+    """A unit over a corpus (``corpus`` says which): its highest and lowest positions
+    (keyword in context), the ``positions`` looked at, and (when a ranking is shown) its values
+    per label of the ranking as a histogram."""
 
     choice: UnitChoice
     positions: int
     highest: List[Any]                # elmo_engine.analysis.units.contexts.Context
     lowest: List[Any]
     histogram: Optional[Any] = None   # elmo_engine.analysis.units.contexts.LabelHistogram
+    corpus: str = ""
+
+
+#: what the Unit tab's contexts and the pattern search run over when no file is chosen
+CONTEXTS_DEFAULT = f"the reference corpus (its first {CONTEXT_TOKENS:,} words)"
+PATTERN_DEFAULT = f"the demo POS task's sentences (EWT, its first {RANK_TOKENS:,} words)"
 
 
 def reference_sentences() -> List[List[str]]:
@@ -307,16 +327,23 @@ def reference_sentences() -> List[List[str]]:
 
 
 def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token_vectors=None,
-                  state=None) -> UnitContexts:
-    """The unit's top contexts over the bundled reference corpus (its first
-    :data:`CONTEXT_TOKENS` words), and with ``labels`` (the shown ranking's) its histogram per
-    label on the words the ranking used (run on the worker)."""
+                  state=None, corpus: str = "") -> UnitContexts:
+    """The unit's top contexts over ``corpus`` (a sentence file or CoNLL-U; "" for the
+    bundled reference corpus), its first :data:`CONTEXT_TOKENS` words, and with ``labels`` (the
+    shown ranking's) its histogram per label on the words the ranking used (run on the
+    worker)."""
     from elmo_engine.analysis.units.contexts import label_histogram, top_contexts, unit_values
     from elmo_engine.model.lstm_inspect import StateKind
 
     kind = StateKind(choice.state)
     d = DIRECTIONS.index(choice.direction)
-    sents = reference_sentences()
+    if corpus:
+        from elmo_engine.analysis.units.corpus import read_units_corpus
+
+        read = read_units_corpus(corpus, CONTEXT_TOKENS)
+        sents, where = read.sentences, read.describe()
+    else:
+        sents, where = reference_sentences(), CONTEXTS_DEFAULT
     values = unit_values(model, sents, choice.layer, d, kind, choice.unit, token_vectors, state)
     hist = None
     if labels is not None:
@@ -327,7 +354,7 @@ def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token
     return UnitContexts(choice=choice, positions=sum(len(v) for v in values),
                         highest=top_contexts(sents, values, CONTEXT_SHOW),
                         lowest=top_contexts(sents, values, CONTEXT_SHOW, lowest=True),
-                        histogram=hist)
+                        histogram=hist, corpus=where)
 
 
 # ---- pattern search ---------------------------------------------------------------------------
@@ -365,13 +392,22 @@ def pattern_corpus() -> Tuple[List[List[str]], List[List[Optional[str]]]]:
 
 
 def pattern_search(model, tokens: Sequence[str], q: PatternQuery, token_vectors=None,
-                   state=None):
-    """:func:`elmo_engine.analysis.units.pattern.find_pattern` of ``q`` over
-    :func:`pattern_corpus` (run on the worker)."""
+                   state=None, corpus: str = ""):
+    """:func:`elmo_engine.analysis.units.pattern.find_pattern` of ``q`` over ``corpus`` (a
+    sentence file or CoNLL-U, its first :data:`RANK_TOKENS` words; "" for :func:`pattern_corpus`)
+    (run on the worker). Returns (the corpus described, the result)."""
     from elmo_engine.analysis.units.pattern import find_pattern
     from elmo_engine.model.lstm_inspect import StateKind
 
-    sents, labels = pattern_corpus()
-    return find_pattern(model, list(tokens), (q.start, q.end), q.threshold, q.layer,
-                        DIRECTIONS.index(q.direction), StateKind(q.state), sents, labels=labels,
-                        show=PATTERN_SHOW, token_vectors=token_vectors, task=state)
+    labels: Optional[List[List[Optional[str]]]]
+    if corpus:
+        from elmo_engine.analysis.units.corpus import read_units_corpus
+
+        read = read_units_corpus(corpus, RANK_TOKENS)
+        sents, labels, where = read.sentences, read.labels, read.describe()
+    else:
+        (sents, labels), where = pattern_corpus(), PATTERN_DEFAULT
+    return where, find_pattern(model, list(tokens), (q.start, q.end), q.threshold, q.layer,
+                               DIRECTIONS.index(q.direction), StateKind(q.state), sents,
+                               labels=labels, show=PATTERN_SHOW, token_vectors=token_vectors,
+                               task=state)

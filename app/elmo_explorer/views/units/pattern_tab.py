@@ -9,8 +9,10 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton,
                                QSpinBox, QVBoxLayout, QWidget)
 
+from elmo_explorer.views.units.corpus_choice import CorpusChoice
 from elmo_explorer.views.units.intervention import SHOWCASE_KS, SHOWCASE_SEEDS
-from elmo_explorer.views.units.model import DIRECTIONS, STATE_NAMES, STATES, PatternQuery
+from elmo_explorer.views.units.model import (DIRECTIONS, PATTERN_DEFAULT, STATE_NAMES, STATES,
+                                              PatternQuery)
 from elmo_explorer.views.units.widgets import align, fill, table
 
 
@@ -43,8 +45,9 @@ class PatternTab(QWidget):
         self.pattern_button = QPushButton("Find pattern")
         self.pattern_button.setToolTip(
             "the units above the threshold at every word of the span of the selected sentence, "
-            "then the spans of the demo POS sentences (EWT) whose units are on the same way "
+            "then the spans of the corpus below whose units are on the same way "
             "(Jaccard of the on-sets)")
+        self.corpus = CorpusChoice("Search in", PATTERN_DEFAULT)
         for text, x in (("Layer", self.p_layer), ("Direction", self.p_direction),
                         ("State", self.p_state), ("Words", self.p_start), ("to", self.p_end),
                         ("Threshold", self.p_threshold)):
@@ -58,6 +61,7 @@ class PatternTab(QWidget):
         row2.addWidget(self.p_note, 1)
         row2.addWidget(self.pattern_button)
         lay.addLayout(row2)
+        lay.addWidget(self.corpus)
         self.pattern = table(["Jaccard", "shared / on", "left", "span", "right", "UPOS"])
         lay.addWidget(self.pattern, 1)
         self.pattern_button.clicked.connect(self.pattern_requested)
@@ -70,7 +74,9 @@ class PatternTab(QWidget):
                             state=str(self.p_state.currentData()), start=self.p_start.value(),
                             end=self.p_end.value(), threshold=self.p_threshold.value())
 
-    def show_pattern(self, res) -> None:
+    def show_pattern(self, res, where: str = PATTERN_DEFAULT) -> None:
+        """Show a :class:`~elmo_engine.analysis.units.pattern.PatternResult` found in
+        ``where`` (the corpus, described), or nothing (None)."""
         if res is None:
             self.pattern.setRowCount(0)
             return
@@ -82,7 +88,7 @@ class PatternTab(QWidget):
         self.p_note.setText(
             f"{len(res.on_units)} units on (> {res.threshold:g}) over "
             f"“{' '.join(res.query[res.span[0] - 1:res.span[1]])}”: {on}. The best "
-            f"{len(res.matches)} of {res.spans:,} spans of the demo POS sentences.")
+            f"{len(res.matches)} of {res.spans:,} spans of {where}.")
 
 
 class ShowcaseTab(QWidget):

@@ -10,8 +10,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QSplitter,
                                QVBoxLayout, QWidget)
 
-from elmo_explorer.views.units.model import (CONTEXT_TOKENS, DIRECTIONS, STATE_NAMES, STATES,
-                                             UnitChoice, UnitContexts)
+from elmo_explorer.views.units.corpus_choice import CorpusChoice
+from elmo_explorer.views.units.model import (CONTEXT_TOKENS, CONTEXTS_DEFAULT, DIRECTIONS,
+                                             STATE_NAMES, STATES, UnitChoice, UnitContexts)
 from elmo_explorer.views.units.widgets import align, fill, table
 
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
@@ -37,8 +38,9 @@ class UnitTab(QWidget):
         self.u_unit.setRange(0, 100_000)
         self.contexts_button = QPushButton("Top contexts")
         self.contexts_button.setToolTip(
-            f"the unit's highest and lowest positions over the reference corpus (its first "
+            f"the unit's highest and lowest positions over the corpus below (its first "
             f"{CONTEXT_TOKENS:,} words) and, with a ranking shown, its values per label")
+        self.corpus = CorpusChoice("Contexts from", CONTEXTS_DEFAULT)
         for text, x in (("Layer", self.u_layer), ("Direction", self.u_direction),
                         ("State", self.u_state), ("Unit", self.u_unit)):
             row.addWidget(QLabel(text))
@@ -48,6 +50,7 @@ class UnitTab(QWidget):
         self.u_note.setWordWrap(True)
         row.addWidget(self.u_note, 1)
         lay.addLayout(row)
+        lay.addWidget(self.corpus)
         split = QSplitter(Qt.Orientation.Horizontal)
         self.contexts = table(["value", "left", "word", "right"])
         self.hist = pg.PlotWidget(background="w")
@@ -87,8 +90,8 @@ class UnitTab(QWidget):
         align(self.contexts, 1, Qt.AlignmentFlag.AlignRight)
         align(self.contexts, 2, Qt.AlignmentFlag.AlignCenter)
         self.u_note.setText(f"{res.choice.describe()}: its {len(res.highest)} highest, then "
-                            f"{len(res.lowest)} lowest of {res.positions:,} positions of the "
-                            "reference corpus.")
+                            f"{len(res.lowest)} lowest of {res.positions:,} positions in "
+                            f"{res.corpus or CONTEXTS_DEFAULT}.")
         h = res.histogram
         if h is None:
             self.hist.setTitle("values per label (rank first)", size="9pt")

@@ -1,0 +1,73 @@
+"""The corpora of ``units top``, ``units pattern`` and the Units view
+(:mod:`elmo_engine.analysis.units.corpus`): sentence files and CoNLL-U, the first words only."""
+from __future__ import annotations
+
+import gzip
+
+import pytest
+
+from elmo_engine.analysis.units.corpus import read_units_corpus
+from elmo_engine.errors import InputError
+
+CONLLU = ("# sent_id = a\n1\tDogs\tdog\tNOUN\tNNS\t_\t2\tnsubj\t_\t_\n"
+          "2\tbark\tbark\tVERB\tVBP\t_\t0\troot\t_\t_\n\n"
+          "# sent_id = b\n1\tThe\tthe\tDET\tDT\t_\t2\tdet\t_\t_\n"
+          "2\tcat\tcat\tNOUN\tNN\t_\t3\tnsubj\t_\t_\n3\tsleeps\tsleep\tVERB\tVBZ\t_\t0\troot\t_\t_\n\n")
+
+
+def test_a_sentence_file_is_tokenized_as_typed_text_or_split_when_pretokenized(tmp_path):
+    f = tmp_path / "s.txt"
+    f.write_text("The bank's rates rose.\n\nRivers don't flow uphill.\n", encoding="utf-8")
+    c = read_units_corpus(f, 1000)
+    assert c.sentences == [["The", "bank", "'s", "rates", "rose", "."],
+                           ["Rivers", "do", "n't", "flow", "uphill", "."]]
+    assert c.labels is None and not c.truncated and c.tokens == 12
+    assert read_units_corpus(f, 1000, pretokenized=True).sentences[0] == [
+        "The", "bank's", "rates", "rose."]
+    assert c.describe() == "s.txt (12 words)"
+
+
+def test_conllu_brings_its_upos_tags_plain_or_gzip(tmp_path):
+    plain = tmp_path / "t.conllu"
+    plain.write_text(CONLLU, encoding="utf-8")
+    packed = tmp_path / "t.conllu.gz"
+    packed.write_bytes(gzip.compress(CONLLU.encode()))
+    for f in (plain, packed):
+        c = read_units_corpus(f, 1000)
+        assert c.sentences == [["Dogs", "bark"], ["The", "cat", "sleeps"]]
+        assert c.labels == [["NOUN", "VERB"], ["DET", "NOUN", "VERB"]]
+
+
+def test_only_the_first_words_are_read_whole_sentences(tmp_path):
+    f = tmp_path / "long.txt"
+    f.write_text("".join(f"word{i} a b c\n" for i in range(1000)), encoding="utf-8")
+    c = read_units_corpus(f, 10)
+    assert c.truncated and c.sentences == [["word0", "a", "b", "c"], ["word1", "a", "b", "c"],
+                                           ["word2", "a", "b", "c"]]
+    assert c.describe() == "long.txt (the first 12 words)"
+    conllu = tmp_path / "t.conllu"
+    conllu.write_text(CONLLU, encoding="utf-8")
+    short = read_units_corpus(conllu, 2)
+    assert short.truncated and short.sentences == [["Dogs", "bark"]]
+
+
+@pytest.mark.parametrize("content,expect", [
+    (None, "s.txt"),                                  # missing
+    (b"\n\n", "no sentence"),
+    (b"caf\xe9 au lait\n", "UTF-8"),
+])
+def test_a_bad_corpus_is_one_line_naming_the_file(tmp_path, content, expect):
+    f = tmp_path / "s.txt"
+    if content is not None:
+        f.write_bytes(content)
+    with pytest.raises(InputError) as e:
+        read_units_corpus(f, 100)
+    assert expect in str(e.value) and "s.txt" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_malformed_conllu_names_its_line(tmp_path):
+    f = tmp_path / "bad.conllu"
+    f.write_text("1\tDogs\tdog\n", encoding="utf-8")
+    with pytest.raises(InputError) as e:
+        read_units_corpus(f, 100)
+    assert "bad.conllu" in str(e.value)
