@@ -63,6 +63,13 @@ def pick_device(device: Optional[str] = None) -> torch.device:
     return dev
 
 
+def cell_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The LSTM cell state's type for weights of ``dtype``: float32 under bf16 and fp16 (the
+    inference path keeps the cell and the gates in float32; see
+    :mod:`elmo_engine.model.lstm_packed`), else ``dtype``."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 def check_cpu_precision(precision: str) -> None:
     """Raise :class:`InputError` (one line) unless ``precision`` is offered on this CPU: fp32
     always, bf16 where the CPU has bf16 units (AMX or AVX512_BF16), fp16 never."""
@@ -281,7 +288,7 @@ class Embedder:
         self._set_graphs()
         self._types = resized(self._types, self.max_types, lambda v: v.to(device, self.dtype))
         if self._slots is not None:              # the stateful protocol keeps its state
-            self._slots = [(c.to(device, self.dtype), h.to(device, self.dtype))
+            self._slots = [(c.to(device, cell_dtype(self.dtype)), h.to(device, self.dtype))
                            for c, h in self._slots]
 
     def _set_graphs(self) -> None:
@@ -326,8 +333,8 @@ class Embedder:
         it may run while other passes run, never while the model moves."""
         with self._model_lock.shared():
             dev, dtype = self.device, self.dtype
-            if init is not None:
-                init = [(c.to(dev, dtype), h.to(dev, dtype)) for c, h in init]
+            if init is not None:                  # (the cell state stays float32 in bf16/fp16)
+                init = [(c.to(dev, cell_dtype(dtype)), h.to(dev, dtype)) for c, h in init]
             with torch.inference_mode():
                 return self.model.contextual(tok.to(dev, dtype), lengths.to(dev), init,
                                              boundaries=boundaries)

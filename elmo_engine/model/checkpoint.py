@@ -60,11 +60,11 @@ def load_checkpoint(path, device="cpu", progress=None) -> BiLM:
             model.eval()
             model.requires_grad_(False)
             check_finite_output(model, weights_path)
+            model.info = checkpoint_info(path, fmt, opts_path, weights_path, opts,
+                                         model.parameter_counts(), checksum=checksum.result())
         except BaseException:
             failed.set()
             raise
-        model.info = checkpoint_info(path, fmt, opts_path, weights_path, opts,
-                                     model.parameter_counts(), checksum=checksum.result())
     return model.to(device)
 
 

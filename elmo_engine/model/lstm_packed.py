@@ -113,8 +113,8 @@ def _direction(stack: "LSTMStack", d: int, inp: Tensor, distinct: Optional[Tenso
         h = state[layer][1][d].clone()
         # the cell state and the gate arithmetic are float32 whatever the weights' type (see
         # the module docstring): in bf16 or fp16 each step's gates are converted once
-        c = state[layer][0][d].to(torch.float32, copy=True)
-        low = h.dtype != torch.float32
+        low = h.dtype in (torch.float16, torch.bfloat16)
+        c = state[layer][0][d].to(torch.float32 if low else h.dtype, copy=True)
         rows = h.shape[0]
         rec_packed = kernels.recurrent_weight(layer, d, stack.w_rec[layer], rows)
         if layer == 0 and distinct is not None:

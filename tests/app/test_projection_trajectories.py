@@ -143,6 +143,23 @@ def test_the_tabs_choices_are_saved_with_the_view_and_the_trail_word_trails(qtbo
     panel.restore_view_state({**saved, "trajectories": {**saved["trajectories"],
                                                         "pair": [0, 9], "reference": 9}})
     assert (v.reference.currentIndex(), v.pair_b.currentIndex()) == (0, 1)
+    # a new model's layers keep the chosen positions where they exist
+    tr.refresh_choices()
+    assert (v.sequence.currentIndex(), v.reference.currentIndex(), v.pair_a.currentIndex(),
+            v.pair_b.currentIndex()) == (1, 0, 0, 1)
+    # restored before there are layers to choose from: the settings wait for them, and a save
+    # meanwhile keeps them
+    real = tr.n_layers
+    tr.n_layers = lambda: 1
+    tr.refresh_choices()
+    assert v.sequence.count() == 0
+    wanted = TrajectorySettings(method=METHODS[1].key, sequence="backward", reference=2, k=5,
+                                pair=(0, 2), trail="river")
+    tr.apply_settings(wanted)
+    assert tr.settings() == wanted and panel.view_state()["trajectories"] == wanted.to_json()
+    tr.n_layers = real
+    tr.refresh_choices()
+    assert tr.settings() == wanted and v.sequence.currentText().startswith("backward")
 
 
 def test_compute_before_maps_says_so(qtbot, ws, monkeypatch):

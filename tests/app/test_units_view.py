@@ -500,6 +500,12 @@ def test_contexts_and_pattern_over_corpora_of_the_users(qtbot, panel, tmp_path):
     assert panel.model.contexts_corpus == str(text)
     assert (v.unit_page.corpus.name.text(), v.pattern_page.corpus.name.text()) == (
         "mine.txt", "mine.conllu")
+    # a saved state without corpora (or with a path holding NUL) gives the defaults
+    model = UnitsModel()
+    model.restore({"corpora": {"contexts": "a\x00b", "pattern": str(conllu)}})
+    assert (model.contexts_corpus, model.pattern_corpus) == ("", str(conllu))
+    model.restore({})
+    assert (model.contexts_corpus, model.pattern_corpus) == ("", "")
     # a bad file: one line naming it, the last contexts kept, the view still works
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"caf\xe9\n")

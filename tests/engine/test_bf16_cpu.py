@@ -120,9 +120,12 @@ def test_bf16_gates_near_zero_keep_their_digits(fixture):
 @needs_units
 def test_bf16_stateful_embedding_carries_its_state_close_to_float32():
     sents = _sentences()
-    runs = [Embedder(load_checkpoint(FIXTURES / "bilm-tf/model"), device="cpu", precision=p,
-                     cache_size=0).embed_stateful(sents, batch_size=2)
-            for p in ("fp32", "bf16")]
+    embedders = [Embedder(load_checkpoint(FIXTURES / "bilm-tf/model"), device="cpu",
+                          precision=p, cache_size=0) for p in ("fp32", "bf16")]
+    runs = [e.embed_stateful(sents, batch_size=2) for e in embedders]
+    slots = embedders[1]._slots
+    assert slots is not None and all(c.dtype == torch.float32 and h.dtype == torch.bfloat16
+                                     for c, h in slots)          # the cell stays float32
     fid = layer_fidelity(*runs)
     assert [f.n for f in fid] == [sum(len(s) for s in sents)] * 3
     for f in fid:

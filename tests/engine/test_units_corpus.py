@@ -71,3 +71,21 @@ def test_a_malformed_conllu_names_its_line(tmp_path):
     with pytest.raises(InputError) as e:
         read_units_corpus(f, 100)
     assert "bad.conllu" in str(e.value)
+
+
+def test_conllu_is_bounded_in_bytes_and_in_words_per_sentence(tmp_path, monkeypatch):
+    import elmo_engine.io.datasets.sentences as sentences_mod
+    import elmo_engine.model.tokenize as tokenize_mod
+
+    long = tmp_path / "long.conllu"
+    long.write_text("".join(f"{i}\tw{i}\t_\tX\t_\t_\t0\tdep\t_\t_\n" for i in range(1, 31))
+                    + "\n", encoding="utf-8")
+    monkeypatch.setattr(tokenize_mod, "MAX_SENTENCE_TOKENS", 20)
+    with pytest.raises(InputError) as e:
+        read_units_corpus(long, 1000)
+    assert "30 words (at most 20)" in str(e.value) and "long.conllu" in str(e.value)
+    monkeypatch.setattr(tokenize_mod, "MAX_SENTENCE_TOKENS", 10_000)
+    monkeypatch.setattr(sentences_mod, "MAX_FILE_BYTES", 200)
+    with pytest.raises(InputError) as e:
+        read_units_corpus(long, 1000)
+    assert "long.conllu" in str(e.value)

@@ -5,8 +5,10 @@ A corpus is a sentence file (one sentence per line, typed text tokenized as the 
 or ``pretokenized``; plain or gzip; a grouped ``group<TAB>sentence`` file gives its sentences) or
 CoNLL-U (``.conllu``, ``.conllu.gz``), whose UPOS tags go with the pattern search's matches. Only
 the first ``max_tokens`` words are read, whole sentences, streaming (a longer corpus is cut, and
-:attr:`UnitsCorpus.truncated` says so); every reader keeps its own bounds (bytes, line length,
-sentences), and a bad file is one :class:`~elmo_engine.errors.InputError` naming it and the line.
+:attr:`UnitsCorpus.truncated` says so); at most ``MAX_FILE_BYTES`` (16 MiB) are read, lines and
+sentences are bounded as the readers bound them (a CoNLL-U sentence at
+``MAX_SENTENCE_TOKENS`` words), and a bad file is one :class:`~elmo_engine.errors.InputError`
+naming it and the line.
 """
 from __future__ import annotations
 
@@ -57,6 +59,7 @@ def read_units_corpus(path, max_tokens: int, pretokenized: bool = False) -> Unit
 
     Raises InputError for a missing, unreadable or malformed file, or one without a sentence."""
     from elmo_engine.io.datasets.sentences import MAX_FILE_BYTES
+    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 
     path = Path(path)
     sentences: List[List[str]] = []
@@ -66,10 +69,14 @@ def read_units_corpus(path, max_tokens: int, pretokenized: bool = False) -> Unit
         from elmo_engine.io.datasets.conllu import read_conllu
 
         labels = []
-        for s in itertools.islice(read_conllu(path, label="upos"), MAX_SENTENCES + 1):
+        for s in itertools.islice(read_conllu(path, label="upos", max_bytes=MAX_FILE_BYTES),
+                                  MAX_SENTENCES + 1):
             if count >= max_tokens or len(sentences) >= MAX_SENTENCES:
                 truncated = True
                 break
+            if len(s.tokens) > MAX_SENTENCE_TOKENS:
+                raise InputError(f"a sentence of {len(s.tokens):,} words (at most "
+                                 f"{MAX_SENTENCE_TOKENS:,})", path=path, line=s.meta.get("line"))
             sentences.append(list(s.tokens))
             labels.append(list(s.labels))
             count += len(s.tokens)

@@ -31,7 +31,8 @@ _COMMENT_KV = re.compile(r"#\s*([^=\s][^=]*?)\s*=\s?(.*)\Z")
 
 
 def read_conllu(path: PathLike, label: str = "upos", limit: Optional[int] = None,
-                max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[LabelledSentence]:
+                max_line_bytes: int = MAX_LINE_BYTES,
+                max_bytes: Optional[int] = None) -> Iterator[LabelledSentence]:
     """Yield the sentences of a CoNLL-U file, one :class:`LabelledSentence` at a time.
 
     Parameters
@@ -42,6 +43,7 @@ def read_conllu(path: PathLike, label: str = "upos", limit: Optional[int] = None
         feature) gives ``None``
     limit : stop after this many sentences (``None``: all)
     max_line_bytes : a longer line raises InputError
+    max_bytes : reading past this many bytes (decompressed) raises InputError (None: no limit)
 
     Yields
     ------
@@ -71,7 +73,7 @@ def read_conllu(path: PathLike, label: str = "upos", limit: Optional[int] = None
     produced = 0
     if limit == 0:
         return
-    with open_text(path, max_line_bytes=max_line_bytes) as lines:
+    with open_text(path, max_line_bytes=max_line_bytes, max_bytes=max_bytes) as lines:
         block = _Block(lines, col, feature)
         for text in lines:
             if text.strip() == "":

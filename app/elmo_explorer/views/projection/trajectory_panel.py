@@ -55,6 +55,8 @@ class TrajectoryPanel(QWidget):
         #: the maps' projector: Procrustes of the per-layer maps reuses the maps drawn there
         self.projector: Optional[Projector] = None
         self.view = v = TrajectoryView(self)
+        #: settings restored before the model's layers were known (see apply_settings)
+        self._waiting: Optional[TrajectorySettings] = None
         lay = QVBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(v)
@@ -78,11 +80,21 @@ class TrajectoryPanel(QWidget):
 
     # ---- choices ------------------------------------------------------------------------------
     def refresh_choices(self) -> None:
-        """The layer sequences for the model's number of layers."""
-        n = self.n_layers()
-        seqs = layer_sequences(n)
-        self.view.set_sequences([name for name, _ in seqs])
+        """The layer sequences for the model's number of layers; the chosen reference and pair
+        stay where they still exist, and settings restored before there were layers to choose
+        from are applied now."""
+        v = self.view
+        kept = (v.reference.currentIndex(), v.pair_a.currentIndex(), v.pair_b.currentIndex())
+        seqs = layer_sequences(self.n_layers())
+        v.set_sequences([name for name, _ in seqs])
         self._on_sequence()
+        n = v.reference.count()
+        if min(kept) >= 0 and max(kept) < n:
+            for box, i in zip((v.reference, v.pair_a, v.pair_b), kept):
+                box.setCurrentIndex(i)
+        if self._waiting is not None and v.sequence.count():
+            wanted, self._waiting = self._waiting, None
+            self.apply_settings(wanted)
 
     def _layers(self):
         seqs = layer_sequences(self.n_layers())
@@ -98,7 +110,10 @@ class TrajectoryPanel(QWidget):
 
     # ---- saved with a workspace --------------------------------------------------------------
     def settings(self) -> TrajectorySettings:
-        """The choices as a workspace saves them."""
+        """The choices as a workspace saves them (restored ones still waiting for a model's
+        layers as they were restored)."""
+        if self._waiting is not None:
+            return self._waiting
         v = self.view
         seq = v.sequence.currentIndex()
         return TrajectorySettings(
@@ -112,8 +127,13 @@ class TrajectoryPanel(QWidget):
 
     def apply_settings(self, s: TrajectorySettings) -> None:
         """Set the controls to ``s`` (a position past the sequence's layers is ignored);
-        the trail word is typed into its box and trails once Compute has drawn the layouts."""
+        the trail word is typed into its box and trails once Compute has drawn the layouts.
+        Without layers to choose from (no model yet) the settings wait for
+        :meth:`refresh_choices`."""
         v = self.view
+        if not v.sequence.count():
+            self._waiting = s
+            return
         v.method.setCurrentIndex([m.key for m in METHODS].index(s.method))
         if SEQUENCE_KEYS.index(s.sequence) < v.sequence.count():
             v.sequence.setCurrentIndex(SEQUENCE_KEYS.index(s.sequence))   # refills the layers

@@ -179,11 +179,10 @@ class UnitsModel:
                 and 0 < len(src["label"]) <= 64):
             self.source = RankSource(src["path"], src["label"])
         corpora = state.get("corpora")
-        if isinstance(corpora, dict):
-            for key in ("contexts", "pattern"):
-                v = corpora.get(key)
-                if isinstance(v, str) and len(v) <= 4096:
-                    setattr(self, f"{key}_corpus", v)
+        for key in ("contexts", "pattern"):              # missing or invalid: the default
+            v = corpora.get(key) if isinstance(corpora, dict) else None
+            ok = isinstance(v, str) and len(v) <= 4096 and "\x00" not in v
+            setattr(self, f"{key}_corpus", v if ok else "")
         return saved_results(state.get("results"))
 
 
