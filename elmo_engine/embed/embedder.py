@@ -33,6 +33,7 @@ from elmo_engine import runtime
 from elmo_engine.embed.caches import SentenceCache, lru, resized
 from elmo_engine.model.bilm import BiLM, LSTMState
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
+from elmo_engine.model.lstm_packed import cell_dtype
 from elmo_engine.model.lstm_graphs import (GPU_BATCH_STEPS, GraphRunner, free_memory_rows,
                                            graphs_wanted)
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
@@ -61,13 +62,6 @@ def pick_device(device: Optional[str] = None) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError("CUDA was requested but no CUDA device is available")
     return dev
-
-
-def cell_dtype(dtype: torch.dtype) -> torch.dtype:
-    """The LSTM cell state's type for weights of ``dtype``: float32 under bf16 and fp16 (the
-    inference path keeps the cell and the gates in float32; see
-    :mod:`elmo_engine.model.lstm_packed`), else ``dtype``."""
-    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
 
 
 def check_cpu_precision(precision: str) -> None:

@@ -30,6 +30,12 @@ if TYPE_CHECKING:
     from elmo_engine.model.lstm import LSTMState, LSTMStack
 
 
+def cell_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The LSTM cell state's type for weights of ``dtype``: float32 under bf16 and fp16 (the
+    cell and the gate arithmetic stay float32; see the module docstring), else ``dtype``."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
 def distinct_rows(rows: Tensor) -> Tuple[Tensor, Tensor]:
     """``torch.unique(rows, dim=0, return_inverse=True)`` up to the order of the distinct rows,
     in a fraction of its time: rows are grouped by an integer hash of their bits (one 1-D
@@ -113,8 +119,8 @@ def _direction(stack: "LSTMStack", d: int, inp: Tensor, distinct: Optional[Tenso
         h = state[layer][1][d].clone()
         # the cell state and the gate arithmetic are float32 whatever the weights' type (see
         # the module docstring): in bf16 or fp16 each step's gates are converted once
-        low = h.dtype in (torch.float16, torch.bfloat16)
-        c = state[layer][0][d].to(torch.float32 if low else h.dtype, copy=True)
+        c = state[layer][0][d].to(cell_dtype(h.dtype), copy=True)
+        low = c.dtype != h.dtype
         rows = h.shape[0]
         rec_packed = kernels.recurrent_weight(layer, d, stack.w_rec[layer], rows)
         if layer == 0 and distinct is not None:

@@ -118,8 +118,9 @@ def labelled_file(path, label: str = "upos", max_tokens: Optional[int] = None,
     import itertools
     from pathlib import Path
 
-    name = Path(path).name.lower()
-    if name.endswith((".conllu", ".conllu.gz")):
+    from elmo_engine.analysis.units.corpus import is_conllu
+
+    if is_conllu(Path(path)):
         from elmo_engine.io.datasets.conllu import read_conllu
 
         sents = read_conllu(path, label=label)

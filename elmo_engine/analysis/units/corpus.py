@@ -12,10 +12,9 @@ naming it and the line.
 """
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 from pathlib import Path
-from typing import List, Optional
+from typing import Iterator, List, Optional, Tuple
 
 from elmo_engine.errors import InputError
 
@@ -51,6 +50,7 @@ class UnitsCorpus:
 
 
 def is_conllu(path: Path) -> bool:
+    """Whether ``path`` names a CoNLL-U file (``.conllu``, ``.conllu.gz``, any case)."""
     return path.name.lower().endswith((".conllu", ".conllu.gz"))
 
 
@@ -58,38 +58,40 @@ def read_units_corpus(path, max_tokens: int, pretokenized: bool = False) -> Unit
     """The first ``max_tokens`` words of the corpus at ``path`` (see the module docstring).
 
     Raises InputError for a missing, unreadable or malformed file, or one without a sentence."""
-    from elmo_engine.io.datasets.sentences import MAX_FILE_BYTES
-    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
-
     path = Path(path)
+    conllu = is_conllu(path)
     sentences: List[List[str]] = []
-    labels: Optional[List[List[Optional[str]]]] = None
+    labels: List[List[Optional[str]]] = []
     count, truncated = 0, False
-    if is_conllu(path):
-        from elmo_engine.io.datasets.conllu import read_conllu
+    for words, tags in _sentences(path, conllu, pretokenized):
+        if count >= max_tokens or len(sentences) >= MAX_SENTENCES:
+            truncated = True
+            break
+        sentences.append(words)
+        labels.append(tags)
+        count += len(words)
+    if not sentences:
+        raise InputError("holds no sentence", path=path)
+    return UnitsCorpus(path, sentences, labels if conllu else None, truncated)
 
-        labels = []
-        for s in itertools.islice(read_conllu(path, label="upos", max_bytes=MAX_FILE_BYTES),
-                                  MAX_SENTENCES + 1):
-            if count >= max_tokens or len(sentences) >= MAX_SENTENCES:
-                truncated = True
-                break
+
+def _sentences(path: Path, conllu: bool, pretokenized: bool
+               ) -> Iterator[Tuple[List[str], List[Optional[str]]]]:
+    """(words, UPOS tags) of each sentence, streamed (a sentence file's tags are empty)."""
+    from elmo_engine.io.datasets.sentences import MAX_FILE_BYTES
+
+    if conllu:
+        from elmo_engine.io.datasets.conllu import read_conllu
+        from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
+
+        for s in read_conllu(path, label="upos", max_bytes=MAX_FILE_BYTES):
             if len(s.tokens) > MAX_SENTENCE_TOKENS:
                 raise InputError(f"a sentence of {len(s.tokens):,} words (at most "
                                  f"{MAX_SENTENCE_TOKENS:,})", path=path, line=s.meta.get("line"))
-            sentences.append(list(s.tokens))
-            labels.append(list(s.labels))
-            count += len(s.tokens)
+            yield list(s.tokens), list(s.labels)
     else:
         from elmo_engine.io.datasets.text_input import iter_text_input
 
-        for _line, toks in iter_text_input(path, pretokenized, max_bytes=MAX_FILE_BYTES,
-                                           max_sentences=None):
-            if count >= max_tokens or len(sentences) >= MAX_SENTENCES:
-                truncated = True
-                break
-            sentences.append(toks)
-            count += len(toks)
-    if not sentences:
-        raise InputError("holds no sentence", path=path)
-    return UnitsCorpus(path, sentences, labels, truncated)
+        for _line, words in iter_text_input(path, pretokenized, max_bytes=MAX_FILE_BYTES,
+                                            max_sentences=None):
+            yield words, []

@@ -67,7 +67,9 @@ class RankSource:
             return "the demo POS task's UPOS tags"
         from pathlib import Path
 
-        conllu = self.path.lower().endswith((".conllu", ".conllu.gz"))
+        from elmo_engine.analysis.units.corpus import is_conllu
+
+        conllu = is_conllu(Path(self.path))
         return f"{Path(self.path).name}" + (f" ({self.label})" if conllu else "")
 
     def sentences(self, max_tokens: int) -> List[Any]:
@@ -310,21 +312,6 @@ CONTEXTS_DEFAULT = f"the reference corpus (its first {CONTEXT_TOKENS:,} words)"
 PATTERN_DEFAULT = f"the demo POS task's sentences (EWT, its first {RANK_TOKENS:,} words)"
 
 
-def reference_sentences() -> List[List[str]]:
-    """The bundled reference corpus's first :data:`CONTEXT_TOKENS` words, as sentences."""
-    from elmo_engine.analysis.layers.run import reference_corpus_path
-    from elmo_engine.io.datasets.text_input import read_text_input
-
-    sents: List[List[str]] = []
-    count = 0
-    for sent in read_text_input(reference_corpus_path()).tokens:     # its first words
-        if count >= CONTEXT_TOKENS:
-            break
-        sents.append(list(sent))
-        count += len(sent)
-    return sents
-
-
 def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token_vectors=None,
                   state=None, corpus: str = "") -> UnitContexts:
     """The unit's top contexts over ``corpus`` (a sentence file or CoNLL-U; "" for the
@@ -336,13 +323,12 @@ def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token
 
     kind = StateKind(choice.state)
     d = DIRECTIONS.index(choice.direction)
-    if corpus:
-        from elmo_engine.analysis.units.corpus import read_units_corpus
+    from elmo_engine.analysis.layers.run import reference_corpus_path
+    from elmo_engine.analysis.units.corpus import read_units_corpus
 
-        read = read_units_corpus(corpus, CONTEXT_TOKENS)
-        sents, where = read.sentences, read.describe()
-    else:
-        sents, where = reference_sentences(), CONTEXTS_DEFAULT
+    read = read_units_corpus(corpus or reference_corpus_path(), CONTEXT_TOKENS)
+    sents = read.sentences
+    where = read.describe() if corpus else CONTEXTS_DEFAULT
     values = unit_values(model, sents, choice.layer, d, kind, choice.unit, token_vectors, state)
     hist = None
     if labels is not None:

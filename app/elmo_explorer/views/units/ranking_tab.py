@@ -5,6 +5,7 @@ seeds; Dalvi et al. 2019)."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -13,6 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QLabel, QPushButton,
                                QSplitter, QVBoxLayout, QWidget)
 
+from elmo_engine.analysis.units.corpus import is_conllu
 from elmo_explorer.views.units.model import (RANK_KS, RANK_TOKENS, RankSource, curve_point)
 from elmo_explorer.views.units.widgets import fill, table
 
@@ -85,7 +87,7 @@ class RankingTab(QWidget):
     def _on_source(self) -> None:
         file = self.source.currentIndex() == 1
         self.file_button.setEnabled(file)
-        conllu = self._path.lower().endswith((".conllu", ".conllu.gz"))
+        conllu = is_conllu(Path(self._path))
         self.label.setEnabled(file and conllu)
         if file and not self._path:
             self.file_note.setText("choose a CoNLL-U or TSV file")
