@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -133,6 +134,26 @@ def test_probes_model_recorded_runs_give_way_to_the_users():
     assert m.runs == [] and m.to_dicts() == []
     m.restore(saved)
     assert [r.name for r in m.runs] == [runs[0].name]
+
+
+
+def test_the_recorded_probe_commands_run_from_the_repository_root(repo_root, monkeypatch):
+    """The Probes view quotes each recorded run's command ("Made with"): it parses, and its
+    output is not refused (it once named resources/, which no command writes, with --force)."""
+    import shlex
+
+    from elmo_engine.cli.main import build_parser
+    from elmo_engine.cli.outputs import guard_outputs
+
+    runs, problems = load_reference_runs()
+    assert problems == [] and len(runs) == 2
+    monkeypatch.chdir(repo_root)
+    for run in runs:
+        argv = shlex.split(run.command)
+        assert argv[:2] == ["elmo-explorer", "probe"] and "--force" not in argv
+        args = build_parser([argv[1]]).parse_args(argv[1:])
+        assert args.out == Path(args.out.name)              # beside the user, not in resources/
+        guard_outputs(args)                                 # raises InputError when refused
 
 
 # ---- projection ----------------------------------------------------------------------------
