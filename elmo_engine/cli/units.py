@@ -322,12 +322,14 @@ def run_top(args) -> int:
 def _corpus(path: Path, pretokenized: bool):
     """The first :data:`DEFAULT_RANK_TOKENS` words of a sentence file or CoNLL-U
     (:func:`~elmo_engine.analysis.units.corpus.read_units_corpus`, as the Units view reads its
-    corpora), saying on stderr when the file holds more."""
+    corpora), saying on stderr when the file holds more and which blank lines it skipped."""
     from elmo_engine.analysis.units.corpus import read_units_corpus
 
     corpus = read_units_corpus(path, DEFAULT_RANK_TOKENS, pretokenized)
     if corpus.truncated:
         common.log(f"note: read {corpus.describe()}")
+    if corpus.blank:
+        common.log(f"note: {corpus.blank_note()}")
     return corpus
 
 

@@ -25,6 +25,25 @@ def test_a_sentence_file_is_tokenized_as_typed_text_or_split_when_pretokenized(t
     assert read_units_corpus(f, 1000, pretokenized=True).sentences[0] == [
         "The", "bank's", "rates", "rose."]
     assert c.describe() == "s.txt (12 words)"
+    assert (c.blank, c.blank_shown) == (1, (2,))
+    assert c.blank_note() == "skipped 1 blank line (line 2) of s.txt"
+
+
+def test_blank_lines_are_counted_ten_shown_and_units_top_says_so(tmp_path, tiny_checkpoint,
+                                                                 capsys):
+    from elmo_engine.cli.main import main
+
+    f = tmp_path / "gaps.txt"
+    f.write_text("".join(f"the bank {i} .\n\n" for i in range(30)), encoding="utf-8")
+    c = read_units_corpus(f, 1000)
+    assert len(c.sentences) == 30 and c.blank == 30
+    assert c.blank_shown == tuple(range(2, 21, 2))             # the first ten only
+    assert c.blank_note().endswith("(lines 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, …) of gaps.txt")
+    assert read_units_corpus(f, 8).blank == 2                  # only among the lines read
+    capsys.readouterr()
+    assert main(["units", "top", str(f), "--unit", "3", "--show", "2", "--checkpoint",
+                 str(tiny_checkpoint), "--device", "cpu"]) == 0
+    assert "note: skipped 30 blank lines (lines 2, 4," in capsys.readouterr().err
 
 
 def test_conllu_brings_its_upos_tags_plain_or_gzip(tmp_path):

@@ -8,13 +8,14 @@ the first ``max_tokens`` words are read, whole sentences, streaming (a longer co
 :attr:`UnitsCorpus.truncated` says so); at most ``MAX_FILE_BYTES`` (16 MiB) are read, lines and
 sentences are bounded as the readers bound them (a CoNLL-U sentence at
 ``MAX_SENTENCE_TOKENS`` words), and a bad file is one :class:`~elmo_engine.errors.InputError`
-naming it and the line.
+naming it and the line. A sentence file's blank lines are skipped and counted, as every command
+counts them (:meth:`UnitsCorpus.blank_note`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, List, Optional, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from elmo_engine.errors import InputError
 
@@ -31,12 +32,16 @@ class UnitsCorpus:
     sentences : the words of each sentence
     labels : per sentence its words' UPOS tags (CoNLL-U; a word without one: None), else None
     truncated : the file holds more than the words read
+    blank : blank lines skipped among the lines read (a sentence file)
+    blank_shown : the first ten of their line numbers
     """
 
     path: Path
     sentences: List[List[str]]
     labels: Optional[List[List[Optional[str]]]]
     truncated: bool
+    blank: int = 0
+    blank_shown: Tuple[int, ...] = field(default=())
 
     @property
     def tokens(self) -> int:
@@ -47,6 +52,12 @@ class UnitsCorpus:
         words = (f"the first {self.tokens:,} words" if self.truncated
                  else f"{self.tokens:,} words")
         return f"{self.path.name} ({words})"
+
+    def blank_note(self) -> str:
+        """``"skipped 2 blank lines (lines 3, 9) of in.txt"`` or ``""``."""
+        from elmo_engine.io.datasets.text_input import blank_lines_note
+
+        return blank_lines_note(self.path, self.blank_shown, self.blank)
 
 
 def is_conllu(path: Path) -> bool:
@@ -63,7 +74,14 @@ def read_units_corpus(path, max_tokens: int, pretokenized: bool = False) -> Unit
     sentences: List[List[str]] = []
     labels: List[List[Optional[str]]] = []
     count, truncated = 0, False
-    for words, tags in _sentences(path, conllu, pretokenized):
+    blank: List[int] = [0]                      # the count, then the first ten line numbers
+
+    def on_blank(lineno: int) -> None:
+        blank[0] += 1
+        if len(blank) <= 10:
+            blank.append(lineno)
+
+    for words, tags in _sentences(path, conllu, pretokenized, on_blank):
         if count >= max_tokens or len(sentences) >= MAX_SENTENCES:
             truncated = True
             break
@@ -72,10 +90,11 @@ def read_units_corpus(path, max_tokens: int, pretokenized: bool = False) -> Unit
         count += len(words)
     if not sentences:
         raise InputError("holds no sentence", path=path)
-    return UnitsCorpus(path, sentences, labels if conllu else None, truncated)
+    return UnitsCorpus(path, sentences, labels if conllu else None, truncated, blank[0],
+                       tuple(blank[1:]))
 
 
-def _sentences(path: Path, conllu: bool, pretokenized: bool
+def _sentences(path: Path, conllu: bool, pretokenized: bool, on_blank: Callable[[int], None]
                ) -> Iterator[Tuple[List[str], List[Optional[str]]]]:
     """(words, UPOS tags) of each sentence, streamed (a sentence file's tags are empty)."""
     from elmo_engine.io.datasets.sentences import MAX_FILE_BYTES
@@ -93,5 +112,5 @@ def _sentences(path: Path, conllu: bool, pretokenized: bool
         from elmo_engine.io.datasets.text_input import iter_text_input
 
         for _line, words in iter_text_input(path, pretokenized, max_bytes=MAX_FILE_BYTES,
-                                            max_sentences=None):
+                                            max_sentences=None, on_blank=on_blank):
             yield words, []

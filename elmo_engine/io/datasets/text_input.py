@@ -229,20 +229,24 @@ def _walk(path: Path, pretokenized: bool, grouped: bool, split: Optional[Splitte
 
 def iter_text_input(path: PathLike, pretokenized: bool = False, grouped: Optional[bool] = None,
                     split: Optional[Splitter] = None, max_bytes: Optional[int] = None,
-                    max_sentences: Optional[int] = MAX_INPUT_SENTENCES
+                    max_sentences: Optional[int] = MAX_INPUT_SENTENCES,
+                    on_blank: Optional[Callable[[int], None]] = None
                     ) -> Iterator[Tuple[int, List[str]]]:
     """Yield ``(line number, tokens)`` for each sentence of the file, one line at a time, the
     same sentences :func:`read_text_input` returns (groups dropped); ``split`` (for example
     the trainer's :func:`elmo_engine.io.datasets.corpus_text.split_sentences`) cuts a line
     holding a paragraph into sentences, each yielded with the line's number. ``grouped`` as found by
     :func:`scan_text_input` (None: an extra pass finds it). Memory does not grow with the
-    file: nothing is kept between lines. Errors as :func:`read_text_input`'s."""
+    file: nothing is kept between lines; ``on_blank`` is called with the line number of each
+    blank line skipped. Errors as :func:`read_text_input`'s."""
     path = Path(path)
     if grouped is None:
         grouped = _is_grouped_stream(path, max_bytes, max_sentences)
     for lineno, sentence in _walk(path, pretokenized, grouped, split, max_bytes, max_sentences):
         if sentence is not None:
             yield lineno, sentence
+        elif on_blank is not None:
+            on_blank(lineno)
 
 
 def scan_text_input(path: PathLike, pretokenized: bool = False, split: Optional[Splitter] = None,
