@@ -3,7 +3,7 @@
 For each ranking and each k the curve fits 2 × (1 + seeds) small softmax probes (each method's
 top k units, then k random units per seed). :func:`elmo_engine.analysis.units.rank.rank_units`
 fits those of one k as one batch (one batched GEMM per Adam step); the baseline, timed in the
-same run on the same data, fits them one at a time (the batch function with one fit), which is
+same run on the same data, fits them one at a time (``RankSettings(batched=False)``), which is
 what the ranking did before. Synthetic standardised states (``--rows`` labelled words, 4
 classes, ``--width`` units, 4 keys), k = 1, 4, 16, 64 (and 256 when wide enough); the held-out
 accuracies of the two must be equal (printed).
@@ -13,6 +13,7 @@ accuracies of the two must be equal (printed).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import time
 
@@ -24,14 +25,6 @@ from hostinfo import host_line
 from elmo_engine.analysis.units import rank as rank_mod
 from elmo_engine.analysis.units.collect import UnitData
 
-
-BATCHED = rank_mod._probes_on
-
-
-def one_at_a_time(xtr, ytr, xte, yte, picks, n_classes, st, seeds):
-    """The baseline: each probe its own fit."""
-    return [BATCHED(xtr, ytr, xte, yte, [u], n_classes, st, [s])[0]
-            for u, s in zip(picks, seeds)]
 
 
 def main() -> None:
@@ -52,12 +45,11 @@ def main() -> None:
     st = rank_mod.RankSettings(ks=ks)
     times, curves = {}, {}
     for name in ("one at a time", "batched", "one at a time ", "batched "):   # alternated
-        rank_mod._probes_on = BATCHED if name.startswith("batched") else one_at_a_time
         t = time.perf_counter()
-        res = rank_mod.rank_units(data, st)
+        res = rank_mod.rank_units(data, dataclasses.replace(
+            st, batched=name.startswith("batched")))
         times.setdefault(name.strip(), []).append(time.perf_counter() - t)
         curves[name.strip()] = [(p.top, p.random) for r in res for p in r.curve]
-    rank_mod._probes_on = BATCHED
     base, new = min(times["one at a time"]), min(times["batched"])
     print(f"{args.rows:,} rows × {args.width} units, 4 keys, k = {ks}, {st.seeds} seeds; "
           f"load {os.getloadavg()[0]:.1f}")

@@ -306,3 +306,27 @@ def test_a_batch_of_probe_fits_equals_each_fit_alone():
     # another seed, another order of the mini-batches: another fit
     assert not torch.allclose(both[0], _softmax_regressions(x[:1], y, classes, st, 1e-4, 1e-5,
                                                             (5,))[0])
+
+
+def test_the_curve_fitted_one_at_a_time_gives_the_batched_accuracies():
+    """``RankSettings(batched=False)`` (the benchmark's baseline) fits each probe of the curve
+    alone: the same held-out accuracies as the batch, up to a rare tie of one test word."""
+    import dataclasses
+
+    from elmo_engine.analysis.units.collect import UnitData
+    from elmo_engine.analysis.units.rank import rank_units
+
+    g = np.random.default_rng(0)
+    labels = g.integers(0, 3, 600)
+    states = {(0, 0, StateKind.C): (g.standard_normal((600, 24))
+                                    + labels[:, None] * (g.random(24) > 0.8)).astype(np.float16)}
+    data = UnitData(states, labels, ("a", "b", "c"), np.arange(600) // 6)
+    st = RankSettings(ks=(1, 4, 16), seeds=2, min_steps=80, batch=256)
+    batched, alone = (rank_units(data, dataclasses.replace(st, batched=b))[0]
+                      for b in (True, False))
+    assert len(batched.curve) == len(alone.curve) == 6
+    tests = round(0.2 * 100) * 6                       # held-out sentences × words each
+    for p, q in zip(batched.curve, alone.curve):
+        assert (p.k, p.method) == (q.k, q.method)
+        np.testing.assert_allclose([p.top, *p.random], [q.top, *q.random], atol=1.5 / tests)
+    assert max(p.top for p in batched.curve if p.k == 16) > 0.5       # it learned (chance 1/3)

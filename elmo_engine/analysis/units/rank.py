@@ -40,7 +40,9 @@ class RankSettings:
     """``l1``, ``l2``: the elastic net's penalties (per weight, added to the mean loss);
     ``epochs``, ``batch``, ``lr``: its training (at least ``min_steps`` Adam steps: more epochs
     on small data); ``test_fraction`` of the sentences held out;
-    ``ks`` and ``seeds`` of the top-k curve (no curve when ``ks`` is empty)."""
+    ``ks`` and ``seeds`` of the top-k curve (no curve when ``ks`` is empty); ``batched``: the
+    curve's probes of one k are fitted as one batch (False: one at a time, the same accuracies
+    more slowly; ``benchmarks/bench_units_curve.py`` times the two)."""
 
     l1: float = 1e-4
     l2: float = 1e-5
@@ -52,6 +54,7 @@ class RankSettings:
     ks: Tuple[int, ...] = DEFAULT_KS
     seeds: int = 3
     seed: int = 0
+    batched: bool = True
 
 
 @dataclass
@@ -226,7 +229,10 @@ def rank_units(data: UnitData, settings: RankSettings = RankSettings(),
 def _probes_on(xtr, ytr, xte, yte, picks: Sequence[torch.Tensor], n_classes: int,
                st: RankSettings, seeds: Sequence[int]) -> List[float]:
     """Held-out accuracy of an L2 softmax probe on each set of units in ``picks`` (all of one
-    size k), the fits batched."""
+    size k), the fits batched (one at a time when ``st.batched`` is False)."""
+    if not st.batched and len(picks) > 1:
+        return [_probes_on(xtr, ytr, xte, yte, [u], n_classes, st, [s])[0]
+                for u, s in zip(picks, seeds)]
     wb = _softmax_regressions(torch.stack([xtr[:, u] for u in picks]), ytr, n_classes, st, 0.0,
                               st.l2, seeds)
     return [_accuracy(wb[r], xte[:, u], yte) for r, u in enumerate(picks)]
