@@ -14,25 +14,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-
-def host() -> str:
-    flags = ""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    flags = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{platform.machine()} {flags} ({os.cpu_count()} logical CPUs)"
+from hostinfo import host_line
 
 
 def exact(base: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
@@ -117,7 +105,7 @@ def main() -> None:
     base = np.ascontiguousarray(np.load(a.vectors, allow_pickle=False), dtype=np.float32)
     rng = np.random.default_rng(0)
     queries = base[rng.choice(len(base), a.queries, replace=False)]
-    print(f"host: {host()}\nvectors: {base.shape} from {a.vectors.name}; {a.queries} queries, "
+    print(f"{host_line()}\nvectors: {base.shape} from {a.vectors.name}; {a.queries} queries, "
           f"k={a.k}, {a.threads} thread(s)")
     truth, p50, p95 = timed_queries(lambda q: exact(base, q[None], a.k)[0], queries)
     print(f"{'method':30s} {'build s':>8s} {'MB':>7s} {'recall@10':>9s} {'p50 ms':>7s} "

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import statistics
 import sys
 import time
@@ -25,19 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from hostinfo import host_line
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "app"))
-
-
-def host() -> str:
-    name = ""
-    try:
-        with open("/proc/cpuinfo") as fh:
-            name = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")),
-                        "")
-    except OSError:
-        pass
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    return f"{platform.machine()} {name} ({os.cpu_count()} logical CPUs, load {load:.1f})"
 
 
 def timed(fn, repeats: int) -> float:
@@ -64,7 +53,7 @@ def main() -> int:
     from elmo_explorer.views.corpus.mapplot import MapPlot
 
     app = QApplication.instance() or QApplication([])
-    print(host())
+    print(f"{host_line()}; load {os.getloadavg()[0]:.1f}")
     for n in args.points:
         data = synthetic_map(n, layers=(1,))
         plot = MapPlot("bench")

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_bilm import WORDS, random_checkpoint
-from bench_lm_softmax import host
+from hostinfo import host_line
 
 from elmo_engine import runtime
 from elmo_engine.analysis.language_model import predict, reach
@@ -74,7 +74,7 @@ def main() -> None:
                     default=["predictions", "reach"], help="what to time (default both)")
     args = ap.parse_args()
     runtime.configure()
-    print(f"host: {host()}; torch {torch.__version__}")
+    print(host_line())
     rng = np.random.default_rng(0)
     sent = [str(w) for w in rng.choice(WORDS, 25)]
     with tempfile.TemporaryDirectory() as tmp:

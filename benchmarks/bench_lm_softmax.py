@@ -13,7 +13,6 @@ it is what a float32 W alone would take (and the former path's (256, V) float32 
 from __future__ import annotations
 
 import argparse
-import os
 import subprocess
 import sys
 import tempfile
@@ -27,21 +26,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_bilm import WORDS, random_checkpoint
-
-
-def host() -> str:
-    name, flags = "unknown CPU", set()
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                name = line.split(":", 1)[1].strip()
-            elif line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    caps = [f for f in ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16", "amx_bf16")
-            if f in flags]
-    return f"{name}, {os.cpu_count()} cores, {'/'.join(caps) or 'no AVX2'}"
+from hostinfo import host_line
 
 
 def write_softmax(folder: Path, vocab: int, dim: int = 512, block: int = 65536) -> Path:
@@ -83,7 +68,7 @@ def main() -> None:
     ap.add_argument("--vocab", type=int, default=793_471)
     ap.add_argument("--keep", type=Path, default=None, help="build the files here and keep them")
     args = ap.parse_args()
-    print(f"host: {host()}")
+    print(host_line())
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)

@@ -29,6 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from hostinfo import host_line  # noqa: E402
 
 CHILD = r"""
 import hashlib, json, sys, time, urllib.request
@@ -56,13 +59,6 @@ print(json.dumps({"wall_s": wall, "max_rss_mb": int(hwm.split()[1]) / 1024}))
 """
 
 
-def host() -> str:
-    import torch
-
-    return (f"{platform.platform()}; {platform.processor() or platform.machine()}; "
-            f"{os.cpu_count()} CPUs; Python {platform.python_version()}; torch {torch.__version__}")
-
-
 def run_child(mode: str, name: str, out: Path, env: dict) -> dict:
     r = subprocess.run([sys.executable, "-c", CHILD, mode, str(out), name], env=env,
                        capture_output=True, text=True, timeout=1200, check=True)
@@ -86,7 +82,7 @@ def main() -> None:
 
     dims = {"small": (1024, 128, 1), "medium": (2048, 256, 1)}[args.model]
     m = load_catalogue().require(args.model)
-    print("host:", host())
+    print(f"{host_line()}; {platform.platform()}; Python {platform.python_version()}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         opts = BiLMOptions(filters=FILTERS, lstm_dim=dims[0], projection_dim=dims[1],
