@@ -4,10 +4,12 @@
 # GEMM ceilings. Run from the repo root with the project installed (see README), on a quiet
 # machine (nothing else running: a test suite beside it slows every figure down).
 #   1. embed, whole command, full size, fp32 against bf16 (ABBA), with the per-layer cosines,
-#      for 256 and 1,024 held-out sentences, and where the time goes (--phases)
+#      for 256 and 1,024 held-out sentences, and where the time goes (--phases); the 1,024 again
+#      at 64 rows per batch, embed's default before 2026-12-07 (its default is now 256 rows,
+#      over which each step's recurrent GEMM spreads the streaming of its weight)
 #   2. where bf16 spends its time and which oneDNN kernels run (amx or not, reorders per step)
 #   3. train-lm's step: the baseline trainer, fused fp32 and fused bf16, in one run
-# Takes about 15 minutes on a 2-core host; each part also runs alone (the commands below).
+# Takes about 17 minutes on a 2-core host; each part also runs alone (the commands below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! grep -qw amx_bf16 /proc/cpuinfo; then
@@ -17,5 +19,6 @@ if ! grep -qw amx_bf16 /proc/cpuinfo; then
 fi
 python benchmarks/bench_embed_command.py --sentences 256 --rounds 2 --phases
 python benchmarks/bench_embed_command.py --sentences 1024 --rounds 1
+python benchmarks/bench_embed_command.py --sentences 1024 --rounds 1 --batch-size 64
 python benchmarks/profile_bf16.py
 python benchmarks/bench_train.py --steps 20 --rounds 3

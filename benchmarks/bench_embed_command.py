@@ -14,8 +14,15 @@ vectors to float32's (median, 0.1 % quantile, minimum), read back from the two o
 interpreter and imports, reading the checkpoint, the conversion to the precision, the first batch
 (which packs the weights) and the rest; the fixed part is what a short command cannot amortise.
 
+``--batch-size`` is passed to both commands (default: none, so the command's own, 256): it sets
+the rows of each LSTM step's GEMMs (within ``embed``'s budget of 4,096 padded tokens per batch).
+Each step streams the whole recurrent weight (32 MB in float32, 16 MB in bf16) for those rows, so
+more rows per step pay where the weight's streaming bounds the step: float32 here, and bf16 where
+the GEMM units are fast (AMX).
+
     python benchmarks/bench_embed_command.py                    # 256 sentences, 2 rounds
     python benchmarks/bench_embed_command.py --sentences 1024 --rounds 3 --phases
+    python benchmarks/bench_embed_command.py --sentences 1024 --rounds 1 --batch-size 64
 
 The issue's target: bf16 >= 3x float32, whole command, on a host with AMX (``amx_bf16``), with
 the layer-2 cosine >= 0.999 at the 0.1 % quantile.
@@ -33,6 +40,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Optional
 
 import h5py
 import numpy as np
@@ -54,15 +62,16 @@ t1 = time.perf_counter()
 model = load_checkpoint(sys.argv[1])
 t2 = time.perf_counter()
 sents = [line.split() for line in open(sys.argv[2], encoding="utf-8")]
+rows, width = int(sys.argv[4]), max(len(s) for s in sents) + 2
 emb = Embedder(model, device="cpu", precision=sys.argv[3], cache_size=0, max_types=10_000,
-               token_budget=64 * 60, max_batch_rows=64)
+               token_budget=max(min(rows * width, 4096), width), max_batch_rows=rows)
 t3 = time.perf_counter()
 emb.embed(sents[:64])
 t4 = time.perf_counter()
 emb.embed(sents[64:])
 t5 = time.perf_counter()
 print(json.dumps({"imports": t1 - t0, "load": t2 - t1, "to precision": t3 - t2,
-                  "first batch (packs)": t4 - t3, "rest": t5 - t4}))
+                  "first 64 sentences (packs)": t4 - t3, "rest": t5 - t4}))
 """
 
 
@@ -84,9 +93,11 @@ def held_out_sentences(n: int, path: Path = CORPUS) -> list:
     raise SystemExit(f"{path} has only {len(found)} sentences of 5-50 tokens")
 
 
-def command(exe: str, text: Path, out: Path, ckpt: Path, precision: str) -> list:
+def command(exe: str, text: Path, out: Path, ckpt: Path, precision: str,
+            batch: Optional[int]) -> list:
     return [exe, "embed", str(text), "-o", str(out), "--checkpoint", str(ckpt),
-            "--precision", precision, "--pretokenized", "--batch-size", "64"]
+            "--precision", precision, "--pretokenized",
+            *([] if batch is None else ["--batch-size", str(batch)])]
 
 
 def run_timed(argv: list, env: dict) -> float:
@@ -114,12 +125,16 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None,
                     help="OMP_NUM_THREADS for the commands (default: torch's)")
     ap.add_argument("--phases", action="store_true", help="also time each command's phases")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="embed's --batch-size (default: the command's own, 256 sentences); "
+                         "the rows of each step's GEMMs, within embed's 4,096 padded tokens")
     args = ap.parse_args()
 
     import torch
 
     import hostinfo
     from bench_bilm import FILTERS, MODELS, random_checkpoint
+    from elmo_engine.cli.common import STREAM_BATCH_ROWS
     from elmo_engine import runtime
     from elmo_engine.embed.fidelity import layer_fidelity
     from elmo_engine.model.flops import flops_per_token
@@ -147,14 +162,17 @@ def main() -> None:
         text.write_text("".join(" ".join(s) + "\n" for s in sents), encoding="utf-8")
         tokens = sum(len(s) for s in sents)
         print(f"[{args.model}] {len(sents)} held-out sentences, {tokens} tokens; "
-              f"`elmo-explorer embed … --precision fp32|bf16`, {args.rounds} ABBA round(s)")
+              f"`elmo-explorer embed … --precision fp32|bf16"
+              f"{'' if args.batch_size is None else f' --batch-size {args.batch_size}'}`, "
+              f"{args.rounds} ABBA round(s)")
         times = {"fp32": [], "bf16": []}
         outs = {p: folder / f"{p}.hdf5" for p in times}
         for _ in range(args.rounds):
             for precision in ("fp32", "bf16", "bf16", "fp32"):
                 outs[precision].unlink(missing_ok=True)
                 times[precision].append(run_timed(
-                    command(exe, text, outs[precision], ckpt, precision), env))
+                    command(exe, text, outs[precision], ckpt, precision, args.batch_size),
+                    env))
         version = min(run_timed([exe, "--version"], env) for _ in range(3))
         flops = flops_per_token(BiLMOptions(filters=FILTERS, **MODELS[args.model])).total
         for precision, ts in times.items():
@@ -172,9 +190,10 @@ def main() -> None:
                   f"0.1 % quantile {f.q001:.6f}, min {f.minimum:.6f} ({f.n} tokens)")
         if args.phases:
             for precision in ("fp32", "bf16"):
+                rows = STREAM_BATCH_ROWS if args.batch_size is None else args.batch_size
                 done = subprocess.run([sys.executable, "-c", PHASES, str(ckpt), str(text),
-                                       precision], env=env, capture_output=True, text=True,
-                                      cwd=ROOT)
+                                       precision, str(rows)], env=env,
+                                      capture_output=True, text=True, cwd=ROOT)
                 if done.returncode != 0:
                     raise SystemExit(done.stderr)
                 phases = json.loads(done.stdout.strip().splitlines()[-1])

@@ -18,6 +18,17 @@ from elmo_engine.errors import InputError
 #: the largest input (decompressed) ``embed`` reads: memory is bounded but for the sentence
 #: index the AllenNLP layout keeps (one JSON string of every sentence, about the text's size)
 EMBED_MAX_INPUT_BYTES = 256 << 20
+#: ``--stateful``'s default batch: the state streams of the reference protocol (AllenNLP's
+#: ``elmo`` command batches 64); a sentence's vectors depend on its row, so this stays
+STATEFUL_BATCH_ROWS = 64
+
+
+def batch_rows(args) -> int:
+    """``--batch-size``, or its default: 64 streams with ``--stateful``, else
+    :data:`~elmo_engine.cli.common.STREAM_BATCH_ROWS`."""
+    if args.batch_size is not None:
+        return args.batch_size
+    return STATEFUL_BATCH_ROWS if args.stateful else common.STREAM_BATCH_ROWS
 
 
 def add_parser(sub) -> None:
@@ -39,7 +50,9 @@ def add_parser(sub) -> None:
     p.add_argument("--dtype", choices=["float32", "float16"], default="float32",
                    help="the vectors' type in OUTPUT (default float32; float16 halves the file)")
     common.add_split_sentences(p, False, "INPUT (a paragraph per line)")
-    p.add_argument("--batch-size", type=int, default=64, help="sentences per batch (default 64)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="sentences per batch (default 256, within 4,096 padded tokens; with "
+                        "--stateful 64, the reference protocol's streams)")
     p.add_argument("--stateful", action="store_true",
                    help="reference protocol: lines in order, each batch row keeps its LSTM state")
     common.add_device(p)
@@ -53,7 +66,8 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     # the checks that need no model come first, before torch is loaded: they answer at once
-    if args.batch_size < 1:
+    rows = batch_rows(args)
+    if rows < 1:
         raise InputError("--batch-size must be at least 1")
     fmt = args.format or ("npz" if args.output.suffix.lower() == ".npz" else "hdf5")
     common.refuse_existing(args.force, args.output)
@@ -63,7 +77,6 @@ def run(args) -> int:
         raise InputError("OUTPUT is INPUT; name another file", path=args.output)
     from tqdm import tqdm
 
-    from elmo_engine.embed.embedder import Embedder
     from elmo_engine.io import embeddings_file as ef
     from elmo_engine.io.vectors import LayerChoice
     from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
@@ -89,14 +102,10 @@ def run(args) -> int:
     warning = ef.size_warning(expected)
     if warning:
         common.log(f"elmo-explorer: warning: {warning}")
-    width = scan.longest + 2
     # no sentence cache (each sentence is written once), the smallest type cache and batches
     # of at most a chunk's tokens (or one sentence): memory stays that of one chunk, whatever
     # the input's length or its longest line
-    emb = Embedder(model, device=str(device), precision=args.precision, cache_size=0,
-                   max_types=10_000,
-                   token_budget=max(min(args.batch_size * width, ef.CHUNK_TOKENS), width),
-                   max_batch_rows=args.batch_size)
+    emb = common.chunk_embedder(model, device, args.precision, scan.longest, rows)
     source: object = emb
     if choice is not None:
         source, layers = _Mixed(emb, choice), "all"
@@ -107,7 +116,7 @@ def run(args) -> int:
     try:
         with common.output_file(args.output, "." + fmt) as output:
             summary = ef.write_embeddings(output, sentences, source, fmt, layers, args.stateful,
-                                          args.batch_size, dtype=args.dtype,
+                                          rows, dtype=args.dtype,
                                           on_tokens=lambda done: bar.update(done - bar.n))
     finally:
         bar.close()

@@ -117,7 +117,6 @@ def run_vectors(args) -> int:
     from tqdm import tqdm
 
     from elmo_engine.cli.embed import EMBED_MAX_INPUT_BYTES
-    from elmo_engine.embed.embedder import Embedder
     from elmo_engine.io import embeddings_file as ef
     from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
     from elmo_engine.io.vectors import LayerChoice, SentenceVectors, export_stream, output_files
@@ -159,10 +158,7 @@ def run_vectors(args) -> int:
         args.dtype, per_value))
     if warning:
         common.log(f"elmo-explorer: warning: {warning}")
-    width = scan.longest + 2
-    emb = Embedder(model, device=str(device), precision=args.precision, cache_size=0,
-                   max_types=10_000, token_budget=max(min(64 * width, ef.CHUNK_TOKENS), width),
-                   max_batch_rows=64)
+    emb = common.chunk_embedder(model, device, args.precision, scan.longest)
     # --word: only the sentences that hold it are embedded (each sentence is its own context);
     # their numbers in the file wait in a queue while their chunk is embedded
     numbers: collections.deque = collections.deque()

@@ -96,3 +96,39 @@ def test_entry_point_runs_as_a_program(sentences_file, tmp_path):
     assert r.returncode == 0, r.stderr
     with h5py.File(out, "r") as fh:
         assert len(fh) == 31
+
+
+def test_the_default_batch_is_256_rows_and_64_streams_when_stateful(tmp_path, tiny_checkpoint):
+    """``--batch-size`` left out: 256 sentences a batch (the chunk's padded tokens bound it
+    first), whose vectors are those of 64-row batches up to float rounding; with ``--stateful``
+    64 streams, whose vectors are those of ``--batch-size 64`` exactly (a stateful sentence's
+    vectors depend on its row, so that default stays the reference protocol's)."""
+    from elmo_engine.cli.common import STREAM_BATCH_ROWS
+    from elmo_engine.cli.embed import STATEFUL_BATCH_ROWS, batch_rows
+    from elmo_engine.cli.main import build_parser
+
+    def rows(*extra):
+        return batch_rows(build_parser(["embed"]).parse_args(["embed", "in.txt", "-o", "o.hdf5",
+                                                              *extra]))
+
+    assert (STREAM_BATCH_ROWS, STATEFUL_BATCH_ROWS) == (256, 64)
+    assert rows() == 256 and rows("--stateful") == 64 and rows("--batch-size", "7") == 7
+    inp = tmp_path / "in.txt"
+    words = "the bank of a river rose by the old mill where money was kept".split()
+    inp.write_text("".join(" ".join(words[i % 5:i % 5 + 3 + i % 9]) + "\n" for i in range(150)),
+                   encoding="utf-8")
+
+    def vectors(name, *extra):
+        out = tmp_path / name
+        assert main(["embed", str(inp), "-o", str(out), "--checkpoint", str(tiny_checkpoint),
+                     "--pretokenized", "--device", "cpu", *extra]) == 0
+        with h5py.File(out, "r") as fh:
+            return [fh[str(i)][()] for i in range(150)]
+
+    for a, b in zip(vectors("d.hdf5"), vectors("b64.hdf5", "--batch-size", "64")):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
+    stateful = vectors("s.hdf5", "--stateful")
+    for a, b in zip(stateful, vectors("s64.hdf5", "--stateful", "--batch-size", "64")):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.allclose(a, b, atol=1e-4)
+               for a, b in zip(stateful, vectors("s8.hdf5", "--stateful", "--batch-size", "8")))
