@@ -78,7 +78,7 @@ def add_parser(sub) -> None:
     f.add_argument("--search", default=None, metavar="NGRAM",
                    help="list the filters that fire most on windows holding NGRAM instead "
                         "('-ness': a suffix, 'un-': a prefix)")
-    f.add_argument("--tsv", type=Path, default=None, metavar="FILE",
+    f.add_argument("--tsv", type=Path, default=None, metavar="FILE", dest="tsv_out",
                    help="also write the atlas as TSV (one line per filter)")
     f.add_argument("--figure", type=Path, default=None, metavar="FILE",
                    help="also write the map of the filters by category (.png, .svg or .pdf)")
@@ -137,7 +137,7 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     from elmo_engine.errors import InputError
 
-    for opt in ("figure", "tsv"):
+    for opt in ("figure", "tsv_out"):
         path = getattr(args, opt, None)
         if path is not None:
             common.refuse_existing(args.force, path)
@@ -211,8 +211,8 @@ def _filters(args) -> int:
                          + ", ".join(str(b[0]) for b in filters.banks))
     words, source = _vocabulary_words(args.vocab)
     atlas = Atlas.build(filters, words, top=args.top)
-    if args.tsv is not None:
-        atomic_write_text(args.tsv, atlas.to_tsv(args.top))
+    if args.tsv_out is not None:
+        atomic_write_text(args.tsv_out, atlas.to_tsv(args.top))
     if args.figure is not None:
         from elmo_engine.io import figures
         from elmo_engine.io.figures.characters import filter_map_figure
@@ -257,6 +257,9 @@ def _perturb(args) -> int:
     from elmo_engine.model.tokenize import tokenize
 
     words = [w for w in args.word.split(",") if w] if args.sentences else [args.word]
+    if not words:
+        raise InputError(f"--word {args.word!r} names no word: with --sentences it is a "
+                         "comma-separated list of words (a comma itself only with --sentence)")
     if args.sentence is not None:
         toks = args.sentence.split() if args.pretokenized else tokenize(args.sentence)
         if args.word not in toks:

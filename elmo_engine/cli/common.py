@@ -200,12 +200,20 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def refuse_existing(force: bool, *paths: Optional[Path]) -> None:
-    """Refuse any of ``paths`` that exists, unless ``force``; one error naming the file."""
-    if force:
-        return
+def refuse_existing(force: bool, *paths: Optional[Path], folders: bool = False) -> None:
+    """Refuse any of ``paths`` that exists, unless ``force``; one error naming the file. An
+    output file that exists as something else (a folder, a FIFO, a device) is refused even
+    with ``force``, at once rather than after the work (``folders``: the paths are folders)."""
     for path in paths:
-        if path is not None and not is_stdout(path) and (Path(path).exists() or Path(path).is_symlink()):
+        if path is None or is_stdout(path):
+            continue
+        if not folders and Path(path).exists() and not Path(path).is_file():
+            from elmo_engine.files import regular_file_problem
+
+            problem = regular_file_problem(path) or "is not a regular file"
+            raise InputError(f"{problem.replace('; only files are read', '')}: an output is "
+                             "written as a regular file; give a file name", path=path)
+        if not force and (Path(path).exists() or Path(path).is_symlink()):
             raise InputError(f"{path} exists; pass --force to overwrite it")
 
 

@@ -209,7 +209,7 @@ def run_report(args) -> int:
     from elmo_engine.io.workspace_file import load_workspace
 
     common.refuse_stdout(args.outdir, "a report")
-    common.refuse_existing(args.force, args.outdir)
+    common.refuse_existing(args.force, args.outdir, folders=True)
     check_report_folder(args.outdir, args.force)       # never a folder of the user's
     style = figure_style(args)
     loaded = load_workspace(args.workspace, verify_checksum=args.checkpoint is None)

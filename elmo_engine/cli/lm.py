@@ -47,7 +47,7 @@ def add_parser(subparsers):
                         "INPUT by word offset -K..K, per layer and direction")
     p.add_argument("--no-predictions", action="store_true",
                    help="skip the predictions (with --reach: works without a softmax)")
-    p.add_argument("--pairs", default=None, metavar="FILE",
+    p.add_argument("--pairs", type=Path, default=None, metavar="FILE",
                    help="score minimal pairs (TSV set<TAB>good<TAB>bad; 'bundled': the sets "
                         "shipped with the app) and print the accuracy per set and direction")
     common.add_json(p)
@@ -98,7 +98,7 @@ def _read_inputs(args):
     from elmo_engine.analysis.language_model.reach import MAX_REACH_TOKENS
 
     if args.pairs is not None and args.reach_curve is None:
-        files = bundled_pairs() if args.pairs == "bundled" else [Path(args.pairs)]
+        files = bundled_pairs() if str(args.pairs) == "bundled" else [args.pairs]
         return [p for f in files for p in read_pairs(f)]
     text = common.read_text(args.input, args.pretokenized, max_tokens=MAX_TOKENS)
     if args.reach_curve is not None:

@@ -28,8 +28,10 @@ from elmo_engine.errors import InputError
 
 #: argparse ``dest`` names of options that are written, per command (everything else is read)
 OUTPUT_DESTS = {"output", "outdir", "out", "matrices", "neighbours_csv", "vectors", "json",
-                "words_csv", "csv", "tensorboard", "workspace_out", "figure", "tsv",
-                "animation", "frames"}
+                "words_csv", "hubs_tsv", "csv", "tensorboard", "workspace_out", "figure",
+                "tsv_out", "animation", "frames"}
+#: an output's flag where it is not its dest spelled as a flag
+FLAGS = {"output": "OUTPUT", "outdir": "OUTDIR", "tsv_out": "--tsv"}
 #: outputs replaced as a whole folder (a report): never a folder holding a model or a workspace
 REPLACED_FOLDER_DESTS = {"outdir"}
 
@@ -194,4 +196,4 @@ def _existing(paths: Iterable[Path]) -> List[Path]:
 
 
 def _flag(dest: str) -> str:
-    return dest.upper() if dest in ("output", "outdir") else "--" + dest.replace("_", "-")
+    return FLAGS.get(dest, "--" + dest.replace("_", "-"))

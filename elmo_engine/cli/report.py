@@ -157,7 +157,8 @@ def run(args) -> int:
 
     style = figure_style(args)
     common.refuse_stdout(args.out, "a report")
-    common.refuse_existing(args.force, args.out, args.workspace_out)
+    common.refuse_existing(args.force, args.out, folders=True)
+    common.refuse_existing(args.force, args.workspace_out)
     check_report_folder(args.out, args.force)       # never a folder of the user's
     if args.workspace_out is not None and not args.workspace_out.name.endswith(".json"):
         raise InputError(f"a workspace file's name ends in {SUFFIX}", path=args.workspace_out)

@@ -128,7 +128,7 @@ def add_parser(subparsers):
     abl = sub.add_parser("ablate", help="zero the top-k units for a property and k random units "
                                         "in the live biLM; score the minimal pairs per direction")
     _data_options(abl, "feats:Number")
-    abl.add_argument("--pairs", default="bundled", metavar="FILE",
+    abl.add_argument("--pairs", type=Path, default=Path("bundled"), metavar="FILE",
                      help="minimal pairs (TSV set<TAB>good<TAB>bad; default 'bundled': the sets "
                           "shipped with the app)")
     abl.add_argument("--layer", type=int, default=None,

@@ -32,7 +32,7 @@ def run_ablate(args) -> int:
     ks = _ints(args.k, "--k", low=1)
     if not ks:
         raise InputError("--k needs at least one number of units")
-    files = bundled_pairs() if args.pairs == "bundled" else [Path(args.pairs)]
+    files = bundled_pairs() if str(args.pairs) == "bundled" else [args.pairs]
     pairs = [p for f in files for p in read_pairs(f)]
     checkpoint = common.checkpoint_or_demo(args.checkpoint)
     model = _load_model(args)

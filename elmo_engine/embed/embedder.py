@@ -31,6 +31,7 @@ import torch
 
 from elmo_engine import runtime
 from elmo_engine.embed.caches import SentenceCache, lru, resized
+from elmo_engine.embed.rows import longest_first, run_in_groups
 from elmo_engine.model.bilm import BiLM, LSTMState
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
 from elmo_engine.model.lstm_packed import cell_dtype
@@ -233,18 +234,24 @@ class Embedder:
         return results  # type: ignore[return-value]
 
     def _batches(self, keys: List[Tuple[str, ...]]):
-        batch: List[Tuple[str, ...]] = []
-        width = 0
-        for k in keys:                       # longest first: the first row sets the width
-            w = max(width, len(k) + 2)
-            if batch and (w * (len(batch) + 1) > self.token_budget
-                          or len(batch) >= self.max_batch_rows):
-                yield batch
-                batch, w = [], len(k) + 2
-            batch.append(k)
+        start = 0
+        for size in self._group_sizes([len(k) for k in keys]):
+            yield keys[start:start + size]
+            start += size
+
+    def _group_sizes(self, lengths: List[int]) -> List[int]:
+        """Rows per batch of sentences of ``lengths``, longest first: each of at most
+        ``token_budget`` padded tokens (its first row sets the width) and ``max_batch_rows``."""
+        sizes: List[int] = []
+        n = width = 0
+        for length in lengths:
+            w = max(width, length + 2)
+            if n and (w * (n + 1) > self.token_budget or n >= self.max_batch_rows):
+                sizes.append(n)
+                n, w = 0, length + 2
+            n += 1
             width = w
-        if batch:
-            yield batch
+        return sizes + [n] if n else sizes
 
     def _run_stateless(self, batch: List[Tuple[str, ...]], fell_back: bool = False
                        ) -> List[np.ndarray]:
@@ -361,7 +368,7 @@ class Embedder:
             self._grow_slots(len(batch))
             assert self._slots is not None                  # grown above
             init = [(c[:, :len(batch)], h[:, :len(batch)]) for c, h in self._slots]
-            arrays, final = self._stateful_rows(batch, init)
+            arrays, final = self._stateful_budgeted(batch, init)
             for key, arr in zip(batch, arrays):
                 check_finite_vectors(arr, key)
             self._slots = [(torch.cat([cf, c[:, len(batch):]], 1), torch.cat([hf, h[:, len(batch):]], 1))
@@ -369,6 +376,12 @@ class Embedder:
             out.extend(arrays)
             report(state, min(start + batch_size, total), total, "embedding (stateful)")
         return out
+
+    def _stateful_budgeted(self, batch, init: LSTMState):
+        """A stateful batch in groups of rows within the token budget (:mod:`.rows`)."""
+        groups = longest_first([len(s) for s in batch], self._group_sizes)
+        return run_in_groups(batch, init, groups, self._stateful_rows) if len(groups) > 1 \
+            else self._stateful_rows(batch, init)
 
     def _stateful_rows(self, batch, init: LSTMState, fell_back: bool = False):
         """One stateful batch → (arrays, final state). Each row has its own state slot, so a
@@ -381,13 +394,8 @@ class Embedder:
                 self._warn(f"GPU out of memory on a batch of {len(batch)} sentences; retrying in "
                            "smaller batches")
                 h = len(batch) // 2
-                a, fa = self._stateful_rows(batch[:h], [(c[:, :h], x[:, :h]) for c, x in init],
-                                            fell_back)
-                b, fb = self._stateful_rows(batch[h:], [(c[:, h:], x[:, h:]) for c, x in init],
-                                            fell_back)
-                dev = fb[0][0].device                # the second half may have moved to the CPU
-                return a + b, [(torch.cat([ca.to(dev), cb], 1), torch.cat([ha.to(dev), hb], 1))
-                               for (ca, ha), (cb, hb) in zip(fa, fb)]
+                return run_in_groups(batch, init, [list(range(h)), list(range(h, len(batch)))],
+                                     lambda b, i: self._stateful_rows(b, i, fell_back))
             if fell_back:
                 raise InputError(f"out of memory on a sentence of {len(batch[0])} tokens even on "
                                  "the CPU; split it into shorter sentences") from None
@@ -400,14 +408,12 @@ class Embedder:
         return arrays, final
 
     def _grow_slots(self, n: int) -> None:
-        if self._slots is None:
-            self._slots = self.model.lstm.zero_state(n, self.device, self.dtype)
-            return
-        have = self._slots[0][0].shape[1]
+        have = 0 if self._slots is None else self._slots[0][0].shape[1]
         if have < n:
             extra = self.model.lstm.zero_state(n - have, self.device, self.dtype)
-            self._slots = [(torch.cat([c, ce], 1), torch.cat([h, he], 1))
-                           for (c, h), (ce, he) in zip(self._slots, extra)]
+            self._slots = extra if self._slots is None else [
+                (torch.cat([c, ce], 1), torch.cat([h, he], 1))
+                for (c, h), (ce, he) in zip(self._slots, extra)]
 
     # ---- caches -------------------------------------------------------------------------------
     def _empty(self) -> np.ndarray:

@@ -67,11 +67,18 @@ class LayerChoice:
         if self.weights is None or len(self.weights) != n_layers:
             got = 0 if self.weights is None else len(self.weights)
             raise InputError(f"the mix needs one weight per layer: {n_layers} expected, got {got}")
+        from elmo_engine.model.mix import MAX_GAMMA, plain_weights
+
         w = np.asarray(self.weights, dtype=np.float64)
         if not np.all(np.isfinite(w)) or not np.isfinite(self.gamma):
             raise InputError("mix weights and gamma must be finite numbers")
-        if not self.pre_softmax and (np.any(w < 0) or w.sum() <= 0):
-            raise InputError("mix weights must be non-negative and not all zero")
+        if abs(self.gamma) > MAX_GAMMA:
+            raise InputError(f"the mix's gamma must be within ±{MAX_GAMMA:g}, got {self.gamma:g}")
+        if not self.pre_softmax:
+            try:
+                plain_weights(w)
+            except ValueError as e:
+                raise InputError(str(e)) from None
 
     def label(self) -> str:
         if self.mode != "mix":
@@ -80,10 +87,10 @@ class LayerChoice:
 
     def normalised(self) -> np.ndarray:
         """The mix weights as they are applied (sum 1), float64."""
-        from elmo_engine.model.mix import softmax_weights
+        from elmo_engine.model.mix import plain_weights, softmax_weights
 
         w = np.asarray(self.weights, dtype=np.float64)
-        return softmax_weights(w) if self.pre_softmax else w / w.sum()
+        return softmax_weights(w) if self.pre_softmax else plain_weights(w)
 
     def apply(self, arr: np.ndarray) -> np.ndarray:
         """``(L+1, n, D)`` → ``(L+1, n, D)`` for "each", else ``(n, D)`` float32."""

@@ -30,6 +30,28 @@ def softmax_weights(s: "Sequence[float] | np.ndarray") -> np.ndarray:
     return e / e.sum()
 
 
+#: the largest |γ| a mix takes from the user: far beyond any trained γ (ELMo's are ~0.1-10), and
+#: small enough that γ times a layer's values stays finite in float32
+MAX_GAMMA = 1e6
+
+
+def plain_weights(w: "Sequence[float] | np.ndarray") -> np.ndarray:
+    """Plain (not pre-softmax) mixing weights normalised to sum 1, as float64: each finite and
+    non-negative, not all zero, and their sum finite (``1e308`` three times overflowed to inf and
+    made every weight 0, so the mix came out zero or NaN).
+
+    Raises ValueError naming what is wrong."""
+    x = np.asarray(list(w), dtype=np.float64)
+    if x.size == 0 or not np.all(np.isfinite(x)) or np.any(x < 0) or x.sum() <= 0:
+        raise ValueError(f"mix weights must be non-negative and not all zero, got {list(w)}")
+    with np.errstate(over="ignore"):
+        total = x.sum()
+    if not np.isfinite(total):
+        raise ValueError(f"mix weights too large: their sum overflows ({list(w)}); scale them "
+                         "down, only their ratios count")
+    return x / total
+
+
 def scalar_mix_numpy(layers: np.ndarray, s: Sequence[float], gamma: float = 1.0,
                      mask: Optional[np.ndarray] = None, layer_norm: bool = False,
                      eps: float = LAYER_NORM_EPS) -> np.ndarray:

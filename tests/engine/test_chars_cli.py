@@ -110,6 +110,10 @@ def test_perturb_a_word_list_over_a_sentence_file(tmp_path, capsys):
     assert main(["chars", "perturb", "--sentences", str(text), "--word", "bank,absent",
                  *CK]) == 1
     assert "'absent' does not occur" in capsys.readouterr().err
+    for word in (",", "", ",,"):                         # no word at all: one line, no traceback
+        assert main(["chars", "perturb", "--sentences", str(text), "--word", word, *CK]) == 1
+        err = capsys.readouterr().err
+        assert "names no word" in err and "Traceback" not in err and len(err.splitlines()) == 1
 
 
 def test_nonce_word_in_context_with_a_corpus_index(tmp_path, capsys):

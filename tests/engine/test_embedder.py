@@ -108,3 +108,33 @@ def test_type_cache_is_bounded_and_exact(model):
     emb.embed([words[i:i + 40] for i in range(0, 12_000, 40)])
     assert len(emb._types) <= 10_000
     np.testing.assert_array_equal(emb.token_vectors(words[:5]), first)   # recomputed, same
+
+
+def test_a_stateful_batch_runs_its_rows_in_groups_within_the_token_budget(tiny_checkpoint):
+    """One long line no longer pads every row of its stateful batch to its length: the rows
+    (each with its own state slot) run longest first in groups of at most ``token_budget``
+    padded tokens, with the vectors and the carried state of the batch run whole."""
+    model = load_checkpoint(tiny_checkpoint)
+    words = "the bank of a river rose by the old mill where money was kept".split()
+    first = [words[i % 7:i % 7 + 2 + i % 5] for i in range(12)]
+    first[5] = (words * 40)[:400]                        # the long line
+    second = [words[i % 5:i % 5 + 3 + i % 4] for i in range(12)]
+    whole = Embedder(model, device="cpu", cache_size=0, token_budget=100_000)
+    grouped = Embedder(model, device="cpu", cache_size=0, token_budget=402)
+    shapes = []
+    run = grouped._stateful_rows
+
+    def spy(batch, init, fell_back=False):
+        shapes.append((len(batch), max(len(s) for s in batch) + 2))
+        return run(batch, init, fell_back)
+
+    grouped._stateful_rows = spy
+    for emb in (whole, grouped):
+        emb.reset_state()
+    for part in (first, second):                         # the second batch reads the carried state
+        a, b = whole.embed_stateful(part, batch_size=12), grouped.embed_stateful(part, batch_size=12)
+        assert len(a) == len(b) == 12
+        for x, y in zip(a, b):
+            np.testing.assert_allclose(x, y, atol=1e-5, rtol=0)
+    assert all(rows * width <= 402 for rows, width in shapes)
+    assert shapes[0] == (1, 402) and len(shapes) >= 3    # the long line alone, then the rest

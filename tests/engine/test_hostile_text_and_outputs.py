@@ -107,6 +107,66 @@ def test_bundled_inputs_are_never_written(capsys, argv):
     assert {k: p.read_bytes() for k, p in paths.items()} == before
 
 
+
+def test_every_written_option_is_an_output_and_every_read_one_an_input(tmp_path, capsys):
+    """An attack pass found three options the guard misfiled: ``layers --hubs-tsv`` (written,
+    taken for an input: it replaced the corpus and wrote into resources/), ``units ablate
+    --pairs`` and ``lm --pairs`` (read, but a plain string the guard did not look at: ``-o``
+    the pairs file replaced it) and ``units rank --tsv`` (read, taken for an output because
+    ``chars filters --tsv`` writes one)."""
+    from elmo_engine.cli.main import build_parser
+    from elmo_engine.cli.outputs import guard_outputs
+    from elmo_engine.errors import InputError
+    from elmo_engine.resources import HERE
+
+    def refused(*argv) -> str:
+        args = build_parser([argv[0]]).parse_args([str(a) for a in argv])
+        with pytest.raises(InputError) as e:
+            guard_outputs(args)
+        return str(e.value)
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the cat sat .\n", encoding="utf-8")
+    pairs = tmp_path / "pairs.tsv"
+    pairs.write_text("agr\tThe cat sits .\tThe cat sit .\n", encoding="utf-8")
+    assert "is also an input" in refused("layers", corpus, "--hubs-tsv", corpus, "--force")
+    assert "bundled resources" in refused("layers", corpus, "--hubs-tsv", HERE / "h.tsv")
+    assert "is also an input" in refused("units", "ablate", "--pairs", pairs, "-o", pairs,
+                                         "--force")
+    assert "is also an input" in refused("lm", "--pairs", pairs, "-o", pairs, "--force")
+    assert "bundled resources" in refused("chars", "filters", "--tsv", HERE / "f.tsv")
+    assert "(--tsv and --figure)" in refused("chars", "filters", "--tsv", tmp_path / "x",
+                                             "--figure", tmp_path / "x")
+    bundled_tsv = sorted((HERE / "demo_tasks").rglob("*.tsv"))[0]
+    args = build_parser(["units"]).parse_args(["units", "rank", "--tsv", str(bundled_tsv),
+                                               "--figure", str(tmp_path / "f.png")])
+    guard_outputs(args)                                  # a bundled file may be read
+    assert not (HERE / "h.tsv").exists() and not (HERE / "f.tsv").exists()
+
+
+@pytest.mark.parametrize("name,argv", [
+    ("out", ["units", "top", "{text}", "--unit", "1", "--checkpoint", SOURCE, "-o", "{target}"]),
+    ("out", ["embed", "{text}", "-o", "{target}", "--checkpoint", SOURCE]),
+    ("out.png", ["chars", "perturb", "--sentences", "{text}", "--word", "bank", "--figure",
+                 "{target}", "--checkpoint", SOURCE]),
+])
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_an_output_that_is_a_folder_or_a_fifo_is_refused_at_once(tmp_path, capsys, name, argv,
+                                                                 kind):
+    """Not "exists; pass --force", then a failure after the work: one line at once, with
+    ``--force`` too, and nothing written."""
+    text = tmp_path / "in.txt"
+    text.write_text("the bank of the river .\n", encoding="utf-8")
+    target = tmp_path / name
+    if kind == "folder":
+        target.mkdir()
+    else:
+        os.mkfifo(target)
+    for force in ([], ["--force"]):
+        code, err = cli([str(a).format(text=text, target=target) for a in argv] + force, capsys)
+        assert code == 1 and "give a file name" in err and str(target) in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["in.txt", name])
+
 # ---- text: linear tokenizing and normalising ---------------------------------------------------
 CLASSES = ["+", ".", "-", "_", "@", "+@", "a", "a@b.", "www.", "1,", "a-", "\u0301",
            "\u0316\u0301", "e\u0301\u0316", "'", "’s"]

@@ -65,6 +65,29 @@ def test_mix_matches_scalar_mix_reference(tmp_path, acts):
         np.testing.assert_allclose(z["2"], scalar_mix_numpy(acts[2], s, 1.5), rtol=1e-5, atol=1e-6)
 
 
+
+@pytest.mark.parametrize("weights,gamma,pre,expect", [
+    ((1e308, 1e308, 1e308), 1.0, False, "sum overflows"),      # every weight became 0: NaN out
+    ((1.0, -1.0, 1.0), 1.0, False, "non-negative"),
+    ((0.0, 0.0, 0.0), 1.0, False, "not all zero"),
+    ((1.0, 1.0, 1.0), 1e300, False, "gamma"),                   # the vectors came out inf
+    ((1.0, float("nan"), 1.0), 1.0, True, "finite"),
+])
+def test_a_mix_that_would_give_nan_or_inf_is_refused(weights, gamma, pre, expect):
+    from elmo_engine.analysis.projection.compute import LayerSpec
+
+    with pytest.raises(InputError, match=expect):
+        LayerChoice("mix", weights, gamma, pre).validate(3)
+    if not pre and expect != "gamma":
+        with pytest.raises(InputError, match=expect):
+            LayerSpec.mix(weights)
+    big = LayerChoice("mix", (1e300, 1e300, 1e300), 1.0, False)
+    big.validate(3)                                             # large but summable: its ratios
+    np.testing.assert_allclose(big.normalised(), [1 / 3] * 3)
+    assert np.allclose(LayerSpec.mix((1e300, 1e300, 1e300)).weights, [1 / 3] * 3)
+    LayerChoice("mix", (900.0, -900.0, 0.0), 1.0, True).validate(3)   # softmax: any finite s
+
+
 def test_selection_layout(tmp_path, acts):
     refs = [(0, 1), (1, 1), (2, 0)]
     export_vectors(tmp_path / "sel.hdf5", TOKENS, acts, layers=LayerChoice("top"), refs=refs)

@@ -53,11 +53,13 @@ class LayerSpec:
 
     @classmethod
     def mix(cls, weights: Sequence[float], layer_norm: bool = False) -> "LayerSpec":
-        w = np.asarray(list(weights), dtype=np.float64)
-        if w.size == 0 or not np.all(np.isfinite(w)) or np.any(w < 0) or w.sum() <= 0:
-            raise InputError("mix weights must be non-negative and not all zero, got "
-                             f"{list(weights)}")
-        return cls(weights=tuple(float(x) for x in w / w.sum()), layer_norm=bool(layer_norm))
+        from elmo_engine.model.mix import plain_weights
+
+        try:
+            w = plain_weights(weights)
+        except ValueError as e:
+            raise InputError(str(e)) from None
+        return cls(weights=tuple(float(x) for x in w), layer_norm=bool(layer_norm))
 
     @property
     def name(self) -> str:
