@@ -42,10 +42,10 @@ def plain_weights(w: "Sequence[float] | np.ndarray") -> np.ndarray:
 
     Raises ValueError naming what is wrong."""
     x = np.asarray(list(w), dtype=np.float64)
-    if x.size == 0 or not np.all(np.isfinite(x)) or np.any(x < 0) or x.sum() <= 0:
-        raise ValueError(f"mix weights must be non-negative and not all zero, got {list(w)}")
     with np.errstate(over="ignore"):
         total = x.sum()
+    if x.size == 0 or not np.all(np.isfinite(x)) or np.any(x < 0) or total <= 0:
+        raise ValueError(f"mix weights must be non-negative and not all zero, got {list(w)}")
     if not np.isfinite(total):
         raise ValueError(f"mix weights too large: their sum overflows ({list(w)}); scale them "
                          "down, only their ratios count")
