@@ -103,6 +103,13 @@ def run(args) -> int:
             except ValueError:
                 raise InputError(f"--mix-weights must be numbers: {args.mix_weights!r}") from None
         layers.append(LayerSpec.mix(weights, not args.no_layer_norm))
+    tb_layer = None                     # checked before the work, so that nothing is written
+    if args.tensorboard is not None:
+        key = args.tensorboard_layer
+        matches = [lay for lay in layers if lay.key == (key if key == "mix" else f"layer{key}")]
+        if not matches:
+            raise InputError(f"--tensorboard-layer {key!r}: choose 0..{n - 1} or mix")
+        tb_layer = matches[0]
 
     def say(done, total, message):                  # one line per layer, not per epoch/batch
         if message.startswith(("UMAP of", "PCA of")):
@@ -135,12 +142,8 @@ def run(args) -> int:
         common.log(f"  {p.layer.name} {p.method.upper()}: "
                    + (f.caption() if f is not None else "too few points to measure"))
         entry["faithfulness"] = None if f is None else f.to_dict()
-    if args.tensorboard is not None:
-        key = args.tensorboard_layer
-        matches = [lay for lay in layers if lay.key == (key if key == "mix" else f"layer{key}")]
-        if not matches:
-            raise InputError(f"--tensorboard-layer {key!r}: choose 0..{n - 1} or mix")
-        vp, mp = write_tensorboard(args.tensorboard, layer_features(acts, tokens, matches[0]),
+    if tb_layer is not None:
+        vp, mp = write_tensorboard(args.tensorboard, layer_features(acts, tokens, tb_layer),
                                    tokens)
         common.log(f"wrote {vp} and {mp}")
         doc["written"] += [str(vp), str(mp)]

@@ -104,6 +104,8 @@ def run(args, tokens, acts, n_layers: int, checksum: str, params, state) -> Dict
     if args.knn >= len(tokens):
         raise InputError(f"--knn {args.knn}: only {len(tokens)} tokens")
     method = AlignMethod(args.aligned)
+    animate = args.animation is not None or args.frames is not None
+    trails = _trail_rows(args, tokens) if animate else []    # before the work and any write
     common.log(f"  aligning {len(layers)} layers of {len(tokens):,} tokens "
                f"({'AlignedUMAP' if method is AlignMethod.ALIGNED_UMAP else 'Procrustes'})")
     lay = align_layers(acts, tokens, layers, method, params, base=args.method,
@@ -117,8 +119,8 @@ def run(args, tokens, acts, n_layers: int, checksum: str, params, state) -> Dict
         else:
             _write_csv(path, tokens, lay, changes)
     written = [str(args.out)]
-    if args.animation is not None or args.frames is not None:
-        written += _animate(args, tokens, lay, state)
+    if animate:
+        written += _animate(args, tokens, lay, trails, state)
     if not args.json:
         common.log(f"wrote {', '.join(written)}")
         common.log(f"  tokens whose {args.knn} nearest neighbours change most from "
@@ -163,11 +165,8 @@ def _write_npz(path: Path, tokens, lay, changes) -> None:
                      knn_k=np.int64(changes.k))
 
 
-def _animate(args, tokens, lay, state) -> List[str]:
-    import numpy as np
-
-    from elmo_engine.analysis.projection.animation import (AnimationSpec, render_frames,
-                                                           write_animation, write_frames)
+def _trail_rows(args, tokens) -> List[int]:
+    """The tokens whose trails the animation draws (``--trails``; the first 12)."""
     from elmo_engine.analysis.projection.tokens import parse_word_list
 
     trails: List[int] = []
@@ -176,7 +175,15 @@ def _animate(args, tokens, lay, state) -> List[str]:
         if not len(hits):
             raise common.absent_word(w, [tokens.words], "the projected tokens")
         trails += hits.tolist()
-    trails = trails[:12]
+    return trails[:12]
+
+
+def _animate(args, tokens, lay, trails: List[int], state) -> List[str]:
+    import numpy as np
+
+    from elmo_engine.analysis.projection.animation import (AnimationSpec, render_frames,
+                                                           write_animation, write_frames)
+
     labels = _colour_labels(args, tokens, trails)
     codes: Optional[np.ndarray] = None
     names: List[str] = []

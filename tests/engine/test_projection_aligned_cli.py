@@ -78,3 +78,20 @@ def test_npz_and_refusals(tmp_path, sentences, tiny_checkpoint, capsys):
                         "-o", str(tmp_path / "c.csv")])
     assert code == 1 and "other files" in capsys.readouterr().err
     assert (tmp_path / "mine" / "notes.txt").read_text("utf-8") == "keep"
+
+
+def test_a_late_refusal_leaves_no_output(tmp_path, sentences, tiny_checkpoint, capsys):
+    """An option that can only be checked against the model or the tokens (the TensorBoard
+    layer, a trail word) is checked before the work: the command fails with nothing written
+    (the coordinates CSV was written first, then the check failed)."""
+    base = ["project", str(sentences), "--checkpoint", str(tiny_checkpoint), "--device", "cpu",
+            "--method", "pca", "-o", str(tmp_path / "p.csv")]
+    for extra, msg in ((["--tensorboard", str(tmp_path / "tb"), "--tensorboard-layer", "9"],
+                        "--tensorboard-layer '9'"),
+                       (["--aligned", "procrustes", "--trails", "zzz", "--animation",
+                         str(tmp_path / "a.gif")], "zzz")):
+        capsys.readouterr()
+        assert main(base + extra) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and msg in err[0], err
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["s.txt"]
