@@ -194,14 +194,13 @@ def _labelled(args) -> List:
         from elmo_engine.analysis.units.collect import labelled_file
 
         if args.conllu is not None:
-            return labelled_file(args.conllu, args.label, args.max_tokens, MAX_SENTENCES)
-        from elmo_engine.io.datasets.tsv import read_tsv
+            return labelled_file(args.conllu, args.label, args.max_tokens, MAX_SENTENCES,
+                                 conllu=True)
+        return labelled_file(args.tsv, max_tokens=args.max_tokens, max_sentences=MAX_SENTENCES,
+                             conllu=False)
+    from elmo_engine.io.datasets.demo import load_demo_task
 
-        sents = read_tsv(args.tsv)
-    else:
-        from elmo_engine.io.datasets.demo import load_demo_task
-
-        sents = iter(load_demo_task(args.demo, "train"))
+    sents = iter(load_demo_task(args.demo, "train"))
     out, count = [], 0
     for s in itertools.islice(sents, MAX_SENTENCES):
         out.append(s)

@@ -88,10 +88,26 @@ def test_top_reads_conllu_and_says_when_it_reads_the_first_words_only(tmp_path, 
     (["units", "rank", *CK], "exactly one of --conllu"),
     (["units", "rank", "--tsv", "{labelled}", "--k", "a", *CK], "--k must be"),
     (["units", "ablate", "--tsv", "{labelled}", "--state", "f", "--device", "cpu"], "c, m or h"),
+    (["units", "rank", "--tsv", "{labelled}", "--max-tokens", "3", "--k", "1", *CK],
+     "the first labelled sentence holds 9 labelled words, more than the 3 asked"),
+    (["units", "rank", "--tsv", "{labelled}", "--max-tokens", "9", "--k", "1", *CK],
+     "at least two labelled sentences"),
+    (["units", "rank", "--tsv", "{long}", "--k", "1", *CK], "long.tsv:3: a sentence of 10,001"),
+    (["units", "rank", "--conllu", "{long_conllu}", "--k", "1", *CK],
+     "long.conllu:1: a sentence of 10,001"),
 ])
-def test_bad_input_is_one_line(files, capsys, argv, message):
+def test_bad_input_is_one_line(files, tmp_path, capsys, argv, message):
+    """Bad input is one line, before the model runs: the labelled readers bound a sentence at
+    the tokenizer's 10,000 words as ``units top`` does (a 100,000-word TSV sentence took 62 s
+    and 2.8 GB before a refusal), and the two sentences a ranking needs are checked first."""
     text, labelled = files
-    argv = [a.format(text=text, labelled=labelled) for a in argv]
+    long = tmp_path / "long.tsv"
+    long.write_text("a\tx\n\n" + "w\tx\n" * 10_001, encoding="utf-8")
+    long_conllu = tmp_path / "long.conllu"
+    long_conllu.write_text("".join(f"{i}\tw\tw\tX\t_\t_\t0\troot\t_\t_\n"
+                                   for i in range(1, 10_002)) + "\n", encoding="utf-8")
+    argv = [a.format(text=text, labelled=labelled, long=long, long_conllu=long_conllu)
+            for a in argv]
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err

@@ -57,11 +57,17 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
         if not targets or len(sent) == 0:
             continue
         if max_tokens is not None and count + len(targets) > max_tokens:
+            if count == 0:
+                raise InputError(f"the first labelled sentence holds {len(targets)} labelled "
+                                 f"words, more than the {max_tokens} asked (--max-tokens)")
             break
         keep.append((k, sent))
         count += len(targets)
     if count == 0:
         raise InputError("no labelled words to rank units on")
+    if len(keep) < 2:                      # before the LSTM runs: the ranking holds one out
+        raise InputError("ranking units needs at least two labelled sentences (one is held "
+                         f"out); {'--max-tokens keeps' if max_tokens else 'there is'} one")
     cap = Capture(kinds=tuple(kinds), layers=layer_list, directions=tuple(directions))
     keys = [(layer, d, kind) for layer, d in cap.keys(opts.n_layers) for kind in cap.kinds]
     need = count * sum(state_width(opts, kind) for _, _, kind in keys) * 2
@@ -110,17 +116,20 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
 
 
 def labelled_file(path, label: str = "upos", max_tokens: Optional[int] = None,
-                  max_sentences: int = 200_000) -> List[LabelledSentence]:
+                  max_sentences: int = 200_000, conllu: Optional[bool] = None
+                  ) -> List[LabelledSentence]:
     """The labelled sentences of a user's file, read as the Probes view reads its tasks: a
-    CoNLL-U file (``.conllu``, ``.conllu.gz``; ``label`` upos, xpos, deprel or ``feats:NAME``)
-    or else a token<TAB>label TSV (``label`` unused), up to ``max_tokens`` labelled words.
+    CoNLL-U file (``conllu``; None: by the name, ``.conllu``, ``.conllu.gz``; ``label`` upos,
+    xpos, deprel or ``feats:NAME``) or else a token<TAB>label TSV (``label`` unused), up to
+    ``max_tokens`` labelled words, each sentence of at most ``MAX_SENTENCE_TOKENS`` words.
     Bad input is the readers' one line naming the file and line."""
     import itertools
     from pathlib import Path
 
     from elmo_engine.analysis.units.corpus import is_conllu
+    from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 
-    if is_conllu(Path(path)):
+    if is_conllu(Path(path)) if conllu is None else conllu:
         from elmo_engine.io.datasets.conllu import read_conllu
 
         sents = read_conllu(path, label=label)
@@ -131,6 +140,9 @@ def labelled_file(path, label: str = "upos", max_tokens: Optional[int] = None,
     out: List[LabelledSentence] = []
     count = 0
     for s in itertools.islice(sents, max_sentences):
+        if len(s.tokens) > MAX_SENTENCE_TOKENS:
+            raise InputError(f"a sentence of {len(s.tokens):,} words (at most "
+                             f"{MAX_SENTENCE_TOKENS:,})", path=path, line=s.meta.get("line"))
         out.append(s)
         count += len(s.targets())
         if max_tokens is not None and count >= max_tokens:
