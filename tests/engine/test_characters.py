@@ -112,6 +112,30 @@ def test_vocabulary_norms_and_neighbours():
     assert r.norm_percentile == 100.0 * (vocab.norms <= r.norm + 1e-9).mean()
 
 
+def test_a_vocabulary_is_bounded_before_it_allocates_and_reads_gzip(tmp_path, monkeypatch):
+    """An attack pass: 2,000,000 words (inside the file's limits) took 9 GB, three (V, P)
+    arrays. One is held now, the unit vectors, and the vectors' size is checked first; a
+    vocab.txt.gz reads as the other readers read gzip."""
+    import gzip
+
+    f = windows.filters_of(load_checkpoint(demo_checkpoint_path()).char_cnn)
+    words = ["bank", "banks", "river", "money", "teller"]
+    vocab = word_lab.Vocabulary.from_words(f, words)
+    assert vocab._unit.dtype == np.float32 and not hasattr(vocab, "_vectors")
+    np.testing.assert_allclose(np.linalg.norm(vocab._unit, axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(vocab.vectors, word_lab.Vocabulary(
+        words, vocab.vectors.copy()).vectors, atol=1e-6)
+    given = vocab.vectors.copy()
+    word_lab.Vocabulary(words, given)                         # not own: the caller's array kept
+    np.testing.assert_array_equal(given, vocab.vectors)
+    monkeypatch.setattr(word_lab, "MAX_VOCAB_VECTOR_BYTES", 4 * f.projection[0].shape[1] * 4)
+    with pytest.raises(InputError, match="the vectors of 5 known words .* over the bound"):
+        word_lab.Vocabulary.from_words(f, words)
+    packed = tmp_path / "vocab.txt.gz"
+    packed.write_bytes(gzip.compress("<S>\nbank 12\nriver 3\n".encode()))
+    assert word_lab.read_vocabulary(packed) == ["bank", "river"]
+
+
 def test_atlas_top_ngram_is_the_vocabulary_max_pool(model):
     f = windows.filters_of(model.char_cnn)
     vocab = ["blorft", "receive", "Bank", "U.S.", "42nd", "naïve", "unhappiness", "a", "xyz",

@@ -167,15 +167,37 @@ def analyse(filters: Filters, words: Sequence[str],
 class Vocabulary:
     """Known words with their layer-0 vectors: norms and nearest neighbours by cosine."""
 
-    def __init__(self, words: Sequence[str], vectors: np.ndarray, source: str = ""):
+    def __init__(self, words: Sequence[str], vectors: np.ndarray, source: str = "",
+                 own: bool = False):
+        """``own``: ``vectors`` (float32) is this object's to normalise in place (one (V, P)
+        array is held, not three: 2,000,000 words once took 9 GB)."""
         if len(words) != len(vectors):
             raise ValueError("one vector per word")
         self.words = list(words)
         self.source = source
-        self.vectors = np.asarray(vectors, np.float32)                # (V, P)
-        self.norms = np.linalg.norm(self.vectors, axis=1)
-        self._unit = self.vectors / np.maximum(self.norms, 1e-12)[:, None]
+        unit = np.asarray(vectors, np.float32)                        # (V, P)
+        if not own and unit is vectors:
+            unit = unit.copy()
+        self.norms = np.sqrt(np.einsum("vp,vp->v", unit, unit))      # no (V, P) temporary
+        unit /= np.maximum(self.norms, 1e-12)[:, None]
+        self._unit = unit
         self._sorted_norms = np.sort(self.norms)
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """The layer-0 vectors (V, P), rebuilt from the unit vectors and the norms (not held)."""
+        return self._unit * self.norms[:, None]
+
+    @staticmethod
+    def _allocate(n_words: int, dim: int) -> np.ndarray:
+        """The (V, P) float32 array of ``n_words`` vectors, refused in one line over
+        :data:`MAX_VOCAB_VECTOR_BYTES` before it is allocated."""
+        need = n_words * dim * 4
+        if need > MAX_VOCAB_VECTOR_BYTES:
+            raise InputError(f"the vectors of {n_words:,} known words ({dim} wide) need "
+                             f"{need / 2 ** 30:.1f} GiB, over the bound of "
+                             f"{MAX_VOCAB_VECTOR_BYTES / 2 ** 30:.0f} GiB; give fewer words")
+        return np.empty((n_words, dim), np.float32)
 
     @classmethod
     def from_words(cls, filters: Filters, words: Sequence[str], source: str = "",
@@ -184,18 +206,17 @@ class Vocabulary:
         token layer, the fast path: it pools only the windows that touch each word) when given,
         else from ``filters`` (:func:`pool`, every window)."""
         words = list(dict.fromkeys(w for w in words if w and not any(c.isspace() for c in w)))
-        parts = []
+        p = filters.projection[0].shape[1] if filters.projection else filters.n_filters
+        out = cls._allocate(len(words), p)
         with torch.inference_mode():
             for s in range(0, len(words), chunk):
                 ids = char_ids_for_types(words[s:s + chunk], filters.max_chars)
                 if char_cnn is not None:
                     dev = next(char_cnn.parameters()).device
-                    parts.append(char_cnn(torch.from_numpy(ids).to(dev)).float().cpu().numpy())
+                    out[s:s + len(ids)] = char_cnn(torch.from_numpy(ids).to(dev)).float().cpu()
                 else:
-                    parts.append(token_layer(filters, pool(filters, ids)[0])[0])
-        p = filters.projection[0].shape[1] if filters.projection else filters.n_filters
-        return cls(words, np.concatenate(parts) if parts else np.zeros((0, p), np.float32),
-                   source)
+                    out[s:s + len(ids)] = token_layer(filters, pool(filters, ids)[0])[0]
+        return cls(words, out, source, own=True)
 
     @classmethod
     def from_embedder(cls, embedder, words: Sequence[str], source: str = "",
@@ -204,15 +225,14 @@ class Vocabulary:
         type cache, its device and precision), ``chunk`` words at a time: progress to ``state``
         (words done / total) and a cancel checked between chunks."""
         words = list(dict.fromkeys(w for w in words if w and not any(c.isspace() for c in w)))
-        parts = []
+        out = cls._allocate(len(words), embedder.opts.projection_dim)
         for s in range(0, len(words), chunk):
             check(state)
             report(state, s, len(words), f"the layer-0 vectors of {len(words):,} known words")
-            parts.append(embedder.token_vectors(words[s:s + chunk]))
+            part = embedder.token_vectors(words[s:s + chunk])
+            out[s:s + len(part)] = part
         report(state, len(words), len(words), f"the layer-0 vectors of {len(words):,} known words")
-        p = embedder.opts.projection_dim
-        return cls(words, np.concatenate(parts) if parts else np.zeros((0, p), np.float32),
-                   source)
+        return cls(words, out, source, own=True)
 
     def norm_percentile(self, norm: float) -> Optional[float]:
         if not len(self._sorted_norms):
@@ -252,9 +272,12 @@ def reference_words(limit: Optional[int] = None) -> List[str]:
     return list(seen)[:limit] if limit is not None else list(seen)
 
 
-#: a vocabulary file's limits: bytes read, words kept
+#: a vocabulary file's limits: bytes read (after gzip), words kept
 MAX_VOCAB_BYTES = 64 << 20
 MAX_VOCAB_WORDS = 2_000_000
+#: the most the known words' layer-0 vectors may take (float32): a published model's 793,471
+#: words at 512 wide take 1.5 GiB, the limit's 2,000,000 words at the demo's 256 take 1.9 GiB
+MAX_VOCAB_VECTOR_BYTES = 2 << 30
 #: a vocab.txt's entries that are not words
 NOT_WORDS = ("<S>", "</S>", "<UNK>")
 
@@ -262,13 +285,11 @@ NOT_WORDS = ("<S>", "</S>", "<UNK>")
 def read_vocabulary(path) -> List[str]:
     """A vocabulary file: one word a line (the first field of a line; a ``vocab.txt`` of a
     published model or a trained one reads as it is), UTF-8, blank lines and the boundary and
-    unknown-word entries skipped. Bad input: one :class:`InputError` naming the file and line."""
-    from elmo_engine.files import read_bounded
+    unknown-word entries skipped; plain or gzip. Bad input: one :class:`InputError` naming the
+    file and line."""
+    from elmo_engine.io.datasets.textio import read_bytes_limited
 
-    try:
-        data = read_bounded(path, MAX_VOCAB_BYTES)
-    except (OSError, ValueError) as e:
-        raise InputError(str(getattr(e, "strerror", None) or e), path=path) from None
+    data = read_bytes_limited(path, MAX_VOCAB_BYTES)
     words: dict = {}
     for no, raw in enumerate(data.split(b"\n"), 1):
         try:
