@@ -102,6 +102,9 @@ def run(args) -> int:
                 weights = [float(w) for w in args.mix_weights.replace(",", " ").split()]
             except ValueError:
                 raise InputError(f"--mix-weights must be numbers: {args.mix_weights!r}") from None
+        if len(weights) != n:                        # before the work, not after it
+            raise InputError(f"--mix-weights: {len(weights)} weights for a model with {n} "
+                             "layers")
         layers.append(LayerSpec.mix(weights, not args.no_layer_norm))
     tb_layer = None                     # checked before the work, so that nothing is written
     if args.tensorboard is not None:

@@ -89,7 +89,8 @@ def test_a_late_refusal_leaves_no_output(tmp_path, sentences, tiny_checkpoint, c
     for extra, msg in ((["--tensorboard", str(tmp_path / "tb"), "--tensorboard-layer", "9"],
                         "--tensorboard-layer '9'"),
                        (["--aligned", "procrustes", "--trails", "zzz", "--animation",
-                         str(tmp_path / "a.gif")], "zzz")):
+                         str(tmp_path / "a.gif")], "zzz"),
+                       (["--mix-weights", "1,1"], "2 weights for a model with 3 layers")):
         capsys.readouterr()
         assert main(base + extra) == 1
         err = capsys.readouterr().err.strip().splitlines()

@@ -163,8 +163,8 @@ class _Block:
                                        f"{expected})")
             self.last_empty = (major, minor)
             return
-        raise self.lines.error(f"bad ID field {wid[:40]!r} (expected an integer, a range like "
-                               f"'1-2' or an empty node like '8.1')")
+        raise self.lines.error(f"bad ID field {wid[:40]!r} (expected a word number from 1, a "
+                               f"range like '1-2' or an empty node like '8.1')")
 
     def finish(self) -> Optional[LabelledSentence]:
         """The finished sentence, or ``None`` for a block of comments only."""
