@@ -243,6 +243,8 @@ def _run(args) -> int:
     mdl_data = _mdl_data(args) if args.mdl_task else None
     device = pick_device(args.device)
     emb, path_a = _load(args.checkpoint, device)
+    # model B is loaded before the analysis of A, so that a bad --compare fails at once
+    emb_b, path_b = _load(args.compare, device) if args.compare is not None else (None, None)
     state = TaskState(progress := _Progress())
     try:
         res = analyse_layers(emb, tokens, min_count=args.min_count,
@@ -252,9 +254,8 @@ def _run(args) -> int:
                              hub_k=args.hub_k, hub_points=args.hub_tokens, state=state)
         ctx, cka, timings = res.contextuality, res.cka, dict(res.timings)
         compare: Optional[Dict[str, Any]] = None
-        if args.compare is not None:
+        if emb_b is not None:
             t0 = time.perf_counter()
-            emb_b, path_b = _load(args.compare, device)
             compare = {"model": _model_info(emb_b, path_b),
                        **compare_layers(emb_b, tokens, res, state)}
             timings["compare_s"] = time.perf_counter() - t0

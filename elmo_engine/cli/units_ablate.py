@@ -39,6 +39,7 @@ def run_ablate(args) -> int:
     softmax = load_softmax(model_folder(Path(checkpoint)), output_dim=model.opts.output_dim)
     layer = model.opts.n_layers - 1 if args.layer is None else args.layer
     _check_layers([layer], model)
+    _check_measures(args, model)                # before the collecting and the ranking
     if any(getattr(args, n) is not None for n in ("conllu", "tsv", "demo")):
         sents = _labelled(args)
     else:                       # EWT train's Number beside the checkout, else the demo POS task
@@ -104,6 +105,16 @@ def run_ablate(args) -> int:
     return 0
 
 
+def _check_measures(args, model) -> None:
+    """The options of the extra measures, checked before the work."""
+    top = model.opts.n_layers
+    if args.probe_layer is not None and not 0 <= args.probe_layer <= top:
+        raise InputError(f"--probe-layer {args.probe_layer}: the model has representation "
+                         f"layers 0 … {top}")
+    if args.contexts is not None and args.word is None:
+        raise InputError("--contexts names the contexts of --word: give --word too")
+
+
 def _measures(args, model, sents, vectors) -> dict:
     """The extra measures of ``units ablate`` (``--probe-layer``, ``--word``), by name."""
     from elmo_engine.analysis.units.remeasure import (fit_probe, probe_measure,
@@ -112,15 +123,10 @@ def _measures(args, model, sents, vectors) -> dict:
     out = {}
     top = model.opts.n_layers
     if args.probe_layer is not None:
-        if args.probe_layer > top:
-            raise InputError(f"--probe-layer {args.probe_layer}: the model has representation "
-                             f"layers 0 … {top}")
         probe = fit_probe(model, sents, args.probe_layer, token_vectors=vectors)
         common.log(f"units ablate: a probe of layer {args.probe_layer} trained on "
                    f"{probe.train_tokens} tokens, scored on {probe.test_tokens}")
         out[f"probe accuracy (layer {args.probe_layer})"] = probe_measure(model, probe, vectors)
-    if args.contexts is not None and args.word is None:
-        raise InputError("--contexts names the contexts of --word: give --word too")
     if args.word is not None:
         contexts = ([s.tokens for s in sents] if args.contexts is None
                     else common.read_text(args.contexts, max_tokens=DEFAULT_RANK_TOKENS).tokens)

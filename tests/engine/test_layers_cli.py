@@ -131,6 +131,24 @@ def test_bad_options(tiny_checkpoint, corpus, capsys):
     assert "missing" in capsys.readouterr().err
 
 
+def test_a_bad_compare_model_fails_before_the_analysis(tiny_checkpoint, corpus, tmp_path,
+                                                       capsys, monkeypatch):
+    """Model B is loaded first: a bad --compare is one line at once, not after A's analysis."""
+    from elmo_engine.analysis.layers import run as layers_run
+
+    def never(*a, **k):
+        raise AssertionError("the analysis ran before --compare was checked")
+
+    monkeypatch.setattr(layers_run, "analyse_layers", never)
+    bad = tmp_path / "b"
+    bad.mkdir()
+    (bad / "options.json").write_text("{", "utf-8")
+    assert main(["layers", str(corpus), "--checkpoint", str(tiny_checkpoint), "--compare",
+                 str(bad), "--device", "cpu"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(bad) in err[0], err
+
+
 def test_tokenization_modes(tmp_path):
     f = tmp_path / "typed.txt"
     f.write_text("I don't know.\n", encoding="utf-8")

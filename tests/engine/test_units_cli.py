@@ -95,6 +95,10 @@ def test_top_reads_conllu_and_says_when_it_reads_the_first_words_only(tmp_path, 
     (["units", "rank", "--tsv", "{long}", "--k", "1", *CK], "long.tsv:3: a sentence of 10,001"),
     (["units", "rank", "--conllu", "{long_conllu}", "--k", "1", *CK],
      "long.conllu:1: a sentence of 10,001"),
+    (["units", "ablate", "--demo", "pos", "--probe-layer", "9", "--device", "cpu"],
+     "--probe-layer 9: the model has representation layers 0 … 2"),
+    (["units", "ablate", "--demo", "pos", "--contexts", "{text}", "--device", "cpu"],
+     "give --word too"),
 ])
 def test_bad_input_is_one_line(files, tmp_path, capsys, argv, message):
     """Bad input is one line, before the model runs: the labelled readers bound a sentence at
