@@ -153,6 +153,8 @@ def guard_outputs(args) -> None:
         return
     if hasattr(args, "checkpoint"):
         inputs += _checkpoint_files(args.checkpoint)
+    if isinstance(getattr(args, "compare", None), Path):       # layers --compare B: B's files
+        inputs += _checkpoint_files(args.compare)
     ws = getattr(args, "workspace", None)
     if isinstance(ws, Path):
         inputs += _workspace_inputs(ws)

@@ -402,15 +402,17 @@ class Embedder:
             self._warn("GPU out of memory on a single sentence of "
                        f"{len(batch[0])} tokens; falling back to the CPU")
             self._move(torch.device("cpu"))
-            init = [(c.to(self.device, self.dtype), x.to(self.device, self.dtype)) for c, x in init]
+            init = [(c.to(self.device, cell_dtype(self.dtype)), x.to(self.device, self.dtype))
+                    for c, x in init]
             return self._stateful_rows(batch, init, fell_back=True)
         arrays = [layers[:, r, 1:len(s) + 1].float().cpu().numpy() for r, s in enumerate(batch)]
         return arrays, final
 
     def _grow_slots(self, n: int) -> None:
         have = 0 if self._slots is None else self._slots[0][0].shape[1]
-        if have < n:
-            extra = self.model.lstm.zero_state(n - have, self.device, self.dtype)
+        if have < n:                      # the cell state float32 in bf16/fp16, as the pass keeps it
+            extra = [(c.to(cell_dtype(self.dtype)), h) for c, h in
+                     self.model.lstm.zero_state(n - have, self.device, self.dtype)]
             self._slots = extra if self._slots is None else [
                 (torch.cat([c, ce], 1), torch.cat([h, he], 1))
                 for (c, h), (ce, he) in zip(self._slots, extra)]

@@ -45,11 +45,14 @@ def run_in_groups(batch: list, init: LSTMState, groups: List[List[int]], run: Ru
         for r, a in zip(rows, got):
             arrays[r] = a
         parts.append((rows, fin))
-    dev = parts[-1][1][0][0].device
-    final = [(torch.empty_like(c, device=dev), torch.empty_like(h, device=dev)) for c, h in init]
+    last = parts[-1][1]                  # its device and types (the cell float32 in bf16/fp16)
+    dev = last[0][0].device
+    final = [(torch.empty(c.shape, dtype=lc.dtype, device=dev),
+              torch.empty(h.shape, dtype=lh.dtype, device=dev))
+             for (c, h), (lc, lh) in zip(init, last)]
     for rows, fin in parts:
         idx = torch.tensor(rows, device=dev)
         for (c, h), (cf, hf) in zip(final, fin):
-            c[:, idx] = cf.to(dev)
-            h[:, idx] = hf.to(dev)
+            c[:, idx] = cf.to(dev, c.dtype)
+            h[:, idx] = hf.to(dev, h.dtype)
     return arrays, final  # type: ignore[return-value]

@@ -45,9 +45,9 @@ def plain_weights(w: "Sequence[float] | np.ndarray") -> np.ndarray:
     with np.errstate(over="ignore"):
         total = x.sum()
     if x.size == 0 or not np.all(np.isfinite(x)) or np.any(x < 0) or total <= 0:
-        raise ValueError(f"mix weights must be non-negative and not all zero, got {list(w)}")
+        raise ValueError(f"mix weights must be non-negative and not all zero, got {x.tolist()}")
     if not np.isfinite(total):
-        raise ValueError(f"mix weights too large: their sum overflows ({list(w)}); scale them "
+        raise ValueError(f"mix weights too large: their sum overflows ({x.tolist()}); scale them "
                          "down, only their ratios count")
     return x / total
 

@@ -137,6 +137,9 @@ def test_every_written_option_is_an_output_and_every_read_one_an_input(tmp_path,
     assert "bundled resources" in refused("chars", "filters", "--tsv", HERE / "f.tsv")
     assert "(--tsv and --figure)" in refused("chars", "filters", "--tsv", tmp_path / "x",
                                              "--figure", tmp_path / "x")
+    weights = next(SOURCE.glob("*.hdf5"))                 # layers --compare B: B's files too
+    assert "is also an input" in refused("layers", corpus, "--compare", SOURCE, "--hubs-tsv",
+                                         weights, "--force")
     bundled_tsv = sorted((HERE / "demo_tasks").rglob("*.tsv"))[0]
     args = build_parser(["units"]).parse_args(["units", "rank", "--tsv", str(bundled_tsv),
                                                "--figure", str(tmp_path / "f.png")])

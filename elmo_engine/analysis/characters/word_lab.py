@@ -175,9 +175,7 @@ class Vocabulary:
             raise ValueError("one vector per word")
         self.words = list(words)
         self.source = source
-        unit = np.asarray(vectors, np.float32)                        # (V, P)
-        if not own and unit is vectors:
-            unit = unit.copy()
+        unit = np.asarray(vectors, np.float32) if own else np.array(vectors, np.float32)
         self.norms = np.sqrt(np.einsum("vp,vp->v", unit, unit))      # no (V, P) temporary
         unit /= np.maximum(self.norms, 1e-12)[:, None]
         self._unit = unit

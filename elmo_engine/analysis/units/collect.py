@@ -51,7 +51,7 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
     opts = model.opts
     layer_list = tuple(range(opts.n_layers)) if layers is None else tuple(layers)
     keep: List[Tuple[int, LabelledSentence]] = []
-    count = 0
+    count, cut = 0, False
     for k, sent in enumerate(sentences):
         targets = sent.targets()
         if not targets or len(sent) == 0:
@@ -60,6 +60,7 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
             if count == 0:
                 raise InputError(f"the first labelled sentence holds {len(targets)} labelled "
                                  f"words, more than the {max_tokens} asked (--max-tokens)")
+            cut = True
             break
         keep.append((k, sent))
         count += len(targets)
@@ -67,7 +68,7 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
         raise InputError("no labelled words to rank units on")
     if len(keep) < 2:                      # before the LSTM runs: the ranking holds one out
         raise InputError("ranking units needs at least two labelled sentences (one is held "
-                         f"out); {'--max-tokens keeps' if max_tokens else 'there is'} one")
+                         f"out); {'the first words asked keep' if cut else 'there is'} one")
     cap = Capture(kinds=tuple(kinds), layers=layer_list, directions=tuple(directions))
     keys = [(layer, d, kind) for layer, d in cap.keys(opts.n_layers) for kind in cap.kinds]
     need = count * sum(state_width(opts, kind) for _, _, kind in keys) * 2
@@ -129,7 +130,8 @@ def labelled_file(path, label: str = "upos", max_tokens: Optional[int] = None,
     from elmo_engine.analysis.units.corpus import is_conllu
     from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 
-    if is_conllu(Path(path)) if conllu is None else conllu:
+    conllu_file = is_conllu(Path(path)) if conllu is None else conllu
+    if conllu_file:
         from elmo_engine.io.datasets.conllu import read_conllu
 
         sents = read_conllu(path, label=label)
@@ -148,5 +150,6 @@ def labelled_file(path, label: str = "upos", max_tokens: Optional[int] = None,
         if max_tokens is not None and count >= max_tokens:
             break
     if count == 0:
-        raise InputError(f"no labelled words (label {label})", path=path)
+        raise InputError(f"no labelled words (label {label})" if conllu_file else
+                         "no labelled words (token<TAB>label lines)", path=path)
     return out
