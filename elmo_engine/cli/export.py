@@ -113,7 +113,8 @@ def run_vectors(args) -> int:
     if common.is_stdout(args.output) and fmt == "tsv":
         raise InputError("--out -: TSV writes two files (vectors and metadata) and cannot go to "
                          "stdout; use --format npz, hdf5 or csv, or name a file")
-    common.refuse_existing(args.force, args.output)     # at once, before numpy and torch load
+    # at once, before numpy and torch load (a TSV export may name a projector folder)
+    common.refuse_existing(args.force, args.output, folders=fmt == "tsv")
     from tqdm import tqdm
 
     from elmo_engine.cli.embed import EMBED_MAX_INPUT_BYTES
@@ -125,7 +126,9 @@ def run_vectors(args) -> int:
 
     choice = LayerChoice(mode, None, args.mix_gamma, args.pre_softmax)   # the files' names
     if not common.is_stdout(args.output):
-        common.refuse_existing(args.force, args.output, *output_files(args.output, fmt, choice))
+        common.refuse_existing(args.force, args.output, folders=fmt == "tsv")
+        common.refuse_existing(args.force, *(p for p in output_files(args.output, fmt, choice)
+                                             if p != args.output))
         if args.output.exists() and args.output.resolve() == args.input.resolve():
             raise InputError("OUTPUT is INPUT; name another file", path=args.output)
     if args.dtype != "float32" and fmt not in ("npz", "hdf5"):
