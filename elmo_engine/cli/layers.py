@@ -240,6 +240,10 @@ def _run(args) -> int:
     corpus = args.corpus if args.corpus is not None else reference_corpus_path()
     tokens, n_file = read_sample(corpus, args.pretokenized, args.max_sentences, args.max_tokens,
                                  args.seed)
+    need = 2 if args.biased_cka else 4                   # CKA's least, said with the file
+    if sum(len(s) for s in tokens) < need:
+        raise InputError(f"{sum(len(s) for s in tokens)} token(s) to analyse; CKA between "
+                         f"layers needs at least {need}", path=corpus)
     mdl_data = _mdl_data(args) if args.mdl_task else None
     device = pick_device(args.device)
     emb, path_a = _load(args.checkpoint, device)

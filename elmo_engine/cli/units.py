@@ -193,16 +193,18 @@ def _labelled(args) -> List:
     if args.conllu is not None or args.tsv is not None:
         from elmo_engine.analysis.units.collect import labelled_file
 
-        if args.conllu is not None:
-            return labelled_file(args.conllu, args.label, args.max_tokens, MAX_SENTENCES,
-                                 conllu=True)
-        return labelled_file(args.tsv, max_tokens=args.max_tokens, max_sentences=MAX_SENTENCES,
-                             conllu=False)
+        path = args.conllu if args.conllu is not None else args.tsv
+        sents = labelled_file(path, args.label, args.max_tokens, MAX_SENTENCES,
+                              conllu=args.conllu is not None)
+        classes = sorted({lab for s in sents for lab in s.labels if lab is not None})
+        if len(classes) < 2:                     # said with the file, before the model runs
+            raise InputError(f"one class among the labelled words read ({', '.join(classes)}); "
+                             "ranking units needs two or more", path=path)
+        return sents
     from elmo_engine.io.datasets.demo import load_demo_task
 
-    sents = iter(load_demo_task(args.demo, "train"))
     out, count = [], 0
-    for s in itertools.islice(sents, MAX_SENTENCES):
+    for s in itertools.islice(iter(load_demo_task(args.demo, "train")), MAX_SENTENCES):
         out.append(s)
         count += len(s.targets())
         if count >= args.max_tokens:

@@ -129,6 +129,11 @@ def test_bad_options(tiny_checkpoint, corpus, capsys):
     assert "--min-count must be at least 2" in capsys.readouterr().err
     assert main(["layers", str(corpus / "missing")]) == 1
     assert "missing" in capsys.readouterr().err
+    one = corpus.parent / "one.txt"
+    one.write_text("one\n", encoding="utf-8")
+    assert main(["layers", str(one), "--checkpoint", str(tiny_checkpoint)]) == 1
+    assert "one.txt: 1 token(s) to analyse; CKA between layers needs at least 4" in \
+        capsys.readouterr().err
 
 
 def test_a_bad_compare_model_fails_before_the_analysis(tiny_checkpoint, corpus, tmp_path,

@@ -99,6 +99,8 @@ def test_top_reads_conllu_and_says_when_it_reads_the_first_words_only(tmp_path, 
      "--probe-layer 9: the model has representation layers 0 … 2"),
     (["units", "ablate", "--demo", "pos", "--contexts", "{text}", "--device", "cpu"],
      "give --word too"),
+    (["units", "rank", "--tsv", "{one_class}", "--k", "1", *CK],
+     "one_class.tsv: one class among the labelled words read (x)"),
 ])
 def test_bad_input_is_one_line(files, tmp_path, capsys, argv, message):
     """Bad input is one line, before the model runs: the labelled readers bound a sentence at
@@ -110,8 +112,10 @@ def test_bad_input_is_one_line(files, tmp_path, capsys, argv, message):
     long_conllu = tmp_path / "long.conllu"
     long_conllu.write_text("".join(f"{i}\tw\tw\tX\t_\t_\t0\troot\t_\t_\n"
                                    for i in range(1, 10_002)) + "\n", encoding="utf-8")
-    argv = [a.format(text=text, labelled=labelled, long=long, long_conllu=long_conllu)
-            for a in argv]
+    one_class = tmp_path / "one_class.tsv"
+    one_class.write_text("a\tx\nb\tx\n\nc\tx\n", encoding="utf-8")
+    argv = [a.format(text=text, labelled=labelled, long=long, long_conllu=long_conllu,
+                     one_class=one_class) for a in argv]
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and message in err[0], err

@@ -78,6 +78,9 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
                          f"{max_bytes / 2 ** 20:.0f} MiB: fewer tokens (--max-tokens), states "
                          "or layers")
     classes = tuple(sorted({lab for _, s in keep for lab in s.labels if lab is not None}))
+    if len(classes) < 2:                   # before the LSTM runs, as the ranking would refuse
+        raise InputError(f"ranking units needs two classes or more; the labels have "
+                         f"{len(classes)} ({', '.join(classes)})")
     index = {c: i for i, c in enumerate(classes)}
     out = {key: np.empty((count, state_width(opts, key[2])), dtype=np.float16) for key in keys}
     labels = np.empty(count, dtype=np.int64)
