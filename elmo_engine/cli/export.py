@@ -126,7 +126,7 @@ def run_vectors(args) -> int:
 
     choice = LayerChoice(mode, None, args.mix_gamma, args.pre_softmax)   # the files' names
     if not common.is_stdout(args.output):
-        common.refuse_existing(args.force, args.output, folders=fmt == "tsv")
+        # the output itself was checked above; here the files a TSV export writes beside it
         common.refuse_existing(args.force, *(p for p in output_files(args.output, fmt, choice)
                                              if p != args.output))
         if args.output.exists() and args.output.resolve() == args.input.resolve():
