@@ -272,30 +272,6 @@ def mix_weights(text: Optional[str], layers: str, n_layers: int) -> Optional[tup
     return tuple(weights) if weights else (1.0,) * n_layers
 
 
-#: the most sentences in one batch of the streaming commands (``embed``, ``export vectors``);
-#: the chunk's budget of padded tokens bounds a batch first from 16 tokens a sentence on, so
-#: memory does not grow. More rows per LSTM step spread each step's recurrent weight (32 MB in
-#: float32) over more products, and a GPU's per-step launches over more tokens; on a 2-core
-#: AVX-512 CPU the full-size ``embed`` was within run-to-run noise of 64 rows, never slower
-#: beyond it (docs/performance.md, "Rows per batch")
-STREAM_BATCH_ROWS = 256
-
-
-def chunk_embedder(model, device, precision: str, longest: int, rows: int = STREAM_BATCH_ROWS):
-    """The embedder of the streaming commands: no sentence cache, a small word-type cache, and
-    batches of at most ``rows`` sentences and one chunk's padded tokens
-    (:data:`~elmo_engine.io.embeddings_file.CHUNK_TOKENS`; a sentence of ``longest`` tokens is
-    always one batch), so that memory stays that of one chunk whatever the input's length or
-    its longest line."""
-    from elmo_engine.embed.embedder import Embedder
-    from elmo_engine.io.embeddings_file import CHUNK_TOKENS
-
-    width = longest + 2                                  # framed: <S> … </S>
-    return Embedder(model, device=str(device), precision=precision, cache_size=0,
-                    max_types=10_000, token_budget=max(min(rows * width, CHUNK_TOKENS), width),
-                    max_batch_rows=rows)
-
-
 def checkpoint_or_demo(path: Optional[Path]) -> Path:
     """``--checkpoint`` when given (a path, or a published model's name: ``small`` → its
     downloaded folder, docs/guide/models.md), else the bundled demo model's folder."""

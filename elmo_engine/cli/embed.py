@@ -18,6 +18,30 @@ from elmo_engine.errors import InputError
 #: the largest input (decompressed) ``embed`` reads: memory is bounded but for the sentence
 #: index the AllenNLP layout keeps (one JSON string of every sentence, about the text's size)
 EMBED_MAX_INPUT_BYTES = 256 << 20
+#: the most sentences in one batch of the streaming commands (``embed``, ``export vectors``);
+#: the chunk's budget of padded tokens bounds a batch first from 16 tokens a sentence on, so
+#: memory does not grow. More rows per LSTM step spread each step's recurrent weight (32 MB in
+#: float32) over more products, and a GPU's per-step launches over more tokens; on a 2-core
+#: AVX-512 CPU the full-size ``embed`` was within run-to-run noise of 64 rows, never slower
+#: beyond it (docs/performance.md, "Rows per batch")
+STREAM_BATCH_ROWS = 256
+
+
+def chunk_embedder(model, device, precision: str, longest: int, rows: int = STREAM_BATCH_ROWS):
+    """The embedder of the streaming commands: no sentence cache, a small word-type cache, and
+    batches of at most ``rows`` sentences and one chunk's padded tokens
+    (:data:`~elmo_engine.io.embeddings_file.CHUNK_TOKENS`; a sentence of ``longest`` tokens is
+    always one batch), so that memory stays that of one chunk whatever the input's length or
+    its longest line."""
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.io.embeddings_file import CHUNK_TOKENS
+
+    width = longest + 2                                  # framed: <S> … </S>
+    return Embedder(model, device=str(device), precision=precision, cache_size=0,
+                    max_types=10_000, token_budget=max(min(rows * width, CHUNK_TOKENS), width),
+                    max_batch_rows=rows)
+
+
 #: ``--stateful``'s default batch: the state streams of the reference protocol (AllenNLP's
 #: ``elmo`` command batches 64); a sentence's vectors depend on its row, so this stays
 STATEFUL_BATCH_ROWS = 64
@@ -25,10 +49,10 @@ STATEFUL_BATCH_ROWS = 64
 
 def batch_rows(args) -> int:
     """``--batch-size``, or its default: 64 streams with ``--stateful``, else
-    :data:`~elmo_engine.cli.common.STREAM_BATCH_ROWS`."""
+    :data:`STREAM_BATCH_ROWS`."""
     if args.batch_size is not None:
         return args.batch_size
-    return STATEFUL_BATCH_ROWS if args.stateful else common.STREAM_BATCH_ROWS
+    return STATEFUL_BATCH_ROWS if args.stateful else STREAM_BATCH_ROWS
 
 
 def add_parser(sub) -> None:
@@ -105,7 +129,7 @@ def run(args) -> int:
     # no sentence cache (each sentence is written once), the smallest type cache and batches
     # of at most a chunk's tokens (or one sentence): memory stays that of one chunk, whatever
     # the input's length or its longest line
-    emb = common.chunk_embedder(model, device, args.precision, scan.longest, rows)
+    emb = chunk_embedder(model, device, args.precision, scan.longest, rows)
     source: object = emb
     if choice is not None:
         source, layers = _Mixed(emb, choice), "all"

@@ -117,7 +117,7 @@ def run_vectors(args) -> int:
     common.refuse_existing(args.force, args.output, folders=fmt == "tsv")
     from tqdm import tqdm
 
-    from elmo_engine.cli.embed import EMBED_MAX_INPUT_BYTES
+    from elmo_engine.cli.embed import EMBED_MAX_INPUT_BYTES, chunk_embedder
     from elmo_engine.io import embeddings_file as ef
     from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
     from elmo_engine.io.vectors import LayerChoice, SentenceVectors, export_stream, output_files
@@ -161,7 +161,7 @@ def run_vectors(args) -> int:
         args.dtype, per_value))
     if warning:
         common.log(f"elmo-explorer: warning: {warning}")
-    emb = common.chunk_embedder(model, device, args.precision, scan.longest)
+    emb = chunk_embedder(model, device, args.precision, scan.longest)
     # --word: only the sentences that hold it are embedded (each sentence is its own context);
     # their numbers in the file wait in a queue while their chunk is embedded
     numbers: collections.deque = collections.deque()

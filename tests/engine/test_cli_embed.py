@@ -103,8 +103,7 @@ def test_the_default_batch_is_256_rows_and_64_streams_when_stateful(tmp_path, ti
     first), whose vectors are those of 64-row batches up to float rounding; with ``--stateful``
     64 streams, whose vectors are those of ``--batch-size 64`` exactly (a stateful sentence's
     vectors depend on its row, so that default stays the reference protocol's)."""
-    from elmo_engine.cli.common import STREAM_BATCH_ROWS
-    from elmo_engine.cli.embed import STATEFUL_BATCH_ROWS, batch_rows
+    from elmo_engine.cli.embed import STATEFUL_BATCH_ROWS, STREAM_BATCH_ROWS, batch_rows
     from elmo_engine.cli.main import build_parser
 
     def rows(*extra):
