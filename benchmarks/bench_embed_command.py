@@ -56,15 +56,14 @@ PHASES = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import torch
+from elmo_engine.cli.embed import chunk_embedder
 from elmo_engine.embed.embedder import Embedder
 from elmo_engine.model.checkpoint import load_checkpoint
 t1 = time.perf_counter()
 model = load_checkpoint(sys.argv[1])
 t2 = time.perf_counter()
 sents = [line.split() for line in open(sys.argv[2], encoding="utf-8")]
-rows, width = int(sys.argv[4]), max(len(s) for s in sents) + 2
-emb = Embedder(model, device="cpu", precision=sys.argv[3], cache_size=0, max_types=10_000,
-               token_budget=max(min(rows * width, 4096), width), max_batch_rows=rows)
+emb = chunk_embedder(model, "cpu", sys.argv[3], max(len(s) for s in sents), int(sys.argv[4]))
 t3 = time.perf_counter()
 emb.embed(sents[:64])
 t4 = time.perf_counter()
@@ -134,7 +133,7 @@ def main() -> None:
 
     import hostinfo
     from bench_bilm import FILTERS, MODELS, random_checkpoint
-    from elmo_engine.cli.common import STREAM_BATCH_ROWS
+    from elmo_engine.cli.embed import STREAM_BATCH_ROWS
     from elmo_engine import runtime
     from elmo_engine.embed.fidelity import layer_fidelity
     from elmo_engine.model.flops import flops_per_token
