@@ -236,7 +236,7 @@ def read_text(path: Path, pretokenized: bool = False, max_tokens: Optional[int] 
 
 
 def resolve_device(name: Optional[str]):
-    from elmo_engine.embed.embedder import pick_device
+    from elmo_engine.embed.device import pick_device
 
     return pick_device(name)
 
@@ -244,7 +244,7 @@ def resolve_device(name: Optional[str]):
 def resolve_precision(precision: str, device) -> str:
     """``precision`` if it is offered on ``device`` (a torch.device), else one clear line
     (:class:`InputError`): bf16 on the CPU needs bf16 units, fp16 a GPU."""
-    from elmo_engine.embed.embedder import check_cpu_precision
+    from elmo_engine.embed.device import check_cpu_precision
 
     if device.type != "cuda":
         check_cpu_precision(precision)

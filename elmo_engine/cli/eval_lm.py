@@ -49,7 +49,7 @@ def run(args) -> int:
     from tqdm import tqdm
 
     from elmo_engine.cli.common import checkpoint_or_demo
-    from elmo_engine.embed.embedder import pick_device
+    from elmo_engine.embed.device import pick_device
     from elmo_engine.train.evaluate import evaluate_text
 
     bar = None

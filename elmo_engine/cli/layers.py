@@ -233,7 +233,7 @@ def _run(args) -> int:
                                                  reference_corpus_path)
     from elmo_engine.analysis.layers.tables import format_report, hubness_tsv, words_csv
     from elmo_engine.atomic import atomic_write_text
-    from elmo_engine.embed.embedder import pick_device
+    from elmo_engine.embed.device import pick_device
     from elmo_engine.progress import TaskState
 
     t_start = time.perf_counter()

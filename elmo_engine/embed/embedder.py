@@ -31,6 +31,7 @@ import torch
 
 from elmo_engine import runtime
 from elmo_engine.embed.caches import SentenceCache, lru, resized
+from elmo_engine.embed.device import PRECISIONS, check_cpu_precision, pick_device
 from elmo_engine.embed.rows import longest_first, run_in_groups
 from elmo_engine.model.bilm import BiLM, LSTMState
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
@@ -52,38 +53,6 @@ MAX_EMBED_BYTES = 512 << 20
 #: fewest rows the char-CNN is run on (smaller chunks of missing types are padded): one BLAS
 #: kernel for every chunk, so a type's vector is the same whatever was computed beside it
 MIN_TYPE_ROWS = 16
-PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
-
-
-def pick_device(device: Optional[str] = None) -> torch.device:
-    """``None``/"auto" → CUDA when available, else CPU."""
-    if device in (None, "auto"):
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise InputError("CUDA was requested but no CUDA device is available")
-    return dev
-
-
-def check_cpu_precision(precision: str) -> None:
-    """Raise :class:`InputError` (one line) unless ``precision`` is offered on this CPU: fp32
-    always, bf16 where the CPU has bf16 units (AMX or AVX512_BF16), fp16 never."""
-    if precision == "fp32":
-        return
-    if precision == "fp16":
-        raise InputError("fp16 is only offered on a GPU; on the CPU use fp32, or bf16 where the "
-                         "CPU has bf16 units")
-    cpu = runtime.cpu_bf16()
-    if not cpu.offered:
-        raise InputError(cpu.refusal())
-
-
-def device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return "CPU"
-
-
 class Embedder:
     """Run a :class:`BiLM` over sentences.
 

@@ -136,7 +136,8 @@ class Workspace(QObject):
         Returns the job's handle. Emits ``model_changed`` or ``model_load_failed``.
         """
         from elmo_engine.model.checkpoint import load_checkpoint
-        from elmo_engine.embed.embedder import Embedder, device_name, pick_device
+        from elmo_engine.embed.device import device_name, pick_device
+        from elmo_engine.embed.embedder import Embedder
         from elmo_engine.runtime import cpu_bf16
 
         warn = self._warning.emit

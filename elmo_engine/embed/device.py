@@ -1,0 +1,46 @@
+"""Where and in what precision an embedder runs: the device ("auto": CUDA when present, else
+the CPU), whether this CPU offers a precision (bf16 only with bf16 units,
+:func:`elmo_engine.runtime.cpu_bf16`), and the dtype of each precision's name. The CLI, the app's
+workspace and :class:`~elmo_engine.embed.embedder.Embedder` decide with these alike."""
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from elmo_engine import runtime
+from elmo_engine.errors import InputError
+
+PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def pick_device(device: Optional[str] = None) -> torch.device:
+    """``None``/"auto" → CUDA when available, else CPU."""
+    if device in (None, "auto"):
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise InputError("CUDA was requested but no CUDA device is available")
+    return dev
+
+
+def check_cpu_precision(precision: str) -> None:
+    """Raise :class:`InputError` (one line) unless ``precision`` is offered on this CPU: fp32
+    always, bf16 where the CPU has bf16 units (AMX or AVX512_BF16), fp16 never."""
+    if precision == "fp32":
+        return
+    if precision == "fp16":
+        raise InputError("fp16 is only offered on a GPU; on the CPU use fp32, or bf16 where the "
+                         "CPU has bf16 units")
+    cpu = runtime.cpu_bf16()
+    if not cpu.offered:
+        raise InputError(cpu.refusal())
+
+
+def device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return "CPU"
+
+
+__all__ = ["PRECISIONS", "check_cpu_precision", "device_name", "pick_device"]
