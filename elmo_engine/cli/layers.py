@@ -229,6 +229,7 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
+    from elmo_engine.analysis.layers.cka import min_tokens
     from elmo_engine.analysis.layers.run import (analyse_layers, compare_layers, mdl_probe,
                                                  reference_corpus_path)
     from elmo_engine.analysis.layers.tables import format_report, hubness_tsv, words_csv
@@ -240,10 +241,10 @@ def _run(args) -> int:
     corpus = args.corpus if args.corpus is not None else reference_corpus_path()
     tokens, n_file = read_sample(corpus, args.pretokenized, args.max_sentences, args.max_tokens,
                                  args.seed)
-    need = 2 if args.biased_cka else 4                   # CKA's least, said with the file
-    if sum(len(s) for s in tokens) < need:
-        raise InputError(f"{sum(len(s) for s in tokens)} token(s) to analyse; CKA between "
-                         f"layers needs at least {need}", path=corpus)
+    n_tokens, need = sum(len(s) for s in tokens), min_tokens(not args.biased_cka)
+    if n_tokens < need:                                  # CKA's least, said with the file
+        raise InputError(f"{n_tokens} token(s) to analyse; CKA between layers needs at least "
+                         f"{need}", path=corpus)
     mdl_data = _mdl_data(args) if args.mdl_task else None
     device = pick_device(args.device)
     emb, path_a = _load(args.checkpoint, device)

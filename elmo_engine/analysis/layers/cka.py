@@ -107,9 +107,14 @@ def _hsic(cross: float, a: _Prepared, b: _Prepared, unbiased: bool) -> float:
     return (cross - dd + sa * sb / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * dd) / (n * (n - 3))
 
 
+def min_tokens(unbiased: bool) -> int:
+    """The fewest tokens CKA is defined on: 4 for the unbiased estimator, else 2."""
+    return 4 if unbiased else 2
+
+
 def _check_n(n: int, unbiased: bool) -> None:
-    if n < (4 if unbiased else 2):
-        raise InputError(f"CKA needs at least {4 if unbiased else 2} tokens"
+    if n < min_tokens(unbiased):
+        raise InputError(f"CKA needs at least {min_tokens(unbiased)} tokens"
                          f"{' for the unbiased estimator' if unbiased else ''}; got {n}")
 
 
