@@ -9,7 +9,7 @@ before anything is run and checked against a bound.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -77,7 +77,7 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
                          f"need {need / 2 ** 20:.0f} MiB, over the bound of "
                          f"{max_bytes / 2 ** 20:.0f} MiB: fewer tokens (--max-tokens), states "
                          "or layers")
-    classes = tuple(sorted({lab for _, s in keep for lab in s.labels if lab is not None}))
+    classes = label_classes(s for _, s in keep)
     if len(classes) < 2:                   # before the LSTM runs, as the ranking would refuse
         raise InputError(f"ranking units needs two classes or more; the labels have "
                          f"{len(classes)} ({', '.join(classes)})")
@@ -117,6 +117,11 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
         flush(batch)
     report(state, len(keep), len(keep), "running the LSTM step by step")
     return UnitData(states=out, labels=labels, classes=classes, sentence=sent_of)
+
+
+def label_classes(sentences: Iterable[LabelledSentence]) -> Tuple[str, ...]:
+    """The distinct labels of ``sentences``' labelled words, sorted (the classes of a ranking)."""
+    return tuple(sorted({lab for s in sentences for lab in s.labels if lab is not None}))
 
 
 def labelled_file(path, label: str = "upos", max_tokens: Optional[int] = None,
