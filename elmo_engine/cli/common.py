@@ -424,6 +424,10 @@ def check_option_values(parser: argparse.ArgumentParser) -> None:
 PROGRAM = "elmo-explorer"
 
 
+#: argparse's message for an option whose value is missing, or starts with "-"
+_NO_VALUE = re.compile(r"^argument (\S+): expected one argument$")
+
+
 class Parser(argparse.ArgumentParser):
     """The CLI's parser: every error is one line with the program's prefix, ``elmo-explorer:
     error: …``. A usage error (an unknown option or command, a missing argument: argparse's
@@ -431,6 +435,10 @@ class Parser(argparse.ArgumentParser):
     choices) is bad input, status 1, as the engine's errors."""
 
     def error(self, message: str):
+        flags = _NO_VALUE.match(message)            # "--span -1:2": argparse saw an option
+        longs = [f for f in flags.group(1).split("/") if f.startswith("--")] if flags else []
+        if longs:
+            message += f" (a value that starts with '-' is written {longs[-1]}=VALUE)"
         self.exit(2, f"{PROGRAM}: error: {message} (see {self.prog} --help)\n")
 
     def _bad_value(self, action, error: argparse.ArgumentError):

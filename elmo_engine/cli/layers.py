@@ -18,7 +18,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 
 from elmo_engine.analysis.layers import HUBNESS_K, HUBNESS_MAX_POINTS, MAX_LAYERS_TOKENS
@@ -30,8 +30,6 @@ MDL_TASKS = ("pos", "tsv", "demo-pos", "demo-supersense", "demo-wsd")
 #: activations are kept; a seeded sample of whole sentences of a larger file; the shipped
 #: reference corpus, 81,792 tokens, is analysed whole)
 SAMPLE_TOKENS = MAX_LAYERS_TOKENS
-#: the largest corpus ``layers`` reads (decompressed); it is read twice as a stream, never held
-LAYERS_MAX_INPUT_BYTES = 1 << 30
 JSON_VERSION = 1
 
 JSON_DESCRIPTION = (
@@ -108,48 +106,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="torch CPU threads (default: torch's choice)")
     p.set_defaults(func=run)
     return p
-
-
-# ---- inputs ------------------------------------------------------------------------------------
-def read_corpus(path: Path, pretokenized: bool) -> Tuple[List[List[str]], List[int]]:
-    """Sentences of a corpus file and their line numbers (the CLI's one reader: blank lines
-    skipped and counted on stderr); errors name the file and line."""
-    text = common.read_text(path, pretokenized)
-    return text.tokens, text.lines
-
-
-def read_sample(path: Path, pretokenized: bool, max_sentences: Optional[int],
-                max_tokens: Optional[int], seed: int) -> Tuple[List[List[str]], int]:
-    """The sentences ``layers`` analyses and the number in the file, reading the file as a
-    stream: a first pass counts the sentences and their lengths, the second keeps the sample
-    (``max_sentences``: a seeded subset, as :func:`subset`; then whole sentences in a seeded
-    random order up to ``max_tokens``), in file order. Memory grows with the sample, not with
-    the file; a sample smaller than the file is said on stderr."""
-    import numpy as np
-
-    from elmo_engine.analysis.layers.run import sentences_within, subset
-    from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
-
-    scan = scan_text_input(path, pretokenized, None, LAYERS_MAX_INPUT_BYTES)
-    if scan.blank:
-        common.log(f"note: {scan.blank_note()}")
-
-    def sentences():
-        return (toks for _, toks in iter_text_input(path, pretokenized, scan.grouped, None,
-                                                    LAYERS_MAX_INPUT_BYTES))
-
-    lengths = np.fromiter((len(t) for t in sentences()), np.int64, scan.sentences)
-    chosen = subset(len(lengths), max_sentences, seed)
-    if max_tokens is not None and lengths[chosen].sum() > max_tokens:
-        chosen = chosen[sentences_within(lengths[chosen], max_tokens, seed)]
-    keep = np.zeros(len(lengths), bool)
-    keep[chosen] = True
-    tokens = [t for i, t in enumerate(sentences()) if keep[i]]
-    if len(tokens) < len(lengths):
-        common.log(f"note: analysing a seeded sample of {len(tokens):,} of {len(lengths):,} "
-                   f"sentences ({int(lengths[chosen].sum()):,} of {int(lengths.sum()):,} "
-                   "tokens; --max-tokens, --max-sentences and --seed set it)")
-    return tokens, len(lengths)
 
 
 def _check_args(args) -> None:
@@ -232,6 +188,7 @@ def _run(args) -> int:
     from elmo_engine.analysis.layers.cka import min_tokens
     from elmo_engine.analysis.layers.run import (analyse_layers, compare_layers, mdl_probe,
                                                  reference_corpus_path)
+    from elmo_engine.analysis.layers.sample import read_sample
     from elmo_engine.analysis.layers.tables import format_report, hubness_tsv, words_csv
     from elmo_engine.atomic import atomic_write_text
     from elmo_engine.embed.device import pick_device
@@ -239,8 +196,14 @@ def _run(args) -> int:
 
     t_start = time.perf_counter()
     corpus = args.corpus if args.corpus is not None else reference_corpus_path()
-    tokens, n_file = read_sample(corpus, args.pretokenized, args.max_sentences, args.max_tokens,
-                                 args.seed)
+    sample = read_sample(corpus, args.pretokenized, args.max_sentences, args.max_tokens,
+                         args.seed)
+    if sample.blank_note:
+        common.log(f"note: {sample.blank_note}")
+    if sample.sampled:
+        common.log(f"note: analysing {sample.sample_note()}; --max-tokens, --max-sentences and "
+                   "--seed set it")
+    tokens, n_file = sample.tokens, sample.sentences_in_file
     n_tokens, need = sum(len(s) for s in tokens), min_tokens(not args.biased_cka)
     if n_tokens < need:                                  # CKA's least, said with the file
         raise InputError(f"{n_tokens} token(s) to analyse; CKA between layers needs at least "
@@ -300,4 +263,4 @@ def _run(args) -> int:
     return 0
 
 
-__all__ = ["JSON_DESCRIPTION", "MDL_TASKS", "add_parser", "read_corpus", "read_sample", "run"]
+__all__ = ["JSON_DESCRIPTION", "MDL_TASKS", "add_parser", "run"]

@@ -96,12 +96,7 @@ def run(args) -> int:
     n = model.info.options.n_output_layers
     layers = [LayerSpec.single(k) for k in range(n)]
     if n > 1:
-        weights = [1.0] * n
-        if args.mix_weights:
-            try:
-                weights = [float(w) for w in args.mix_weights.replace(",", " ").split()]
-            except ValueError:
-                raise InputError(f"--mix-weights must be numbers: {args.mix_weights!r}") from None
+        weights = common.parse_floats(args.mix_weights, "--mix-weights") or [1.0] * n
         if len(weights) != n:                        # before the work, not after it
             raise InputError(f"--mix-weights: {len(weights)} weights for a model with {n} "
                              "layers")

@@ -15,7 +15,7 @@ from elmo_explorer.views.layers.model import (RECORDED_SENTENCES, read_recorded,
                                                valid_result)
 from elmo_engine.analysis.layers.cka import cka_matrix, cross_cka
 from elmo_engine.analysis.layers.contextuality import contextuality
-from elmo_engine.analysis.layers.run import read_corpus
+from elmo_engine.analysis.layers.sample import read_sample
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -47,7 +47,7 @@ def _engine_arrays(checkpoint, corpus):
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.model.checkpoint import load_checkpoint
 
-    tokens, _ = read_corpus(corpus)
+    tokens = read_sample(corpus).tokens
     return tokens, Embedder(load_checkpoint(checkpoint), device="cpu").embed(tokens)
 
 
@@ -263,3 +263,39 @@ def test_the_recorded_command_runs_from_the_repository_root(repo_root, monkeypat
     args = build_parser([argv[0]]).parse_args(argv)
     assert (repo_root / args.corpus).is_file() and (repo_root / args.checkpoint).is_dir()
     guard_outputs(args)                                 # raises InputError when refused
+
+
+def test_pretokenized_and_grouped_corpora_read_as_the_command_reads_them(qtbot, panel, ws,
+                                                                         tmp_path):
+    """The view reads its corpus with the command's reader (``read_sample``): *pretokenized*
+    splits a corpus of the user's on spaces only (``layers --pretokenized``), a grouped
+    ``group<TAB>sentence`` file gives its sentences without the groups, and the result says
+    which tokenization made it; the switch is off for the reference corpus and is remembered."""
+    wiki = tmp_path / "wiki.txt"
+    lines = [f"The well @-@ known zebra number {i} ran 1 @,@ 000 miles ." for i in range(12)]
+    wiki.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    panel.set_corpus(str(wiki))
+    box = panel.view.pretokenized_box
+    assert box.isEnabled() and not box.isChecked()
+    _run(qtbot, panel)
+    typed = panel.model.result["corpus"]
+    assert typed["tokenization"] == "tokenize" and typed["tokens"] == 12 * 17
+    box.setChecked(True)
+    _run(qtbot, panel)                            # another key: computed again, not the cache
+    split = panel.model.result["corpus"]
+    assert split["tokenization"] == "whitespace" and split["tokens"] == 12 * 13
+    assert split["tokens"] == read_sample(wiki, pretokenized=True).n_tokens
+    assert panel.model.settings.pretokenized
+    other = LayersPanel(ws)                       # remembered for the next view
+    qtbot.addWidget(other)
+    assert other.model.settings.pretokenized and other.view.pretokenized_box.isChecked()
+    # a grouped file: the groups are not words (the view read the whole line before)
+    grouped = tmp_path / "grouped.txt"
+    grouped.write_text("".join(f"g{i % 3}\t{s}\n" for i, s in enumerate(lines)), encoding="utf-8")
+    panel.set_corpus(str(grouped))
+    box.setChecked(False)
+    _run(qtbot, panel)
+    assert panel.model.result["corpus"]["tokens"] == typed["tokens"]
+    assert panel.model.result["corpus"]["sentences_in_file"] == 12
+    panel.set_corpus("")                          # the reference corpus: the switch is off
+    assert not box.isEnabled() and not panel.model.settings.split_on_spaces

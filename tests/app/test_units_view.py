@@ -9,7 +9,8 @@ import pytest
 pytest.importorskip("pytestqt")
 
 from elmo_explorer.views.units.controller import UnitsPanel
-from elmo_explorer.views.units.model import CURVE_KS, UnitsModel, UnitsSettings, top_units
+from elmo_explorer.views.units.model import (CURVE_KS, CorpusFile, UnitsModel, UnitsSettings,
+                                             top_units)
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -461,7 +462,8 @@ def test_contexts_and_pattern_over_corpora_of_the_users(qtbot, panel, tmp_path):
     text = tmp_path / "mine.txt"
     text.write_text("Zebras graze near the water .\n\nThe zebra ran .\n", encoding="utf-8")
     v.unit_page.corpus.set_path(str(text))                    # as the file dialog does
-    assert panel.model.contexts_corpus == str(text) and v.unit_page.corpus.reset.isEnabled()
+    assert panel.model.contexts_corpus.path == str(text) and v.unit_page.corpus.reset.isEnabled()
+    assert v.unit_page.corpus.pretokenized.isEnabled()                # a sentence file
     v.unit_page.u_unit.setValue(3)
     panel.contexts()
     qtbot.waitUntil(lambda: panel.model.contexts is not None and panel.is_ready(),
@@ -491,21 +493,28 @@ def test_contexts_and_pattern_over_corpora_of_the_users(qtbot, panel, tmp_path):
     assert v.pattern_page.p_note.text().endswith("spans of mine.conllu (4 words).")
     # both choices go into the saved state, and come back
     state = panel.view_state()
-    assert state["corpora"] == {"contexts": str(text), "pattern": str(conllu)}
+    assert state["corpora"] == {"contexts": {"path": str(text), "pretokenized": False},
+                                "pattern": {"path": str(conllu), "pretokenized": False}}
+    assert not v.pattern_page.corpus.pretokenized.isEnabled()         # CoNLL-U: its own words
     v.unit_page.corpus.reset.click()
-    assert panel.model.contexts_corpus == "" and v.unit_page.corpus.name.text().startswith(
+    assert panel.model.contexts_corpus.path == "" and v.unit_page.corpus.name.text().startswith(
         "the reference corpus")
+    assert not v.unit_page.corpus.pretokenized.isEnabled()
     panel.restore_view_state(state)
     qtbot.waitUntil(panel.is_ready, timeout=60000)
-    assert panel.model.contexts_corpus == str(text)
+    assert panel.model.contexts_corpus.path == str(text)
     assert (v.unit_page.corpus.name.text(), v.pattern_page.corpus.name.text()) == (
         "mine.txt", "mine.conllu")
-    # a saved state without corpora (or with a path holding NUL) gives the defaults
+    # a saved state without corpora (or with a path holding NUL) gives the defaults; a plain
+    # path (saved before the Pretokenized switch) is that file, tokenized
     model = UnitsModel()
     model.restore({"corpora": {"contexts": "a\x00b", "pattern": str(conllu)}})
-    assert (model.contexts_corpus, model.pattern_corpus) == ("", str(conllu))
+    assert (model.contexts_corpus, model.pattern_corpus) == (CorpusFile(), CorpusFile(str(conllu)))
+    model.restore({"corpora": {"contexts": {"path": str(text), "pretokenized": "yes"},
+                               "pattern": {"path": 3, "pretokenized": True}}})
+    assert (model.contexts_corpus, model.pattern_corpus) == (CorpusFile(str(text)), CorpusFile())
     model.restore({})
-    assert (model.contexts_corpus, model.pattern_corpus) == ("", "")
+    assert (model.contexts_corpus, model.pattern_corpus) == (CorpusFile(), CorpusFile())
     # a bad file: one line naming it, the last contexts kept, the view still works
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"caf\xe9\n")
@@ -514,3 +523,59 @@ def test_contexts_and_pattern_over_corpora_of_the_users(qtbot, panel, tmp_path):
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert "bad.txt" in v.status.text() and "UTF-8" in v.status.text()
     assert panel.model.contexts is ctx
+
+
+def test_pretokenized_splits_a_corpus_of_the_users_on_spaces_only(qtbot, panel, tmp_path):
+    """*Pretokenized* beside a corpus of the user's: its lines split on spaces only, as
+    ``units top/pattern --pretokenized`` read them (WikiText's ``@-@`` stays one word; the
+    tokenizer splits it in three), in the contexts and the pattern search alike, saved with the
+    view; off for the defaults and for CoNLL-U."""
+    from elmo_engine.analysis.units.corpus import read_units_corpus
+
+    v = panel.view
+    wiki = tmp_path / "wiki.txt"
+    wiki.write_text("The well @-@ known zebra ran 1 @,@ 000 miles .\n", encoding="utf-8")
+    chooser = v.unit_page.corpus
+    assert not chooser.pretokenized.isEnabled()                 # the default corpus
+    chooser.set_path(str(wiki))
+    assert chooser.pretokenized.isEnabled() and not chooser.pretokenized.isChecked()
+
+    def contexts():
+        panel.model.contexts = None
+        panel.contexts()
+        qtbot.waitUntil(lambda: panel.model.contexts is not None and panel.is_ready(),
+                        timeout=60000)
+        return panel.model.contexts
+
+    tokenized = contexts()
+    assert tokenized.positions == 15 and "@-@" not in {c.word for c in tokenized.highest}
+    chooser.pretokenized.click()                                 # as the user ticks it
+    assert panel.model.contexts_corpus == CorpusFile(str(wiki), True)
+    split = contexts()
+    want = read_units_corpus(wiki, 30_000, pretokenized=True).sentences
+    assert split.positions == sum(map(len, want)) == 11
+    assert {c.word for c in split.highest} == set(want[0])
+    # the pattern search over the same file, pretokenized: its spans hold "@-@" as one word
+    v.pattern_page.corpus.set_choice(CorpusFile(str(wiki), True))
+    assert panel.model.pattern_corpus == CorpusFile(str(wiki), True)
+    v.pattern_page.p_start.setValue(1)
+    v.pattern_page.p_end.setValue(2)
+    v.pattern_page.p_threshold.setValue(-100.0)                  # every unit is on
+    panel.pattern()
+    qtbot.waitUntil(lambda: panel.model.pattern is not None and panel.is_ready(), timeout=60000)
+    words = {w for m in panel.model.pattern.matches for w in m.words}
+    assert "@-@" in words and "@" not in words
+    # saved with the view and back; the switch is shown ticked
+    state = panel.view_state()
+    assert state["corpora"]["contexts"] == {"path": str(wiki), "pretokenized": True}
+    chooser.pretokenized.click()
+    assert panel.model.contexts_corpus == CorpusFile(str(wiki), False)
+    panel.restore_view_state(state)
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert chooser.pretokenized.isChecked() and panel.model.contexts_corpus.pretokenized
+    # a CoNLL-U file: the switch is off to the reader whatever it shows
+    conllu = tmp_path / "w.conllu"
+    conllu.write_text("1\t@-@\t_\tPUNCT\t_\t_\t0\tdep\t_\t_\n\n", encoding="utf-8")
+    chooser.set_path(str(conllu))
+    assert not chooser.pretokenized.isEnabled() and not CorpusFile(str(conllu), True
+                                                                   ).split_on_spaces

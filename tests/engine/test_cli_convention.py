@@ -387,6 +387,22 @@ def test_a_missing_command_or_argument_is_usage(capsysbinary):
     assert code == 2 and "--word" in one_error_line(err)
 
 
+def test_a_value_that_starts_with_a_dash_says_how_to_write_it(env, capsysbinary):
+    """``--span -1:2`` is argparse's usage error (it reads ``-1:2`` as an option): the line
+    says to write ``--span=-1:2``, which then reaches the command's own check."""
+    corpus = Path(env["tmp"], "c.txt")
+    corpus.write_text("the cat sat .\n", encoding="utf-8")
+    base = ["units", "pattern", str(corpus), "--sentence", "the cat sat"]
+    code, _, err = run(base + ["--span", "-1:2"], capsysbinary)
+    line = one_error_line(err)
+    assert code == 2 and "argument --span: expected one argument (a value that starts with " \
+        "'-' is written --span=VALUE)" in line, line
+    code, _, err = run(base + ["--span=-1:2"], capsysbinary)         # now the command's check
+    assert code == 1 and "--span" in one_error_line(err) and "-1" in err, err
+    code, _, err = run(["embed", str(corpus), "-o"], capsysbinary)  # the long name, short given
+    assert code == 2 and "written --out=VALUE" in one_error_line(err)
+
+
 def test_layers_mix_has_one_default_equal_weights(env, capsysbinary):
     """``--layers mix`` without ``--mix-weights`` is the equal-weight mix in ``embed`` and
     ``export vectors`` alike: with γ = 1 the plain average of the layers."""

@@ -13,7 +13,9 @@ from elmo_engine.cli import layers as layers_cli
 from elmo_engine.analysis.layers.cka import cka_matrix, cross_cka
 from elmo_engine.analysis.layers.contextuality import contextuality
 from elmo_engine.analysis.layers.run import reference_corpus_path, subset
+from elmo_engine.analysis.layers.sample import read_sample
 from elmo_engine.cli import build_parser, main
+from elmo_engine.errors import InputError
 from support import LAYERS_SENTENCES as SENTENCES, write_tiny_checkpoint
 
 
@@ -158,10 +160,8 @@ def test_a_bad_compare_model_fails_before_the_analysis(tiny_checkpoint, corpus, 
 def test_tokenization_modes(tmp_path):
     f = tmp_path / "typed.txt"
     f.write_text("I don't know.\n", encoding="utf-8")
-    typed, lines = layers_cli.read_corpus(f, pretokenized=False)
-    assert typed == [["I", "do", "n't", "know", "."]] and lines == [1]
-    raw, _ = layers_cli.read_corpus(f, pretokenized=True)
-    assert raw == [["I", "don't", "know."]]
+    assert read_sample(f, pretokenized=False).tokens == [["I", "do", "n't", "know", "."]]
+    assert read_sample(f, pretokenized=True).tokens == [["I", "don't", "know."]]
 
 
 def test_mdl_on_a_tsv_task(tiny_checkpoint, tmp_path, capsys):
@@ -197,7 +197,7 @@ def test_shipped_reference_corpus():
     assert (path.parent / "LICENSE-CC-BY-4.0.txt").is_file()
     readme = (path.parent / "README.md").read_text(encoding="utf-8")
     assert "CC BY 4.0" in readme and "public domain" in readme and "OpenStax" in readme
-    tokens, _ = layers_cli.read_corpus(path, pretokenized=False)
+    tokens = read_sample(path).tokens
     assert 2000 <= len(tokens) <= 5000
     counts = Counter(t for s in tokens for t in s)
     assert sum(1 for c in counts.values() if c >= 5) >= 1000
@@ -216,25 +216,40 @@ def test_mdl_on_demo_word_senses_codes_each_sense_among_its_lemmas(tiny_checkpoi
     assert all(lab.count("%") == 1 for lab in mdl["labels"])
 
 
-def test_sample_reads_the_file_as_a_stream_and_says_what_it_kept(tmp_path, capsys):
+def test_sample_reads_the_file_as_a_stream_and_says_what_it_kept(tmp_path, tiny_checkpoint,
+                                                                  capsys):
     """``layers`` analyses a seeded sample of whole sentences up to --max-tokens (the same one
-    each run), in file order; a file that fits is taken whole, as read_corpus reads it."""
+    each run), in file order; a file that fits is taken whole, as every reader of sentence
+    files reads it; the command says what it kept and which blank lines it skipped."""
+    from elmo_engine.io.datasets.text_input import read_text_input
+
     lines = [" ".join(f"w{i}x{j}" for j in range(1 + i % 9)) for i in range(400)]
     f = tmp_path / "c.txt"
     f.write_text("\n".join(lines[:200]) + "\n\n" + "\n".join(lines[200:]) + "\n", encoding="utf-8")
-    whole, n = layers_cli.read_sample(f, False, None, None, 0)
-    assert n == 400 and whole == layers_cli.read_corpus(f, False)[0]
-    capsys.readouterr()
-    sample, n = layers_cli.read_sample(f, False, None, 500, 3)
-    err = capsys.readouterr().err
-    assert n == 400 and 0 < sum(len(s) for s in sample) <= 500 and len(sample) < 400
-    assert f"sample of {len(sample):,} of 400 sentences" in err
+    full = read_sample(f)
+    whole = full.tokens
+    assert full.sentences_in_file == 400 and whole == read_text_input(f).tokens
+    assert not full.sampled and full.sample_note() == ""
+    assert full.blank_note == f"skipped 1 blank line (line 201) of {f.name}"
+    part = read_sample(f, False, None, 500, 3)
+    sample = part.tokens
+    assert part.sentences_in_file == 400 and 0 < part.n_tokens <= 500 and len(sample) < 400
+    assert part.sample_note() == (f"a seeded sample of {len(sample):,} of 400 sentences "
+                                  f"({part.n_tokens:,} of {full.n_tokens:,} tokens)")
     order = [whole.index(s) for s in sample]
     assert order == sorted(order)                                 # kept in file order
-    assert sample == layers_cli.read_sample(f, False, None, 500, 3)[0]       # seeded
-    assert sample != layers_cli.read_sample(f, False, None, 500, 4)[0]
-    both, _ = layers_cli.read_sample(f, False, 100, 10 ** 6, 0)   # --max-sentences as before
+    assert sample == read_sample(f, False, None, 500, 3).tokens             # seeded
+    assert sample != read_sample(f, False, None, 500, 4).tokens
+    both = read_sample(f, False, 100, 10 ** 5, 0).tokens          # --max-sentences as before
     assert both == [whole[i] for i in subset(400, 100, 0)]
+    with pytest.raises(InputError, match="1 to 100,000 tokens"):
+        read_sample(f, max_tokens=10 ** 6)
+    capsys.readouterr()                                           # the command says both notes
+    assert main(["layers", str(f), "--checkpoint", str(tiny_checkpoint), "--device", "cpu",
+                 "--max-tokens", "500", "--seed", "3", "-o", str(tmp_path / "l.txt")]) == 0
+    err = capsys.readouterr().err
+    assert f"note: {full.blank_note}" in err
+    assert f"note: analysing {part.sample_note()}; --max-tokens" in err
 
 
 def test_layers_hubness_matches_the_engine(tiny_checkpoint, corpus, tmp_path, capsys):

@@ -90,7 +90,9 @@ def test_a_late_refusal_leaves_no_output(tmp_path, sentences, tiny_checkpoint, c
                         "--tensorboard-layer '9'"),
                        (["--aligned", "procrustes", "--trails", "zzz", "--animation",
                          str(tmp_path / "a.gif")], "zzz"),
-                       (["--mix-weights", "1,1"], "2 weights for a model with 3 layers")):
+                       (["--mix-weights", "1,1"], "2 weights for a model with 3 layers"),
+                       (["--mix-weights", "1,x,1"],     # parsed as every --mix-weights is
+                        "--mix-weights must be comma-separated numbers, got '1,x,1'")):
         capsys.readouterr()
         assert main(base + extra) == 1
         err = capsys.readouterr().err.strip().splitlines()

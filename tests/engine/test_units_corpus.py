@@ -108,3 +108,32 @@ def test_conllu_is_bounded_in_bytes_and_in_words_per_sentence(tmp_path, monkeypa
     with pytest.raises(InputError) as e:
         read_units_corpus(long, 1000)
     assert "long.conllu" in str(e.value)
+
+
+def test_a_grouped_corpus_over_the_byte_bound_gives_its_first_words(tmp_path, monkeypatch):
+    """A grouped ``group<TAB>sentence`` file is told from the lines that will be read, not by
+    reading it whole: one over ``MAX_FILE_BYTES`` gives its first words as a plain one does
+    (it was refused). A line without a TAB among those read is one line naming it; a grouped
+    prefix followed by plain lines that are never read is still grouped."""
+    import elmo_engine.io.datasets.sentences as sentences_mod
+
+    monkeypatch.setattr(sentences_mod, "MAX_FILE_BYTES", 4096)
+    line = "g1\tThe zebra ran near the water .\n"
+    big = tmp_path / "big.txt"
+    big.write_text(line * 1000, encoding="utf-8")                     # 31 KB > 4 KB
+    plain = tmp_path / "plain.txt"
+    plain.write_text(line.split("\t")[1] * 1000, encoding="utf-8")
+    for f in (big, plain):
+        read = read_units_corpus(f, 20)
+        assert read.sentences == [["The", "zebra", "ran", "near", "the", "water", "."]] * 3
+        assert read.truncated and read.describe() == f"{f.name} (the first 21 words)"
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_text(line * 2 + "no tab here .\n" + line, encoding="utf-8")
+    assert read_units_corpus(mixed, 1000).sentences[0] == ["g1", "The", "zebra", "ran", "near",
+                                                           "the", "water", "."]  # not grouped
+    assert read_units_corpus(mixed, 2).sentences == [line.split()[1:]]  # 2 lines: grouped
+    from elmo_engine.io.datasets.text_input import iter_text_input
+
+    with pytest.raises(InputError) as e:                 # grouped, told from a short prefix
+        list(iter_text_input(mixed, grouped=True))
+    assert str(e.value).startswith(f"{mixed}:3: no TAB, where the lines before it were")

@@ -1,19 +1,20 @@
 """The layer analyses of one model on one corpus, end to end: what both the ``layers`` command
 and the app's Layers view run.
 
-:func:`read_corpus` reads a corpus file (one sentence per line; the shipped reference corpus is
-:func:`reference_corpus_path`); :func:`analyse_layers` embeds it a chunk at a time and returns the
-contextuality measures (:mod:`.contextuality`) and the CKA matrix between the layers (:mod:`.cka`)
-on a seeded sample of whole sentences, whose activations it keeps for :func:`compare_layers`
-(CKA between two models on the same tokens). :func:`mdl_probe` runs the online-code MDL probes
-(:mod:`.mdl`) of every layer on labelled sentences (:func:`demo_mdl_data`: a built-in demo task).
+:func:`.sample.read_sample` reads the sample of a corpus file that both analyse (the shipped
+reference corpus is :func:`reference_corpus_path`); :func:`analyse_layers` embeds it a chunk at
+a time and returns the contextuality measures (:mod:`.contextuality`) and the CKA matrix between
+the layers (:mod:`.cka`) on a seeded sample of whole sentences, whose activations it keeps for
+:func:`compare_layers` (CKA between two models on the same tokens). :func:`mdl_probe` runs the
+online-code MDL probes (:mod:`.mdl`) of every layer on labelled sentences (:func:`demo_mdl_data`:
+a built-in demo task).
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -39,27 +40,6 @@ def reference_corpus_path() -> Path:
     from elmo_engine.resources import HERE
 
     return HERE.joinpath(*REFERENCE_CORPUS)
-
-
-def read_corpus(path: Path, pretokenized: bool = False) -> Tuple[List[List[str]], List[int]]:
-    """Sentences of a corpus file and their line numbers; errors name the file and line."""
-    from elmo_engine.io.datasets.sentences import iter_sentences
-    from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS
-    from elmo_engine.model.tokenize import tokenize
-
-    sents, lines = [], []
-    for lineno, text in iter_sentences(path):
-        toks = text.split() if pretokenized else tokenize(text)
-        if not toks:
-            continue
-        if len(toks) > MAX_SENTENCE_TOKENS:
-            raise InputError(f"{len(toks)} tokens; the limit is {MAX_SENTENCE_TOKENS} per sentence "
-                             "(split the line)", path=path, line=lineno)
-        sents.append(toks)
-        lines.append(lineno)
-    if not sents:
-        raise InputError("no sentences in the corpus", path=path)
-    return sents, lines
 
 
 def subset(n: int, keep: Optional[int], seed: int) -> np.ndarray:
@@ -219,5 +199,5 @@ def mdl_probe(emb, sents: list, task: str, source: str, *, label: str = "label",
 
 
 __all__ = ["DEMO_MDL_TASKS", "LayersAnalysis", "analyse_layers", "cka_sentences",
-           "compare_layers", "demo_mdl_data", "gather_rows", "mdl_probe", "read_corpus",
+           "compare_layers", "demo_mdl_data", "gather_rows", "mdl_probe",
            "reference_corpus_path", "sentences_within", "subset"]

@@ -2,7 +2,8 @@
 ``units top``, ``units pattern`` and the Units view.
 
 A corpus is a sentence file (one sentence per line, typed text tokenized as the app tokenizes it,
-or ``pretokenized``; plain or gzip; a grouped ``group<TAB>sentence`` file gives its sentences) or
+or ``pretokenized``; plain or gzip; a grouped ``group<TAB>sentence`` file gives its sentences,
+its form told from the lines read, :func:`~elmo_engine.io.datasets.text_input.grouped_prefix`) or
 CoNLL-U (``.conllu``, ``.conllu.gz``), whose UPOS tags go with the pattern search's matches. Only
 the first ``max_tokens`` words are read, whole sentences, streaming (a longer corpus is cut, and
 :attr:`UnitsCorpus.truncated` says so); at most ``MAX_FILE_BYTES`` (16 MiB) are read, lines and
@@ -81,7 +82,7 @@ def read_units_corpus(path, max_tokens: int, pretokenized: bool = False) -> Unit
         if len(blank) <= 10:
             blank.append(lineno)
 
-    for words, tags in _sentences(path, conllu, pretokenized, on_blank):
+    for words, tags in _sentences(path, conllu, pretokenized, max_tokens, on_blank):
         if count >= max_tokens or len(sentences) >= MAX_SENTENCES:
             truncated = True
             break
@@ -94,7 +95,8 @@ def read_units_corpus(path, max_tokens: int, pretokenized: bool = False) -> Unit
                        tuple(blank[1:]))
 
 
-def _sentences(path: Path, conllu: bool, pretokenized: bool, on_blank: Callable[[int], None]
+def _sentences(path: Path, conllu: bool, pretokenized: bool, max_tokens: int,
+               on_blank: Callable[[int], None]
                ) -> Iterator[Tuple[List[str], List[Optional[str]]]]:
     """(words, UPOS tags) of each sentence, streamed (a sentence file's tags are empty)."""
     from elmo_engine.io.datasets.sentences import MAX_FILE_BYTES
@@ -109,8 +111,11 @@ def _sentences(path: Path, conllu: bool, pretokenized: bool, on_blank: Callable[
                                  f"{MAX_SENTENCE_TOKENS:,})", path=path, line=s.meta.get("line"))
             yield list(s.tokens), list(s.labels)
     else:
-        from elmo_engine.io.datasets.text_input import iter_text_input
+        from elmo_engine.io.datasets.text_input import grouped_prefix, iter_text_input
 
-        for _line, words in iter_text_input(path, pretokenized, max_bytes=MAX_FILE_BYTES,
+        # the form from the lines that will be read, not the whole file (a grouped corpus
+        # of any size: its first max_tokens words, as a plain one)
+        grouped = grouped_prefix(path, max_tokens, MAX_FILE_BYTES)
+        for _line, words in iter_text_input(path, pretokenized, grouped, max_bytes=MAX_FILE_BYTES,
                                             max_sentences=None, on_blank=on_blank):
             yield words, []

@@ -103,6 +103,9 @@ def _line_tokens(path: Path, lineno: int, text: str, grouped: bool, pretokenized
     if grouped:
         if not _is_content(text):
             return (None, []) if not text.strip() else None
+        if "\t" not in text:           # only a prefix was probed (grouped_prefix)
+            raise InputError("no TAB, where the lines before it were group<TAB>sentence",
+                             path=path, line=lineno)
         group, text = text.split("\t", 1)
         group = clean_sentence(group, MAX_SENTENCE_TOKENS)
         if not group:
@@ -193,16 +196,27 @@ class TextScan:
         return blank_lines_note(self.path, self.blank_shown, self.blank)
 
 
-def _is_grouped_stream(path: Path, max_bytes: Optional[int], max_sentences: Optional[int]
-                       ) -> bool:
-    """Whether every content line holds a TAB (the grouped form), reading the file once."""
-    seen = False
+def _is_grouped_stream(path: Path, max_bytes: Optional[int], max_sentences: Optional[int],
+                       probe: Optional[int] = None) -> bool:
+    """Whether every content line holds a TAB (the grouped form), reading the file once, or
+    only its first ``probe`` content lines (:func:`grouped_prefix`)."""
+    seen = 0
     for _, text in _raw_lines(path, max_bytes, max_sentences):
         if _is_content(text):
             if "\t" not in text:
                 return False
-            seen = True
-    return seen
+            seen += 1
+            if probe is not None and seen >= probe:
+                break
+    return seen > 0
+
+
+def grouped_prefix(path: PathLike, lines: int, max_bytes: Optional[int] = None) -> bool:
+    """Whether the first ``lines`` content lines of the file are all ``group<TAB>sentence``:
+    the grouped form for a reader that stops within them (the Units corpora read the first
+    30,000 words), so that a grouped file is not read whole to tell its form. A later line
+    without a TAB, read after all, is then an :class:`InputError` naming it."""
+    return _is_grouped_stream(Path(path), max_bytes, None, probe=max(1, lines))
 
 
 def _walk(path: Path, pretokenized: bool, grouped: bool, split: Optional[Splitter],

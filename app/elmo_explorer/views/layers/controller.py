@@ -27,6 +27,7 @@ from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.progress import progress_text
 from elmo_engine.analysis.layers import run as layers_run
+from elmo_engine.analysis.layers.sample import read_sample
 from elmo_engine.io.figures import layers as layer_figures
 from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersModel,
                                                LayersSettings, read_recorded, result_dict)
@@ -228,22 +229,26 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if self._show_cached_or_recorded() and self.model.analysis is not None:
             return None
         corpus, n = self.corpus_path(), self.model.n_sentences()
+        pretokenized = self.model.settings.split_on_spaces
         key = self.model.key(emb.checksum, corpus)
         info = _model_info(emb, getattr(self.ws.model_spec, "path", ""))
 
         def job(state):
-            tokens, _ = layers_run.read_corpus(Path(corpus))
-            n_file = len(tokens)
-            tokens = [tokens[i] for i in layers_run.subset(n_file, n, SEED)]
-            res = layers_run.analyse_layers(emb, tokens, seed=SEED, state=state)
-            return result_dict(info, corpus, n_file, n, (res, tokens)), (res, tokens)
+            state.report(0, 1, f"reading {Path(corpus).name}")
+            sample = read_sample(corpus, pretokenized, n, seed=SEED)
+            res = layers_run.analyse_layers(emb, sample.tokens, seed=SEED, state=state)
+            analysis = (res, sample.tokens)
+            return (result_dict(info, corpus, sample.sentences_in_file, n, analysis,
+                                pretokenized), analysis, sample)
 
         def done(out) -> None:
-            result, analysis = out
+            result, analysis, sample = out
             self.model.store(key, result, analysis)
             t = result["timings"]
+            notes = "; ".join(x for x in (sample.sample_note(), sample.blank_note) if x)
             self.view.show_status(f"Done in {sum(t.values()):.1f} s (embedding "
-                                  f"{t['embedding_s']:.1f} s).")
+                                  f"{t['embedding_s']:.1f} s)" + (f": {notes}." if notes
+                                                                   else "."))
             self._redraw()
             self.results_changed.emit()
 
@@ -258,6 +263,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             return None
         self._remember()
         corpus, n = self.corpus_path(), self.model.n_sentences()
+        pretokenized = self.model.settings.split_on_spaces
         key = self.model.key(emb.checksum, corpus)
         have = self.model.analysis if self.model.cached(key) else None
         info = _model_info(emb, getattr(self.ws.model_spec, "path", ""))
@@ -272,11 +278,11 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             state.check()
             analysis, result = have, None
             if analysis is None:
-                tokens, _ = layers_run.read_corpus(Path(corpus))
-                tokens = [tokens[i] for i in layers_run.subset(len(tokens), n, SEED)]
-                res = layers_run.analyse_layers(emb, tokens, seed=SEED, state=state)
-                analysis = (res, tokens)
-                result = result_dict(info, corpus, None, n, analysis)
+                sample = read_sample(corpus, pretokenized, n, seed=SEED)
+                res = layers_run.analyse_layers(emb, sample.tokens, seed=SEED, state=state)
+                analysis = (res, sample.tokens)
+                result = result_dict(info, corpus, sample.sentences_in_file, n, analysis,
+                                     pretokenized)
             cmp = layers_run.compare_layers(emb_b, analysis[1], analysis[0], state)
             return result, analysis, {"model": _model_info(emb_b, path),
                                       "cka": cmp["cka"].to_dict(),

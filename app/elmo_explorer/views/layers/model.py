@@ -31,14 +31,22 @@ VIEW_STATE_VERSION = 1
 @dataclass
 class LayersSettings:
     """What the user chose: the corpus ("" = the shipped reference corpus), how many of its
-    sentences (a seeded sample; ``full``: all), raw or anisotropy-adjusted curves, and the
-    labelled sentences each MDL probe transmits."""
+    sentences (a seeded sample; ``full``: all, up to the analyses' token bound), raw or
+    anisotropy-adjusted curves, the labelled sentences each MDL probe transmits, and whether a
+    corpus of the user's is split on spaces only (``pretokenized``, as ``layers
+    --pretokenized``)."""
 
     corpus: str = ""
     sentences: int = DEFAULT_SENTENCES
     full: bool = False
     adjusted: bool = False
     mdl_sentences: int = DEFAULT_MDL_SENTENCES
+    pretokenized: bool = False
+
+    @property
+    def split_on_spaces(self) -> bool:
+        """What the reader is told: ``pretokenized`` for a corpus of the user's only."""
+        return self.pretokenized and bool(self.corpus)
 
     @classmethod
     def from_dict(cls, d: Any, base: Optional["LayersSettings"] = None) -> "LayersSettings":
@@ -52,7 +60,7 @@ class LayersSettings:
             v = d.get(key)
             if isinstance(v, int) and not isinstance(v, bool) and 2 <= v <= 10_000_000:
                 setattr(out, key, v)
-        for key in ("full", "adjusted"):
+        for key in ("full", "adjusted", "pretokenized"):
             if isinstance(d.get(key), bool):
                 setattr(out, key, d[key])
         return out
@@ -79,7 +87,8 @@ class LayersModel:
         ``result`` when it was computed in this session (its CKA sample feeds a comparison)
     compare : the shown comparison: ``{"model", "cka", "cka_self"}`` or None
     mdl : task → the ``mdl`` object of each MDL probe run on the current model
-    cache : (checksum, corpus key, sentences) → (result, analysis); kept for the session
+    cache : (checksum, corpus key, sentences, pretokenized) → (result, analysis); kept for
+        the session
 
     The jobs computing them are the panel's job group's (``worker.group("layers")``).
     """
@@ -97,7 +106,8 @@ class LayersModel:
         return None if self.settings.full else self.settings.sentences
 
     def key(self, checksum: str, corpus: str) -> tuple:
-        return checksum, corpus_key(corpus), self.n_sentences()
+        return (checksum, corpus_key(corpus), self.n_sentences(),
+                self.settings.split_on_spaces)
 
     def cached(self, key: tuple) -> bool:
         return key in self.cache
@@ -249,15 +259,17 @@ def read_recorded(path: Path) -> Optional[dict]:
             "cka": doc["cka"], "hubness": doc.get("hubness"), "recorded": RECORDED_COMMAND}
 
 
-def result_dict(info: dict, corpus: str, n_file: Optional[int], n: Optional[int], analysis
-                ) -> dict:
+def result_dict(info: dict, corpus: str, n_file: Optional[int], n: Optional[int], analysis,
+                pretokenized: bool = False) -> dict:
     """The view's result of a :class:`~elmo_engine.analysis.layers.run.LayersAnalysis` of
     ``corpus`` (``n`` sampled of ``n_file`` sentences), in ``layers --json``'s form."""
     res, tokens = analysis
     hub = res.hubness
     return {"model": info, "corpus": {"path": corpus, "sentences_in_file": n_file,
                                       "sentences": len(tokens), "max_sentences": n,
-                                      "tokens": res.contextuality.n_tokens},
+                                      "tokens": res.contextuality.n_tokens,
+                                      "tokenization": "whitespace" if pretokenized
+                                      else "tokenize"},
             "contextuality": res.contextuality.to_dict(), "cka": res.cka.to_dict(),
             "hubness": None if hub is None else hub.to_dict(), "recorded": None,
             "timings": res.timings}

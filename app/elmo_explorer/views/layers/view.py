@@ -63,6 +63,11 @@ class LayersView(QWidget):
         self.choose_button.setToolTip("analyse your own corpus: a UTF-8 file, one sentence a line")
         self.reference_button = QPushButton("Reference corpus")
         self.reference_button.setToolTip("the shipped reference corpus (4,000 sentences)")
+        self.pretokenized_box = QCheckBox("pretokenized")
+        self.pretokenized_box.setToolTip(
+            "split your corpus's lines on spaces only, as layers --pretokenized does: for text "
+            "that is already tokenized (WikiText's @-@ stays one word); off: tokenized as typed "
+            "text")
         self.sentences_box = QSpinBox()
         self.sentences_box.setRange(10, 10_000_000)
         self.sentences_box.setSingleStep(250)
@@ -77,7 +82,8 @@ class LayersView(QWidget):
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
         for w in (self.corpus_label, self.choose_button, self.reference_button,
-                  self.sentences_box, self.full_box, self.run_button, self.cancel_button):
+                  self.pretokenized_box, self.sentences_box, self.full_box, self.run_button,
+                  self.cancel_button):
             top.addWidget(w)
         top.addStretch(1)
 
@@ -193,11 +199,13 @@ class LayersView(QWidget):
     # ---- settings ---------------------------------------------------------------------------
     def settings(self, corpus: str) -> LayersSettings:
         return LayersSettings(corpus, self.sentences_box.value(), self.full_box.isChecked(),
-                              self.adjusted_box.isChecked(), self.mdl_sentences_box.value())
+                              self.adjusted_box.isChecked(), self.mdl_sentences_box.value(),
+                              self.pretokenized_box.isChecked())
 
     def apply_settings(self, s: LayersSettings) -> None:
         """Show ``s`` without announcing it."""
-        boxes = (self.sentences_box, self.full_box, self.adjusted_box, self.mdl_sentences_box)
+        boxes = (self.sentences_box, self.full_box, self.adjusted_box, self.mdl_sentences_box,
+                 self.pretokenized_box)
         for b in boxes:
             b.blockSignals(True)
         try:
@@ -206,6 +214,8 @@ class LayersView(QWidget):
             self.sentences_box.setEnabled(not s.full)
             self.adjusted_box.setChecked(s.adjusted)
             self.mdl_sentences_box.setValue(s.mdl_sentences)
+            self.pretokenized_box.setChecked(s.pretokenized)
+            self.pretokenized_box.setEnabled(bool(s.corpus))     # the reference corpus: off
         finally:
             for b in boxes:
                 b.blockSignals(False)

@@ -27,7 +27,7 @@ from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 from elmo_explorer.views.units import export
 from elmo_explorer.views.units.intervention import (SHOWCASE_KS, bundled_minimal_pairs, number_showcase,
                                                     remeasure, showcase_note, showcase_rows)
-from elmo_explorer.views.units.model import (PATTERN_DEFAULT, RANK_TOKENS, RankSource,
+from elmo_explorer.views.units.model import (PATTERN_DEFAULT, CorpusFile, RANK_TOKENS, RankSource,
                                              UnitChoice, UnitsModel, pattern_search, rank_labels,
                                              sentence_rows, unit_contexts)
 from elmo_explorer.views.units.softmax_cache import SoftmaxCache
@@ -71,7 +71,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         for which, chooser in (("contexts", v.unit_page.corpus),
                                ("pattern", v.pattern_page.corpus)):
             chooser.choose_requested.connect(lambda w=which: self._choose_corpus(w))
-            chooser.changed.connect(lambda path, w=which: self.set_corpus(w, path))
+            chooser.changed.connect(lambda choice, w=which: self.set_corpus(w, choice))
         self.softmax = SoftmaxCache()        # the loaded checkpoint's, read by the first job
         self._pending: Optional[Any] = None  # saved results waiting for their model
         workspace.model_changed.connect(self._on_model)
@@ -129,8 +129,8 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self.view.apply_settings(self.model.settings)
         self.view.apply_panel_fields(self.model.panel)
         self.view.ranking_page.set_source(self.model.source)
-        self.view.unit_page.corpus.set_path(self.model.contexts_corpus, announce=False)
-        self.view.pattern_page.corpus.set_path(self.model.pattern_corpus, announce=False)
+        self.view.unit_page.corpus.set_choice(self.model.contexts_corpus, announce=False)
+        self.view.pattern_page.corpus.set_choice(self.model.pattern_corpus, announce=False)
         self._pending = saved
         self._show_saved()
         self.refresh()
@@ -322,13 +322,13 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
                          on_failed=self._on_error, on_progress=self._on_progress,
                          on_finished=self._on_finished)
 
-    def set_corpus(self, which: str, path: str) -> None:
+    def set_corpus(self, which: str, choice: CorpusFile) -> None:
         """The corpus of the top contexts (``which`` "contexts") or of the pattern search
-        ("pattern"): a sentence file or CoNLL-U, "" for the default; read when a search runs (a
-        bad file is then one line in the status)."""
-        setattr(self.model, f"{which}_corpus", path)
+        ("pattern"): a sentence file or CoNLL-U (its path "" for the default) and whether it is
+        pretokenized; read when a search runs (a bad file is then one line in the status)."""
+        setattr(self.model, f"{which}_corpus", choice)
         page = self.view.unit_page if which == "contexts" else self.view.pattern_page
-        page.corpus.set_path(path, announce=False)
+        page.corpus.set_choice(choice, announce=False)
 
     def _choose_corpus(self, which: str) -> None:
         from PySide6.QtWidgets import QFileDialog
@@ -337,7 +337,8 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             self, "Corpus", "", "Sentences or CoNLL-U (*.txt *.gz *.conllu *.conllu.gz)"
                                 ";;All files (*)")
         if name:
-            self.set_corpus(which, name)
+            page = self.view.unit_page if which == "contexts" else self.view.pattern_page
+            page.corpus.set_path(name)               # the switch as it was; announced
 
     def _softmax_getter(self):
         """(folder, get): the loaded checkpoint's softmax for a job (:class:`SoftmaxCache`)."""

@@ -1,53 +1,80 @@
 """The corpus a tab of the Units view runs over: its default, or a sentence file or CoNLL-U of
 the user's (:mod:`elmo_engine.analysis.units.corpus` reads both, as ``units top`` and
-``units pattern`` do)."""
+``units pattern`` do), a sentence file tokenized as typed text is or, *Pretokenized*, split on
+spaces only (``--pretokenized``)."""
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Optional
 
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QWidget
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QWidget
+
+from elmo_explorer.views.units.model import CorpusFile
 
 
 class CorpusChoice(QWidget):
-    """``prefix`` then the corpus's name, *Choose file…* and *Default*.
+    """``prefix`` then the corpus's name, *Choose file…*, *Pretokenized* and *Default*.
 
-    Signals: ``choose_requested()`` (the controller asks for a file), ``changed(str)`` (the
-    path, "" for the default)."""
+    Signals: ``choose_requested()`` (the controller asks for a file), ``changed(CorpusFile)``
+    (the path, "" for the default, and the switch)."""
 
     choose_requested = Signal()
-    changed = Signal(str)
+    changed = Signal(object)
 
     def __init__(self, prefix: str, default: str, parent: Optional[QWidget] = None):
         super().__init__(parent)
         self.default = default
-        self._path = ""
+        self._choice = CorpusFile()
         self.name = QLabel(default)
         self.choose = QPushButton("Choose file…")
         self.choose.setToolTip("a sentence file (one sentence per line, plain or .gz) or "
                                "CoNLL-U (.conllu, .conllu.gz: its UPOS tags are shown)")
+        self.pretokenized = QCheckBox("Pretokenized")
+        self.pretokenized.setToolTip(
+            "split the file's lines on spaces only, as --pretokenized does: for text that is "
+            "already tokenized (WikiText's @-@ stays one word); off: tokenized as typed text. "
+            "A CoNLL-U file's words are its own")
         self.reset = QPushButton("Default")
         self.reset.setToolTip(f"back to {default}")
-        self.reset.setEnabled(False)
         lay = QHBoxLayout(self)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(QLabel(prefix))
         lay.addWidget(self.name, 1)
         lay.addWidget(self.choose)
+        lay.addWidget(self.pretokenized)
         lay.addWidget(self.reset)
+        self._show()
         self.choose.clicked.connect(self.choose_requested)
         self.reset.clicked.connect(lambda: self.set_path(""))
+        self.pretokenized.toggled.connect(
+            lambda on: self.set_choice(CorpusFile(self._choice.path, on)))
+
+    def choice(self) -> CorpusFile:
+        return self._choice
 
     def path(self) -> str:
-        return self._path
+        return self._choice.path
 
     def set_path(self, path: str, announce: bool = True) -> None:
-        """Show ``path`` ("" for the default); ``changed`` when ``announce`` and it changed."""
-        changed = path != self._path
-        self._path = path
-        self.name.setText(Path(path).name if path else self.default)
-        self.name.setToolTip(path or self.default)
-        self.reset.setEnabled(bool(path))
+        """Show ``path`` ("" for the default), the switch as it was."""
+        self.set_choice(CorpusFile(path, self._choice.pretokenized), announce)
+
+    def set_choice(self, choice: CorpusFile, announce: bool = True) -> None:
+        """Show ``choice``; ``changed`` when ``announce`` and it changed."""
+        changed = choice != self._choice
+        self._choice = choice
+        self._show()
         if changed and announce:
-            self.changed.emit(path)
+            self.changed.emit(choice)
+
+    def _show(self) -> None:
+        c = self._choice
+        self.name.setText(Path(c.path).name if c.path else self.default)
+        self.name.setToolTip(c.path or self.default)
+        self.reset.setEnabled(bool(c.path))
+        self.pretokenized.blockSignals(True)
+        self.pretokenized.setChecked(c.pretokenized)
+        self.pretokenized.blockSignals(False)
+        # what the reader is told: a sentence file of the user's only (CorpusFile.split_on_spaces)
+        self.pretokenized.setEnabled(CorpusFile(c.path, True).split_on_spaces)

@@ -11,6 +11,7 @@ intervention panel's computations are in :mod:`.intervention`.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -103,6 +104,37 @@ class SentenceRows:
     settings: UnitsSettings
 
 
+@dataclass(frozen=True)
+class CorpusFile:
+    """The corpus a tab of the view runs over: a sentence file or CoNLL-U of the user's ("" for
+    the tab's default) and whether a sentence file's lines are split on whitespace only
+    (``pretokenized``, as ``units top/pattern --pretokenized``: text already tokenized, such as
+    WikiText's ``@-@``, which the tokenizer would split again; a CoNLL-U's words are its own)."""
+
+    path: str = ""
+    pretokenized: bool = False
+
+    @property
+    def split_on_spaces(self) -> bool:
+        """Whether the reader is told ``pretokenized``: a sentence file of the user's only."""
+        from elmo_engine.analysis.units.corpus import is_conllu
+
+        return self.pretokenized and bool(self.path) and not is_conllu(Path(self.path))
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"path": self.path, "pretokenized": self.pretokenized}
+
+    @classmethod
+    def from_saved(cls, v: Any) -> "CorpusFile":
+        """A saved choice: ``{"path", "pretokenized"}`` or a plain path (workspaces saved
+        before the switch); anything invalid is the default."""
+        path, pre = (v, False) if isinstance(v, str) else (
+            (v.get("path"), v.get("pretokenized", False)) if isinstance(v, dict) else ("", False))
+        if not (isinstance(path, str) and len(path) <= 4096 and "\x00" not in path):
+            return cls()
+        return cls(path, pre is True)
+
+
 @dataclass
 class UnitsModel:
     settings: UnitsSettings = field(default_factory=UnitsSettings)
@@ -122,8 +154,8 @@ class UnitsModel:
     #: the corpora of the Unit tab's top contexts and of the pattern search: a sentence file
     #: or CoNLL-U of the user's, "" for the defaults (the reference corpus, the demo POS
     #: sentences)
-    contexts_corpus: str = ""
-    pattern_corpus: str = ""
+    contexts_corpus: CorpusFile = field(default_factory=CorpusFile)
+    pattern_corpus: CorpusFile = field(default_factory=CorpusFile)
 
     @property
     def rankings(self) -> List[Dict[str, Any]]:
@@ -134,8 +166,8 @@ class UnitsModel:
         ``checksum``) the last results (:mod:`elmo_engine.analysis.units.report`)."""
         out: Dict[str, Any] = {"settings": self.settings.to_dict(), "panel": dict(self.panel),
                                "source": {"path": self.source.path, "label": self.source.label},
-                               "corpora": {"contexts": self.contexts_corpus,
-                                           "pattern": self.pattern_corpus}}
+                               "corpora": {"contexts": self.contexts_corpus.to_dict(),
+                                           "pattern": self.pattern_corpus.to_dict()}}
         if checksum is not None and (self.ranking is not None or self.remeasure is not None
                                      or self.showcase):
             from elmo_engine.analysis.units.report import results_doc
@@ -183,8 +215,7 @@ class UnitsModel:
         corpora = state.get("corpora")
         for key in ("contexts", "pattern"):              # missing or invalid: the default
             v = corpora.get(key) if isinstance(corpora, dict) else None
-            ok = isinstance(v, str) and len(v) <= 4096 and "\x00" not in v
-            setattr(self, f"{key}_corpus", v if ok else "")
+            setattr(self, f"{key}_corpus", CorpusFile.from_saved(v))
         return saved_results(state.get("results"))
 
 
@@ -313,8 +344,8 @@ PATTERN_DEFAULT = f"the demo POS task's sentences (EWT, its first {RANK_TOKENS:,
 
 
 def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token_vectors=None,
-                  state=None, corpus: str = "") -> UnitContexts:
-    """The unit's top contexts over ``corpus`` (a sentence file or CoNLL-U; "" for the
+                  state=None, corpus: CorpusFile = CorpusFile()) -> UnitContexts:
+    """The unit's top contexts over ``corpus`` (a sentence file or CoNLL-U; its path "" for the
     bundled reference corpus), its first :data:`CONTEXT_TOKENS` words, and with ``labels`` (the
     shown ranking's) its histogram per label on the words the ranking used (run on the
     worker)."""
@@ -326,9 +357,10 @@ def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token
     from elmo_engine.analysis.layers.run import reference_corpus_path
     from elmo_engine.analysis.units.corpus import read_units_corpus
 
-    read = read_units_corpus(corpus or reference_corpus_path(), CONTEXT_TOKENS)
+    read = read_units_corpus(corpus.path or reference_corpus_path(), CONTEXT_TOKENS,
+                             corpus.split_on_spaces)
     sents = read.sentences
-    where = read.describe() if corpus else CONTEXTS_DEFAULT
+    where = read.describe() if corpus.path else CONTEXTS_DEFAULT
     values = unit_values(model, sents, choice.layer, d, kind, choice.unit, token_vectors, state)
     hist = None
     if labels is not None:
@@ -377,18 +409,19 @@ def pattern_corpus() -> Tuple[List[List[str]], List[List[Optional[str]]]]:
 
 
 def pattern_search(model, tokens: Sequence[str], q: PatternQuery, token_vectors=None,
-                   state=None, corpus: str = ""):
+                   state=None, corpus: CorpusFile = CorpusFile()):
     """:func:`elmo_engine.analysis.units.pattern.find_pattern` of ``q`` over ``corpus`` (a
-    sentence file or CoNLL-U, its first :data:`RANK_TOKENS` words; "" for :func:`pattern_corpus`)
+    sentence file or CoNLL-U, its first :data:`RANK_TOKENS` words; its path "" for
+    :func:`pattern_corpus`)
     (run on the worker). Returns (the corpus described, the result)."""
     from elmo_engine.analysis.units.pattern import find_pattern
     from elmo_engine.model.lstm_inspect import StateKind
 
     labels: Optional[List[List[Optional[str]]]]
-    if corpus:
+    if corpus.path:
         from elmo_engine.analysis.units.corpus import read_units_corpus
 
-        read = read_units_corpus(corpus, RANK_TOKENS)
+        read = read_units_corpus(corpus.path, RANK_TOKENS, corpus.split_on_spaces)
         sents, labels, where = read.sentences, read.labels, read.describe()
     else:
         (sents, labels), where = pattern_corpus(), PATTERN_DEFAULT
