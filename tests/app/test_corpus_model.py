@@ -283,3 +283,47 @@ def test_the_senses_note_says_why_a_rare_word_has_one_sense():
     note = m.senses_note()
     assert note.startswith("'bank' occurs 6 times: too few for two senses of at least 5")
     assert note.endswith("Sense numbers follow the occurrences from layer to layer.")
+
+
+def test_the_apps_build_reads_files_as_index_does_with_the_same_options(tmp_path,
+                                                                        tiny_checkpoint):
+    """*Build index…* ▸ *Pretokenized* / *Split each line into sentences* are ``index
+    --pretokenized`` / ``--no-split-sentences``: the app's index of a WikiText-like file read
+    that way has the command's reading, sentences, tokens ("@-@" one word) and vectors."""
+    from elmo_engine.cli import main
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.index.search import CorpusIndex
+    from elmo_engine.index.store import read_manifest
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.progress import TaskState
+    from elmo_explorer.views.corpus import jobs
+
+    corpus = tmp_path / "wiki.txt"
+    corpus.write_text("The well @-@ known bank . It lends 1 @,@ 000 dollars .\n"
+                      "The river bank is steep .\n", "utf-8")
+    reading = jobs.CorpusReading(pretokenized=True, split_sentences=False)
+    assert reading.folder_suffix() == "-pretokenized-lines"
+    assert reading.options() == "--pretokenized --no-split-sentences"
+    assert jobs.CorpusReading.from_dict(reading.to_dict()) == reading
+    assert jobs.CorpusReading.from_dict({"pretokenized": "yes", "split_sentences": False}) == \
+        jobs.CorpusReading(False, False)                      # what is not a bool: the default
+    emb = Embedder(load_checkpoint(tiny_checkpoint), device="cpu")
+    app = jobs.build_index(jobs.BuildRequest((corpus,), tmp_path / "app", str(tiny_checkpoint),
+                                             reading=reading), emb, TaskState())
+    assert main(["index", str(corpus), "-o", str(tmp_path / "cli"), "--checkpoint",
+                 str(tiny_checkpoint), "--device", "cpu", "--layer", "0,1,2",
+                 *reading.options().split()]) == 0
+    cli = read_manifest(tmp_path / "cli")
+    assert app.reading == cli.reading == {"tokenizer": "whitespace", "split_sentences": False,
+                                          "skip_headers": True}
+    assert (app.n_sentences, app.n_tokens) == (cli.n_sentences, cli.n_tokens) == (2, 19)
+    index = CorpusIndex(tmp_path / "app", emb.checksum)
+    assert index.sentence(0)[:3] == ["The", "well", "@-@"]
+    index.close()
+    for layer in (0, 1, 2):
+        a = np.load(tmp_path / "app" / f"vectors.L{layer}.npy", allow_pickle=False)
+        b = np.load(tmp_path / "cli" / f"vectors.L{layer}.npy", allow_pickle=False)
+        np.testing.assert_allclose(a.astype(np.float32), b.astype(np.float32), atol=1e-3)
+    default = jobs.build_index(jobs.BuildRequest((corpus,), tmp_path / "typed",
+                                                 str(tiny_checkpoint)), emb, TaskState())
+    assert default.reading["tokenizer"] == "regex" and default.n_sentences == 3  # split, typed

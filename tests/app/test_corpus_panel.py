@@ -428,3 +428,45 @@ def test_a_malformed_box_in_a_workspace_is_ignored_with_one_line(qtbot, panel, c
     assert text.startswith("the saved map selection box was ignored: 'rect' must be four")
     assert "\n" not in text and any("box was ignored" in r.getMessage() for r in caplog.records)
     assert panel.view.k_box.value() == 6 and panel.model.pending_box is None
+
+
+def test_build_index_asks_how_to_read_the_files_and_remembers_it(qtbot, panel, tmp_path,
+                                                                 monkeypatch):
+    """*Build index…*: the files, then *Pretokenized* and *Split each line into sentences*
+    (the last choice first), the folder following the reading; the build gets that reading."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QDialog, QFileDialog
+
+    from elmo_explorer.views.corpus import build_dialog
+    from elmo_explorer.views.corpus.jobs import CorpusReading
+
+    corpus = tmp_path / "wiki.txt"
+    corpus.write_text("The well @-@ known bank .\n", encoding="utf-8")
+    qs = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    monkeypatch.setattr(panel, "_qsettings", lambda: qs)
+    monkeypatch.setattr(QFileDialog, "getOpenFileNames", lambda *a, **k: ([str(corpus)], ""))
+    shown = []
+
+    def answer(dlg):                                   # the user ticks Pretokenized, then Build
+        shown.append((dlg.reading(), dlg.where.text()))
+        dlg.pretokenized.setChecked(True)
+        shown.append((dlg.reading(), dlg.where.text()))
+        return QDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(build_dialog.BuildDialog, "exec", answer)
+    builds = []
+    monkeypatch.setattr(panel, "build", lambda files, folder, reading: builds.append(
+        (files, folder, reading)))
+    panel._ask_build()
+    (first, where0), (ticked, where1) = shown
+    assert first == CorpusReading() and ticked == CorpusReading(pretokenized=True)
+    base = panel.default_folder("wiki")
+    assert where0 == f"Into {base} (a stopped build there resumes)."
+    assert where1 == f"Into {panel.default_folder('wiki-pretokenized')} (a stopped build " \
+        "there resumes)."
+    assert builds == [([corpus], panel.default_folder("wiki-pretokenized"), ticked)]
+    shown.clear()
+    monkeypatch.setattr(build_dialog.BuildDialog, "exec",
+                        lambda dlg: shown.append(dlg.reading()) or QDialog.DialogCode.Rejected)
+    panel._ask_build()                                 # remembered; cancel builds nothing
+    assert shown == [ticked] and len(builds) == 1

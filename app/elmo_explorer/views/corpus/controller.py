@@ -22,7 +22,6 @@ import numpy as np
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
-from elmo_engine.errors import ElmoError
 from elmo_explorer.common.selection import normalized
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.views import corpus_index
@@ -180,29 +179,11 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         self.ready.emit()
 
     def _complete_for_model(self, folder: Path) -> bool:
-        from elmo_engine.index.store import read_manifest
-
-        try:
-            m = read_manifest(folder)
-        except ElmoError:
-            return False
-        return m.complete and m.checksum == self.ws.embedder.checksum
+        return corpus_index.complete_for(folder, self.ws.embedder.checksum)
 
     def _show_hint(self) -> None:
-        folder = self._build_folder or self.default_folder()
-        text = HINT
-        if folder is not None and (folder / "index.json").is_file():
-            from elmo_engine.index.build import missing_shards
-            from elmo_engine.index.store import read_manifest
-
-            try:
-                m = read_manifest(folder)
-                left = len(missing_shards(folder, m))
-                text = (f"The build of {folder.name} stopped with {m.n_shards - left} of "
-                        f"{m.n_shards} shards embedded; building it again resumes it.")
-            except Exception:                              # broad on purpose: the hint stays
-                log.debug("unreadable interrupted build", exc_info=True)
-        self.view.hint.setText(text)
+        note = corpus_index.stopped_build_note(self._build_folder or self.default_folder())
+        self.view.hint.setText(note or HINT)
         self.view.show_index(None)
 
     def _ask_open(self) -> None:
@@ -211,12 +192,13 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
             self.open_index(folder)
 
     def _ask_build(self) -> None:
-        """Index corpus files of the user's into the data folder (a stopped build of the same
-        files resumes)."""
-        files, _ = QFileDialog.getOpenFileNames(
-            self, "Corpus files to index", "", "Text (*.txt *.gz *.tsv);;All files (*)")
-        if files:
-            self.build([Path(f) for f in files], self.default_folder(Path(files[0]).stem))
+        """Index corpus files of the user's into the data folder, read as the user says (a
+        stopped build of the same files, read the same way, resumes)."""
+        from elmo_explorer.views.corpus.build_dialog import ask_build
+
+        choice = ask_build(self, self._qsettings(), self.default_folder)
+        if choice is not None:
+            self.build(list(choice.files), choice.folder, reading=choice.reading)
 
     def open_index(self, path: str, restore_query: bool = False) -> JobHandle:
         checksum = self.ws.embedder.checksum if self.ws.embedder is not None else None
@@ -270,13 +252,16 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         return self.build(list(reference_set_files()), self.default_folder())
 
     def build(self, corpus: List[Path], folder: Optional[Path],
-              shard_size: int = jobs.SHARD_SIZE) -> Optional[JobHandle]:
+              shard_size: int = jobs.SHARD_SIZE,
+              reading: jobs.CorpusReading = jobs.CorpusReading()) -> Optional[JobHandle]:
+        """Build (or resume) the index of ``corpus`` read as ``reading`` in ``folder``."""
         emb, spec = self.ws.embedder, self.ws.model_spec
         if emb is None or folder is None:
             self.report_error("load a model first: the index holds its vectors")
             return None
         req = jobs.BuildRequest(tuple(Path(p) for p in corpus), Path(folder),
-                                spec.path if spec is not None else "", shard_size=shard_size)
+                                spec.path if spec is not None else "", shard_size=shard_size,
+                                reading=reading)
         self.view.set_busy(True, "building the corpus index")
         self._build_folder = req.folder
 

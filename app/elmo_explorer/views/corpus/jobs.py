@@ -26,6 +26,43 @@ SHARD_SIZE = 500                     # sentences per shard: resuming loses at mo
 
 
 @dataclass(frozen=True)
+class CorpusReading:
+    """How a build reads the corpus files, as ``elmo-explorer index`` does: tokenized as typed
+    text or, ``pretokenized``, split on spaces only (``--pretokenized``: text already tokenized,
+    such as WikiText, whose ``@-@`` stays one word); each line cut into sentences
+    (``split_sentences``, the default) or one sentence per line (``--no-split-sentences``)."""
+
+    pretokenized: bool = False
+    split_sentences: bool = True
+
+    def reader(self, paths: Sequence[Path]) -> CorpusReader:
+        return CorpusReader(tuple(Path(p) for p in paths),
+                            "whitespace" if self.pretokenized else "regex", self.split_sentences)
+
+    def folder_suffix(self) -> str:
+        """What the default folder's name adds for a reading other than the default
+        (``-pretokenized``, ``-lines``), so that the same files read two ways are two indexes."""
+        return ("-pretokenized" if self.pretokenized else "") + (
+            "" if self.split_sentences else "-lines")
+
+    def options(self) -> str:
+        """The command's options for this reading (``""`` for the default)."""
+        return " ".join(o for o, on in (("--pretokenized", self.pretokenized),
+                                        ("--no-split-sentences", not self.split_sentences)) if on)
+
+    def to_dict(self) -> Dict[str, bool]:
+        return {"pretokenized": self.pretokenized, "split_sentences": self.split_sentences}
+
+    @classmethod
+    def from_dict(cls, d: object) -> "CorpusReading":
+        """A remembered reading; what is not a bool is the default's."""
+        d = d if isinstance(d, dict) else {}
+        out = cls()
+        return cls(*(d.get(k) if isinstance(d.get(k), bool) else getattr(out, k)
+                     for k in ("pretokenized", "split_sentences")))
+
+
+@dataclass(frozen=True)
 class BuildRequest:
     """An index to build from the GUI thread's choices."""
 
@@ -35,14 +72,15 @@ class BuildRequest:
     layers: Tuple[int, ...] = BUILD_LAYERS
     shard_size: int = SHARD_SIZE
     force: bool = False
+    reading: CorpusReading = CorpusReading()
 
 
-def read_corpus(paths: Sequence[Path]) -> CorpusReader:
-    """The corpus as ``elmo-explorer index`` reads it by default (regex tokenizer, paragraphs
-    split into sentences, ``= … =`` headers skipped, over-long sentences cut), so an index the
-    app builds and one the CLI builds from the same files are the same index; a stream, read
-    anew at each pass (never held whole)."""
-    return CorpusReader(tuple(Path(p) for p in paths))
+def read_corpus(paths: Sequence[Path], reading: CorpusReading = CorpusReading()) -> CorpusReader:
+    """The corpus as ``elmo-explorer index`` reads it with the same options (by default: regex
+    tokenizer, paragraphs split into sentences; always ``= … =`` headers skipped, over-long
+    sentences cut), so an index the app builds and one the CLI builds from the same files are
+    the same index; a stream, read anew at each pass (never held whole)."""
+    return reading.reader(paths)
 
 
 def build_index(req: BuildRequest, embedder, state: TaskState,
@@ -56,7 +94,7 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
     n_layers = embedder.opts.n_output_layers
     layers = tuple(v for v in req.layers if 0 <= v < n_layers)
     on_stage("reading the corpus")
-    sentences = read_corpus(req.corpus)
+    sentences = read_corpus(req.corpus, req.reading)
     count = count_corpus(sentences, req.shard_size)
     if not count.n_sentences:
         raise InputError("no sentences in the corpus", path=req.corpus[0])
