@@ -177,15 +177,6 @@ def add_split_sentences(p: argparse.ArgumentParser, default: bool, what: str = "
                         f"per line (default: {'split' if default else 'one per line'})")
 
 
-def split_lines(sentences, split: bool) -> list:
-    """``sentences`` (token lists), each cut by the paragraph-splitting rule when ``split``."""
-    if not split:
-        return [list(s) for s in sentences]
-    from elmo_engine.io.datasets.corpus_text import split_sentences
-
-    return [piece for s in sentences for piece in split_sentences(s)]
-
-
 def add_pretokenized(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pretokenized", action="store_true",
                    help="the text is already tokenized: split lines on whitespace (default: "

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 from elmo_engine.analysis import DIRECTIONS
 from elmo_engine.cli import common
@@ -99,8 +99,8 @@ def run(args) -> int:
     from elmo_engine.io.report import table_number
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.embed.embedder import Embedder, check_held_activations
-    from elmo_engine.analysis.contexts.neighbour_corpus import (MAX_CORPUS_TOKENS, build_index,
-                                                      read_vocabulary, vocabulary_file)
+    from elmo_engine.analysis.contexts.neighbour_corpus import (build_index, read_corpus,
+                                                                read_vocabulary, vocabulary_file)
     from elmo_engine.analysis.contexts.neighbours import neighbour_table, write_neighbours_csv
     from elmo_engine.index.search import kwic_line
     from elmo_engine.progress import TaskState
@@ -124,9 +124,12 @@ def run(args) -> int:
         groups = word_groups(args.word, tokens, text.groups)
     else:
         groups = {}
-    reference = (common.split_lines(common.read_text(args.reference, args.pretokenized,
-                                                     max_tokens=MAX_CORPUS_TOKENS).tokens,
-                                    args.split_sentences) if args.reference else [])
+    reference: List[List[str]] = []
+    if args.reference:                 # read as the Contexts view reads its reference text
+        ref = read_corpus(args.reference, args.pretokenized, args.split_sentences)
+        if ref.blank_note:
+            common.log(f"note: {ref.blank_note}")
+        reference = ref.sentences
     if not args.no_reference_set:      # the app's rule: sentences, the word's set, the file
         from elmo_engine.io.datasets.reference_set import (REFERENCE_SET_SENTENCES,
                                                            reference_set_corpus)

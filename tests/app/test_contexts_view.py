@@ -226,6 +226,48 @@ def test_reference_file_joins_the_corpus(panel, qtbot, tmp_path):
     assert f"mean of {loaded + 14:,} tokens" in panel.view.status.text()
 
 
+def test_a_reference_text_is_read_as_contexts_reference_reads_it(panel, qtbot, tmp_path,
+                                                                 monkeypatch):
+    """*Reference text…* asks how to read the file (*Pretokenized*, *Split each line into
+    sentences*: ``contexts --reference``'s ``--pretokenized`` and ``--split-sentences``, on by
+    default as there; the view read whole lines before); the neighbour corpus holds what the
+    command's reader gives, the label says the reading, and the saved view reads it again
+    the same way."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from elmo_engine.analysis.contexts.neighbour_corpus import read_corpus
+    from elmo_explorer.views.reading import CorpusReading
+    from elmo_explorer.views.reading_dialog import ReadingDialog
+
+    ref = tmp_path / "wiki.txt"
+    ref.write_text("The bank of the river was steep . A well @-@ known bank lends money .\n",
+                   encoding="utf-8")                           # WikiText: tokenized already
+    loaded = len(panel.ws.tokens)
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", lambda *a, **k: (str(ref), ""))
+    answers = iter([lambda d: None, lambda d: d.pretokenized.setChecked(True)])
+
+    def answer(dlg):                       # the defaults first, then the user ticks Pretokenized
+        assert dlg.reading() == CorpusReading() and dlg.split.isChecked()
+        next(answers)(dlg)
+        return ReadingDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(ReadingDialog, "exec", answer)
+    for reading in (CorpusReading(), CorpusReading(pretokenized=True)):
+        want = read_corpus(ref, reading.pretokenized, reading.split_sentences).sentences
+        panel.ask_reference()
+        qtbot.waitUntil(lambda: panel.model.index is not None
+                        and panel.model.index.tokens[loaded:] == want, timeout=60000)
+        assert panel.model.reference_reading == reading
+    assert [len(s) for s in want] == [8, 8] and "@-@" in want[1]     # two sentences, "@-@" whole
+    assert panel.view.ref_label.text() == "wiki.txt: 2 sentences (pretokenized)"
+    state = panel.view_state()
+    assert state["reference_reading"] == {"pretokenized": True, "split_sentences": True}
+    panel.set_reference_file(ref)                                    # the default reading
+    qtbot.waitUntil(lambda: panel.model.reference_reading == CorpusReading(), timeout=60000)
+    panel.restore_view_state(state)                                  # read again, pretokenized
+    qtbot.waitUntil(lambda: panel.model.reference_reading == CorpusReading(True), timeout=60000)
+
+
 def test_the_words_reference_set_sentences_join_the_corpus(panel, qtbot):
     """Issue 39: one reference set for every view. The neighbours of a word come from the loaded
     sentences and the word's sentences of the bundled set (SemCor first), as ``contexts`` and

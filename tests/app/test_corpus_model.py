@@ -297,16 +297,17 @@ def test_the_apps_build_reads_files_as_index_does_with_the_same_options(tmp_path
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.progress import TaskState
     from elmo_explorer.views.corpus import jobs
+    from elmo_explorer.views.reading import CorpusReading
 
     corpus = tmp_path / "wiki.txt"
     corpus.write_text("The well @-@ known bank . It lends 1 @,@ 000 dollars .\n"
                       "The river bank is steep .\n", "utf-8")
-    reading = jobs.CorpusReading(pretokenized=True, split_sentences=False)
+    reading = CorpusReading(pretokenized=True, split_sentences=False)
     assert reading.folder_suffix() == "-pretokenized-lines"
     assert reading.options() == "--pretokenized --no-split-sentences"
-    assert jobs.CorpusReading.from_dict(reading.to_dict()) == reading
-    assert jobs.CorpusReading.from_dict({"pretokenized": "yes", "split_sentences": False}) == \
-        jobs.CorpusReading(False, False)                      # what is not a bool: the default
+    assert CorpusReading.from_dict(reading.to_dict()) == reading
+    assert CorpusReading.from_dict({"pretokenized": "yes", "split_sentences": False}) == \
+        CorpusReading(False, False)                      # what is not a bool: the default
     emb = Embedder(load_checkpoint(tiny_checkpoint), device="cpu")
     app = jobs.build_index(jobs.BuildRequest((corpus,), tmp_path / "app", str(tiny_checkpoint),
                                              reading=reading), emb, TaskState())

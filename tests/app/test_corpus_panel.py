@@ -437,8 +437,8 @@ def test_build_index_asks_how_to_read_the_files_and_remembers_it(qtbot, panel, t
     from PySide6.QtCore import QSettings
     from PySide6.QtWidgets import QDialog, QFileDialog
 
-    from elmo_explorer.views.corpus import build_dialog
-    from elmo_explorer.views.corpus.jobs import CorpusReading
+    from elmo_explorer.views.reading import CorpusReading
+    from elmo_explorer.views.reading_dialog import ReadingDialog
 
     corpus = tmp_path / "wiki.txt"
     corpus.write_text("The well @-@ known bank .\n", encoding="utf-8")
@@ -448,12 +448,12 @@ def test_build_index_asks_how_to_read_the_files_and_remembers_it(qtbot, panel, t
     shown = []
 
     def answer(dlg):                                   # the user ticks Pretokenized, then Build
-        shown.append((dlg.reading(), dlg.where.text()))
+        shown.append((dlg.reading(), dlg.note.text()))
         dlg.pretokenized.setChecked(True)
-        shown.append((dlg.reading(), dlg.where.text()))
+        shown.append((dlg.reading(), dlg.note.text()))
         return QDialog.DialogCode.Accepted
 
-    monkeypatch.setattr(build_dialog.BuildDialog, "exec", answer)
+    monkeypatch.setattr(ReadingDialog, "exec", answer)
     builds = []
     monkeypatch.setattr(panel, "build", lambda files, folder, reading: builds.append(
         (files, folder, reading)))
@@ -466,7 +466,7 @@ def test_build_index_asks_how_to_read_the_files_and_remembers_it(qtbot, panel, t
         "there resumes)."
     assert builds == [([corpus], panel.default_folder("wiki-pretokenized"), ticked)]
     shown.clear()
-    monkeypatch.setattr(build_dialog.BuildDialog, "exec",
+    monkeypatch.setattr(ReadingDialog, "exec",
                         lambda dlg: shown.append(dlg.reading()) or QDialog.DialogCode.Rejected)
     panel._ask_build()                                 # remembered; cancel builds nothing
     assert shown == [ticked] and len(builds) == 1

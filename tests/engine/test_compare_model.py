@@ -151,8 +151,15 @@ def test_build_index_cancel(embedder):
 def test_read_corpus_and_vocabulary(tmp_path):
     f = tmp_path / "ref.txt"
     f.write_text("The bank of the river.\n\nI don't know.\n", encoding="utf-8")
-    assert read_corpus(f) == [["The", "bank", "of", "the", "river", "."],
-                              ["I", "do", "n't", "know", "."]]
+    ref = read_corpus(f)
+    assert ref.sentences == [["The", "bank", "of", "the", "river", "."],
+                             ["I", "do", "n't", "know", "."]]
+    assert ref.blank_note == "skipped 1 blank line (line 2) of ref.txt"
+    para = tmp_path / "para.txt"                 # contexts --reference's reading, and the view's
+    para.write_text("The bank of the river. It was steep. A well @-@ known bank.\n", "utf-8")
+    assert [len(s) for s in read_corpus(para).sentences] == [6, 4, 8]          # cut, tokenized
+    assert read_corpus(para, pretokenized=True, split_sentences=False).sentences == [
+        "The bank of the river. It was steep. A well @-@ known bank.".split()]
     with pytest.raises(InputError, match="ref.txt:3"):
         read_corpus(f, max_tokens=8)
     bad = tmp_path / "bad.txt"

@@ -1,16 +1,19 @@
 """Building contextual-neighbour indexes: reference corpora, vocabularies, the index cache.
 
-A reference corpus is a text file with one sentence per line (plain or gzip), tokenized like typed
-text. :func:`build_index` embeds a corpus with an :class:`~elmo_engine.embed.embedder.Embedder`
-(with progress and cancel), indexes its contextual layers and its word types (plus an optional
-vocabulary) and records the corpus mean per layer (the anisotropy reference). :class:`IndexCache`
-keeps built indexes in memory (bounded by count and bytes) and optionally on disk as npz (never
-pickled), keyed by the checkpoint checksum, the corpus tokens and the vocabulary.
+A reference text is a file of sentences (plain or gzip), read by :func:`read_corpus` as
+``contexts --reference`` and the Contexts view both read it: typed text tokenized or
+``pretokenized``, each line cut into sentences unless told not to. :func:`build_index` embeds a
+corpus with an :class:`~elmo_engine.embed.embedder.Embedder` (with progress and cancel), indexes
+its contextual layers and its word types (plus an optional vocabulary) and records the corpus
+mean per layer (the anisotropy reference). :class:`IndexCache` keeps built indexes in memory
+(bounded by count and bytes) and optionally on disk as npz (never pickled), keyed by the
+checkpoint checksum, the corpus tokens and the vocabulary.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
 
@@ -22,7 +25,6 @@ from elmo_engine.io.datasets.textio import iter_lines
 from elmo_engine.errors import InputError
 from elmo_engine.analysis.contexts.neighbours import NeighbourIndex, WordIndex
 from elmo_engine.progress import TaskState, check, report
-from elmo_engine.model.tokenize import tokenize
 
 log = logging.getLogger(__name__)
 
@@ -31,25 +33,33 @@ MAX_CORPUS_TOKENS = 1_000_000
 MAX_VOCABULARY = 200_000
 
 
-def read_corpus(path, max_tokens: int = MAX_CORPUS_TOKENS) -> List[List[str]]:
-    """A reference text file: one sentence per line (blank lines skipped), tokenized; read by
-    the one sentence reader (:func:`elmo_engine.io.datasets.sentences.iter_sentences`)."""
-    from elmo_engine.io.datasets.sentences import iter_sentences
+@dataclass(frozen=True)
+class ReferenceText:
+    """The sentences of a reference text and the blank lines skipped, said as every command
+    says them ("" for none)."""
 
-    sents: List[List[str]] = []
-    total = 0
-    for lineno, line in iter_sentences(path):
-        toks = tokenize(line)
-        if not toks:
-            continue
-        total += len(toks)
-        if total > max_tokens:
-            raise InputError(f"more than {max_tokens} tokens; use a smaller reference corpus",
-                             path=path, line=lineno)
-        sents.append(toks)
-    if not sents:
-        raise InputError("no sentences in the reference file", path=path)
-    return sents
+    path: Path
+    sentences: List[List[str]]
+    blank_note: str = ""
+
+
+def read_corpus(path, pretokenized: bool = False, split_sentences: bool = True,
+                max_tokens: int = MAX_CORPUS_TOKENS) -> ReferenceText:
+    """A reference text: one sentence per line, or a paragraph that ``split_sentences`` cuts
+    into sentences (the trainer's splitter, :func:`~elmo_engine.io.datasets.corpus_text.
+    split_sentences`: ``--split-sentences``, the default), typed text tokenized or
+    ``pretokenized`` (split on whitespace); a grouped ``group<TAB>sentence`` file gives its
+    sentences; blank lines are skipped. Read by the one reader of sentence files
+    (:func:`~elmo_engine.io.datasets.text_input.read_text_input`: bounded in bytes, and at
+    ``max_tokens`` tokens); errors name the file and the line."""
+    from elmo_engine.io.datasets.corpus_text import split_sentences as cut
+    from elmo_engine.io.datasets.text_input import read_text_input
+
+    text = read_text_input(path, pretokenized=pretokenized, max_tokens=max_tokens)
+    sentences = [list(s) for s in text.tokens]
+    if split_sentences:
+        sentences = [piece for s in sentences for piece in cut(s)]
+    return ReferenceText(Path(path), sentences, text.blank_note())
 
 
 def read_vocabulary(path, limit: int = MAX_VOCABULARY) -> List[str]:
@@ -163,4 +173,5 @@ class IndexCache:
         return idx
 
 
-__all__ = ["IndexCache", "build_index", "index_key", "read_corpus", "read_vocabulary"]
+__all__ = ["IndexCache", "ReferenceText", "build_index", "index_key", "read_corpus",
+           "read_vocabulary"]

@@ -146,7 +146,8 @@ def neighbours_part(emb, tokens, acts, comp: cmp.Comparison, state, selection,
     """The nearest neighbours of the compared word per layer, as the contexts view shows them
     and ``contexts --neighbours-csv`` writes them: the same index (the sentences, then the
     word's sentences of the bundled reference set unless the view turned it off, then the view's
-    reference text; layer 0's known words from the checkpoint's vocabulary), the same
+    reference text, read as the view read it; layer 0's known words from the checkpoint's
+    vocabulary), the same
     query (the view's selected occurrence, else the workspace's selection, else the first
     occurrence in group order), the same rows (:meth:`NeighbourTable.csv_rows`)."""
     from elmo_engine.analysis.contexts.neighbour_corpus import (build_index, read_corpus,
@@ -165,8 +166,12 @@ def neighbours_part(emb, tokens, acts, comp: cmp.Comparison, state, selection,
     if isinstance(ref, str) and ref.strip():
         path = Path(ref)
         path = path if path.is_absolute() else Path(source).parent / path
+        how = state.get("reference_reading")              # as the view read it
+        how = how if isinstance(how, dict) else {}
         try:
-            reference, ref_name = read_corpus(path), path.name
+            reference = read_corpus(path, how.get("pretokenized") is True,
+                                    how.get("split_sentences") is not False).sentences
+            ref_name = path.name
         except (InputError, OSError) as e:
             part.notes.append(f"The contexts view's reference text was left out of the "
                               f"neighbour corpus: {e}")

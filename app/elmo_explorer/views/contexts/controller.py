@@ -42,12 +42,15 @@ from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel,
 from elmo_explorer.views.contexts.view import ContextsView
 from elmo_explorer.views.contexts.widgets import neighbours_html
 from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.views.reading import CorpusReading
+from elmo_explorer.views.reading_dialog import ask_reading, window_qsettings
 from elmo_explorer.state.words import default_word
 
 __all__ = ["ContextsPanel", "default_word"]
 
 #: the request kinds of the view's jobs (a newer request of a kind supersedes older ones)
 COMPARE, INDEX, NEIGHBOURS = "compare", "index", "neighbours"
+READING_KEY = "contexts/reference_reading"     # how the last reference text was read (JSON)
 
 
 class ContextsPanel(PanelDefaults, QWidget):
@@ -128,10 +131,12 @@ class ContextsPanel(PanelDefaults, QWidget):
             self.set_word(word)
         else:
             self._recompute_all()
-        ref = state.get("reference_file")
+        ref, how = state.get("reference_file"), CorpusReading.from_dict(
+            state.get("reference_reading"))
         if isinstance(ref, str) and ref and Path(ref).is_file() and (
-                m.reference_path is None or Path(ref) != m.reference_path):
-            self._read_reference(ref)
+                m.reference_path is None or Path(ref) != m.reference_path
+                or how != m.reference_reading):
+            self.set_reference_file(ref, how)
 
     # ---- what the tests and scripts drive -----------------------------------------------------
     def set_word(self, word: str) -> None:
@@ -164,10 +169,6 @@ class ContextsPanel(PanelDefaults, QWidget):
     def select_occurrence(self, row: int) -> None:
         s, t = self.view.occ_table.occurrences[row]
         self.ws.select(TokenRef(s, t))
-
-    def set_reference_file(self, path) -> None:
-        """Add a text file's sentences to the neighbour corpus (read on the worker)."""
-        self._read_reference(path)
 
     # ---- workspace events -------------------------------------------------------------------
     def done(self, what: str) -> None:
@@ -312,23 +313,29 @@ class ContextsPanel(PanelDefaults, QWidget):
         self.failed.emit(message)
 
     # ---- neighbours: the reference corpus, its index, the table ------------------------------
-    def _read_reference(self, path) -> None:
-        """Add a text file's sentences to the neighbour corpus (read on the worker)."""
+    def set_reference_file(self, path, reading: CorpusReading = CorpusReading()) -> None:
+        """Add a text file's sentences, read as ``contexts --reference`` reads it with the
+        same options, to the neighbour corpus (read on the worker)."""
         path, m = Path(path), self.model
 
         def done(tokens) -> None:
-            m.reference_path, m.reference_tokens = path, tokens
-            self.view.ref_label.setText(f"{path.name}: {len(tokens):,} sentences")
+            m.reference_path, m.reference_tokens, m.reference_reading = path, tokens, reading
+            how = reading.describe()
+            self.view.ref_label.setText(f"{path.name}: {len(tokens):,} sentences"
+                                        + (f" ({how})" if how else ""))
             self.request_index()
 
-        self.jobs.submit(f"Reading {path.name}", lambda state: read_corpus(path),
+        self.jobs.submit(f"Reading {path.name}", lambda state: read_corpus(
+            path, reading.pretokenized, reading.split_sentences).sentences,
                               kind="reference", on_done=done, on_failed=self.show_error)
 
     def ask_reference(self) -> None:
         name, _ = QFileDialog.getOpenFileName(self, "Reference text (one sentence per line)", "",
                                               "Text (*.txt *.txt.gz);;All files (*)")
-        if name:
-            self._read_reference(name)
+        reading = ask_reading(self, window_qsettings(self), READING_KEY, "Add a reference text",
+                              "Add", [Path(name)], "Add") if name else None
+        if reading is not None:
+            self.set_reference_file(name, reading)
 
     def request_index(self) -> None:
         """Index the neighbour corpus (the loaded sentences first, so that their indices match

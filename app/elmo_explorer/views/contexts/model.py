@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.analysis.contexts.neighbours import NeighbourIndex, NeighbourTable
+from elmo_explorer.views.reading import CorpusReading
 
 MAX_OCCURRENCES = 300
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
@@ -46,6 +47,7 @@ class ContextsModel:
     query : the occurrence whose neighbours are shown
     index, table : the neighbour index over the corpus, and the neighbour table shown
     reference_path, reference_tokens : the optional reference text added to the corpus
+    reference_reading : how it was read (as ``contexts --reference`` reads it)
     groups : word → {occurrence → group label} typed by the user
     pending : the jobs ("compare", "neighbours") still to finish before the view is ready
     """
@@ -58,6 +60,7 @@ class ContextsModel:
     table: Optional[NeighbourTable] = None
     reference_path: Optional[Path] = None
     reference_tokens: List[List[str]] = field(default_factory=list)
+    reference_reading: CorpusReading = field(default_factory=CorpusReading)
     groups: Dict[str, Dict[Occ, str]] = field(default_factory=dict)
     index_sig: Any = None
     reference_size: int = 0
@@ -107,7 +110,8 @@ class ContextsModel:
                              {"sentence": int(self.query[0]), "token": int(self.query[1])}),
                 "k": settings.k, "layer_norm": settings.layer_norm,
                 "reference_set": settings.reference_set,
-                "reference_file": str(self.reference_path) if self.reference_path else None}
+                "reference_file": str(self.reference_path) if self.reference_path else None,
+                "reference_reading": self.reference_reading.to_dict()}
 
 
 def settings_from_state(state: Dict[str, Any], current: ContextsSettings) -> ContextsSettings:

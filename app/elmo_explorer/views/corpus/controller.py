@@ -32,6 +32,8 @@ from elmo_explorer.views.corpus.model import (CorpusModel, CorpusOptions, MapSco
                                               Query)
 from elmo_explorer.views.corpus.view import CorpusView, HINT
 from elmo_explorer.views.protocol import PanelDefaults
+from elmo_explorer.views.reading import CorpusReading
+from elmo_explorer.views.reading_dialog import window_qsettings
 
 log = logging.getLogger(__name__)
 SETTINGS_KEY = "corpus/last_index"
@@ -143,8 +145,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         return settings.data_dir()
 
     def _qsettings(self):
-        s = getattr(self.window(), "settings", None)
-        return getattr(s, "qs", None)
+        return window_qsettings(self)
 
     def default_folder(self, stem: str = "reference") -> Optional[Path]:
         """Where the app builds an index of ``stem`` for the loaded model and its precision
@@ -253,7 +254,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
 
     def build(self, corpus: List[Path], folder: Optional[Path],
               shard_size: int = jobs.SHARD_SIZE,
-              reading: jobs.CorpusReading = jobs.CorpusReading()) -> Optional[JobHandle]:
+              reading: CorpusReading = CorpusReading()) -> Optional[JobHandle]:
         """Build (or resume) the index of ``corpus`` read as ``reading`` in ``folder``."""
         emb, spec = self.ws.embedder, self.ws.model_spec
         if emb is None or folder is None:

@@ -19,47 +19,11 @@ from elmo_engine.index.store import Manifest
 from elmo_engine.progress import TaskState, check, report
 from elmo_explorer.views.corpus.atlas import MapData, categories, project_layer
 from elmo_explorer.views.corpus.model import ConcordanceLine, MapSelection, SELECTION_LINES
+from elmo_explorer.views.reading import CorpusReading
 
 #: the layers an index built from the app holds (the token layer and both biLSTM layers)
 BUILD_LAYERS: Tuple[int, ...] = (0, 1, 2)
 SHARD_SIZE = 500                     # sentences per shard: resuming loses at most this much
-
-
-@dataclass(frozen=True)
-class CorpusReading:
-    """How a build reads the corpus files, as ``elmo-explorer index`` does: tokenized as typed
-    text or, ``pretokenized``, split on spaces only (``--pretokenized``: text already tokenized,
-    such as WikiText, whose ``@-@`` stays one word); each line cut into sentences
-    (``split_sentences``, the default) or one sentence per line (``--no-split-sentences``)."""
-
-    pretokenized: bool = False
-    split_sentences: bool = True
-
-    def reader(self, paths: Sequence[Path]) -> CorpusReader:
-        return CorpusReader(tuple(Path(p) for p in paths),
-                            "whitespace" if self.pretokenized else "regex", self.split_sentences)
-
-    def folder_suffix(self) -> str:
-        """What the default folder's name adds for a reading other than the default
-        (``-pretokenized``, ``-lines``), so that the same files read two ways are two indexes."""
-        return ("-pretokenized" if self.pretokenized else "") + (
-            "" if self.split_sentences else "-lines")
-
-    def options(self) -> str:
-        """The command's options for this reading (``""`` for the default)."""
-        return " ".join(o for o, on in (("--pretokenized", self.pretokenized),
-                                        ("--no-split-sentences", not self.split_sentences)) if on)
-
-    def to_dict(self) -> Dict[str, bool]:
-        return {"pretokenized": self.pretokenized, "split_sentences": self.split_sentences}
-
-    @classmethod
-    def from_dict(cls, d: object) -> "CorpusReading":
-        """A remembered reading; what is not a bool is the default's."""
-        d = d if isinstance(d, dict) else {}
-        out = cls()
-        return cls(*(d.get(k) if isinstance(d.get(k), bool) else getattr(out, k)
-                     for k in ("pretokenized", "split_sentences")))
 
 
 @dataclass(frozen=True)
@@ -80,7 +44,8 @@ def read_corpus(paths: Sequence[Path], reading: CorpusReading = CorpusReading())
     tokenizer, paragraphs split into sentences; always ``= … =`` headers skipped, over-long
     sentences cut), so an index the app builds and one the CLI builds from the same files are
     the same index; a stream, read anew at each pass (never held whole)."""
-    return reading.reader(paths)
+    return CorpusReader(tuple(Path(p) for p in paths),
+                        "whitespace" if reading.pretokenized else "regex", reading.split_sentences)
 
 
 def build_index(req: BuildRequest, embedder, state: TaskState,
