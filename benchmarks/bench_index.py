@@ -92,6 +92,19 @@ def exact_top(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
     return best_i
 
 
+def build_share(folder: Path, seconds: float) -> str:
+    """The share of the GEMM ceiling the build's nominal FLOPs (the bundled model's per token
+    × the index's tokens) reach in ``seconds`` (the whole command: HNSW graphs included)."""
+    from elmo_engine.cli.common import checkpoint_or_demo
+    from elmo_engine.index.store import read_manifest
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.model.flops import flops_per_token
+
+    m = read_manifest(folder)
+    flops = flops_per_token(load_checkpoint(checkpoint_or_demo(None)).opts).total
+    return hostinfo.share_line(flops * m.n_tokens, seconds, m.precision or "fp32")
+
+
 def real(a) -> None:
     work = Path(a.work)
     work.mkdir(parents=True, exist_ok=True)
@@ -109,6 +122,8 @@ def real(a) -> None:
         peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20
         print(f"index build: {build:.0f} s ({n / build:,.0f} tokens/s overall), peak memory "
               f"{peak:.2f} GB, disk MB {du(work / 'index')}", flush=True)
+        print(f"the model's nominal FLOPs over the build: {build_share(work / 'index', build)}",
+              flush=True)
     from elmo_engine.index.search import CorpusIndex
 
     ix = CorpusIndex(work / "index")

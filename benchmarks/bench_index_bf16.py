@@ -37,7 +37,11 @@ def main() -> int:
     from elmo_engine.index.search import CorpusIndex, query_vectors
     from elmo_engine.model.checkpoint import load_checkpoint
 
+    from elmo_engine.index.store import read_manifest
+    from elmo_engine.model.flops import flops_per_token
+
     print(hostinfo.host_line())
+    flops = flops_per_token(load_checkpoint(checkpoint_or_demo(None)).opts).total
     for precision in ("fp32", "bf16"):
         out = args.work / precision
         t = time.perf_counter()
@@ -45,8 +49,10 @@ def main() -> int:
                     "--shard-size", "500", "--precision", precision])
         if code != 0:
             return code
-        print(f"{precision}: index built in {time.perf_counter() - t:.1f} s (whole command; "
-              "a second or so if it was already complete)")
+        took, tokens = time.perf_counter() - t, read_manifest(out).n_tokens
+        print(f"{precision}: index built in {took:.1f} s (whole command; a second or so if it "
+              f"was already complete): {tokens:,} tokens, the model's nominal FLOPs at "
+              f"{hostinfo.share_line(flops * tokens, took, precision)}")
     ia, ib = CorpusIndex(args.work / "fp32"), CorpusIndex(args.work / "bf16")
     for layer in ia.layers:
         a = np.asarray(ia.vectors[layer], np.float32)

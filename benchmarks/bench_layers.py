@@ -38,7 +38,8 @@ _SPLIT = re.compile(r"(?<=[.!?])[\"”’')\]]*\s+(?=[\"“‘(\[]?[A-Z])")
 
 def corpus_sentences(n: int):
     """Up to ``n`` tokenized sentences and where they came from."""
-    from elmo_engine.analysis.layers.run import read_corpus, reference_corpus_path
+    from elmo_engine.analysis.layers.run import reference_corpus_path
+    from elmo_engine.analysis.layers.sample import read_sample
     from elmo_engine.model.tokenize import tokenize
 
     files = [SHARED / "openstax_prose" / "train.txt.gz", SHARED / "pd_fiction" / "train.txt.gz"]
@@ -58,7 +59,7 @@ def corpus_sentences(n: int):
                     if got >= per:
                         break
         return out[:n], "shared OpenStax + pd_fiction training text"
-    sents, _ = read_corpus(reference_corpus_path(), False)
+    sents = read_sample(reference_corpus_path()).tokens
     return sents[:n], "the shipped reference corpus (../shared not found)"
 
 
@@ -220,6 +221,11 @@ def bench_contextuality(args, report):
     print(f"contextuality: {len(tokens)} sentences ({source}), {n_tok} tokens, {len(res.words)} "
           f"words with >= 5 occurrences: embedding {t_embed:.1f} s + measures "
           f"{total - t_embed:.1f} s = {total:.1f} s (target <= 180 s for 20,000 sentences)")
+    import hostinfo
+    from elmo_engine.model.flops import flops_per_token
+
+    print(f"  embedding: the model's nominal FLOPs at "
+          f"{hostinfo.share_line(flops_per_token(emb.opts).total * n_tok, t_embed)}")
     report["contextuality"] = {"sentences": len(tokens), "tokens": n_tok, "embedding_s": t_embed,
                                "measures_s": total - t_embed, "total_s": total}
     sub, n_sub = tokens[:args.naive_sentences], args.naive_sentences

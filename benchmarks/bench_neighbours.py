@@ -41,7 +41,7 @@ def real_index(path: str, checkpoint: str, n_tokens: int):
 
     runtime.configure(threads=1)
     sents, total = [], 0
-    for s in read_corpus(path, max_tokens=10 ** 8):
+    for s in read_corpus(path, split_sentences=False, max_tokens=10 ** 8).sentences:
         s = s[: n_tokens - total]
         sents.append(s)
         total += len(s)
