@@ -429,7 +429,7 @@ class Parser(argparse.ArgumentParser):
         flags = _NO_VALUE.match(message)            # "--span -1:2": argparse saw an option
         longs = [f for f in flags.group(1).split("/") if f.startswith("--")] if flags else []
         if longs:
-            message += f" (a value that starts with '-' is written {longs[-1]}=VALUE)"
+            message += f" (if the value starts with '-', write {longs[-1]}=VALUE)"
         self.exit(2, f"{PROGRAM}: error: {message} (see {self.prog} --help)\n")
 
     def _bad_value(self, action, error: argparse.ArgumentError):

@@ -299,3 +299,8 @@ def test_pretokenized_and_grouped_corpora_read_as_the_command_reads_them(qtbot, 
     assert panel.model.result["corpus"]["sentences_in_file"] == 12
     panel.set_corpus("")                          # the reference corpus: the switch is off
     assert not box.isEnabled() and not panel.model.settings.split_on_spaces
+    # a workspace saved before the switch: its corpus tokenized, whatever this session chose
+    panel.set_corpus(str(wiki))
+    box.setChecked(True)
+    panel.restore_view_state({"settings": {"corpus": str(wiki), "sentences": 1000}})
+    assert not panel.model.settings.pretokenized and not box.isChecked()

@@ -395,12 +395,12 @@ def test_a_value_that_starts_with_a_dash_says_how_to_write_it(env, capsysbinary)
     base = ["units", "pattern", str(corpus), "--sentence", "the cat sat"]
     code, _, err = run(base + ["--span", "-1:2"], capsysbinary)
     line = one_error_line(err)
-    assert code == 2 and "argument --span: expected one argument (a value that starts with " \
-        "'-' is written --span=VALUE)" in line, line
+    assert code == 2 and "argument --span: expected one argument (if the value starts with " \
+        "'-', write --span=VALUE)" in line, line
     code, _, err = run(base + ["--span=-1:2"], capsysbinary)         # now the command's check
     assert code == 1 and "--span" in one_error_line(err) and "-1" in err, err
     code, _, err = run(["embed", str(corpus), "-o"], capsysbinary)  # the long name, short given
-    assert code == 2 and "written --out=VALUE" in one_error_line(err)
+    assert code == 2 and "write --out=VALUE" in one_error_line(err)
 
 
 def test_layers_mix_has_one_default_equal_weights(env, capsysbinary):

@@ -244,6 +244,16 @@ def test_sample_reads_the_file_as_a_stream_and_says_what_it_kept(tmp_path, tiny_
     assert both == [whole[i] for i in subset(400, 100, 0)]
     with pytest.raises(InputError, match="1 to 100,000 tokens"):
         read_sample(f, max_tokens=10 ** 6)
+    from elmo_engine.errors import CancelledError
+    from elmo_engine.progress import TaskState
+
+    said = []                                     # progress as it reads, and cancel
+    assert read_sample(f, state=TaskState(lambda d, t, m: said.append(m))).tokens == whole
+    assert said[0] == "reading c.txt: 0 sentences" and said[-1] == "sampling c.txt: 0 sentences"
+    stop = TaskState()
+    stop.cancel()
+    with pytest.raises(CancelledError):
+        read_sample(f, state=stop)
     capsys.readouterr()                                           # the command says both notes
     assert main(["layers", str(f), "--checkpoint", str(tiny_checkpoint), "--device", "cpu",
                  "--max-tokens", "500", "--seed", "3", "-o", str(tmp_path / "l.txt")]) == 0

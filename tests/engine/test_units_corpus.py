@@ -131,7 +131,17 @@ def test_a_grouped_corpus_over_the_byte_bound_gives_its_first_words(tmp_path, mo
     mixed.write_text(line * 2 + "no tab here .\n" + line, encoding="utf-8")
     assert read_units_corpus(mixed, 1000).sentences[0] == ["g1", "The", "zebra", "ran", "near",
                                                            "the", "water", "."]  # not grouped
-    assert read_units_corpus(mixed, 2).sentences == [line.split()[1:]]  # 2 lines: grouped
+    assert read_units_corpus(mixed, 1).sentences == [line.split()[1:]]  # 2 lines: grouped
+    # the reader looks one sentence past its words, and a line with no sentence after its TAB
+    # holds none: the probe counts lines with words, and one more (a review's two cases)
+    short = tmp_path / "short.txt"
+    short.write_text("a\tx\nb\ty\nc\tz\nplain line here\n", encoding="utf-8")
+    read = read_units_corpus(short, 3)                 # the plain line is met: not grouped
+    assert read.sentences == [["a", "x"], ["b", "y"]] and read.truncated
+    empty = tmp_path / "empty.txt"
+    empty.write_text("a\t \nb\tx y\nplain z\n", encoding="utf-8")
+    read = read_units_corpus(empty, 2)
+    assert read.sentences == [["a"], ["b", "x", "y"]] and read.truncated
     from elmo_engine.io.datasets.text_input import iter_text_input
 
     with pytest.raises(InputError) as e:                 # grouped, told from a short prefix

@@ -199,24 +199,31 @@ class TextScan:
 def _is_grouped_stream(path: Path, max_bytes: Optional[int], max_sentences: Optional[int],
                        probe: Optional[int] = None) -> bool:
     """Whether every content line holds a TAB (the grouped form), reading the file once, or
-    only its first ``probe`` content lines (:func:`grouped_prefix`)."""
+    only until ``probe`` of its lines hold a sentence after the TAB (:func:`grouped_prefix`)."""
     seen = 0
     for _, text in _raw_lines(path, max_bytes, max_sentences):
         if _is_content(text):
             if "\t" not in text:
                 return False
             seen += 1
-            if probe is not None and seen >= probe:
-                break
+            if probe is not None and text.split("\t", 1)[1].strip():
+                probe -= 1
+                if probe <= 0:
+                    break
     return seen > 0
 
 
-def grouped_prefix(path: PathLike, lines: int, max_bytes: Optional[int] = None) -> bool:
-    """Whether the first ``lines`` content lines of the file are all ``group<TAB>sentence``:
-    the grouped form for a reader that stops within them (the Units corpora read the first
-    30,000 words), so that a grouped file is not read whole to tell its form. A later line
-    without a TAB, read after all, is then an :class:`InputError` naming it."""
-    return _is_grouped_stream(Path(path), max_bytes, None, probe=max(1, lines))
+def grouped_prefix(path: PathLike, words: Optional[int], max_bytes: Optional[int] = None
+                   ) -> bool:
+    """Whether the file is ``group<TAB>sentence`` as far as a reader of its first ``words``
+    words reads it (None: the whole file): every content line holds a TAB until ``words`` + 1
+    lines with a sentence after it (a sentence has at least one word; the reader looks one
+    sentence past the limit to tell that the file holds more). So that a grouped file is not
+    read whole to tell its form (the Units corpora read the first 30,000 words); a line
+    without a TAB that such a reader meets after all is an :class:`InputError` naming it."""
+    return _is_grouped_stream(Path(path), max_bytes, None if words is not None
+                              else MAX_INPUT_SENTENCES,
+                              probe=None if words is None else max(1, words) + 1)
 
 
 def _walk(path: Path, pretokenized: bool, grouped: bool, split: Optional[Splitter],

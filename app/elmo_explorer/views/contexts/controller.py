@@ -330,7 +330,7 @@ class ContextsPanel(PanelDefaults, QWidget):
                               kind="reference", on_done=done, on_failed=self.show_error)
 
     def ask_reference(self) -> None:
-        name, _ = QFileDialog.getOpenFileName(self, "Reference text (one sentence per line)", "",
+        name, _ = QFileDialog.getOpenFileName(self, "Reference text", "",
                                               "Text (*.txt *.txt.gz);;All files (*)")
         reading = ask_reading(self, window_qsettings(self), READING_KEY, "Add a reference text",
                               "Add", [Path(name)], "Add") if name else None

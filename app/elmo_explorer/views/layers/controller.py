@@ -234,8 +234,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         info = _model_info(emb, getattr(self.ws.model_spec, "path", ""))
 
         def job(state):
-            state.report(0, 1, f"reading {Path(corpus).name}")
-            sample = read_sample(corpus, pretokenized, n, seed=SEED)
+            sample = read_sample(corpus, pretokenized, n, seed=SEED, state=state)
             res = layers_run.analyse_layers(emb, sample.tokens, seed=SEED, state=state)
             analysis = (res, sample.tokens)
             return (result_dict(info, corpus, sample.sentences_in_file, n, analysis,
@@ -265,7 +264,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         corpus, n = self.corpus_path(), self.model.n_sentences()
         pretokenized = self.model.settings.split_on_spaces
         key = self.model.key(emb.checksum, corpus)
-        have = self.model.analysis if self.model.cached(key) else None
+        have = self.model.cache[key][1] if self.model.cached(key) else None
         info = _model_info(emb, getattr(self.ws.model_spec, "path", ""))
 
         def job(state):
@@ -278,7 +277,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             state.check()
             analysis, result = have, None
             if analysis is None:
-                sample = read_sample(corpus, pretokenized, n, seed=SEED)
+                sample = read_sample(corpus, pretokenized, n, seed=SEED, state=state)
                 res = layers_run.analyse_layers(emb, sample.tokens, seed=SEED, state=state)
                 analysis = (res, sample.tokens)
                 result = result_dict(info, corpus, sample.sentences_in_file, n, analysis,

@@ -213,7 +213,10 @@ class LayersModel:
         computed with the loaded model (``checksum``). Invalid parts are ignored."""
         if not isinstance(state, dict):
             return
-        self.settings = LayersSettings.from_dict(state.get("settings"), self.settings)
+        saved = state.get("settings")
+        self.settings = LayersSettings.from_dict(saved, self.settings)
+        if not (isinstance(saved, dict) and "pretokenized" in saved):
+            self.settings.pretokenized = False     # saved before the switch: tokenized
         result = state.get("result")
         if result is not None and valid_result(result) and result["model"].get("checksum") == checksum:
             self.result, self.analysis = result, None
