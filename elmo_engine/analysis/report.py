@@ -48,16 +48,19 @@ from elmo_engine.analysis.projection.report import projection_part
 from elmo_engine.errors import InputError
 from elmo_engine.io.figures import FigureStyle
 from elmo_engine.io.report import ReportSpec, ReportTable, saved_figures, table_number
-from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
+from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, sentence_tokens
 
 #: the layers view's name in a workspace file and its state's version (``views["layers"]``)
 LAYERS_VIEW = "layers"
 LAYERS_VIEW_VERSION = 1
 
 
-def tokenize_sentences(sentences: Sequence[str]) -> List[List[str]]:
-    """The tokens of a workspace's sentences, as the app tokenizes them."""
-    return [list(tokenize(s, MAX_SENTENCE_TOKENS)[:MAX_SENTENCE_TOKENS]) for s in sentences]
+def tokenize_sentences(sentences: Sequence[str], tokenization: str = "tokenize"
+                       ) -> List[List[str]]:
+    """The tokens of a workspace's sentences, as the app tokenizes them (its ``tokenization``:
+    typed text, or ``"whitespace"`` for pretokenized text)."""
+    return [list(sentence_tokens(s, tokenization, MAX_SENTENCE_TOKENS)[:MAX_SENTENCE_TOKENS])
+            for s in sentences]
 
 
 def named_word(data, tokens, word: Optional[str] = None, notes: Optional[List[str]] = None
@@ -146,7 +149,7 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
     """
     notes = list(notes)
     if tokens is None:
-        tokens = tokenize_sentences(data.sentences)
+        tokens = tokenize_sentences(data.sentences, data.tokenization)
     word = named_word(data, tokens, word, notes)
     layers = layers_result(data)
     has_mdl = bool(mdl_runs(data))

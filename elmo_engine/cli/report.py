@@ -46,6 +46,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("sentences", type=Path,
                    help="UTF-8 text, one sentence per line, or group<TAB>sentence lines")
     p.add_argument("--word", required=True, help="the word to compare (exact spelling)")
+    common.add_pretokenized(p)
     common.add_checkpoint(p)
     p.add_argument("--probes", type=Path, nargs="+", default=[], metavar="RESULTS.json",
                    help="probe results written by 'elmo-explorer probe --out' (one or more)")
@@ -118,15 +119,17 @@ def read_layers_result(path: Optional[Path]) -> Optional[dict]:
 
 
 def build_workspace(text, word: str, checkpoint: Path, checksum: str, name: str,
-                    probe_runs: List[dict], layers: Optional[dict]):
-    """The workspace the app would hold: sentences, checkpoint, ``word`` selected at its first
-    occurrence, the contexts view's word and groups, probe and layers results."""
+                    probe_runs: List[dict], layers: Optional[dict],
+                    tokenization: str = "tokenize"):
+    """The workspace the app would hold: sentences (split into tokens as ``tokenization``
+    says), checkpoint, ``word`` selected at its first occurrence, the contexts view's word and
+    groups, probe and layers results."""
     from elmo_engine.analysis.contexts.groups import word_groups
     from elmo_engine.analysis.report import LAYERS_VIEW, LAYERS_VIEW_VERSION, tokenize_sentences
     from elmo_engine.io.workspace_file import CheckpointRef, WorkspaceData
 
     sentences = [" ".join(t) for t in text.tokens]
-    tokens = tokenize_sentences(sentences)            # as the app reads them back
+    tokens = tokenize_sentences(sentences, tokenization)     # as the app reads them back
     first = next(((s, t) for s, toks in enumerate(tokens) for t, w in enumerate(toks)
                   if w == word), None)
     if first is None:
@@ -141,7 +144,7 @@ def build_workspace(text, word: str, checkpoint: Path, checksum: str, name: str,
     if layers is not None:
         views[LAYERS_VIEW] = {"version": LAYERS_VIEW_VERSION, "result": layers}
     return WorkspaceData(
-        sentences=sentences,
+        sentences=sentences, tokenization=tokenization,
         checkpoint=CheckpointRef(str(checkpoint.resolve()), checksum, name),
         selection={"sentence": first[0], "token": first[1], "word": word},
         views=views, probe_runs=probe_runs), tokens
@@ -162,7 +165,7 @@ def run(args) -> int:
     check_report_folder(args.out, args.force)       # never a folder of the user's
     if args.workspace_out is not None and not args.workspace_out.name.endswith(".json"):
         raise InputError(f"a workspace file's name ends in {SUFFIX}", path=args.workspace_out)
-    text = common.read_text(args.sentences)
+    text = common.read_text(args.sentences, args.pretokenized)
     if not text.tokens:
         raise InputError("no sentences", path=args.sentences)
     probe_runs = read_probe_results(args.probes)
@@ -174,7 +177,8 @@ def run(args) -> int:
                            path=args.sentences)
     emb = Embedder(model, device=str(device))
     data, tokens = build_workspace(text, args.word, checkpoint, checkpoint_checksum(checkpoint),
-                                   model.info.name, probe_runs, layers)
+                                   model.info.name, probe_runs, layers,
+                                   "whitespace" if args.pretokenized else "tokenize")
     source = str(args.workspace_out) if args.workspace_out is not None else str(args.sentences)
     spec, files = export_report(data, source, emb, args.out, style, overwrite=args.force,
                                 tokens=tokens)

@@ -31,6 +31,7 @@ from elmo_engine.atomic import atomic_write_bytes, atomic_write_text
 from elmo_engine.errors import InputError
 from elmo_engine.io.npz_lazy import LazyArrays, open_npz
 from elmo_engine.io.writing import writing
+from elmo_engine.model.tokenize import TOKENIZATIONS
 
 FORMAT = "elmo-explorer-workspace"
 VERSION = 1
@@ -56,6 +57,9 @@ class WorkspaceData:
     """Everything a workspace file holds (see the module docstring)."""
 
     sentences: List[str] = field(default_factory=list)
+    #: how the sentences are split into tokens (``model.tokenize.TOKENIZATIONS``): typed text,
+    #: or "whitespace" for pretokenized text; a file without the key: typed text
+    tokenization: str = "tokenize"
     checkpoint: Optional[CheckpointRef] = None
     selection: Optional[Dict[str, Any]] = None          # {"sentence", "token", "word"}
     views: Dict[str, dict] = field(default_factory=dict)
@@ -75,6 +79,7 @@ class WorkspaceData:
                 "path": ck.path, "checksum": ck.checksum, "name": ck.name,
                 "device": ck.device, "precision": ck.precision},
             "sentences": list(self.sentences),
+            "tokenization": self.tokenization,
             "selection": self.selection,
             "views": jsonable(self.views, "views"),
             "probe_runs": jsonable(self.probe_runs, "probe_runs"),
@@ -292,6 +297,10 @@ def _parse(obj: Any, path: Path):
             raise InputError(f"key 'sentences[{i}]' must be a string, found {_type_name(s)}",
                              path=path)
     data = WorkspaceData(sentences=sentences)
+    data.tokenization = _need(obj, "tokenization", str, path, optional=True) or "tokenize"
+    if data.tokenization not in TOKENIZATIONS:
+        raise InputError(f"key 'tokenization' must be one of {', '.join(TOKENIZATIONS)}, found "
+                         f"{data.tokenization!r}", path=path)
     ck = _need(obj, "checkpoint", dict, path, optional=True)
     if ck is not None:
         data.checkpoint = CheckpointRef(

@@ -52,6 +52,24 @@ _NT_SPLIT = re.compile(r"(?i)([^\W\d_])(n['’]t)\b")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b\u2028\u2029\ufeff]")
 
 
+#: how a workspace's sentences are split into tokens: typed text through :func:`tokenize`, or
+#: (``--pretokenized``) on whitespace; the names ``layers --json`` records too
+TOKENIZATIONS = ("tokenize", "whitespace")
+
+
+def sentence_tokens(text: str, tokenization: str = "tokenize",
+                    limit: Optional[int] = None) -> List[str]:
+    """The tokens of one sentence: :func:`tokenize`'s, or for ``"whitespace"`` (text that is
+    already tokenized) its whitespace-separated pieces, control characters blanked as
+    :func:`tokenize` blanks them. ``limit`` as :func:`tokenize`'s (a longer list may come
+    back; the caller cuts or refuses it)."""
+    if tokenization == "whitespace":
+        return _CONTROL.sub(" ", text).split()
+    if tokenization != "tokenize":
+        raise ValueError(f"tokenization must be one of {TOKENIZATIONS}, got {tokenization!r}")
+    return tokenize(text, limit)
+
+
 def whitespace_tokenize(text: str) -> List[str]:
     """Split on whitespace; the reference tools' tokenization."""
     return text.split()

@@ -459,3 +459,40 @@ def test_bf16_menu_entry_follows_the_cpus_bf16_units(qtbot, monkeypatch):
     assert not entries[None]["bf16"].isEnabled()
     assert "bf16 units" in entries[None]["bf16"].toolTip()
     assert entries[None]["fp32"].isEnabled()
+
+
+def test_settings_tokenization_splits_on_spaces_and_goes_with_the_workspace(
+        qtbot, window, tmp_path, app_settings_dir):
+    """Settings ▸ Tokenization ▸ Pretokenized: the lines are tokenized (split on spaces, as
+    ``--pretokenized``) and embedded again, the vectors are the engine's for those tokens,
+    the choice is remembered for the next session and saved with the workspace; opening a
+    workspace sets its own tokenization without changing the remembered one."""
+    from elmo_engine.analysis.report import tokenize_sentences
+
+    ws, actions = window.workspace, window.actions_
+    window.sentences.set_text("The well @-@ known bank rose .\n")
+    qtbot.waitUntil(lambda: ws.all_embedded() and ws.tokens[0][:3] == ["The", "well", "@"],
+                    timeout=60000)
+    menu = {a.data(): a for a in window.tokenization_menu.actions()}
+    assert menu["tokenize"].isChecked() and not menu["whitespace"].isChecked()
+    menu["whitespace"].trigger()                                  # as the user chooses it
+    qtbot.waitUntil(lambda: ws.all_embedded() and ws.tokens[0][:3] == ["The", "well", "@-@"],
+                    timeout=60000)
+    assert menu["whitespace"].isChecked() and ws.tokenization == "whitespace"
+    want = ws.embedder.embed([["The", "well", "@-@", "known", "bank", "rose", "."]])[0]
+    np.testing.assert_allclose(ws.activations[0], want, atol=1e-5)
+    assert AppSettings(app_settings_dir).tokenization == "whitespace"   # remembered
+    path = tmp_path / "w.elmows.json"
+    with qtbot.waitSignal(actions.saved, timeout=10000):
+        actions.save_workspace(path)
+    saved = wf.load_workspace(path).data
+    assert saved.tokenization == "whitespace"
+    assert tokenize_sentences(saved.sentences, saved.tokenization) == ws.tokens
+    menu["tokenize"].trigger()                                    # back to typed text
+    qtbot.waitUntil(lambda: ws.all_embedded() and ws.tokens[0][2] == "@", timeout=60000)
+    with qtbot.waitSignal(actions.restored, timeout=60000):
+        actions.open_workspace(path)                              # its own: pretokenized
+    qtbot.waitUntil(lambda: ws.all_embedded() and ws.tokens[0][2] == "@-@", timeout=60000)
+    assert menu["whitespace"].isChecked()
+    assert AppSettings(app_settings_dir).tokenization == "tokenize"     # the setting kept
+    assert window.errors == []

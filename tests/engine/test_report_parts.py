@@ -264,3 +264,27 @@ def test_umap_maps_are_reproducible():
     assert how.startswith("UMAP (seed 3") and all(p.method == "umap" for p in first)
     for a, b in zip(first, second):
         assert np.array_equal(a.coords, b.coords)
+
+
+def test_report_pretokenized_splits_on_spaces_and_saves_it_in_the_workspace(tmp_path,
+                                                                             tiny_checkpoint):
+    """``report --pretokenized``: the word is found as the pretokenized text writes it
+    ("@-@" whole), the workspace records "whitespace" and the app (Settings ▸ Tokenization)
+    reads it back the same way; without it the tokenizer splits "@-@" and the word is
+    absent."""
+    from elmo_engine.analysis.report import tokenize_sentences
+    from elmo_engine.io.workspace_file import load_workspace
+
+    text = tmp_path / "wiki.txt"
+    text.write_text("The well @-@ known bank rose .\nA run @-@ down bank .\n", encoding="utf-8")
+    base = ["report", str(text), "--word", "@-@", "--checkpoint", str(tiny_checkpoint),
+            "--device", "cpu"]
+    ws = tmp_path / "w.elmows.json"
+    assert main(base + ["--pretokenized", "--out", str(tmp_path / "r"), "--workspace",
+                        str(ws)]) == 0
+    data = load_workspace(ws).data
+    assert data.tokenization == "whitespace"
+    assert data.selection == {"sentence": 0, "token": 2, "word": "@-@"}
+    assert tokenize_sentences(data.sentences, data.tokenization)[1] == [
+        "A", "run", "@-@", "down", "bank", "."]
+    assert main(base + ["--out", str(tmp_path / "typed")]) == 1      # "@-@" split in three

@@ -75,6 +75,9 @@ def test_numpy_values_and_nan_become_json(tmp_path):
     (lambda o: o["checkpoint"].pop("path"), "key 'checkpoint.path' is missing"),
     (lambda o: o.update(format="something"), "not an ELMo Explorer workspace"),
     (lambda o: o.update(probe_runs=[1]), "key 'probe_runs[0]' must be an object"),
+    (lambda o: o.update(tokenization="spaces"),
+     "key 'tokenization' must be one of tokenize, whitespace, found 'spaces'"),
+    (lambda o: o.update(tokenization=1), "key 'tokenization' must be a string"),
 ])
 def test_validation_names_file_and_key(tmp_path, edit, message):
     path = tmp_path / "w.elmows.json"
@@ -174,3 +177,28 @@ def test_recovery_detection(tmp_path):
     discard_autosave(folder)
     assert not auto.exists() and not list(folder.glob("*.npz"))
     assert find_recovery(folder) is None
+
+
+def test_the_tokenization_is_saved_and_a_file_without_it_is_typed_text(tmp_path):
+    """Settings ▸ Tokenization goes with the sentences: "whitespace" (pretokenized) comes back;
+    a workspace written before the key is typed text, as it was then."""
+    from elmo_engine.analysis.report import tokenize_sentences
+    from elmo_engine.model.tokenize import sentence_tokens
+
+    path = tmp_path / "w.elmows.json"
+    data = sample()
+    data.sentences = ["The well @-@ known bank\u200b .", "A bank ."]
+    data.tokenization = "whitespace"
+    save_workspace(path, data)
+    got = load_workspace(path).data
+    assert got.tokenization == "whitespace"
+    assert tokenize_sentences(got.sentences, got.tokenization)[0] == ["The", "well", "@-@",
+                                                                     "known", "bank", "."]
+    assert sentence_tokens("The well @-@ known bank .") == ["The", "well", "@", "-", "@",
+                                                             "known", "bank", "."]
+    obj = json.loads(path.read_text(encoding="utf-8"))
+    del obj["tokenization"]
+    path.write_text(json.dumps(obj), encoding="utf-8")
+    assert load_workspace(path).data.tokenization == "tokenize"
+    with pytest.raises(ValueError, match="tokenization must be one of"):
+        sentence_tokens("a b", "spaces")

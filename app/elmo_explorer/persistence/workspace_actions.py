@@ -229,6 +229,8 @@ class WorkspaceActions(QObject):
         if checkpoint is not None and not same:      # first: a model change clears the selection
             ck = data.checkpoint
             ws.load_model(ModelSpec(checkpoint, ck.device, ck.precision))
+        # the workspace's own tokenization (not the remembered setting), before its sentences
+        self.window.set_tokenization(data.tokenization, remember=False)
         self.window.sentences.show_sentences(list(data.sentences))
         self.opened.emit(str(loaded.path))
         self.try_finish_restore()

@@ -35,7 +35,7 @@ def guarded(panel: AnalysisPanel, what: str, fn: Callable[[], T], default: T) ->
 
 def collect(ws: Workspace, panels: Panels, source: Optional[Path]) -> wf.WorkspaceData:
     """The current analysis (``source``: the workspace file it was last saved to or opened)."""
-    data = wf.WorkspaceData(sentences=list(ws.sentences))
+    data = wf.WorkspaceData(sentences=list(ws.sentences), tokenization=ws.tokenization)
     if ws.model_spec is not None:
         info = ws.model_info
         data.checkpoint = wf.CheckpointRef(

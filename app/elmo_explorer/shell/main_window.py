@@ -85,6 +85,7 @@ class MainWindow(QMainWindow):
         self.settings = settings
         self.workspace = workspace if workspace is not None else Workspace(parent=self)
         self.workspace.select_default = True       # every view opens on one word and token
+        self.workspace.set_tokenization(settings.tokenization)     # Settings ▸ Tokenization
         self.show_error: Callable[[str, str], None] = lambda t, m: dialogs.show_error(self, t, m)
         self.setWindowTitle(dialogs.APP_TITLE)
         self.setObjectName("mainWindow")
@@ -314,6 +315,16 @@ class MainWindow(QMainWindow):
         spec = self.workspace.model_spec
         if spec is not None:
             self.open_checkpoint(spec.path)
+
+    def set_tokenization(self, tokenization: str, remember: bool = True) -> None:
+        """Settings ▸ Tokenization: typed text, or pretokenized text split on spaces (as
+        ``--pretokenized``); the sentences are tokenized and embedded again. ``remember``: the
+        choice for the next sessions too (a workspace opened sets its own, not the setting)."""
+        if remember:
+            self.settings.tokenization = tokenization
+        for act in self.tokenization_menu.actions():
+            act.setChecked(act.data() == tokenization)
+        self.workspace.set_tokenization(tokenization)
 
     def show_model_info(self) -> None:
         ws = self.workspace

@@ -56,6 +56,11 @@ def build_menus(window) -> None:
     _build_choice_menu(window, window.precision_menu, "precision",
                        [("fp32", "fp32 (exact)"), ("fp16", "fp16 (GPU only)"),
                         ("bf16", "bf16 (GPU, or a CPU with bf16 units)")])
+    window.tokenization_menu = s.addMenu("&Tokenization")
+    _build_choice_menu(window, window.tokenization_menu, "tokenization",
+                       [("tokenize", "Typed text (tokenized as the 1B Word Benchmark)"),
+                        ("whitespace", "Pretokenized (split on spaces, as --pretokenized)")],
+                       window.set_tokenization)
 
     h = mb.addMenu("&Help")
     window.act_info = _action(window, h, "Model &info…", window.show_model_info, "Ctrl+I")
@@ -79,7 +84,10 @@ def _action(window, menu, text: str, slot, shortcut=None, tip: str = "") -> QAct
     return act
 
 
-def _build_choice_menu(window, menu, key: str, choices) -> None:
+def _build_choice_menu(window, menu, key: str, choices, slot=None) -> None:
+    """One checkable action per choice of the setting ``key``; choosing one calls
+    ``slot(value)`` (default: the window's ``set_run_option(key, value)``, which reloads the
+    model)."""
     cuda = cuda_name()
     group = QActionGroup(window)
     group.setExclusive(True)
@@ -97,7 +105,8 @@ def _build_choice_menu(window, menu, key: str, choices) -> None:
         elif value in ("cuda", "fp16", "bf16") and not cuda:
             act.setEnabled(False)
             act.setToolTip("no CUDA GPU found" if value != "bf16" else cpu_bf16().refusal())
-        act.triggered.connect(lambda _=False, k=key, v=value: window.set_run_option(k, v))
+        act.triggered.connect(lambda _=False, k=key, v=value: window.set_run_option(k, v)
+                              if slot is None else slot(v))
         group.addAction(act)
         menu.addAction(act)
 

@@ -161,6 +161,22 @@ class AppSettings:
         self.qs.setValue("model/precision", value)
 
     @property
+    def tokenization(self) -> str:
+        """How new sentences are split into tokens (Settings ▸ Tokenization)."""
+        from elmo_engine.model.tokenize import TOKENIZATIONS
+
+        v = self._str("sentences/tokenization", "tokenize")
+        return v if v in TOKENIZATIONS else "tokenize"
+
+    @tokenization.setter
+    def tokenization(self, value: str) -> None:
+        from elmo_engine.model.tokenize import TOKENIZATIONS
+
+        if value not in TOKENIZATIONS:
+            raise ValueError(f"tokenization must be one of {TOKENIZATIONS}")
+        self.qs.setValue("sentences/tokenization", value)
+
+    @property
     def last_checkpoint(self) -> str:
         return self._str("model/last_checkpoint", "")
 

@@ -25,7 +25,7 @@ from elmo_explorer.state.worker import JobHandle, JobState, Lane, Worker
 from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import CancelledError
 from elmo_engine.progress import TaskState
-from elmo_engine.model.tokenize import MAX_TOKEN_CHARS, tokenize
+from elmo_engine.model.tokenize import MAX_TOKEN_CHARS, sentence_tokens
 
 log = logging.getLogger(__name__)
 
@@ -120,6 +120,9 @@ class Workspace(QObject):
         #: select the default word's first occurrence whenever nothing is selected and the
         #: tokens change (the app sets it, so that every view opens on one word and token)
         self.select_default = False
+        #: how lines are split into tokens (``model.tokenize.TOKENIZATIONS``): typed text, or
+        #: "whitespace" for text that is already tokenized (``--pretokenized``)
+        self.tokenization = "tokenize"
         self._tok_cache: Dict[str, List[str]] = {}
         self._act_cache: Dict[str, np.ndarray] = {}
         self._loading: Optional[ModelSpec] = None
@@ -212,6 +215,21 @@ class Workspace(QObject):
         self._default_selection()
         self._schedule()
 
+    def set_tokenization(self, tokenization: str) -> None:
+        """Split the lines as ``tokenization`` says from now on: every line is tokenized and
+        embedded again (a token's place may change; the selection is kept when it is still a
+        token)."""
+        from elmo_engine.model.tokenize import TOKENIZATIONS
+
+        if tokenization not in TOKENIZATIONS:
+            raise ValueError(f"tokenization must be one of {TOKENIZATIONS}")
+        if tokenization == self.tokenization:
+            return
+        self.tokenization = tokenization
+        self._tok_cache.clear()
+        self._act_cache.clear()
+        self.set_sentences(list(self.sentences))
+
     def _schedule(self) -> None:
         """Submit one job that tokenizes and embeds every line still missing something."""
         if self.worker.is_stopped():
@@ -227,10 +245,10 @@ class Workspace(QObject):
         texts = [self.sentences[i] for i in todo]
         known = {i: self._tok_cache[self.sentences[i]] for i in todo
                  if self.sentences[i] in self._tok_cache}
-        warn = self._warning.emit
+        warn, how = self._warning.emit, self.tokenization
 
         def job(state: JobState) -> int:
-            return _tokenize_and_embed(todo, texts, known, emb, state, state.post, warn)
+            return _tokenize_and_embed(todo, texts, known, emb, state, state.post, warn, how)
 
         name = "Embedding sentences" if emb is not None else "Tokenizing sentences"
         # interactive: an edited line is embedded at once, even while a probe trains
@@ -307,8 +325,9 @@ class Workspace(QObject):
 
 
 def _tokenize_and_embed(todo: List[int], texts: List[str], known: Dict[int, List[str]], emb,
-                        state: TaskState, deliver, warn) -> int:
-    """Worker side: tokenize the lines (deliver tokens), then embed them in chunks (deliver)."""
+                        state: TaskState, deliver, warn, tokenization: str = "tokenize") -> int:
+    """Worker side: tokenize the lines as ``tokenization`` says (deliver tokens), then embed
+    them in chunks (deliver)."""
     limit = min(MAX_LINE_TOKENS, MAX_SENTENCE_TOKENS)
     toks: List[List[str]] = []
     fresh = []
@@ -318,7 +337,7 @@ def _tokenize_and_embed(todo: List[int], texts: List[str], known: Dict[int, List
             state.report(k, len(todo), f"tokenizing ({k:,}/{len(todo):,} lines)")
         t = known.get(i)
         if t is None:
-            t = tokenize(text)
+            t = sentence_tokens(text, tokenization)
             if len(t) > limit:
                 warn(f"line {i + 1} has {len(t):,} tokens; only the first {limit:,} are used")
                 t = t[:limit]
