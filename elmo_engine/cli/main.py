@@ -102,8 +102,9 @@ def main(argv: Optional[List[str]] = None,
     func = getattr(args, "func", None) or importlib.import_module(
         SUBCOMMAND_MODULES[args.command]).run
     try:
-        from elmo_engine.cli.outputs import guard_outputs
+        from elmo_engine.cli.outputs import guard_outputs, refuse_missing_inputs
 
+        refuse_missing_inputs(args)              # a misspelt input: at once, before torch
         guard_outputs(args)                      # an output never replaces an input
         if getattr(args, "_results_out", False):
             from elmo_engine.cli.common import refuse_existing, results_to

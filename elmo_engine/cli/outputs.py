@@ -193,6 +193,33 @@ def _check_one(dest: str, out: Path, inputs: List[Path], bundled: Optional[Path]
                          "written; choose another name", path=out)
 
 
+#: path arguments that may name something else than a file: a published model's name
+#: (``--checkpoint small``)
+NAMED_INPUT_DESTS = {"checkpoint", "compare"}
+#: values that name no file: the bundled minimal pairs, stdin
+NAMED_VALUES = {"bundled", "-"}
+
+
+def refuse_missing_inputs(args) -> None:
+    """Raise :class:`InputError` for the first input path that does not exist, before the
+    command imports torch or loads a model (a misspelt file name answers at once, as the
+    readers would word it: ``in.txt: cannot open: No such file or directory``)."""
+    import errno
+
+    from elmo_engine.index import MANIFEST, NOT_AN_INDEX
+
+    for dest, value in vars(args).items():
+        if dest.startswith("_") or dest in OUTPUT_DESTS or dest in NAMED_INPUT_DESTS:
+            continue
+        typed = [value] if isinstance(value, Path) else [
+            v for v in value if isinstance(v, Path)] if isinstance(value, (list, tuple)) else []
+        for path in typed:                       # paths only (a list of words is no input)
+            if dest == "index" and not os.path.exists(path / MANIFEST):     # a folder
+                raise InputError(NOT_AN_INDEX, path=path)
+            if str(path) not in NAMED_VALUES and not os.path.lexists(path):
+                raise InputError(f"cannot open: {os.strerror(errno.ENOENT)}", path=path)
+
+
 def _existing(paths: Iterable[Path]) -> List[Path]:
     return [p for p in paths if os.path.exists(p)]
 

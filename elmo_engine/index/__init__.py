@@ -11,3 +11,7 @@
 The package sits above ``embed`` and ``io`` and imports no Qt: the app's Corpus view calls these
 functions from a worker with a :class:`~elmo_engine.progress.TaskState`.
 """
+
+#: the manifest that makes a folder an index, and what a folder without one is told
+MANIFEST = "index.json"
+NOT_AN_INDEX = "is not a corpus index (no index.json); build one with 'elmo-explorer index'"

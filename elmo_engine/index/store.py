@@ -29,11 +29,11 @@ import numpy as np
 
 from elmo_engine.atomic import atomic_path, atomic_write_text
 from elmo_engine.errors import InputError
+from elmo_engine.index import MANIFEST, NOT_AN_INDEX
 from elmo_engine.files import parse_json_strict, read_bounded, regular_file_problem
 
 FORMAT = "elmo-explorer-corpus-index"
 VERSION = 1
-MANIFEST = "index.json"
 SHARDS = "shards"
 TOKENS_DB = "tokens.sqlite"
 #: biggest shard file read (bytes): a shard's JSON holds its sentences' tokens
@@ -221,8 +221,7 @@ def read_json(path: Path, what: str = "index file", max_bytes: int = MAX_JSON_BY
 def read_manifest(folder: Path) -> Manifest:
     path = Path(folder) / MANIFEST
     if not path.exists():
-        raise InputError("is not a corpus index (no index.json); build one with "
-                         "'elmo-explorer index'", path=folder)
+        raise InputError(NOT_AN_INDEX, path=folder)
     return Manifest.from_dict(read_json(path, "index manifest", MAX_MANIFEST_BYTES), path)
 
 

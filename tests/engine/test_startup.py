@@ -60,6 +60,31 @@ def test_an_output_that_exists_is_refused_before_torch_loads(tmp_path: Path, com
     assert heavy(imported) == []
 
 
+@pytest.mark.parametrize("command", [
+    ["embed", "{missing}", "-o", "{out}"],
+    ["export", "vectors", "{missing}", "-o", "{out}"],
+    ["layers", "{missing}"],
+    ["contexts", "--word", "bank", "--sentences", "{missing}"],
+    ["index", "{text}", "{missing}", "-o", "{out}"],
+    ["wsd-nn", "--train", "{text}", "--test", "{missing}"],
+    ["report", "{missing}", "--word", "bank", "-o", "{out}"],
+    ["search", "{missing}", "--word", "bank", "--sentence", "the bank"],
+])
+def test_a_missing_input_is_refused_before_torch_loads(tmp_path: Path, command):
+    """A misspelt input file (or index folder) answers at once, worded as the readers word it
+    (it took 2 s, importing torch and loading the model first)."""
+    text = tmp_path / "in.txt"
+    text.write_text("He sat on the bank .\n", encoding="utf-8")
+    missing = tmp_path / "no_such.txt"
+    args = [a.format(text=text, missing=missing, out=tmp_path / "out") for a in command]
+    code, out, err, imported = run_importtime(args)
+    assert code == 1 and out == ""
+    want = ("is not a corpus index (no index.json); build one with 'elmo-explorer index'"
+            if command[0] == "search" else "cannot open: No such file or directory")
+    assert err.strip() == f"elmo-explorer: error: {missing}: {want}"
+    assert heavy(imported) == [] and not (tmp_path / "out").exists()
+
+
 def test_torch_settings_apply_when_a_command_loads_torch():
     """configure_on_import: the settings :func:`elmo_engine.runtime.configure` makes are in
     place once torch is imported after it (cuDNN's TF32 is on by torch's default)."""
