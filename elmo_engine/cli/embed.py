@@ -27,6 +27,17 @@ EMBED_MAX_INPUT_BYTES = 256 << 20
 STREAM_BATCH_ROWS = 256
 
 
+def early_device(args):
+    """The device, and the precision checked on it, before the input is read when a precision
+    other than fp32 is asked (whether the device offers it); else None: the input is read first
+    and torch is imported after it, so that a bad input answers at once."""
+    if args.precision == "fp32":
+        return None
+    device = common.resolve_device(args.device)
+    common.resolve_precision(args.precision, device)
+    return device
+
+
 def chunk_embedder(model, device, precision: str, longest: int, rows: int = STREAM_BATCH_ROWS):
     """The embedder of the streaming commands: no sentence cache, a small word-type cache, and
     batches of at most ``rows`` sentences and one chunk's padded tokens
@@ -104,15 +115,16 @@ def run(args) -> int:
     from elmo_engine.io import embeddings_file as ef
     from elmo_engine.io.vectors import LayerChoice
     from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
-    from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.io.datasets.corpus_text import split_sentences
 
-    device = common.resolve_device(args.device)
-    common.resolve_precision(args.precision, device)
+    device = early_device(args)
     split = split_sentences if args.split_sentences else None
     scan = scan_text_input(args.input, args.pretokenized, split, EMBED_MAX_INPUT_BYTES)
     if scan.blank:
         common.log(f"note: {scan.blank_note()}")
+    from elmo_engine.model.checkpoint import load_checkpoint      # torch: after the input
+
+    device = device or common.resolve_device(args.device)
     model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint), device=device)
     opts = model.opts
     layers = args.layers

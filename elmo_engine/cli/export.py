@@ -117,11 +117,10 @@ def run_vectors(args) -> int:
     common.refuse_existing(args.force, args.output, folders=fmt == "tsv")
     from tqdm import tqdm
 
-    from elmo_engine.cli.embed import EMBED_MAX_INPUT_BYTES, chunk_embedder
+    from elmo_engine.cli.embed import EMBED_MAX_INPUT_BYTES, chunk_embedder, early_device
     from elmo_engine.io import embeddings_file as ef
     from elmo_engine.io.datasets.text_input import iter_text_input, scan_text_input
     from elmo_engine.io.vectors import LayerChoice, SentenceVectors, export_stream, output_files
-    from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.io.datasets.corpus_text import split_sentences
 
     choice = LayerChoice(mode, None, args.mix_gamma, args.pre_softmax)   # the files' names
@@ -133,8 +132,7 @@ def run_vectors(args) -> int:
             raise InputError("OUTPUT is INPUT; name another file", path=args.output)
     if args.dtype != "float32" and fmt not in ("npz", "hdf5"):
         raise InputError(f"--dtype {args.dtype} applies to npz and hdf5 outputs; {fmt} is text")
-    device = common.resolve_device(args.device)
-    common.resolve_precision(args.precision, device)
+    device = early_device(args)
     split = split_sentences if args.split_sentences else None
     scan = scan_text_input(args.input, args.pretokenized, split, EMBED_MAX_INPUT_BYTES,
                            word=args.word)
@@ -149,6 +147,9 @@ def run_vectors(args) -> int:
     if word is not None and not scan.occurrences:
         raise common.absent_word(word, (toks for _, toks in read()), "the sentences",
                                  path=args.input)
+    from elmo_engine.model.checkpoint import load_checkpoint      # torch: after the input
+
+    device = device or common.resolve_device(args.device)
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
     n = model.opts.n_output_layers
     choice = LayerChoice(mode, common.mix_weights(args.mix_weights, args.layers, n),

@@ -163,12 +163,17 @@ def run(args) -> int:
         if args.figure.suffix.lower() not in (".png", ".svg", ".pdf"):
             raise InputError("--figure must end in .png, .svg or .pdf", path=args.figure)
         common.refuse_existing(args.force, args.figure)
+    from elmo_engine.analysis.probes.tasks import TaskFiles
+
+    files = TaskFiles(args.task, args.train, args.test, args.dev, args.train_keys, args.test_keys,
+                      args.dev_keys, args.label, args.wordnet)
+    files.check()                                        # a missing file option: at once
     import torch
 
     from elmo_engine import runtime
     from elmo_engine.analysis.probes.experiment import ProbeConfig, probe_sentences
     from elmo_engine.analysis.probes.tables import summary
-    from elmo_engine.analysis.probes.tasks import TaskFiles, load_task_data
+    from elmo_engine.analysis.probes.tasks import load_task_data
     from elmo_engine.cli.common import checkpoint_or_demo
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.model.checkpoint import load_checkpoint
@@ -191,8 +196,7 @@ def run(args) -> int:
     device = common.resolve_device(args.device)
     common.resolve_precision(args.precision, device)
     t0 = time.perf_counter()
-    data = load_task_data(TaskFiles(args.task, args.train, args.test, args.dev, args.train_keys,
-                                    args.test_keys, args.dev_keys, args.label, args.wordnet))
+    data = load_task_data(files)
     reading_s = time.perf_counter() - t0
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
     # a small activation cache: only the labelled tokens' vectors are kept by the probe

@@ -85,6 +85,32 @@ def test_a_missing_input_is_refused_before_torch_loads(tmp_path: Path, command):
     assert heavy(imported) == [] and not (tmp_path / "out").exists()
 
 
+def test_a_probe_task_without_its_files_is_refused_before_torch_loads(tmp_path: Path):
+    text = tmp_path / "in.conllu"
+    text.write_text("1\tThe\t_\tDET\t_\t_\t0\tdep\t_\t_\n\n", encoding="utf-8")
+    for extra, flag in ((["--task", "pos", "--train", str(text)], "--test"),
+                        (["--task", "wsd", "--train", str(text), "--test", str(text)],
+                         "--train-keys")):
+        code, out, err, imported = run_importtime(["probe", *extra])
+        assert code == 1 and out == "" and heavy(imported) == []
+        assert err.strip() == f"elmo-explorer: error: --task {extra[1]} needs {flag}"
+
+
+def test_embed_and_export_read_their_input_before_torch_loads(tmp_path: Path):
+    """In fp32 (the default) ``embed`` and ``export vectors`` read their input before they
+    import torch: an absent word or a malformed line answers at once. (bf16 and fp16 ask the
+    device first, which needs torch.)"""
+    text = tmp_path / "in.txt"
+    text.write_text("He sat on the bank .\n", encoding="utf-8")
+    code, out, err, imported = run_importtime(["export", "vectors", str(text), "--word", "zzz",
+                                               "-o", str(tmp_path / "v.npz")])
+    assert code == 1 and "'zzz' does not occur" in err and heavy(imported) == ["numpy"]
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"caf\xe9\n")
+    code, out, err, imported = run_importtime(["embed", str(bad), "-o", str(tmp_path / "e.h5")])
+    assert code == 1 and "bad.txt:1" in err and "torch" not in heavy(imported)
+
+
 def test_torch_settings_apply_when_a_command_loads_torch():
     """configure_on_import: the settings :func:`elmo_engine.runtime.configure` makes are in
     place once torch is imported after it (cuDNN's TF32 is on by torch's default)."""

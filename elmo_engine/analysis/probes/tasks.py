@@ -49,6 +49,20 @@ class TaskFiles:
     label: str = "upos"                          # CoNLL-U column of the pos task
     wordnet: Optional[Path] = None               # WSD: WordNet 3.0 (default: found)
 
+    def check(self) -> None:
+        """Raise :class:`InputError` for a file the task needs and was not given (before any
+        is read, and before the command loads a model)."""
+        kind = TaskKind.of(self.task)
+        if kind.is_demo:
+            return
+        _need(self.train, "--train", self.task)
+        _need(self.test, "--test", self.task)
+        if kind not in (TaskKind.POS, TaskKind.TSV):         # WSD: each split with its keys
+            _need(self.train_keys, "--train-keys", self.task)
+            _need(self.test_keys, "--test-keys", self.task)
+            if self.dev is not None:
+                _need(self.dev_keys, "--dev-keys", self.task)
+
 
 def _need(path: Optional[Path], flag: str, task: str) -> Path:
     if path is None:
