@@ -29,9 +29,10 @@ STREAM_BATCH_ROWS = 256
 
 def early_device(args):
     """The device, and the precision checked on it, before the input is read when a precision
-    other than fp32 is asked (whether the device offers it); else None: the input is read first
-    and torch is imported after it, so that a bad input answers at once."""
-    if args.precision == "fp32":
+    other than fp32 or a device other than auto/cpu is asked (whether it exists and offers the
+    precision); else None: the input is read first and torch is imported after it, so that a
+    bad input answers at once."""
+    if args.precision == "fp32" and args.device in (None, "auto", "cpu"):
         return None
     device = common.resolve_device(args.device)
     common.resolve_precision(args.precision, device)

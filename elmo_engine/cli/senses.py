@@ -34,7 +34,9 @@ def add_parser(sub) -> None:
     p.add_argument("--semcor", nargs="?", type=Path, const=SEMCOR_XML, default=None,
                    metavar="XML", help="score induced senses on SemCor (default: "
                                        "../shared/data/semcor30/semcor.data.xml.gz)")
-    p.add_argument("--semcor-keys", type=Path, default=SEMCOR_KEYS)
+    p.add_argument("--semcor-keys", type=Path, default=None,
+                   help="with --semcor: its gold keys (default ../shared/data/semcor30/"
+                        "semcor.gold.key.txt.gz)")
     p.add_argument("--lemmas", type=int, default=40, help="SemCor lemmas scored (default 40)")
     p.add_argument("--max-sentences", type=int, default=None,
                    help="read only this many SemCor sentences (a subset; default all)")
@@ -103,7 +105,8 @@ def _semcor(args) -> int:
     model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint),
                             device=common.resolve_device(args.device))
     layers = _layers(args.layer, range(model.opts.n_output_layers))
-    sents = list(read_wsd(args.semcor, args.semcor_keys, limit=args.max_sentences))
+    keys = args.semcor_keys if args.semcor_keys is not None else SEMCOR_KEYS
+    sents = list(read_wsd(args.semcor, keys, limit=args.max_sentences))
     emb = Embedder(model, device=str(next(model.parameters()).device), cache_size=0)
     res = semcor_induction(sents, emb, layers, args.lemmas, args.max_occurrences, args.k_max,
                            args.seed)

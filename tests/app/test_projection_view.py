@@ -321,6 +321,32 @@ def test_warm_up_waits_for_the_job_queued_right_after_a_load(qtbot, ws, monkeypa
     assert started == ["load", "embed", "Preparing UMAP (one-time compile)"]
 
 
+def test_warm_up_waits_for_a_model_and_the_jobs_its_load_starts(qtbot, tiny_checkpoint,
+                                                                 monkeypatch):
+    """At start-up the panel exists before the model loads: the compile is not queued ahead
+    of the load (the demo model then waited 7 s behind it), but after the load and the
+    embedding it starts."""
+    from elmo_explorer.state.workspace import ModelSpec, Workspace
+
+    seen = []
+    monkeypatch.setattr(warmup_mod, "is_warm", lambda: bool(seen))
+    monkeypatch.setattr(warmup_mod, "warm_up", lambda state: seen.append("warm-up"))
+    ws = Workspace()
+    started = []
+    ws.worker.job_started.connect(lambda _i, name: started.append(name))
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    qtbot.wait(300)
+    assert seen == [] and started == []                     # no model: nothing to compile for
+    ws.set_sentences(SENTENCES[:2])
+    ws.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+    qtbot.waitUntil(lambda: bool(seen), timeout=30000)
+    load = next(i for i, n in enumerate(started) if n.startswith("Loading model"))
+    warm = started.index("Preparing UMAP (one-time compile)")
+    assert load < started.index("Embedding sentences") < warm
+    assert ws.worker.shutdown(timeout_s=10)
+
+
 @pytest.mark.slow
 def test_umap_replaces_pca_and_uses_the_cache(qtbot, ws):
     panel = ProjectionPanel(ws)

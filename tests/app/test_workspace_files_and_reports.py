@@ -475,10 +475,13 @@ def test_settings_tokenization_splits_on_spaces_and_goes_with_the_workspace(
                     timeout=60000)
     menu = {a.data(): a for a in window.tokenization_menu.actions()}
     assert menu["tokenize"].isChecked() and not menu["whitespace"].isChecked()
+    ws.select(TokenRef(0, 5))                                     # "known", 4th when split
+    assert ws.word_at(TokenRef(0, 5)) == "known"
     menu["whitespace"].trigger()                                  # as the user chooses it
     qtbot.waitUntil(lambda: ws.all_embedded() and ws.tokens[0][:3] == ["The", "well", "@-@"],
                     timeout=60000)
     assert menu["whitespace"].isChecked() and ws.tokenization == "whitespace"
+    assert ws.selection == TokenRef(0, 3)          # the same word, selected in its new place
     want = ws.embedder.embed([["The", "well", "@-@", "known", "bank", "rose", "."]])[0]
     np.testing.assert_allclose(ws.activations[0], want, atol=1e-5)
     assert AppSettings(app_settings_dir).tokenization == "whitespace"   # remembered

@@ -109,6 +109,23 @@ def test_embed_and_export_read_their_input_before_torch_loads(tmp_path: Path):
     bad.write_bytes(b"caf\xe9\n")
     code, out, err, imported = run_importtime(["embed", str(bad), "-o", str(tmp_path / "e.h5")])
     assert code == 1 and "bad.txt:1" in err and "torch" not in heavy(imported)
+    from elmo_engine.embed.device import pick_device
+
+    try:                                                 # a device named: asked first
+        pick_device("cuda")
+    except Exception as e:                               # no GPU here: its line, not the file's
+        code, out, err, imported = run_importtime(["embed", str(bad), "-o",
+                                                   str(tmp_path / "e.h5"), "--device", "cuda"])
+        assert code == 1 and str(e) in err and "bad.txt" not in err
+
+
+def test_senses_needs_no_semcor_keys_without_semcor(tmp_path: Path, monkeypatch):
+    """``--semcor-keys`` defaults to the shared data only in ``--semcor`` mode: an install
+    without ../shared runs ``senses INDEX`` (its default was checked as a missing input)."""
+    from elmo_engine.cli import build_parser
+
+    args = build_parser(["senses"]).parse_args(["senses", str(tmp_path), "--word", "bank"])
+    assert args.semcor_keys is None
 
 
 def test_torch_settings_apply_when_a_command_loads_torch():

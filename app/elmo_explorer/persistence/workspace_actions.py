@@ -230,7 +230,7 @@ class WorkspaceActions(QObject):
             ck = data.checkpoint
             ws.load_model(ModelSpec(checkpoint, ck.device, ck.precision))
         # the workspace's own tokenization (not the remembered setting), before its sentences
-        self.window.set_tokenization(data.tokenization, remember=False)
+        self.window.set_tokenization(data.tokenization, remember=False, refresh=False)
         self.window.sentences.show_sentences(list(data.sentences))
         self.opened.emit(str(loaded.path))
         self.try_finish_restore()

@@ -316,15 +316,17 @@ class MainWindow(QMainWindow):
         if spec is not None:
             self.open_checkpoint(spec.path)
 
-    def set_tokenization(self, tokenization: str, remember: bool = True) -> None:
+    def set_tokenization(self, tokenization: str, remember: bool = True,
+                         refresh: bool = True) -> None:
         """Settings ▸ Tokenization: typed text, or pretokenized text split on spaces (as
-        ``--pretokenized``); the sentences are tokenized and embedded again. ``remember``: the
-        choice for the next sessions too (a workspace opened sets its own, not the setting)."""
+        ``--pretokenized``); the sentences are tokenized and embedded again (``refresh``; False:
+        new sentences follow). ``remember``: the choice for the next sessions too (a workspace
+        opened sets its own, not the setting)."""
         if remember:
             self.settings.tokenization = tokenization
         for act in self.tokenization_menu.actions():
             act.setChecked(act.data() == tokenization)
-        self.workspace.set_tokenization(tokenization)
+        self.workspace.set_tokenization(tokenization, refresh)
 
     def show_model_info(self) -> None:
         ws = self.workspace

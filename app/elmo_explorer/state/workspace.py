@@ -123,6 +123,9 @@ class Workspace(QObject):
         #: how lines are split into tokens (``model.tokenize.TOKENIZATIONS``): typed text, or
         #: "whitespace" for text that is already tokenized (``--pretokenized``)
         self.tokenization = "tokenize"
+        #: the selection and its word before a change of tokenization, selected again when
+        #: its sentence's new tokens arrive (:meth:`_default_selection`)
+        self._reselect: Optional[Tuple[TokenRef, str]] = None
         self._tok_cache: Dict[str, List[str]] = {}
         self._act_cache: Dict[str, np.ndarray] = {}
         self._loading: Optional[ModelSpec] = None
@@ -215,10 +218,11 @@ class Workspace(QObject):
         self._default_selection()
         self._schedule()
 
-    def set_tokenization(self, tokenization: str) -> None:
+    def set_tokenization(self, tokenization: str, refresh: bool = True) -> None:
         """Split the lines as ``tokenization`` says from now on: every line is tokenized and
-        embedded again (a token's place may change; the selection is kept when it is still a
-        token)."""
+        embedded again (``refresh``; False: the caller sets new sentences next). The selected
+        token's word stays selected in its sentence (at its place, else its first occurrence
+        there) once that sentence's new tokens arrive."""
         from elmo_engine.model.tokenize import TOKENIZATIONS
 
         if tokenization not in TOKENIZATIONS:
@@ -226,9 +230,12 @@ class Workspace(QObject):
         if tokenization == self.tokenization:
             return
         self.tokenization = tokenization
+        if refresh and self.selection is not None and self._valid(self.selection):
+            self._reselect = (self.selection, self.word_at(self.selection))
         self._tok_cache.clear()
         self._act_cache.clear()
-        self.set_sentences(list(self.sentences))
+        if refresh:
+            self.set_sentences(list(self.sentences))
 
     def _schedule(self) -> None:
         """Submit one job that tokenizes and embeds every line still missing something."""
@@ -293,6 +300,18 @@ class Workspace(QObject):
         return found[0] if found else None
 
     def _default_selection(self) -> None:
+        if self._reselect is not None:                # after a change of tokenization
+            ref, word = self._reselect
+            s, t = ref.sentence, ref.token
+            if s < len(self.sentences) and not self.tokens[s] and self.sentences[s].strip():
+                return                                # its new tokens are still to come
+            self._reselect = None
+            toks = self.tokens[s] if s < len(self.tokens) else []
+            at = t if t < len(toks) and toks[t] == word else (
+                toks.index(word) if word in toks else None)
+            if at is not None:
+                self.select(TokenRef(s, at))
+                return
         if self.select_default and self.selection is None:
             self.select(self.default_token())
 

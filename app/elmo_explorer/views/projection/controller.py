@@ -104,7 +104,11 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self._auto.setSingleShot(True)
         self._auto.setInterval(250)
         self._auto.timeout.connect(lambda: self.run(auto=True))
-        QTimer.singleShot(0, self._schedule_warm_up)
+        # the compile waits for a model and for the jobs its load starts (scheduled after
+        # them): at start-up, queued ahead of the demo model's load, it kept the model 7 s away
+        ws.model_changed.connect(lambda: QTimer.singleShot(0, self._schedule_warm_up))
+        if ws.embedder is not None:
+            QTimer.singleShot(0, self._schedule_warm_up)
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
     def is_ready(self) -> bool:

@@ -1,7 +1,9 @@
 """umap's numba kernels, compiled once per process by a job of the worker's long lane, when
-nothing waits for the worker: never on the GUI thread, never between a model load and the
-embedding it triggers (the worker is idle for an instant there), never just before a projection
-(its first UMAP fit then compiles instead).
+nothing waits for the worker: never on the GUI thread, never before a model is loaded (the
+Projection view schedules it once one is, after the jobs the load starts: at start-up it ran
+first and the demo model waited 7 s behind it), never between a model load and the embedding it
+triggers (the worker is idle for an instant there), never just before a projection (its first
+UMAP fit then compiles instead).
 """
 from __future__ import annotations
 
