@@ -334,17 +334,19 @@ def test_warm_up_waits_for_a_model_and_the_jobs_its_load_starts(qtbot, tiny_chec
     ws = Workspace()
     started = []
     ws.worker.job_started.connect(lambda _i, name: started.append(name))
-    panel = ProjectionPanel(ws)
-    qtbot.addWidget(panel)
-    qtbot.wait(300)
-    assert seen == [] and started == []                     # no model: nothing to compile for
-    ws.set_sentences(SENTENCES[:2])
-    ws.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
-    qtbot.waitUntil(lambda: bool(seen), timeout=30000)
-    load = next(i for i, n in enumerate(started) if n.startswith("Loading model"))
-    warm = started.index("Preparing UMAP (one-time compile)")
-    assert load < started.index("Embedding sentences") < warm
-    assert ws.worker.shutdown(timeout_s=10)
+    try:
+        panel = ProjectionPanel(ws)
+        qtbot.addWidget(panel)
+        qtbot.wait(300)
+        assert seen == [], started                          # no model: nothing to compile for
+        ws.set_sentences(SENTENCES[:2])
+        ws.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+        qtbot.waitUntil(lambda: bool(seen), timeout=60000)
+        load = next(i for i, n in enumerate(started) if n.startswith("Loading model"))
+        warm = started.index("Preparing UMAP (one-time compile)")
+        assert load < started.index("Embedding sentences") < warm, started
+    finally:
+        assert ws.worker.shutdown(timeout_s=10)
 
 
 @pytest.mark.slow
