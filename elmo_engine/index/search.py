@@ -13,7 +13,6 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -23,6 +22,7 @@ import torch
 from elmo_engine.errors import InputError
 from elmo_engine.files import regular_file_problem
 from elmo_engine.index.ann import AnnIndex, AnnSettings, ann_file
+from elmo_engine.index.hits import Hit, kwic, kwic_line  # noqa: F401  (imported from here too)
 from elmo_engine.index.store import (MANIFEST, TOKENS_DB, Manifest, load_npy, read_manifest,
                                      vectors_file)
 
@@ -54,48 +54,6 @@ def cosines(vecs: np.ndarray, rows: np.ndarray, q: np.ndarray, block: int = 6553
         part = torch.from_numpy(np.ascontiguousarray(vecs[rows[s:s + block]]))   # (b, D) f16
         out[s:s + block] = (part.float() @ qt).numpy()
     return out
-
-
-def kwic(tokens: Sequence[str], position: int, width: int = 40) -> Tuple[str, str, str]:
-    """Keyword in context: ``(left, word, right)`` of the token at ``position``, the left side
-    cut from its start and the right side at its end to at most ``width`` characters each
-    ("…" marks a cut); the word itself is never cut."""
-    left = " ".join(tokens[:position])
-    right = " ".join(tokens[position + 1:])
-    if len(left) > width:
-        left = "…" + left[-(width - 1):]
-    if len(right) > width:
-        right = right[:width - 1] + "…"
-    return left, tokens[position], right
-
-
-def kwic_line(tokens: Sequence[str], position: int, width: int = 40) -> str:
-    """One keyword-in-context line, the word marked ``[word]`` and centred: the left side
-    right-aligned in ``width`` characters, so that the marks of several lines stack (at most
-    ``2 · width + len(word) + 4`` characters, whatever the sentence's length)."""
-    left, word, right = kwic(tokens, position, width)
-    return f"{left:>{width}} [{word}] {right}".rstrip()
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One occurrence found: where it is, the word, its cosine to the query, its sentence."""
-
-    sentence_id: int
-    position: int                     # 0-based token position in the sentence
-    word: str
-    cosine: float
-    text: str                         # the sentence, tokens joined by spaces
-    layer: int
-    row: int                          # the token's row in the index's vector files
-
-    def kwic(self, width: int = 40) -> Tuple[str, str, str]:
-        """Keyword in context: ``(left, word, right)``, each side cut to ``width`` characters."""
-        return kwic(self.text.split(" "), self.position, width)
-
-    def to_dict(self) -> dict:
-        return {"sentence_id": self.sentence_id, "position": self.position, "word": self.word,
-                "cosine": self.cosine, "text": self.text, "layer": self.layer}
 
 
 class CorpusIndex:

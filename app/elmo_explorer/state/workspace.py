@@ -22,10 +22,9 @@ import numpy as np
 from PySide6.QtCore import QObject, Signal
 
 from elmo_explorer.state.worker import JobHandle, JobState, Lane, Worker
-from elmo_engine.embed.embedder import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import CancelledError
 from elmo_engine.progress import TaskState
-from elmo_engine.model.tokenize import MAX_TOKEN_CHARS, sentence_tokens
+from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, MAX_TOKEN_CHARS, sentence_tokens
 
 log = logging.getLogger(__name__)
 

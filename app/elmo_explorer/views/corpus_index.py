@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from elmo_engine.index.search import CorpusIndex
+if TYPE_CHECKING:                     # the index (numpy, torch) is imported by the jobs that open one
+    from elmo_engine.index.search import CorpusIndex
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +24,7 @@ def default_index_folder(data_dir: Path, checksum: str, precision: str = "fp32",
     return Path(data_dir) / "corpus-index" / f"{stem}-{checksum[:12]}{tail}"
 
 
-def summary(index: CorpusIndex) -> str:
+def summary(index: "CorpusIndex") -> str:
     m = index.manifest
     return (f"{Path(index.folder).name}: {m.n_sentences:,} sentences, {m.n_tokens:,} tokens, "
             f"layers {','.join(map(str, m.layers))}")

@@ -19,3 +19,14 @@ MAX_LAYERS_TOKENS = 100_000
 #: hubness: the neighbours counted and the most tokens sampled (here for the parser, as above)
 HUBNESS_K = 10
 HUBNESS_MAX_POINTS = 5000
+#: the shipped reference corpus, under the resources folder
+REFERENCE_CORPUS = ("reference_corpus", "sentences.txt")
+
+
+def reference_corpus_path():
+    """The shipped reference corpus (``resources/reference_corpus/sentences.txt``; 4,000
+    sentences of public-domain fiction and OpenStax prose): a ``Path``. Here, not in
+    :mod:`.run`, so that the app's views name it without loading torch."""
+    from elmo_engine.resources import HERE
+
+    return HERE.joinpath(*REFERENCE_CORPUS)

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Dict, Optional, Sequence, Tuple
 
 import numpy as np
 
 from elmo_engine.analysis.activations import iter_embedded
-from elmo_engine.analysis.layers import MAX_LAYERS_TOKENS
+from elmo_engine.analysis.layers import (MAX_LAYERS_TOKENS, REFERENCE_CORPUS,  # noqa: F401
+                                         reference_corpus_path)
 from elmo_engine.analysis.layers.cka import CKAResult, cka_matrix, cross_cka
 from elmo_engine.analysis.layers.contextuality import ContextualityAccumulator
 from elmo_engine.analysis.layers.contextuality_result import ContextualityResult
@@ -29,17 +29,8 @@ from elmo_engine.analysis.layers.mdl import MDLConfig, MDLResult, online_codelen
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState
 
-REFERENCE_CORPUS = ("reference_corpus", "sentences.txt")
 #: the built-in demo tasks an MDL probe can transmit
 DEMO_MDL_TASKS = ("demo-pos", "demo-supersense", "demo-wsd")
-
-
-def reference_corpus_path() -> Path:
-    """The shipped reference corpus (``resources/reference_corpus/sentences.txt``; 4,000
-    sentences of public-domain fiction and OpenStax prose)."""
-    from elmo_engine.resources import HERE
-
-    return HERE.joinpath(*REFERENCE_CORPUS)
 
 
 def subset(n: int, keep: Optional[int], seed: int) -> np.ndarray:

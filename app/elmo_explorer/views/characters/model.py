@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from elmo_engine.index.search import kwic
+from elmo_engine.index.hits import kwic
 
 #: what the view opens with: a nonce word, a typo and a long rare word
 DEFAULT_WORDS = "blorft recieve Antidisestablishmentarianism"

@@ -6,20 +6,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from elmo_engine.errors import InputError
-from elmo_engine.index.ann import AnnSettings
-from elmo_engine.index.corpus import CorpusReader, count_corpus
-from elmo_engine.index.search import CorpusIndex, Hit
-from elmo_engine.index.senses import SenseInduction, induce_from_index
-from elmo_engine.index.store import Manifest
 from elmo_engine.progress import TaskState, check, report
 from elmo_explorer.views.corpus.atlas import MapData, categories, project_layer
 from elmo_explorer.views.corpus.model import ConcordanceLine, MapSelection, SELECTION_LINES
+from elmo_engine.index.hits import Hit
 from elmo_explorer.views.reading import CorpusReading
+
+if TYPE_CHECKING:        # the index (numpy, torch) is imported by the jobs, on the worker
+    from elmo_engine.index.corpus import CorpusReader
+    from elmo_engine.index.search import CorpusIndex
+    from elmo_engine.index.senses import SenseInduction
+    from elmo_engine.index.store import Manifest
 
 #: the layers an index built from the app holds (the token layer and both biLSTM layers)
 BUILD_LAYERS: Tuple[int, ...] = (0, 1, 2)
@@ -44,6 +46,8 @@ def read_corpus(paths: Sequence[Path], reading: CorpusReading = CorpusReading())
     tokenizer, paragraphs split into sentences; always ``= … =`` headers skipped, over-long
     sentences cut), so an index the app builds and one the CLI builds from the same files are
     the same index; a stream, read anew at each pass (never held whole)."""
+    from elmo_engine.index.corpus import CorpusReader
+
     return CorpusReader(tuple(Path(p) for p in paths),
                         "whitespace" if reading.pretokenized else "regex", reading.split_sentences)
 
@@ -60,6 +64,8 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
     layers = tuple(v for v in req.layers if 0 <= v < n_layers)
     on_stage("reading the corpus")
     sentences = read_corpus(req.corpus, req.reading)
+    from elmo_engine.index.corpus import count_corpus
+
     count = count_corpus(sentences, req.shard_size)
     if not count.n_sentences:
         raise InputError("no sentences in the corpus", path=req.corpus[0])
@@ -70,12 +76,16 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
     emb = Embedder(embedder.model, device=str(embedder.device), precision=embedder.precision,
                    token_budget=4096, cache_size=0)
     on_stage("embedding")
+    from elmo_engine.index.ann import AnnSettings
+
     return engine_build(req.folder, sentences, wanted, emb, AnnSettings(), state, req.force,
                         count)
 
 
 def open_index(folder: Path, checksum: Optional[str]) -> CorpusIndex:
     """A complete index, refused when built with another model than ``checksum``."""
+    from elmo_engine.index.search import CorpusIndex
+
     return CorpusIndex(Path(folder), checksum)
 
 
@@ -113,6 +123,8 @@ def selection_lines(index: CorpusIndex, selection: MapSelection, state: TaskStat
 
 
 def induce(index: CorpusIndex, word: str, k_max: int, state: TaskState) -> SenseInduction:
+    from elmo_engine.index.senses import induce_from_index
+
     return induce_from_index(index, word, k_max=k_max, state=state)
 
 

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from elmo_engine.index.search import Hit
+from elmo_engine.index.hits import Hit
 from elmo_engine.index.senses import MIN_CLUSTER_SIZE, SenseInduction
 from elmo_explorer.common.selection import Rect, normalized
 

@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QGroupBox, QHBoxLay
                                QSizePolicy, QSpinBox, QSplitter, QStyledItemDelegate, QStackedWidget, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
-from elmo_engine.index.search import kwic_line
+from elmo_engine.index.hits import kwic_line
 from elmo_explorer.views.corpus.mapplot import MapPlot
 from elmo_explorer.views.corpus.model import SENSES_NOTE
 from elmo_explorer.views.corpus.model import (ConcordanceLine, CorpusOptions, DEFAULT_LAYERS,

@@ -26,7 +26,7 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.progress import progress_text
-from elmo_engine.analysis.layers import run as layers_run
+from elmo_engine.analysis.layers import reference_corpus_path
 from elmo_engine.analysis.layers.sample import read_sample
 from elmo_engine.io.figures import layers as layer_figures
 from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersModel,
@@ -156,7 +156,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             self._qs.setValue(SETTINGS_KEY, json.dumps(asdict(self.model.settings)))
 
     def corpus_path(self) -> str:
-        return self.model.settings.corpus or str(layers_run.reference_corpus_path())
+        return self.model.settings.corpus or str(reference_corpus_path())
 
     # ---- model and settings -------------------------------------------------------------------
     def _on_model(self) -> None:
@@ -234,6 +234,8 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         info = _model_info(emb, getattr(self.ws.model_spec, "path", ""))
 
         def job(state):
+            from elmo_engine.analysis.layers import run as layers_run  # torch
+
             sample = read_sample(corpus, pretokenized, n, seed=SEED, state=state)
             res = layers_run.analyse_layers(emb, sample.tokens, seed=SEED, state=state)
             analysis = (res, sample.tokens)
@@ -268,6 +270,8 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         info = _model_info(emb, getattr(self.ws.model_spec, "path", ""))
 
         def job(state):
+            from elmo_engine.analysis.layers import run as layers_run  # torch
+
             from elmo_engine.embed.embedder import Embedder
             from elmo_engine.model.checkpoint import load_checkpoint
 
@@ -316,6 +320,8 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         n = self.model.settings.mdl_sentences
 
         def job(state):
+            from elmo_engine.analysis.layers import run as layers_run  # torch
+
             sents, source = layers_run.demo_mdl_data(task)
             return layers_run.mdl_probe(emb, sents, task, source, max_sentences=n, seed=SEED,
                                         device="cpu", state=state).to_dict()
