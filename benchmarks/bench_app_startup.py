@@ -34,19 +34,28 @@ T0 = time.perf_counter()
 os.environ["QT_QPA_PLATFORM"] = "offscreen"
 marks, jobs = {}, []
 import elmo_explorer.state.worker as W
-runner = next(getattr(W, n) for n in dir(W)
-              if isinstance(getattr(W, n), type) and hasattr(getattr(W, n), "_run_job"))
-original = runner._run_job
-def run_job(self, handle, fn):
+runners = [getattr(W, n) for n in dir(W)
+           if isinstance(getattr(W, n), type) and "_run_job" in vars(getattr(W, n))]
+if len(runners) != 1:
+    sys.exit(f"cannot find the worker's job runner (_run_job) in {W.__file__}")
+original = runners[0]._run_job
+def run_job(self, handle, *args, **kwargs):
     t = time.perf_counter() - T0
-    original(self, handle, fn)
-    jobs.append((round(t, 2), round(time.perf_counter() - T0, 2), handle.name))
-runner._run_job = run_job
+    try:
+        return original(self, handle, *args, **kwargs)
+    finally:
+        jobs.append((round(t, 2), round(time.perf_counter() - T0, 2),
+                     str(getattr(handle, "name", "?"))))
+runners[0]._run_job = run_job
+import elmo_engine.resources as R
+if not R.__file__.startswith(os.getcwd()):    # an editable install maps it to another tree
+    sys.exit(f"elmo_engine.resources comes from {R.__file__}, not this tree")
 from PySide6.QtWidgets import QApplication
 app = QApplication(["elmo-explorer"])
 from elmo_explorer.state.settings import AppSettings
 from elmo_explorer.shell.main_window import MainWindow
-w = MainWindow(AppSettings(tempfile.mkdtemp()))
+settings_dir = tempfile.TemporaryDirectory()
+w = MainWindow(AppSettings(settings_dir.name))
 w.resize(1280, 800); w.show_view("contexts"); w.show(); app.processEvents()
 marks["window shown"] = time.perf_counter() - T0
 ws = w.workspace
@@ -56,12 +65,21 @@ panel = w.panels["contexts"]
 while not (ws.embedder is not None and ws.all_embedded() and panel.is_ready()):
     app.processEvents(); time.sleep(0.005)
     if time.perf_counter() - T0 > 300:
-        break
+        sys.exit("the Contexts view was not ready after 300 s: " + json.dumps(sorted(jobs)))
 marks["Contexts view ready"] = time.perf_counter() - T0
 ws.worker.shutdown(timeout_s=30)
 print(json.dumps({"marks": marks, "jobs": sorted(jobs)}))
 '''
 MARKS = ("window shown", "model loaded", "Contexts view ready")
+
+
+def tree_with_resources(root: Path) -> Path:
+    """An extracted tree whose ``elmo_engine.resources`` is its own ``resources/`` (the
+    project maps that package there; an editable install maps it to this checkout's)."""
+    link = root / "elmo_engine" / "resources"
+    if (root / "resources").is_dir() and not link.exists():
+        link.symlink_to(Path("..") / "resources")
+    return root
 
 
 def run_once(root: Path) -> Dict:
@@ -90,7 +108,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     trees = {"now": REPO}
     with tempfile.TemporaryDirectory() as tmp:
         if args.baseline:
-            trees[args.baseline] = extract(args.baseline, Path(tmp))
+            trees[args.baseline] = tree_with_resources(extract(args.baseline, Path(tmp)))
         got: Dict[str, List[Dict]] = {k: [] for k in trees}
         for _ in range(args.runs):                      # alternating: the same moments
             for key, root in trees.items():

@@ -4,6 +4,7 @@ words. ``elmo-explorer senses --semcor``: the same on SemCor's commonest polysem
 scored against the gold senses (purity, adjusted Rand index) per layer."""
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -14,6 +15,17 @@ from elmo_engine.errors import InputError
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 SEMCOR_XML = DATA / "semcor30" / "semcor.data.xml.gz"
 SEMCOR_KEYS = DATA / "semcor30" / "semcor.gold.key.txt.gz"
+
+
+class _SemcorAction(argparse.Action):
+    """``--semcor [XML]``; it also brings ``--semcor-keys``' default (the shared data's keys)
+    when none is given, so that the dispatcher checks that file before the model loads; without
+    ``--semcor`` the keys are neither needed nor checked."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, values)
+        if getattr(namespace, "semcor_keys", None) is None:
+            namespace.semcor_keys = SEMCOR_KEYS
 
 
 def add_parser(sub) -> None:
@@ -32,8 +44,9 @@ def add_parser(sub) -> None:
                    help="an even sample of this many occurrences at most (default 2000)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--semcor", nargs="?", type=Path, const=SEMCOR_XML, default=None,
-                   metavar="XML", help="score induced senses on SemCor (default: "
-                                       "../shared/data/semcor30/semcor.data.xml.gz)")
+                   action=_SemcorAction, metavar="XML",
+                   help="score induced senses on SemCor (default: "
+                        "../shared/data/semcor30/semcor.data.xml.gz)")
     p.add_argument("--semcor-keys", type=Path, default=None,
                    help="with --semcor: its gold keys (default ../shared/data/semcor30/"
                         "semcor.gold.key.txt.gz)")

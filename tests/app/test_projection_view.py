@@ -349,6 +349,30 @@ def test_warm_up_waits_for_a_model_and_the_jobs_its_load_starts(qtbot, tiny_chec
         assert ws.worker.shutdown(timeout_s=10)
 
 
+def test_a_deleted_panel_schedules_no_warm_up(qtbot, tiny_checkpoint, monkeypatch):
+    """The warm-up's timer belongs to the panel: a panel deleted before the workspace loads a
+    model schedules nothing (a lambda connected to the workspace outlived it and raised)."""
+    import gc
+
+    from elmo_explorer.state.workspace import ModelSpec, Workspace
+
+    seen = []
+    monkeypatch.setattr(warmup_mod, "is_warm", lambda: bool(seen))
+    monkeypatch.setattr(warmup_mod, "warm_up", lambda state: seen.append("warm-up"))
+    ws = Workspace()
+    try:
+        panel = ProjectionPanel(ws)
+        panel.deleteLater()
+        qtbot.wait(50)
+        gc.collect()
+        with qtbot.waitSignal(ws.model_changed, timeout=60000):
+            ws.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+        qtbot.wait(2500)
+        assert seen == []
+    finally:
+        assert ws.worker.shutdown(timeout_s=10)
+
+
 @pytest.mark.slow
 def test_umap_replaces_pca_and_uses_the_cache(qtbot, ws):
     panel = ProjectionPanel(ws)

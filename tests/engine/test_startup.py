@@ -124,8 +124,19 @@ def test_senses_needs_no_semcor_keys_without_semcor(tmp_path: Path, monkeypatch)
     without ../shared runs ``senses INDEX`` (its default was checked as a missing input)."""
     from elmo_engine.cli import build_parser
 
-    args = build_parser(["senses"]).parse_args(["senses", str(tmp_path), "--word", "bank"])
+    from elmo_engine.cli.senses import SEMCOR_KEYS
+
+    parser = build_parser(["senses"])
+    args = parser.parse_args(["senses", str(tmp_path), "--word", "bank"])
     assert args.semcor_keys is None
+    # with --semcor its default keys come along, so that a missing file is refused before torch
+    assert parser.parse_args(["senses", "--semcor"]).semcor_keys == SEMCOR_KEYS
+    mine = tmp_path / "keys.txt"
+    for argv in (["--semcor-keys", str(mine), "--semcor"], ["--semcor", "--semcor-keys", str(mine)]):
+        assert parser.parse_args(["senses", *argv]).semcor_keys == mine
+    code, out, err, imported = run_importtime(["senses", "--semcor", str(tmp_path / "x.xml"),
+                                               "--semcor-keys", str(mine)])
+    assert code == 1 and "cannot open" in err and heavy(imported) == []
 
 
 def test_torch_settings_apply_when_a_command_loads_torch():

@@ -106,9 +106,9 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self._auto.timeout.connect(lambda: self.run(auto=True))
         # the compile waits for a model and for the jobs its load starts (scheduled after
         # them): at start-up, queued ahead of the demo model's load, it kept the model 7 s away
-        ws.model_changed.connect(lambda: QTimer.singleShot(0, self._schedule_warm_up))
+        ws.model_changed.connect(self._warm_up_later)
         if ws.embedder is not None:
-            QTimer.singleShot(0, self._schedule_warm_up)
+            self._warm_up_later()
 
     # ---- the AnalysisPanel protocol -----------------------------------------------------------
     def is_ready(self) -> bool:
@@ -170,6 +170,11 @@ class ProjectionPanel(PanelDefaults, QWidget):
                                   typed=self.view.plots.typed)
 
     # ---- warm-up ------------------------------------------------------------------------------
+    def _warm_up_later(self) -> None:
+        """After the jobs the current event starts (a model's load: its embedding); the timer
+        is the panel's, so a deleted panel schedules nothing."""
+        QTimer.singleShot(0, self, self._schedule_warm_up)
+
     def _schedule_warm_up(self) -> None:
         self.warm.schedule()
 
