@@ -111,8 +111,7 @@ def _build(args, ranks, settings) -> int:
     ckpt = common.checkpoint_or_demo(args.checkpoint)
     model = load_checkpoint(ckpt, device=device)
     layers = parse_layers(args.layer, model.opts.n_output_layers)
-    sentences = CorpusReader(tuple(args.corpus), "whitespace" if args.pretokenized else "regex",
-                             args.split_sentences)
+    sentences = CorpusReader.of(args.corpus, args.pretokenized, args.split_sentences)
     count = count_corpus(sentences, args.shard_size)   # a first pass: nothing held
     wanted = new_manifest(model, str(ckpt), count, layers, args.corpus, sentences.reading(),
                           args.precision)

@@ -190,6 +190,7 @@ def _run(args) -> int:
                                                  reference_corpus_path)
     from elmo_engine.analysis.layers.sample import read_sample
     from elmo_engine.analysis.layers.tables import format_report, hubness_tsv, words_csv
+    from elmo_engine.model.tokenize import tokenization_of
     from elmo_engine.atomic import atomic_write_text
     from elmo_engine.embed.device import pick_device
     from elmo_engine.progress import TaskState
@@ -204,7 +205,7 @@ def _run(args) -> int:
         common.log(f"note: analysing {sample.sample_note()}; --max-tokens, --max-sentences and "
                    "--seed set it")
     tokens, n_file = sample.tokens, sample.sentences_in_file
-    n_tokens, need = sum(len(s) for s in tokens), min_tokens(not args.biased_cka)
+    n_tokens, need = sample.n_tokens, min_tokens(not args.biased_cka)
     if n_tokens < need:                                  # CKA's least, said with the file
         raise InputError(f"{n_tokens} token(s) to analyse; CKA between layers needs at least "
                          f"{need}", path=corpus)
@@ -242,7 +243,7 @@ def _run(args) -> int:
            "corpus": {"path": str(corpus), "sentences_in_file": n_file, "sentences": len(tokens),
                       "tokens": ctx.n_tokens, "max_sentences": args.max_sentences,
                       "max_tokens": args.max_tokens,
-                      "tokenization": "whitespace" if args.pretokenized else "tokenize"},
+                      "tokenization": tokenization_of(args.pretokenized)},
            "model": _model_info(emb, path_a), "seed": args.seed, "device": str(device),
            "contextuality": ctx.to_dict(), "cka": cka.to_dict(),
            "hubness": None if res.hubness is None else res.hubness.to_dict(),

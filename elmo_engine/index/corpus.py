@@ -25,6 +25,13 @@ class CorpusReader:
     tokenizer: str = "regex"            # or "whitespace" (pretokenized text)
     split: bool = True                  # paragraphs into sentences (the trainer's splitter)
 
+    @classmethod
+    def of(cls, paths, pretokenized: bool = False, split: bool = True) -> "CorpusReader":
+        """The reader of ``index``'s options (``--pretokenized``, ``--split-sentences``), as the
+        command and the app's Corpus view both build it."""
+        return cls(tuple(Path(p) for p in paths), "whitespace" if pretokenized else "regex",
+                   split)
+
     def __iter__(self) -> Iterator[List[str]]:
         from elmo_engine.io.datasets.corpus_text import iter_sentences
 

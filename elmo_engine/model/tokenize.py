@@ -57,6 +57,12 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b\u2028\u2029\ufeff]
 TOKENIZATIONS = ("tokenize", "whitespace")
 
 
+def tokenization_of(pretokenized: bool) -> str:
+    """The tokenization a ``--pretokenized`` flag (or a view's switch) names, as recorded in
+    ``layers --json`` and workspace files."""
+    return "whitespace" if pretokenized else "tokenize"
+
+
 def sentence_tokens(text: str, tokenization: str = "tokenize",
                     limit: Optional[int] = None) -> List[str]:
     """The tokens of one sentence: :func:`tokenize`'s, or for ``"whitespace"`` (text that is

@@ -304,7 +304,6 @@ def test_the_apps_build_reads_files_as_index_does_with_the_same_options(tmp_path
                       "The river bank is steep .\n", "utf-8")
     reading = CorpusReading(pretokenized=True, split_sentences=False)
     assert reading.folder_suffix() == "-pretokenized-lines"
-    assert reading.options() == "--pretokenized --no-split-sentences"
     assert CorpusReading.from_dict(reading.to_dict()) == reading
     assert CorpusReading.from_dict({"pretokenized": "yes", "split_sentences": False}) == \
         CorpusReading(False, False)                      # what is not a bool: the default
@@ -313,7 +312,7 @@ def test_the_apps_build_reads_files_as_index_does_with_the_same_options(tmp_path
                                              reading=reading), emb, TaskState())
     assert main(["index", str(corpus), "-o", str(tmp_path / "cli"), "--checkpoint",
                  str(tiny_checkpoint), "--device", "cpu", "--layer", "0,1,2",
-                 *reading.options().split()]) == 0
+                 "--pretokenized", "--no-split-sentences"]) == 0
     cli = read_manifest(tmp_path / "cli")
     assert app.reading == cli.reading == {"tokenizer": "whitespace", "split_sentences": False,
                                           "skip_headers": True}

@@ -21,6 +21,8 @@ from typing import List, Optional, Tuple
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
+from elmo_engine.model.tokenize import TOKENIZATIONS
+
 ORG = "ELMoExplorer"
 APP = "elmo-explorer"
 ENV_DIR = "ELMO_EXPLORER_SETTINGS_DIR"
@@ -138,43 +140,40 @@ class AppSettings:
         v = self.qs.value(key, default, type=str)
         return v if isinstance(v, str) else default
 
+    def _choice(self, key: str, choices: Tuple[str, ...]) -> str:
+        """The stored value of ``key`` if it is one of ``choices``, else the first (default)."""
+        v = self._str(key, choices[0])
+        return v if v in choices else choices[0]
+
+    def _set_choice(self, key: str, name: str, choices: Tuple[str, ...], value: str) -> None:
+        if value not in choices:
+            raise ValueError(f"{name} must be one of {choices}")
+        self.qs.setValue(key, value)
+
     @property
     def device(self) -> str:
-        v = self._str("model/device", "auto")
-        return v if v in DEVICES else "auto"
+        return self._choice("model/device", DEVICES)
 
     @device.setter
     def device(self, value: str) -> None:
-        if value not in DEVICES:
-            raise ValueError(f"device must be one of {DEVICES}")
-        self.qs.setValue("model/device", value)
+        self._set_choice("model/device", "device", DEVICES, value)
 
     @property
     def precision(self) -> str:
-        v = self._str("model/precision", "fp32")
-        return v if v in PRECISIONS else "fp32"
+        return self._choice("model/precision", PRECISIONS)
 
     @precision.setter
     def precision(self, value: str) -> None:
-        if value not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}")
-        self.qs.setValue("model/precision", value)
+        self._set_choice("model/precision", "precision", PRECISIONS, value)
 
     @property
     def tokenization(self) -> str:
         """How new sentences are split into tokens (Settings ▸ Tokenization)."""
-        from elmo_engine.model.tokenize import TOKENIZATIONS
-
-        v = self._str("sentences/tokenization", "tokenize")
-        return v if v in TOKENIZATIONS else "tokenize"
+        return self._choice("sentences/tokenization", TOKENIZATIONS)
 
     @tokenization.setter
     def tokenization(self, value: str) -> None:
-        from elmo_engine.model.tokenize import TOKENIZATIONS
-
-        if value not in TOKENIZATIONS:
-            raise ValueError(f"tokenization must be one of {TOKENIZATIONS}")
-        self.qs.setValue("sentences/tokenization", value)
+        self._set_choice("sentences/tokenization", "tokenization", TOKENIZATIONS, value)
 
     @property
     def last_checkpoint(self) -> str:

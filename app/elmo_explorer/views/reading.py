@@ -30,11 +30,6 @@ class CorpusReading:
                                          ("one sentence per line", not self.split_sentences))
                          if on)
 
-    def options(self) -> str:
-        """The command's options for this reading (``""`` for the default)."""
-        return " ".join(o for o, on in (("--pretokenized", self.pretokenized),
-                                        ("--no-split-sentences", not self.split_sentences)) if on)
-
     def to_dict(self) -> Dict[str, bool]:
         return {"pretokenized": self.pretokenized, "split_sentences": self.split_sentences}
 

@@ -48,8 +48,7 @@ def read_corpus(paths: Sequence[Path], reading: CorpusReading = CorpusReading())
     the same index; a stream, read anew at each pass (never held whole)."""
     from elmo_engine.index.corpus import CorpusReader
 
-    return CorpusReader(tuple(Path(p) for p in paths),
-                        "whitespace" if reading.pretokenized else "regex", reading.split_sentences)
+    return CorpusReader.of(paths, reading.pretokenized, reading.split_sentences)
 
 
 def build_index(req: BuildRequest, embedder, state: TaskState,
