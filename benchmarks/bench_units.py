@@ -60,7 +60,9 @@ def main() -> None:
 
     from elmo_engine import runtime
     from elmo_engine.analysis.language_model.pairs import bundled_pairs, read_pairs
-    from elmo_engine.analysis.units import RankSettings, collect, pair_accuracy, rank_units
+    from elmo_engine.analysis.units.ablate import pair_accuracy
+    from elmo_engine.analysis.units.collect import collect
+    from elmo_engine.analysis.units.rank import RankSettings, rank_units
     from elmo_engine.analysis.units.ablate import ablate
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.model.checkpoint import load_checkpoint

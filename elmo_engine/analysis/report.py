@@ -42,7 +42,7 @@ from typing import List, Optional, Sequence
 
 from elmo_engine.analysis.contexts.report import contexts_part, neighbours_part
 from elmo_engine.analysis.layers.report import hubness_part
-from elmo_engine.analysis.probes.experiment import ProbeResult
+from elmo_engine.analysis.probes.results import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS, results_rows
 from elmo_engine.analysis.projection.report import projection_part
 from elmo_engine.errors import InputError

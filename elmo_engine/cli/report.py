@@ -86,7 +86,7 @@ def _read_json(path: Path, what: str):
 def read_probe_results(paths: List[Path]) -> List[dict]:
     """The probe results of ``probe --out`` files (a result object or a list of them), each
     checked as the app checks a stored result."""
-    from elmo_engine.analysis.probes.experiment import ProbeResult
+    from elmo_engine.analysis.probes.results import ProbeResult
     from elmo_engine.io.probe_result_check import ResultFormatError, check_result_dict
 
     runs: List[dict] = []

@@ -227,7 +227,8 @@ def _check_layers(layers, model) -> None:
 
 # ---- rank -------------------------------------------------------------------------------------
 def run_rank(args) -> int:
-    from elmo_engine.analysis.units import RankSettings, collect, rank_units
+    from elmo_engine.analysis.units.collect import collect
+    from elmo_engine.analysis.units.rank import RankSettings, rank_units
     from elmo_engine.analysis.units.rank import ranking_json
     from elmo_engine.model.lstm_inspect import parse_states
 

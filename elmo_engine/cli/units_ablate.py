@@ -18,8 +18,9 @@ from elmo_engine.errors import InputError
 
 def run_ablate(args) -> int:
     from elmo_engine.analysis.language_model.pairs import bundled_pairs, read_pairs
-    from elmo_engine.analysis.units import (Method, RankSettings, ablation_experiment, collect,
-                                            rank_units)
+    from elmo_engine.analysis.units.ablate import ablation_experiment
+    from elmo_engine.analysis.units.collect import collect
+    from elmo_engine.analysis.units.rank import Method, RankSettings, rank_units
     from elmo_engine.analysis.units.ablate import ALL
     from elmo_engine.model.lstm_inspect import INTERVENABLE, parse_states
     from elmo_engine.model.softmax import load_softmax

@@ -17,6 +17,8 @@ EOW_CHAR = 260
 PAD_CHAR = 261
 BOS_TOKEN = "<S>"
 EOS_TOKEN = "</S>"
+#: the softmax vocabulary's unknown word (:mod:`elmo_engine.model.softmax`)
+UNK_TOKEN = "<UNK>"
 
 
 def _framed(body: Sequence[int], max_chars: int) -> tuple:

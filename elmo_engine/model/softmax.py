@@ -24,17 +24,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from elmo_engine.errors import CheckpointError
 from elmo_engine.files import regular_file_problem
+from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 from elmo_engine.model.hdf5_checks import check_no_extra, check_storage, lookup
 
-BOS, EOS, UNK = "<S>", "</S>", "<UNK>"
+if TYPE_CHECKING:              # torch, h5py and safetensors load with the first softmax read
+    from torch import Tensor
+
+BOS, EOS, UNK = BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 #: our own layout (written by ``train-lm``)
 OWN_SOFTMAX = "softmax.safetensors"
 OWN_VOCAB = "vocab.txt"
@@ -101,6 +103,8 @@ class Softmax:
 
     def ids(self, words: Sequence[str]) -> Tensor:
         """(n,) int64 row of each word (``<UNK>`` for words outside the vocabulary)."""
+        import torch
+
         return torch.tensor([self.index.get(t, self.unk) for t in words], dtype=torch.int64)
 
     def nbytes(self) -> int:
@@ -249,6 +253,7 @@ def _check_width(path: Path, shape, output_dim: Optional[int], dataset: str) -> 
 def _read_own(path: Path, vocab_size: int, output_dim: Optional[int] = None
               ) -> Tuple[Tensor, Tensor]:
     """``train-lm``'s ``softmax.safetensors``: W kept as stored (float16), b float32."""
+    import torch
     from safetensors import SafetensorError, safe_open
 
     try:
@@ -282,6 +287,7 @@ def _read_published(path: Path, vocab_size: int, progress=None,
     """AllenNLP's ``*_softmax_weights.hdf5``, checked before anything large is allocated and read
     block by block into float32 or float16 (never both)."""
     import h5py
+    import torch
 
     with open(path, "rb") as fh:
         if fh.read(8) != b"\x89HDF\r\n\x1a\n":

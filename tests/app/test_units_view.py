@@ -155,7 +155,7 @@ def softmax():
 
 
 def test_intervention_panel_remeasures_before_and_after(qtbot, demo_panel, softmax):
-    from elmo_engine.analysis.units import token_predictions
+    from elmo_engine.analysis.units.ablate import token_predictions
     from elmo_engine.model.lstm_inspect import Intervention, Op, StateKind, patch_from
 
     panel, ws = demo_panel, demo_panel.ws
@@ -223,7 +223,7 @@ def test_intervention_panel_remeasures_before_and_after(qtbot, demo_panel, softm
 def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, monkeypatch):
     from functools import partial
 
-    from elmo_engine.analysis.units import pair_accuracy
+    from elmo_engine.analysis.units.ablate import pair_accuracy
     from elmo_explorer.views.units import controller
     from elmo_explorer.views.units.intervention import bundled_minimal_pairs, number_showcase
 
@@ -369,7 +369,8 @@ def test_pattern_search_in_the_view(qtbot, demo_panel):
 def test_ranking_a_file_of_the_users_and_reopening_it(qtbot, panel, tmp_path):
     """A CoNLL-U file with a FEATS label is ranked as ``units rank`` ranks it; a bad file is one
     line naming the file and line (no ranking); the ranking comes back from the workspace."""
-    from elmo_engine.analysis.units import RankSettings, collect, rank_units
+    from elmo_engine.analysis.units.collect import collect
+    from elmo_engine.analysis.units.rank import RankSettings, rank_units
     from elmo_engine.analysis.units.rank import ranking_json
     from elmo_engine.model.lstm_inspect import StateKind
     from elmo_explorer.views.units.model import RANK_SEEDS, RankSource

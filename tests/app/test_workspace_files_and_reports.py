@@ -453,6 +453,8 @@ def test_bf16_menu_entry_follows_the_cpus_bf16_units(qtbot, monkeypatch):
         window.set_run_option = lambda key, value: None
         menu = QMenu(window)
         menus._build_choice_menu(window, menu, "precision", [("fp32", "fp32"), ("bf16", "bf16")])
+        assert all(a.isEnabled() for a in menu.actions())    # not asked before the menu opens
+        menu.aboutToShow.emit()                              # the user opens the menu
         entries[units] = {a.data(): a for a in menu.actions()}
     assert entries["AVX512_BF16"]["bf16"].isEnabled()
     assert "AVX512_BF16" in entries["AVX512_BF16"]["bf16"].toolTip()

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from elmo_engine.analysis.units import RankSettings, collect, rank_units
+from elmo_engine.analysis.units.collect import collect
+from elmo_engine.analysis.units.rank import RankSettings, rank_units
 from elmo_engine.analysis.units.remeasure import fit_probe, probe_under
 from elmo_engine.errors import InputError
 from elmo_engine.io.datasets.records import LabelledSentence

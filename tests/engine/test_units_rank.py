@@ -9,8 +9,9 @@ import torch
 
 from support import REPO
 from elmo_engine.analysis.language_model.pairs import MinimalPair, read_pairs, score_pairs
-from elmo_engine.analysis.units import (Method, RankSettings, ablation_experiment, collect,
-                                        pair_accuracy, rank_units, sentence_log_probs)
+from elmo_engine.analysis.units.ablate import ablation_experiment, pair_accuracy, sentence_log_probs
+from elmo_engine.analysis.units.collect import collect
+from elmo_engine.analysis.units.rank import Method, RankSettings, rank_units
 from elmo_engine.errors import InputError
 from elmo_engine.io.datasets.conllu import read_conllu
 from elmo_engine.io.datasets.records import LabelledSentence
@@ -175,7 +176,7 @@ def test_collect_is_bounded_before_it_allocates():
 
 def test_token_predictions_are_the_language_model_views_and_move_under_an_intervention(demo):
     from elmo_engine.analysis.language_model.predictions import predict
-    from elmo_engine.analysis.units import token_predictions
+    from elmo_engine.analysis.units.ablate import token_predictions
     from elmo_engine.embed.embedder import Embedder
 
     model, softmax = demo

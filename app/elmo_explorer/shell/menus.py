@@ -87,28 +87,50 @@ def _action(window, menu, text: str, slot, shortcut=None, tip: str = "") -> QAct
 def _build_choice_menu(window, menu, key: str, choices, slot=None) -> None:
     """One checkable action per choice of the setting ``key``; choosing one calls
     ``slot(value)`` (default: the window's ``set_run_option(key, value)``, which reloads the
-    model)."""
-    cuda = cuda_name()
+    model). Whether the GPU and the CPU's bf16 units are there is asked when the menu first
+    opens (:func:`_mark_capabilities`): asking imports torch, which the window does not wait
+    for."""
     group = QActionGroup(window)
     group.setExclusive(True)
     current = getattr(window.settings, key)
     for value, text in choices:
-        if value == "cuda" and cuda:
-            text = f"GPU ({cuda})"
         act = QAction(text, window, checkable=True)
         act.setData(value)
         act.setChecked(value == current)
-        if value == "bf16" and cpu_bf16().offered:
-            # measured: cosine to fp32 >= 0.9999 per layer (0.1 % quantile); docs/performance.md
-            act.setToolTip(f"runs on this CPU's {cpu_bf16().units} units; vectors within cosine "
-                           "0.9999 of fp32 (docs/performance.md)")
-        elif value in ("cuda", "fp16", "bf16") and not cuda:
-            act.setEnabled(False)
-            act.setToolTip("no CUDA GPU found" if value != "bf16" else cpu_bf16().refusal())
         act.triggered.connect(lambda _=False, k=key, v=value: window.set_run_option(k, v)
                               if slot is None else slot(v))
         group.addAction(act)
         menu.addAction(act)
+    if any(value in HARDWARE_CHOICES for value, _ in choices):
+        marked = []
+
+        def mark_once() -> None:
+            if not marked:
+                marked.append(True)
+                _mark_capabilities(menu)
+
+        menu.aboutToShow.connect(mark_once)
+
+
+#: choices that need a CUDA GPU or, for bf16, a CPU with bf16 units
+HARDWARE_CHOICES = ("cuda", "fp16", "bf16")
+
+
+def _mark_capabilities(menu) -> None:
+    """Name the GPU, and disable (with the reason as the tooltip) the choices this machine
+    cannot run."""
+    cuda = cuda_name()
+    for act in menu.actions():
+        value = act.data()
+        if value == "cuda" and cuda:
+            act.setText(f"GPU ({cuda})")
+        if value == "bf16" and cpu_bf16().offered:
+            # measured: cosine to fp32 >= 0.9999 per layer (0.1 % quantile); docs/performance.md
+            act.setToolTip(f"runs on this CPU's {cpu_bf16().units} units; vectors within cosine "
+                           "0.9999 of fp32 (docs/performance.md)")
+        elif value in HARDWARE_CHOICES and not cuda:
+            act.setEnabled(False)
+            act.setToolTip("no CUDA GPU found" if value != "bf16" else cpu_bf16().refusal())
 
 
 def fill_recent(window) -> None:

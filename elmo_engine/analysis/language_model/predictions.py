@@ -18,15 +18,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Optional, Sequence, Tuple
 
-import torch
-
-from elmo_engine.analysis.language_model.states import framed_layers, lm_rows
 from elmo_engine.errors import InputError
-from elmo_engine.model.softmax import BOS, EOS, UNK, Softmax
-from elmo_engine.model.softmax_scan import scan
+from elmo_engine.model.chars import BOS_TOKEN as BOS, EOS_TOKEN as EOS, UNK_TOKEN as UNK
 from elmo_engine.progress import TaskState, check
+
+if TYPE_CHECKING:                      # torch is imported by the functions that compute
+    from elmo_engine.model.softmax import Softmax
 
 LN2 = math.log(2.0)
 FORWARD, BACKWARD = 0, 1
@@ -135,6 +134,11 @@ def predict(embedder, softmax: Softmax, sentences: Sequence[Sequence[str]], top_
 def _predict_one(embedder, softmax: Softmax, sent: Tuple[str, ...], top_k: int,
                  state: Optional[TaskState], all_substitutes: bool = False
                  ) -> SentencePredictions:
+    import torch
+
+    from elmo_engine.analysis.language_model.states import framed_layers, lm_rows
+    from elmo_engine.model.softmax_scan import scan
+
     n = len(sent)
     layers = framed_layers(embedder, [sent])
     fwd, bwd = lm_rows(layers, 0, n, embedder.opts.output_dim)        # (n+1, out) each

@@ -23,11 +23,9 @@ from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 import numpy as np
-import torch
 
-from elmo_engine.analysis.language_model.states import framed_layers
 from elmo_engine.errors import InputError
-from elmo_engine.model.softmax import UNK
+from elmo_engine.model.chars import UNK_TOKEN as UNK
 from elmo_engine.progress import TaskState, check, report
 
 REPLACEMENT = UNK
@@ -77,6 +75,10 @@ def reach_rows_per_batch(n: int, n_layers: int, output_dim: int, lstm_dim: int =
 
 def reach(embedder, tokens: Sequence[str], state: Optional[TaskState] = None) -> ReachMatrix:
     """The reach matrix of one sentence (its n variants in bounded batches)."""
+    import torch
+
+    from elmo_engine.analysis.language_model.states import framed_layers
+
     toks = tuple(tokens)
     n = len(toks)
     if n == 0:

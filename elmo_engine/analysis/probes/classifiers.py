@@ -20,6 +20,7 @@ from torch import nn
 from torch.nn import functional as F
 
 from elmo_engine.analysis.probes.sampled import NEG, CandidatePattern, candidate_logits
+from elmo_engine.analysis.probes.settings import TrainSettings
 from elmo_engine.model.mix import ScalarMix
 from elmo_engine.progress import TaskState, check, report
 
@@ -154,25 +155,6 @@ class MixProbe(nn.Module):
 
     def forward(self, x: torch.Tensor, cand: Optional[torch.Tensor]) -> torch.Tensor:
         return self.heads(self.mix(x).unsqueeze(0), cand)                              # (1, B, M)
-
-
-@dataclass
-class TrainSettings:
-    """``stop_on``: early stopping on dev "accuracy" or dev "loss"; never before ``min_epochs``.
-    ``min_delta``: an epoch restarts the patience count only when some head beats the score
-    that last restarted it by more than this (each head's best snapshot is still kept on any
-    improvement), so that dev noise cannot keep a run going."""
-
-    epochs: int = 30
-    patience: int = 3
-    batch_size: int = 256
-    lr: float = 3e-3
-    mix_lr: float = 3e-2
-    weight_decay: float = 1e-6
-    seed: int = 0
-    min_epochs: int = 1
-    stop_on: str = "accuracy"
-    min_delta: float = 0.0
 
 
 class Normaliser:

@@ -15,27 +15,27 @@ over several seeds (mean ± sd):
 * optionally the same probes on a control task (Hewitt & Liang 2019) and the selectivity;
 * baselines, and a flag on every score under the task's reference baseline.
 
-The result is a plain :class:`ProbeResult` that writes itself as JSON.
+The result is a plain :class:`~.results.ProbeResult` that writes itself as JSON; the settings are
+:class:`~.settings.ProbeConfig` (both torch-free, re-exported here).
 """
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Dict, List, Optional, Sequence
+from dataclasses import asdict
+from typing import Dict, List, Optional, Sequence
 
 import numpy as np
 
-from elmo_engine.atomic import atomic_write_text
 from elmo_engine.errors import InputError
 from elmo_engine.analysis.probes.features import (ControlTask, Examples, majority_baseline,
                                                   split_off, subsample, tagging_examples,
                                                   wsd_examples)
-from elmo_engine.analysis.probes.classifiers import EventFn, Normaliser, TrainSettings
+from elmo_engine.analysis.probes.classifiers import EventFn, Normaliser
 from elmo_engine.analysis.probes.kinds import ScoringMode, TaskKind
 from elmo_engine.analysis.probes.runner import (Encoder, centroid_positions, centroids,
                                                 train_seeds)
-from elmo_engine.analysis.probes.usefulness import Usefulness
+from elmo_engine.analysis.probes.results import DESCRIPTION, LayerResult, MixResult, ProbeResult
+from elmo_engine.analysis.probes.settings import TASK_DEFAULTS, ProbeConfig
 from elmo_engine.progress import TaskState
 
 #: a mix whose weights all lie within this of 1/K is reported as "near uniform"
@@ -45,190 +45,6 @@ WSD_CONTROL_NOTE = (
     "lemma's WordNet senses; a probe reaches it only by remembering the form, so a high control "
     "score says the layer identifies word forms, and selectivity = task - control can be "
     "negative (most lemmas have one form). Compare layers with each other and with the baseline.")
-
-DESCRIPTION = (
-    "ELMo layer probe results, every configuration trained over the seeds in 'seeds'. A score "
-    "field holds the mean over seeds; '<name>_sd' is its sample standard deviation and "
-    "'<name>_per_seed' the values per seed. 'layers': one entry per biLM layer (0 = context-free "
-    "token layer) with the dev score (dev is used for early stopping) and the test score ('test'; "
-    "accuracy for tagging, Raganato et al.'s F1 for WSD with WordNet's first sense for lemmas "
-    "unseen in training, the mean of the per-lemma accuracies for the demo word-sense task, whose "
-    "'per_lemma' lists them); 'centroid_test' (WSD) is the nearest-sense-centroid score of Peters "
-    "et al. (2018); with a control task, 'control_test' is the same probe's score on word types "
-    "mapped to random labels (Hewitt & Liang 2019) and 'selectivity' = test - control_test. "
-    "'below_baseline' is true when a test score is under baselines[reference_baseline]. 'mix': the "
-    "scalar-mix probe, gamma * sum_k softmax(s)_k h_k feeding one linear classifier, trained "
-    "together (at least config.mix_min_epochs epochs, then early stopping on dev loss); 'weights' "
-    "are the softmax-normalised s_k (they sum to 1) and measure how useful each layer was to this "
-    "probe, not what a layer 'is'; 'near_uniform' is true when max_k |w_k - 1/K| < 0.05. "
-    "'notes' says in words what is flagged. 'timings' splits 'wall_time_s' (reading, embedding, "
-    "training, scoring). All scores are fractions in [0, 1].")
-
-
-#: defaults of a task that differ from :class:`ProbeConfig`'s. Word sense over SemCor: ~30,000
-#: sense rows with a few examples each overfit fast — at lr 3e-3 dev accuracy peaks lower and
-#: later (epoch 18) than at 1e-3 (epoch 4), and the mix's dev loss is lowest at epoch 2 and rises
-#: after, so ten forced epochs only cost time; after epoch 5 the per-layer dev accuracies creep
-#: up by 0.001–0.002 an epoch, under the standard error of a ~23,000-instance dev split (0.003),
-#: so only a gain over 0.005 restarts the patience (docs/guide/probes.md, "Word sense")
-TASK_DEFAULTS: Dict[str, Dict[str, object]] = {
-    "wsd": {"lr": 1e-3, "batch_size": 1024, "mix_min_epochs": 3, "min_delta": 0.005},
-    # part of speech: at 1e-3 every layer scores 0.001-0.003 higher than at 3e-3 (3 seeds, EWT
-    # 4,000 → dev and the demo task) and the mix weights layer 1 more clearly
-    "pos": {"lr": 1e-3},
-    "demo-pos": {"lr": 1e-3},
-}
-
-
-@dataclass
-class ProbeConfig(TrainSettings):
-    """How to train: the optimiser's :class:`TrainSettings` plus the probe's own choices.
-    ``hidden > 0`` gives a one-hidden-layer MLP instead of softmax regression; ``n_seeds`` runs
-    seeds ``seed, seed+1, …`` (initialisation and minibatch order; the dev split stays fixed)."""
-
-    hidden: int = 0
-    layer_norm: bool = True
-    control: bool = False
-    control_seed: int = 1
-    device: str = "cpu"
-    n_seeds: int = 3
-    mix_min_epochs: int = 10
-
-    def settings(self) -> TrainSettings:
-        return TrainSettings(**{f.name: getattr(self, f.name) for f in fields(TrainSettings)})
-
-    def for_task(self, task: "str | TaskKind") -> "ProbeConfig":
-        """This configuration with the task's own defaults (:data:`TASK_DEFAULTS`) in the
-        settings that still hold the general default."""
-        base = ProbeConfig()
-        own: Dict[str, Any] = {k: v for k, v in TASK_DEFAULTS.get(TaskKind.of(task).value, {}).items()
-               if getattr(self, k) == getattr(base, k)}
-        return replace(self, **own)
-
-
-@dataclass
-class LayerResult:
-    layer: int
-    dev: float
-    test: float
-    macro_f1: float
-    per_label: Dict[str, dict] = field(default_factory=dict)
-    centroid_test: Optional[float] = None
-    control_test: Optional[float] = None
-    selectivity: Optional[float] = None
-    dev_sd: float = 0.0
-    test_sd: float = 0.0
-    test_per_seed: List[float] = field(default_factory=list)
-    control_test_sd: Optional[float] = None
-    selectivity_sd: Optional[float] = None
-    below_baseline: bool = False
-    per_lemma: Optional[Dict[str, dict]] = None
-
-
-@dataclass
-class MixResult:
-    weights: List[float]
-    gamma: float
-    dev: float
-    test: float
-    macro_f1: float
-    centroid_test: Optional[float] = None
-    control_weights: Optional[List[float]] = None
-    control_test: Optional[float] = None
-    selectivity: Optional[float] = None
-    weights_sd: List[float] = field(default_factory=list)
-    weights_per_seed: List[List[float]] = field(default_factory=list)
-    gamma_sd: float = 0.0
-    dev_sd: float = 0.0
-    test_sd: float = 0.0
-    test_per_seed: List[float] = field(default_factory=list)
-    centroid_test_sd: Optional[float] = None
-    control_test_sd: Optional[float] = None
-    selectivity_sd: Optional[float] = None
-    epochs_per_seed: List[int] = field(default_factory=list)
-    near_uniform: bool = False
-    below_baseline: bool = False
-
-
-_OPTIONAL = ("centroid_test", "control_test", "selectivity", "control_test_sd", "selectivity_sd",
-             "centroid_test_sd", "control_weights", "per_lemma")
-
-
-@dataclass
-class ProbeResult:
-    """Everything one probe run found; ``to_dict`` / ``write_json`` give the documented JSON.
-    ``command``: the command line that made it (recorded reference results carry one)."""
-
-    task: str
-    name: str
-    label: str
-    model: str
-    layers: List[LayerResult]
-    mix: MixResult
-    baselines: Dict[str, float]
-    counts: Dict[str, int]
-    config: Dict[str, object]
-    history: Dict[str, object]
-    wall_time_s: float = 0.0
-    timings: Dict[str, float] = field(default_factory=dict)
-    description: str = DESCRIPTION
-    seeds: List[int] = field(default_factory=list)
-    reference_baseline: str = ""
-    notes: List[str] = field(default_factory=list)
-    command: Optional[str] = None
-    usefulness: Optional[Usefulness] = None      # probe --cumulative (usefulness.py)
-
-    @property
-    def kind(self) -> Optional[TaskKind]:
-        """The task's kind (None for a task name this version does not know)."""
-        try:
-            return TaskKind(self.task)
-        except ValueError:
-            return None
-
-    @property
-    def is_wsd(self) -> bool:
-        return self.kind is not None and self.kind.is_wsd
-
-    @property
-    def semantic(self) -> bool:
-        return self.is_wsd or "sense" in self.task
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d = {"description": d.pop("description"), **d}
-        for entry in d["layers"] + [d["mix"]]:
-            for key in _OPTIONAL:
-                if key in entry and entry[key] is None:
-                    del entry[key]
-        if d["command"] is None:
-            del d["command"]
-        if d["usefulness"] is None:
-            del d["usefulness"]
-        return d
-
-    def write_json(self, path) -> None:
-        """Write the results atomically as indented UTF-8 JSON."""
-        atomic_write_text(path, json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n")
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "ProbeResult":
-        """A result from its JSON, checked field by field first (a ``ValueError`` naming the key:
-        :mod:`elmo_engine.io.probe_result_check`); older files without the seed fields load too."""
-        from elmo_engine.io.probe_result_check import check_result_dict
-
-        check_result_dict(d)
-        fields_ = {k: v for k, v in d.items() if k in cls.__dataclass_fields__}
-        fields_["layers"] = [LayerResult(**{k: v for k, v in e.items()
-                                            if k in LayerResult.__dataclass_fields__})
-                             for e in d["layers"]]
-        fields_["mix"] = MixResult(**{k: v for k, v in d["mix"].items()
-                                      if k in MixResult.__dataclass_fields__})
-        if d.get("usefulness") is not None:
-            fields_["usefulness"] = Usefulness.from_dict(d["usefulness"])
-            if len(fields_["usefulness"].rows) != len(fields_["layers"]):
-                raise ValueError("key 'usefulness.rows' must hold one row per layer")
-        return cls(**fields_)
 
 
 def _stats(values: Sequence[float]):

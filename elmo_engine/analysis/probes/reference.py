@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from elmo_engine.analysis.probes.experiment import ProbeResult
+from elmo_engine.analysis.probes.results import ProbeResult
 
 log = logging.getLogger(__name__)
 #: the files, in display order (syntax first)

@@ -23,13 +23,13 @@ from typing import Any, List, Optional, Sequence, TYPE_CHECKING
 
 import numpy as np
 
-from elmo_engine.analysis.probes.cumulative import (CumulativeResult, cumulative_scores,
-                                                    expected_layer_from_weights)
 from elmo_engine.progress import TaskState
 
-if TYPE_CHECKING:                                   # (experiment imports this module)
+if TYPE_CHECKING:                      # (results imports this module; cumulative needs torch)
     from elmo_engine.analysis.layers.mdl import MDLResult
-    from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult
+    from elmo_engine.analysis.probes.cumulative import CumulativeResult
+    from elmo_engine.analysis.probes.results import ProbeResult
+    from elmo_engine.analysis.probes.settings import ProbeConfig
     from elmo_engine.analysis.probes.features import Examples
 
 #: the two expected layers "point at different layers" when they are this far apart or more
@@ -142,10 +142,12 @@ def disagreement(e_weights: float, e_deltas: Optional[float], name: str) -> str:
             f"layer and how much the layer adds differ ({TENNEY}).")
 
 
-def usefulness_table(result: "ProbeResult", cum: CumulativeResult,
+def usefulness_table(result: "ProbeResult", cum: "CumulativeResult",
                      mdl: Optional["MDLResult"] = None, notes: Sequence[str] = ()) -> Usefulness:
     """Assemble the table from a probe run (per-layer scores, selectivity, mix weights over
     seeds), its cumulative scores and, optionally, its MDL probes."""
+    from elmo_engine.analysis.probes.cumulative import expected_layer_from_weights
+
     k = len(result.layers)
     if len(cum.scores) != k:
         raise ValueError(f"{len(cum.scores)} cumulative scores for {k} layers")
@@ -197,6 +199,7 @@ def run_usefulness(train: "Examples", dev: "Examples", test: "Examples", config:
     import time
 
     from elmo_engine.analysis.probes.classifiers import Normaliser
+    from elmo_engine.analysis.probes.cumulative import cumulative_scores
     from elmo_engine.analysis.probes.experiment import run_probe
     from elmo_engine.analysis.probes.kinds import TaskKind
 

@@ -21,7 +21,8 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_engine.progress import progress_text
-from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult, probe_sentences
+from elmo_engine.analysis.probes.results import ProbeResult
+from elmo_engine.analysis.probes.settings import ProbeConfig
 from elmo_engine.analysis.probes.tables import write_results_csv, write_results_json
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task, file_task
 from elmo_engine.analysis.probes.usefulness import write_usefulness_tsv
@@ -162,6 +163,8 @@ class ProbesPanel(PanelDefaults, QWidget):
         embedder = self.workspace.embedder          # captured now: the job never reads the workspace
 
         def job(state):
+            from elmo_engine.analysis.probes.experiment import probe_sentences
+
             out = []
             for t in tasks:
                 state.post({"phase": "start", "name": t.name})

@@ -10,7 +10,8 @@ from typing import Dict, List, Optional
 
 import html
 
-from elmo_engine.analysis.probes.experiment import ProbeConfig, ProbeResult
+from elmo_engine.analysis.probes.results import ProbeResult
+from elmo_engine.analysis.probes.settings import ProbeConfig
 from elmo_engine.io.figures.probes import run_colors
 from elmo_engine.analysis.probes.tables import results_rows
 from elmo_engine.analysis.probes.tasks import ProbeTask, demo_task

@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QHBoxLayout, QLabe
                                QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
-from elmo_engine.analysis.probes.experiment import ProbeResult
+from elmo_engine.analysis.probes.results import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS
 from elmo_engine.io.figures import BASELINE_COLOR, MIX_COLOR, layer_color
 from elmo_explorer.views.probes.model import CONTROL_EXPLANATION, SELECTIVITY_FLAG

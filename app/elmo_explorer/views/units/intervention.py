@@ -154,7 +154,7 @@ def remeasure(model, softmax, tokens: Sequence[str], spec: InterventionSpec,
     """Run ``spec`` on the live biLM (on the worker): before and after, side by side; with
     ``labels`` a probe of the top layer trained on the unchanged model (their first
     :data:`PROBE_TOKENS` words), with ``word`` its similarity across its contexts."""
-    from elmo_engine.analysis.units import pair_accuracy, token_predictions
+    from elmo_engine.analysis.units.ablate import pair_accuracy, token_predictions
     from elmo_engine.analysis.units.remeasure import fit_probe, probe_under, similarity_under
     from elmo_engine.analysis.units.report import Measured
     from elmo_engine.errors import InputError

@@ -282,8 +282,8 @@ def rank_labels(model, source: RankSource, token_vectors=None, state=None) -> Di
     """Units of every layer and direction (c and h) ranked for ``source``'s labels (its first
     :data:`RANK_TOKENS` labelled words), with the top-k curve (k = :data:`CURVE_KS`, 3 seeds):
     the saved form of :func:`elmo_engine.analysis.units.report.ranking_doc`."""
-    from elmo_engine.analysis.units import RankSettings, collect, rank_units
-    from elmo_engine.analysis.units.rank import ranking_json
+    from elmo_engine.analysis.units.collect import collect
+    from elmo_engine.analysis.units.rank import RankSettings, rank_units, ranking_json
     from elmo_engine.analysis.units.report import ranking_doc
     from elmo_engine.model.lstm_inspect import StateKind
 
