@@ -161,9 +161,26 @@ class CpuBf16:
 
     def refusal(self) -> str:
         """The one line that says why bf16 is not offered here, and what it would cost."""
+        what = ", ".join(p for p in (self.model or "CPU", self.capability) if p)
         return (f"bf16 needs a CPU with bf16 units (AMX or AVX512_BF16) and this one "
-                f"({self.model or 'CPU'}, {self.capability}) has none: bf16 would be emulated, "
+                f"({what}) has none: bf16 would be emulated, "
                 "slower than float32 and less exact; use --precision fp32 (the default)")
+
+
+#: why ``--precision fp16`` is refused on the CPU
+FP16_ON_CPU = ("fp16 is only offered on a GPU; on the CPU use fp32, or bf16 where the CPU has "
+               "bf16 units")
+
+
+def nvidia_gpu_seen() -> bool:
+    """Whether this machine may have an NVIDIA GPU, asked without torch: on Linux, whether the
+    NVIDIA driver shows one (``/proc/driver/nvidia/gpus``, ``/dev/nvidia0`` …). Elsewhere it
+    cannot tell and says True; torch then decides."""
+    if not sys.platform.startswith("linux"):
+        return True
+    import glob
+
+    return bool(glob.glob("/proc/driver/nvidia/gpus/*") or glob.glob("/dev/nvidia[0-9]*"))
 
 
 def _cpu_flags_and_model() -> Tuple[set, str]:

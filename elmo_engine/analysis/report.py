@@ -185,7 +185,7 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
         from elmo_engine.analysis.characters.report import VIEW as CHARACTERS, characters_part
 
         spec.add(characters_part(emb, (data.views or {}).get(CHARACTERS), figure_dir, style,
-                                 model_name(model)))
+                                 model_name(model), data.tokenization))
     spec.add(units_part(units, figure_dir, style, model_name(model),
                         emb.checksum if emb is not None else None))
     return spec

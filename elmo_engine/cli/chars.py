@@ -254,14 +254,14 @@ def _perturb(args) -> int:
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.errors import InputError
     from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.model.tokenize import tokenize
+    from elmo_engine.model.tokenize import sentence_tokens
 
     words = [w for w in args.word.split(",") if w] if args.sentences else [args.word]
     if not words:
         raise InputError(f"--word {args.word!r} names no word: with --sentences it is a "
                          "comma-separated list of words (a comma itself only with --sentence)")
     if args.sentence is not None:
-        toks = args.sentence.split() if args.pretokenized else tokenize(args.sentence)
+        toks = sentence_tokens(args.sentence, "whitespace" if args.pretokenized else "tokenize")
         if args.word not in toks:
             raise InputError(f"--word '{args.word}' is not a token of --sentence "
                              f"({' '.join(toks)})")
@@ -337,10 +337,10 @@ def _nonce(args) -> int:
     from elmo_engine.errors import InputError
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.model.softmax import load_softmax
-    from elmo_engine.model.tokenize import tokenize
+    from elmo_engine.model.tokenize import sentence_tokens
     from elmo_engine.train.evaluate import model_folder
 
-    toks = args.sentence.split() if args.pretokenized else tokenize(args.sentence)
+    toks = sentence_tokens(args.sentence, "whitespace" if args.pretokenized else "tokenize")
     if args.word not in toks:
         raise InputError(f"--word '{args.word}' is not a token of --sentence ({' '.join(toks)})")
     pos = toks.index(args.word)

@@ -37,6 +37,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterable, Iterator, List, Optional, Sequence
 
+from elmo_engine import runtime
 from elmo_engine.errors import InputError
 
 
@@ -232,6 +233,25 @@ def resolve_device(name: Optional[str]):
     return pick_device(name)
 
 
+def refuse_unoffered_precision(args) -> None:
+    """Refuse, before torch loads, a ``--precision`` this machine certainly cannot run: where the
+    run is on the CPU (``--device cpu``, or no NVIDIA GPU to be seen,
+    :func:`~elmo_engine.runtime.nvidia_gpu_seen`), fp16, and bf16 when the CPU's flags show no
+    bf16 units. Everything else is decided with torch (:func:`resolve_precision`), whose checks
+    are never looser than the flags'."""
+    precision = getattr(args, "precision", None)
+    if precision not in ("fp16", "bf16"):
+        return
+    device = getattr(args, "device", None)
+    if device not in (None, "auto", "cpu") or (device != "cpu" and runtime.nvidia_gpu_seen()):
+        return
+    if precision == "fp16":
+        raise InputError(runtime.FP16_ON_CPU)
+    cpu = runtime.cpu_bf16_from_flags()
+    if not cpu.offered:
+        raise InputError(cpu.refusal())
+
+
 def resolve_precision(precision: str, device) -> str:
     """``precision`` if it is offered on ``device`` (a torch.device), else one clear line
     (:class:`InputError`): bf16 on the CPU needs bf16 units, fp16 a GPU."""
@@ -275,6 +295,15 @@ def checkpoint_or_demo(path: Optional[Path]) -> Path:
     from elmo_engine.resources import demo_checkpoint_path
 
     return demo_checkpoint_path()
+
+
+def checkpoint_options(path: Optional[Path]):
+    """The :class:`~elmo_engine.model.options.BiLMOptions` of ``--checkpoint`` (or of the demo
+    model), read from its options file alone: a command checks a layer or a unit against the
+    model's sizes before it imports torch and loads the weights."""
+    from elmo_engine.model.header import resolve_and_read_options
+
+    return resolve_and_read_options(checkpoint_or_demo(path))[3]
 
 
 # ---- words -----------------------------------------------------------------------------------

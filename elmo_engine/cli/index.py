@@ -69,15 +69,19 @@ def parse_layers(text: str, n_layers: int) -> tuple:
 
 
 def run(args) -> int:
-    from elmo_engine.index import dist
-    from elmo_engine.index.ann import AnnSettings
-    from elmo_engine.index.build import finalize, merge
-
     if args.shard_size < 1 or args.token_budget < 1 or args.ann_threads < 1:
         raise InputError("--shard-size, --token-budget and --ann-threads must be at least 1")
     if args.ann_m < 4:
         raise InputError("--ann-m must be at least 4")
     common.refuse_stdout(args.out, "the index")
+    if not args.merge:
+        # the model's layers from its options file, before torch loads
+        parse_layers(args.layer, common.checkpoint_options(args.checkpoint).n_output_layers)
+
+    from elmo_engine.index import dist
+    from elmo_engine.index.ann import AnnSettings
+    from elmo_engine.index.build import finalize, merge
+
     settings = AnnSettings(m=args.ann_m, threads=args.ann_threads, quantizer=args.ann_quantizer)
     if args.merge:
         merge(args.corpus, args.out, force=args.force)

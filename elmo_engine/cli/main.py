@@ -102,8 +102,10 @@ def main(argv: Optional[List[str]] = None,
     func = getattr(args, "func", None) or importlib.import_module(
         SUBCOMMAND_MODULES[args.command]).run
     try:
+        from elmo_engine.cli.common import refuse_unoffered_precision
         from elmo_engine.cli.outputs import guard_outputs, refuse_missing_inputs
 
+        refuse_unoffered_precision(args)         # fp16 on a CPU: at once, before torch
         refuse_missing_inputs(args)              # a misspelt input: at once, before torch
         guard_outputs(args)                      # an output never replaces an input
         if getattr(args, "_results_out", False):

@@ -218,8 +218,10 @@ def _token_vectors(model, device: str):
     return Embedder(model, device=device).token_vectors
 
 
-def _check_layers(layers, model) -> None:
-    n = model.opts.n_layers
+def _check_layers(layers, opts) -> None:
+    """Every layer one of the model's LSTM layers (``opts``: its options, read before torch by
+    :func:`~elmo_engine.cli.common.checkpoint_options`)."""
+    n = opts.n_layers
     for layer in layers:
         if not 0 <= layer < n:
             raise InputError(f"--layer {layer}: the model has LSTM layers 0 … {n - 1}")
@@ -227,19 +229,20 @@ def _check_layers(layers, model) -> None:
 
 # ---- rank -------------------------------------------------------------------------------------
 def run_rank(args) -> int:
-    from elmo_engine.analysis.units.collect import collect
-    from elmo_engine.analysis.units.rank import RankSettings, rank_units
-    from elmo_engine.analysis.units.rank import ranking_json
-    from elmo_engine.model.lstm_inspect import parse_states
+    from elmo_engine.model.lstm_states import parse_states
 
     _check_figure(args)
     kinds = parse_states(args.states)
     ks = _ints(args.k, "--k", low=1)
-    model = _load_model(args)
     layers = None if args.layer is None else _ints(args.layer, "--layer")
     if layers is not None:
-        _check_layers(layers, model)
+        _check_layers(layers, common.checkpoint_options(args.checkpoint))   # before torch
     sents = _labelled(args)
+
+    from elmo_engine.analysis.units.collect import collect
+    from elmo_engine.analysis.units.rank import RankSettings, rank_units, ranking_json
+
+    model = _load_model(args)
     data = collect(model, sents, kinds, layers=layers, directions=_directions(args.direction),
                    max_tokens=args.max_tokens, max_bytes=args.max_mib << 20,
                    token_vectors=_token_vectors(model, str(model.device)))
@@ -284,18 +287,21 @@ def _write_figure(args, rankings, tokens: int, classes) -> None:
 
 # ---- top --------------------------------------------------------------------------------------
 def run_top(args) -> int:
-    from elmo_engine.analysis.units.contexts import top_contexts, unit_values, word_means
-    from elmo_engine.model.lstm_inspect import StateKind, parse_states, state_width
+    from elmo_engine.model.lstm_states import StateKind, parse_states, state_width
 
     kinds = parse_states(args.state)
     if len(kinds) != 1:
         raise InputError("--state takes one state kind (c, i, f, o, g, m or h)")
     kind: StateKind = kinds[0]
-    model = _load_model(args)
-    _check_layers([args.layer], model)
-    width = state_width(model.opts, kind)
+    opts = common.checkpoint_options(args.checkpoint)     # the sizes, before torch
+    _check_layers([args.layer], opts)
+    width = state_width(opts, kind)
     if not 0 <= args.unit < width:
         raise InputError(f"--unit {args.unit}: {kind.value} has units 0 … {width - 1}")
+
+    from elmo_engine.analysis.units.contexts import top_contexts, unit_values, word_means
+
+    model = _load_model(args)
     d = _directions(args.direction)[0]
     sents = _corpus(args.input, args.pretokenized).sentences
     values = unit_values(model, sents, args.layer, d, kind, args.unit,
@@ -346,14 +352,14 @@ def _span(text: str) -> Tuple[int, int]:
 
 
 def run_pattern(args) -> int:
-    from elmo_engine.analysis.units.pattern import find_pattern
-    from elmo_engine.model.lstm_inspect import StateKind, parse_states
+    from elmo_engine.model.lstm_states import StateKind, parse_states
 
     kinds = parse_states(args.state)
     if len(kinds) != 1:
         raise InputError("--state takes one state kind (c, i, f, o, g, m or h)")
     kind: StateKind = kinds[0]
     span = _span(args.span)
+    _check_layers([args.layer], common.checkpoint_options(args.checkpoint))   # before torch
     from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
 
     query = (args.sentence.split() if args.pretokenized
@@ -362,6 +368,8 @@ def run_pattern(args) -> int:
         raise InputError("--sentence is empty")
     read = _corpus(args.corpus, args.pretokenized)
     corpus, labels = read.sentences, read.labels
+    from elmo_engine.analysis.units.pattern import find_pattern
+
     model = _load_model(args)
     d = 0 if args.direction in ("forward", "fwd") else 1
     res = find_pattern(model, query, span, args.threshold, args.layer, d, kind, corpus,

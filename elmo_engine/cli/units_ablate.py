@@ -18,13 +18,7 @@ from elmo_engine.errors import InputError
 
 def run_ablate(args) -> int:
     from elmo_engine.analysis.language_model.pairs import bundled_pairs, read_pairs
-    from elmo_engine.analysis.units.ablate import ablation_experiment
-    from elmo_engine.analysis.units.collect import collect
-    from elmo_engine.analysis.units.rank import Method, RankSettings, rank_units
-    from elmo_engine.analysis.units.ablate import ALL
-    from elmo_engine.model.lstm_inspect import INTERVENABLE, parse_states
-    from elmo_engine.model.softmax import load_softmax
-    from elmo_engine.train.evaluate import model_folder
+    from elmo_engine.model.lstm_states import INTERVENABLE, parse_states
 
     kinds = parse_states(args.state)
     if len(kinds) != 1 or kinds[0] not in INTERVENABLE:
@@ -36,11 +30,19 @@ def run_ablate(args) -> int:
     files = bundled_pairs() if str(args.pairs) == "bundled" else [args.pairs]
     pairs = [p for f in files for p in read_pairs(f)]
     checkpoint = common.checkpoint_or_demo(args.checkpoint)
+    opts = common.checkpoint_options(args.checkpoint)     # the sizes, before torch
+    layer = opts.n_layers - 1 if args.layer is None else args.layer
+    _check_layers([layer], opts)
+    _check_measures(args, opts)                 # before the model, the collecting, the ranking
+
+    from elmo_engine.analysis.units.ablate import ALL, ablation_experiment
+    from elmo_engine.analysis.units.collect import collect
+    from elmo_engine.analysis.units.rank import Method, RankSettings, rank_units
+    from elmo_engine.model.softmax import load_softmax
+    from elmo_engine.train.evaluate import model_folder
+
     model = _load_model(args)
     softmax = load_softmax(model_folder(Path(checkpoint)), output_dim=model.opts.output_dim)
-    layer = model.opts.n_layers - 1 if args.layer is None else args.layer
-    _check_layers([layer], model)
-    _check_measures(args, model)                # before the collecting and the ranking
     if any(getattr(args, n) is not None for n in ("conllu", "tsv", "demo")):
         sents = _labelled(args)
     else:                       # EWT train's Number beside the checkout, else the demo POS task
@@ -106,9 +108,10 @@ def run_ablate(args) -> int:
     return 0
 
 
-def _check_measures(args, model) -> None:
-    """The options of the extra measures, checked before the work."""
-    top = model.opts.n_layers
+def _check_measures(args, opts) -> None:
+    """The options of the extra measures, checked against the model's options before the
+    work."""
+    top = opts.n_layers
     if args.probe_layer is not None and not 0 <= args.probe_layer <= top:
         raise InputError(f"--probe-layer {args.probe_layer}: the model has representation "
                          f"layers 0 … {top}")

@@ -30,8 +30,7 @@ def check_cpu_precision(precision: str) -> None:
     if precision == "fp32":
         return
     if precision == "fp16":
-        raise InputError("fp16 is only offered on a GPU; on the CPU use fp32, or bf16 where the "
-                         "CPU has bf16 units")
+        raise InputError(runtime.FP16_ON_CPU)
     cpu = runtime.cpu_bf16()
     if not cpu.offered:
         raise InputError(cpu.refusal())

@@ -29,7 +29,6 @@ Positions are framed positions (``<S>`` = 0, the words 1 … n, ``</S>`` = n + 1
 """
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
@@ -38,55 +37,12 @@ from torch import Tensor
 
 from elmo_engine.errors import InputError
 from elmo_engine.model.cpu_fast import both_directions
+from elmo_engine.model.lstm_states import (ALL_STATES, DIRECTION_NAMES, INTERVENABLE, Op,  # noqa: F401
+                                           StateKind, parse_states, state_width)
 
 #: default bound on the captured states of one call
 DEFAULT_MAX_BYTES = 1 << 30
-DIRECTION_NAMES = ("forward", "backward")
 
-
-class StateKind(str, enum.Enum):
-    """One kind of internal state of an LSTM layer (see the module docstring)."""
-
-    C = "c"          # cell state, after the clip                    (D)
-    IG = "i"         # input gate σ(z_i)                              (D)
-    FG = "f"         # forget gate σ(z_f + 1)                         (D)
-    OG = "o"         # output gate σ(z_o)                             (D)
-    G = "g"          # candidate tanh(z_j)                            (D)
-    M = "m"          # unprojected output o·tanh(c)                   (D)
-    H = "h"          # projected output, clipped (= m without projection)  (P)
-
-
-ALL_STATES: Tuple[StateKind, ...] = tuple(StateKind)
-#: the states an intervention may change (the gates and g follow from them)
-INTERVENABLE = (StateKind.C, StateKind.M, StateKind.H)
-
-
-class Op(str, enum.Enum):
-    ZERO = "zero"
-    CLAMP = "clamp"       # set the units to ``value``
-    SCALE = "scale"       # multiply the units by ``value``
-    PATCH = "patch"       # set the units at one position to ``source`` (another sentence's)
-
-
-def parse_states(text: str) -> Tuple[StateKind, ...]:
-    """``"c,h"`` → (C, H); ``"all"`` → every kind. :class:`InputError` naming a bad one."""
-    if text.strip() == "all":
-        return ALL_STATES
-    out: List[StateKind] = []
-    for part in text.split(","):
-        try:
-            kind = StateKind(part.strip())
-        except ValueError:
-            raise InputError(f"unknown state {part.strip()!r}; choose from "
-                             f"{', '.join(s.value for s in StateKind)} or 'all'") from None
-        if kind not in out:
-            out.append(kind)
-    return tuple(out)
-
-
-def state_width(model_opts, kind: StateKind) -> int:
-    """D for every kind but ``h`` (P, or D without a projection)."""
-    return model_opts.output_dim if kind is StateKind.H else model_opts.lstm_dim
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,30 @@ def test_search_width_and_a_bad_sweep_word(qtbot, panel):
     assert "'absent' is not a token" in panel.view.status.text()
 
 
+def test_the_sweep_splits_its_sentence_as_settings_tokenization_says(qtbot, panel, ws):
+    """Typed text: "can't" is two tokens, so the sweep says it is not one; Settings ▸
+    Tokenization ▸ Pretokenized splits on spaces (as ``chars perturb --pretokenized``) and the
+    sweep runs again by itself, on the engine's numbers for those tokens."""
+    panel.view.sentence_edit.setText("They can't bank on it .")
+    panel.view.word_edit.setText("can't")
+    panel.run_sweep()
+    qtbot.waitUntil(lambda: panel.is_ready() and "Characters:" in panel.view.status.text(),
+                    timeout=30000)
+    assert "'can't' is not a token" in panel.view.status.text()
+    assert "Pretokenized" not in panel.view.status.text()
+    with qtbot.waitSignal(panel.results_changed, timeout=30000,
+                          check_params_cb=lambda what: what == "sweep"):
+        ws.set_tokenization("whitespace", refresh=False)
+    ref = perturb.sweep(ws.embedder, [["They", "can't", "bank", "on", "it", "."]], "can't",
+                        4).to_dict()
+    assert panel.model.sweep["mean_per_type"] == ref["mean_per_type"]
+    panel.view.word_edit.setText("it.")
+    panel.run_sweep()
+    qtbot.waitUntil(lambda: panel.is_ready() and "Characters:" in panel.view.status.text(),
+                    timeout=30000)
+    assert "split on spaces: Settings ▸ Tokenization is Pretokenized" in panel.view.status.text()
+
+
 def test_new_words_state_and_exports(qtbot, panel, tmp_path):
     panel.view.words_edit.setText("teh 2nd")
     with qtbot.waitSignal(panel.results_changed, timeout=60000):

@@ -346,3 +346,38 @@ def test_every_view_opens_on_the_same_word_and_token(qtbot, app_settings_dir, ti
     assert w.panels["contexts"].model.query == (0, 4)
     assert reference_word(w.panels["projection"].view.controls.word_list(), ws) == "bank"
     ws.worker.shutdown(timeout_s=30)
+
+
+def test_the_shown_view_computes_first_and_the_hidden_ones_after(qtbot, app_settings_dir,
+                                                                  tiny_checkpoint, errors,
+                                                                  monkeypatch):
+    """At start-up every view starts work on the new model; the hidden views' jobs wait
+    (backstage) until the shown view's are done, and a view brought to the front leaves it."""
+    import elmo_explorer.shell.main_window as mw
+
+    monkeypatch.setattr(mw, "demo_checkpoint", lambda: tiny_checkpoint)
+    w = MainWindow(AppSettings(app_settings_dir),
+                   views=("contexts", "characters", "language-model"))
+    qtbot.addWidget(w)
+    w.show_view("contexts")
+    w.show()
+    ws = w.workspace
+    assert ws.worker.backstage() == {"characters", "language_model"}
+    started = []
+
+    def on_started(job_id, _name):
+        handle = ws.worker.job(job_id)
+        started.append(handle.group if handle is not None else None)
+
+    ws.worker.job_started.connect(on_started)
+    w.start()
+    qtbot.waitUntil(lambda: ws.all_embedded() and not ws.worker.is_busy()
+                    and all(p.is_ready() for p in w.panels.values()), timeout=120000)
+    views = [g for g in started if g in ("contexts", "characters", "language_model")]
+    assert {"contexts", "characters", "language_model"} <= set(views)
+    last_shown = max(i for i, g in enumerate(views) if g == "contexts")
+    first_hidden = min(i for i, g in enumerate(views) if g != "contexts")
+    assert last_shown < first_hidden, views
+    w.show_view("characters")
+    assert ws.worker.backstage() == {"contexts", "language_model"}
+    ws.worker.shutdown(timeout_s=30)

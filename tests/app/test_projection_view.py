@@ -317,7 +317,7 @@ def test_warm_up_waits_for_the_job_queued_right_after_a_load(qtbot, ws, monkeypa
                      on_done=lambda _r: ws.worker.submit("embed", lambda s: time.sleep(0.3)))
     panel = ProjectionPanel(ws)
     qtbot.addWidget(panel)
-    qtbot.waitUntil(lambda: bool(seen), timeout=10000)
+    qtbot.waitUntil(lambda: bool(seen) and len(started) == 3, timeout=10000)   # (both signals)
     assert started == ["load", "embed", "Preparing UMAP (one-time compile)"]
 
 
@@ -341,7 +341,8 @@ def test_warm_up_waits_for_a_model_and_the_jobs_its_load_starts(qtbot, tiny_chec
         assert seen == [], started                          # no model: nothing to compile for
         ws.set_sentences(SENTENCES[:2])
         ws.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
-        qtbot.waitUntil(lambda: bool(seen), timeout=60000)
+        qtbot.waitUntil(lambda: bool(seen) and "Preparing UMAP (one-time compile)" in started,
+                        timeout=60000)                   # (its started signal comes queued)
         load = next(i for i, n in enumerate(started) if n.startswith("Loading model"))
         warm = started.index("Preparing UMAP (one-time compile)")
         assert load < started.index("Embedding sentences") < warm, started

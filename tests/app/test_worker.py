@@ -238,6 +238,95 @@ def test_each_lane_is_first_in_first_out(qtbot, worker):
     assert order == list(range(5))
 
 
+def _gate(started_events, release):
+    """A job that says it started and runs until ``release`` is set."""
+    def job(state):
+        started_events.set()
+        while not release.is_set():
+            state.check()
+            release.wait(0.01)
+        return "front"
+    return job
+
+
+def test_backstage_jobs_wait_for_every_front_job_in_either_lane(qtbot, worker):
+    """The window's hidden views are backstage: their jobs start only once no job of the shown
+    view (or the worker's own) is queued, running or still to be delivered, in either lane;
+    the front's jobs overtake them, and each group keeps its own order."""
+    worker.set_backstage({"hidden"})
+    hidden, shown = worker.group("hidden"), worker.group("shown")
+    release, started = threading.Event(), threading.Event()
+    order = []
+    front = shown.submit("front long", _gate(started, release), lane=Lane.LONG,
+                         on_done=lambda v: order.append("front long"))
+    assert started.wait(5)
+    for i in range(2):
+        hidden.submit(f"h{i}", lambda st: None, lane=Lane.INTERACTIVE,
+                      on_done=lambda v, i=i: order.append(f"h{i}"))
+    hidden.submit("h-long", lambda st: None, lane=Lane.LONG,
+                  on_done=lambda v: order.append("h-long"))
+    shown.submit("f-quick", lambda st: None, lane=Lane.INTERACTIVE,
+                 on_done=lambda v: order.append("f-quick"))
+    qtbot.waitUntil(lambda: "f-quick" in order, timeout=3000)
+    qtbot.wait(200)                        # the interactive lane is free, the front still busy
+    assert order == ["f-quick"] and front.active
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+    assert order[:2] == ["f-quick", "front long"]
+    assert order.index("h0") < order.index("h1")
+    assert sorted(order[2:]) == ["h-long", "h0", "h1"]
+
+
+def test_a_job_the_fronts_result_starts_goes_before_the_backstage(qtbot, worker):
+    """No gap between a front job and the one its result submits: a backstage job queued
+    meanwhile still waits (at start-up: the comparison, then the neighbour index)."""
+    worker.set_backstage({"hidden"})
+    hidden, shown = worker.group("hidden"), worker.group("shown")
+    order = []
+    release, started = threading.Event(), threading.Event()
+
+    def then(_v):
+        order.append("first")
+        shown.submit("second", lambda st: None, on_done=lambda v: order.append("second"))
+
+    shown.submit("first", _gate(started, release), on_done=then)
+    assert started.wait(5)
+    hidden.submit("hidden", lambda st: None, on_done=lambda v: order.append("hidden"))
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+    assert order == ["first", "second", "hidden"]
+
+
+def test_a_view_brought_to_the_front_starts_its_waiting_jobs_at_once(qtbot, worker):
+    worker.set_backstage({"hidden"})
+    hidden, shown = worker.group("hidden"), worker.group("shown")
+    release, started = threading.Event(), threading.Event()
+    got = []
+    shown.submit("front long", _gate(started, release), lane=Lane.LONG)
+    assert started.wait(5)
+    hidden.submit("now shown", lambda st: "ran", lane=Lane.INTERACTIVE, on_done=got.append)
+    qtbot.wait(200)
+    assert got == []
+    worker.set_backstage({"shown"})        # the user switched tabs
+    qtbot.waitUntil(lambda: got == ["ran"], timeout=2000)
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+
+
+def test_a_cancelled_backstage_job_ends_at_once(qtbot, worker):
+    worker.set_backstage({"hidden"})
+    hidden, shown = worker.group("hidden"), worker.group("shown")
+    release, started = threading.Event(), threading.Event()
+    shown.submit("front long", _gate(started, release), lane=Lane.LONG)
+    assert started.wait(5)
+    waiting = hidden.submit("waiting", lambda st: "ran", lane=Lane.INTERACTIVE)
+    hidden.cancel_all()
+    qtbot.waitUntil(lambda: waiting.finished, timeout=2000)     # delivered, the front still busy
+    assert worker.running_jobs()[0].name == "front long"
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+
+
 def test_the_status_bar_says_cancelled_for_a_cancel_not_for_a_superseded_job(qtbot, worker):
     """A job replaced by a newer request of its kind was not cancelled by the user: the status
     bar stays quiet; the bar's Cancel (and Esc) says "Cancelled"."""

@@ -6,6 +6,7 @@ import json
 import os
 import stat
 from pathlib import Path
+from types import SimpleNamespace
 
 import h5py
 import numpy as np
@@ -44,6 +45,7 @@ class FakePanel(QWidget):
 
     def __init__(self):
         super().__init__()
+        self.jobs = SimpleNamespace(name="fake")       # the job group's name is all it is asked
         self.state = {"layer": 2, "umap": {"n_neighbors": 15}}
         self.restored = None
         self.runs = []

@@ -329,6 +329,14 @@ def test_the_report_holds_the_characters_views_word_lab_and_sweep(tmp_path):
     assert (tmp_path / "rep" / "tables" / "characters_words.csv").is_file()
     assert characters_part(emb, {"sentence": "no such word", "word": "bank"}, None,
                            FigureStyle()).notes               # a word not in its sentence
+    # a pretokenized workspace: the sentence is split on spaces, as the view splits it
+    pre = {"sentence": "They can't bank on it .", "word": "can't"}
+    assert characters_part(emb, pre, None, FigureStyle()).notes       # typed text: ca n't
+    part = characters_part(emb, pre, None, FigureStyle(), tokenization="whitespace")
+    expected = sweep(emb, [pre["sentence"].split()], "can't", 4).summary()
+    row = next(r for r in part.tables[0].rows if r["perturbation"] == "delete 1")
+    m = next(v for k, v in expected.items() if k.value == "delete 1")
+    assert not part.notes and row["layer 0"] == pytest.approx(float(m[0, 0]), abs=1e-4)
 
 
 def test_the_report_uses_the_views_saved_vocabulary(tmp_path):

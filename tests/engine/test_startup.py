@@ -98,8 +98,8 @@ def test_a_probe_task_without_its_files_is_refused_before_torch_loads(tmp_path: 
 
 def test_embed_and_export_read_their_input_before_torch_loads(tmp_path: Path):
     """In fp32 (the default) ``embed`` and ``export vectors`` read their input before they
-    import torch: an absent word or a malformed line answers at once. (bf16 and fp16 ask the
-    device first, which needs torch.)"""
+    import torch: an absent word or a malformed line answers at once. (bf16 and fp16 that the
+    CPU may run ask the device first, which needs torch.)"""
     text = tmp_path / "in.txt"
     text.write_text("He sat on the bank .\n", encoding="utf-8")
     code, out, err, imported = run_importtime(["export", "vectors", str(text), "--word", "zzz",
@@ -117,6 +117,72 @@ def test_embed_and_export_read_their_input_before_torch_loads(tmp_path: Path):
         code, out, err, imported = run_importtime(["embed", str(bad), "-o",
                                                    str(tmp_path / "e.h5"), "--device", "cuda"])
         assert code == 1 and str(e) in err and "bad.txt" not in err
+
+
+def test_a_precision_the_cpu_cannot_run_is_refused_before_torch_loads(tmp_path: Path):
+    """fp16 on the CPU is refused at once (it took 1.8 s, importing torch to ask the device);
+    the line is the one torch's check gives."""
+    from elmo_engine import runtime
+
+    text = tmp_path / "in.txt"
+    text.write_text("He sat on the bank .\n", encoding="utf-8")
+    code, out, err, imported = run_importtime(["embed", str(text), "-o", str(tmp_path / "e.h5"),
+                                               "--precision", "fp16", "--device", "cpu"])
+    assert code == 1 and heavy(imported) == []
+    assert err.strip() == f"elmo-explorer: error: {runtime.FP16_ON_CPU}"
+    assert not (tmp_path / "e.h5").exists()
+
+
+def test_bf16_is_refused_early_only_where_the_run_is_certainly_on_a_cpu_without_units(
+        monkeypatch):
+    import argparse
+
+    from elmo_engine import runtime
+    from elmo_engine.cli.common import refuse_unoffered_precision
+    from elmo_engine.errors import InputError
+
+    def args(precision, device="auto"):
+        return argparse.Namespace(precision=precision, device=device)
+
+    monkeypatch.setattr(runtime, "_cpu_flags_and_model", lambda: ({"avx2"}, "Test CPU"))
+    monkeypatch.setattr(runtime, "nvidia_gpu_seen", lambda: False)
+    with pytest.raises(InputError, match=r"bf16 needs a CPU with bf16 units .*\(Test CPU\) has"):
+        refuse_unoffered_precision(args("bf16"))
+    with pytest.raises(InputError, match="fp16 is only offered on a GPU"):
+        refuse_unoffered_precision(args("fp16", "cpu"))
+    refuse_unoffered_precision(args("fp32", "cpu"))
+    refuse_unoffered_precision(args("bf16", "cuda"))          # torch decides (a GPU may be there)
+    refuse_unoffered_precision(args(None))                    # train-lm's default
+    monkeypatch.setattr(runtime, "nvidia_gpu_seen", lambda: True)
+    refuse_unoffered_precision(args("fp16"))                  # auto may pick the GPU
+    with pytest.raises(InputError, match="fp16"):
+        refuse_unoffered_precision(args("fp16", "cpu"))
+    monkeypatch.setattr(runtime, "_cpu_flags_and_model",
+                        lambda: ({"avx512f", "avx512_bf16"}, "Test CPU"))
+    refuse_unoffered_precision(args("bf16", "cpu"))           # the flags show units: torch's check
+
+
+@pytest.mark.parametrize("command, line", [
+    (["index", "{text}", "-o", "{tmp}/idx", "--layer", "7"],
+     "--layer: this model has layers 0–2, got '7'"),
+    (["units", "top", "{text}", "--unit", "99999", "--layer", "0", "--state", "c"],
+     "--unit 99999: c has units 0 … 511"),
+    (["units", "pattern", "{text}", "--sentence", "a b", "--span", "1:1", "--layer", "9"],
+     "--layer 9: the model has LSTM layers 0 … 1"),
+    (["units", "rank", "--demo", "pos", "--layer", "4"],
+     "--layer 4: the model has LSTM layers 0 … 1"),
+    (["units", "ablate", "--layer", "3"], "--layer 3: the model has LSTM layers 0 … 1"),
+])
+def test_a_layer_or_unit_the_model_lacks_is_refused_before_torch_loads(tmp_path: Path, command,
+                                                                        line):
+    """The sizes come from the checkpoint's options file (the bundled model's here): a layer or
+    a unit it does not have answers at once (it took ~2 s, loading torch and the weights)."""
+    text = tmp_path / "in.txt"
+    text.write_text("He sat on the bank .\n", encoding="utf-8")
+    argv = [a.format(text=text, tmp=tmp_path) for a in command]
+    code, out, err, imported = run_importtime(argv)
+    assert code == 1 and "torch" not in heavy(imported), (err, heavy(imported))
+    assert err.strip() == f"elmo-explorer: error: {line}"
 
 
 def test_senses_needs_no_semcor_keys_without_semcor(tmp_path: Path, monkeypatch):

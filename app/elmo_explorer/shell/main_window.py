@@ -154,9 +154,17 @@ class MainWindow(QMainWindow):
     def _connect(self) -> None:
         ws = self.workspace
         ws.model_changed.connect(self._on_model_changed)
+        self.tabs.currentChanged.connect(self._put_hidden_views_backstage)
+        self._put_hidden_views_backstage()
         ws.model_load_failed.connect(self._on_model_failed)
         ws.message.connect(lambda m: self.statusBar().showMessage(m, 10000))
         ws.worker.unhandled_error.connect(lambda name, m: self.show_error(f"{name} failed", m))
+
+    def _put_hidden_views_backstage(self, *_) -> None:
+        """The views not shown wait for the shown one's jobs (:meth:`Worker.set_backstage`)."""
+        shown = self.tabs.currentWidget()
+        self.workspace.worker.set_backstage(
+            p.jobs.name for p in self.panels.values() if p is not shown)
 
     def _restore_window(self) -> None:
         screen = self.screen().availableGeometry() if self.screen() else None

@@ -25,6 +25,15 @@ when none of its jobs is queued or running and still to be delivered, and
 :attr:`JobGroup.idle_changed` says when that changes. ``on_finished`` runs for every job once it
 has ended, delivered or stale.
 
+Backstage: the window puts the groups of the views not shown backstage
+(:meth:`Worker.set_backstage`). A backstage job starts only when no other job is queued, running
+or still to be delivered, in either lane, so what the user looks at is computed first: at
+start-up the hidden views' work on the new model no longer runs ahead of the shown view's, nor
+in the gap between one of its jobs and the next that its result starts. A group's jobs keep
+their order among themselves (they are all backstage or all not); a view brought to the front
+starts its waiting jobs at once. Without backstage groups (the tests' panels) the lanes are
+plain FIFO queues.
+
 What a job may touch while another runs: the engine's objects are safe to share between the
 lanes (``docs/guide/engine.md``, "Threads"); a job gets copies of the workspace's data taken
 when it is submitted.
@@ -38,7 +47,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Deque, Dict, FrozenSet, Iterable, List, Optional
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
@@ -124,16 +133,54 @@ def _lower_priority() -> None:
         log.debug("could not lower the worker thread's priority", exc_info=True)
 
 
+class _Stage:
+    """What the lanes share to decide what may start: the backstage groups and the jobs of
+    each group still to be delivered, under one condition that both lanes wait on."""
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.backstage: FrozenSet[str] = frozenset()
+        self._pending: Dict[Optional[str], int] = {}     # group → jobs submitted, not delivered
+
+    def submitted(self, group: Optional[str]) -> None:
+        with self.cond:
+            self._pending[group] = self._pending.get(group, 0) + 1
+
+    def delivered(self, group: Optional[str]) -> None:
+        with self.cond:
+            left = self._pending.get(group, 0) - 1
+            if left > 0:
+                self._pending[group] = left
+            else:
+                self._pending.pop(group, None)
+            self.cond.notify_all()
+
+    def set_backstage(self, groups: FrozenSet[str]) -> None:
+        with self.cond:
+            self.backstage = groups
+            self.cond.notify_all()
+
+    def poke(self) -> None:
+        """Let the lanes look at their queues again (a queued job was cancelled)."""
+        with self.cond:
+            self.cond.notify_all()
+
+    def front_busy(self) -> bool:
+        """A job of a group not backstage (or the worker's own) is still to be delivered (the
+        caller holds ``cond``)."""
+        return any(g is None or g not in self.backstage for g in self._pending)
+
+
 class _LaneThread(QThread):
     """One lane: a FIFO queue and the thread that empties it. Reports through callables only
     (the worker's signals, emitted from this thread and delivered queued on the GUI thread)."""
 
     def __init__(self, lane: Lane, started: Callable[[int], None],
-                 done: Callable[[int, tuple], None]):
+                 done: Callable[[int, tuple], None], stage: _Stage):
         super().__init__()
         self.setObjectName(f"elmo-worker-{lane.value}")
-        self._started, self._done = started, done
-        self._cond = threading.Condition()
+        self._started, self._done, self._stage = started, done, stage
+        self._cond = stage.cond                          # shared by the lanes
         self._queue: Deque[tuple] = deque()          # (handle, fn)
         self._running: Optional[JobHandle] = None    # guarded by _cond
         self._stopping = False
@@ -141,7 +188,7 @@ class _LaneThread(QThread):
     def put(self, handle: JobHandle, fn: JobFn) -> None:
         with self._cond:
             self._queue.append((handle, fn))
-            self._cond.notify()
+            self._cond.notify_all()                      # (both lanes wait on it)
 
     def running(self) -> Optional[JobHandle]:
         with self._cond:
@@ -167,17 +214,30 @@ class _LaneThread(QThread):
     def _next(self) -> Optional[tuple]:
         with self._cond:
             self._running = None
-            while not self._queue and not self._stopping:
+            while not self._stopping:
+                item = self._take()
+                if item is not None:
+                    self._running = item[0]
+                    return item
                 self._cond.wait()
-            if not self._stopping:
-                item = self._queue.popleft()
-                self._running = item[0]
-                return item
             dropped = list(self._queue)
             self._queue.clear()
         for handle, _fn in dropped:    # report queued jobs as cancelled so nothing waits forever
             self._done(handle.id, ("cancelled", None))
         return None
+
+    def _take(self) -> Optional[tuple]:
+        """The first queued job whose group is not backstage; else the first job, once no job
+        of the front is left to deliver; else None (the caller holds ``_cond``)."""
+        back = self._stage.backstage
+        if back:
+            for i, item in enumerate(self._queue):
+                if item[0].group not in back or item[0].state.cancelled:   # (cancelled: ends at once)
+                    del self._queue[i]
+                    return item
+            if self._stage.front_busy():
+                return None
+        return self._queue.popleft() if self._queue else None
 
     def _run_job(self, handle: JobHandle, fn: JobFn) -> None:
         state = handle.state
@@ -242,13 +302,15 @@ class Worker(QObject):
         self._jobs: Dict[int, JobHandle] = {}       # submitted, not yet reported done (GUI thread)
         self._generations: Dict[str, int] = {}      # request kind → its newest generation
         self._groups: Dict[str, JobGroup] = {}      # view name → its job group
+        self._stage = _Stage()
         self._stopping = False
         self._started.connect(self._on_started)
         self._done.connect(self._on_done)
         self._progress.connect(self._on_progress)
         self._post.connect(self._on_post)
         # (the GIL switch interval the app needs is set at start-up: elmo_explorer.shell.startup)
-        self._lanes = {lane: _LaneThread(lane, self._started.emit, self._done.emit) for lane in Lane}
+        self._lanes = {lane: _LaneThread(lane, self._started.emit, self._done.emit,
+                                         self._stage) for lane in Lane}
         for thread in self._lanes.values():
             thread.start()
 
@@ -265,6 +327,15 @@ class Worker(QObject):
         """What the status bar calls group ``name`` ("" for the worker's own jobs)."""
         held = self._groups.get(name) if name is not None else None
         return held.title if held is not None else ""
+
+    def set_backstage(self, groups: Iterable[str]) -> None:
+        """Put the job groups ``groups`` backstage, and only them: their queued jobs wait while a
+        job of another group (or the worker's own) waits in the same lane. The window calls it
+        with the groups of the views that are not shown."""
+        self._stage.set_backstage(frozenset(groups))
+
+    def backstage(self) -> FrozenSet[str]:
+        return self._stage.backstage
 
     def submit(self, name: str, fn: JobFn, *, lane: Lane = Lane.LONG, kind: Optional[str] = None,
                group: Optional[str] = None,
@@ -299,6 +370,7 @@ class Worker(QObject):
         handle.on_finished = on_finished
         was_busy = bool(self._jobs)
         self._jobs[handle.id] = handle
+        self._stage.submitted(group)
         self._lanes[lane].put(handle, fn)
         if not was_busy:
             self.busy_changed.emit(True)
@@ -385,7 +457,9 @@ class Worker(QObject):
 
     # ---- internals (GUI thread) ---------------------------------------------------------------
     def _changed(self, group: Optional[str]) -> None:
-        """A job of ``group`` was submitted, ended, or went stale: its idleness may change."""
+        """A job of ``group`` was submitted, ended, or went stale: its idleness may change (and
+        a cancelled job waiting backstage may now end)."""
+        self._stage.poke()
         held = self._groups.get(group) if group is not None else None
         if held is not None:
             held.refresh()
@@ -446,6 +520,8 @@ class Worker(QObject):
         self._changed(handle.group)
         if handle.on_finished is not None:
             self._call(handle, handle.on_finished)
+        # last: the jobs its callbacks submitted already count, so no backstage job slips in
+        self._stage.delivered(handle.group)
 
     def _call(self, handle: JobHandle, callback: Callable, *args: Any) -> None:
         try:

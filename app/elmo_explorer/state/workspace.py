@@ -85,6 +85,7 @@ class Workspace(QObject):
     model_changed() : a new model is active (activations were reset)
     model_load_failed(str, str) : path, message — the previous model stays active
     sentences_changed() : the list of sentences changed
+    tokenization_changed(str) : lines are split a new way ("tokenize" or "whitespace")
     tokens_changed() : some lines got their tokens
     activations_changed() : some activations became available
     selection_changed(object) : the selected :class:`TokenRef` or None
@@ -95,6 +96,7 @@ class Workspace(QObject):
     model_changed = Signal()
     model_load_failed = Signal(str, str)
     sentences_changed = Signal()
+    tokenization_changed = Signal(str)
     tokens_changed = Signal()
     activations_changed = Signal()
     selection_changed = Signal(object)
@@ -229,6 +231,7 @@ class Workspace(QObject):
         if tokenization == self.tokenization:
             return
         self.tokenization = tokenization
+        self.tokenization_changed.emit(tokenization)
         if refresh and self.selection is not None and self._valid(self.selection):
             self._reselect = (self.selection, self.word_at(self.selection))
         self._tok_cache.clear()

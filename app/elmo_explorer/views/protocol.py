@@ -16,6 +16,8 @@ if TYPE_CHECKING:                       # typing only: importing them needs Qt a
     from PySide6.QtCore import SignalInstance
     from PySide6.QtGui import QAction
 
+    from elmo_explorer.state.job_group import JobGroup
+
 
 
 @runtime_checkable
@@ -25,12 +27,15 @@ class AnalysisPanel(Protocol):
     Attributes
     ----------
     title : the tab's title
+    jobs : the view's :class:`~elmo_explorer.state.job_group.JobGroup` (the window puts the
+        groups of the views not shown backstage)
     ready : emitted once the view has drawn what its current data asks for (the screenshot
         tool and the tests wait on it)
     """
 
     title: str
     ready: "SignalInstance"
+    jobs: "JobGroup"
 
     def is_ready(self) -> bool:
         """Whether the view has finished the jobs its current data asked for."""

@@ -22,8 +22,9 @@ MAX_WORDS = 20
 
 
 def characters_part(emb, state: Any, figure_dir: Optional[Path], style,
-                    model_name: str = "the model") -> ReportPart:
-    """The report part of the Characters view's ``state`` (empty when it names nothing)."""
+                    model_name: str = "the model", tokenization: str = "tokenize") -> ReportPart:
+    """The report part of the Characters view's ``state`` (empty when it names nothing); the
+    sweep's sentence is split as the workspace's ``tokenization`` says, as the view splits it."""
     part = ReportPart()
     if not isinstance(state, dict) or emb is None:
         return part
@@ -32,7 +33,7 @@ def characters_part(emb, state: Any, figure_dir: Optional[Path], style,
         part.tables.append(word_lab_table(emb, words, model_name, state, part.notes))
     sentence, word = state.get("sentence"), state.get("word")
     if isinstance(sentence, str) and isinstance(word, str) and sentence.strip() and word:
-        _add_sweep(part, emb, sentence, word, figure_dir, style, model_name)
+        _add_sweep(part, emb, sentence, word, figure_dir, style, model_name, tokenization)
     return part
 
 
@@ -82,11 +83,11 @@ def word_lab_table(emb, words: List[str], model_name: str, state: Any = None,
 
 
 def _add_sweep(part: ReportPart, emb, sentence: str, word: str, figure_dir: Optional[Path],
-               style, model_name: str) -> None:
+               style, model_name: str, tokenization: str = "tokenize") -> None:
     from elmo_engine.analysis.characters.perturb import sweep
-    from elmo_engine.model.tokenize import tokenize
+    from elmo_engine.model.tokenize import sentence_tokens
 
-    tokens = tokenize(sentence)
+    tokens = sentence_tokens(sentence, tokenization)
     if word not in tokens:
         part.notes.append(f"Characters: '{word}' is not a token of the saved sentence; no "
                           "perturbation sweep.")

@@ -30,7 +30,7 @@ from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.characters import export
 from elmo_explorer.views import corpus_index
 from elmo_explorer.views.characters.model import (CharactersModel, IndexSource,
-                                                  VocabSource)
+                                                  VocabSource, not_a_token)
 from elmo_explorer.views.characters.kept import (Kept, NonceOutcome, ReadError, VocabRequest,
                                                  model_vocab_file, nonce_in_context,
                                                  vocabulary_request)
@@ -88,6 +88,7 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self.view.vocabulary_chosen.connect(self.choose_vocabulary)
         self.view.index_chosen.connect(self.choose_index)
         workspace.model_changed.connect(self._on_model)
+        workspace.tokenization_changed.connect(self._on_tokenization)
         workspace.model_load_failed.connect(lambda *_: self._set_ready())
         self._redraw()
         if workspace.embedder is not None:
@@ -137,6 +138,15 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self.run_sweep()
         self.run_nonce()
         self._set_ready()
+
+    def _on_tokenization(self, _how: str) -> None:
+        """Settings ▸ Tokenization changed: the sweep's and the nonce word's sentences are split
+        the new way (as ``chars perturb/nonce --pretokenized``)."""
+        if self.ws.embedder is None:
+            return
+        self._new_request()
+        self.run_sweep()
+        self.run_nonce()
 
     def _on_filters(self) -> None:
         self.view.read(self.model)
@@ -288,17 +298,16 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if emb is None:
             return
         self.view.read(self.model)
-        sentence, word = self.model.sentence, self.model.word
+        sentence, word, how = self.model.sentence, self.model.word, self.ws.tokenization
 
         def job(state):
             from elmo_engine.analysis.characters.perturb import sweep
             from elmo_engine.errors import InputError
-            from elmo_engine.model.tokenize import tokenize
+            from elmo_engine.model.tokenize import sentence_tokens
 
-            tokens = tokenize(sentence)
+            tokens = sentence_tokens(sentence, how)
             if word not in tokens:
-                raise InputError(f"'{word}' is not a token of the sentence "
-                                 f"({' '.join(tokens)})")
+                raise InputError(not_a_token(word, tokens, how))
             return sweep(emb, [tokens], word, PER_TYPE, state=state).to_dict()
 
         def done(result) -> None:
@@ -326,9 +335,11 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             return
         index_folder = self._index_folder()
 
+        how = self.ws.tokenization
+
         def job(state):
             return nonce_in_context(emb, self.kept, known, soft, folder, sentence, word,
-                                    index_folder, state)
+                                    index_folder, state, tokenization=how)
 
         def done(out: NonceOutcome) -> None:
             if out.softmax is not None:

@@ -150,22 +150,23 @@ class NonceOutcome:
 
 def nonce_in_context(emb, kept: Kept, known: VocabRequest, softmax, model_folder: Path,
                      sentence: str, word: str, index_folder: Optional[Path], state,
-                     k: int = 10) -> NonceOutcome:
+                     k: int = 10, tokenization: str = "tokenize") -> NonceOutcome:
     """The In context tab, on the long lane: the softmax (read from ``model_folder`` unless
     given), the two LMs' predictions at the word and its layer-0 neighbours
     (:func:`~elmo_engine.analysis.characters.nonce.in_context`), and its nearest occurrences
-    per layer in the index at ``index_folder`` (``INDEX_K`` each)."""
+    per layer in the index at ``index_folder`` (``INDEX_K`` each). The sentence is split as the
+    workspace's ``tokenization`` says (Settings ▸ Tokenization)."""
     from elmo_engine.analysis.characters.nonce import in_context
     from elmo_engine.errors import CancelledError, ElmoError, InputError
     from elmo_engine.index.search import query_vectors
     from elmo_engine.model.softmax import load_softmax
-    from elmo_engine.model.tokenize import tokenize
+    from elmo_engine.model.tokenize import sentence_tokens
     from elmo_explorer.views import corpus_index
-    from elmo_explorer.views.characters.model import INDEX_K
+    from elmo_explorer.views.characters.model import INDEX_K, not_a_token
 
-    tokens = tokenize(sentence)
+    tokens = sentence_tokens(sentence, tokenization)
     if word not in tokens:
-        raise InputError(f"'{word}' is not a token of the sentence ({' '.join(tokens)})")
+        raise InputError(not_a_token(word, tokens, tokenization))
     position = tokens.index(word)
     out = NonceOutcome(softmax=softmax, index_folder=index_folder)
     if out.softmax is None:

@@ -60,6 +60,14 @@ INDEX_LABELS = {IndexSource.CORPUS: "The Corpus view's index",
                 IndexSource.FOLDER: "Index…"}
 
 
+def not_a_token(word: str, tokens: Sequence[str], tokenization: str) -> str:
+    """The line for a word that is not one of its sentence's tokens; with the sentence split
+    on spaces it says so (Settings ▸ Tokenization ▸ Pretokenized)."""
+    how = (" (split on spaces: Settings ▸ Tokenization is Pretokenized)"
+           if tokenization == "whitespace" else "")
+    return f"'{word}' is not a token of the sentence ({' '.join(tokens)}){how}"
+
+
 def parse_words(text: str) -> List[str]:
     """The lab's words: whitespace-separated, distinct, at most :data:`MAX_WORDS`."""
     return list(dict.fromkeys(text.split()))[:MAX_WORDS]
