@@ -172,15 +172,26 @@ FP16_ON_CPU = ("fp16 is only offered on a GPU; on the CPU use fp32, or bf16 wher
                "bf16 units")
 
 
-def nvidia_gpu_seen() -> bool:
-    """Whether this machine may have an NVIDIA GPU, asked without torch: on Linux, whether the
-    NVIDIA driver shows one (``/proc/driver/nvidia/gpus``, ``/dev/nvidia0`` …). Elsewhere it
-    cannot tell and says True; torch then decides."""
+def gpu_possible() -> bool:
+    """Whether torch may find a GPU here, asked without importing it: False only when the
+    installed torch is a CPU-only build (its version ends ``+cpu``) or, on Linux, when no GPU
+    driver shows a device (NVIDIA's ``/dev/nvidia0`` … or ``/proc/driver/nvidia/gpus``,
+    WSL2's ``/dev/dxg``, ROCm's ``/dev/kfd``). Where it cannot tell it says True, and torch
+    decides."""
+    from importlib import metadata
+
+    try:
+        if metadata.version("torch").endswith("+cpu"):
+            return False
+    except metadata.PackageNotFoundError:
+        pass
     if not sys.platform.startswith("linux"):
         return True
     import glob
+    import os
 
-    return bool(glob.glob("/proc/driver/nvidia/gpus/*") or glob.glob("/dev/nvidia[0-9]*"))
+    return bool(glob.glob("/dev/nvidia[0-9]*") or glob.glob("/proc/driver/nvidia/gpus/*")
+                or os.path.exists("/dev/dxg") or os.path.exists("/dev/kfd"))
 
 
 def _cpu_flags_and_model() -> Tuple[set, str]:

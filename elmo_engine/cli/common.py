@@ -235,15 +235,15 @@ def resolve_device(name: Optional[str]):
 
 def refuse_unoffered_precision(args) -> None:
     """Refuse, before torch loads, a ``--precision`` this machine certainly cannot run: where the
-    run is on the CPU (``--device cpu``, or no NVIDIA GPU to be seen,
-    :func:`~elmo_engine.runtime.nvidia_gpu_seen`), fp16, and bf16 when the CPU's flags show no
+    run is certainly on the CPU (``--device cpu``, or no GPU possible,
+    :func:`~elmo_engine.runtime.gpu_possible`), fp16, and bf16 when the CPU's flags show no
     bf16 units. Everything else is decided with torch (:func:`resolve_precision`), whose checks
-    are never looser than the flags'."""
+    are never looser than the flags'. ``index --merge`` computes nothing: not checked."""
     precision = getattr(args, "precision", None)
-    if precision not in ("fp16", "bf16"):
+    if precision not in ("fp16", "bf16") or getattr(args, "merge", False):
         return
     device = getattr(args, "device", None)
-    if device not in (None, "auto", "cpu") or (device != "cpu" and runtime.nvidia_gpu_seen()):
+    if device not in (None, "auto", "cpu") or (device != "cpu" and runtime.gpu_possible()):
         return
     if precision == "fp16":
         raise InputError(runtime.FP16_ON_CPU)

@@ -363,6 +363,7 @@ def test_the_shown_view_computes_first_and_the_hidden_ones_after(qtbot, app_sett
     w.show()
     ws = w.workspace
     assert ws.worker.backstage() == {"characters", "language_model"}
+    assert ws.worker.front() == {"workspace", "contexts"}
     started = []
 
     def on_started(job_id, _name):

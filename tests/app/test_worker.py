@@ -250,10 +250,10 @@ def _gate(started_events, release):
 
 
 def test_backstage_jobs_wait_for_every_front_job_in_either_lane(qtbot, worker):
-    """The window's hidden views are backstage: their jobs start only once no job of the shown
-    view (or the worker's own) is queued, running or still to be delivered, in either lane;
-    the front's jobs overtake them, and each group keeps its own order."""
-    worker.set_backstage({"hidden"})
+    """The window's hidden views are backstage: their jobs start only once no job of the front
+    (the shown view, the workspace) is queued, running or still to be delivered, in either
+    lane; the front's jobs overtake them, and each group keeps its own order."""
+    worker.set_stage({"shown"}, {"hidden"})
     hidden, shown = worker.group("hidden"), worker.group("shown")
     release, started = threading.Event(), threading.Event()
     order = []
@@ -280,7 +280,7 @@ def test_backstage_jobs_wait_for_every_front_job_in_either_lane(qtbot, worker):
 def test_a_job_the_fronts_result_starts_goes_before_the_backstage(qtbot, worker):
     """No gap between a front job and the one its result submits: a backstage job queued
     meanwhile still waits (at start-up: the comparison, then the neighbour index)."""
-    worker.set_backstage({"hidden"})
+    worker.set_stage({"shown"}, {"hidden"})
     hidden, shown = worker.group("hidden"), worker.group("shown")
     order = []
     release, started = threading.Event(), threading.Event()
@@ -298,7 +298,7 @@ def test_a_job_the_fronts_result_starts_goes_before_the_backstage(qtbot, worker)
 
 
 def test_a_view_brought_to_the_front_starts_its_waiting_jobs_at_once(qtbot, worker):
-    worker.set_backstage({"hidden"})
+    worker.set_stage({"shown"}, {"hidden"})
     hidden, shown = worker.group("hidden"), worker.group("shown")
     release, started = threading.Event(), threading.Event()
     got = []
@@ -307,22 +307,58 @@ def test_a_view_brought_to_the_front_starts_its_waiting_jobs_at_once(qtbot, work
     hidden.submit("now shown", lambda st: "ran", lane=Lane.INTERACTIVE, on_done=got.append)
     qtbot.wait(200)
     assert got == []
-    worker.set_backstage({"shown"})        # the user switched tabs
+    worker.set_stage({"hidden"}, {"shown"})        # the user switched tabs
+    qtbot.waitUntil(lambda: got == ["ran"], timeout=2000)
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+
+
+def test_a_dialog_in_a_front_jobs_callback_lets_the_backstage_go_on(qtbot, worker):
+    """A callback that opens a dialog (a nested event loop: an error, "Recover unsaved
+    work?") does not hold the hidden views' jobs back while the dialog is open; and a group
+    neither front nor backstage (a download) holds nothing back."""
+    from PySide6.QtCore import QEventLoop, QTimer
+
+    worker.set_stage({"shown"}, {"hidden"})
+    hidden, shown = worker.group("hidden"), worker.group("shown")
+    order = []
+
+    loop = QEventLoop()
+
+    def modal(_v):
+        order.append("dialog open")
+        QTimer.singleShot(10000, loop.quit)           # (a safety net: the hidden job ends it)
+        loop.exec()
+        order.append("dialog closed")
+
+    def hidden_done(_v):
+        order.append("hidden")
+        loop.quit()                                   # the user closes the dialog
+
+    shown.submit("front", lambda st: None, on_done=modal)
+    hidden.submit("hidden", lambda st: None, lane=Lane.INTERACTIVE, on_done=hidden_done)
+    qtbot.waitUntil(lambda: "dialog closed" in order, timeout=15000)
+    assert order == ["dialog open", "hidden", "dialog closed"]
+    release, started = threading.Event(), threading.Event()
+    worker.group("models").submit("download", _gate(started, release), lane=Lane.LONG)
+    assert started.wait(5)
+    got = []
+    hidden.submit("hidden 2", lambda st: "ran", lane=Lane.INTERACTIVE, on_done=got.append)
     qtbot.waitUntil(lambda: got == ["ran"], timeout=2000)
     with qtbot.waitSignal(worker.idle, timeout=5000):
         release.set()
 
 
 def test_a_cancelled_backstage_job_ends_at_once(qtbot, worker):
-    worker.set_backstage({"hidden"})
+    worker.set_stage({"shown"}, {"hidden"})
     hidden, shown = worker.group("hidden"), worker.group("shown")
     release, started = threading.Event(), threading.Event()
-    shown.submit("front long", _gate(started, release), lane=Lane.LONG)
+    front = shown.submit("front long", _gate(started, release), lane=Lane.LONG)
     assert started.wait(5)
     waiting = hidden.submit("waiting", lambda st: "ran", lane=Lane.INTERACTIVE)
     hidden.cancel_all()
     qtbot.waitUntil(lambda: waiting.finished, timeout=2000)     # delivered, the front still busy
-    assert worker.running_jobs()[0].name == "front long"
+    assert front.active and not front.finished
     with qtbot.waitSignal(worker.idle, timeout=5000):
         release.set()
 

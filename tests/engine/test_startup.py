@@ -141,11 +141,11 @@ def test_bf16_is_refused_early_only_where_the_run_is_certainly_on_a_cpu_without_
     from elmo_engine.cli.common import refuse_unoffered_precision
     from elmo_engine.errors import InputError
 
-    def args(precision, device="auto"):
-        return argparse.Namespace(precision=precision, device=device)
+    def args(precision, device="auto", merge=False):
+        return argparse.Namespace(precision=precision, device=device, merge=merge)
 
     monkeypatch.setattr(runtime, "_cpu_flags_and_model", lambda: ({"avx2"}, "Test CPU"))
-    monkeypatch.setattr(runtime, "nvidia_gpu_seen", lambda: False)
+    monkeypatch.setattr(runtime, "gpu_possible", lambda: False)
     with pytest.raises(InputError, match=r"bf16 needs a CPU with bf16 units .*\(Test CPU\) has"):
         refuse_unoffered_precision(args("bf16"))
     with pytest.raises(InputError, match="fp16 is only offered on a GPU"):
@@ -153,13 +153,43 @@ def test_bf16_is_refused_early_only_where_the_run_is_certainly_on_a_cpu_without_
     refuse_unoffered_precision(args("fp32", "cpu"))
     refuse_unoffered_precision(args("bf16", "cuda"))          # torch decides (a GPU may be there)
     refuse_unoffered_precision(args(None))                    # train-lm's default
-    monkeypatch.setattr(runtime, "nvidia_gpu_seen", lambda: True)
+    refuse_unoffered_precision(args("bf16", "cpu", merge=True))   # index --merge computes nothing
+    monkeypatch.setattr(runtime, "gpu_possible", lambda: True)
     refuse_unoffered_precision(args("fp16"))                  # auto may pick the GPU
     with pytest.raises(InputError, match="fp16"):
         refuse_unoffered_precision(args("fp16", "cpu"))
     monkeypatch.setattr(runtime, "_cpu_flags_and_model",
                         lambda: ({"avx512f", "avx512_bf16"}, "Test CPU"))
     refuse_unoffered_precision(args("bf16", "cpu"))           # the flags show units: torch's check
+
+
+def test_a_gpu_is_possible_unless_torch_is_a_cpu_build_or_no_driver_shows_one(monkeypatch):
+    """WSL2 (``/dev/dxg``) and ROCm (``/dev/kfd``) count as GPUs; a ``+cpu`` torch never has
+    one."""
+    import glob
+    import os
+    from importlib import metadata
+
+    from elmo_engine import runtime
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(metadata, "version", lambda name: "2.13.0")         # a CUDA build
+    devices: set = set()
+    monkeypatch.setattr(glob, "glob", lambda pattern: [p for p in devices if p.startswith(
+        pattern.split("[")[0].split("*")[0])])
+    monkeypatch.setattr(os.path, "exists", lambda p: p in devices)
+    assert not runtime.gpu_possible()
+    for device in ("/dev/nvidia0", "/proc/driver/nvidia/gpus/0000:01:00.0", "/dev/dxg",
+                   "/dev/kfd"):
+        devices.clear()
+        devices.add(device)
+        assert runtime.gpu_possible(), device
+    monkeypatch.setattr(metadata, "version", lambda name: "2.13.0+cpu")
+    assert not runtime.gpu_possible()
+    monkeypatch.setattr(sys, "platform", "win32")
+    assert not runtime.gpu_possible()
+    monkeypatch.setattr(metadata, "version", lambda name: "2.13.0")
+    assert runtime.gpu_possible()                                           # cannot tell
 
 
 @pytest.mark.parametrize("command, line", [

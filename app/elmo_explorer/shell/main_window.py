@@ -161,10 +161,13 @@ class MainWindow(QMainWindow):
         ws.worker.unhandled_error.connect(lambda name, m: self.show_error(f"{name} failed", m))
 
     def _put_hidden_views_backstage(self, *_) -> None:
-        """The views not shown wait for the shown one's jobs (:meth:`Worker.set_backstage`)."""
+        """The views not shown wait for the shown one's jobs and the workspace's
+        (:meth:`Worker.set_stage`)."""
         shown = self.tabs.currentWidget()
-        self.workspace.worker.set_backstage(
-            p.jobs.name for p in self.panels.values() if p is not shown)
+        front = [self.workspace.jobs.name] + [p.jobs.name for p in self.panels.values()
+                                               if p is shown]
+        self.workspace.worker.set_stage(
+            front, [p.jobs.name for p in self.panels.values() if p is not shown])
 
     def _restore_window(self) -> None:
         screen = self.screen().availableGeometry() if self.screen() else None

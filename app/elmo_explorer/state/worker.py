@@ -25,14 +25,16 @@ when none of its jobs is queued or running and still to be delivered, and
 :attr:`JobGroup.idle_changed` says when that changes. ``on_finished`` runs for every job once it
 has ended, delivered or stale.
 
-Backstage: the window puts the groups of the views not shown backstage
-(:meth:`Worker.set_backstage`). A backstage job starts only when no other job is queued, running
-or still to be delivered, in either lane, so what the user looks at is computed first: at
-start-up the hidden views' work on the new model no longer runs ahead of the shown view's, nor
-in the gap between one of its jobs and the next that its result starts. A group's jobs keep
-their order among themselves (they are all backstage or all not); a view brought to the front
-starts its waiting jobs at once. Without backstage groups (the tests' panels) the lanes are
-plain FIFO queues.
+Front and backstage: the window names the groups of what the user looks at (the shown view and
+the workspace) the *front*, and the groups of the views not shown *backstage*
+(:meth:`Worker.set_stage`). A backstage job starts only when no front job is queued, running or
+still to be delivered, in either lane, so what the user looks at is computed first: at start-up
+the hidden views' work on the new model no longer runs ahead of the shown view's, nor in the gap
+between one of its jobs and the next that its result starts (a job counts until its callbacks
+have returned to the event loop, or until a callback opens a dialog). Other groups (a download,
+the worker's own jobs) neither wait nor hold anything back. A group's jobs keep their order among
+themselves; a view brought to the front starts its waiting jobs at once. Without a stage (the
+tests' panels) the lanes are plain FIFO queues.
 
 What a job may touch while another runs: the engine's objects are safe to share between the
 lanes (``docs/guide/engine.md``, "Threads"); a job gets copies of the workspace's data taken
@@ -49,7 +51,7 @@ import traceback
 from collections import deque
 from typing import Any, Callable, Deque, Dict, FrozenSet, Iterable, List, Optional
 
-from PySide6.QtCore import QObject, QThread, Signal, Slot
+from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from elmo_engine import runtime
 from elmo_engine.errors import CancelledError, ElmoError
@@ -134,11 +136,12 @@ def _lower_priority() -> None:
 
 
 class _Stage:
-    """What the lanes share to decide what may start: the backstage groups and the jobs of
-    each group still to be delivered, under one condition that both lanes wait on."""
+    """What the lanes share to decide what may start: the front and backstage groups and the
+    jobs of each group still to be delivered, under one condition that both lanes wait on."""
 
     def __init__(self) -> None:
         self.cond = threading.Condition()
+        self.front: FrozenSet[str] = frozenset()
         self.backstage: FrozenSet[str] = frozenset()
         self._pending: Dict[Optional[str], int] = {}     # group → jobs submitted, not delivered
 
@@ -155,9 +158,9 @@ class _Stage:
                 self._pending.pop(group, None)
             self.cond.notify_all()
 
-    def set_backstage(self, groups: FrozenSet[str]) -> None:
+    def set(self, front: FrozenSet[str], backstage: FrozenSet[str]) -> None:
         with self.cond:
-            self.backstage = groups
+            self.front, self.backstage = front, backstage
             self.cond.notify_all()
 
     def poke(self) -> None:
@@ -166,9 +169,8 @@ class _Stage:
             self.cond.notify_all()
 
     def front_busy(self) -> bool:
-        """A job of a group not backstage (or the worker's own) is still to be delivered (the
-        caller holds ``cond``)."""
-        return any(g is None or g not in self.backstage for g in self._pending)
+        """A job of a front group is still to be delivered (the caller holds ``cond``)."""
+        return any(g in self.front for g in self._pending)
 
 
 class _LaneThread(QThread):
@@ -328,14 +330,18 @@ class Worker(QObject):
         held = self._groups.get(name) if name is not None else None
         return held.title if held is not None else ""
 
-    def set_backstage(self, groups: Iterable[str]) -> None:
-        """Put the job groups ``groups`` backstage, and only them: their queued jobs wait while a
-        job of another group (or the worker's own) waits in the same lane. The window calls it
-        with the groups of the views that are not shown."""
-        self._stage.set_backstage(frozenset(groups))
+    def set_stage(self, front: Iterable[str], backstage: Iterable[str]) -> None:
+        """The jobs of the ``backstage`` groups start only when no job of a ``front`` group is
+        queued, running or still to be delivered, in either lane (see the module docstring).
+        The window calls it on every change of tab: the front is the shown view's group and the
+        workspace's, the backstage the other views' groups."""
+        self._stage.set(frozenset(front), frozenset(backstage))
 
     def backstage(self) -> FrozenSet[str]:
         return self._stage.backstage
+
+    def front(self) -> FrozenSet[str]:
+        return self._stage.front
 
     def submit(self, name: str, fn: JobFn, *, lane: Lane = Lane.LONG, kind: Optional[str] = None,
                group: Optional[str] = None,
@@ -361,6 +367,9 @@ class Worker(QObject):
         """
         if self._stopping:
             raise RuntimeError("the worker was shut down")
+        if lane not in self._lanes:
+            raise ValueError(f"no lane {lane!r}")
+        self._stage.submitted(group)          # first: the invalidation below wakes the lanes
         generation = 0
         if kind is not None:
             generation = self.invalidate(kind)
@@ -370,7 +379,6 @@ class Worker(QObject):
         handle.on_finished = on_finished
         was_busy = bool(self._jobs)
         self._jobs[handle.id] = handle
-        self._stage.submitted(group)
         self._lanes[lane].put(handle, fn)
         if not was_busy:
             self.busy_changed.emit(True)
@@ -494,6 +502,10 @@ class Worker(QObject):
         if handle is None:
             return
         handle.finished = True
+        # the job stops holding the backstage back once the event loop runs again: after its
+        # callbacks (the jobs they submit already count, so none slips in between), or inside
+        # a dialog one of them opens (the hidden views then go on meanwhile)
+        QTimer.singleShot(0, self, lambda g=handle.group: self._stage.delivered(g))
         kind, value = outcome
         callback, arg = None, None
         stale = handle.stale
@@ -520,8 +532,6 @@ class Worker(QObject):
         self._changed(handle.group)
         if handle.on_finished is not None:
             self._call(handle, handle.on_finished)
-        # last: the jobs its callbacks submitted already count, so no backstage job slips in
-        self._stage.delivered(handle.group)
 
     def _call(self, handle: JobHandle, callback: Callable, *args: Any) -> None:
         try:
