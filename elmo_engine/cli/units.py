@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Tuple
 
+from elmo_engine.analysis.units.corpus import CORPUS_TOKENS
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
@@ -86,7 +87,7 @@ def add_parser(subparsers):
                                      "the words that drive it")
     top.add_argument("input", type=Path,
                      help="sentence file (one sentence per line) or CoNLL-U; its first "
-                          f"{DEFAULT_RANK_TOKENS:,} words are read")
+                          f"{CORPUS_TOKENS:,} words are read")
     top.add_argument("--layer", type=int, default=0, help="LSTM layer, 0-based (default 0)")
     top.add_argument("--direction", choices=DIRECTIONS[:2], default="forward",
                      help="which LM (default forward)")
@@ -106,7 +107,7 @@ def add_parser(subparsers):
     pat.add_argument("corpus", type=Path,
                      help="sentence file (one sentence per line), or CoNLL-U (.conllu, "
                           ".conllu.gz: the matches show their UPOS); its first "
-                          f"{DEFAULT_RANK_TOKENS:,} words are read")
+                          f"{CORPUS_TOKENS:,} words are read")
     pat.add_argument("--sentence", required=True, help="the query sentence")
     pat.add_argument("--span", required=True, metavar="I:J",
                      help="its words I … J (1-based, inclusive) that make the pattern")
@@ -328,12 +329,13 @@ def run_top(args) -> int:
 
 # ---- pattern ----------------------------------------------------------------------------------
 def _corpus(path: Path, pretokenized: bool):
-    """The first :data:`DEFAULT_RANK_TOKENS` words of a sentence file or CoNLL-U
+    """The first :data:`~elmo_engine.analysis.units.corpus.CORPUS_TOKENS` words of a sentence
+    file or CoNLL-U
     (:func:`~elmo_engine.analysis.units.corpus.read_units_corpus`, as the Units view reads its
     corpora), saying on stderr when the file holds more and which blank lines it skipped."""
-    from elmo_engine.analysis.units.corpus import read_units_corpus
+    from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
 
-    corpus = read_units_corpus(path, DEFAULT_RANK_TOKENS, pretokenized)
+    corpus = read_units_corpus(path, CORPUS_TOKENS, pretokenized)
     if corpus.truncated:
         common.log(f"note: read {corpus.describe()}")
     if corpus.blank:

@@ -118,12 +118,19 @@ class Intervention:
 @dataclass
 class InspectResult:
     """``layers`` (L+1, B, T, 2·out) float32 in the layout of :meth:`BiLM.contextual`
-    (zero past each row's length); ``states[(layer, direction, kind)]`` (B, T, width) in
-    sentence order, the capture's dtype (zero past each row's length)."""
+    (zero past each row's length; None for a ``states_only`` call); ``states[(layer,
+    direction, kind)]`` (B, T, width) in sentence order, the capture's dtype (zero past each
+    row's length)."""
 
-    layers: Tensor
+    layers: Optional[Tensor]
     lengths: Tensor
     states: Dict[Tuple[int, int, StateKind], Tensor] = field(default_factory=dict)
+
+    def outputs(self) -> Tensor:
+        """``layers``, from a call that computed them (not ``states_only``)."""
+        if self.layers is None:
+            raise ValueError("a states_only call computes no layer outputs")
+        return self.layers
 
 
 def _applies(iv: Intervention, step: int, lengths: Tensor) -> Tensor:
@@ -169,7 +176,8 @@ def _apply(iv: Intervention, x: Tensor, act: Tensor) -> None:
 
 
 def inspect(model, tok: Tensor, lengths: Tensor, capture: Optional[Capture] = None,
-            interventions: Sequence[Intervention] = ()) -> InspectResult:
+            interventions: Sequence[Intervention] = (), states_only: bool = False
+            ) -> InspectResult:
     """Run the biLSTM step by step over framed token vectors, capturing and intervening.
 
     Parameters
@@ -179,6 +187,10 @@ def inspect(model, tok: Tensor, lengths: Tensor, capture: Optional[Capture] = No
     lengths : (B,) framed lengths
     capture : the states to keep (None: none)
     interventions : the changes to make, in this call only
+    states_only : compute only what the capture needs — its directions, up to its highest
+        layer — and return no ``layers`` (a unit's values over a corpus: one direction of one
+        layer runs in a quarter to a half of the full time). The states are the full run's:
+        a direction never reads the other, a layer never the ones above it.
 
     Raises :class:`InputError` when the capture would exceed its ``max_bytes`` (before any
     allocation) or an intervention names a unit, layer or direction the model lacks.
@@ -202,20 +214,28 @@ def inspect(model, tok: Tensor, lengths: Tensor, capture: Optional[Capture] = No
                              f"{capture.max_bytes / 2 ** 20:.1f} MiB; capture fewer sentences, "
                              "states or layers")
     wanted: FrozenSet[Tuple[int, int]] = frozenset(keys)
+    if states_only and not keys:
+        raise ValueError("states_only needs a capture of at least one layer and direction")
+    # the layers each direction runs: all, or up to the highest one captured in it
+    depth = {d: (max(layer for layer, dd in keys if dd == d) + 1 if states_only
+                 else opts.n_layers)
+             for d in ((0, 1) if not states_only else sorted({d for _, d in keys}))}
     rev = reverse_index(lengths, steps)                               # (B, T)
     tok_b = tok.gather(1, rev[:, :, None].expand_as(tok))
     mask = (torch.arange(steps, device=tok.device)[None, :] < lengths[:, None])  # (B, T)
     mask_f = mask.to(tok.dtype)[:, :, None]
     out_dim = opts.output_dim
-    layers = tok.new_zeros(opts.n_layers + 1, bsz, steps, 2 * out_dim)
-    layers[0] = torch.cat([tok, tok], -1) * mask_f
+    layers = None
+    if not states_only:
+        layers = tok.new_zeros(opts.n_layers + 1, bsz, steps, 2 * out_dim)
+        layers[0] = torch.cat([tok, tok], -1) * mask_f
     states: Dict[Tuple[int, int, StateKind], Tensor] = {}
     def run(d: int) -> List[Tuple[Tensor, Dict[StateKind, Tensor]]]:
         """Every layer of direction ``d``: per layer its (T, B, out) output (skip included)
         and its captured states, time-major."""
         layer_in = (tok if d == 0 else tok_b).transpose(0, 1).contiguous()   # (T, B, P)
         done = []
-        for layer in range(opts.n_layers):
+        for layer in range(depth[d]):
             ivs = [iv for iv in interventions if iv.layer == layer and iv.direction == d]
             store: Dict[StateKind, Tensor] = {}
             if capture is not None and (layer, d) in wanted:
@@ -230,13 +250,17 @@ def inspect(model, tok: Tensor, lengths: Tensor, capture: Optional[Capture] = No
         return done
 
     with torch.no_grad():
-        per_direction = both_directions(run, tok.device, parallel=bsz >= 2)
-    for d, done in enumerate(per_direction):
+        if len(depth) == 2:
+            per_direction = dict(enumerate(both_directions(run, tok.device, parallel=bsz >= 2)))
+        else:                                  # one direction: every thread of the caller's
+            per_direction = {d: run(d) for d in depth}
+    for d, done in per_direction.items():
         for layer, (out_tm, store) in enumerate(done):
-            out = out_tm.transpose(0, 1)                                  # (B, T, out)
-            if d == 1:
-                out = out.gather(1, rev[:, :, None].expand_as(out))
-            layers[layer + 1, :, :, d * out_dim:(d + 1) * out_dim] = out * mask_f
+            if layers is not None:
+                out = out_tm.transpose(0, 1)                              # (B, T, out)
+                if d == 1:
+                    out = out.gather(1, rev[:, :, None].expand_as(out))
+                layers[layer + 1, :, :, d * out_dim:(d + 1) * out_dim] = out * mask_f
             for kind, held_tm in store.items():
                 held = held_tm.transpose(0, 1)
                 if d == 1:
@@ -335,7 +359,8 @@ def patch_from(model, donor: Sequence[str], layer: int, direction: int, state: S
         raise InputError(f"position {position} is outside the donor sentence (framed length "
                          f"{int(lengths[0])})")
     res = inspect(model, tok, lengths, Capture(kinds=(state,), layers=(layer,),
-                                               directions=(direction,), dtype=torch.float32))
+                                               directions=(direction,), dtype=torch.float32),
+                  states_only=True)
     values = res.states[(layer, direction, state)][0, position]       # (width,)
     chosen = tuple(range(values.shape[0])) if units is None else tuple(units)
     return Intervention(layer, direction, state, chosen, Op.PATCH, position=position,

@@ -19,12 +19,14 @@ SENTENCES = ["He sat on the bank of the river .", "The bank lends money ."]
 
 @pytest.fixture(autouse=True)
 def fewer_words(monkeypatch):
-    """The view's jobs over fewer words than the app's (ranking 20,000, contexts 30,000): what
-    is tested here is the job and the view, not the statistics (tested in tests/engine)."""
+    """The view's jobs over fewer words than the app's (ranking 20,000, contexts and a file's
+    pattern search 100,000): what is tested here is the job and the view, not the statistics
+    (tested in tests/engine)."""
+    from elmo_engine.analysis.units import corpus
     from elmo_explorer.views.units import model
 
     monkeypatch.setattr(model, "RANK_TOKENS", 4_000)
-    monkeypatch.setattr(model, "CONTEXT_TOKENS", 6_000)
+    monkeypatch.setattr(corpus, "CORPUS_TOKENS", 6_000)
 
 
 @pytest.fixture

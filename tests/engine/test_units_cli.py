@@ -65,7 +65,7 @@ def test_top_lists_positions_in_order(files, capsys):
 
 def test_top_reads_conllu_and_says_when_it_reads_the_first_words_only(tmp_path, capsys,
                                                                        monkeypatch):
-    import elmo_engine.cli.units as units_cli
+    from elmo_engine.analysis.units import corpus as units_corpus
 
     conllu = tmp_path / "c.conllu"
     conllu.write_text("".join(
@@ -74,7 +74,7 @@ def test_top_reads_conllu_and_says_when_it_reads_the_first_words_only(tmp_path, 
         for k, s in enumerate(SENTENCES)), encoding="utf-8")
     doc = run_json(["units", "top", str(conllu), "--unit", "3", *CK], capsys)
     assert doc["positions"] == sum(len(s.split()) for s in SENTENCES)
-    monkeypatch.setattr(units_cli, "DEFAULT_RANK_TOKENS", 10)
+    monkeypatch.setattr(units_corpus, "CORPUS_TOKENS", 10)
     assert main(["units", "top", str(conllu), "--unit", "3", "--json", *CK]) == 0
     out = capsys.readouterr()
     assert json.loads(out.out)["positions"] == 15            # whole sentences: 9 + 6 >= 10

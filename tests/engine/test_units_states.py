@@ -40,6 +40,31 @@ def test_plain_path_equals_the_fast_path_and_leaves_it_bit_identical(model):
     assert (res.layers - before).abs().max() < 2e-6
 
 
+@pytest.mark.parametrize("layer, directions", [(0, (0,)), (1, (1,)), (0, (0, 1)), (1, (0, 1))])
+def test_states_only_computes_what_the_capture_needs_and_the_same_states(model, layer,
+                                                                         directions):
+    """A unit's values over a corpus need one direction up to one layer: ``states_only`` runs
+    only that (no layer outputs) and gives the full run's states; an intervention in a
+    direction or layer it does not run cannot change them."""
+    tok, lengths = framed_tokens(model, SENTENCES)
+    cap = Capture(kinds=(StateKind.C, StateKind.H), layers=(layer,), directions=directions,
+                  dtype=torch.float32)
+    full = inspect(model, tok, lengths, cap)
+    part = inspect(model, tok, lengths, cap, states_only=True)
+    assert part.layers is None and set(part.states) == set(full.states)
+    with pytest.raises(ValueError, match="states_only"):
+        part.outputs()
+    for key, held in full.states.items():
+        assert (part.states[key] - held).abs().max() < 1e-6, key
+    if directions == (0,):                       # the backward direction is not run at all
+        other = Intervention(layer, 1, StateKind.C, (0, 1, 2), Op.CLAMP, value=5.0)
+        moved = inspect(model, tok, lengths, cap, interventions=[other], states_only=True)
+        assert all(torch.equal(moved.states[k], part.states[k]) for k in part.states)
+    with pytest.raises(ValueError, match="needs a capture"):
+        inspect(model, tok, lengths, Capture(kinds=(), layers=(), directions=()),
+                states_only=True)
+
+
 @pytest.fixture
 def one_thread():
     """One torch thread: the fast path's GEMMs then sum in one order in every environment (with

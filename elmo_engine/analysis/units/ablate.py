@@ -37,7 +37,7 @@ def sentence_log_probs(model, softmax, sentences: Sequence[Sequence[str]],
     """(B, 2) natural log-probability of each sentence under the forward and the backward LM
     (n + 1 predictions each, the end markers included), with ``interventions``."""
     tok, lengths = framed_tokens(model, sentences, token_vectors)
-    top = inspect(model, tok, lengths, interventions=interventions).layers[-1]  # (B, T, 2·out)
+    top = inspect(model, tok, lengths, interventions=interventions).outputs()[-1]  # (B, T, 2·out)
     out = model.opts.output_dim
     rows: List[torch.Tensor] = []
     targets: List[int] = []
@@ -88,7 +88,7 @@ def token_predictions(model, softmax, sentence: Sequence[str],
     if n == 0:
         raise InputError("an empty sentence has nothing to predict")
     tok, lengths = framed_tokens(model, [sent], token_vectors)
-    top = inspect(model, tok, lengths, interventions=interventions).layers[-1][0]  # (T, 2·out)
+    top = inspect(model, tok, lengths, interventions=interventions).outputs()[-1][0]  # (T, 2·out)
     out = model.opts.output_dim
     h = torch.cat([top[0:n, :out], top[2:n + 2, out:]]).float()      # word i: rows i and n + i
     tgt = torch.cat([softmax.ids(sent), softmax.ids(sent)])

@@ -95,7 +95,7 @@ def collect(model, sentences: Sequence[LabelledSentence], kinds: Sequence[StateK
     def flush(batch: List[int]) -> None:
         sents = [keep[j][1] for j in batch]
         tok, lengths = framed_tokens(model, [s.tokens for s in sents], token_vectors)
-        res = inspect(model, tok, lengths, cap)
+        res = inspect(model, tok, lengths, cap, states_only=True)
         for r, j in enumerate(batch):
             targets = keep[j][1].targets()
             pos = torch.tensor([i + 1 for i, _ in targets])           # framed positions

@@ -38,7 +38,8 @@ def unit_values(model, sentences: Sequence[Sequence[str]], layer: int, direction
         tok, lengths = framed_tokens(model, chunk, token_vectors)
         res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(layer,),
                                                    directions=(direction,),
-                                                   dtype=torch.float32))
+                                                   dtype=torch.float32),
+                      states_only=True)
         held = res.states[(layer, direction, kind)][:, :, unit].cpu().numpy()   # (B, T)
         out += [held[r, 1:len(s) + 1].copy() for r, s in enumerate(chunk)]
         report(task, min(start + BATCH, len(sentences)), len(sentences),

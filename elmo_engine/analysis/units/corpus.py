@@ -22,6 +22,10 @@ from elmo_engine.errors import InputError
 
 #: the most sentences read from a corpus (with ``max_tokens``, the bound on what is held)
 MAX_SENTENCES = 200_000
+#: the words of a corpus a unit's contexts and a pattern search run over, in the command line
+#: and the view alike (the whole bundled reference corpus, 81,792 words; a unit's values over
+#: it take 3-6 s with the bundled model on 2 cores: docs/performance.md, "Units")
+CORPUS_TOKENS = 100_000
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,8 @@ def _states(model, sentences: Sequence[Sequence[str]], layer: int, direction: in
             kind: StateKind, token_vectors) -> List[np.ndarray]:
     tok, lengths = framed_tokens(model, [list(s) for s in sentences], token_vectors)
     res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(layer,),
-                                               directions=(direction,), dtype=torch.float32))
+                                               directions=(direction,), dtype=torch.float32),
+                  states_only=True)
     held = res.states[(layer, direction, kind)].cpu().numpy()         # (B, T, width)
     return [held[r, 1:len(s) + 1] for r, s in enumerate(sentences)]
 

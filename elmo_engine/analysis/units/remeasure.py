@@ -46,7 +46,7 @@ def layer_vectors(model, sentences: Sequence[Sequence[str]], layer: int,
         sents = [list(sentences[j]) for j in batch]
         tok, lengths = framed_tokens(model, sents, token_vectors)
         with torch.no_grad():
-            rep = inspect(model, tok, lengths, interventions=interventions).layers[layer]
+            rep = inspect(model, tok, lengths, interventions=interventions).outputs()[layer]
         for r, j in enumerate(batch):                                 # rep: (B, T, 2·out)
             out[j] = rep[r, 1:len(sents[r]) + 1].float().cpu().numpy()
 

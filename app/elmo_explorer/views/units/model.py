@@ -256,7 +256,8 @@ def sentence_rows(model, tokens: Sequence[str], settings: UnitsSettings) -> Sent
     kinds = tuple(dict.fromkeys((kind, StateKind.FG, StateKind.IG)))
     tok, lengths = framed_tokens(model, [list(tokens)])
     res = inspect(model, tok.to(model.device), lengths,
-                  Capture(kinds=kinds, layers=(layer,), directions=(d,), dtype=torch.float32))
+                  Capture(kinds=kinds, layers=(layer,), directions=(d,), dtype=torch.float32),
+                  states_only=True)
     n = len(tokens)
 
     def words(k) -> np.ndarray:
@@ -308,8 +309,8 @@ INTERVENE_STATES = ("c", "m", "h")
 
 
 # ---- one unit's contexts ----------------------------------------------------------------------
-#: words of the reference corpus a unit's contexts are found in, and lines shown
-CONTEXT_TOKENS = 30_000
+#: lines of a unit's contexts shown (the words read: ``units top``'s, CORPUS_TOKENS of
+#: elmo_engine.analysis.units.corpus)
 CONTEXT_SHOW = 25
 
 
@@ -339,14 +340,15 @@ class UnitContexts:
 
 
 #: what the Unit tab's contexts and the pattern search run over when no file is chosen
-CONTEXTS_DEFAULT = f"the reference corpus (its first {CONTEXT_TOKENS:,} words)"
+CONTEXTS_DEFAULT = "the reference corpus"
 PATTERN_DEFAULT = f"the demo POS task's sentences (EWT, its first {RANK_TOKENS:,} words)"
 
 
 def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token_vectors=None,
                   state=None, corpus: CorpusFile = CorpusFile()) -> UnitContexts:
     """The unit's top contexts over ``corpus`` (a sentence file or CoNLL-U; its path "" for the
-    bundled reference corpus), its first :data:`CONTEXT_TOKENS` words, and with ``labels`` (the
+    bundled reference corpus), its first ``CORPUS_TOKENS`` words as ``units top`` reads it, and
+    with ``labels`` (the
     shown ranking's) its histogram per label on the words the ranking used (run on the
     worker)."""
     from elmo_engine.analysis.units.contexts import label_histogram, top_contexts, unit_values
@@ -355,9 +357,9 @@ def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token
     kind = StateKind(choice.state)
     d = DIRECTIONS.index(choice.direction)
     from elmo_engine.analysis.layers.run import reference_corpus_path
-    from elmo_engine.analysis.units.corpus import read_units_corpus
+    from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
 
-    read = read_units_corpus(corpus.path or reference_corpus_path(), CONTEXT_TOKENS,
+    read = read_units_corpus(corpus.path or reference_corpus_path(), CORPUS_TOKENS,
                              corpus.split_on_spaces)
     sents = read.sentences
     where = read.describe() if corpus.path else CONTEXTS_DEFAULT
@@ -411,17 +413,17 @@ def pattern_corpus() -> Tuple[List[List[str]], List[List[Optional[str]]]]:
 def pattern_search(model, tokens: Sequence[str], q: PatternQuery, token_vectors=None,
                    state=None, corpus: CorpusFile = CorpusFile()):
     """:func:`elmo_engine.analysis.units.pattern.find_pattern` of ``q`` over ``corpus`` (a
-    sentence file or CoNLL-U, its first :data:`RANK_TOKENS` words; its path "" for
-    :func:`pattern_corpus`)
+    sentence file or CoNLL-U, its first ``CORPUS_TOKENS`` words as ``units pattern`` reads it;
+    its path "" for :func:`pattern_corpus`)
     (run on the worker). Returns (the corpus described, the result)."""
     from elmo_engine.analysis.units.pattern import find_pattern
     from elmo_engine.model.lstm_inspect import StateKind
 
     labels: Optional[List[List[Optional[str]]]]
     if corpus.path:
-        from elmo_engine.analysis.units.corpus import read_units_corpus
+        from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
 
-        read = read_units_corpus(corpus.path, RANK_TOKENS, corpus.split_on_spaces)
+        read = read_units_corpus(corpus.path, CORPUS_TOKENS, corpus.split_on_spaces)
         sents, labels, where = read.sentences, read.labels, read.describe()
     else:
         (sents, labels), where = pattern_corpus(), PATTERN_DEFAULT

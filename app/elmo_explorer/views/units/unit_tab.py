@@ -10,8 +10,9 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSpinBox, QSplitter,
                                QVBoxLayout, QWidget)
 
+from elmo_engine.analysis.units.corpus import CORPUS_TOKENS
 from elmo_explorer.views.units.corpus_choice import CorpusChoice
-from elmo_explorer.views.units.model import (CONTEXT_TOKENS, CONTEXTS_DEFAULT, DIRECTIONS,
+from elmo_explorer.views.units.model import (CONTEXTS_DEFAULT, DIRECTIONS,
                                              STATE_NAMES, STATES, UnitChoice, UnitContexts)
 from elmo_explorer.views.units.widgets import align, fill, table
 
@@ -39,7 +40,8 @@ class UnitTab(QWidget):
         self.contexts_button = QPushButton("Top contexts")
         self.contexts_button.setToolTip(
             f"the unit's highest and lowest positions over the corpus below (its first "
-            f"{CONTEXT_TOKENS:,} words) and, with a ranking shown, its values per label")
+            f"{CORPUS_TOKENS:,} words, as units top reads it) and, with a ranking shown, its "
+            "values per label")
         self.corpus = CorpusChoice("Contexts from", CONTEXTS_DEFAULT)
         for text, x in (("Layer", self.u_layer), ("Direction", self.u_direction),
                         ("State", self.u_state), ("Unit", self.u_unit)):
