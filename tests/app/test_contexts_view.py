@@ -466,3 +466,33 @@ def test_the_app_opens_the_workspace_of_the_report_command(qtbot, app_settings_d
         assert errors == []
     finally:
         w.workspace.worker.shutdown()
+
+
+def test_a_launch_finds_the_last_ones_neighbour_index_on_disk(qtbot, app_settings_dir,
+                                                              tiny_checkpoint, monkeypatch):
+    """In a window the neighbour index is kept in the data folder (cache/neighbours): the next
+    window on the same model and sentences reads it instead of embedding the corpus again."""
+    from elmo_engine.analysis.contexts import neighbour_corpus
+
+    text = "\n".join(SENTENCES) + "\n"
+    w, _actions, errors, panel = _contexts_window(qtbot, app_settings_dir, tiny_checkpoint, text)
+    try:
+        qtbot.waitUntil(lambda: panel.model.index is not None and panel.model.table is not None,
+                        timeout=30000)
+        first = panel.model.table
+    finally:
+        w.workspace.worker.shutdown()
+    folder = app_settings_dir / "data" / "cache" / "neighbours"
+    assert len(list(folder.glob("neighbours-*.npz"))) == 1 and not errors
+
+    def no_build(*_a, **_k):
+        raise AssertionError("the index was built again")
+
+    monkeypatch.setattr(neighbour_corpus, "build_index", no_build)
+    w, _actions, errors, panel = _contexts_window(qtbot, app_settings_dir, tiny_checkpoint, text)
+    try:
+        qtbot.waitUntil(lambda: panel.model.index is not None and panel.model.table is not None,
+                        timeout=30000)
+        assert panel.model.table == first and not errors
+    finally:
+        w.workspace.worker.shutdown()

@@ -94,6 +94,64 @@ def test_neighbour_index_matches_brute_force(acts):
         idx.scores(0, q[0])
 
 
+def test_the_disk_cache_keeps_its_newest_files_and_touches_nothing_else(embedder, tmp_path):
+    """At most ``disk_files`` index files stay, the least recently used (written or read) go
+    first; the user's files in the folder, even one named like an index but not a regular
+    file, are never removed."""
+    import os
+    import time
+
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    (tmp_path / "neighbours-dir.npz").mkdir()
+    cache = IndexCache(tmp_path, disk_files=2)
+    keys = []
+    for k in range(3):
+        keys.append(cache.get_or_build(embedder, SENTS[k:k + 1]).key)
+        time.sleep(0.02)                                     # distinct modification times
+        if k == 1:                                           # the first is read: used last
+            os.utime(cache._file(keys[0]), (time.time() - 100, time.time() - 100))
+            assert IndexCache(tmp_path).get(keys[0]) is not None
+            time.sleep(0.02)
+    kept = {p.name for p in tmp_path.glob("neighbours-*.npz") if p.is_file()}
+    assert kept == {cache._file(keys[0]).name, cache._file(keys[2]).name}
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "mine"
+    assert (tmp_path / "neighbours-dir.npz").is_dir()
+    big = IndexCache(tmp_path / "b", disk_bytes=1)           # over the bytes: only the newest
+    big.get_or_build(embedder, SENTS[:1])
+    newest = big.get_or_build(embedder, SENTS[1:2])
+    assert [p.name for p in (tmp_path / "b").glob("neighbours-*.npz")] == \
+        [big._file(newest.key).name]
+
+
+def test_a_cached_index_is_read_by_the_bounded_reader_and_checked(embedder, tmp_path):
+    """The npz holds numbers only (strings as UTF-8 bytes); an index of the old format (str
+    arrays), one whose arrays disagree, or a lying header is one line, and the cache builds it
+    again instead."""
+    import zipfile
+
+    idx = build_index(embedder, SENTS, ["river"], key="k")
+    path = tmp_path / "neighbours-k.npz"
+    idx.save(path)
+    with zipfile.ZipFile(path) as zf:
+        assert all(zf.open(n).read(10)[:6] == b"\x93NUMPY" for n in zf.namelist())
+    back = NeighbourIndex.load(path)
+    assert back.tokens == idx.tokens and back.key == "k" and back.words.words == idx.words.words
+    np.savez(tmp_path / "old.npz", format=np.array(1), key=np.array("k"),
+             flat_tokens=np.array(["a", "b"], dtype=str), lengths=np.array([2]))
+    with pytest.raises(InputError, match="only numeric arrays"):
+        NeighbourIndex.load(tmp_path / "old.npz")
+    arrays = dict(np.load(path))
+    arrays["lengths"] = arrays["lengths"] + 1                 # more tokens than stored
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(InputError, match="tokens for sentences of"):
+        NeighbourIndex.load(tmp_path / "bad.npz")
+    cache = IndexCache(tmp_path)
+    key = index_key(embedder.checksum, SENTS, [])
+    (tmp_path / "bad.npz").replace(cache._file(key))
+    assert cache.get(key) is None and not cache._file(key).exists()     # dropped, not used
+    assert cache.get_or_build(embedder, SENTS).tokens == [list(s) for s in SENTS]
+
+
 def test_top_k_edge_cases():
     idx, vals = top_k(np.array([0.1, 0.9, 0.5, 0.7]), 2)
     assert list(idx) == [1, 3] and list(vals) == [0.9, 0.7]

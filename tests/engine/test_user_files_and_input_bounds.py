@@ -242,8 +242,9 @@ def test_reach_in_bounded_batches_is_the_one_batch_result(monkeypatch):
     monkeypatch.setattr(reach_mod, "REACH_BATCH_BYTES", 1)             # one variant per batch
     assert reach_mod.reach_rows_per_batch(len(toks), 3, emb.opts.output_dim) == 1
     seen = []
-    real = reach_mod.framed_layers
-    monkeypatch.setattr(reach_mod, "framed_layers",
+    states_mod = importlib.import_module("elmo_engine.analysis.language_model.states")
+    real = states_mod.framed_layers                # (reach imports it when it computes)
+    monkeypatch.setattr(states_mod, "framed_layers",
                         lambda e, v: seen.append(len(v)) or real(e, v))
     split = reach_mod.reach(emb, toks).distance
     assert seen == [2] * len(toks)                                    # the sentence + 1 variant

@@ -11,8 +11,11 @@ checkpoint checksum, the corpus tokens and the vocabulary.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -123,13 +126,25 @@ def build_index(embedder, tokens: Sequence[Sequence[str]], vocabulary: Sequence[
     return NeighbourIndex(tokens, layers, words, key=key, mean=reference_mean(acts))
 
 
-class IndexCache:
-    """Built indexes, in memory (most recent few) and optionally on disk under ``cache_dir``."""
+#: index files kept on disk at most, and their bytes at most (the least recently used go first)
+DISK_MAX_FILES = 8
+DISK_MAX_BYTES = 1 << 30
+DISK_PATTERN = "neighbours-*.npz"
 
-    def __init__(self, cache_dir=None, max_items: int = 2, max_bytes: int = 1 << 30):
+
+class IndexCache:
+    """Built indexes, in memory (most recent few) and optionally on disk under ``cache_dir``
+    (the app's: a launch finds the last one's index there instead of embedding the corpus
+    again). On disk at most ``disk_files`` files and ``disk_bytes`` bytes of its own
+    (``neighbours-*.npz``) are kept, the least recently used removed first; nothing else in the
+    folder is touched."""
+
+    def __init__(self, cache_dir=None, max_items: int = 2, max_bytes: int = 1 << 30,
+                 disk_files: int = DISK_MAX_FILES, disk_bytes: int = DISK_MAX_BYTES):
         self.cache_dir = Path(cache_dir) if cache_dir else None
         self.max_items = max_items
         self.max_bytes = max_bytes
+        self.disk_files, self.disk_bytes = disk_files, disk_bytes
         self._mem: LRUCache = LRUCache(maxsize=max(1, max_items))      # the newest always stays
 
     def _file(self, key: str) -> Optional[Path]:
@@ -148,6 +163,8 @@ class IndexCache:
                 return None
             if idx.key == key:
                 self._put_mem(key, idx)
+                with contextlib.suppress(OSError):
+                    os.utime(f)                                  # used now: evicted last
                 return idx
         return None
 
@@ -167,10 +184,32 @@ class IndexCache:
         f = self._file(key)
         if f is not None:
             try:
+                f.parent.mkdir(parents=True, exist_ok=True)
                 idx.save(f)
+                self._evict(keep=f)
             except OSError as exc:                                   # the disk cache is optional
                 log.warning("could not write the neighbour index cache %s: %s", f, exc)
         return idx
+
+    def _evict(self, keep: Path) -> None:
+        """Remove the least recently used index files beyond the disk bounds (never ``keep``,
+        the one just written; only regular files of this cache's own name)."""
+        assert self.cache_dir is not None
+        files = []
+        for p in self.cache_dir.glob(DISK_PATTERN):
+            try:
+                st = p.lstat()
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                files.append((st.st_mtime, st.st_size, p))
+        files.sort(reverse=True)                                     # newest first
+        total = 0
+        for n, (_, size, p) in enumerate(files):
+            total += size
+            if p != keep and (n >= self.disk_files or total > self.disk_bytes):
+                with contextlib.suppress(OSError):
+                    p.unlink()
 
 
 __all__ = ["IndexCache", "ReferenceText", "build_index", "index_key", "read_corpus",

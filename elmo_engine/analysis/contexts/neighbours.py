@@ -27,7 +27,8 @@ from elmo_engine.atomic import atomic_path, atomic_write_text
 from elmo_engine.analysis.contexts.compare import DIRECTIONS
 from elmo_engine.errors import InputError
 
-INDEX_FORMAT = 1
+#: 2: strings as UTF-8 bytes (read by the bounded, numbers-only npz reader); 1 held str arrays
+INDEX_FORMAT = 2
 #: the columns of a neighbour list (:meth:`NeighbourTable.csv_rows`, :func:`write_neighbours_csv`)
 NEIGHBOUR_COLUMNS = ("view", "rank", "score", "word", "sentence", "token", "text")
 
@@ -180,16 +181,19 @@ class NeighbourIndex:
         idx, vals = top_k(scores, k, ex)
         return [Neighbour(*self.place(int(i)), float(v)) for i, v in zip(idx, vals)]
 
-    # ---- npz round trip (no pickle) ----------------------------------------------------------
+    # ---- npz round trip (numbers only: no pickle, no strings) -----------------------------------
     def save(self, path) -> None:
-        arrays = {"format": np.array(INDEX_FORMAT), "key": np.array(self.key),
-                  "flat_tokens": np.array([t for s in self.tokens for t in s], dtype=str),
-                  "lengths": np.diff(self.offsets)}
+        """Write the index atomically as an npz of numeric arrays (the words and tokens as UTF-8
+        bytes with their offsets), readable by :meth:`load`."""
+        arrays = {"format": np.array(INDEX_FORMAT, np.int64),
+                  "key": _utf8([self.key])[0],
+                  "lengths": np.diff(self.offsets).astype(np.int64)}
+        arrays["tokens"], arrays["token_ends"] = _utf8([t for s in self.tokens for t in s])
         for i in range(len(self.fwd)):
             arrays[f"fwd{i}"], arrays[f"bwd{i}"], arrays[f"coef{i}"] = \
                 self.fwd[i], self.bwd[i], self.coef[i]
         if self.words is not None:
-            arrays["words"] = np.array(self.words.words, dtype=str)
+            arrays["words"], arrays["word_ends"] = _utf8(self.words.words)
             arrays["word_unit"] = self.words.unit
         if self.mean is not None:
             arrays["mean"] = self.mean
@@ -199,30 +203,72 @@ class NeighbourIndex:
 
     @classmethod
     def load(cls, path) -> "NeighbourIndex":
+        """An index written by :meth:`save`. The npz is checked from its headers before
+        anything is read (numeric arrays only, sizes bounded: :func:`elmo_engine.io.npz_lazy.
+        open_npz`), then every array against the others; anything else is an
+        :class:`InputError` naming the file."""
+        from elmo_engine.io.npz_lazy import open_npz
+
         try:
-            with np.load(path, allow_pickle=False) as z:
-                if int(z["format"]) != INDEX_FORMAT:
-                    raise InputError("neighbour index of another format version", path=path)
-                flat = [str(t) for t in z["flat_tokens"]]
-                offs = np.concatenate([[0], np.cumsum(z["lengths"])])
-                tokens = [flat[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
-                self = cls.__new__(cls)
-                self.tokens, self.offsets, self.key = tokens, offs, str(z["key"])
-                n_layers = sum(1 for name in z.files if name.startswith("fwd"))
-                self.fwd = [z[f"fwd{i}"] for i in range(n_layers)]
-                self.bwd = [z[f"bwd{i}"] for i in range(n_layers)]
-                self.coef = [z[f"coef{i}"] for i in range(n_layers)]
-                self.words = None
-                self.mean = z["mean"] if "mean" in z.files else None
-                if "words" in z.files:
-                    words = WordIndex.__new__(WordIndex)
-                    words.words = [str(w) for w in z["words"]]
-                    words.unit = z["word_unit"]
-                    words._pos = {w: i for i, w in enumerate(words.words)}
-                    self.words = words
-        except (OSError, ValueError, KeyError) as exc:
+            z = open_npz(path)
+            if "format" not in z or z.shape("format") != () or int(z["format"]) != INDEX_FORMAT:
+                raise InputError("neighbour index of another format version", path=path)
+            lengths = z["lengths"]
+            if lengths.ndim != 1 or (lengths < 0).any():
+                raise InputError("neighbour index: bad sentence lengths", path=path)
+            offs = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+            flat = _strings(z["tokens"], z["token_ends"], path)
+            if len(flat) != int(offs[-1]):
+                raise InputError(f"neighbour index: {len(flat)} tokens for sentences of "
+                                 f"{int(offs[-1])}", path=path)
+            self = cls.__new__(cls)
+            self.tokens = [flat[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
+            self.offsets = offs
+            self.key = bytes(z["key"].astype(np.uint8)).decode("utf-8", "strict")
+            n_layers = sum(1 for name in z if name.startswith("fwd"))
+            self.fwd = [z[f"fwd{i}"] for i in range(n_layers)]
+            self.bwd = [z[f"bwd{i}"] for i in range(n_layers)]
+            self.coef = [z[f"coef{i}"] for i in range(n_layers)]
+            n = len(flat)
+            for f, b, c in zip(self.fwd, self.bwd, self.coef):
+                if (f.ndim != 2 or f.shape[0] != n or b.shape != f.shape or c.shape != (2, n)
+                        or f.dtype != np.float32):
+                    raise InputError("neighbour index: a layer's arrays do not fit its tokens",
+                                     path=path)
+            self.words = None
+            self.mean = z["mean"].astype(np.float64) if "mean" in z else None
+            if "words" in z:
+                words = WordIndex.__new__(WordIndex)
+                words.words = _strings(z["words"], z["word_ends"], path)
+                words.unit = z["word_unit"]
+                if words.unit.ndim != 2 or words.unit.shape[0] != len(words.words):
+                    raise InputError("neighbour index: the word vectors do not fit the words",
+                                     path=path)
+                words._pos = {w: i for i, w in enumerate(words.words)}
+                self.words = words
+        except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
             raise InputError(f"unreadable neighbour index: {exc}", path=path) from None
         return self
+
+
+def _utf8(strings: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
+    """Strings as one UTF-8 byte array (uint8) and each one's end offset (int64)."""
+    encoded = [s.encode("utf-8", "surrogatepass") for s in strings]
+    ends = np.cumsum([len(b) for b in encoded], dtype=np.int64) if encoded else \
+        np.zeros(0, np.int64)
+    return np.frombuffer(b"".join(encoded), dtype=np.uint8).copy(), ends
+
+
+def _strings(blob: np.ndarray, ends: np.ndarray, path) -> List[str]:
+    """:func:`_utf8` read back, the offsets checked against the bytes."""
+    if blob.dtype != np.uint8 or blob.ndim != 1 or ends.ndim != 1:
+        raise InputError("neighbour index: bad string arrays", path=path)
+    if len(ends) and (ends[-1] != len(blob) or (np.diff(ends) < 0).any() or ends[0] < 0):
+        raise InputError("neighbour index: string offsets do not fit their bytes", path=path)
+    data = blob.tobytes()
+    starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+    return [data[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts.tolist(),
+                                                                      ends.tolist())]
 
 
 @dataclass(frozen=True)

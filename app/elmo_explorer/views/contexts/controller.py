@@ -29,15 +29,13 @@ from elmo_engine.analysis.contexts.groups import word_groups
 from elmo_engine.analysis.contexts.neighbour_corpus import (IndexCache, read_corpus, read_vocabulary,
                                                        vocabulary_file)
 from elmo_engine.analysis.contexts.neighbours import NeighbourTable, neighbour_table
-from elmo_engine.io.datasets.reference_set import (REFERENCE_SET_SENTENCES,
-                                                   reference_set_corpus)
+from elmo_engine.io.datasets.reference_set import REFERENCE_SET_SENTENCES, reference_set_corpus
 from elmo_explorer.common.figure_export import panel_figure_options, save_figure
 from elmo_explorer.common.save_dialog import ask_save_path
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.contexts import export, report
-from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel,
-                                                groups_from_state,
+from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel, groups_from_state,
                                                 neighbour_corpus, settings_from_state, valid_ref)
 from elmo_explorer.views.contexts.view import ContextsView
 from elmo_explorer.views.contexts.widgets import neighbours_html
@@ -357,6 +355,9 @@ class ContextsPanel(PanelDefaults, QWidget):
         self.jobs.invalidate(NEIGHBOURS)               # they were for the old corpus
         info = ws.model_info
         emb, cache = ws.embedder, self.index_cache
+        settings = getattr(self.window(), "settings", None)     # in a window: kept on disk too
+        if settings is not None and cache.cache_dir is None:
+            cache.cache_dir = Path(settings.data_dir()) / "cache" / "neighbours"
         vocab = vocabulary_file(info.options_path if info is not None else None)
 
         def job(state):
