@@ -145,6 +145,20 @@ def test_a_cached_index_is_read_by_the_bounded_reader_and_checked(embedder, tmp_
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(InputError, match="tokens for sentences of"):
         NeighbourIndex.load(tmp_path / "bad.npz")
+    good = dict(np.load(path))
+    crafted = {                          # what a review crafted: each loaded, or raised past
+        "float offsets": {"token_ends": good["token_ends"].astype(np.float64)},
+        "complex format": {"format": np.array(2 + 0j)},
+        "8 M empty sentences": {"lengths": np.zeros(8_000_000, np.int64)},
+        "overflowing lengths": {"lengths": np.array([1, 2 ** 62, 2 ** 62, 2 ** 62, 2 ** 62])},
+        "narrow backward half": {"bwd0": good["bwd0"][:, :3].copy()},
+        "float64 word vectors": {"word_unit": good["word_unit"].astype(np.float64)},
+        "a mean of another width": {"mean": good["mean"][:, :4].copy()},
+    }
+    for what, change in crafted.items():
+        np.savez_compressed(tmp_path / "crafted.npz", **{**good, **change})
+        with pytest.raises(InputError, match="neighbour index"):
+            NeighbourIndex.load(tmp_path / "crafted.npz")
     cache = IndexCache(tmp_path)
     key = index_key(embedder.checksum, SENTS, [])
     (tmp_path / "bad.npz").replace(cache._file(key))

@@ -157,9 +157,10 @@ class IndexCache:
         if f is not None and f.is_file():
             try:
                 idx = NeighbourIndex.load(f)
-            except InputError as exc:
+            except Exception as exc:               # (the cache is optional: never a failure)
                 log.warning("dropping a damaged neighbour index: %s", exc)
-                f.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):
+                    f.unlink(missing_ok=True)
                 return None
             if idx.key == key:
                 self._put_mem(key, idx)

@@ -27,6 +27,9 @@ from elmo_engine.atomic import atomic_path, atomic_write_text
 from elmo_engine.analysis.contexts.compare import DIRECTIONS
 from elmo_engine.errors import InputError
 
+#: the most tokens, sentences and words a cached index may hold (a corpus of 1,000,000 tokens
+#: beside the loaded sentences, and its known words)
+MAX_INDEX_TOKENS = 4_000_000
 #: 2: strings as UTF-8 bytes (read by the bounded, numbers-only npz reader); 1 held str arrays
 INDEX_FORMAT = 2
 #: the columns of a neighbour list (:meth:`NeighbourTable.csv_rows`, :func:`write_neighbours_csv`)
@@ -205,50 +208,76 @@ class NeighbourIndex:
     def load(cls, path) -> "NeighbourIndex":
         """An index written by :meth:`save`. The npz is checked from its headers before
         anything is read (numeric arrays only, sizes bounded: :func:`elmo_engine.io.npz_lazy.
-        open_npz`), then every array against the others; anything else is an
-        :class:`InputError` naming the file."""
+        open_npz`; at most :data:`MAX_INDEX_TOKENS` tokens, sentences and words), then every
+        array against the others; anything else is an :class:`InputError` naming the file."""
         from elmo_engine.io.npz_lazy import open_npz
 
         try:
             z = open_npz(path)
-            if "format" not in z or z.shape("format") != () or int(z["format"]) != INDEX_FORMAT:
+            for name in ("format", "key", "lengths", "tokens", "token_ends"):
+                if name not in z:
+                    raise InputError(f"neighbour index: no array '{name}'", path=path)
+            counted = [("lengths", "sentences"), ("token_ends", "tokens")]
+            counted += [("word_ends", "words")] if "word_ends" in z else []
+            for name, what in counted:
+                shape = z.shape(name)
+                if len(shape) != 1 or shape[0] > MAX_INDEX_TOKENS:
+                    raise InputError(f"neighbour index: {what} {shape} (at most "
+                                     f"{MAX_INDEX_TOKENS:,})", path=path)
+            fmt = z["format"]
+            if fmt.shape != () or fmt.dtype.kind not in "iu" or int(fmt) != INDEX_FORMAT:
                 raise InputError("neighbour index of another format version", path=path)
-            lengths = z["lengths"]
-            if lengths.ndim != 1 or (lengths < 0).any():
+            lengths = _integers(z["lengths"], "lengths", path)
+            if (lengths < 0).any() or (lengths > MAX_INDEX_TOKENS).any():
                 raise InputError("neighbour index: bad sentence lengths", path=path)
             offs = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
             flat = _strings(z["tokens"], z["token_ends"], path)
-            if len(flat) != int(offs[-1]):
-                raise InputError(f"neighbour index: {len(flat)} tokens for sentences of "
+            n = len(flat)
+            if n != int(offs[-1]):
+                raise InputError(f"neighbour index: {n} tokens for sentences of "
                                  f"{int(offs[-1])}", path=path)
             self = cls.__new__(cls)
             self.tokens = [flat[offs[i]:offs[i + 1]] for i in range(len(offs) - 1)]
             self.offsets = offs
-            self.key = bytes(z["key"].astype(np.uint8)).decode("utf-8", "strict")
+            self.key = bytes(_integers(z["key"], "key", path).astype(np.uint8)).decode("utf-8")
             n_layers = sum(1 for name in z if name.startswith("fwd"))
             self.fwd = [z[f"fwd{i}"] for i in range(n_layers)]
             self.bwd = [z[f"bwd{i}"] for i in range(n_layers)]
             self.coef = [z[f"coef{i}"] for i in range(n_layers)]
-            n = len(flat)
+            width = self.fwd[0].shape[1] if n_layers and self.fwd[0].ndim == 2 else None
             for f, b, c in zip(self.fwd, self.bwd, self.coef):
-                if (f.ndim != 2 or f.shape[0] != n or b.shape != f.shape or c.shape != (2, n)
-                        or f.dtype != np.float32):
+                if (f.shape != (n, width) or b.shape != f.shape or c.shape != (2, n)
+                        or not f.dtype == b.dtype == c.dtype == np.float32):
                     raise InputError("neighbour index: a layer's arrays do not fit its tokens",
                                      path=path)
             self.words = None
-            self.mean = z["mean"].astype(np.float64) if "mean" in z else None
+            self.mean = None
+            if "mean" in z:
+                self.mean = z["mean"].astype(np.float64)
+                if width is None or self.mean.shape != (n_layers + 1, 2 * width):
+                    raise InputError("neighbour index: the mean does not fit the layers",
+                                     path=path)
             if "words" in z:
                 words = WordIndex.__new__(WordIndex)
                 words.words = _strings(z["words"], z["word_ends"], path)
                 words.unit = z["word_unit"]
-                if words.unit.ndim != 2 or words.unit.shape[0] != len(words.words):
+                if (words.unit.ndim != 2 or words.unit.shape[0] != len(words.words)
+                        or words.unit.dtype != np.float32
+                        or (width is not None and words.unit.shape[1] != width)):
                     raise InputError("neighbour index: the word vectors do not fit the words",
                                      path=path)
                 words._pos = {w: i for i, w in enumerate(words.words)}
                 self.words = words
-        except (OSError, ValueError, KeyError, UnicodeDecodeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
             raise InputError(f"unreadable neighbour index: {exc}", path=path) from None
         return self
+
+
+def _integers(a: np.ndarray, name: str, path) -> np.ndarray:
+    """``a`` as int64 when it holds integers (one dimension); else an :class:`InputError`."""
+    if a.dtype.kind not in "iu" or a.ndim != 1:
+        raise InputError(f"neighbour index: '{name}' is not a list of integers", path=path)
+    return a.astype(np.int64)
 
 
 def _utf8(strings: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
@@ -261,9 +290,11 @@ def _utf8(strings: Sequence[str]) -> Tuple[np.ndarray, np.ndarray]:
 
 def _strings(blob: np.ndarray, ends: np.ndarray, path) -> List[str]:
     """:func:`_utf8` read back, the offsets checked against the bytes."""
-    if blob.dtype != np.uint8 or blob.ndim != 1 or ends.ndim != 1:
+    if blob.dtype != np.uint8 or blob.ndim != 1:
         raise InputError("neighbour index: bad string arrays", path=path)
-    if len(ends) and (ends[-1] != len(blob) or (np.diff(ends) < 0).any() or ends[0] < 0):
+    ends = _integers(ends, "ends", path)
+    if (len(ends) and (ends[-1] != len(blob) or (np.diff(ends) < 0).any() or ends[0] < 0)
+            or (not len(ends) and len(blob))):
         raise InputError("neighbour index: string offsets do not fit their bytes", path=path)
     data = blob.tobytes()
     starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
