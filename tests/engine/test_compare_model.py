@@ -140,12 +140,12 @@ def test_a_cached_index_is_read_by_the_bounded_reader_and_checked(embedder, tmp_
              flat_tokens=np.array(["a", "b"], dtype=str), lengths=np.array([2]))
     with pytest.raises(InputError, match="only numeric arrays"):
         NeighbourIndex.load(tmp_path / "old.npz")
-    arrays = dict(np.load(path))
+    arrays = dict(np.load(path, allow_pickle=False))
     arrays["lengths"] = arrays["lengths"] + 1                 # more tokens than stored
     np.savez(tmp_path / "bad.npz", **arrays)
     with pytest.raises(InputError, match="tokens for sentences of"):
         NeighbourIndex.load(tmp_path / "bad.npz")
-    good = dict(np.load(path))
+    good = dict(np.load(path, allow_pickle=False))
     crafted = {                          # what a review crafted: each loaded, or raised past
         "float offsets": {"token_ends": good["token_ends"].astype(np.float64)},
         "complex format": {"format": np.array(2 + 0j)},
