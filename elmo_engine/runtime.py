@@ -29,7 +29,7 @@ import functools
 import importlib.abc
 import sys
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 
 #: the intra-op thread count a caller of :func:`configure` asked for (None: torch's own)
@@ -170,6 +170,22 @@ class CpuBf16:
 #: why ``--precision fp16`` is refused on the CPU
 FP16_ON_CPU = ("fp16 is only offered on a GPU; on the CPU use fp32, or bf16 where the CPU has "
                "bf16 units")
+
+
+def check_cpu_precision(precision: str, units: Optional[Callable[[], CpuBf16]] = None) -> None:
+    """Raise :class:`~elmo_engine.errors.InputError` (one line) unless ``precision`` is offered
+    on this CPU: fp32 always, bf16 where the CPU has bf16 units (AMX or AVX512_BF16), fp16
+    never. ``units`` says which units the CPU has: :func:`cpu_bf16` (torch's checks, the
+    default) or, before torch is imported, :func:`cpu_bf16_from_flags`."""
+    from elmo_engine.errors import InputError
+
+    if precision == "fp32":
+        return
+    if precision == "fp16":
+        raise InputError(FP16_ON_CPU)
+    cpu = (units or cpu_bf16)()
+    if not cpu.offered:
+        raise InputError(cpu.refusal())
 
 
 def gpu_possible() -> bool:

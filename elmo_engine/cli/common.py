@@ -17,7 +17,8 @@
   (:data:`LAYER_CHOICES`), ``--mix-weights`` (equal weights by default), ``--device``,
   ``--force``;
 * errors: one line ``elmo-explorer: error: …``; exit 1 for bad input (a file, a value), 2 for
-  usage (an unknown option, a missing argument) (:class:`Parser`);
+  usage (an unknown option, a missing argument) (:class:`~.parsing.Parser`, which also checks
+  every option's value while parsing);
 * blank lines are skipped and counted (:func:`read_text` says so on stderr);
 * an absent word is an error (exit 1) with a did-you-mean (:func:`absent_word`).
 """
@@ -28,8 +29,6 @@ import contextlib
 import difflib
 import io
 import json
-import math
-import re
 import shutil
 import sys
 import tempfile
@@ -245,20 +244,14 @@ def refuse_unoffered_precision(args) -> None:
     device = getattr(args, "device", None)
     if device not in (None, "auto", "cpu") or (device != "cpu" and runtime.gpu_possible()):
         return
-    if precision == "fp16":
-        raise InputError(runtime.FP16_ON_CPU)
-    cpu = runtime.cpu_bf16_from_flags()
-    if not cpu.offered:
-        raise InputError(cpu.refusal())
+    runtime.check_cpu_precision(precision, runtime.cpu_bf16_from_flags)
 
 
 def resolve_precision(precision: str, device) -> str:
     """``precision`` if it is offered on ``device`` (a torch.device), else one clear line
     (:class:`InputError`): bf16 on the CPU needs bf16 units, fp16 a GPU."""
-    from elmo_engine.embed.device import check_cpu_precision
-
     if device.type != "cuda":
-        check_cpu_precision(precision)
+        runtime.check_cpu_precision(precision)
     return precision
 
 
@@ -336,147 +329,6 @@ def absent_word(word: str, tokens: Iterable[Sequence[str]], where: str,
         if hint and any(w.casefold() == word.casefold() for w in found):
             msg += f" ({hint})"
     return InputError(msg, path=path)
-
-
-# ---- option values, checked while parsing ------------------------------------------------------
-#: the range of every numeric option, by argparse ``dest`` (shared by all commands: a new
-#: command's ``--threads`` or ``--batch-size`` is checked the same way). ``(low, high,
-#: low_open)``: ``low`` excluded when ``low_open``; None: unbounded. Every numeric option of
-#: every command is listed (``tests/engine/test_user_files_and_input_bounds.py`` walks the parser).
-NUMERIC_LIMITS = {
-    "threads": (1, 1024, False), "batch_size": (1, 1 << 20, False),
-    "epochs": (1, 10 ** 6, False), "max_steps": (1, None, False),
-    "patience": (1, 10 ** 6, False), "seeds": (1, 1000, False),
-    "mix_min_epochs": (1, 10 ** 6, False), "log_every": (1, None, False),
-    "checkpoint_every": (1, None, False), "eval_tokens": (1, None, False),
-    "unroll": (1, 1 << 16, False), "negatives": (1, 1 << 24, False),
-    "vocab_size": (1, 1 << 24, False), "min_count": (1, None, False),
-    "max_sentences": (1, None, False), "mdl_max_sentences": (2, None, False),
-    "max_tokens": (1, None, False),
-    "baseline_samples": (2, 10 ** 7, False), "cka_tokens": (4, 10 ** 7, False),
-    "hub_k": (1, 1000, False), "hub_tokens": (3, 100_000, False),           # layers: hubness
-    "hidden": (0, 1 << 16, False), "neighbours": (0, 10 ** 6, False),
-    "max_points": (2, 10 ** 7, False), "n_neighbors": (2, 10 ** 4, False),
-    "faithfulness_k": (1, 1000, False), "faithfulness_points": (5, 100_000, False),   # project
-    "lr": (0, None, True), "clip_norm": (0, None, True), "max_minutes": (0, None, True),
-    "checkpoint_minutes": (0, None, True), "eval_minutes": (0, None, True),
-    "cooldown_minutes": (0, None, True), "min_dist": (0, None, False),
-    "min_delta": (0, None, False), "dropout": (0, 1, False), "mix_gamma": (None, None, False),
-    # issue 38: every numeric option of every command is here (a test walks the parser)
-    "seed": (0, 2 ** 32 - 1, False),                  # what numpy and torch accept
-    "umap_seed": (-1, 2 ** 32 - 1, False),            # project --seed: -1 is unseeded
-    "width_in": (1.0, 40.0, False), "dpi": (10, 1200, False),    # as FigureStyle checks
-    "shard_size": (1, 10 ** 6, False), "token_budget": (1, 1 << 16, False),
-    "ann_m": (4, 256, False), "ann_threads": (1, 256, False),
-    "k": (1, 10 ** 4, False), "width": (1, 1000, False), "layer": (0, 64, False),
-    "occurrence": (1, 10 ** 6, False),
-    "k_max": (2, 32, False), "max_occurrences": (4, 10 ** 4, False), "lemmas": (1, 10 ** 4, False),
-    "max_train_sentences": (1, None, False),
-    "top_k": (1, 1000, False), "reach_curve": (1, 399, False),   # offsets in a reach sentence
-    # the characters commands (issue 41)
-    "filters": (1, 1 << 20, False), "top": (1, 1 << 20, False), "per_type": (1, 1000, False),
-    "filter_width": (1, 64, False),
-    # the units commands (issue 40)
-    "max_mib": (1, 1 << 20, False), "show": (1, 10 ** 6, False), "unit": (0, 1 << 20, False),
-    "threshold": (-1e6, 1e6, False),                  # units pattern: a state's value
-    "probe_layer": (0, 64, False),
-    # project --aligned (issue 42)
-    "knn": (1, 1000, False), "knn_top": (1, 10 ** 6, False), "steps": (1, 200, False),
-    "fps": (0.5, 60.0, False),
-}
-#: the options above that are deliberately unbounded above (None), kept short: a count of items
-#: read from a file (bounded by the file's own limit) or of steps and minutes the user waits for
-UNBOUNDED_OK = {"max_steps", "log_every", "checkpoint_every", "eval_tokens", "min_count",
-                "max_sentences", "mdl_max_sentences", "max_tokens", "max_train_sentences", "lr",
-                "clip_norm", "max_minutes", "checkpoint_minutes", "eval_minutes",
-                "cooldown_minutes", "min_dist", "min_delta", "mix_gamma"}
-_DEVICE = re.compile(r"auto|cpu|cuda(:\d{1,3})?|mps")
-
-
-def number_type(kind, option: str, limits=(None, None, False)):
-    """An argparse ``type`` that reads ``kind`` (int or float) and checks its range: the
-    message names the option (argparse adds ``argument --threads:``)."""
-    low, high, low_open = limits
-    word = "an integer" if kind is int else "a number"
-
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except (TypeError, ValueError):
-            raise argparse.ArgumentTypeError(f"must be {word}, got {text!r}") from None
-        if kind is float and not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-        if low is not None and (value < low or (low_open and value == low)):
-            raise argparse.ArgumentTypeError(
-                f"must be {'more than' if low_open else 'at least'} {low}, got {text}")
-        if high is not None and (value > high or (option == "dropout" and value == high)):
-            raise argparse.ArgumentTypeError(
-                f"must be {'less than' if option == 'dropout' else 'at most'} {high}, got {text}")
-        return value
-
-    parse.__name__ = f"{kind.__name__}"
-    return parse
-
-
-def device_type(text: str) -> str:
-    """``--device``: auto, cpu, cuda, cuda:N or mps (checked while parsing)."""
-    if not _DEVICE.fullmatch(text):
-        raise argparse.ArgumentTypeError(f"must be auto, cpu, cuda, cuda:N or mps, got {text!r}")
-    return text
-
-
-def check_option_values(parser: argparse.ArgumentParser) -> None:
-    """Give every numeric option of ``parser`` and its subcommands a range-checked type
-    (:data:`NUMERIC_LIMITS`) and ``--device`` its check, so that a bad value is one line
-    naming the option before anything runs."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in set(action.choices.values()):
-                check_option_values(sub)
-            continue
-        if action.dest == "device" and action.type is None:
-            action.type = device_type
-        elif action.type in (int, float):
-            action.type = number_type(action.type, action.dest,
-                                      NUMERIC_LIMITS.get(action.dest, (None, None, False)))
-
-
-PROGRAM = "elmo-explorer"
-
-
-#: argparse's message for an option whose value is missing, or starts with "-"
-_NO_VALUE = re.compile(r"^argument (\S+): expected one argument$")
-
-
-class Parser(argparse.ArgumentParser):
-    """The CLI's parser: every error is one line with the program's prefix, ``elmo-explorer:
-    error: …``. A usage error (an unknown option or command, a missing argument: argparse's
-    own) exits with status 2; a bad value (out of its range, not a number, not among the
-    choices) is bad input, status 1, as the engine's errors."""
-
-    def error(self, message: str):
-        flags = _NO_VALUE.match(message)            # "--span -1:2": argparse saw an option
-        longs = [f for f in flags.group(1).split("/") if f.startswith("--")] if flags else []
-        if longs:
-            message += f" (if the value starts with '-', write {longs[-1]}=VALUE)"
-        self.exit(2, f"{PROGRAM}: error: {message} (see {self.prog} --help)\n")
-
-    def _bad_value(self, action, error: argparse.ArgumentError):
-        if isinstance(action, argparse._SubParsersAction):     # an unknown command: usage
-            self.error(str(error))
-        self.exit(1, f"{PROGRAM}: error: {error} (see {self.prog} --help)\n")
-
-    def _get_value(self, action, arg_string):
-        try:
-            return super()._get_value(action, arg_string)
-        except argparse.ArgumentError as e:
-            self._bad_value(action, e)
-
-    def _check_value(self, action, value):
-        try:
-            return super()._check_value(action, value)
-        except argparse.ArgumentError as e:
-            self._bad_value(action, e)
 
 
 class StderrProgress:

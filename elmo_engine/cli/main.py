@@ -2,7 +2,7 @@
 
 Engine errors become one clear line on stderr, ``elmo-explorer: error: …``, and exit status 1;
 any other error (a ``MemoryError`` included) too, with its traceback in a log file
-(:mod:`.last_resort`). Usage errors exit with status 2 (:class:`~elmo_engine.cli.common.Parser`).
+(:mod:`.last_resort`). Usage errors exit with status 2 (:class:`~elmo_engine.cli.parsing.Parser`).
 A command that declares ``-o/--out`` for its results (:func:`~elmo_engine.cli.common.
 add_results_out`) has its stdout written to that file here.
 
@@ -56,7 +56,7 @@ def build_parser(commands: Optional[Sequence[str]] = None,
     """The parser of ``commands`` (default: every subcommand). ``app_options``: a parser
     (``add_help=False``) whose options the help lists too: the desktop app's, given by the
     program's entry point (the engine does not know the app)."""
-    from elmo_engine.cli.common import Parser, check_option_values
+    from elmo_engine.cli.parsing import Parser, check_option_values
 
     description = ("ELMo Explorer: with no COMMAND the desktop app starts"
                    + (" (its options below)" if app_options is not None else "")

@@ -178,7 +178,7 @@ def run(args, argv: Optional[List[str]] = None) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    from elmo_engine.cli.common import Parser, check_option_values
+    from elmo_engine.cli.parsing import Parser, check_option_values
 
     p = Parser(prog="python -m elmo_engine.train", description=DESCRIPTION)
     configure(p)

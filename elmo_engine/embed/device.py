@@ -8,8 +8,9 @@ from typing import Optional
 
 import torch
 
-from elmo_engine import runtime
 from elmo_engine.errors import InputError
+# the CPU's precision rule lives in the torch-free runtime (the CLI checks it before torch loads)
+from elmo_engine.runtime import check_cpu_precision
 
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -22,18 +23,6 @@ def pick_device(device: Optional[str] = None) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise InputError("CUDA was requested but no CUDA device is available")
     return dev
-
-
-def check_cpu_precision(precision: str) -> None:
-    """Raise :class:`InputError` (one line) unless ``precision`` is offered on this CPU: fp32
-    always, bf16 where the CPU has bf16 units (AMX or AVX512_BF16), fp16 never."""
-    if precision == "fp32":
-        return
-    if precision == "fp16":
-        raise InputError(runtime.FP16_ON_CPU)
-    cpu = runtime.cpu_bf16()
-    if not cpu.offered:
-        raise InputError(cpu.refusal())
 
 
 def device_name(device: torch.device) -> str:

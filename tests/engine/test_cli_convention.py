@@ -20,7 +20,8 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from support import FIXTURES
-from elmo_engine.cli.common import LAYER_CHOICES, MIX_WEIGHTS_HELP, device_type
+from elmo_engine.cli.common import LAYER_CHOICES, MIX_WEIGHTS_HELP
+from elmo_engine.cli.parsing import device_type
 from elmo_engine.cli.main import build_parser, main
 from elmo_engine.io.workspace_file import WorkspaceData, save_workspace
 

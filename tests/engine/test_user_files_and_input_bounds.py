@@ -173,7 +173,7 @@ def _numeric_actions():
 
 
 def test_every_numeric_option_of_every_command_is_in_the_range_table():
-    from elmo_engine.cli.common import NUMERIC_LIMITS, UNBOUNDED_OK
+    from elmo_engine.cli.parsing import NUMERIC_LIMITS, UNBOUNDED_OK
 
     actions = _numeric_actions()
     assert len(actions) > 60                              # every command's options are walked
