@@ -185,6 +185,22 @@ def add_pretokenized(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tokenize", action="store_true", help=argparse.SUPPRESS)
 
 
+def add_tokenization(p: argparse.ArgumentParser) -> None:
+    """``--pretokenized`` / ``--tokenize NAME`` of the commands that read a corpus as the trainer
+    does (``train-lm``, ``eval-lm``); ``args.tokenize`` is a ``Tokenization``."""
+    from elmo_engine.cli.parsing import tokenization_type
+    from elmo_engine.model.tokenize import Tokenization
+
+    p.add_argument("--tokenize", default=Tokenization.TYPED, type=tokenization_type,
+                   metavar="{tokenize,whitespace}",
+                   help="tokenize: split typed text as the app does (default); whitespace: the "
+                        "text is already tokenized ('regex', the older name of tokenize, is "
+                        "still read)")
+    p.add_argument("--pretokenized", action="store_const", dest="tokenize",
+                   const=Tokenization.WHITESPACE,
+                   help="the text is already tokenized (the same as --tokenize whitespace)")
+
+
 # ---- inputs and outputs ----------------------------------------------------------------------
 def log(message: str) -> None:
     """A log line (not a result): stderr."""

@@ -26,10 +26,7 @@ def add_parser(subparsers):
     common.add_device(p)
     p.add_argument("--batch-size", type=int, default=32, help="parallel streams (default 32)")
     p.add_argument("--unroll", type=int, default=20, help="tokens per window (default 20)")
-    p.add_argument("--tokenize", default="regex", choices=["regex", "whitespace"],
-                   help="regex: split typed text (default); whitespace: pre-tokenized text")
-    p.add_argument("--pretokenized", action="store_const", dest="tokenize", const="whitespace",
-                   help="the text is already tokenized (the same as --tokenize whitespace)")
+    common.add_tokenization(p)
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
     return p

@@ -95,6 +95,17 @@ def device_type(text: str) -> str:
     return text
 
 
+def tokenization_type(text: str) -> str:
+    """``--tokenize``: tokenize (typed text) or whitespace; ``regex``, the older name of
+    tokenize, is still read (:class:`~elmo_engine.model.tokenize.Tokenization`)."""
+    from elmo_engine.model.tokenize import Tokenization
+
+    try:
+        return Tokenization.parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be tokenize or whitespace, got {text!r}") from None
+
+
 def check_option_values(parser: argparse.ArgumentParser) -> None:
     """Give every numeric option of ``parser`` and its subcommands a range-checked type
     (:data:`NUMERIC_LIMITS`) and ``--device`` its check, so that a bad value is one line

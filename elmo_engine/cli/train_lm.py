@@ -32,6 +32,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def configure(p: argparse.ArgumentParser) -> None:
+    from elmo_engine.cli import common
     from elmo_engine.train.presets import PRESETS
 
     p.add_argument("corpus", nargs="+",
@@ -52,10 +53,7 @@ def configure(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true",
                    help="start afresh even though OUT already holds a model or a training state")
     p.add_argument("--threads", type=int, help="CPU threads for torch")
-    p.add_argument("--tokenize", default="regex", choices=["regex", "whitespace"],
-                   help="regex: split typed text (default); whitespace: text is pre-tokenized")
-    p.add_argument("--pretokenized", action="store_const", dest="tokenize", const="whitespace",
-                   help="the text is already tokenized (the same as --tokenize whitespace)")
+    common.add_tokenization(p)
     p.add_argument("--keep-headers", action="store_true", help="do not skip '= … =' lines")
     p.add_argument("--no-sentence-split", action="store_true",
                    help="treat each line as one sentence")
@@ -95,12 +93,13 @@ def configure(p: argparse.ArgumentParser) -> None:
 
 
 def build_config(args):
+    from elmo_engine.model.tokenize import Tokenization
     from elmo_engine.train.presets import preset
     from elmo_engine.train.trainer import TrainConfig
 
     d = preset(args.preset)
     cfg = TrainConfig.from_dict(d)
-    cfg.tokenizer = args.tokenize
+    cfg.tokenizer = Tokenization.parse(args.tokenize).value
     cfg.skip_headers = not args.keep_headers
     cfg.split_sentences = not args.no_sentence_split
     mapping = {"epochs": "epochs", "max_steps": "max_steps", "max_minutes": "max_minutes",

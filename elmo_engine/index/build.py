@@ -25,9 +25,9 @@ from elmo_engine.errors import InputError
 from elmo_engine.index.ann import AnnSettings, ann_file, build_ann
 from elmo_engine.io.embeddings_file import embedded
 from elmo_engine.index.corpus import CorpusCount, count_corpus, shard_blocks
-from elmo_engine.index.store import (CorpusFile, Manifest, SHARDS, TOKENS_DB, read_manifest,
-                                     read_shard, refuse_foreign_files, remove_index_files,
-                                     shard_done, shard_stem,
+from elmo_engine.index.store import (CorpusFile, Manifest, Reading, SHARDS, TOKENS_DB,
+                                     read_manifest, read_shard, refuse_foreign_files,
+                                     remove_index_files, shard_done, shard_stem,
                                      vectors_file, write_manifest, write_shard)
 from elmo_engine.progress import Rate, TaskState, check, report
 
@@ -279,7 +279,7 @@ def merge(parts: Sequence[Path], out: Path, force: bool = False) -> Manifest:
 
 
 def new_manifest(model, checkpoint: str, count: CorpusCount, layers: Sequence[int],
-                 corpus: Sequence[Path], reading: Dict[str, object],
+                 corpus: Sequence[Path], reading: Reading,
                  precision: str = "fp32") -> Manifest:
     """The manifest of an index of the sentences ``count`` counted (read from the files
     ``corpus`` as ``reading`` says) by ``model``, in shards of ``count.shard_size``, embedded in
@@ -288,7 +288,7 @@ def new_manifest(model, checkpoint: str, count: CorpusCount, layers: Sequence[in
                     layers=tuple(sorted(set(int(v) for v in layers))),
                     dim=2 * model.opts.output_dim, shard_size=int(count.shard_size),
                     n_sentences=count.n_sentences, n_tokens=count.n_tokens,
-                    corpus=tuple(corpus_file(p) for p in corpus), reading=dict(reading),
+                    corpus=tuple(corpus_file(p) for p in corpus), reading=reading,
                     precision=precision)
 
 

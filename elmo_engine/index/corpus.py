@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Container, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Container, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
+from elmo_engine.index.store import Reading
+from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, Tokenization
 
 
 @dataclass(frozen=True)
@@ -22,15 +23,14 @@ class CorpusReader:
     """The sentences of corpus files, in order, read anew at each iteration (never all held)."""
 
     paths: Tuple[Path, ...]
-    tokenizer: str = "regex"            # or "whitespace" (pretokenized text)
+    tokenizer: Tokenization = Tokenization.TYPED   # or WHITESPACE (pretokenized text)
     split: bool = True                  # paragraphs into sentences (the trainer's splitter)
 
     @classmethod
     def of(cls, paths, pretokenized: bool = False, split: bool = True) -> "CorpusReader":
         """The reader of ``index``'s options (``--pretokenized``, ``--split-sentences``), as the
         command and the app's Corpus view both build it."""
-        return cls(tuple(Path(p) for p in paths), "whitespace" if pretokenized else "regex",
-                   split)
+        return cls(tuple(Path(p) for p in paths), Tokenization.of(pretokenized), split)
 
     def __iter__(self) -> Iterator[List[str]]:
         from elmo_engine.io.datasets.corpus_text import iter_sentences
@@ -41,9 +41,9 @@ class CorpusReader:
                 for i in range(0, len(s), MAX_SENTENCE_TOKENS):
                     yield s[i:i + MAX_SENTENCE_TOKENS]
 
-    def reading(self) -> Dict[str, object]:
+    def reading(self) -> Reading:
         """How the files are read: part of the index's identity (a resumed build reads alike)."""
-        return {"tokenizer": self.tokenizer, "split_sentences": self.split, "skip_headers": True}
+        return Reading(self.tokenizer, self.split, skip_headers=True)
 
 
 @dataclass(frozen=True)

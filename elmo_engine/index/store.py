@@ -31,6 +31,7 @@ from elmo_engine.atomic import atomic_path, atomic_write_text
 from elmo_engine.errors import InputError
 from elmo_engine.index import MANIFEST, NOT_AN_INDEX
 from elmo_engine.files import parse_json_strict, read_bounded, regular_file_problem
+from elmo_engine.model.tokenize import Tokenization
 
 FORMAT = "elmo-explorer-corpus-index"
 VERSION = 1
@@ -60,6 +61,30 @@ class CorpusFile:
     sha256: str
 
 
+@dataclass(frozen=True)
+class Reading:
+    """How the corpus was read into sentences: part of the index's identity (a resumed build
+    reads alike). Written as ``{"tokenizer": "tokenize" | "whitespace", "split_sentences",
+    "skip_headers"}``; a manifest written before :class:`Tokenization` says ``"regex"`` for
+    typed text, which reads as ``"tokenize"`` (so such a build resumes)."""
+
+    tokenizer: Tokenization = Tokenization.TYPED
+    split_sentences: bool = True        # paragraphs into sentences (the trainer's splitter)
+    skip_headers: bool = True           # ``= … =`` lines dropped
+
+    @staticmethod
+    def from_dict(d: Dict[str, object], path: Path) -> "Reading":
+        f = _Fields(d, path, "index manifest's reading")
+        try:
+            tokenizer = Tokenization.parse(f.text("tokenizer"))
+        except ValueError:
+            raise f.bad("tokenizer", "tokenize or whitespace") from None
+        unknown = set(d) - {fl.name for fl in fields(Reading)}
+        if unknown:
+            raise f.bad(sorted(unknown)[0], "absent (not a field of the reading)")
+        return Reading(tokenizer, f.flag("split_sentences"), f.flag("skip_headers"))
+
+
 @dataclass
 class Manifest:
     """What ``index.json`` records. ``complete`` is set last, by :func:`.build.finalize`."""
@@ -72,7 +97,7 @@ class Manifest:
     n_sentences: int
     n_tokens: int
     corpus: Tuple[CorpusFile, ...]
-    reading: Dict[str, object]         # how the corpus was read (tokenizer, sentence split, …)
+    reading: Reading                   # how the corpus was read (tokenizer, sentence split, …)
     complete: bool = False
     ann: Dict[str, object] = field(default_factory=dict)
     precision: str = "fp32"            # what the vectors were computed in (stored float16)
@@ -126,7 +151,7 @@ class Manifest:
                      shard_size=f.whole("shard_size", 1, MAX_COUNT),
                      n_sentences=f.whole("n_sentences", 0, MAX_COUNT),
                      n_tokens=f.whole("n_tokens", 0, MAX_COUNT), corpus=tuple(corpus),
-                     reading=f.obj("reading"), complete=f.flag("complete", False),
+                     reading=Reading.from_dict(f.obj("reading"), path), complete=f.flag("complete", False),
                      ann=f.obj("ann", {}), precision=f.text("precision", "fp32"))
         unknown = set(d) - {fl.name for fl in fields(Manifest)}
         if unknown:

@@ -31,7 +31,7 @@ from elmo_engine.atomic import atomic_write_bytes, atomic_write_text
 from elmo_engine.errors import InputError
 from elmo_engine.io.npz_lazy import LazyArrays, open_npz
 from elmo_engine.io.writing import writing
-from elmo_engine.model.tokenize import TOKENIZATIONS
+from elmo_engine.model.tokenize import TOKENIZATIONS, Tokenization
 
 FORMAT = "elmo-explorer-workspace"
 VERSION = 1
@@ -297,10 +297,12 @@ def _parse(obj: Any, path: Path):
             raise InputError(f"key 'sentences[{i}]' must be a string, found {_type_name(s)}",
                              path=path)
     data = WorkspaceData(sentences=sentences)
-    data.tokenization = _need(obj, "tokenization", str, path, optional=True) or "tokenize"
-    if data.tokenization not in TOKENIZATIONS:
+    saved = _need(obj, "tokenization", str, path, optional=True) or Tokenization.TYPED
+    try:
+        data.tokenization = Tokenization.parse(saved).value
+    except ValueError:
         raise InputError(f"key 'tokenization' must be one of {', '.join(TOKENIZATIONS)}, found "
-                         f"{data.tokenization!r}", path=path)
+                         f"{saved!r}", path=path) from None
     ck = _need(obj, "checkpoint", dict, path, optional=True)
     if ck is not None:
         data.checkpoint = CheckpointRef(

@@ -8,6 +8,7 @@ published models were trained on: punctuation split off, clitics split (``don't`
 from __future__ import annotations
 
 import re
+from enum import Enum
 from typing import List, Optional
 
 from elmo_engine.model.options import MAX_CHARACTERS_PER_TOKEN
@@ -52,28 +53,69 @@ _NT_SPLIT = re.compile(r"(?i)([^\W\d_])(n['’]t)\b")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200b\u2028\u2029\ufeff]")
 
 
-#: how a workspace's sentences are split into tokens: typed text through :func:`tokenize`, or
-#: (``--pretokenized``) on whitespace; the names ``layers --json`` records too
-TOKENIZATIONS = ("tokenize", "whitespace")
+class Tokenization(str, Enum):
+    """How a sentence's text is split into tokens: typed text through :func:`tokenize`, or text
+    that is already tokenized (``--pretokenized``) on whitespace.
+
+    One vocabulary for every file that records it: workspaces, ``layers --json``, a corpus
+    index's manifest, a training run's config. A member is a ``str`` of its value, so it is
+    written to JSON as ``"tokenize"`` or ``"whitespace"``; :meth:`parse` also reads ``"regex"``,
+    the name index manifests, trainer configs and ``train-lm --tokenize`` used for typed text
+    before this class (files written then still load, and resume against new ones)."""
+
+    TYPED = "tokenize"
+    WHITESPACE = "whitespace"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @classmethod
+    def of(cls, pretokenized: bool) -> "Tokenization":
+        """The tokenization a ``--pretokenized`` flag (or a view's switch) names."""
+        return cls.WHITESPACE if pretokenized else cls.TYPED
+
+    @classmethod
+    def parse(cls, value: object) -> "Tokenization":
+        """``value`` as a member; ``"regex"`` is the older name of :attr:`TYPED`.
+
+        Raises ValueError naming the accepted names for anything else."""
+        if isinstance(value, cls):
+            return value
+        if isinstance(value, str):
+            if value in _OLDER_NAMES:
+                return _OLDER_NAMES[value]
+            for member in cls:
+                if member.value == value:
+                    return member
+        raise ValueError(f"tokenization must be one of {', '.join(TOKENIZATIONS)}, "
+                         f"got {value!r}")
+
+    def tokens(self, text: str, limit: Optional[int] = None) -> List[str]:
+        """The tokens of one sentence (:func:`sentence_tokens`)."""
+        if self is Tokenization.WHITESPACE:
+            return _CONTROL.sub(" ", text).split()
+        return tokenize(text, limit)
 
 
-def tokenization_of(pretokenized: bool) -> str:
+#: the names a file or a command may give (what :meth:`Tokenization.parse` accepts, less the
+#: older ``"regex"``)
+TOKENIZATIONS = tuple(t.value for t in Tokenization)
+_OLDER_NAMES = {"regex": Tokenization.TYPED}
+
+
+def tokenization_of(pretokenized: bool) -> Tokenization:
     """The tokenization a ``--pretokenized`` flag (or a view's switch) names, as recorded in
     ``layers --json`` and workspace files."""
-    return "whitespace" if pretokenized else "tokenize"
+    return Tokenization.of(pretokenized)
 
 
-def sentence_tokens(text: str, tokenization: str = "tokenize",
+def sentence_tokens(text: str, tokenization: str = Tokenization.TYPED,
                     limit: Optional[int] = None) -> List[str]:
     """The tokens of one sentence: :func:`tokenize`'s, or for ``"whitespace"`` (text that is
     already tokenized) its whitespace-separated pieces, control characters blanked as
     :func:`tokenize` blanks them. ``limit`` as :func:`tokenize`'s (a longer list may come
-    back; the caller cuts or refuses it)."""
-    if tokenization == "whitespace":
-        return _CONTROL.sub(" ", text).split()
-    if tokenization != "tokenize":
-        raise ValueError(f"tokenization must be one of {TOKENIZATIONS}, got {tokenization!r}")
-    return tokenize(text, limit)
+    back; the caller cuts or refuses it). ValueError for an unknown tokenization."""
+    return Tokenization.parse(tokenization).tokens(text, limit)
 
 
 def whitespace_tokenize(text: str) -> List[str]:

@@ -1,12 +1,14 @@
 """A training run's settings (:class:`TrainConfig`) and what it produced (:class:`TrainResult`)."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Optional
 
 from elmo_engine.errors import InputError
 from elmo_engine.model.options import BiLMOptions
+from elmo_engine.model.tokenize import Tokenization
 
 # settings that may change when a run is resumed; every other one must match the checkpoint
 RUN_CONTROL = ("epochs", "max_steps", "max_minutes", "checkpoint_every", "checkpoint_minutes",
@@ -33,7 +35,8 @@ class TrainConfig:
     dropout: float = 0.1
     epochs: int = 1
     seed: int = 0
-    tokenizer: str = "regex"
+    # a Tokenization name: "tokenize" (typed text) or "whitespace"; "regex" in runs saved before
+    tokenizer: str = "tokenize"
     skip_headers: bool = True
     split_sentences: bool = True
     max_steps: Optional[int] = None
@@ -75,7 +78,10 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
+        cfg = cls(**{k: v for k, v in d.items() if k in names})
+        with contextlib.suppress(ValueError):            # check() names a bad one
+            cfg.tokenizer = Tokenization.parse(cfg.tokenizer).value   # "regex" → "tokenize"
+        return cfg
 
     def check(self) -> None:
         self.bilm_options()
@@ -90,6 +96,10 @@ class TrainConfig:
             raise InputError("lr and clip_norm must be positive")
         if self.precision not in ("fp32", "bf16"):
             raise InputError(f"precision must be fp32 or bf16 (got {self.precision!r})")
+        try:
+            Tokenization.parse(self.tokenizer)
+        except ValueError as e:
+            raise InputError(str(e)) from None
         if self.shuffle not in ("documents", "sentences"):
             raise InputError(f"shuffle must be documents or sentences (got {self.shuffle!r})")
         if self.eval_minutes is not None and not self.eval_minutes > 0:

@@ -26,7 +26,7 @@ def model_folder(path: Path) -> Path:
 
 
 def evaluate_text(checkpoint, text, device: str = "cpu", batch_size: int = 32,
-                  unroll: int = 20, tokenizer: str = "regex", progress=None,
+                  unroll: int = 20, tokenizer: str = "tokenize", progress=None,
                   softmax: Optional[Path] = None, vocab: Optional[Path] = None) -> dict:
     """Perplexity of ``text`` under the biLM in ``checkpoint``: ``fwd``, ``bwd``, ``mean``,
     ``tokens`` (positions scored per direction), ``oov_rate`` and ``vocab_size``.

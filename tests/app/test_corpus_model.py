@@ -3,6 +3,8 @@ state with the map's box, a malformed box ignored), the map's data (density binn
 PCA per layer) and the exported map's marks (the query's ring, the box and its points)."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -297,6 +299,8 @@ def test_the_apps_build_reads_files_as_index_does_with_the_same_options(tmp_path
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.progress import TaskState
     from elmo_explorer.views.corpus import jobs
+    from elmo_engine.index.store import Reading
+    from elmo_engine.model.tokenize import Tokenization
     from elmo_explorer.views.reading import CorpusReading
 
     corpus = tmp_path / "wiki.txt"
@@ -314,8 +318,9 @@ def test_the_apps_build_reads_files_as_index_does_with_the_same_options(tmp_path
                  str(tiny_checkpoint), "--device", "cpu", "--layer", "0,1,2",
                  "--pretokenized", "--no-split-sentences"]) == 0
     cli = read_manifest(tmp_path / "cli")
-    assert app.reading == cli.reading == {"tokenizer": "whitespace", "split_sentences": False,
-                                          "skip_headers": True}
+    assert app.reading == cli.reading == Reading(Tokenization.WHITESPACE, split_sentences=False)
+    assert json.loads((tmp_path / "cli" / "index.json").read_text("utf-8"))["reading"] == {
+        "tokenizer": "whitespace", "split_sentences": False, "skip_headers": True}
     assert (app.n_sentences, app.n_tokens) == (cli.n_sentences, cli.n_tokens) == (2, 19)
     index = CorpusIndex(tmp_path / "app", emb.checksum)
     assert index.sentence(0)[:3] == ["The", "well", "@-@"]
@@ -326,4 +331,4 @@ def test_the_apps_build_reads_files_as_index_does_with_the_same_options(tmp_path
         np.testing.assert_allclose(a.astype(np.float32), b.astype(np.float32), atol=1e-3)
     default = jobs.build_index(jobs.BuildRequest((corpus,), tmp_path / "typed",
                                                  str(tiny_checkpoint)), emb, TaskState())
-    assert default.reading["tokenizer"] == "regex" and default.n_sentences == 3  # split, typed
+    assert default.reading.tokenizer is Tokenization.TYPED and default.n_sentences == 3  # split

@@ -36,7 +36,7 @@ def test_pretokenized_sets_the_whitespace_tokenizer_of_the_lm_commands():
     args = build_parser().parse_args(["eval-lm", "t.txt", "--pretokenized"])
     assert args.tokenize == "whitespace"
     args = build_parser().parse_args(["train-lm", "c.txt", "--dev", "d.txt", "--out", "o"])
-    assert args.tokenize == "regex" and args.device == "auto"
+    assert args.tokenize == "tokenize" and args.device == "auto"
 
 
 # ---- the one reader ------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from elmo_engine.errors import InputError
 from support import FIXTURES, REPO
 from elmo_engine.cli.main import main
 from elmo_engine.index.search import CorpusIndex
-from elmo_engine.index.store import read_manifest
+from elmo_engine.index.store import Reading, read_manifest
 
 TINY = FIXTURES / "allennlp"
 CORPUS = REPO / "resources" / "reference_corpus" / "sentences.txt"
@@ -306,7 +306,7 @@ def test_embed_shards_refuses_a_corpus_that_changed(small, tmp_path):
     corpus, reference = small
     model = load_checkpoint(TINY)
     sents = read_sentences(corpus)
-    manifest = new_manifest(model, str(TINY), count_corpus(sents, 7), (2,), [corpus], {})
+    manifest = new_manifest(model, str(TINY), count_corpus(sents, 7), (2,), [corpus], Reading())
     with pytest.raises(InputError, match="did a corpus file change"):
         embed_shards(tmp_path, sents[:-1], manifest, Embedder(model, device="cpu"))
 
@@ -333,7 +333,7 @@ def test_the_time_left_covers_the_graph_build(small, tmp_path, monkeypatch):
     corpus, _reference = small
     model = load_checkpoint(TINY)
     sents = read_sentences(corpus)
-    manifest = new_manifest(model, str(TINY), count_corpus(sents, 7), (1, 2), [corpus], {})
+    manifest = new_manifest(model, str(TINY), count_corpus(sents, 7), (1, 2), [corpus], Reading())
     seen = []
     build_index(tmp_path / "ix", sents, manifest, Embedder(model, device="cpu", cache_size=0),
                 state=TaskState(lambda done, total, msg: seen.append((done, total, msg))))

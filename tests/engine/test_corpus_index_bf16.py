@@ -16,7 +16,7 @@ from elmo_engine.cli.main import main
 from elmo_engine.embed.embedder import Embedder
 from elmo_engine.errors import InputError
 from elmo_engine.index.search import CorpusIndex, query_vectors
-from elmo_engine.index.store import MANIFEST, Manifest, read_manifest
+from elmo_engine.index.store import MANIFEST, Manifest, Reading, read_manifest
 from elmo_engine.model.checkpoint import load_checkpoint
 
 TINY = FIXTURES / "allennlp"
@@ -128,7 +128,7 @@ def test_without_bf16_units_index_refuses_bf16_in_one_line(monkeypatch, tmp_path
 
 def test_a_manifest_without_precision_is_fp32_and_a_bad_one_is_refused(tmp_path):
     m = Manifest(checksum="0" * 64, checkpoint="x", layers=(1,), dim=4, shard_size=2,
-                 n_sentences=1, n_tokens=1, corpus=(), reading={})
+                 n_sentences=1, n_tokens=1, corpus=(), reading=Reading())
     d = json.loads(m.to_json())
     assert d["precision"] == "fp32"
     d.pop("precision")                                          # an index built before bf16

@@ -224,10 +224,9 @@ class Workspace(QObject):
         embedded again (``refresh``; False: the caller sets new sentences next). The selected
         token's word stays selected in its sentence (at its place, else its first occurrence
         there) once that sentence's new tokens arrive."""
-        from elmo_engine.model.tokenize import TOKENIZATIONS
+        from elmo_engine.model.tokenize import Tokenization
 
-        if tokenization not in TOKENIZATIONS:
-            raise ValueError(f"tokenization must be one of {TOKENIZATIONS}")
+        tokenization = Tokenization.parse(tokenization).value    # ValueError for another name
         if tokenization == self.tokenization:
             return
         self.tokenization = tokenization

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Sequence
 
 from elmo_engine.errors import InputError
-from elmo_engine.model.tokenize import tokenize, whitespace_tokenize
+from elmo_engine.model.tokenize import Tokenization
 
 HEADER_RE = re.compile(r"^\s*=.*=\s*$")
 SENT_END = {".", "!", "?"}
 CLOSERS = {"”", "’", '"', "'", ")", "]", "''"}
 OPENERS = {"“", "‘", '"', "'", "(", "[", "``"}
-TOKENIZERS = ("regex", "whitespace")
 
 
 def split_sentences(tokens: Sequence[str]) -> List[List[str]]:
@@ -47,7 +46,7 @@ def split_sentences(tokens: Sequence[str]) -> List[List[str]]:
     return out
 
 
-def read_documents(path, tokenizer: str = "regex", skip_headers: bool = True,
+def read_documents(path, tokenizer: str = Tokenization.TYPED, skip_headers: bool = True,
                    sentences: bool = True, what: str = "corpus") -> List[List[List[str]]]:
     """Read a corpus file into documents of tokenized sentences.
 
@@ -58,7 +57,8 @@ def read_documents(path, tokenizer: str = "regex", skip_headers: bool = True,
     Parameters
     ----------
     path : text file, UTF-8, optionally gzip-compressed (``.gz``)
-    tokenizer : ``"regex"`` (:func:`elmo_engine.model.tokenize.tokenize`) or ``"whitespace"``
+    tokenizer : a :class:`~elmo_engine.model.tokenize.Tokenization` or its name: ``"tokenize"``
+        (typed text; ``"regex"``, its older name, too) or ``"whitespace"``
     skip_headers : drop ``= … =`` header lines (they still end a document)
     sentences : split paragraphs into sentences
 
@@ -93,9 +93,10 @@ def _line_sentences(path, tokenizer: str, skip_headers: bool, sentences: bool, w
                     ) -> Iterator[Optional[List[List[str]]]]:
     """Per line of the file: None where a document ends (an empty line or a ``= … =`` header),
     else the line's sentences; one line at a time (nothing is kept)."""
-    if tokenizer not in TOKENIZERS:
-        raise InputError(f"unknown tokenizer {tokenizer!r}; use one of {', '.join(TOKENIZERS)}")
-    split = tokenize if tokenizer == "regex" else whitespace_tokenize
+    try:
+        split = Tokenization.parse(tokenizer).tokens
+    except ValueError as e:
+        raise InputError(str(e)) from None
     from elmo_engine.files import regular_file_problem
     from elmo_engine.io.datasets.textio import open_text
 
@@ -130,7 +131,7 @@ def _line_sentences(path, tokenizer: str, skip_headers: bool, sentences: bool, w
             yield split_sentences(toks) if sentences else [toks]
 
 
-def iter_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
+def iter_sentences(path, tokenizer: str = Tokenization.TYPED, skip_headers: bool = True,
                    sentences: bool = True, what: str = "corpus") -> Iterator[List[str]]:
     """The sentences :func:`read_sentences` returns, in the same order, read one line at a time:
     memory does not grow with the file (the corpus index reads its corpus so). Errors as
@@ -144,7 +145,7 @@ def iter_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
         raise _empty(path, what, skip_headers)
 
 
-def read_sentences(path, tokenizer: str = "regex", skip_headers: bool = True,
+def read_sentences(path, tokenizer: str = Tokenization.TYPED, skip_headers: bool = True,
                    sentences: bool = True, what: str = "corpus") -> List[List[str]]:
     """Every sentence of :func:`read_documents`, in file order."""
     return [s for doc in read_documents(path, tokenizer, skip_headers, sentences, what)
