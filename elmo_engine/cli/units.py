@@ -85,9 +85,15 @@ def add_parser(subparsers):
 
     top = sub.add_parser("top", help="one unit's highest positions over a sentence file, and "
                                      "the words that drive it")
-    top.add_argument("input", type=Path,
+    top.add_argument("input", type=Path, nargs="?",
                      help="sentence file (one sentence per line) or CoNLL-U; its first "
-                          f"{CORPUS_TOKENS:,} words are read")
+                          f"{CORPUS_TOKENS:,} words are read (or give --index)")
+    top.add_argument("--index", type=Path, metavar="FOLDER",
+                     help="a corpus index (elmo-explorer index) instead of a file: the unit over "
+                          "every sentence it holds, a batch at a time (the states are computed "
+                          "again: the index keeps the layers' outputs only)")
+    top.add_argument("--max-tokens", type=int, metavar="N",
+                     help="with --index: its first N words only, whole sentences (default all)")
     top.add_argument("--layer", type=int, default=0, help="LSTM layer, 0-based (default 0)")
     top.add_argument("--direction", choices=DIRECTIONS[:2], default="forward",
                      help="which LM (default forward)")
@@ -300,20 +306,33 @@ def run_top(args) -> int:
     if not 0 <= args.unit < width:
         raise InputError(f"--unit {args.unit}: {kind.value} has units 0 … {width - 1}")
 
-    from elmo_engine.analysis.units.contexts import top_contexts, unit_values, word_means
-
-    model = _load_model(args)
+    if (args.input is None) == (args.index is None):
+        raise InputError("give a sentence file or --index FOLDER (one of them)")
+    if args.max_tokens is not None and args.index is None:
+        raise InputError(f"--max-tokens goes with --index (a file's first {CORPUS_TOKENS:,} "
+                         "words are read)")
+    if args.index is not None and args.pretokenized:
+        raise InputError("--pretokenized does not go with --index (its sentences are tokens "
+                         "already)")
     d = _directions(args.direction)[0]
-    sents = _corpus(args.input, args.pretokenized).sentences
-    values = unit_values(model, sents, args.layer, d, kind, args.unit,
-                         _token_vectors(model, str(model.device)))
-    best = top_contexts(sents, values, args.show, args.lowest)
-    words = word_means(sents, values, args.show, args.lowest)
+    if args.index is not None:
+        top, corpus = _top_over_index(args, kind, d)
+    else:
+        from elmo_engine.analysis.units.contexts import UnitTop, unit_values
+
+        read = _corpus(args.input, args.pretokenized)
+        model = _load_model(args)
+        values = unit_values(model, read.sentences, args.layer, d, kind, args.unit,
+                             _token_vectors(model, str(model.device)))
+        top = UnitTop(args.show, args.lowest)
+        top.add(0, read.sentences, values)
+        corpus = {"path": str(read.path), "sentences": len(read.sentences),
+                  "tokens": read.tokens, "truncated": read.truncated}
     doc = {"layer": args.layer, "direction": args.direction, "state": kind.value,
-           "unit": args.unit, "positions": sum(len(v) for v in values),
+           "unit": args.unit, "positions": top.positions, "corpus": corpus,
            "top": [{"value": c.value, "sentence": c.sentence, "token": c.token, "word": c.word,
-                    "left": c.left, "right": c.right} for c in best],
-           "words": [{"word": w, "mean": m, "count": n} for w, m, n in words]}
+                    "left": c.left, "right": c.right} for c in top.contexts()],
+           "words": [{"word": w, "mean": m, "count": n} for w, m, n in top.words()]}
     if args.json:
         common.print_json(doc)
         return 0
@@ -325,6 +344,36 @@ def run_top(args) -> int:
     for e in doc["words"]:
         print(f"{e['mean']:8.3f}  {e['word']} ({e['count']})")
     return 0
+
+
+def _top_over_index(args, kind, direction: int):
+    """:func:`~elmo_engine.analysis.units.contexts.scan_unit` over the sentences of the corpus
+    index ``args.index`` (any model may read them), with progress on stderr; the ranking and
+    what was read (``corpus`` of the JSON)."""
+    from elmo_engine.analysis.units.contexts import UnitTop, scan_unit
+    from elmo_engine.index.search import CorpusIndex
+    from elmo_engine.progress import TaskState
+
+    index = CorpusIndex(args.index)
+    try:
+        m = index.manifest
+        model = _load_model(args)
+        progress = common.StderrProgress()
+        try:
+            top = UnitTop(args.show, args.lowest)
+            scan = scan_unit(model, index.sentences, m.n_sentences, m.n_tokens, args.layer,
+                             direction, kind, args.unit, [top], max_tokens=args.max_tokens,
+                             token_vectors=_token_vectors(model, str(model.device)),
+                             task=TaskState(progress))
+        finally:
+            progress.close()
+    finally:
+        index.close()
+    if scan.truncated:
+        common.log(f"note: read the first {scan.tokens:,} words ({scan.sentences:,} sentences) "
+                   f"of the index's {m.n_tokens:,}")
+    return top, {"index": str(args.index), "sentences": scan.sentences,
+                      "tokens": scan.tokens, "truncated": scan.truncated}
 
 
 # ---- pattern ----------------------------------------------------------------------------------

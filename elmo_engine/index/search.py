@@ -23,6 +23,7 @@ from elmo_engine.errors import InputError
 from elmo_engine.files import regular_file_problem
 from elmo_engine.index.ann import AnnIndex, AnnSettings, ann_file
 from elmo_engine.index.hits import Hit, kwic, kwic_line  # noqa: F401  (imported from here too)
+from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 from elmo_engine.index.store import (MANIFEST, TOKENS_DB, Manifest, load_npy, read_manifest,
                                      vectors_file)
 
@@ -159,6 +160,22 @@ class CorpusIndex:
         if not isinstance(got[0][0], str):
             raise _db_error(self.db_path, f"sentence {sentence_id} is not text")
         return got[0][0].split(" ")
+
+    def sentences(self, start: int, count: int) -> List[List[str]]:
+        """Sentences ``start`` … ``start + count - 1`` (fewer past the end), in order, as
+        :meth:`sentence` gives one: a reader that goes through the corpus a batch at a time."""
+        got = self._query("SELECT id, text FROM sentences WHERE id >= ? AND id < ? ORDER BY id",
+                          (int(start), int(start) + int(count)))
+        out = []
+        for i, (sid, text) in enumerate(got):
+            if sid != start + i or not isinstance(text, str):
+                raise _db_error(self.db_path, f"sentence {start + i} is missing or not text")
+            words = text.split(" ")
+            if len(words) > MAX_SENTENCE_TOKENS:        # the build cuts longer ones
+                raise _db_error(self.db_path, f"sentence {sid} has {len(words):,} words (an "
+                                f"index holds at most {MAX_SENTENCE_TOKENS:,})")
+            out.append(words)
+        return out
 
     def tokens_at(self, rows: "Sequence[int] | np.ndarray") -> List[Tuple[int, int, int, str, str]]:
         """``(row, sentence_id, position, word, sentence text)`` for each row, in that order."""

@@ -4,11 +4,16 @@ per label of a labelled set (a histogram per class).
 
 :func:`unit_values` runs the step path of :mod:`elmo_engine.model.lstm_inspect` a batch at a
 time and keeps only the one unit (a float per word); the rest works on those values.
+:class:`UnitTop` ranks positions and words as the values come, a batch at a time, so that
+:func:`scan_unit` can run a unit over a corpus of any size (a corpus index's sentences) holding
+only the ``show`` best positions and a sum per distinct word; :func:`top_contexts` and
+:func:`word_means` are the same ranking over values held whole.
 """
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -22,26 +27,35 @@ BATCH = 64
 WINDOW = 6
 
 
-def unit_values(model, sentences: Sequence[Sequence[str]], layer: int, direction: int,
-                kind: StateKind, unit: int, token_vectors=None,
-                task: Optional[TaskState] = None) -> List[np.ndarray]:
-    """The unit's value at each word of each sentence: one float32 (n,) array per sentence."""
+def _check_unit(model, layer: int, kind: StateKind, unit: int) -> None:
     if not 0 <= layer < model.opts.n_layers:
         raise InputError(f"layer {layer}: the model has LSTM layers 0 … {model.opts.n_layers - 1}")
     width = state_width(model.opts, kind)
     if not 0 <= unit < width:
         raise InputError(f"unit {unit}: {kind.value} has units 0 … {width - 1}")
+
+
+def _batch_values(model, chunk: List[List[str]], layer: int, direction: int, kind: StateKind,
+                  unit: int, token_vectors) -> List[np.ndarray]:
+    """The unit's values over one batch of sentences: a float32 (n,) array per sentence."""
+    tok, lengths = framed_tokens(model, chunk, token_vectors)
+    res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(layer,),
+                                               directions=(direction,), dtype=torch.float32),
+                  states_only=True)
+    held = res.states[(layer, direction, kind)][:, :, unit].cpu().numpy()   # (B, T)
+    return [held[r, 1:len(s) + 1].copy() for r, s in enumerate(chunk)]
+
+
+def unit_values(model, sentences: Sequence[Sequence[str]], layer: int, direction: int,
+                kind: StateKind, unit: int, token_vectors=None,
+                task: Optional[TaskState] = None) -> List[np.ndarray]:
+    """The unit's value at each word of each sentence: one float32 (n,) array per sentence."""
+    _check_unit(model, layer, kind, unit)
     out: List[np.ndarray] = []
     for start in range(0, len(sentences), BATCH):
         check(task)
         chunk = [list(s) for s in sentences[start:start + BATCH]]
-        tok, lengths = framed_tokens(model, chunk, token_vectors)
-        res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(layer,),
-                                                   directions=(direction,),
-                                                   dtype=torch.float32),
-                      states_only=True)
-        held = res.states[(layer, direction, kind)][:, :, unit].cpu().numpy()   # (B, T)
-        out += [held[r, 1:len(s) + 1].copy() for r, s in enumerate(chunk)]
+        out += _batch_values(model, chunk, layer, direction, kind, unit, token_vectors)
         report(task, min(start + BATCH, len(sentences)), len(sentences),
                "the unit over the corpus")
     return out
@@ -60,29 +74,134 @@ class Context:
     right: str
 
 
+class UnitTop:
+    """The ``show`` highest (``lowest``: most negative) positions and every word's mean value,
+    fed a batch of sentences at a time (:meth:`add`, in corpus order). Positions rank by value,
+    ties in corpus order; words by mean, ties in the order they first occur. It holds the
+    ``show`` best positions (with their words around) and a sum and a count per distinct word,
+    whatever the size of the corpus."""
+
+    def __init__(self, show: int, lowest: bool = False, window: int = WINDOW):
+        self.show, self.window = int(show), int(window)
+        self._sign = 1.0 if lowest else -1.0
+        # the best positions as a heap whose top is the worst kept: (-key, Context) with
+        # key = (sign * value, sentence, token), the smallest key first
+        self._heap: List[Tuple[Tuple[float, int, int], Context]] = []
+        self._words: Dict[str, List[float]] = {}          # word → [sum, count]
+        self.positions = 0
+
+    def add(self, first: int, sentences: Sequence[Sequence[str]],
+            values: Sequence[np.ndarray]) -> None:
+        """The values of ``sentences``, numbered from ``first`` in the corpus."""
+        for s, (sent, vals) in enumerate(zip(sentences, values)):
+            if len(vals) != len(sent):
+                raise ValueError(f"sentence {first + s}: {len(vals)} values for {len(sent)} words")
+            self.positions += len(vals)
+            for w, v in zip(sent, vals):
+                acc = self._words.get(w)
+                if acc is None:
+                    self._words[w] = [float(v), 1]
+                else:
+                    acc[0] += float(v)
+                    acc[1] += 1
+            keys = self._sign * np.asarray(vals, dtype=np.float64)            # (n,)
+            if not self.show or not len(keys):
+                continue
+            # only this sentence's best `show` can enter (stable: ties in word order)
+            for i in np.argsort(keys, kind="stable")[:self.show]:
+                key = (float(keys[i]), first + s, int(i))
+                worst = (-self._heap[0][0][0], -self._heap[0][0][1], -self._heap[0][0][2]) \
+                    if len(self._heap) == self.show else None
+                if worst is not None and key >= worst:
+                    break
+                item = ((-key[0], -key[1], -key[2]), self._context(sent, vals, first + s, int(i)))
+                if worst is None:
+                    heapq.heappush(self._heap, item)
+                else:
+                    heapq.heapreplace(self._heap, item)
+
+    def _context(self, sent: Sequence[str], vals: np.ndarray, sentence: int, i: int) -> Context:
+        w = self.window
+        return Context(value=float(vals[i]), sentence=sentence, token=i, word=sent[i],
+                       left=" ".join(sent[max(0, i - w):i]), right=" ".join(sent[i + 1:i + 1 + w]))
+
+    def contexts(self) -> List[Context]:
+        """The kept positions, best first."""
+        return [c for _, c in sorted(self._heap, key=lambda item: item[0], reverse=True)]
+
+    def words(self, show: Optional[int] = None) -> List[Tuple[str, float, int]]:
+        """The ``show`` (default: as many as positions) words with the highest (lowest) mean
+        value: (word, mean, count)."""
+        ranked = sorted(((total / n, n, w) for w, (total, n) in self._words.items()),
+                        key=lambda x: self._sign * x[0])
+        return [(w, m, int(n)) for m, n, w in ranked[:self.show if show is None else show]]
+
+
 def top_contexts(sentences: Sequence[Sequence[str]], values: Sequence[np.ndarray], show: int,
                  lowest: bool = False, window: int = WINDOW) -> List[Context]:
     """The ``show`` highest (``lowest``: most negative) positions, ties in corpus order."""
-    flat = [(float(v), s, i) for s, vals in enumerate(values) for i, v in enumerate(vals)]
-    sign = 1.0 if lowest else -1.0
-    flat.sort(key=lambda x: sign * x[0])
-    return [Context(value=v, sentence=s, token=i, word=sentences[s][i],
-                    left=" ".join(sentences[s][max(0, i - window):i]),
-                    right=" ".join(sentences[s][i + 1:i + 1 + window]))
-            for v, s, i in flat[:show]]
+    top = UnitTop(show, lowest, window)
+    top.add(0, sentences, values)
+    return top.contexts()
 
 
 def word_means(sentences: Sequence[Sequence[str]], values: Sequence[np.ndarray], show: int,
                lowest: bool = False) -> List[Tuple[str, float, int]]:
     """The ``show`` words with the highest (lowest) mean value: (word, mean, count)."""
-    by_word: Dict[str, List[float]] = {}
-    for sent, vals in zip(sentences, values):
-        for w, v in zip(sent, vals):
-            by_word.setdefault(w, []).append(float(v))
-    sign = 1.0 if lowest else -1.0
-    words = sorted(((sum(v) / len(v), len(v), w) for w, v in by_word.items()),
-                   key=lambda x: sign * x[0])[:show]
-    return [(w, m, n) for m, n, w in words]
+    top = UnitTop(0, lowest)
+    top.add(0, sentences, values)
+    return top.words(show)
+
+
+@dataclass(frozen=True)
+class Scan:
+    """What :func:`scan_unit` read: ``sentences`` and ``tokens``, and whether the corpus holds
+    more than that (``truncated``: ``max_tokens`` was reached)."""
+
+    sentences: int
+    tokens: int
+    truncated: bool
+
+
+def scan_unit(model, read: Callable[[int, int], List[List[str]]], n_sentences: int,
+              n_tokens: int, layer: int, direction: int, kind: StateKind, unit: int,
+              tops: Sequence[UnitTop], max_tokens: Optional[int] = None, token_vectors=None,
+              task: Optional[TaskState] = None) -> Scan:
+    """The unit over a corpus read a batch at a time, fed to each of ``tops`` (the highest,
+    the lowest, or both in one pass): ``read(start, count)`` gives sentences ``start`` …
+    ``start + count - 1`` of the ``n_sentences`` (``n_tokens`` words in all, for the progress).
+    With ``max_tokens`` whole sentences are read while fewer words than that have been, as
+    :func:`~.corpus.read_units_corpus` reads a file. Memory: one batch and the rankings,
+    whatever the corpus's size; cancellable between batches."""
+    _check_unit(model, layer, kind, unit)
+    limit = n_tokens if max_tokens is None else min(n_tokens, int(max_tokens))
+    done = tokens = 0
+    truncated = False
+    while done < n_sentences and not truncated:
+        check(task)
+        chunk = read(done, min(BATCH, n_sentences - done))
+        if not chunk:
+            raise InputError(f"sentence {done} could not be read (the corpus says it holds "
+                             f"{n_sentences:,})")
+        if max_tokens is not None:
+            kept = []
+            for sent in chunk:
+                if tokens >= max_tokens:
+                    truncated = True
+                    break
+                kept.append(sent)
+                tokens += len(sent)
+            chunk = kept
+        else:
+            tokens += sum(len(s) for s in chunk)
+        if chunk:
+            values = _batch_values(model, [list(s) for s in chunk], layer, direction, kind,
+                                   unit, token_vectors)
+            for top in tops:
+                top.add(done, chunk, values)
+            done += len(chunk)
+        report(task, min(tokens, limit), limit, "the unit over the corpus")
+    return Scan(done, tokens, truncated or done < n_sentences)
 
 
 @dataclass(frozen=True)

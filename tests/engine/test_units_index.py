@@ -1,0 +1,190 @@
+"""A unit's top contexts over a whole corpus index (``units top --index``): the ranking is fed a
+batch at a time (:class:`~elmo_engine.analysis.units.contexts.UnitTop`, holding the best
+positions and a sum per word), so it gives what the ranking of the values held whole gives, and
+over an index's sentences what the same sentences read from a file give."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from support import FIXTURES, REPO
+from elmo_engine.analysis.units.contexts import (UnitTop, scan_unit, top_contexts, unit_values,
+                                                 word_means)
+from elmo_engine.cli.main import main
+from elmo_engine.errors import CancelledError, InputError
+from elmo_engine.index.search import CorpusIndex
+from elmo_engine.model.lstm_states import StateKind
+from elmo_engine.progress import TaskState
+
+pytestmark = pytest.mark.usefixtures("torch_one_thread")
+
+TINY = FIXTURES / "allennlp"
+CK = ["--checkpoint", str(TINY), "--device", "cpu"]
+CORPUS = REPO / "resources" / "reference_corpus" / "sentences.txt"
+
+
+def _whole_ranking(sentences, values, show, lowest):
+    """The ranking written out plainly: every position sorted by value, ties in corpus order;
+    words by mean, ties in the order they first occur."""
+    sign = 1.0 if lowest else -1.0
+    flat = sorted(((float(v), s, i) for s, vals in enumerate(values) for i, v in enumerate(vals)),
+                  key=lambda x: sign * x[0])
+    by = {}
+    for sent, vals in zip(sentences, values):
+        for w, v in zip(sent, vals):
+            by.setdefault(w, []).append(float(v))
+    words = sorted(((sum(v) / len(v), len(v), w) for w, v in by.items()),
+                   key=lambda x: sign * x[0])
+    return [(v, s, i) for v, s, i in flat[:show]], [(w, m, n) for m, n, w in words[:show]]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.lists(st.integers(-3, 3), min_size=1, max_size=7), min_size=1, max_size=12),
+       st.integers(1, 8), st.booleans(), st.lists(st.integers(1, 5), min_size=1, max_size=12))
+def test_the_ranking_fed_in_batches_is_the_ranking_of_the_whole(rows, show, lowest, cuts):
+    # few distinct values, so that ties are common; words drawn from a small vocabulary
+    values = [np.asarray(r, dtype=np.float32) / 2 for r in rows]
+    sentences = [[f"w{(7 * s + i) % 5}" for i in range(len(r))] for s, r in enumerate(rows)]
+    top = UnitTop(show, lowest)
+    start, k = 0, 0
+    while start < len(rows):
+        n = cuts[k % len(cuts)]
+        top.add(start, sentences[start:start + n], values[start:start + n])
+        start, k = start + n, k + 1
+    positions, words = _whole_ranking(sentences, values, show, lowest)
+    assert [(c.value, c.sentence, c.token) for c in top.contexts()] == positions
+    assert top.words() == words
+    assert top.positions == sum(len(r) for r in rows)
+    whole = top_contexts(sentences, values, show, lowest)
+    assert [(c.value, c.sentence, c.token) for c in whole] == positions
+    assert word_means(sentences, values, show, lowest) == words
+
+
+def test_a_context_holds_the_words_around_it():
+    sent = "a b c d e f g h i j k l m n o".split()
+    vals = np.zeros(len(sent), dtype=np.float32)
+    vals[7] = 5.0
+    (c,) = top_contexts([sent], [vals], 1, window=3)
+    assert (c.word, c.left, c.right, c.sentence, c.token) == ("h", "e f g", "i j k", 0, 7)
+    with pytest.raises(ValueError, match="sentence 4: 2 values for 3 words"):
+        UnitTop(2).add(4, [["a", "b", "c"]], [np.zeros(2, np.float32)])
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory):
+    """An index of 120 reference sentences, one per line (as the file reader reads them)."""
+    folder = tmp_path_factory.mktemp("units-index")
+    text = folder / "c.txt"
+    text.write_text("\n".join(CORPUS.read_text("utf-8").splitlines()[:120]) + "\n", "utf-8")
+    assert main(["index", str(text), "-o", str(folder / "ix"), *CK, "--layer", "1",
+                 "--no-split-sentences", "--shard-size", "50"]) == 0
+    return text, folder / "ix"
+
+
+@pytest.fixture(scope="module")
+def model():
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    return load_checkpoint(TINY)
+
+
+def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
+    _, folder = index
+    ix = CorpusIndex(folder)
+    try:
+        m = ix.manifest
+        sentences = ix.sentences(0, m.n_sentences)
+        assert len(sentences) == m.n_sentences == 120 and sum(map(len, sentences)) == m.n_tokens
+        assert ix.sentences(118, 50) == sentences[118:] and ix.sentences(500, 3) == []
+        values = unit_values(model, sentences, 1, 1, StateKind.C, 5)
+        seen = []
+        low, high = UnitTop(15, lowest=True), UnitTop(4)              # both in one pass
+        scan = scan_unit(model, ix.sentences, m.n_sentences, m.n_tokens, 1, 1, StateKind.C, 5,
+                         [low, high],
+                         task=TaskState(lambda done, total, msg: seen.append((done, total))))
+        assert (scan.sentences, scan.tokens, scan.truncated) == (120, m.n_tokens, False)
+        assert [(c.value, c.sentence, c.token) for c in low.contexts()] == \
+            [(c.value, c.sentence, c.token) for c in top_contexts(sentences, values, 15, True)]
+        assert low.words() == word_means(sentences, values, 15, True)
+        assert high.contexts() == top_contexts(sentences, values, 4)
+        assert seen[-1] == (m.n_tokens, m.n_tokens) and len(seen) == 2     # a batch of 64
+        # the first words only, whole sentences, as a file is read
+        first = UnitTop(5)
+        cut = scan_unit(model, ix.sentences, m.n_sentences, m.n_tokens, 1, 1, StateKind.C, 5,
+                        [first], max_tokens=100)
+        lengths = np.cumsum([len(s) for s in sentences])
+        n = int(np.searchsorted(lengths, 100)) + 1                   # the sentence reaching 100
+        assert (cut.sentences, cut.tokens, cut.truncated) == (n, int(lengths[n - 1]), True)
+        assert first.positions == cut.tokens and all(c.sentence < n for c in first.contexts())
+        # cancelled between batches
+        state = TaskState(lambda done, total, msg: state.cancel())
+        with pytest.raises(CancelledError):
+            scan_unit(model, ix.sentences, m.n_sentences, m.n_tokens, 1, 0, StateKind.C, 5,
+                      [UnitTop(5)], task=state)
+        with pytest.raises(InputError, match="unit 4096: c has units"):
+            scan_unit(model, ix.sentences, m.n_sentences, m.n_tokens, 1, 0, StateKind.C, 4096,
+                      [UnitTop(5)])
+    finally:
+        ix.close()
+
+
+def test_top_over_an_index_prints_what_the_file_gives(index, capsys):
+    text, folder = index
+    argv = ["units", "top", "--layer", "1", "--direction", "backward", "--state", "h",
+            "--unit", "2", "--show", "8", *CK, "--json"]
+    assert main([*argv, str(text)]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--index", str(folder)]) == 0
+    out = capsys.readouterr()
+    from_index = json.loads(out.out)
+    assert from_index["top"] == from_file["top"] and from_index["words"] == from_file["words"]
+    assert from_index["positions"] == from_file["positions"] == from_file["corpus"]["tokens"]
+    assert from_index["corpus"] == {"index": str(folder), "sentences": 120,
+                                    "tokens": from_file["corpus"]["tokens"], "truncated": False}
+    assert main([*argv, "--index", str(folder), "--max-tokens", "200"]) == 0
+    out = capsys.readouterr()
+    cut = json.loads(out.out)
+    assert cut["corpus"]["truncated"] and 200 <= cut["corpus"]["tokens"] < 260
+    assert f"note: read the first {cut['corpus']['tokens']:,} words" in out.err
+
+
+@pytest.mark.parametrize("extra, message", [
+    ([], "give a sentence file or --index FOLDER (one of them)"),
+    (["FILE", "--index", "IX"], "give a sentence file or --index FOLDER (one of them)"),
+    (["FILE", "--max-tokens", "9"], "--max-tokens goes with --index"),
+    (["--index", "IX", "--pretokenized"], "--pretokenized does not go with --index"),
+    (["--index", "IX", "--max-tokens", "0"], "--max-tokens"),
+    (["--index", "NOWHERE"], "NOWHERE"),
+])
+def test_bad_options_are_one_line(index, tmp_path, capsys, extra, message):
+    text, folder = index
+    extra = [{"FILE": str(text), "IX": str(folder), "NOWHERE": str(tmp_path / "none")}.get(a, a)
+             for a in extra]
+    message = message.replace("NOWHERE", str(tmp_path / "none"))
+    try:
+        code = main(["units", "top", "--unit", "1", *CK, *extra])
+    except SystemExit as e:                     # a value the parser refuses
+        code = e.code
+    assert code == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_a_damaged_sentence_table_is_one_line_naming_it(index, tmp_path, capsys):
+    import shutil
+    import sqlite3
+
+    _, folder = index
+    copy = tmp_path / "ix"
+    shutil.copytree(folder, copy)
+    db = sqlite3.connect(copy / "tokens.sqlite")
+    db.execute("DELETE FROM sentences WHERE id = 70")
+    db.commit()
+    db.close()
+    assert main(["units", "top", "--unit", "1", *CK, "--index", str(copy)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "tokens.sqlite" in err[-1] and "sentence 70 is missing" in err[-1]
