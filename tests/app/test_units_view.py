@@ -528,6 +528,59 @@ def test_contexts_and_pattern_over_corpora_of_the_users(qtbot, panel, tmp_path):
     assert panel.model.contexts is ctx
 
 
+def test_contexts_over_a_corpus_index_are_units_top_index(qtbot, panel, tmp_path, tiny_checkpoint,
+                                                         monkeypatch, capsys):
+    """*Choose index…* beside the Unit tab's corpus: the unit over every sentence of a corpus
+    index, as ``units top --index`` ranks it (the same highest positions), cancellable like
+    any job; *Pretokenized* off for an index, the choice saved with the view; a folder that
+    is not an index is one line."""
+    import json
+
+    from PySide6.QtWidgets import QFileDialog
+
+    from elmo_engine.cli.main import main
+
+    text = tmp_path / "c.txt"
+    text.write_text("Zebras graze near the water .\nThe zebra ran to the bank .\n"
+                    "A bank lends money .\n", encoding="utf-8")
+    folder = tmp_path / "ix"
+    assert main(["index", str(text), "-o", str(folder), "--checkpoint", str(tiny_checkpoint),
+                 "--device", "cpu", "--layer", "1"]) == 0
+    v = panel.view
+    chooser = v.unit_page.corpus
+    assert chooser.choose_index is not None and v.pattern_page.corpus.choose_index is None
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(folder))
+    chooser.choose_index.click()
+    assert panel.model.contexts_corpus == CorpusFile(str(folder))
+    assert chooser.name.text() == "the index ix" and not chooser.pretokenized.isEnabled()
+    v.unit_page.u_layer.setValue(1)
+    v.unit_page.u_direction.setCurrentText("backward")
+    v.unit_page.u_unit.setValue(4)
+    panel.contexts()
+    qtbot.waitUntil(lambda: panel.model.contexts is not None and panel.is_ready(),
+                    timeout=60000)
+    ctx = panel.model.contexts
+    capsys.readouterr()
+    assert main(["units", "top", "--index", str(folder), "--checkpoint", str(tiny_checkpoint),
+                 "--device", "cpu", "--layer", "1", "--direction", "backward", "--unit", "4",
+                 "--show", str(len(ctx.highest)), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(c.sentence, c.token, c.word) for c in ctx.highest] == \
+        [(e["sentence"], e["token"], e["word"]) for e in doc["top"]]
+    assert np.allclose([c.value for c in ctx.highest], [e["value"] for e in doc["top"]], atol=1e-6)
+    assert ctx.positions == doc["positions"] == 18 and ctx.corpus == "the corpus index ix (18 words)"
+    assert v.unit_page.u_note.text().endswith("of 18 positions in the corpus index ix (18 words).")
+    assert panel.view_state()["corpora"]["contexts"] == {"path": str(folder), "pretokenized": False}
+    # a folder that is not an index: one line naming it, the last contexts kept
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    chooser.set_path(str(plain))
+    panel.contexts()
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert "plain" in v.status.text() and "index" in v.status.text()
+    assert panel.model.contexts is ctx
+
+
 def test_pretokenized_splits_a_corpus_of_the_users_on_spaces_only(qtbot, panel, tmp_path):
     """*Pretokenized* beside a corpus of the user's: its lines split on spaces only, as
     ``units top/pattern --pretokenized`` read them (WikiText's ``@-@`` stays one word; the

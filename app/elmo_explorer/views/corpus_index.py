@@ -15,13 +15,18 @@ if TYPE_CHECKING:                     # the index (numpy, torch) is imported by 
 log = logging.getLogger(__name__)
 
 
+def indexes_folder(data_dir: Path) -> Path:
+    """The folder of the indexes the app builds (:func:`default_index_folder`)."""
+    return Path(data_dir) / "corpus-index"
+
+
 def default_index_folder(data_dir: Path, checksum: str, precision: str = "fp32",
                          stem: str = "reference") -> Path:
     """Where the app builds an index of ``stem`` for the model of ``checksum`` embedded in
     ``precision`` (an fp32 index's name has no precision): the Corpus view's default folder,
     where the Characters view looks for it too."""
     tail = "" if precision == "fp32" else f"-{precision}"
-    return Path(data_dir) / "corpus-index" / f"{stem}-{checksum[:12]}{tail}"
+    return indexes_folder(data_dir) / f"{stem}-{checksum[:12]}{tail}"
 
 
 def summary(index: "CorpusIndex") -> str:

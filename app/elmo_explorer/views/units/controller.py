@@ -72,6 +72,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
                                ("pattern", v.pattern_page.corpus)):
             chooser.choose_requested.connect(lambda w=which: self._choose_corpus(w))
             chooser.changed.connect(lambda choice, w=which: self.set_corpus(w, choice))
+        v.unit_page.corpus.choose_index_requested.connect(self._choose_index)
         self.softmax = SoftmaxCache()        # the loaded checkpoint's, read by the first job
         self._pending: Optional[Any] = None  # saved results waiting for their model
         workspace.model_changed.connect(self._on_model)
@@ -339,6 +340,21 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if name:
             page = self.view.unit_page if which == "contexts" else self.view.pattern_page
             page.corpus.set_path(name)               # the switch as it was; announced
+
+    def _choose_index(self) -> None:
+        """A corpus index's folder for the Unit tab's contexts (the Corpus view's folder of
+        indexes to start in)."""
+        from PySide6.QtWidgets import QFileDialog
+
+        from elmo_explorer.state.settings import AppSettings
+        from elmo_explorer.views.corpus_index import indexes_folder
+
+        settings = getattr(self.window(), "settings", None) or AppSettings()
+        start = indexes_folder(settings.data_dir())
+        name = QFileDialog.getExistingDirectory(self, "Corpus index",
+                                                str(start) if start.is_dir() else "")
+        if name:
+            self.view.unit_page.corpus.set_path(name)
 
     def _softmax_getter(self):
         """(folder, get): the loaded checkpoint's softmax for a job (:class:`SoftmaxCache`)."""

@@ -1,7 +1,7 @@
 """The corpus a tab of the Units view runs over: its default, or a sentence file or CoNLL-U of
 the user's (:mod:`elmo_engine.analysis.units.corpus` reads both, as ``units top`` and
 ``units pattern`` do), a sentence file tokenized as typed text is or, *Pretokenized*, split on
-spaces only (``--pretokenized``)."""
+spaces only (``--pretokenized``); for the Unit tab also a corpus index (``units top --index``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,15 +14,19 @@ from elmo_explorer.views.units.model import CorpusFile
 
 
 class CorpusChoice(QWidget):
-    """``prefix`` then the corpus's name, *Choose file…*, *Pretokenized* and *Default*.
+    """``prefix`` then the corpus's name, *Choose file…*, (``indexes``) *Choose index…*,
+    *Pretokenized* and *Default*.
 
-    Signals: ``choose_requested()`` (the controller asks for a file), ``changed(CorpusFile)``
-    (the path, "" for the default, and the switch)."""
+    Signals: ``choose_requested()`` (the controller asks for a file),
+    ``choose_index_requested()`` (for a corpus index's folder), ``changed(CorpusFile)`` (the
+    path, "" for the default, and the switch)."""
 
     choose_requested = Signal()
+    choose_index_requested = Signal()
     changed = Signal(object)
 
-    def __init__(self, prefix: str, default: str, parent: Optional[QWidget] = None):
+    def __init__(self, prefix: str, default: str, parent: Optional[QWidget] = None,
+                 indexes: bool = False):
         super().__init__(parent)
         self.default = default
         self._choice = CorpusFile()
@@ -30,6 +34,13 @@ class CorpusChoice(QWidget):
         self.choose = QPushButton("Choose file…")
         self.choose.setToolTip("a sentence file (one sentence per line, plain or .gz) or "
                                "CoNLL-U (.conllu, .conllu.gz: its UPOS tags are shown)")
+        self.choose_index: Optional[QPushButton] = None
+        if indexes:
+            self.choose_index = QPushButton("Choose index…")
+            self.choose_index.setToolTip(
+                "a corpus index (built in the Corpus view or by elmo-explorer index): the unit "
+                "over every sentence it holds, as units top --index (the states are computed "
+                "again, a batch at a time; Cancel stops it)")
         self.pretokenized = QCheckBox("Pretokenized")
         self.pretokenized.setToolTip(
             "split the file's lines on spaces only, as --pretokenized does: for text that is "
@@ -42,6 +53,9 @@ class CorpusChoice(QWidget):
         lay.addWidget(QLabel(prefix))
         lay.addWidget(self.name, 1)
         lay.addWidget(self.choose)
+        if self.choose_index is not None:
+            lay.addWidget(self.choose_index)
+            self.choose_index.clicked.connect(self.choose_index_requested)
         lay.addWidget(self.pretokenized)
         lay.addWidget(self.reset)
         self._show()
@@ -70,7 +84,8 @@ class CorpusChoice(QWidget):
 
     def _show(self) -> None:
         c = self._choice
-        self.name.setText(Path(c.path).name if c.path else self.default)
+        self.name.setText((f"the index {Path(c.path).name}" if c.is_index else Path(c.path).name)
+                          if c.path else self.default)
         self.name.setToolTip(c.path or self.default)
         self.reset.setEnabled(bool(c.path))
         self.pretokenized.blockSignals(True)

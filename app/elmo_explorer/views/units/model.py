@@ -109,17 +109,25 @@ class CorpusFile:
     """The corpus a tab of the view runs over: a sentence file or CoNLL-U of the user's ("" for
     the tab's default) and whether a sentence file's lines are split on whitespace only
     (``pretokenized``, as ``units top/pattern --pretokenized``: text already tokenized, such as
-    WikiText's ``@-@``, which the tokenizer would split again; a CoNLL-U's words are its own)."""
+    WikiText's ``@-@``, which the tokenizer would split again; a CoNLL-U's words are its own).
+    The Unit tab's contexts also run over a corpus index (a folder: ``units top --index``),
+    whose sentences are tokens already."""
 
     path: str = ""
     pretokenized: bool = False
+
+    @property
+    def is_index(self) -> bool:
+        """A folder: a corpus index (opening it says when it is not one)."""
+        return bool(self.path) and Path(self.path).is_dir()
 
     @property
     def split_on_spaces(self) -> bool:
         """Whether the reader is told ``pretokenized``: a sentence file of the user's only."""
         from elmo_engine.analysis.units.corpus import is_conllu
 
-        return self.pretokenized and bool(self.path) and not is_conllu(Path(self.path))
+        return (self.pretokenized and bool(self.path) and not self.is_index
+                and not is_conllu(Path(self.path)))
 
     def to_dict(self) -> Dict[str, Any]:
         return {"path": self.path, "pretokenized": self.pretokenized}
@@ -346,33 +354,48 @@ PATTERN_DEFAULT = f"the demo POS task's sentences (EWT, its first {RANK_TOKENS:,
 
 def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token_vectors=None,
                   state=None, corpus: CorpusFile = CorpusFile()) -> UnitContexts:
-    """The unit's top contexts over ``corpus`` (a sentence file or CoNLL-U; its path "" for the
-    bundled reference corpus), its first ``CORPUS_TOKENS`` words as ``units top`` reads it, and
-    with ``labels`` (the
-    shown ranking's) its histogram per label on the words the ranking used (run on the
+    """The unit's top contexts over ``corpus`` (a sentence file or CoNLL-U, its first
+    ``CORPUS_TOKENS`` words as ``units top`` reads it; its path "" for the bundled reference
+    corpus; or a corpus index, every sentence, as ``units top --index``), and with ``labels``
+    (the shown ranking's) its histogram per label on the words the ranking used (run on the
     worker)."""
-    from elmo_engine.analysis.units.contexts import label_histogram, top_contexts, unit_values
+    from elmo_engine.analysis.units.contexts import (UnitTop, label_histogram, scan_unit,
+                                                     unit_values)
     from elmo_engine.model.lstm_inspect import StateKind
 
     kind = StateKind(choice.state)
     d = DIRECTIONS.index(choice.direction)
-    from elmo_engine.analysis.layers.run import reference_corpus_path
-    from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
+    highest, lowest = UnitTop(CONTEXT_SHOW), UnitTop(CONTEXT_SHOW, lowest=True)
+    if corpus.is_index:
+        from elmo_engine.index.search import CorpusIndex
 
-    read = read_units_corpus(corpus.path or reference_corpus_path(), CORPUS_TOKENS,
-                             corpus.split_on_spaces)
-    sents = read.sentences
-    where = read.describe() if corpus.path else CONTEXTS_DEFAULT
-    values = unit_values(model, sents, choice.layer, d, kind, choice.unit, token_vectors, state)
+        index = CorpusIndex(Path(corpus.path))
+        try:
+            m = index.manifest
+            scan_unit(model, index.sentences, m.n_sentences, m.n_tokens, choice.layer, d, kind,
+                      choice.unit, [highest, lowest], token_vectors=token_vectors, task=state)
+        finally:
+            index.close()
+        where = f"the corpus index {Path(corpus.path).name} ({m.n_tokens:,} words)"
+    else:
+        from elmo_engine.analysis.layers.run import reference_corpus_path
+        from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
+
+        read = read_units_corpus(corpus.path or reference_corpus_path(), CORPUS_TOKENS,
+                                 corpus.split_on_spaces)
+        values = unit_values(model, read.sentences, choice.layer, d, kind, choice.unit,
+                             token_vectors, state)
+        for top in (highest, lowest):
+            top.add(0, read.sentences, values)
+        where = read.describe() if corpus.path else CONTEXTS_DEFAULT
     hist = None
     if labels is not None:
         labelled = labels.sentences(RANK_TOKENS)
         lv = unit_values(model, [s.tokens for s in labelled], choice.layer, d, kind,
                          choice.unit, token_vectors, state)
         hist = label_histogram([s.labels for s in labelled], lv)
-    return UnitContexts(choice=choice, positions=sum(len(v) for v in values),
-                        highest=top_contexts(sents, values, CONTEXT_SHOW),
-                        lowest=top_contexts(sents, values, CONTEXT_SHOW, lowest=True),
+    return UnitContexts(choice=choice, positions=highest.positions,
+                        highest=highest.contexts(), lowest=lowest.contexts(),
                         histogram=hist, corpus=where)
 
 

@@ -1,6 +1,6 @@
 """The Units view's Unit tab: one unit (layer, direction, state, number) and its top contexts
-over the reference corpus (keyword in context, Karpathy et al. 2015), with its values per label
-as histograms when a ranking is shown."""
+over the reference corpus, a file or a corpus index (keyword in context, Karpathy et al. 2015),
+with its values per label as histograms when a ranking is shown."""
 from __future__ import annotations
 
 from typing import Optional
@@ -39,10 +39,10 @@ class UnitTab(QWidget):
         self.u_unit.setRange(0, 100_000)
         self.contexts_button = QPushButton("Top contexts")
         self.contexts_button.setToolTip(
-            f"the unit's highest and lowest positions over the corpus below (its first "
-            f"{CORPUS_TOKENS:,} words, as units top reads it) and, with a ranking shown, its "
-            "values per label")
-        self.corpus = CorpusChoice("Contexts from", CONTEXTS_DEFAULT)
+            f"the unit's highest and lowest positions over the corpus below (a file's first "
+            f"{CORPUS_TOKENS:,} words, an index's every sentence, as units top reads them) and, "
+            "with a ranking shown, its values per label")
+        self.corpus = CorpusChoice("Contexts from", CONTEXTS_DEFAULT, indexes=True)
         for text, x in (("Layer", self.u_layer), ("Direction", self.u_direction),
                         ("State", self.u_state), ("Unit", self.u_unit)):
             row.addWidget(QLabel(text))
