@@ -15,8 +15,9 @@
 """
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 from elmo_engine.analysis.units.corpus import CORPUS_TOKENS
 from elmo_engine.cli import common
@@ -88,12 +89,7 @@ def add_parser(subparsers):
     top.add_argument("input", type=Path, nargs="?",
                      help="sentence file (one sentence per line) or CoNLL-U; its first "
                           f"{CORPUS_TOKENS:,} words are read (or give --index)")
-    top.add_argument("--index", type=Path, metavar="FOLDER",
-                     help="a corpus index (elmo-explorer index) instead of a file: the unit over "
-                          "every sentence it holds, a batch at a time (the states are computed "
-                          "again: the index keeps the layers' outputs only)")
-    top.add_argument("--max-tokens", type=int, metavar="N",
-                     help="with --index: its first N words only, whole sentences (default all)")
+    _add_index_options(top)
     top.add_argument("--layer", type=int, default=0, help="LSTM layer, 0-based (default 0)")
     top.add_argument("--direction", choices=DIRECTIONS[:2], default="forward",
                      help="which LM (default forward)")
@@ -110,10 +106,11 @@ def add_parser(subparsers):
 
     pat = sub.add_parser("pattern", help="the units on over a span of a sentence, and the corpus "
                                          "spans whose units are on in the same way (LSTMVis)")
-    pat.add_argument("corpus", type=Path,
+    pat.add_argument("corpus", type=Path, nargs="?",
                      help="sentence file (one sentence per line), or CoNLL-U (.conllu, "
                           ".conllu.gz: the matches show their UPOS); its first "
-                          f"{CORPUS_TOKENS:,} words are read")
+                          f"{CORPUS_TOKENS:,} words are read (or give --index)")
+    _add_index_options(pat)
     pat.add_argument("--sentence", required=True, help="the query sentence")
     pat.add_argument("--span", required=True, metavar="I:J",
                      help="its words I … J (1-based, inclusive) that make the pattern")
@@ -306,25 +303,25 @@ def run_top(args) -> int:
     if not 0 <= args.unit < width:
         raise InputError(f"--unit {args.unit}: {kind.value} has units 0 … {width - 1}")
 
-    if (args.input is None) == (args.index is None):
-        raise InputError("give a sentence file or --index FOLDER (one of them)")
-    if args.max_tokens is not None and args.index is None:
-        raise InputError(f"--max-tokens goes with --index (a file's first {CORPUS_TOKENS:,} "
-                         "words are read)")
-    if args.index is not None and args.pretokenized:
-        raise InputError("--pretokenized does not go with --index (its sentences are tokens "
-                         "already)")
+    _check_corpus_choice(args, args.input)
     d = _directions(args.direction)[0]
-    if args.index is not None:
-        top, corpus = _top_over_index(args, kind, d)
-    else:
-        from elmo_engine.analysis.units.contexts import UnitTop, unit_values
+    from elmo_engine.analysis.units.contexts import UnitTop, scan_unit, unit_values
 
+    top = UnitTop(args.show, args.lowest)
+    if args.index is not None:
+        with _index_source(args) as (source, corpus):
+            model = _load_model(args)
+            with _progress() as task:
+                scan = scan_unit(model, source, args.layer, d, kind, args.unit, [top],
+                                 max_tokens=args.max_tokens,
+                                 token_vectors=_token_vectors(model, str(model.device)),
+                                 task=task)
+            _read_note(corpus, scan.sentences, scan.tokens, scan.truncated)
+    else:
         read = _corpus(args.input, args.pretokenized)
         model = _load_model(args)
         values = unit_values(model, read.sentences, args.layer, d, kind, args.unit,
                              _token_vectors(model, str(model.device)))
-        top = UnitTop(args.show, args.lowest)
         top.add(0, read.sentences, values)
         corpus = {"path": str(read.path), "sentences": len(read.sentences),
                   "tokens": read.tokens, "truncated": read.truncated}
@@ -346,34 +343,63 @@ def run_top(args) -> int:
     return 0
 
 
-def _top_over_index(args, kind, direction: int):
-    """:func:`~elmo_engine.analysis.units.contexts.scan_unit` over the sentences of the corpus
-    index ``args.index`` (any model may read them), with progress on stderr; the ranking and
-    what was read (``corpus`` of the JSON)."""
-    from elmo_engine.analysis.units.contexts import UnitTop, scan_unit
+def _add_index_options(p) -> None:
+    p.add_argument("--index", type=Path, metavar="FOLDER",
+                   help="a corpus index (elmo-explorer index, by any model) instead of a file: "
+                        "every sentence it holds, a batch at a time (the states are computed "
+                        "again: the index keeps the layers' outputs only)")
+    p.add_argument("--max-tokens", type=int, metavar="N",
+                   help="with --index: its first N words only, whole sentences (default all)")
+
+
+def _check_corpus_choice(args, path: Optional[Path], query: bool = False) -> None:
+    """A sentence file or ``--index`` (one of them); ``--max-tokens`` with an index only, and
+    ``--pretokenized`` with a file only, or (``query``) for the query sentence too."""
+    if (path is None) == (args.index is None):
+        raise InputError("give a sentence file or --index FOLDER (one of them)")
+    if args.max_tokens is not None and args.index is None:
+        raise InputError(f"--max-tokens goes with --index (a file's first {CORPUS_TOKENS:,} "
+                         "words are read)")
+    if args.index is not None and args.pretokenized and not query:
+        raise InputError("--pretokenized does not go with --index (its sentences are tokens "
+                         "already)")
+
+
+@contextlib.contextmanager
+def _index_source(args):
+    """The corpus index ``args.index`` opened (closed after): its sentences as a
+    :class:`~elmo_engine.analysis.units.corpus.SentenceSource`, and the JSON's ``corpus``
+    (``sentences``, ``tokens`` and ``truncated`` filled in by :func:`_read_note`)."""
+    from elmo_engine.analysis.units.corpus import SentenceSource
     from elmo_engine.index.search import CorpusIndex
-    from elmo_engine.progress import TaskState
 
     index = CorpusIndex(args.index)
     try:
-        m = index.manifest
-        model = _load_model(args)
-        progress = common.StderrProgress()
-        try:
-            top = UnitTop(args.show, args.lowest)
-            scan = scan_unit(model, index.sentences, m.n_sentences, m.n_tokens, args.layer,
-                             direction, kind, args.unit, [top], max_tokens=args.max_tokens,
-                             token_vectors=_token_vectors(model, str(model.device)),
-                             task=TaskState(progress))
-        finally:
-            progress.close()
+        yield SentenceSource.of_index(index), {"index": str(args.index),
+                                               "in_index": index.manifest.n_tokens}
     finally:
         index.close()
-    if scan.truncated:
-        common.log(f"note: read the first {scan.tokens:,} words ({scan.sentences:,} sentences) "
-                   f"of the index's {m.n_tokens:,}")
-    return top, {"index": str(args.index), "sentences": scan.sentences,
-                      "tokens": scan.tokens, "truncated": scan.truncated}
+
+
+@contextlib.contextmanager
+def _progress():
+    """A TaskState whose progress goes to stderr (:class:`~.common.StderrProgress`)."""
+    from elmo_engine.progress import TaskState
+
+    progress = common.StderrProgress()
+    try:
+        yield TaskState(progress)
+    finally:
+        progress.close()
+
+
+def _read_note(corpus: dict, sentences: int, tokens: int, truncated: bool) -> None:
+    """What was read of an index into ``corpus``, and a ``note:`` when it was cut."""
+    in_index = corpus.pop("in_index")
+    corpus.update(sentences=sentences, tokens=tokens, truncated=truncated)
+    if truncated:
+        common.log(f"note: read the first {tokens:,} words ({sentences:,} sentences) of the "
+                   f"index's {in_index:,}")
 
 
 # ---- pattern ----------------------------------------------------------------------------------
@@ -417,16 +443,28 @@ def run_pattern(args) -> int:
              else tokenize(args.sentence, MAX_SENTENCE_TOKENS))[:MAX_SENTENCE_TOKENS]
     if not query:
         raise InputError("--sentence is empty")
-    read = _corpus(args.corpus, args.pretokenized)
-    corpus, labels = read.sentences, read.labels
+    _check_corpus_choice(args, args.corpus, query=True)
     from elmo_engine.analysis.units.pattern import find_pattern
 
-    model = _load_model(args)
     d = 0 if args.direction in ("forward", "fwd") else 1
-    res = find_pattern(model, query, span, args.threshold, args.layer, d, kind, corpus,
-                       labels=labels, show=args.show,
-                       token_vectors=_token_vectors(model, str(model.device)))
-    doc = {"query": list(res.query), "span": list(res.span),
+    if args.index is not None:
+        with _index_source(args) as (source, corpus):
+            model = _load_model(args)
+            with _progress() as task:
+                res = find_pattern(model, query, span, args.threshold, args.layer, d, kind,
+                                   source, show=args.show, max_tokens=args.max_tokens,
+                                   token_vectors=_token_vectors(model, str(model.device)),
+                                   task=task)
+            _read_note(corpus, res.sentences, res.tokens, res.truncated)
+    else:
+        read = _corpus(args.corpus, args.pretokenized)
+        model = _load_model(args)
+        res = find_pattern(model, query, span, args.threshold, args.layer, d, kind,
+                           read.sentences, labels=read.labels, show=args.show,
+                           token_vectors=_token_vectors(model, str(model.device)))
+        corpus = {"path": str(read.path), "sentences": len(read.sentences),
+                  "tokens": read.tokens, "truncated": read.truncated}
+    doc = {"query": list(res.query), "span": list(res.span), "corpus": corpus,
            "words": list(res.query[span[0] - 1:span[1]]), "threshold": res.threshold,
            "layer": args.layer, "direction": ("forward", "backward")[d], "state": kind.value,
            "on_units": list(res.on_units), "spans": res.spans,

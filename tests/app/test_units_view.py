@@ -548,7 +548,7 @@ def test_contexts_over_a_corpus_index_are_units_top_index(qtbot, panel, tmp_path
                  "--device", "cpu", "--layer", "1"]) == 0
     v = panel.view
     chooser = v.unit_page.corpus
-    assert chooser.choose_index is not None and v.pattern_page.corpus.choose_index is None
+    assert chooser.choose_index is not None and v.pattern_page.corpus.choose_index is not None
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(folder))
     chooser.choose_index.click()
     assert panel.model.contexts_corpus == CorpusFile(str(folder))
@@ -571,6 +571,23 @@ def test_contexts_over_a_corpus_index_are_units_top_index(qtbot, panel, tmp_path
     assert ctx.positions == doc["positions"] == 18 and ctx.corpus == "the corpus index ix (18 words)"
     assert v.unit_page.u_note.text().endswith("of 18 positions in the corpus index ix (18 words).")
     assert panel.view_state()["corpora"]["contexts"] == {"path": str(folder), "pretokenized": False}
+    # the pattern search over the same index, as units pattern --index
+    v.pattern_page.corpus.choose_index.click()
+    assert panel.model.pattern_corpus == CorpusFile(str(folder))
+    v.pattern_page.p_layer.setValue(1)
+    v.pattern_page.p_start.setValue(4)
+    v.pattern_page.p_end.setValue(5)                                         # "the bank"
+    v.pattern_page.p_threshold.setValue(0.05)
+    panel.pattern()
+    qtbot.waitUntil(lambda: panel.model.pattern is not None and panel.is_ready(), timeout=60000)
+    res = panel.model.pattern
+    assert main(["units", "pattern", "--index", str(folder), "--checkpoint", str(tiny_checkpoint),
+                 "--device", "cpu", "--layer", "1", "--sentence", SENTENCES[0], "--span", "4:5",
+                 "--threshold", "0.05", "--show", "30", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [(m.sentence, m.start, list(m.words)) for m in res.matches] == \
+        [(m["sentence"], m["start"], m["words"]) for m in doc["matches"]] and res.matches
+    assert "in the corpus index ix (18 words)" in v.status.text()
     # a folder that is not an index: one line naming it, the last contexts kept
     plain = tmp_path / "plain"
     plain.mkdir()

@@ -1,7 +1,8 @@
-"""A unit's top contexts over a whole corpus index (``units top --index``): the ranking is fed a
-batch at a time (:class:`~elmo_engine.analysis.units.contexts.UnitTop`, holding the best
-positions and a sum per word), so it gives what the ranking of the values held whole gives, and
-over an index's sentences what the same sentences read from a file give."""
+"""A unit's top contexts and the pattern search over a whole corpus index (``units top --index``,
+``units pattern --index``): the ranking is fed a batch at a time
+(:class:`~elmo_engine.analysis.units.contexts.UnitTop`, holding the best positions and a sum per
+word; the pattern search's best spans), so it gives what the ranking of the values held whole
+gives, and over an index's sentences what the same sentences read from a file give."""
 from __future__ import annotations
 
 import json
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from support import FIXTURES, REPO
 from elmo_engine.analysis.units.contexts import (UnitTop, scan_unit, top_contexts, unit_values,
                                                  word_means)
+from elmo_engine.analysis.units.corpus import SentenceSource
 from elmo_engine.cli.main import main
 from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.index.search import CorpusIndex
@@ -103,7 +105,7 @@ def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
         values = unit_values(model, sentences, 1, 1, StateKind.C, 5)
         seen = []
         low, high = UnitTop(15, lowest=True), UnitTop(4)              # both in one pass
-        scan = scan_unit(model, ix.sentences, m.n_sentences, m.n_tokens, 1, 1, StateKind.C, 5,
+        scan = scan_unit(model, SentenceSource.of_index(ix), 1, 1, StateKind.C, 5,
                          [low, high],
                          task=TaskState(lambda done, total, msg: seen.append((done, total))))
         assert (scan.sentences, scan.tokens, scan.truncated) == (120, m.n_tokens, False)
@@ -114,7 +116,7 @@ def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
         assert seen[-1] == (m.n_tokens, m.n_tokens) and len(seen) == 2     # a batch of 64
         # the first words only, whole sentences, as a file is read
         first = UnitTop(5)
-        cut = scan_unit(model, ix.sentences, m.n_sentences, m.n_tokens, 1, 1, StateKind.C, 5,
+        cut = scan_unit(model, SentenceSource.of_index(ix), 1, 1, StateKind.C, 5,
                         [first], max_tokens=100)
         lengths = np.cumsum([len(s) for s in sentences])
         n = int(np.searchsorted(lengths, 100)) + 1                   # the sentence reaching 100
@@ -123,10 +125,10 @@ def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
         # cancelled between batches
         state = TaskState(lambda done, total, msg: state.cancel())
         with pytest.raises(CancelledError):
-            scan_unit(model, ix.sentences, m.n_sentences, m.n_tokens, 1, 0, StateKind.C, 5,
+            scan_unit(model, SentenceSource.of_index(ix), 1, 0, StateKind.C, 5,
                       [UnitTop(5)], task=state)
         with pytest.raises(InputError, match="unit 4096: c has units"):
-            scan_unit(model, ix.sentences, m.n_sentences, m.n_tokens, 1, 0, StateKind.C, 4096,
+            scan_unit(model, SentenceSource.of_index(ix), 1, 0, StateKind.C, 4096,
                       [UnitTop(5)])
     finally:
         ix.close()
@@ -152,21 +154,29 @@ def test_top_over_an_index_prints_what_the_file_gives(index, capsys):
     assert f"note: read the first {cut['corpus']['tokens']:,} words" in out.err
 
 
-@pytest.mark.parametrize("extra, message", [
+BAD_OPTIONS = [
     ([], "give a sentence file or --index FOLDER (one of them)"),
     (["FILE", "--index", "IX"], "give a sentence file or --index FOLDER (one of them)"),
     (["FILE", "--max-tokens", "9"], "--max-tokens goes with --index"),
     (["--index", "IX", "--pretokenized"], "--pretokenized does not go with --index"),
     (["--index", "IX", "--max-tokens", "0"], "--max-tokens"),
     (["--index", "NOWHERE"], "NOWHERE"),
-])
-def test_bad_options_are_one_line(index, tmp_path, capsys, extra, message):
+]
+
+
+@pytest.mark.parametrize("command, extra, message", [
+    (c, e, m) for c in ("top", "pattern") for e, m in BAD_OPTIONS
+    if not (c == "pattern" and "--pretokenized" in e)])   # the query's switch there
+def test_bad_options_are_one_line(index, tmp_path, capsys, command, extra, message):
     text, folder = index
+    if command == "pattern":
+        extra = [*extra, "--sentence", "a bank .", "--span", "1:2"]
     extra = [{"FILE": str(text), "IX": str(folder), "NOWHERE": str(tmp_path / "none")}.get(a, a)
              for a in extra]
     message = message.replace("NOWHERE", str(tmp_path / "none"))
     try:
-        code = main(["units", "top", "--unit", "1", *CK, *extra])
+        code = main(["units", command, *(["--unit", "1"] if command == "top" else []), *CK,
+                     *extra])
     except SystemExit as e:                     # a value the parser refuses
         code = e.code
     assert code == 1
@@ -188,3 +198,42 @@ def test_a_damaged_sentence_table_is_one_line_naming_it(index, tmp_path, capsys)
     assert main(["units", "top", "--unit", "1", *CK, "--index", str(copy)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert "tokens.sqlite" in err[-1] and "sentence 70 is missing" in err[-1]
+
+
+def test_the_pattern_search_over_an_index_is_the_search_over_its_sentences(index, model):
+    from elmo_engine.analysis.units.pattern import find_pattern
+
+    _, folder = index
+    ix = CorpusIndex(folder)
+    try:
+        held = ix.sentences(0, ix.manifest.n_sentences)
+        query = "The bank of the river was steep .".split()
+        args = (model, query, (2, 3), 0.05, 1, 0, StateKind.C)
+        want = find_pattern(*args, held, show=12)
+        got = find_pattern(*args, SentenceSource.of_index(ix), show=12)
+        assert got.matches == want.matches and len(got.matches) == 12
+        assert (got.spans, got.sentences, got.tokens, got.truncated) == \
+            (want.spans, 120, ix.manifest.n_tokens, False)
+        cut = find_pattern(*args, SentenceSource.of_index(ix), show=12, max_tokens=300)
+        assert cut.truncated and 300 <= cut.tokens < 400 and cut.sentences < 120
+        assert all(m.sentence < cut.sentences for m in cut.matches)
+        assert cut.matches == find_pattern(*args, held[:cut.sentences], show=12).matches
+    finally:
+        ix.close()
+
+
+def test_pattern_over_an_index_prints_what_the_file_gives(index, capsys):
+    text, folder = index
+    argv = ["units", "pattern", "--sentence", "The bank of the river was steep .", "--span",
+            "2:3", "--threshold", "0.05", "--layer", "1", "--show", "6", *CK, "--json"]
+    assert main([*argv, str(text)]) == 0
+    from_file = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--index", str(folder)]) == 0
+    from_index = json.loads(capsys.readouterr().out)
+    assert from_index["matches"] == from_file["matches"] and len(from_file["matches"]) == 6
+    assert from_index["corpus"] == {"index": str(folder), "sentences": 120,
+                                    "tokens": from_file["corpus"]["tokens"], "truncated": False}
+    # --pretokenized splits the query on spaces; it goes with --index (the query is not)
+    assert main([*argv, "--index", str(folder), "--pretokenized", "--max-tokens", "50"]) == 0
+    out = capsys.readouterr()
+    assert json.loads(out.out)["corpus"]["truncated"] and "note: read the first" in out.err

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
+from elmo_engine.analysis.units.corpus import SentenceSource
 from elmo_engine.errors import InputError
 from elmo_engine.model.lstm_inspect import (Capture, StateKind, framed_tokens, inspect,
                                             state_width)
@@ -163,45 +164,23 @@ class Scan:
     truncated: bool
 
 
-def scan_unit(model, read: Callable[[int, int], List[List[str]]], n_sentences: int,
-              n_tokens: int, layer: int, direction: int, kind: StateKind, unit: int,
-              tops: Sequence[UnitTop], max_tokens: Optional[int] = None, token_vectors=None,
-              task: Optional[TaskState] = None) -> Scan:
-    """The unit over a corpus read a batch at a time, fed to each of ``tops`` (the highest,
-    the lowest, or both in one pass): ``read(start, count)`` gives sentences ``start`` …
-    ``start + count - 1`` of the ``n_sentences`` (``n_tokens`` words in all, for the progress).
-    With ``max_tokens`` whole sentences are read while fewer words than that have been, as
-    :func:`~.corpus.read_units_corpus` reads a file. Memory: one batch and the rankings,
+def scan_unit(model, source: SentenceSource, layer: int, direction: int, kind: StateKind,
+              unit: int, tops: Sequence[UnitTop], max_tokens: Optional[int] = None,
+              token_vectors=None, task: Optional[TaskState] = None) -> Scan:
+    """The unit over ``source``'s sentences, a batch at a time, fed to each of ``tops`` (the
+    highest, the lowest, or both in one pass); with ``max_tokens`` its first words only, whole
+    sentences (:meth:`~.corpus.SentenceSource.batches`). Memory: one batch and the rankings,
     whatever the corpus's size; cancellable between batches."""
     _check_unit(model, layer, kind, unit)
-    limit = n_tokens if max_tokens is None else min(n_tokens, int(max_tokens))
-    done = tokens = 0
-    truncated = False
-    while done < n_sentences and not truncated:
+    batches = source.batches(BATCH, max_tokens)
+    for first, chunk in batches:
         check(task)
-        chunk = read(done, min(BATCH, n_sentences - done))
-        if not chunk:
-            raise InputError(f"sentence {done} could not be read (the corpus says it holds "
-                             f"{n_sentences:,})")
-        if max_tokens is not None:
-            kept = []
-            for sent in chunk:
-                if tokens >= max_tokens:
-                    truncated = True
-                    break
-                kept.append(sent)
-                tokens += len(sent)
-            chunk = kept
-        else:
-            tokens += sum(len(s) for s in chunk)
-        if chunk:
-            values = _batch_values(model, [list(s) for s in chunk], layer, direction, kind,
-                                   unit, token_vectors)
-            for top in tops:
-                top.add(done, chunk, values)
-            done += len(chunk)
-        report(task, min(tokens, limit), limit, "the unit over the corpus")
-    return Scan(done, tokens, truncated or done < n_sentences)
+        values = _batch_values(model, chunk, layer, direction, kind, unit, token_vectors)
+        for top in tops:
+            top.add(first, chunk, values)
+        report(task, min(batches.tokens, batches.total), batches.total,
+               "the unit over the corpus")
+    return Scan(batches.sentences, batches.tokens, batches.truncated)
 
 
 @dataclass(frozen=True)

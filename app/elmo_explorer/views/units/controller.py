@@ -72,7 +72,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
                                ("pattern", v.pattern_page.corpus)):
             chooser.choose_requested.connect(lambda w=which: self._choose_corpus(w))
             chooser.changed.connect(lambda choice, w=which: self.set_corpus(w, choice))
-        v.unit_page.corpus.choose_index_requested.connect(self._choose_index)
+            chooser.choose_index_requested.connect(lambda w=which: self._choose_index(w))
         self.softmax = SoftmaxCache()        # the loaded checkpoint's, read by the first job
         self._pending: Optional[Any] = None  # saved results waiting for their model
         workspace.model_changed.connect(self._on_model)
@@ -341,9 +341,9 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             page = self.view.unit_page if which == "contexts" else self.view.pattern_page
             page.corpus.set_path(name)               # the switch as it was; announced
 
-    def _choose_index(self) -> None:
-        """A corpus index's folder for the Unit tab's contexts (the Corpus view's folder of
-        indexes to start in)."""
+    def _choose_index(self, which: str) -> None:
+        """A corpus index's folder for the contexts (``which`` "contexts") or the pattern
+        search ("pattern"), starting in the Corpus view's folder of indexes."""
         from PySide6.QtWidgets import QFileDialog
 
         from elmo_explorer.state.settings import AppSettings
@@ -354,7 +354,8 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         name = QFileDialog.getExistingDirectory(self, "Corpus index",
                                                 str(start) if start.is_dir() else "")
         if name:
-            self.view.unit_page.corpus.set_path(name)
+            page = self.view.unit_page if which == "contexts" else self.view.pattern_page
+            page.corpus.set_path(name)
 
     def _softmax_getter(self):
         """(folder, get): the loaded checkpoint's softmax for a job (:class:`SoftmaxCache`)."""

@@ -1,7 +1,7 @@
 """The corpus a tab of the Units view runs over: its default, or a sentence file or CoNLL-U of
 the user's (:mod:`elmo_engine.analysis.units.corpus` reads both, as ``units top`` and
 ``units pattern`` do), a sentence file tokenized as typed text is or, *Pretokenized*, split on
-spaces only (``--pretokenized``); for the Unit tab also a corpus index (``units top --index``)."""
+spaces only (``--pretokenized``); or a corpus index (``units top/pattern --index``)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -38,8 +38,8 @@ class CorpusChoice(QWidget):
         if indexes:
             self.choose_index = QPushButton("Choose index…")
             self.choose_index.setToolTip(
-                "a corpus index (built in the Corpus view or by elmo-explorer index): the unit "
-                "over every sentence it holds, as units top --index (the states are computed "
+                "a corpus index (built in the Corpus view or by elmo-explorer index): every "
+                "sentence it holds, as units top/pattern --index (the states are computed "
                 "again, a batch at a time; Cancel stops it)")
         self.pretokenized = QCheckBox("Pretokenized")
         self.pretokenized.setToolTip(

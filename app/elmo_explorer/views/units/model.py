@@ -10,6 +10,8 @@ intervention panel's computations are in :mod:`.intervention`.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -109,9 +111,9 @@ class CorpusFile:
     """The corpus a tab of the view runs over: a sentence file or CoNLL-U of the user's ("" for
     the tab's default) and whether a sentence file's lines are split on whitespace only
     (``pretokenized``, as ``units top/pattern --pretokenized``: text already tokenized, such as
-    WikiText's ``@-@``, which the tokenizer would split again; a CoNLL-U's words are its own).
-    The Unit tab's contexts also run over a corpus index (a folder: ``units top --index``),
-    whose sentences are tokens already."""
+    WikiText's ``@-@``, which the tokenizer would split again; a CoNLL-U's words are its own),
+    or a corpus index (a folder: ``units top/pattern --index``), whose sentences are tokens
+    already."""
 
     path: str = ""
     pretokenized: bool = False
@@ -347,6 +349,21 @@ class UnitContexts:
     corpus: str = ""
 
 
+@contextlib.contextmanager
+def index_source(path: str):
+    """The corpus index at ``path`` opened (closed after): its sentences, read a batch at a
+    time (:class:`~elmo_engine.analysis.units.corpus.SentenceSource`), and its description."""
+    from elmo_engine.analysis.units.corpus import SentenceSource
+    from elmo_engine.index.search import CorpusIndex
+
+    index = CorpusIndex(Path(path))
+    try:
+        yield (SentenceSource.of_index(index),
+               f"the corpus index {Path(path).name} ({index.manifest.n_tokens:,} words)")
+    finally:
+        index.close()
+
+
 #: what the Unit tab's contexts and the pattern search run over when no file is chosen
 CONTEXTS_DEFAULT = "the reference corpus"
 PATTERN_DEFAULT = f"the demo POS task's sentences (EWT, its first {RANK_TOKENS:,} words)"
@@ -367,16 +384,9 @@ def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token
     d = DIRECTIONS.index(choice.direction)
     highest, lowest = UnitTop(CONTEXT_SHOW), UnitTop(CONTEXT_SHOW, lowest=True)
     if corpus.is_index:
-        from elmo_engine.index.search import CorpusIndex
-
-        index = CorpusIndex(Path(corpus.path))
-        try:
-            m = index.manifest
-            scan_unit(model, index.sentences, m.n_sentences, m.n_tokens, choice.layer, d, kind,
-                      choice.unit, [highest, lowest], token_vectors=token_vectors, task=state)
-        finally:
-            index.close()
-        where = f"the corpus index {Path(corpus.path).name} ({m.n_tokens:,} words)"
+        with index_source(corpus.path) as (source, where):
+            scan_unit(model, source, choice.layer, d, kind, choice.unit, [highest, lowest],
+                      token_vectors=token_vectors, task=state)
     else:
         from elmo_engine.analysis.layers.run import reference_corpus_path
         from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
@@ -437,12 +447,19 @@ def pattern_search(model, tokens: Sequence[str], q: PatternQuery, token_vectors=
                    state=None, corpus: CorpusFile = CorpusFile()):
     """:func:`elmo_engine.analysis.units.pattern.find_pattern` of ``q`` over ``corpus`` (a
     sentence file or CoNLL-U, its first ``CORPUS_TOKENS`` words as ``units pattern`` reads it;
-    its path "" for :func:`pattern_corpus`)
+    its path "" for :func:`pattern_corpus`; or every sentence of a corpus index, as
+    ``units pattern --index``)
     (run on the worker). Returns (the corpus described, the result)."""
     from elmo_engine.analysis.units.pattern import find_pattern
     from elmo_engine.model.lstm_inspect import StateKind
 
     labels: Optional[List[List[Optional[str]]]]
+    search = functools.partial(find_pattern, model, list(tokens), (q.start, q.end), q.threshold,
+                               q.layer, DIRECTIONS.index(q.direction), StateKind(q.state),
+                               show=PATTERN_SHOW, token_vectors=token_vectors, task=state)
+    if corpus.is_index:
+        with index_source(corpus.path) as (source, where):
+            return where, search(source)
     if corpus.path:
         from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
 
@@ -450,7 +467,4 @@ def pattern_search(model, tokens: Sequence[str], q: PatternQuery, token_vectors=
         sents, labels, where = read.sentences, read.labels, read.describe()
     else:
         (sents, labels), where = pattern_corpus(), PATTERN_DEFAULT
-    return where, find_pattern(model, list(tokens), (q.start, q.end), q.threshold, q.layer,
-                               DIRECTIONS.index(q.direction), StateKind(q.state), sents,
-                               labels=labels, show=PATTERN_SHOW, token_vectors=token_vectors,
-                               task=state)
+    return where, search(sents, labels=labels)

@@ -47,7 +47,7 @@ class PatternTab(QWidget):
             "the units above the threshold at every word of the span of the selected sentence, "
             "then the spans of the corpus below whose units are on the same way "
             "(Jaccard of the on-sets)")
-        self.corpus = CorpusChoice("Search in", PATTERN_DEFAULT)
+        self.corpus = CorpusChoice("Search in", PATTERN_DEFAULT, indexes=True)
         for text, x in (("Layer", self.p_layer), ("Direction", self.p_direction),
                         ("State", self.p_state), ("Words", self.p_start), ("to", self.p_end),
                         ("Threshold", self.p_threshold)):
