@@ -4,7 +4,7 @@ synthetic vectors of the same shape. Run by hand on a quiet machine::
     python benchmarks/bench_index.py real --tokens 1000000 --work bench-index
     python benchmarks/bench_index.py synthetic --vectors 10000000 --work bench-index
 
-``real``: writes the first ``--tokens`` regex tokens of ``../shared/data/openstax_prose/
+``real``: writes the first ``--tokens`` typed-text tokens of ``../shared/data/openstax_prose/
 train.txt.gz`` (then pd_fiction's) to a corpus file, runs ``elmo-explorer index`` on it with the
 bundled model (``--ann-threads`` all CPUs) as a child process and reports its wall time, peak
 memory (the child's max RSS), disk use per file kind; then, per layer, single-query latency
@@ -113,7 +113,7 @@ def real(a) -> None:
         print(f"{hostinfo.host_line()}\nindex: {work / 'index'} (built before)", flush=True)
     else:
         n = write_corpus(corpus, a.tokens)
-        print(f"{hostinfo.host_line()}\ncorpus: {n} regex tokens in {corpus}", flush=True)
+        print(f"{hostinfo.host_line()}\ncorpus: {n} typed-text tokens in {corpus}", flush=True)
         cmd = [sys.executable, "-m", "elmo_engine.cli", "index", str(corpus), "--out",
                str(work / "index"), "--ann-threads", str(os.cpu_count()), "--force"]
         t = time.perf_counter()

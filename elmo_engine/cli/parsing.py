@@ -8,6 +8,10 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from elmo_engine.model.tokenize import Tokenization
 
 #: the range of every numeric option, by argparse ``dest`` (shared by all commands: a new
 #: command's ``--threads`` or ``--batch-size`` is checked the same way). ``(low, high,
@@ -95,7 +99,7 @@ def device_type(text: str) -> str:
     return text
 
 
-def tokenization_type(text: str) -> str:
+def tokenization_type(text: str) -> "Tokenization":
     """``--tokenize``: tokenize (typed text) or whitespace; ``regex``, the older name of
     tokenize, is still read (:class:`~elmo_engine.model.tokenize.Tokenization`)."""
     from elmo_engine.model.tokenize import Tokenization

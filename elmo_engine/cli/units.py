@@ -349,7 +349,8 @@ def _add_index_options(p) -> None:
                         "every sentence it holds, a batch at a time (the states are computed "
                         "again: the index keeps the layers' outputs only)")
     p.add_argument("--max-tokens", type=int, metavar="N",
-                   help="with --index: its first N words only, whole sentences (default all)")
+                   help="with --index: whole sentences while fewer than N words have been read "
+                        "(default all)")
 
 
 def _check_corpus_choice(args, path: Optional[Path], query: bool = False) -> None:
@@ -367,18 +368,13 @@ def _check_corpus_choice(args, path: Optional[Path], query: bool = False) -> Non
 
 @contextlib.contextmanager
 def _index_source(args):
-    """The corpus index ``args.index`` opened (closed after): its sentences as a
-    :class:`~elmo_engine.analysis.units.corpus.SentenceSource`, and the JSON's ``corpus``
+    """The corpus index ``args.index`` opened (closed after;
+    :func:`~elmo_engine.analysis.units.corpus.index_source`) and the JSON's ``corpus``
     (``sentences``, ``tokens`` and ``truncated`` filled in by :func:`_read_note`)."""
-    from elmo_engine.analysis.units.corpus import SentenceSource
-    from elmo_engine.index.search import CorpusIndex
+    from elmo_engine.analysis.units.corpus import index_source
 
-    index = CorpusIndex(args.index)
-    try:
-        yield SentenceSource.of_index(index), {"index": str(args.index),
-                                               "in_index": index.manifest.n_tokens}
-    finally:
-        index.close()
+    with index_source(args.index) as source:
+        yield source, {"index": str(args.index), "in_index": source.n_tokens}
 
 
 @contextlib.contextmanager

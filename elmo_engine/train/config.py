@@ -78,10 +78,13 @@ class TrainConfig:
     @classmethod
     def from_dict(cls, d: dict) -> "TrainConfig":
         names = {f.name for f in fields(cls)}
-        cfg = cls(**{k: v for k, v in d.items() if k in names})
-        with contextlib.suppress(ValueError):            # check() names a bad one
-            cfg.tokenizer = Tokenization.parse(cfg.tokenizer).value   # "regex" → "tokenize"
-        return cfg
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def __post_init__(self) -> None:
+        # one name, whatever was given: "regex" (runs saved before) → "tokenize", a member →
+        # its plain value (the config is written as JSON); check() names a bad one
+        with contextlib.suppress(ValueError):
+            self.tokenizer = Tokenization.parse(self.tokenizer).value
 
     def check(self) -> None:
         self.bilm_options()

@@ -496,8 +496,10 @@ def test_contexts_and_pattern_over_corpora_of_the_users(qtbot, panel, tmp_path):
     assert v.pattern_page.p_note.text().endswith("spans of mine.conllu (4 words).")
     # both choices go into the saved state, and come back
     state = panel.view_state()
-    assert state["corpora"] == {"contexts": {"path": str(text), "pretokenized": False},
-                                "pattern": {"path": str(conllu), "pretokenized": False}}
+    assert state["corpora"] == {"contexts": {"path": str(text), "pretokenized": False,
+                                             "index": False},
+                                "pattern": {"path": str(conllu), "pretokenized": False,
+                                            "index": False}}
     assert not v.pattern_page.corpus.pretokenized.isEnabled()         # CoNLL-U: its own words
     v.unit_page.corpus.reset.click()
     assert panel.model.contexts_corpus.path == "" and v.unit_page.corpus.name.text().startswith(
@@ -551,7 +553,7 @@ def test_contexts_over_a_corpus_index_are_units_top_index(qtbot, panel, tmp_path
     assert chooser.choose_index is not None and v.pattern_page.corpus.choose_index is not None
     monkeypatch.setattr(QFileDialog, "getExistingDirectory", lambda *a, **k: str(folder))
     chooser.choose_index.click()
-    assert panel.model.contexts_corpus == CorpusFile(str(folder))
+    assert panel.model.contexts_corpus == CorpusFile(str(folder), index=True)
     assert chooser.name.text() == "the index ix" and not chooser.pretokenized.isEnabled()
     v.unit_page.u_layer.setValue(1)
     v.unit_page.u_direction.setCurrentText("backward")
@@ -570,10 +572,12 @@ def test_contexts_over_a_corpus_index_are_units_top_index(qtbot, panel, tmp_path
     assert np.allclose([c.value for c in ctx.highest], [e["value"] for e in doc["top"]], atol=1e-6)
     assert ctx.positions == doc["positions"] == 18 and ctx.corpus == "the corpus index ix (18 words)"
     assert v.unit_page.u_note.text().endswith("of 18 positions in the corpus index ix (18 words).")
-    assert panel.view_state()["corpora"]["contexts"] == {"path": str(folder), "pretokenized": False}
+    assert panel.view_state()["corpora"]["contexts"] == {"path": str(folder), "pretokenized": False,
+                                                          "index": True}
+    assert CorpusFile.from_saved(panel.view_state()["corpora"]["contexts"]).is_index
     # the pattern search over the same index, as units pattern --index
     v.pattern_page.corpus.choose_index.click()
-    assert panel.model.pattern_corpus == CorpusFile(str(folder))
+    assert panel.model.pattern_corpus == CorpusFile(str(folder), index=True)
     v.pattern_page.p_layer.setValue(1)
     v.pattern_page.p_start.setValue(4)
     v.pattern_page.p_end.setValue(5)                                         # "the bank"
@@ -591,7 +595,7 @@ def test_contexts_over_a_corpus_index_are_units_top_index(qtbot, panel, tmp_path
     # a folder that is not an index: one line naming it, the last contexts kept
     plain = tmp_path / "plain"
     plain.mkdir()
-    chooser.set_path(str(plain))
+    chooser.set_index(str(plain))
     panel.contexts()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert "plain" in v.status.text() and "index" in v.status.text()
@@ -640,7 +644,8 @@ def test_pretokenized_splits_a_corpus_of_the_users_on_spaces_only(qtbot, panel, 
     assert "@-@" in words and "@" not in words
     # saved with the view and back; the switch is shown ticked
     state = panel.view_state()
-    assert state["corpora"]["contexts"] == {"path": str(wiki), "pretokenized": True}
+    assert state["corpora"]["contexts"] == {"path": str(wiki), "pretokenized": True,
+                                            "index": False}
     chooser.pretokenized.click()
     assert panel.model.contexts_corpus == CorpusFile(str(wiki), False)
     panel.restore_view_state(state)

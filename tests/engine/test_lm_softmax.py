@@ -158,7 +158,7 @@ def test_eval_lm_on_a_published_checkpoint_with_its_softmax(published, tmp_path,
         dense.softmax_w.copy_(torch.from_numpy(w))
         dense.softmax_b.copy_(torch.from_numpy(b))
     table = TypeTable(50)
-    framed = frame(table, read_sentences(text, "regex", True, True, "text"))
+    framed = frame(table, read_sentences(text, "tokenize", True, True, "text"))
     soft = load_softmax(folder)
     want = perplexity(dense, framed, torch.from_numpy(table.char_ids()),
                       torch.from_numpy(table.vocab_ids(soft)), 2, 4, torch.device("cpu"))

@@ -46,9 +46,11 @@ def test_every_reader_splits_alike_under_either_name(tmp_path):
     f.write_text(TYPED + "\n", "utf-8")
     assert read_sentences(f, "regex") == read_sentences(f, "tokenize") == [typed]
     assert read_sentences(f, Tokenization.WHITESPACE) == [TYPED.split()]
-    # the same control characters are blanked in a pretokenized file as in a typed sentence
-    f.write_text("a\u200bb c\x00d\n", "utf-8")
-    assert read_sentences(f, "whitespace") == [sentence_tokens("a\u200bb c\x00d", "whitespace")]
+    # a corpus's pretokenized line is split on whitespace only, as before the one name (so an
+    # index or a training run of such a file keeps its identity); a typed one is tokenized
+    f.write_text("a\u200bb c\x0bd (e)\n", "utf-8")
+    assert read_sentences(f, "whitespace", sentences=False) == [["a\u200bb", "c", "d", "(e)"]]
+    assert read_sentences(f, "tokenize", sentences=False) == [["a", "b", "c", "d", "(", "e", ")"]]
     with pytest.raises(InputError, match="tokenization must be one of tokenize, whitespace"):
         read_sentences(f, "spaces")
 
@@ -73,6 +75,9 @@ def test_a_training_config_of_either_name_reads_as_the_one_name():
     opts = preset("demo")["options"]
     assert TrainConfig.from_dict({"options": opts, "tokenizer": "regex"}).tokenizer == "tokenize"
     assert TrainConfig(options=opts).tokenizer == "tokenize"
+    assert TrainConfig(options=opts, tokenizer="regex").tokenizer == "tokenize"
+    ws = TrainConfig(options=opts, tokenizer=Tokenization.WHITESPACE).tokenizer
+    assert ws == "whitespace" and type(ws) is str
     bad = TrainConfig.from_dict({"options": opts, "tokenizer": "spaces"})
     assert bad.tokenizer == "spaces"
     with pytest.raises(InputError, match="tokenization must be one of"):

@@ -74,6 +74,11 @@ def test_a_context_holds_the_words_around_it():
     assert (c.word, c.left, c.right, c.sentence, c.token) == ("h", "e f g", "i j k", 0, 7)
     with pytest.raises(ValueError, match="sentence 4: 2 values for 3 words"):
         UnitTop(2).add(4, [["a", "b", "c"]], [np.zeros(2, np.float32)])
+    top = UnitTop(2, words=False)
+    top.add(0, [sent], [vals])
+    with pytest.raises(ValueError, match="sentence 0 comes after sentence 0"):
+        top.add(0, [sent], [vals])                       # the same positions twice
+    assert top.words() == [] and top.positions == len(sent) and top.contexts()[0].word == "h"
 
 
 @pytest.fixture(scope="module")

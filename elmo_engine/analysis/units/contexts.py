@@ -79,11 +79,15 @@ class UnitTop:
     """The ``show`` highest (``lowest``: most negative) positions and every word's mean value,
     fed a batch of sentences at a time (:meth:`add`, in corpus order). Positions rank by value,
     ties in corpus order; words by mean, ties in the order they first occur. It holds the
-    ``show`` best positions (with their words around) and a sum and a count per distinct word,
-    whatever the size of the corpus."""
+    ``show`` best positions (with their words around) and, unless ``words`` is False (a caller
+    that shows no words), a sum and a count per distinct word, whatever the size of the
+    corpus."""
 
-    def __init__(self, show: int, lowest: bool = False, window: int = WINDOW):
+    def __init__(self, show: int, lowest: bool = False, window: int = WINDOW,
+                 words: bool = True):
         self.show, self.window = int(show), int(window)
+        self.keeps_words = words
+        self._next = 0                                    # the next sentence number expected
         self._sign = 1.0 if lowest else -1.0
         # the best positions as a heap whose top is the worst kept: (-key, Context) with
         # key = (sign * value, sentence, token), the smallest key first
@@ -93,12 +97,17 @@ class UnitTop:
 
     def add(self, first: int, sentences: Sequence[Sequence[str]],
             values: Sequence[np.ndarray]) -> None:
-        """The values of ``sentences``, numbered from ``first`` in the corpus."""
+        """The values of ``sentences``, numbered from ``first`` in the corpus: after the
+        sentences added before (ValueError otherwise: a position must not be ranked twice)."""
+        if first < self._next:
+            raise ValueError(f"sentence {first} comes after sentence {self._next - 1}: add the "
+                             "corpus's sentences once each, in order")
+        self._next = first + len(sentences)
         for s, (sent, vals) in enumerate(zip(sentences, values)):
             if len(vals) != len(sent):
                 raise ValueError(f"sentence {first + s}: {len(vals)} values for {len(sent)} words")
             self.positions += len(vals)
-            for w, v in zip(sent, vals):
+            for w, v in zip(sent, vals) if self.keeps_words else ():
                 acc = self._words.get(w)
                 if acc is None:
                     self._words[w] = [float(v), 1]
@@ -132,7 +141,7 @@ class UnitTop:
 
     def words(self, show: Optional[int] = None) -> List[Tuple[str, float, int]]:
         """The ``show`` (default: as many as positions) words with the highest (lowest) mean
-        value: (word, mean, count)."""
+        value: (word, mean, count); none for a ranking made with ``words=False``."""
         ranked = sorted(((total / n, n, w) for w, (total, n) in self._words.items()),
                         key=lambda x: self._sign * x[0])
         return [(w, m, int(n)) for m, n, w in ranked[:self.show if show is None else show]]

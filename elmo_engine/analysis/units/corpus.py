@@ -18,6 +18,7 @@ and for a cut at ``max_tokens`` words, the same as :func:`read_units_corpus`'s.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, List, Optional, Sequence, Tuple
@@ -185,3 +186,17 @@ class Batches:
                 yield self.sentences, kept
                 self.sentences += len(kept)
         self.truncated = self.truncated or self.sentences < src.n_sentences
+
+
+@contextlib.contextmanager
+def index_source(path) -> Iterator[SentenceSource]:
+    """The corpus index at ``path`` opened (any model's: only its sentences are read) and
+    closed after, its sentences as a :class:`SentenceSource` (``units top/pattern --index``
+    and the Units view). InputError for a folder that is not a complete index."""
+    from elmo_engine.index.search import CorpusIndex
+
+    index = CorpusIndex(Path(path))
+    try:
+        yield SentenceSource.of_index(index)
+    finally:
+        index.close()

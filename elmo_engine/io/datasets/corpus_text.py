@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator, List, Optional, Sequence
 
 from elmo_engine.errors import InputError
-from elmo_engine.model.tokenize import Tokenization
+from elmo_engine.model.tokenize import Tokenization, tokenize, whitespace_tokenize
 
 HEADER_RE = re.compile(r"^\s*=.*=\s*$")
 SENT_END = {".", "!", "?"}
@@ -94,9 +94,13 @@ def _line_sentences(path, tokenizer: str, skip_headers: bool, sentences: bool, w
     """Per line of the file: None where a document ends (an empty line or a ``= … =`` header),
     else the line's sentences; one line at a time (nothing is kept)."""
     try:
-        split = Tokenization.parse(tokenizer).tokens
+        typed = Tokenization.parse(tokenizer) is Tokenization.TYPED
     except ValueError as e:
         raise InputError(str(e)) from None
+    # a pretokenized line is split on whitespace as it always was here (str.split, nothing
+    # blanked), so that the sentences, and with them an index's or a training run's identity,
+    # stay those of the files written before
+    split = tokenize if typed else whitespace_tokenize
     from elmo_engine.files import regular_file_problem
     from elmo_engine.io.datasets.textio import open_text
 

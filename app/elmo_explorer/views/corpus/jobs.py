@@ -42,10 +42,10 @@ class BuildRequest:
 
 
 def read_corpus(paths: Sequence[Path], reading: CorpusReading = CorpusReading()) -> CorpusReader:
-    """The corpus as ``elmo-explorer index`` reads it with the same options (by default: regex
-    tokenizer, paragraphs split into sentences; always ``= … =`` headers skipped, over-long
-    sentences cut), so an index the app builds and one the CLI builds from the same files are
-    the same index; a stream, read anew at each pass (never held whole)."""
+    """The corpus as ``elmo-explorer index`` reads it with the same options (by default: typed
+    text tokenized as the app does, paragraphs split into sentences; always ``= … =`` headers
+    skipped, over-long sentences cut), so an index the app builds and one the CLI builds from
+    the same files are the same index; a stream, read anew at each pass (never held whole)."""
     from elmo_engine.index.corpus import CorpusReader
 
     return CorpusReader.of(paths, reading.pretokenized, reading.split_sentences)

@@ -355,7 +355,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
                                                 str(start) if start.is_dir() else "")
         if name:
             page = self.view.unit_page if which == "contexts" else self.view.pattern_page
-            page.corpus.set_path(name)
+            page.corpus.set_index(name)
 
     def _softmax_getter(self):
         """(folder, get): the loaded checkpoint's softmax for a job (:class:`SoftmaxCache`)."""

@@ -4,6 +4,7 @@ the user's (:mod:`elmo_engine.analysis.units.corpus` reads both, as ``units top`
 spaces only (``--pretokenized``); or a corpus index (``units top/pattern --index``)."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -62,7 +63,7 @@ class CorpusChoice(QWidget):
         self.choose.clicked.connect(self.choose_requested)
         self.reset.clicked.connect(lambda: self.set_path(""))
         self.pretokenized.toggled.connect(
-            lambda on: self.set_choice(CorpusFile(self._choice.path, on)))
+            lambda on: self.set_choice(replace(self._choice, pretokenized=on)))
 
     def choice(self) -> CorpusFile:
         return self._choice
@@ -71,8 +72,12 @@ class CorpusChoice(QWidget):
         return self._choice.path
 
     def set_path(self, path: str, announce: bool = True) -> None:
-        """Show ``path`` ("" for the default), the switch as it was."""
+        """Show the file ``path`` ("" for the default), the switch as it was."""
         self.set_choice(CorpusFile(path, self._choice.pretokenized), announce)
+
+    def set_index(self, path: str, announce: bool = True) -> None:
+        """Show the corpus index at ``path`` (the switch is kept for a file chosen later)."""
+        self.set_choice(CorpusFile(path, self._choice.pretokenized, index=True), announce)
 
     def set_choice(self, choice: CorpusFile, announce: bool = True) -> None:
         """Show ``choice``; ``changed`` when ``announce`` and it changed."""
@@ -92,4 +97,4 @@ class CorpusChoice(QWidget):
         self.pretokenized.setChecked(c.pretokenized)
         self.pretokenized.blockSignals(False)
         # what the reader is told: a sentence file of the user's only (CorpusFile.split_on_spaces)
-        self.pretokenized.setEnabled(CorpusFile(c.path, True).split_on_spaces)
+        self.pretokenized.setEnabled(replace(c, pretokenized=True).split_on_spaces)

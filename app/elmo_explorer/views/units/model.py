@@ -112,16 +112,17 @@ class CorpusFile:
     the tab's default) and whether a sentence file's lines are split on whitespace only
     (``pretokenized``, as ``units top/pattern --pretokenized``: text already tokenized, such as
     WikiText's ``@-@``, which the tokenizer would split again; a CoNLL-U's words are its own),
-    or a corpus index (a folder: ``units top/pattern --index``), whose sentences are tokens
-    already."""
+    or (``index``) a corpus index's folder (``units top/pattern --index``), whose sentences are
+    tokens already."""
 
     path: str = ""
     pretokenized: bool = False
+    index: bool = False
 
     @property
     def is_index(self) -> bool:
-        """A folder: a corpus index (opening it says when it is not one)."""
-        return bool(self.path) and Path(self.path).is_dir()
+        """A corpus index of the user's (opening it says when the folder is not one)."""
+        return self.index and bool(self.path)
 
     @property
     def split_on_spaces(self) -> bool:
@@ -132,17 +133,17 @@ class CorpusFile:
                 and not is_conllu(Path(self.path)))
 
     def to_dict(self) -> Dict[str, Any]:
-        return {"path": self.path, "pretokenized": self.pretokenized}
+        return {"path": self.path, "pretokenized": self.pretokenized, "index": self.index}
 
     @classmethod
     def from_saved(cls, v: Any) -> "CorpusFile":
-        """A saved choice: ``{"path", "pretokenized"}`` or a plain path (workspaces saved
-        before the switch); anything invalid is the default."""
-        path, pre = (v, False) if isinstance(v, str) else (
-            (v.get("path"), v.get("pretokenized", False)) if isinstance(v, dict) else ("", False))
+        """A saved choice: ``{"path", "pretokenized", "index"}`` (``index`` absent: a file) or
+        a plain path (workspaces saved before the switch); anything invalid is the default."""
+        d = v if isinstance(v, dict) else {}
+        path = v if isinstance(v, str) else d.get("path", "")
         if not (isinstance(path, str) and len(path) <= 4096 and "\x00" not in path):
             return cls()
-        return cls(path, pre is True)
+        return cls(path, d.get("pretokenized") is True, d.get("index") is True)
 
 
 @dataclass
@@ -350,18 +351,13 @@ class UnitContexts:
 
 
 @contextlib.contextmanager
-def index_source(path: str):
-    """The corpus index at ``path`` opened (closed after): its sentences, read a batch at a
-    time (:class:`~elmo_engine.analysis.units.corpus.SentenceSource`), and its description."""
-    from elmo_engine.analysis.units.corpus import SentenceSource
-    from elmo_engine.index.search import CorpusIndex
+def _index(path: str):
+    """The corpus index at ``path`` opened and closed after (as ``units top/pattern --index``
+    open it): its sentences and its description."""
+    from elmo_engine.analysis.units.corpus import index_source
 
-    index = CorpusIndex(Path(path))
-    try:
-        yield (SentenceSource.of_index(index),
-               f"the corpus index {Path(path).name} ({index.manifest.n_tokens:,} words)")
-    finally:
-        index.close()
+    with index_source(path) as source:
+        yield source, f"the corpus index {Path(path).name} ({source.n_tokens:,} words)"
 
 
 #: what the Unit tab's contexts and the pattern search run over when no file is chosen
@@ -382,9 +378,11 @@ def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token
 
     kind = StateKind(choice.state)
     d = DIRECTIONS.index(choice.direction)
-    highest, lowest = UnitTop(CONTEXT_SHOW), UnitTop(CONTEXT_SHOW, lowest=True)
+    # the tab shows positions, not words: no sum per distinct word is kept
+    highest = UnitTop(CONTEXT_SHOW, words=False)
+    lowest = UnitTop(CONTEXT_SHOW, lowest=True, words=False)
     if corpus.is_index:
-        with index_source(corpus.path) as (source, where):
+        with _index(corpus.path) as (source, where):
             scan_unit(model, source, choice.layer, d, kind, choice.unit, [highest, lowest],
                       token_vectors=token_vectors, task=state)
     else:
@@ -458,7 +456,7 @@ def pattern_search(model, tokens: Sequence[str], q: PatternQuery, token_vectors=
                                q.layer, DIRECTIONS.index(q.direction), StateKind(q.state),
                                show=PATTERN_SHOW, token_vectors=token_vectors, task=state)
     if corpus.is_index:
-        with index_source(corpus.path) as (source, where):
+        with _index(corpus.path) as (source, where):
             return where, search(source)
     if corpus.path:
         from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
