@@ -369,11 +369,11 @@ def _check_corpus_choice(args, path: Optional[Path], query: bool = False) -> Non
 @contextlib.contextmanager
 def _index_source(args):
     """The corpus index ``args.index`` opened (closed after;
-    :func:`~elmo_engine.analysis.units.corpus.index_source`) and the JSON's ``corpus``
+    :func:`~elmo_engine.index.search.open_sentences`) and the JSON's ``corpus``
     (``sentences``, ``tokens`` and ``truncated`` filled in by :func:`_read_note`)."""
-    from elmo_engine.analysis.units.corpus import index_source
+    from elmo_engine.index.search import open_sentences
 
-    with index_source(args.index) as source:
+    with open_sentences(args.index) as source:
         yield source, {"index": str(args.index), "in_index": source.n_tokens}
 
 

@@ -10,11 +10,12 @@ corpus, as exBERT (Hoover et al. 2020) searches a corpus for BERT's tokens.
 """
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -23,6 +24,7 @@ from elmo_engine.errors import InputError
 from elmo_engine.files import regular_file_problem
 from elmo_engine.index.ann import AnnIndex, AnnSettings, ann_file
 from elmo_engine.index.hits import Hit, kwic, kwic_line  # noqa: F401  (imported from here too)
+from elmo_engine.io.datasets.sentence_source import SentenceSource
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 from elmo_engine.index.store import (MANIFEST, TOKENS_DB, Manifest, load_npy, read_manifest,
                                      vectors_file)
@@ -177,6 +179,10 @@ class CorpusIndex:
             out.append(words)
         return out
 
+    def sentence_source(self) -> SentenceSource:
+        """Every sentence, read a batch at a time (:meth:`sentences`)."""
+        return SentenceSource(self.sentences, self.manifest.n_sentences, self.manifest.n_tokens)
+
     def tokens_at(self, rows: "Sequence[int] | np.ndarray") -> List[Tuple[int, int, int, str, str]]:
         """``(row, sentence_id, position, word, sentence text)`` for each row, in that order."""
         out = {}
@@ -259,6 +265,18 @@ TOKEN_TABLES = {"sentences": ("id", "first_row", "n_tokens", "text"),
 #: indexes on both), plus a fixed allowance
 DB_BYTES_PER_TOKEN = 4096
 DB_BYTES_BASE = 64 << 20
+
+
+@contextlib.contextmanager
+def open_sentences(folder) -> Iterator[SentenceSource]:
+    """The corpus index in ``folder`` opened (any model's: only its sentences are read) and
+    closed after, its sentences read a batch at a time (``units top/pattern --index``, the Units
+    view). InputError for a folder that is not a complete index."""
+    index = CorpusIndex(Path(folder))
+    try:
+        yield index.sentence_source()
+    finally:
+        index.close()
 
 
 def _db_error(path: Path, why: object) -> InputError:

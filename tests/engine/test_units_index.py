@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from support import FIXTURES, REPO
 from elmo_engine.analysis.units.contexts import (UnitTop, scan_unit, top_contexts, unit_values,
                                                  word_means)
-from elmo_engine.analysis.units.corpus import SentenceSource
 from elmo_engine.cli.main import main
 from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.index.search import CorpusIndex
@@ -110,7 +109,7 @@ def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
         values = unit_values(model, sentences, 1, 1, StateKind.C, 5)
         seen = []
         low, high = UnitTop(15, lowest=True), UnitTop(4)              # both in one pass
-        scan = scan_unit(model, SentenceSource.of_index(ix), 1, 1, StateKind.C, 5,
+        scan = scan_unit(model, ix.sentence_source(), 1, 1, StateKind.C, 5,
                          [low, high],
                          task=TaskState(lambda done, total, msg: seen.append((done, total))))
         assert (scan.sentences, scan.tokens, scan.truncated) == (120, m.n_tokens, False)
@@ -121,7 +120,7 @@ def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
         assert seen[-1] == (m.n_tokens, m.n_tokens) and len(seen) == 2     # a batch of 64
         # the first words only, whole sentences, as a file is read
         first = UnitTop(5)
-        cut = scan_unit(model, SentenceSource.of_index(ix), 1, 1, StateKind.C, 5,
+        cut = scan_unit(model, ix.sentence_source(), 1, 1, StateKind.C, 5,
                         [first], max_tokens=100)
         lengths = np.cumsum([len(s) for s in sentences])
         n = int(np.searchsorted(lengths, 100)) + 1                   # the sentence reaching 100
@@ -130,10 +129,10 @@ def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
         # cancelled between batches
         state = TaskState(lambda done, total, msg: state.cancel())
         with pytest.raises(CancelledError):
-            scan_unit(model, SentenceSource.of_index(ix), 1, 0, StateKind.C, 5,
+            scan_unit(model, ix.sentence_source(), 1, 0, StateKind.C, 5,
                       [UnitTop(5)], task=state)
         with pytest.raises(InputError, match="unit 4096: c has units"):
-            scan_unit(model, SentenceSource.of_index(ix), 1, 0, StateKind.C, 4096,
+            scan_unit(model, ix.sentence_source(), 1, 0, StateKind.C, 4096,
                       [UnitTop(5)])
     finally:
         ix.close()
@@ -215,11 +214,11 @@ def test_the_pattern_search_over_an_index_is_the_search_over_its_sentences(index
         query = "The bank of the river was steep .".split()
         args = (model, query, (2, 3), 0.05, 1, 0, StateKind.C)
         want = find_pattern(*args, held, show=12)
-        got = find_pattern(*args, SentenceSource.of_index(ix), show=12)
+        got = find_pattern(*args, ix.sentence_source(), show=12)
         assert got.matches == want.matches and len(got.matches) == 12
         assert (got.spans, got.sentences, got.tokens, got.truncated) == \
             (want.spans, 120, ix.manifest.n_tokens, False)
-        cut = find_pattern(*args, SentenceSource.of_index(ix), show=12, max_tokens=300)
+        cut = find_pattern(*args, ix.sentence_source(), show=12, max_tokens=300)
         assert cut.truncated and 300 <= cut.tokens < 400 and cut.sentences < 120
         assert all(m.sentence < cut.sentences for m in cut.matches)
         assert cut.matches == find_pattern(*args, held[:cut.sentences], show=12).matches

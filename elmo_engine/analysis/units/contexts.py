@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
-from elmo_engine.analysis.units.corpus import SentenceSource
+from elmo_engine.io.datasets.sentence_source import SentenceSource
 from elmo_engine.errors import InputError
 from elmo_engine.model.lstm_inspect import (Capture, StateKind, framed_tokens, inspect,
                                             state_width)
@@ -178,7 +178,7 @@ def scan_unit(model, source: SentenceSource, layer: int, direction: int, kind: S
               token_vectors=None, task: Optional[TaskState] = None) -> Scan:
     """The unit over ``source``'s sentences, a batch at a time, fed to each of ``tops`` (the
     highest, the lowest, or both in one pass); with ``max_tokens`` its first words only, whole
-    sentences (:meth:`~.corpus.SentenceSource.batches`). Memory: one batch and the rankings,
+    sentences (:meth:`SentenceSource.batches`). Memory: one batch and the rankings,
     whatever the corpus's size; cancellable between batches."""
     _check_unit(model, layer, kind, unit)
     batches = source.batches(BATCH, max_tokens)

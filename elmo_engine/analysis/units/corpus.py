@@ -11,17 +11,12 @@ sentences are bounded as the readers bound them (a CoNLL-U sentence at
 ``MAX_SENTENCE_TOKENS`` words), and a bad file is one :class:`~elmo_engine.errors.InputError`
 naming it and the line. A sentence file's blank lines are skipped and counted, as every command
 counts them (:meth:`UnitsCorpus.blank_note`).
-
-:class:`SentenceSource` is what the scans over a corpus read (``units top`` and ``units pattern``,
-a file's sentences held or a corpus index's read a batch at a time): one rule for the batches
-and for a cut at ``max_tokens`` words, the same as :func:`read_units_corpus`'s.
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Iterator, List, Optional, Tuple
 
 from elmo_engine.errors import InputError
 
@@ -128,75 +123,3 @@ def _sentences(path: Path, conllu: bool, pretokenized: bool, max_tokens: int,
         for _line, words in iter_text_input(path, pretokenized, grouped, max_bytes=MAX_FILE_BYTES,
                                             max_sentences=None, on_blank=on_blank):
             yield words, []
-
-
-@dataclass(frozen=True)
-class SentenceSource:
-    """Sentences read a batch at a time: ``read(start, count)`` gives sentences ``start`` …
-    ``start + count - 1`` of the ``n_sentences`` (``n_tokens`` words in all, for progress)."""
-
-    read: Callable[[int, int], List[List[str]]]
-    n_sentences: int
-    n_tokens: int
-
-    @classmethod
-    def of(cls, sentences: Sequence[Sequence[str]]) -> "SentenceSource":
-        """Sentences held in memory (a file read by :func:`read_units_corpus`)."""
-        return cls(lambda a, n: [list(x) for x in sentences[a:a + n]], len(sentences),
-                   sum(len(x) for x in sentences))
-
-    @classmethod
-    def of_index(cls, index) -> "SentenceSource":
-        """The sentences of an open :class:`~elmo_engine.index.search.CorpusIndex`."""
-        m = index.manifest
-        return cls(index.sentences, m.n_sentences, m.n_tokens)
-
-    def batches(self, size: int, max_tokens: Optional[int] = None) -> "Batches":
-        return Batches(self, size, max_tokens)
-
-
-class Batches:
-    """``(first sentence number, sentences)`` in order, ``size`` at a time; with ``max_tokens``
-    whole sentences while fewer words than that have been read (as :func:`read_units_corpus`
-    cuts a file). Once iterated: ``sentences`` and ``tokens`` read, ``truncated`` whether the
-    source holds more; ``total`` is the words the progress counts to."""
-
-    def __init__(self, source: SentenceSource, size: int, max_tokens: Optional[int]):
-        self.source, self.size, self.max_tokens = source, int(size), max_tokens
-        self.total = source.n_tokens if max_tokens is None else min(source.n_tokens,
-                                                                     int(max_tokens))
-        self.sentences = self.tokens = 0
-        self.truncated = False
-
-    def __iter__(self) -> Iterator[Tuple[int, List[List[str]]]]:
-        src = self.source
-        while self.sentences < src.n_sentences and not self.truncated:
-            chunk = src.read(self.sentences, min(self.size, src.n_sentences - self.sentences))
-            if not chunk:
-                raise InputError(f"sentence {self.sentences} could not be read (the corpus says "
-                                 f"it holds {src.n_sentences:,})")
-            kept = []
-            for sent in chunk:
-                if self.max_tokens is not None and self.tokens >= self.max_tokens:
-                    self.truncated = True
-                    break
-                kept.append(sent)
-                self.tokens += len(sent)
-            if kept:
-                yield self.sentences, kept
-                self.sentences += len(kept)
-        self.truncated = self.truncated or self.sentences < src.n_sentences
-
-
-@contextlib.contextmanager
-def index_source(path) -> Iterator[SentenceSource]:
-    """The corpus index at ``path`` opened (any model's: only its sentences are read) and
-    closed after, its sentences as a :class:`SentenceSource` (``units top/pattern --index``
-    and the Units view). InputError for a folder that is not a complete index."""
-    from elmo_engine.index.search import CorpusIndex
-
-    index = CorpusIndex(Path(path))
-    try:
-        yield SentenceSource.of_index(index)
-    finally:
-        index.close()

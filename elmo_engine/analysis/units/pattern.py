@@ -7,7 +7,8 @@ same way, and is scored by the Jaccard index |Q ∩ S| / |Q ∪ S| (0 when both 
 to more shared units, then corpus order. The states come from the step path of
 :mod:`elmo_engine.model.lstm_inspect` a batch at a time; only the best ``show`` spans are kept
 (with their words around), so the corpus may be read a batch at a time too
-(:class:`~.corpus.SentenceSource`: a corpus index's sentences, ``units pattern --index``).
+(:class:`~elmo_engine.io.datasets.sentence_source.SentenceSource`: a corpus index's
+sentences, ``units pattern --index``).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import List, Optional, Sequence, Tuple, Union
 import numpy as np
 import torch
 
-from elmo_engine.analysis.units.corpus import SentenceSource
+from elmo_engine.io.datasets.sentence_source import SentenceSource
 from elmo_engine.errors import InputError
 from elmo_engine.model.lstm_inspect import Capture, StateKind, framed_tokens, inspect
 from elmo_engine.progress import TaskState, check, report
@@ -87,7 +88,7 @@ def find_pattern(model, query: Sequence[str], span: Tuple[int, int], threshold: 
                  max_tokens: Optional[int] = None) -> PatternResult:
     """The query's on-set over words ``span`` = (i, j) (1-based, inclusive) and the ``show``
     corpus spans of j − i + 1 words that match it best (module docstring). ``corpus``: its
-    sentences, or a :class:`~.corpus.SentenceSource` read a batch at a time (``max_tokens``:
+    sentences, or a :class:`SentenceSource` read a batch at a time (``max_tokens``:
     its first words only, whole sentences); ``labels`` go with sentences held."""
     if not 0 <= layer < model.opts.n_layers:
         raise InputError(f"--layer {layer}: the model has LSTM layers 0 … "

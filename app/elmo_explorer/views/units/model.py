@@ -354,9 +354,9 @@ class UnitContexts:
 def _index(path: str):
     """The corpus index at ``path`` opened and closed after (as ``units top/pattern --index``
     open it): its sentences and its description."""
-    from elmo_engine.analysis.units.corpus import index_source
+    from elmo_engine.index.search import open_sentences
 
-    with index_source(path) as source:
+    with open_sentences(path) as source:
         yield source, f"the corpus index {Path(path).name} ({source.n_tokens:,} words)"
 
 
