@@ -135,10 +135,10 @@ def embed_shards(folder: Path, sentences: Iterable[Sequence[str]], manifest: Man
         if ann is not None and written == 0 and rank == 0:
             from elmo_engine.index.ann import estimate_graph_seconds
 
+            timing = time.monotonic()
             rate.extra_s = len(manifest.layers) * estimate_graph_seconds(
                 vectors[manifest.layers[-1]], manifest.n_tokens, ann)
-            rate.t0 = time.monotonic()               # the timing is no embedding time
-            rate.start_done = done
+            rate.t0 += time.monotonic() - timing     # the timing is no embedding time
         written += 1
         done += count.shard_tokens[k]
         report(state, done, total, rate.message(done)

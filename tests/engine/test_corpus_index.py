@@ -339,5 +339,23 @@ def test_the_time_left_covers_the_graph_build(small, tmp_path, monkeypatch):
                 state=TaskState(lambda done, total, msg: seen.append((done, total, msg))))
     last_embed = [m for _d, _t, m in seen if "tokens/s" in m][-1]
     assert last_embed.endswith("00:02:00 left, the graphs included")     # 2 layers × 60 s
+    # the rate counts the embedding's time, not the graph estimate's: a first shard that took
+    # at least 0.3 s (one shard here) shows at most its tokens / 0.3 s (it once showed its
+    # tokens over the microseconds since the estimate: billions of tokens/s)
+    import elmo_engine.index.build as build_mod
+
+    real = build_mod.embedded
+
+    def slow(block, embedder):
+        time.sleep(0.3)
+        yield from real(block, embedder)
+
+    monkeypatch.setattr(build_mod, "embedded", slow)
+    one = new_manifest(model, str(TINY), count_corpus(sents, 10_000), (1,), [corpus], Reading())
+    seen.clear()
+    build_index(tmp_path / "one", sents, one, Embedder(model, device="cpu", cache_size=0),
+                state=TaskState(lambda done, total, msg: seen.append((done, total, msg))))
+    shown = [m for _d, _t, m in seen if "tokens/s" in m][-1]
+    assert float(shown.split(" tokens/s")[0].replace(",", "")) <= one.n_tokens / 0.3
     graph = [m for _d, _t, m in seen if m.startswith("building the nearest-neighbour graph (")]
     assert graph and "vectors/s" in graph[-1] and "left" in graph[-1]
