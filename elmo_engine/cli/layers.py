@@ -190,7 +190,7 @@ def _run(args) -> int:
                                                  reference_corpus_path)
     from elmo_engine.analysis.layers.sample import read_sample
     from elmo_engine.analysis.layers.tables import format_report, hubness_tsv, words_csv
-    from elmo_engine.model.tokenize import tokenization_of
+    from elmo_engine.model.tokenize import Tokenization
     from elmo_engine.atomic import atomic_write_text
     from elmo_engine.embed.device import pick_device
     from elmo_engine.progress import TaskState
@@ -243,7 +243,7 @@ def _run(args) -> int:
            "corpus": {"path": str(corpus), "sentences_in_file": n_file, "sentences": len(tokens),
                       "tokens": ctx.n_tokens, "max_sentences": args.max_sentences,
                       "max_tokens": args.max_tokens,
-                      "tokenization": tokenization_of(args.pretokenized)},
+                      "tokenization": Tokenization.of(args.pretokenized).value},
            "model": _model_info(emb, path_a), "seed": args.seed, "device": str(device),
            "contextuality": ctx.to_dict(), "cka": cka.to_dict(),
            "hubness": None if res.hubness is None else res.hubness.to_dict(),

@@ -157,7 +157,7 @@ def run(args) -> int:
     from elmo_engine.io.report import check_report_folder
     from elmo_engine.io.workspace_file import SUFFIX, checkpoint_checksum, save_workspace
     from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.model.tokenize import tokenization_of
+    from elmo_engine.model.tokenize import Tokenization
 
     style = figure_style(args)
     common.refuse_stdout(args.out, "a report")
@@ -179,7 +179,7 @@ def run(args) -> int:
     emb = Embedder(model, device=str(device))
     data, tokens = build_workspace(text, args.word, checkpoint, checkpoint_checksum(checkpoint),
                                    model.info.name, probe_runs, layers,
-                                   tokenization_of(args.pretokenized))
+                                   Tokenization.of(args.pretokenized).value)
     source = str(args.workspace_out) if args.workspace_out is not None else str(args.sentences)
     spec, files = export_report(data, source, emb, args.out, style, overwrite=args.force,
                                 tokens=tokens)

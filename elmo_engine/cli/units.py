@@ -15,7 +15,6 @@
 """
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -305,26 +304,12 @@ def run_top(args) -> int:
 
     _check_corpus_choice(args, args.input)
     d = _directions(args.direction)[0]
-    from elmo_engine.analysis.units.contexts import UnitTop, scan_unit, unit_values
+    from elmo_engine.analysis.units.contexts import UnitTop, scan_unit
 
     top = UnitTop(args.show, args.lowest)
-    if args.index is not None:
-        with _index_source(args) as (source, corpus):
-            model = _load_model(args)
-            with _progress() as task:
-                scan = scan_unit(model, source, args.layer, d, kind, args.unit, [top],
-                                 max_tokens=args.max_tokens,
-                                 token_vectors=_token_vectors(model, str(model.device)),
-                                 task=task)
-            _read_note(corpus, scan.sentences, scan.tokens, scan.truncated)
-    else:
-        read = _corpus(args.input, args.pretokenized)
-        model = _load_model(args)
-        values = unit_values(model, read.sentences, args.layer, d, kind, args.unit,
-                             _token_vectors(model, str(model.device)))
-        top.add(0, read.sentences, values)
-        corpus = {"path": str(read.path), "sentences": len(read.sentences),
-                  "tokens": read.tokens, "truncated": read.truncated}
+    _, corpus = _scan(args, args.input, lambda model, source, labels, task: scan_unit(
+        model, source, args.layer, d, kind, args.unit, [top], max_tokens=args.max_tokens,
+        token_vectors=_token_vectors(model, str(model.device)), task=task))
     doc = {"layer": args.layer, "direction": args.direction, "state": kind.value,
            "unit": args.unit, "positions": top.positions, "corpus": corpus,
            "top": [{"value": c.value, "sentence": c.sentence, "token": c.token, "word": c.word,
@@ -366,36 +351,37 @@ def _check_corpus_choice(args, path: Optional[Path], query: bool = False) -> Non
                          "already)")
 
 
-@contextlib.contextmanager
-def _index_source(args):
-    """The corpus index ``args.index`` opened (closed after;
-    :func:`~elmo_engine.index.search.open_sentences`) and the JSON's ``corpus``
-    (``sentences``, ``tokens`` and ``truncated`` filled in by :func:`_read_note`)."""
+def _scan(args, path: Optional[Path], run):
+    """``run(model, source, labels, task)`` over the corpus of ``units top``/``pattern``: the
+    file ``path`` (its first words, read and held: :func:`_corpus`; its UPOS for a CoNLL-U) or
+    the corpus index ``args.index`` (opened and closed after, read a batch at a time, progress
+    on stderr and a ``note:`` when ``--max-tokens`` cut it). The model is loaded once the
+    corpus is known to be readable. Returns what ``run`` returned (its ``sentences``,
+    ``tokens`` and ``truncated`` say what it read) and the JSON's ``corpus``."""
+    from elmo_engine.io.datasets.sentence_source import SentenceSource
+
+    if args.index is None:
+        assert path is not None                     # _check_corpus_choice: one of them
+        read = _corpus(path, args.pretokenized)
+        model = _load_model(args)
+        res = run(model, SentenceSource.of(read.sentences), read.labels, None)
+        return res, {"path": str(read.path), "sentences": len(read.sentences),
+                     "tokens": read.tokens, "truncated": read.truncated}
     from elmo_engine.index.search import open_sentences
-
-    with open_sentences(args.index) as source:
-        yield source, {"index": str(args.index), "in_index": source.n_tokens}
-
-
-@contextlib.contextmanager
-def _progress():
-    """A TaskState whose progress goes to stderr (:class:`~.common.StderrProgress`)."""
     from elmo_engine.progress import TaskState
 
-    progress = common.StderrProgress()
-    try:
-        yield TaskState(progress)
-    finally:
-        progress.close()
-
-
-def _read_note(corpus: dict, sentences: int, tokens: int, truncated: bool) -> None:
-    """What was read of an index into ``corpus``, and a ``note:`` when it was cut."""
-    in_index = corpus.pop("in_index")
-    corpus.update(sentences=sentences, tokens=tokens, truncated=truncated)
-    if truncated:
-        common.log(f"note: read the first {tokens:,} words ({sentences:,} sentences) of the "
-                   f"index's {in_index:,}")
+    with open_sentences(args.index) as source:
+        model = _load_model(args)
+        progress = common.StderrProgress()
+        try:
+            res = run(model, source, None, TaskState(progress))
+        finally:
+            progress.close()
+    if res.truncated:
+        common.log(f"note: read the first {res.tokens:,} words ({res.sentences:,} sentences) "
+                   f"of the index's {source.n_tokens:,}")
+    return res, {"index": str(args.index), "sentences": res.sentences, "tokens": res.tokens,
+                 "truncated": res.truncated}
 
 
 # ---- pattern ----------------------------------------------------------------------------------
@@ -443,23 +429,10 @@ def run_pattern(args) -> int:
     from elmo_engine.analysis.units.pattern import find_pattern
 
     d = 0 if args.direction in ("forward", "fwd") else 1
-    if args.index is not None:
-        with _index_source(args) as (source, corpus):
-            model = _load_model(args)
-            with _progress() as task:
-                res = find_pattern(model, query, span, args.threshold, args.layer, d, kind,
-                                   source, show=args.show, max_tokens=args.max_tokens,
-                                   token_vectors=_token_vectors(model, str(model.device)),
-                                   task=task)
-            _read_note(corpus, res.sentences, res.tokens, res.truncated)
-    else:
-        read = _corpus(args.corpus, args.pretokenized)
-        model = _load_model(args)
-        res = find_pattern(model, query, span, args.threshold, args.layer, d, kind,
-                           read.sentences, labels=read.labels, show=args.show,
-                           token_vectors=_token_vectors(model, str(model.device)))
-        corpus = {"path": str(read.path), "sentences": len(read.sentences),
-                  "tokens": read.tokens, "truncated": read.truncated}
+    res, corpus = _scan(args, args.corpus, lambda model, source, labels, task: find_pattern(
+        model, query, span, args.threshold, args.layer, d, kind, source, labels=labels,
+        show=args.show, max_tokens=args.max_tokens,
+        token_vectors=_token_vectors(model, str(model.device)), task=task))
     doc = {"query": list(res.query), "span": list(res.span), "corpus": corpus,
            "words": list(res.query[span[0] - 1:span[1]]), "threshold": res.threshold,
            "layer": args.layer, "direction": ("forward", "backward")[d], "state": kind.value,

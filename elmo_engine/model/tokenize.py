@@ -103,12 +103,6 @@ TOKENIZATIONS = tuple(t.value for t in Tokenization)
 _OLDER_NAMES = {"regex": Tokenization.TYPED}
 
 
-def tokenization_of(pretokenized: bool) -> Tokenization:
-    """The tokenization a ``--pretokenized`` flag (or a view's switch) names, as recorded in
-    ``layers --json`` and workspace files."""
-    return Tokenization.of(pretokenized)
-
-
 def sentence_tokens(text: str, tokenization: str = Tokenization.TYPED,
                     limit: Optional[int] = None) -> List[str]:
     """The tokens of one sentence: :func:`tokenize`'s, or for ``"whitespace"`` (text that is

@@ -53,12 +53,10 @@ def unit_values(model, sentences: Sequence[Sequence[str]], layer: int, direction
     """The unit's value at each word of each sentence: one float32 (n,) array per sentence."""
     _check_unit(model, layer, kind, unit)
     out: List[np.ndarray] = []
-    for start in range(0, len(sentences), BATCH):
+    for first, chunk in SentenceSource.of(sentences).batches(BATCH):
         check(task)
-        chunk = [list(s) for s in sentences[start:start + BATCH]]
         out += _batch_values(model, chunk, layer, direction, kind, unit, token_vectors)
-        report(task, min(start + BATCH, len(sentences)), len(sentences),
-               "the unit over the corpus")
+        report(task, first + len(chunk), len(sentences), "the unit over the corpus")
     return out
 
 
@@ -119,16 +117,12 @@ class UnitTop:
                 continue
             # only this sentence's best `show` can enter (stable: ties in word order)
             for i in np.argsort(keys, kind="stable")[:self.show]:
-                key = (float(keys[i]), first + s, int(i))
-                worst = (-self._heap[0][0][0], -self._heap[0][0][1], -self._heap[0][0][2]) \
-                    if len(self._heap) == self.show else None
-                if worst is not None and key >= worst:
+                neg = (-float(keys[i]), -(first + s), -int(i))     # the key, negated
+                full = len(self._heap) == self.show
+                if full and neg <= self._heap[0][0]:             # no better than the worst
                     break
-                item = ((-key[0], -key[1], -key[2]), self._context(sent, vals, first + s, int(i)))
-                if worst is None:
-                    heapq.heappush(self._heap, item)
-                else:
-                    heapq.heapreplace(self._heap, item)
+                item = (neg, self._context(sent, vals, first + s, int(i)))
+                (heapq.heapreplace if full else heapq.heappush)(self._heap, item)
 
     def _context(self, sent: Sequence[str], vals: np.ndarray, sentence: int, i: int) -> Context:
         w = self.window

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
-from elmo_engine.model.tokenize import tokenization_of
+from elmo_engine.model.tokenize import Tokenization
 
 #: the result shipped for the first launch, and the one command that makes it (from the repository
 #: root; re-run it whenever the bundled demo model changes, then move the file into resources/,
@@ -273,7 +273,7 @@ def result_dict(info: dict, corpus: str, n_file: Optional[int], n: Optional[int]
     return {"model": info, "corpus": {"path": corpus, "sentences_in_file": n_file,
                                       "sentences": len(tokens), "max_sentences": n,
                                       "tokens": res.contextuality.n_tokens,
-                                      "tokenization": tokenization_of(pretokenized)},
+                                      "tokenization": Tokenization.of(pretokenized).value},
             "contextuality": res.contextuality.to_dict(), "cka": res.cka.to_dict(),
             "hubness": None if hub is None else hub.to_dict(), "recorded": None,
             "timings": res.timings}

@@ -11,7 +11,6 @@ intervention panel's computations are in :mod:`.intervention`.
 from __future__ import annotations
 
 import contextlib
-import functools
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -351,13 +350,37 @@ class UnitContexts:
 
 
 @contextlib.contextmanager
-def _index(path: str):
-    """The corpus index at ``path`` opened and closed after (as ``units top/pattern --index``
-    open it): its sentences and its description."""
-    from elmo_engine.index.search import open_sentences
+def _opened(corpus: "CorpusFile", default):
+    """The sentences a tab runs over, as ``units top``/``pattern`` read them: a corpus index's,
+    read a batch at a time (opened and closed after); a sentence file's or CoNLL-U's first
+    ``CORPUS_TOKENS`` words; or, with no path, ``default()`` → (sentences, labels,
+    description). Yields (a SentenceSource, the labels or None, the description)."""
+    from elmo_engine.io.datasets.sentence_source import SentenceSource
 
-    with open_sentences(path) as source:
-        yield source, f"the corpus index {Path(path).name} ({source.n_tokens:,} words)"
+    if corpus.is_index:
+        from elmo_engine.index.search import open_sentences
+
+        with open_sentences(corpus.path) as source:
+            yield (source, None,
+                   f"the corpus index {Path(corpus.path).name} ({source.n_tokens:,} words)")
+        return
+    if corpus.path:
+        from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
+
+        read = read_units_corpus(corpus.path, CORPUS_TOKENS, corpus.split_on_spaces)
+        sents, labels, where = read.sentences, read.labels, read.describe()
+    else:
+        sents, labels, where = default()
+    yield SentenceSource.of(sents), labels, where
+
+
+def _reference_corpus() -> Tuple[List[List[str]], None, str]:
+    """The Unit tab's default: the bundled reference corpus (its first ``CORPUS_TOKENS``)."""
+    from elmo_engine.analysis.layers.run import reference_corpus_path
+    from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
+
+    return (read_units_corpus(reference_corpus_path(), CORPUS_TOKENS).sentences, None,
+            CONTEXTS_DEFAULT)
 
 
 #: what the Unit tab's contexts and the pattern search run over when no file is chosen
@@ -381,21 +404,9 @@ def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token
     # the tab shows positions, not words: no sum per distinct word is kept
     highest = UnitTop(CONTEXT_SHOW, words=False)
     lowest = UnitTop(CONTEXT_SHOW, lowest=True, words=False)
-    if corpus.is_index:
-        with _index(corpus.path) as (source, where):
-            scan_unit(model, source, choice.layer, d, kind, choice.unit, [highest, lowest],
-                      token_vectors=token_vectors, task=state)
-    else:
-        from elmo_engine.analysis.layers.run import reference_corpus_path
-        from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
-
-        read = read_units_corpus(corpus.path or reference_corpus_path(), CORPUS_TOKENS,
-                                 corpus.split_on_spaces)
-        values = unit_values(model, read.sentences, choice.layer, d, kind, choice.unit,
-                             token_vectors, state)
-        for top in (highest, lowest):
-            top.add(0, read.sentences, values)
-        where = read.describe() if corpus.path else CONTEXTS_DEFAULT
+    with _opened(corpus, _reference_corpus) as (source, _, where):
+        scan_unit(model, source, choice.layer, d, kind, choice.unit, [highest, lowest],
+                  token_vectors=token_vectors, task=state)
     hist = None
     if labels is not None:
         labelled = labels.sentences(RANK_TOKENS)
@@ -451,18 +462,9 @@ def pattern_search(model, tokens: Sequence[str], q: PatternQuery, token_vectors=
     from elmo_engine.analysis.units.pattern import find_pattern
     from elmo_engine.model.lstm_inspect import StateKind
 
-    labels: Optional[List[List[Optional[str]]]]
-    search = functools.partial(find_pattern, model, list(tokens), (q.start, q.end), q.threshold,
-                               q.layer, DIRECTIONS.index(q.direction), StateKind(q.state),
-                               show=PATTERN_SHOW, token_vectors=token_vectors, task=state)
-    if corpus.is_index:
-        with _index(corpus.path) as (source, where):
-            return where, search(source)
-    if corpus.path:
-        from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
-
-        read = read_units_corpus(corpus.path, CORPUS_TOKENS, corpus.split_on_spaces)
-        sents, labels, where = read.sentences, read.labels, read.describe()
-    else:
-        (sents, labels), where = pattern_corpus(), PATTERN_DEFAULT
-    return where, search(sents, labels=labels)
+    with _opened(corpus, lambda: (*pattern_corpus(), PATTERN_DEFAULT)) as (source, labels,
+                                                                          where):
+        return where, find_pattern(model, list(tokens), (q.start, q.end), q.threshold, q.layer,
+                                   DIRECTIONS.index(q.direction), StateKind(q.state), source,
+                                   labels=labels, show=PATTERN_SHOW,
+                                   token_vectors=token_vectors, task=state)
