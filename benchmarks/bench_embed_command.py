@@ -23,6 +23,12 @@ the GEMM units are fast (AMX).
     python benchmarks/bench_embed_command.py                    # 256 sentences, 2 rounds
     python benchmarks/bench_embed_command.py --sentences 1024 --rounds 3 --phases
     python benchmarks/bench_embed_command.py --sentences 1024 --rounds 1 --batch-size 64
+    python benchmarks/bench_embed_command.py --baseline 65c4cde      # float32 against a revision
+
+``--baseline REF`` also runs float32 on revision ``REF`` of this repository (``git archive``; its
+own ``python -m elmo_engine.cli embed``), in the same ABBA rounds, and prints this tree's float32
+speed against it and the largest difference between their vectors: the issue's "float32
+unchanged or faster", on any host. On a CPU without bf16 units only the two float32 commands run.
 
 The issue's target: bf16 >= 3x float32, whole command, on a host with AMX (``amx_bf16``), with
 the layer-2 cosine >= 0.999 at the 0.1 % quantile.
@@ -39,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -92,16 +99,34 @@ def held_out_sentences(n: int, path: Path = CORPUS) -> list:
     raise SystemExit(f"{path} has only {len(found)} sentences of 5-50 tokens")
 
 
-def command(exe: str, text: Path, out: Path, ckpt: Path, precision: str,
+@dataclass(frozen=True)
+class Variant:
+    """One command timed: ``precision`` on this tree (``tree`` None) or on an extracted
+    revision's tree, run as ``python -m elmo_engine.cli`` with that tree first on the path."""
+
+    name: str
+    precision: str
+    tree: Optional[Path] = None
+
+    def argv(self, exe: str) -> list:
+        return [exe] if self.tree is None else [sys.executable, "-m", "elmo_engine.cli"]
+
+    def env(self, env: dict) -> dict:
+        if self.tree is None:
+            return env
+        return {**env, "PYTHONPATH": str(self.tree)}
+
+
+def command(prefix: list, text: Path, out: Path, ckpt: Path, precision: str,
             batch: Optional[int]) -> list:
-    return [exe, "embed", str(text), "-o", str(out), "--checkpoint", str(ckpt),
+    return [*prefix, "embed", str(text), "-o", str(out), "--checkpoint", str(ckpt),
             "--precision", precision, "--pretokenized",
             *([] if batch is None else ["--batch-size", str(batch)])]
 
 
-def run_timed(argv: list, env: dict) -> float:
+def run_timed(argv: list, env: dict, cwd: Optional[Path] = None) -> float:
     t = time.perf_counter()
-    done = subprocess.run(argv, env=env, capture_output=True, text=True)
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, cwd=cwd)
     wall = time.perf_counter() - t
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr}")
@@ -127,12 +152,15 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=None,
                     help="embed's --batch-size (default: the command's own, 256 sentences); "
                          "the rows of each step's GEMMs, within embed's 4,096 padded tokens")
+    ap.add_argument("--baseline", default=None, metavar="REF",
+                    help="also time float32 on this git revision (float32 unchanged or faster)")
     args = ap.parse_args()
 
     import torch
 
     import hostinfo
     from bench_bilm import FILTERS, MODELS, random_checkpoint
+    from bench_startup import extract
     from elmo_engine.cli.embed import STREAM_BATCH_ROWS
     from elmo_engine import runtime
     from elmo_engine.embed.fidelity import layer_fidelity
@@ -143,17 +171,23 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     print(hostinfo.host_line())
     bf16_units = runtime.cpu_bf16().offered
-    print(f"GEMM ceilings (2048² mm): fp32 {hostinfo.ceiling('fp32', 'cpu'):.0f} GFLOP/s, "
-          f"bf16 {hostinfo.ceiling('bf16', 'cpu'):.0f} GFLOP/s "
-          f"({hostinfo.ceiling('bf16', 'cpu') / hostinfo.ceiling('fp32', 'cpu'):.2f}x)")
+    print(hostinfo.rates_line()[0])      # bf16 measured only where the CPU has bf16 units
+    if not bf16_units and not args.baseline:
+        raise SystemExit("this CPU has no bf16 units: embed --precision bf16 is refused here "
+                         "(--baseline REF still compares float32 with a revision)")
     if not bf16_units:
-        raise SystemExit("this CPU has no bf16 units: embed --precision bf16 is refused here")
+        print("this CPU has no bf16 units: float32 only, against the baseline")
     exe = shutil.which("elmo-explorer") or str(Path(sys.executable).with_name("elmo-explorer"))
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = str(torch.get_num_threads())
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        variants = [Variant("fp32", "fp32")] + ([Variant("bf16", "bf16")] if bf16_units else [])
+        if args.baseline:
+            (folder / "baseline").mkdir()
+            variants.append(Variant(f"fp32@{args.baseline}", "fp32",
+                                    extract(args.baseline, folder / "baseline")))
         ckpt = random_checkpoint(args.model, folder)
         os.sync()          # the new checkpoint's pages written back before anything is timed
         sents = held_out_sentences(args.sentences)
@@ -161,34 +195,45 @@ def main() -> None:
         text.write_text("".join(" ".join(s) + "\n" for s in sents), encoding="utf-8")
         tokens = sum(len(s) for s in sents)
         print(f"[{args.model}] {len(sents)} held-out sentences, {tokens} tokens; "
-              f"`elmo-explorer embed … --precision fp32|bf16"
-              f"{'' if args.batch_size is None else f' --batch-size {args.batch_size}'}`, "
-              f"{args.rounds} ABBA round(s)")
-        times = {"fp32": [], "bf16": []}
-        outs = {p: folder / f"{p}.hdf5" for p in times}
+              f"`elmo-explorer embed … --precision P"
+              f"{'' if args.batch_size is None else f' --batch-size {args.batch_size}'}` as "
+              f"{', '.join(v.name for v in variants)}, {args.rounds} ABBA round(s)")
+        times: dict = {v.name: [] for v in variants}
+        outs = {v.name: folder / f"{v.name.replace('@', '-')}.hdf5" for v in variants}
         for _ in range(args.rounds):
-            for precision in ("fp32", "bf16", "bf16", "fp32"):
-                outs[precision].unlink(missing_ok=True)
-                times[precision].append(run_timed(
-                    command(exe, text, outs[precision], ckpt, precision, args.batch_size),
-                    env))
+            for v in variants + variants[::-1]:
+                outs[v.name].unlink(missing_ok=True)
+                times[v.name].append(run_timed(
+                    command(v.argv(exe), text, outs[v.name], ckpt, v.precision,
+                            args.batch_size), v.env(env), v.tree))
         version = min(run_timed([exe, "--version"], env) for _ in range(3))
         flops = flops_per_token(BiLMOptions(filters=FILTERS, **MODELS[args.model])).total
-        for precision, ts in times.items():
-            print(f"  {precision}: best {min(ts):.2f} s, median {statistics.median(ts):.2f} s "
+        for v in variants:
+            ts = times[v.name]
+            print(f"  {v.name}: best {min(ts):.2f} s, median {statistics.median(ts):.2f} s "
                   f"({tokens / min(ts):.0f} tokens/s whole command; "
-                  f"{hostinfo.share_line(flops * tokens, min(ts), precision)} at "
+                  f"{hostinfo.share_line(flops * tokens, min(ts), v.precision)} at "
                   f"{flops / 1e6:.0f} MFLOP per token)")
-        ratio = min(times["fp32"]) / min(times["bf16"])
-        median_ratio = statistics.median(times["fp32"]) / statistics.median(times["bf16"])
-        print(f"  bf16 / fp32, whole command: {ratio:.2f}x best, {median_ratio:.2f}x median "
-              f"(target >= 3x on an AMX host); `elmo-explorer --version` {version:.2f} s")
-        fid = layer_fidelity(read_vectors(outs["fp32"]), read_vectors(outs["bf16"]))
-        for f in fid:
-            print(f"  layer {f.layer}: cosine to fp32 median {f.median:.6f}, "
-                  f"0.1 % quantile {f.q001:.6f}, min {f.minimum:.6f} ({f.n} tokens)")
+        print(f"  `elmo-explorer --version` {version:.2f} s")
+        if bf16_units:
+            ratio = min(times["fp32"]) / min(times["bf16"])
+            median_ratio = statistics.median(times["fp32"]) / statistics.median(times["bf16"])
+            print(f"  bf16 / fp32, whole command: {ratio:.2f}x best, {median_ratio:.2f}x median "
+                  "(target >= 3x on an AMX host)")
+            fid = layer_fidelity(read_vectors(outs["fp32"]), read_vectors(outs["bf16"]))
+            for f in fid:
+                print(f"  layer {f.layer}: cosine to fp32 median {f.median:.6f}, "
+                      f"0.1 % quantile {f.q001:.6f}, min {f.minimum:.6f} ({f.n} tokens)")
+        if args.baseline:
+            base = variants[-1].name
+            ratio = min(times[base]) / min(times["fp32"])
+            median_ratio = statistics.median(times[base]) / statistics.median(times["fp32"])
+            diff = max(float(np.abs(a - b).max()) for a, b in
+                       zip(read_vectors(outs["fp32"]), read_vectors(outs[base])))
+            print(f"  fp32 now against {base}: {ratio:.2f}x best, {median_ratio:.2f}x median "
+                  f"(> 1: now faster); largest |difference| of the vectors {diff:.2e}")
         if args.phases:
-            for precision in ("fp32", "bf16"):
+            for precision in ("fp32", "bf16") if bf16_units else ("fp32",):
                 rows = STREAM_BATCH_ROWS if args.batch_size is None else args.batch_size
                 done = subprocess.run([sys.executable, "-c", PHASES, str(ckpt), str(text),
                                        precision, str(rows)], env=env,

@@ -1,6 +1,6 @@
 """A unit's top contexts over a corpus index (``units top --index``) against the same sentences
 held in memory (``units top FILE``'s way): the index's sentences read from its token table a
-batch at a time (``index.search.open_sentences`` → ``contexts.scan_unit``) against
+batch at a time (``index.search.open_sentences`` → ``contexts.scan_units``) against
 ``unit_values`` over the file's sentences and one ``UnitTop`` fed the whole. The bundled model,
 the first ``--tokens`` words of the reference corpus, indexed one sentence per line first (in a
 temporary folder, or ``--index FOLDER`` built so), alternating rounds in one process.
@@ -36,7 +36,7 @@ def main() -> None:
 
     from elmo_engine import runtime
     from elmo_engine.analysis.layers import reference_corpus_path
-    from elmo_engine.analysis.units.contexts import UnitTop, scan_unit, unit_values
+    from elmo_engine.analysis.units.contexts import UnitTop, scan_units, unit_values
     from elmo_engine.analysis.units.corpus import read_units_corpus
     from elmo_engine.cli.main import main as cli
     from elmo_engine.embed.embedder import Embedder
@@ -79,8 +79,8 @@ def main() -> None:
             t0 = time.perf_counter()
             top = UnitTop(20)
             with open_sentences(folder) as source:
-                scan = scan_unit(model, source, 1, 0, StateKind.C, 78, [top],
-                                 token_vectors=vectors)
+                scan = scan_units(model, source, 1, 0, StateKind.C, {78: [top]},
+                                  token_vectors=vectors)
             best["index"] = min(best["index"], time.perf_counter() - t0)
             got["index"] = (top.contexts(), top.words())
             assert scan.tokens == n, (scan.tokens, n)

@@ -4,9 +4,9 @@
   property (``--conllu FILE --label upos|xpos|feats:Number``, ``--tsv FILE`` or ``--demo pos``)
   by an elastic-net probe and by the class-mean difference, with the accuracy of a probe on the
   top-k units against k random units (``--k``, ``--seeds``).
-* ``units top INPUT``: one unit (``--layer``, ``--direction``, ``--state``, ``--unit``) over a
-  sentence file: its highest (or ``--lowest``) positions as concordance lines, and the words
-  that drive it most.
+* ``units top INPUT``: a unit (``--layer``, ``--direction``, ``--state``, ``--unit``; several
+  in one run of the model) over a sentence file or a corpus index: its highest (or
+  ``--lowest``) positions as concordance lines, and the words that drive it most.
 * ``units ablate``: Lakretz et al.'s experiment: rank the units for a property (default
   ``feats:Number``) in each direction, zero the top-k and k random units in the live biLM, and
   score the minimal pairs (``--pairs``, default the bundled sets) per direction. Without
@@ -16,9 +16,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from elmo_engine.analysis.units.corpus import CORPUS_TOKENS
+from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, MAX_SCAN_UNITS
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
@@ -93,7 +93,9 @@ def add_parser(subparsers):
     top.add_argument("--direction", choices=DIRECTIONS[:2], default="forward",
                      help="which LM (default forward)")
     top.add_argument("--state", default="c", help="state kind (default c, the cell)")
-    top.add_argument("--unit", type=int, required=True, help="the unit, 0-based")
+    top.add_argument("--unit", required=True, metavar="U[,U…]",
+                     help="the unit, 0-based; several (78,112,301) are ranked in one run of the "
+                          "model, each with its own table")
     top.add_argument("--show", type=int, default=20, metavar="N",
                      help="positions and words listed (default 20)")
     top.add_argument("--lowest", action="store_true", help="the most negative values instead")
@@ -296,36 +298,63 @@ def run_top(args) -> int:
     if len(kinds) != 1:
         raise InputError("--state takes one state kind (c, i, f, o, g, m or h)")
     kind: StateKind = kinds[0]
+    units = _units(args.unit)
     opts = common.checkpoint_options(args.checkpoint)     # the sizes, before torch
     _check_layers([args.layer], opts)
     width = state_width(opts, kind)
-    if not 0 <= args.unit < width:
-        raise InputError(f"--unit {args.unit}: {kind.value} has units 0 … {width - 1}")
+    for unit in units:
+        if unit >= width:
+            raise InputError(f"--unit {unit}: {kind.value} has units 0 … {width - 1}")
 
     _check_corpus_choice(args, args.input)
     d = _directions(args.direction)[0]
-    from elmo_engine.analysis.units.contexts import UnitTop, scan_unit
+    from elmo_engine.analysis.units.contexts import UnitTop, scan_units
 
-    top = UnitTop(args.show, args.lowest)
-    _, corpus = _scan(args, args.input, lambda model, source, labels, task: scan_unit(
-        model, source, args.layer, d, kind, args.unit, [top], max_tokens=args.max_tokens,
-        token_vectors=_token_vectors(model, str(model.device)), task=task))
+    tops = {unit: UnitTop(args.show, args.lowest) for unit in units}
+    _, corpus = _scan(args, args.input, lambda model, source, labels, task: scan_units(
+        model, source, args.layer, d, kind, {u: [t] for u, t in tops.items()},
+        max_tokens=args.max_tokens, token_vectors=_token_vectors(model, str(model.device)),
+        task=task))
+    ranked: List[Dict[str, Any]] = []
+    for unit, top in tops.items():
+        ranked.append({"unit": unit,
+                       "top": [{"value": c.value, "sentence": c.sentence, "token": c.token,
+                                "word": c.word, "left": c.left, "right": c.right}
+                               for c in top.contexts()],
+                       "words": [{"word": w, "mean": m, "count": n}
+                                 for w, m, n in top.words()]})
+    positions = next(iter(tops.values())).positions
     doc = {"layer": args.layer, "direction": args.direction, "state": kind.value,
-           "unit": args.unit, "positions": top.positions, "corpus": corpus,
-           "top": [{"value": c.value, "sentence": c.sentence, "token": c.token, "word": c.word,
-                    "left": c.left, "right": c.right} for c in top.contexts()],
-           "words": [{"word": w, "mean": m, "count": n} for w, m, n in top.words()]}
+           "positions": positions, "corpus": corpus}
+    # one unit: its fields at the top level, as before; several: a list, in the order asked
+    doc.update(ranked[0] if len(ranked) == 1 else {"units": ranked})
     if args.json:
         common.print_json(doc)
         return 0
-    print(f"unit {args.unit} of {kind.value}, layer {args.layer} {args.direction}: the "
-          f"{'lowest' if args.lowest else 'highest'} of {doc['positions']} positions")
-    for e in doc["top"]:
-        print(f"{e['value']:8.3f}  {e['left'][-40:]:>40} [{e['word']}] {e['right'][:40]}")
-    print("words by mean value:")
-    for e in doc["words"]:
-        print(f"{e['mean']:8.3f}  {e['word']} ({e['count']})")
+    for n, one in enumerate(ranked):
+        print(("\n" if n else "") + f"unit {one['unit']} of {kind.value}, layer {args.layer} "
+              f"{args.direction}: the {'lowest' if args.lowest else 'highest'} of {positions} "
+              "positions")
+        for e in one["top"]:
+            print(f"{e['value']:8.3f}  {e['left'][-40:]:>40} [{e['word']}] {e['right'][:40]}")
+        print("words by mean value:")
+        for e in one["words"]:
+            print(f"{e['mean']:8.3f}  {e['word']} ({e['count']})")
     return 0
+
+
+def _units(text: str) -> List[int]:
+    """``--unit``'s units: one or more, comma-separated, each once, at most
+    :data:`~elmo_engine.analysis.units.corpus.MAX_SCAN_UNITS`."""
+    units = _ints(text, "--unit")
+    if not units:
+        raise InputError("--unit needs a unit (or several: 78,112,301)")
+    twice = [u for n, u in enumerate(units) if u in units[:n]]
+    if twice:
+        raise InputError(f"--unit: unit {twice[0]} is given twice")
+    if len(units) > MAX_SCAN_UNITS:
+        raise InputError(f"--unit: {len(units)} units; one run ranks at most {MAX_SCAN_UNITS}")
+    return list(units)
 
 
 def _add_index_options(p) -> None:

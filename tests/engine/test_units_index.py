@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from support import FIXTURES, REPO
-from elmo_engine.analysis.units.contexts import (UnitTop, scan_unit, top_contexts, unit_values,
-                                                 word_means)
+from elmo_engine.analysis.units.contexts import (UnitTop, scan_units, top_contexts,
+                                                 unit_values, word_means)
+from elmo_engine.analysis.units.corpus import MAX_SCAN_UNITS
 from elmo_engine.cli.main import main
 from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.index.search import CorpusIndex
@@ -109,9 +110,8 @@ def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
         values = unit_values(model, sentences, 1, 1, StateKind.C, 5)
         seen = []
         low, high = UnitTop(15, lowest=True), UnitTop(4)              # both in one pass
-        scan = scan_unit(model, ix.sentence_source(), 1, 1, StateKind.C, 5,
-                         [low, high],
-                         task=TaskState(lambda done, total, msg: seen.append((done, total))))
+        scan = scan_units(model, ix.sentence_source(), 1, 1, StateKind.C, {5: [low, high]},
+                          task=TaskState(lambda done, total, msg: seen.append((done, total))))
         assert (scan.sentences, scan.tokens, scan.truncated) == (120, m.n_tokens, False)
         assert [(c.value, c.sentence, c.token) for c in low.contexts()] == \
             [(c.value, c.sentence, c.token) for c in top_contexts(sentences, values, 15, True)]
@@ -120,8 +120,8 @@ def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
         assert seen[-1] == (m.n_tokens, m.n_tokens) and len(seen) == 2     # a batch of 64
         # the first words only, whole sentences, as a file is read
         first = UnitTop(5)
-        cut = scan_unit(model, ix.sentence_source(), 1, 1, StateKind.C, 5,
-                        [first], max_tokens=100)
+        cut = scan_units(model, ix.sentence_source(), 1, 1, StateKind.C, {5: [first]},
+                         max_tokens=100)
         lengths = np.cumsum([len(s) for s in sentences])
         n = int(np.searchsorted(lengths, 100)) + 1                   # the sentence reaching 100
         assert (cut.sentences, cut.tokens, cut.truncated) == (n, int(lengths[n - 1]), True)
@@ -129,11 +129,40 @@ def test_the_scan_of_an_index_is_the_unit_over_its_sentences(index, model):
         # cancelled between batches
         state = TaskState(lambda done, total, msg: state.cancel())
         with pytest.raises(CancelledError):
-            scan_unit(model, ix.sentence_source(), 1, 0, StateKind.C, 5,
-                      [UnitTop(5)], task=state)
+            scan_units(model, ix.sentence_source(), 1, 0, StateKind.C, {5: [UnitTop(5)]},
+                       task=state)
         with pytest.raises(InputError, match="unit 4096: c has units"):
-            scan_unit(model, ix.sentence_source(), 1, 0, StateKind.C, 4096,
-                      [UnitTop(5)])
+            scan_units(model, ix.sentence_source(), 1, 0, StateKind.C,
+                       {5: [UnitTop(5)], 4096: [UnitTop(5)]})
+        with pytest.raises(InputError, match="no unit"):
+            scan_units(model, ix.sentence_source(), 1, 0, StateKind.C, {})
+        with pytest.raises(InputError, match=f"at most {MAX_SCAN_UNITS}"):
+            scan_units(model, ix.sentence_source(), 1, 0, StateKind.C,
+                       {u: [UnitTop(1)] for u in range(MAX_SCAN_UNITS + 1)})
+    finally:
+        ix.close()
+
+
+def test_several_units_in_one_scan_rank_as_each_alone(index, model):
+    # one run of the model feeds each unit's own rankings: the same as each unit scanned alone,
+    # whatever the order the units are given in
+    _, folder = index
+    ix = CorpusIndex(folder)
+    try:
+        sentences = ix.sentences(0, ix.manifest.n_sentences)
+        units = (11, 3, 14)                            # h has 16 units
+        tops = {u: [UnitTop(6), UnitTop(4, lowest=True)] for u in units}
+        scan = scan_units(model, ix.sentence_source(), 0, 1, StateKind.H, tops)
+        assert scan.tokens == ix.manifest.n_tokens
+        for u in units:
+            values = unit_values(model, sentences, 0, 1, StateKind.H, u)
+            high, low = tops[u]
+            assert high.contexts() == top_contexts(sentences, values, 6)
+            assert low.contexts() == top_contexts(sentences, values, 4, lowest=True)
+            assert high.words() == word_means(sentences, values, 6)
+            assert high.positions == low.positions == scan.tokens
+        # the units really differ (a mix-up of columns would make them equal)
+        assert len({tuple(c.value for c in tops[u][0].contexts()) for u in units}) == 3
     finally:
         ix.close()
 
@@ -156,6 +185,49 @@ def test_top_over_an_index_prints_what_the_file_gives(index, capsys):
     cut = json.loads(out.out)
     assert cut["corpus"]["truncated"] and 200 <= cut["corpus"]["tokens"] < 260
     assert f"note: read the first {cut['corpus']['tokens']:,} words" in out.err
+
+
+def test_top_with_several_units_gives_each_units_own_table(index, capsys):
+    text, folder = index
+    argv = ["units", "top", "--layer", "1", "--state", "c", "--show", "5", *CK, "--json",
+            "--index", str(folder)]
+    alone = {}
+    for unit in (9, 2):
+        assert main([*argv, "--unit", str(unit)]) == 0
+        alone[unit] = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--unit", "9,2"]) == 0
+    both = json.loads(capsys.readouterr().out)
+    assert [u["unit"] for u in both["units"]] == [9, 2]            # in the order asked
+    for one in both["units"]:
+        assert one["top"] == alone[one["unit"]]["top"] and len(one["top"]) == 5
+        assert one["words"] == alone[one["unit"]]["words"]
+    assert both["positions"] == alone[9]["positions"] and both["corpus"] == alone[9]["corpus"]
+    assert "unit" not in both and "top" not in both
+    assert main([*argv[:-3], "--unit", "9,2", str(text)]) == 0        # a file; as text
+    out = capsys.readouterr().out
+    assert out.index("unit 9 of c, layer 1 forward") < out.index("unit 2 of c, layer 1 forward")
+    assert out.count("words by mean value:") == 2
+
+
+@pytest.mark.parametrize("units, message", [
+    ("3,3", "--unit: unit 3 is given twice"),
+    ("3,x", "--unit must be comma-separated integers"),
+    (",", "--unit needs a unit"),
+    ("-1", "--unit: -1 is below 0"),
+    ("2,64", "--unit 64: c has units 0 … 63"),
+    (",".join(map(str, range(MAX_SCAN_UNITS + 1))), f"one run ranks at most {MAX_SCAN_UNITS}"),
+])
+def test_bad_units_are_one_line_before_the_model(index, capsys, monkeypatch, units, message):
+    import elmo_engine.cli.units as cli_units
+
+    def no_model(args):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(cli_units, "_load_model", no_model)
+    text, _ = index
+    assert main(["units", "top", str(text), "--unit", units, *CK]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
 
 
 BAD_OPTIONS = [

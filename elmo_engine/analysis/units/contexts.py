@@ -5,19 +5,21 @@ per label of a labelled set (a histogram per class).
 :func:`unit_values` runs the step path of :mod:`elmo_engine.model.lstm_inspect` a batch at a
 time and keeps only the one unit (a float per word); the rest works on those values.
 :class:`UnitTop` ranks positions and words as the values come, a batch at a time, so that
-:func:`scan_unit` can run a unit over a corpus of any size (a corpus index's sentences) holding
-only the ``show`` best positions and a sum per distinct word; :func:`top_contexts` and
+:func:`scan_units` can run units over a corpus of any size (a corpus index's sentences) holding
+only the ``show`` best positions and a sum per distinct word, several units in one run of the
+model; :func:`top_contexts` and
 :func:`word_means` are the same ranking over values held whole.
 """
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
+from elmo_engine.analysis.units.corpus import MAX_SCAN_UNITS
 from elmo_engine.io.datasets.sentence_source import SentenceSource
 from elmo_engine.errors import InputError
 from elmo_engine.model.lstm_inspect import (Capture, StateKind, framed_tokens, inspect,
@@ -37,13 +39,14 @@ def _check_unit(model, layer: int, kind: StateKind, unit: int) -> None:
 
 
 def _batch_values(model, chunk: List[List[str]], layer: int, direction: int, kind: StateKind,
-                  unit: int, token_vectors) -> List[np.ndarray]:
-    """The unit's values over one batch of sentences: a float32 (n,) array per sentence."""
+                  units: Sequence[int], token_vectors) -> List[np.ndarray]:
+    """The ``units``' values over one batch of sentences: a float32 (n, len(units)) array per
+    sentence."""
     tok, lengths = framed_tokens(model, chunk, token_vectors)
     res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(layer,),
                                                directions=(direction,), dtype=torch.float32),
                   states_only=True)
-    held = res.states[(layer, direction, kind)][:, :, unit].cpu().numpy()   # (B, T)
+    held = res.states[(layer, direction, kind)][:, :, list(units)].cpu().numpy()   # (B, T, U)
     return [held[r, 1:len(s) + 1].copy() for r, s in enumerate(chunk)]
 
 
@@ -55,7 +58,8 @@ def unit_values(model, sentences: Sequence[Sequence[str]], layer: int, direction
     out: List[np.ndarray] = []
     for first, chunk in SentenceSource.of(sentences).batches(BATCH):
         check(task)
-        out += _batch_values(model, chunk, layer, direction, kind, unit, token_vectors)
+        out += [v[:, 0].copy() for v in
+                _batch_values(model, chunk, layer, direction, kind, (unit,), token_vectors)]
         report(task, first + len(chunk), len(sentences), "the unit over the corpus")
     return out
 
@@ -159,7 +163,7 @@ def word_means(sentences: Sequence[Sequence[str]], values: Sequence[np.ndarray],
 
 @dataclass(frozen=True)
 class Scan:
-    """What :func:`scan_unit` read: ``sentences`` and ``tokens``, and whether the corpus holds
+    """What :func:`scan_units` read: ``sentences`` and ``tokens``, and whether the corpus holds
     more than that (``truncated``: ``max_tokens`` was reached)."""
 
     sentences: int
@@ -167,22 +171,33 @@ class Scan:
     truncated: bool
 
 
-def scan_unit(model, source: SentenceSource, layer: int, direction: int, kind: StateKind,
-              unit: int, tops: Sequence[UnitTop], max_tokens: Optional[int] = None,
-              token_vectors=None, task: Optional[TaskState] = None) -> Scan:
-    """The unit over ``source``'s sentences, a batch at a time, fed to each of ``tops`` (the
-    highest, the lowest, or both in one pass); with ``max_tokens`` its first words only, whole
-    sentences (:meth:`SentenceSource.batches`). Memory: one batch and the rankings,
-    whatever the corpus's size; cancellable between batches."""
-    _check_unit(model, layer, kind, unit)
+def scan_units(model, source: SentenceSource, layer: int, direction: int, kind: StateKind,
+               tops: Mapping[int, Sequence[UnitTop]], max_tokens: Optional[int] = None,
+               token_vectors=None, task: Optional[TaskState] = None) -> Scan:
+    """Units over ``source``'s sentences in one pass, a batch at a time: ``tops`` maps each unit
+    to the rankings its values feed (the highest, the lowest, or both), so that several units
+    cost one run of the model, not one each (at most :data:`MAX_SCAN_UNITS`). With
+    ``max_tokens`` its first words only, whole sentences (:meth:`SentenceSource.batches`).
+    Memory: one batch and the rankings, whatever the corpus's size; cancellable between
+    batches."""
+    units = list(tops)
+    if not units:
+        raise InputError("no unit to scan")
+    if len(units) > MAX_SCAN_UNITS:
+        raise InputError(f"{len(units)} units: one scan ranks at most {MAX_SCAN_UNITS}")
+    for unit in units:
+        _check_unit(model, layer, kind, unit)
     batches = source.batches(BATCH, max_tokens)
     for first, chunk in batches:
         check(task)
-        values = _batch_values(model, chunk, layer, direction, kind, unit, token_vectors)
-        for top in tops:
-            top.add(first, chunk, values)
+        values = _batch_values(model, chunk, layer, direction, kind, units, token_vectors)
+        for j, unit in enumerate(units):
+            column = [v[:, j] for v in values]
+            for top in tops[unit]:
+                top.add(first, chunk, column)
         report(task, min(batches.tokens, batches.total), batches.total,
-               "the unit over the corpus")
+               "the unit over the corpus" if len(units) == 1
+               else f"{len(units)} units over the corpus")
     return Scan(batches.sentences, batches.tokens, batches.truncated)
 
 

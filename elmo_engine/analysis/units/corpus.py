@@ -26,6 +26,9 @@ MAX_SENTENCES = 200_000
 #: and the view alike (the whole bundled reference corpus, 81,792 words; a unit's values over
 #: it take 3-6 s with the bundled model on 2 cores: docs/performance.md, "Units")
 CORPUS_TOKENS = 100_000
+#: the most units one scan ranks (``units top --unit``, :func:`contexts.scan_units`: each keeps
+#: its own ranking, fed every word)
+MAX_SCAN_UNITS = 64
 
 
 @dataclass(frozen=True)

@@ -395,7 +395,7 @@ def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token
     corpus; or a corpus index, every sentence, as ``units top --index``), and with ``labels``
     (the shown ranking's) its histogram per label on the words the ranking used (run on the
     worker)."""
-    from elmo_engine.analysis.units.contexts import (UnitTop, label_histogram, scan_unit,
+    from elmo_engine.analysis.units.contexts import (UnitTop, label_histogram, scan_units,
                                                      unit_values)
     from elmo_engine.model.lstm_inspect import StateKind
 
@@ -405,8 +405,8 @@ def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token
     highest = UnitTop(CONTEXT_SHOW, words=False)
     lowest = UnitTop(CONTEXT_SHOW, lowest=True, words=False)
     with _opened(corpus, _reference_corpus) as (source, _, where):
-        scan_unit(model, source, choice.layer, d, kind, choice.unit, [highest, lowest],
-                  token_vectors=token_vectors, task=state)
+        scan_units(model, source, choice.layer, d, kind, {choice.unit: [highest, lowest]},
+                   token_vectors=token_vectors, task=state)
     hist = None
     if labels is not None:
         labelled = labels.sentences(RANK_TOKENS)
