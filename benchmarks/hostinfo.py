@@ -85,10 +85,10 @@ def rates_line(shapes: Iterable[Tuple[int, int, int]] = SQUARE) -> Tuple[str, fl
     """(line, fp32 GFLOP/s, bf16 GFLOP/s or 0 where the CPU has no bf16 units)."""
     shapes = list(shapes)
     square = shapes == list(SQUARE)
-    fp32 = ceiling("fp32") if square else gemm_rate(torch.float32, shapes)
+    fp32 = ceiling("fp32", "cpu") if square else gemm_rate(torch.float32, shapes)
     bf16 = 0.0
     if runtime.cpu_bf16().offered:
-        bf16 = ceiling("bf16") if square else gemm_rate(torch.bfloat16, shapes)
+        bf16 = ceiling("bf16", "cpu") if square else gemm_rate(torch.bfloat16, shapes)
     where = "2048² mm" if shapes == list(SQUARE) else f"mm on {len(shapes)} shapes"
     line = f"measured GEMM rate ({where}): float32 {fp32:.0f} GFLOP/s"
     line += (f", bf16 {bf16:.0f} GFLOP/s ({bf16 / fp32:.1f}x)" if bf16
