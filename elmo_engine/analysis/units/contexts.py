@@ -40,14 +40,14 @@ def _check_unit(model, layer: int, kind: StateKind, unit: int) -> None:
 
 def _batch_values(model, chunk: List[List[str]], layer: int, direction: int, kind: StateKind,
                   units: Sequence[int], token_vectors) -> List[np.ndarray]:
-    """The ``units``' values over one batch of sentences: a float32 (n, len(units)) array per
-    sentence."""
+    """The ``units``' values over one batch of sentences: a float32 (n, len(units)) view per
+    sentence into the batch's array (a caller that keeps them copies what it keeps)."""
     tok, lengths = framed_tokens(model, chunk, token_vectors)
     res = inspect(model, tok, lengths, Capture(kinds=(kind,), layers=(layer,),
                                                directions=(direction,), dtype=torch.float32),
                   states_only=True)
     held = res.states[(layer, direction, kind)][:, :, list(units)].cpu().numpy()   # (B, T, U)
-    return [held[r, 1:len(s) + 1].copy() for r, s in enumerate(chunk)]
+    return [held[r, 1:len(s) + 1] for r, s in enumerate(chunk)]
 
 
 def unit_values(model, sentences: Sequence[Sequence[str]], layer: int, direction: int,
