@@ -117,6 +117,84 @@ def test_ranking_runs_as_a_job(qtbot, panel):
     assert panel.view.unit_page.contexts.item(0, 2).text() == ctx.highest[0].word
 
 
+def test_a_ranking_rows_units_are_found_in_one_run_and_kept(qtbot, panel, tmp_path,
+                                                           monkeypatch):
+    """Selecting a ranking row finds the contexts of the row's first units in one job (one run
+    of the model, as ``units top --unit a,b,c``); choosing another of them shows its contexts at
+    once, equal to that unit found alone. Kept results follow the corpus (a file changed on
+    disk is found again), a job that ends after the fields moved on does not replace what they
+    show, and a new model forgets them."""
+    from elmo_explorer.views.units import controller
+    from elmo_explorer.views.units.unit_contexts import (PREFETCH_UNITS, UnitChoice,
+                                                         unit_contexts, units_contexts)
+
+    runs = []
+
+    def counted(model, choice, units, *rest):
+        runs.append(list(units))
+        return units_contexts(model, choice, units, *rest)
+
+    monkeypatch.setattr(controller, "units_contexts", counted)
+    panel.rank()
+    qtbot.waitUntil(lambda: panel.model.ranking is not None and panel.is_ready(), timeout=120000)
+    v, m = panel.view, panel.model
+    v.ranking_page.table.selectRow(2)
+    r = m.rankings[2]
+    top = list(r["top_units"]["mean-diff"])
+    qtbot.waitUntil(lambda: m.contexts is not None and panel.is_ready(), timeout=120000)
+    n = min(PREFETCH_UNITS, len(top))
+    assert runs == [top[:n]] and n >= 3
+    assert len(m.contexts_cache) == n and m.contexts.choice.unit == top[0]
+    assert "found in one run with units" in v.status.text()
+    # another unit of the row: shown at once, no job, the same as that unit found alone
+    v.unit_page.u_unit.setValue(top[2])
+    ctx = m.contexts
+    assert ctx.choice == UnitChoice(r["layer"], r["direction"], r["state"], top[2])
+    assert len(runs) == 1 and panel.is_ready() and "(found before, kept)" in v.status.text()
+    assert v.unit_page.contexts.item(0, 2).text() == ctx.highest[0].word
+    alone = unit_contexts(panel.ws.embedder.model, ctx.choice, m.source,
+                          panel.ws.embedder.token_vectors)
+    assert [(c.sentence, c.token, c.word) for c in ctx.highest] == \
+        [(c.sentence, c.token, c.word) for c in alone.highest]
+    assert np.allclose([c.value for c in ctx.lowest], [c.value for c in alone.lowest], atol=1e-6)
+    assert ctx.histogram is not None and set(ctx.histogram.counts) == set(alone.histogram.counts)
+    assert all(np.array_equal(ctx.histogram.counts[k], alone.histogram.counts[k])
+               for k in ctx.histogram.counts)
+    # Top contexts on a kept unit runs nothing
+    v.unit_page.contexts_button.click()
+    assert len(runs) == 1 and m.contexts is ctx
+    # another corpus: found again, one unit; the file changed on disk: found again
+    text = tmp_path / "mine.txt"
+    text.write_text("Zebras graze near the water .\n", encoding="utf-8")
+    v.unit_page.corpus.set_path(str(text))
+    panel.contexts()
+    qtbot.waitUntil(lambda: m.contexts.corpus.startswith("mine.txt") and panel.is_ready(),
+                    timeout=60000)
+    assert runs[1:] == [[top[2]]] and m.contexts.positions == 6
+    text.write_text("Zebras graze near the water and the bank .\n", encoding="utf-8")
+    panel.contexts()
+    qtbot.waitUntil(lambda: m.contexts.positions == 9 and panel.is_ready(), timeout=60000)
+    assert runs[2:] == [[top[2]]]
+    # back to the reference corpus: kept
+    v.unit_page.corpus.reset.click()
+    panel.contexts()
+    assert len(runs) == 3 and m.contexts is ctx
+    # a job that ends after the fields moved on to a kept unit leaves that unit shown
+    v.unit_page.u_unit.setValue(next(u for u in range(16) if u not in top[:n]))
+    fresh = v.unit_page.unit_choice()
+    panel.contexts()                                       # submitted, not yet delivered
+    v.unit_page.u_unit.setValue(top[2])
+    assert m.contexts is ctx
+    qtbot.waitUntil(panel.is_ready, timeout=60000)
+    assert runs[3:] == [[fresh.unit]] and m.contexts is ctx
+    assert v.unit_page.u_note.text().startswith(ctx.choice.describe())
+    v.unit_page.u_unit.setValue(fresh.unit)                # found by that job: kept
+    assert m.contexts.choice == fresh and len(runs) == 4
+    # a new model forgets them
+    m.clear_results()
+    assert len(m.contexts_cache) == 0
+
+
 def test_cancel_stops_the_ranking(qtbot, panel):
     panel.rank()
     panel.cancel()

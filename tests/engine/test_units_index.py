@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from support import FIXTURES, REPO
 from elmo_engine.analysis.units.contexts import (UnitTop, scan_units, top_contexts,
-                                                 unit_values, word_means)
+                                                 unit_values, units_values, word_means)
 from elmo_engine.analysis.units.corpus import MAX_SCAN_UNITS
 from elmo_engine.cli.main import main
 from elmo_engine.errors import CancelledError, InputError
@@ -165,6 +165,31 @@ def test_several_units_in_one_scan_rank_as_each_alone(index, model):
         assert len({tuple(c.value for c in tops[u][0].contexts()) for u in units}) == 3
     finally:
         ix.close()
+
+
+def test_several_units_values_in_one_run_are_each_units_own(index, model):
+    # units_values: one (n, U) array per sentence, its columns each unit's unit_values, in the
+    # order given; the bounds as the scan's
+    _, folder = index
+    ix = CorpusIndex(folder)
+    try:
+        sentences = ix.sentences(0, 70)                 # two batches of the model
+    finally:
+        ix.close()
+    units = (30, 2, 17)
+    together = units_values(model, sentences, 1, 0, StateKind.C, units)
+    assert [v.shape for v in together] == [(len(s), 3) for s in sentences]
+    assert all(v.dtype == np.float32 and v.flags.owndata for v in together)
+    for j, u in enumerate(units):
+        alone = unit_values(model, sentences, 1, 0, StateKind.C, u)
+        assert all(np.array_equal(a, t[:, j]) for a, t in zip(alone, together))
+    assert not np.allclose(np.concatenate(together)[:, 0], np.concatenate(together)[:, 1])
+    with pytest.raises(InputError, match="no unit"):
+        units_values(model, sentences, 1, 0, StateKind.C, ())
+    with pytest.raises(InputError, match=f"at most {MAX_SCAN_UNITS}"):
+        units_values(model, sentences, 1, 0, StateKind.C, range(MAX_SCAN_UNITS + 1))
+    with pytest.raises(InputError, match="unit 4096: c has units"):
+        units_values(model, sentences, 1, 0, StateKind.C, (1, 4096))
 
 
 def test_top_over_an_index_prints_what_the_file_gives(index, capsys):

@@ -3,7 +3,8 @@ as keyword-in-context lines (Karpathy et al. 2015), the words that drive it most
 per label of a labelled set (a histogram per class).
 
 :func:`unit_values` runs the step path of :mod:`elmo_engine.model.lstm_inspect` a batch at a
-time and keeps only the one unit (a float per word); the rest works on those values.
+time and keeps only the one unit (a float per word), :func:`units_values` several units in the
+same run; the rest works on those values.
 :class:`UnitTop` ranks positions and words as the values come, a batch at a time, so that
 :func:`scan_units` can run units over a corpus of any size (a corpus index's sentences) holding
 only the ``show`` best positions and a sum per distinct word, several units in one run of the
@@ -54,13 +55,30 @@ def unit_values(model, sentences: Sequence[Sequence[str]], layer: int, direction
                 kind: StateKind, unit: int, token_vectors=None,
                 task: Optional[TaskState] = None) -> List[np.ndarray]:
     """The unit's value at each word of each sentence: one float32 (n,) array per sentence."""
-    _check_unit(model, layer, kind, unit)
+    return [v[:, 0] for v in units_values(model, sentences, layer, direction, kind, (unit,),
+                                          token_vectors, task)]
+
+
+def units_values(model, sentences: Sequence[Sequence[str]], layer: int, direction: int,
+                 kind: StateKind, units: Sequence[int], token_vectors=None,
+                 task: Optional[TaskState] = None) -> List[np.ndarray]:
+    """Several units' values at each word of each sentence in one run of the model: one float32
+    (n, len(units)) array per sentence, the units' columns in the order given (at most
+    :data:`MAX_SCAN_UNITS`)."""
+    if not units:
+        raise InputError("no unit to measure")
+    if len(units) > MAX_SCAN_UNITS:
+        raise InputError(f"{len(units)} units: one run measures at most {MAX_SCAN_UNITS}")
+    for unit in units:
+        _check_unit(model, layer, kind, unit)
     out: List[np.ndarray] = []
     for first, chunk in SentenceSource.of(sentences).batches(BATCH):
         check(task)
-        out += [v[:, 0].copy() for v in
-                _batch_values(model, chunk, layer, direction, kind, (unit,), token_vectors)]
-        report(task, first + len(chunk), len(sentences), "the unit over the corpus")
+        out += [v.copy() for v in
+                _batch_values(model, chunk, layer, direction, kind, units, token_vectors)]
+        report(task, first + len(chunk), len(sentences),
+               "the unit over the corpus" if len(units) == 1
+               else f"{len(units)} units over the corpus")
     return out
 
 

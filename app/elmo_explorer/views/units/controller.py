@@ -16,7 +16,7 @@ Model, view, controller: :class:`~.model.UnitsModel`, :class:`~.view.UnitsView` 
 from __future__ import annotations
 
 import logging
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
@@ -28,8 +28,10 @@ from elmo_explorer.views.units import export
 from elmo_explorer.views.units.intervention import (SHOWCASE_KS, bundled_minimal_pairs, number_showcase,
                                                     remeasure, showcase_note, showcase_rows)
 from elmo_explorer.views.units.model import (PATTERN_DEFAULT, CorpusFile, RANK_TOKENS, RankSource,
-                                             UnitChoice, UnitsModel, pattern_search, rank_labels,
-                                             sentence_rows, unit_contexts)
+                                             UnitsModel, pattern_search, rank_labels,
+                                             sentence_rows)
+from elmo_explorer.views.units.unit_contexts import (PREFETCH_UNITS, ContextsKey, UnitChoice,
+                                                     units_contexts)
 from elmo_explorer.views.units.softmax_cache import SoftmaxCache
 from elmo_explorer.views.units.view import UnitsView
 
@@ -67,6 +69,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         v.intervene_page.intervene_requested.connect(self.intervene)
         v.showcase_page.showcase_requested.connect(self.run_showcase)
         v.unit_page.contexts_requested.connect(self.contexts)
+        v.unit_page.choice_changed.connect(self._show_kept_contexts)
         v.pattern_page.pattern_requested.connect(self.pattern)
         for which, chooser in (("contexts", v.unit_page.corpus),
                                ("pattern", v.pattern_page.corpus)):
@@ -265,7 +268,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             self.view.intervene_page.set_units(r["layer"], r["direction"], r["state"], top[:5])
             self.view.unit_page.set_unit_choice(UnitChoice(r["layer"], r["direction"],
                                                            r["state"], top[0]))
-            self.contexts()
+            self.contexts(also=top[:PREFETCH_UNITS])
 
     def pattern(self) -> None:
         """Pattern search (LSTMVis) for a span of the selected sentence."""
@@ -296,29 +299,78 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
                          on_failed=self._on_error, on_progress=self._on_progress,
                          on_finished=self._on_finished)
 
-    def contexts(self) -> None:
-        """The chosen unit's top contexts (and its histogram per tag with a ranking shown)."""
+    def _contexts_key(self, choice: UnitChoice) -> ContextsKey:
+        labels = self.model.source if self.model.ranking is not None else None
+        return ContextsKey.of(choice, self.model.contexts_corpus, labels)
+
+    def _show_contexts(self, res, kept: bool = False) -> None:
+        labels = self.model.source if self.model.ranking is not None else None
+        self.model.contexts = res
+        self.view.unit_page.show_contexts(res, labels.describe() if labels else "")
+        self.view.tabs.setCurrentWidget(self.view.unit_page)
+        self.view.show_status(f"Top contexts of {res.choice.describe()} over {res.corpus}"
+                              + (" (found before, kept)." if kept else "."))
+
+    def _show_kept_contexts(self) -> bool:
+        """Show the chosen unit's contexts if they were found before over the same corpus and
+        labels (the Unit tab's fields changed, or Top contexts): True if they were."""
+        if self.ws.embedder is None:
+            return False
+        choice = self.view.unit_page.unit_choice()
+        res = self.model.contexts_cache.get(self._contexts_key(choice))
+        if res is None:
+            return False
+        if self.model.contexts is not res:
+            self._show_contexts(res, kept=True)
+        return True
+
+    def contexts(self, also: Sequence[int] = ()) -> None:
+        """The chosen unit's top contexts (and its histogram per tag with a ranking shown):
+        kept ones at once; else a job that also finds those of the units ``also`` (of the same
+        layer, direction and state) not found yet, in the same run of the model."""
         emb = self.ws.embedder
         if emb is None:
             self.view.show_status("Load a model first (File → Open checkpoint…).", error=True)
             return
+        if self._show_kept_contexts():
+            if not also:
+                return
         choice = self.view.unit_page.unit_choice()
+        key = self._contexts_key(choice)
+        cache = self.model.contexts_cache
+        units = [u for u in dict.fromkeys([choice.unit, *also])
+                 if key.for_unit(u) not in cache][:PREFETCH_UNITS]
+        if not units:
+            return
         model, vectors = emb.model, emb.token_vectors
         labels = self.model.source if self.model.ranking is not None else None
         corpus = self.model.contexts_corpus
         self.jobs.invalidate("contexts")
 
         def job(state):
-            return unit_contexts(model, choice, labels, vectors, state, corpus)
+            return units_contexts(model, choice, units, labels, vectors, state, corpus)
 
-        def done(res) -> None:
-            self.model.contexts = res
-            self.view.unit_page.show_contexts(res, labels.describe() if labels else "")
-            self.view.tabs.setCurrentWidget(self.view.unit_page)
-            self.view.show_status(f"Top contexts of {choice.describe()} over {res.corpus}.")
+        def done(found) -> None:
+            for res in found:
+                cache.put(key.for_unit(res.choice.unit), res)
+            # the tab's fields may have moved on while the job ran: show what they name now
+            now = self._contexts_key(self.view.unit_page.unit_choice())
+            fresh = next((r for r in found if key.for_unit(r.choice.unit) == now), None)
+            if fresh is None:
+                self._show_kept_contexts()
+                return
+            self._show_contexts(fresh)
+            if len(found) > 1:
+                others = [str(r.choice.unit) for r in found if r is not fresh]
+                self.view.show_status(
+                    f"Top contexts of {fresh.choice.describe()} over {fresh.corpus}, found in "
+                    f"one run with units {', '.join(others)} of the ranking's row: choosing one "
+                    "of them shows it at once.")
 
+        what = (choice.describe() if len(units) == 1 else
+                f"{choice.describe()} and {len(units) - 1} more of the ranking's units")
         self.view.set_busy(True)
-        self.view.show_status(f"Finding the contexts of {choice.describe()}…")
+        self.view.show_status(f"Finding the contexts of {what}…")
         self.jobs.submit("Unit contexts", job, lane=Lane.LONG, kind="contexts", on_done=done,
                          on_failed=self._on_error, on_progress=self._on_progress,
                          on_finished=self._on_finished)

@@ -6,7 +6,8 @@ most over the sentence's words, as a (units × words) matrix; beside them the me
 input gate per word (how much the cells keep and how much they take in). The ranking: units
 of every layer, direction and state ranked for the labels of the demo POS task or of a file of
 the user's (:mod:`elmo_engine.analysis.units`), with the top-k against random-k curve. The
-intervention panel's computations are in :mod:`.intervention`.
+intervention panel's computations are in :mod:`.intervention`, the Unit tab's (a unit's top
+contexts, several units in one run, kept) in :mod:`.unit_contexts`.
 """
 from __future__ import annotations
 
@@ -156,6 +157,9 @@ class UnitsModel:
     showcase: List[Dict[str, Any]] = field(default_factory=list)
     showcase_note: str = ""
     contexts: Optional[Any] = None           # the last UnitContexts
+    #: every unit's contexts found since the model was loaded, by what they were found over
+    #: (:class:`~elmo_explorer.views.units.unit_contexts.ContextsCache`)
+    contexts_cache: Any = field(default_factory=lambda: _contexts_cache())
     pattern: Optional[Any] = None            # the last PatternResult
     pattern_where: str = ""                  # the corpus it was found in, described
 
@@ -192,6 +196,7 @@ class UnitsModel:
     def clear_results(self) -> None:
         """Forget every result (a new model)."""
         self.ranking = self.remeasure = self.contexts = self.pattern = None
+        self.contexts_cache.clear()
         self.showcase, self.showcase_note, self.pattern_where = [], "", ""
 
     def apply_saved(self, saved: Any) -> None:
@@ -227,6 +232,12 @@ class UnitsModel:
             v = corpora.get(key) if isinstance(corpora, dict) else None
             setattr(self, f"{key}_corpus", CorpusFile.from_saved(v))
         return saved_results(state.get("results"))
+
+
+def _contexts_cache() -> Any:
+    from elmo_explorer.views.units.unit_contexts import ContextsCache
+
+    return ContextsCache()
 
 
 def panel_from_dict(d: Any) -> Dict[str, Any]:
@@ -350,7 +361,7 @@ class UnitContexts:
 
 
 @contextlib.contextmanager
-def _opened(corpus: "CorpusFile", default):
+def opened(corpus: "CorpusFile", default):
     """The sentences a tab runs over, as ``units top``/``pattern`` read them: a corpus index's,
     read a batch at a time (opened and closed after); a sentence file's or CoNLL-U's first
     ``CORPUS_TOKENS`` words; or, with no path, ``default()`` → (sentences, labels,
@@ -374,48 +385,9 @@ def _opened(corpus: "CorpusFile", default):
     yield SentenceSource.of(sents), labels, where
 
 
-def _reference_corpus() -> Tuple[List[List[str]], None, str]:
-    """The Unit tab's default: the bundled reference corpus (its first ``CORPUS_TOKENS``)."""
-    from elmo_engine.analysis.layers.run import reference_corpus_path
-    from elmo_engine.analysis.units.corpus import CORPUS_TOKENS, read_units_corpus
-
-    return (read_units_corpus(reference_corpus_path(), CORPUS_TOKENS).sentences, None,
-            CONTEXTS_DEFAULT)
-
-
 #: what the Unit tab's contexts and the pattern search run over when no file is chosen
 CONTEXTS_DEFAULT = "the reference corpus"
 PATTERN_DEFAULT = f"the demo POS task's sentences (EWT, its first {RANK_TOKENS:,} words)"
-
-
-def unit_contexts(model, choice: UnitChoice, labels: Optional[RankSource], token_vectors=None,
-                  state=None, corpus: CorpusFile = CorpusFile()) -> UnitContexts:
-    """The unit's top contexts over ``corpus`` (a sentence file or CoNLL-U, its first
-    ``CORPUS_TOKENS`` words as ``units top`` reads it; its path "" for the bundled reference
-    corpus; or a corpus index, every sentence, as ``units top --index``), and with ``labels``
-    (the shown ranking's) its histogram per label on the words the ranking used (run on the
-    worker)."""
-    from elmo_engine.analysis.units.contexts import (UnitTop, label_histogram, scan_units,
-                                                     unit_values)
-    from elmo_engine.model.lstm_inspect import StateKind
-
-    kind = StateKind(choice.state)
-    d = DIRECTIONS.index(choice.direction)
-    # the tab shows positions, not words: no sum per distinct word is kept
-    highest = UnitTop(CONTEXT_SHOW, words=False)
-    lowest = UnitTop(CONTEXT_SHOW, lowest=True, words=False)
-    with _opened(corpus, _reference_corpus) as (source, _, where):
-        scan_units(model, source, choice.layer, d, kind, {choice.unit: [highest, lowest]},
-                   token_vectors=token_vectors, task=state)
-    hist = None
-    if labels is not None:
-        labelled = labels.sentences(RANK_TOKENS)
-        lv = unit_values(model, [s.tokens for s in labelled], choice.layer, d, kind,
-                         choice.unit, token_vectors, state)
-        hist = label_histogram([s.labels for s in labelled], lv)
-    return UnitContexts(choice=choice, positions=highest.positions,
-                        highest=highest.contexts(), lowest=lowest.contexts(),
-                        histogram=hist, corpus=where)
 
 
 # ---- pattern search ---------------------------------------------------------------------------
@@ -462,7 +434,7 @@ def pattern_search(model, tokens: Sequence[str], q: PatternQuery, token_vectors=
     from elmo_engine.analysis.units.pattern import find_pattern
     from elmo_engine.model.lstm_inspect import StateKind
 
-    with _opened(corpus, lambda: (*pattern_corpus(), PATTERN_DEFAULT)) as (source, labels,
+    with opened(corpus, lambda: (*pattern_corpus(), PATTERN_DEFAULT)) as (source, labels,
                                                                           where):
         return where, find_pattern(model, list(tokens), (q.start, q.end), q.threshold, q.layer,
                                    DIRECTIONS.index(q.direction), StateKind(q.state), source,

@@ -20,9 +20,11 @@ COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
 
 
 class UnitTab(QWidget):
-    """Signals: ``contexts_requested()``."""
+    """Signals: ``contexts_requested()``; ``choice_changed()`` (layer, direction, state or
+    unit: once per :meth:`set_unit_choice`)."""
 
     contexts_requested = Signal()
+    choice_changed = Signal()
 
     def __init__(self, parent: Optional[QWidget] = None):
         super().__init__(parent)
@@ -57,6 +59,7 @@ class UnitTab(QWidget):
         self.contexts = table(["value", "left", "word", "right"])
         self.hist = pg.PlotWidget(background="w")
         self.hist.setMouseEnabled(False, False)
+        self.hist.getAxis("left").enableAutoSIPrefix(False)      # shares as 0.8, not 800 ×0.001
         self.hist.setTitle("values per label (rank first)", size="9pt")
         self.hist_legend = self.hist.addLegend(offset=(5, 5))
         split.addWidget(self.contexts)
@@ -64,6 +67,11 @@ class UnitTab(QWidget):
         split.setSizes([700, 360])
         lay.addWidget(split, 1)
         self.contexts_button.clicked.connect(self.contexts_requested)
+        self._fields = (self.u_layer, self.u_direction, self.u_state, self.u_unit)
+        self.u_layer.valueChanged.connect(self.choice_changed)
+        self.u_unit.valueChanged.connect(self.choice_changed)
+        self.u_direction.currentIndexChanged.connect(self.choice_changed)
+        self.u_state.currentIndexChanged.connect(self.choice_changed)
 
     def set_layers(self, n_layers: int) -> None:
         self.u_layer.setRange(0, max(0, n_layers - 1))
@@ -73,10 +81,19 @@ class UnitTab(QWidget):
                           state=str(self.u_state.currentData()), unit=self.u_unit.value())
 
     def set_unit_choice(self, c: UnitChoice) -> None:
-        self.u_layer.setValue(c.layer)
-        self.u_direction.setCurrentText(c.direction)
-        self.u_state.setCurrentIndex(STATES.index(c.state))
-        self.u_unit.setValue(c.unit)
+        before = self.unit_choice()
+        for w in self._fields:
+            w.blockSignals(True)
+        try:
+            self.u_layer.setValue(c.layer)
+            self.u_direction.setCurrentText(c.direction)
+            self.u_state.setCurrentIndex(STATES.index(c.state))
+            self.u_unit.setValue(c.unit)
+        finally:
+            for w in self._fields:
+                w.blockSignals(False)
+        if self.unit_choice() != before:
+            self.choice_changed.emit()
 
     def show_contexts(self, res: Optional[UnitContexts], labels: str = "") -> None:
         self.hist.clear()
