@@ -9,7 +9,10 @@
 #      over which each step's recurrent GEMM spreads the streaming of its weight)
 #   2. where bf16 spends its time and which oneDNN kernels run (amx or not, reorders per step)
 #   3. train-lm's step: the baseline trainer, fused fp32 and fused bf16, in one run
-# Takes about 17 minutes on a 2-core host; each part also runs alone (the commands below).
+#   4. the fused step with glibc's default heap against the freed blocks reused, as train-lm
+#      runs it (process-wide, so in child processes): train-lm's speed is the fused rows of 3
+#      times this ratio
+# Takes about 21 minutes on a 2-core host; each part also runs alone (the commands below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! grep -qw amx_bf16 /proc/cpuinfo; then
@@ -22,3 +25,4 @@ python benchmarks/bench_embed_command.py --sentences 1024 --rounds 1
 python benchmarks/bench_embed_command.py --sentences 1024 --rounds 1 --batch-size 64
 python benchmarks/profile_bf16.py
 python benchmarks/bench_train.py --steps 20 --rounds 3
+python benchmarks/bench_train_malloc.py --steps 20 --rounds 4

@@ -276,8 +276,9 @@ def cpu_bf16() -> CpuBf16:
 
 
 @functools.lru_cache(maxsize=1)
-def _malloc_trim():
-    """glibc's ``malloc_trim`` (None elsewhere: macOS, Windows, musl)."""
+def _glibc():
+    """The C library when it is glibc on Linux, with ``malloc_trim`` and ``mallopt`` (None
+    elsewhere: macOS, Windows, musl)."""
     import ctypes
     import ctypes.util
 
@@ -285,11 +286,47 @@ def _malloc_trim():
         return None
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        trim = libc.malloc_trim
+        libc.malloc_trim.argtypes, libc.malloc_trim.restype = [ctypes.c_size_t], ctypes.c_int
+        libc.mallopt.argtypes, libc.mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+        libc.gnu_get_libc_version                      # glibc's own symbol: not musl
     except (OSError, AttributeError):
         return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
+    return libc
+
+
+def _malloc_trim():
+    """glibc's ``malloc_trim`` (None elsewhere)."""
+    libc = _glibc()
+    return None if libc is None else libc.malloc_trim
+
+
+#: glibc's ``mallopt`` parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+#: the largest block glibc lets its heaps hold rather than map (its bound: half of a heap)
+REUSED_BLOCK_BYTES = 32 << 20
+#: the freed memory kept at a heap's top before it is given back
+KEPT_FREE_BYTES = 1 << 30
+
+
+def reuse_freed_blocks() -> bool:
+    """Let the C heap reuse freed blocks of up to :data:`REUSED_BLOCK_BYTES` instead of mapping
+    fresh pages for each, and keep up to :data:`KEPT_FREE_BYTES` of freed memory (glibc
+    ``mallopt``: ``M_MMAP_THRESHOLD``, ``M_TRIM_THRESHOLD``; nothing elsewhere). True when set.
+
+    For a loop whose every step allocates and frees the same large buffers — the trainer: about
+    25 MB per LSTM layer and direction at the demo size, in the direction threads' own arenas —
+    glibc's defaults map many of them afresh and give freed heap tops back, so each step faults
+    its pages in again (a layer's forward and backward at the demo size: about 6,000 minor
+    faults against 1,000 with this; docs/performance.md, "The trainer's buffers"). The cost:
+    freed memory stays with the process, up to its peak for a loop that reaches the peak every
+    step. Process-wide and for good: only ``train-lm`` calls it, not the app and not the
+    streaming commands, which give freed memory back between chunks
+    (:func:`release_free_memory`)."""
+    libc = _glibc()
+    if libc is None:
+        return False
+    return bool(libc.mallopt(_M_MMAP_THRESHOLD, REUSED_BLOCK_BYTES)
+                and libc.mallopt(_M_TRIM_THRESHOLD, KEPT_FREE_BYTES))
 
 
 def release_free_memory() -> None:
