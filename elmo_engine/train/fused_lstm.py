@@ -78,7 +78,7 @@ class _Gemms:
         prod = torch.mm(self.a(a), self.a(b))
         if out is None:
             return prod.float().add_(bias)
-        return out.copy_(prod).add_(bias)
+        return torch.add(prod, bias, out=out)            # converted and added in one pass
 
 
 def autocast_dtype(device: torch.device) -> Optional[torch.dtype]:
@@ -167,7 +167,9 @@ class FusedLSTMLayer(torch.autograd.Function):
             c_pre = gates.new_empty(n, dim) if cell_clip is not None else None
             c_all = gates.new_empty(n, dim)
             tc = gates.new_empty(n, dim)
-            m = gates.new_empty(n, dim)
+            # m feeds only the projection's GEMMs (forward, and W_p's gradient): kept in their
+            # operand type, rounded once (without a projection it is the output: float32)
+            m = gates.new_empty(n, dim, dtype=gm.lowp if (gm.lowp and wp is not None) else None)
             p = wp.shape[-1] if wp is not None else dim
             h_pre = gates.new_empty(n, p) if (wp is not None and proj_clip is not None) else None
             h_all = gates.new_empty(n, p) if wp is not None else m
@@ -247,6 +249,9 @@ class FusedLSTMLayer(torch.autograd.Function):
             w_pt = gm.w(wp[d].t().contiguous()) if wp is not None else None  # (P, D)
             w_it = gm.w(w_in[d].t())                                   # (4D, in)
             d_z = g.new_empty(n, 4 * dim)
+            # dZ in the GEMMs' operand type, converted once per step for the step's GEMM and
+            # again used by the chunk's weight- and input-gradient GEMMs
+            d_z_op = g.new_empty(n, 4 * dim, dtype=gm.lowp) if gm.lowp is not None else d_z
             d_h_all = g.new_empty(n, w_rt.shape[1])
             # the weight gradients are summed over chunks of a few steps, each right after the
             # backward loop has produced it (still in cache): [x | h_prev]ᵀ·dZ for W_in and
@@ -283,15 +288,16 @@ class FusedLSTMLayer(torch.autograd.Function):
                 torch.mul(dm, f_o[sl], out=dz[:, 3 * dim:])
                 torch.mul(dc.unsqueeze(1), f_ijf[sl], out=dz[:, :3 * dim].view(rows, 3, dim))
                 dc_next = dc.mul_(f[sl])
+                dz_op = d_z_op[sl].copy_(dz) if d_z_op is not d_z else dz
                 if t > 0:
-                    dh_next = gm.mm(dz, w_rt)
+                    dh_next = gm.mm(dz_op, w_rt)
                 if t % chunk == 0:
                     done = slice(t * rows, min(steps, t + chunk) * rows)
-                    gm.addmm_(d_w, lhs[done].t(), d_z[done])
+                    gm.addmm_(d_w, lhs[done].t(), d_z_op[done])
                     if d_wp is not None:
                         gm.addmm_(d_wp, s.m[done].t(), d_h_all[done])
                     if d_x is not None:
-                        gm.mm(d_z[done], w_it, out=d_x[done])
+                        gm.mm(d_z_op[done], w_it, out=d_x[done])
                     if per_type is not None:
                         per_type.index_add_(0, idx[d, done], d_z[done])
             if idx is None:
