@@ -23,6 +23,19 @@ from elmo_engine.train.fused_lstm import fused_lstm_stack
 from elmo_engine.model.options import BiLMOptions
 
 
+#: under bf16 autocast, the rows of the per-type GEMMs (the token layer, layer 0's input
+#: projection) and the sampled softmax's negatives are padded to a multiple of this. Their
+#: counts change every window (the distinct word types, the distinct negatives drawn), and
+#: oneDNN builds and JIT-compiles a kernel for every new shape of a bf16 GEMM (float32 runs
+#: MKL's, which need none): rounded up, the shapes repeat and come from its primitive cache
+#: (docs/performance.md, "The trainer's buffers"). The padded rows are never read.
+SHAPE_BUCKET = 16
+
+
+def _bucketed(n: int) -> int:
+    return -(-n // SHAPE_BUCKET) * SHAPE_BUCKET
+
+
 class BiLanguageModel(nn.Module):
     """BiLM + shared softmax.
 
@@ -111,6 +124,8 @@ class BiLanguageModel(nn.Module):
         (or per position, when an input dropout mask makes positions of a type differ)."""
         _, bsz, steps = inputs.shape
         uniq, inverse = torch.unique(inputs, return_inverse=True)
+        if torch.is_autocast_enabled(inputs.device.type):              # U rounded up: repeats
+            uniq = torch.cat([uniq, uniq[-1:].expand(_bucketed(len(uniq)) - len(uniq))])
         tok = self.bilm.char_cnn(type_chars[uniq])                    # (U, P)
         idx = inverse.transpose(1, 2).reshape(2, steps * bsz)        # time-major
         if in_mask is not None:
@@ -150,9 +165,12 @@ class BiLanguageModel(nn.Module):
         true_logit = (h * w_true).sum(-1) + self.softmax_b[y] - target_logq.reshape(2, -1)
         w_neg = self.softmax_w[negatives]                             # (K, P)
         if torch.is_autocast_enabled(h.device.type):
-            # mixed precision: the GEMM in the autocast type, its product and the rest float32
-            neg_logit = torch.mm(h.reshape(-1, h.shape[-1]), w_neg.t()).float().add_(
-                self.softmax_b[negatives] - neg_logq).view(2, -1, negatives.shape[0])
+            # mixed precision: the GEMM in the autocast type, its product and the rest float32;
+            # the negatives' rows padded with zeros to a bucketed count (SHAPE_BUCKET)
+            k = negatives.shape[0]
+            w_pad = torch.nn.functional.pad(w_neg, (0, 0, 0, _bucketed(k) - k))
+            neg_logit = torch.mm(h.reshape(-1, h.shape[-1]), w_pad.t())[:, :k].float().add_(
+                self.softmax_b[negatives] - neg_logq).view(2, -1, k)
         else:
             neg_logit = torch.addmm(self.softmax_b[negatives] - neg_logq,
                                     h.reshape(-1, h.shape[-1]),

@@ -90,3 +90,40 @@ def test_train_lm_bf16_refused_without_units(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="precision must be fp32 or bf16"):
         train([corpus], [corpus], tmp_path / "out2", tiny_config(precision="fp16"),
               device="cpu", show_progress=False, log=quiet)
+
+
+def test_bf16_pads_the_per_type_rows_and_the_negatives_to_a_bucket(monkeypatch):
+    # under autocast the distinct types and the negatives are rounded up to SHAPE_BUCKET rows
+    # (oneDNN compiles a kernel per new bf16 GEMM shape), the padded rows are never read:
+    # the loss and the gradients are those of the unpadded step
+    from elmo_engine.train import model as lm
+
+    ref = _model(_options(dim=64, proj=16), noise=0.05)
+    ref.fused = True
+    low = copy.deepcopy(ref)
+    chars, inputs, _ = _batch(ref.bilm.opts, bsz=4, steps=6)
+    distinct = len(torch.unique(inputs))
+    rows, padded = [], []
+    for m in (ref, low):
+        forward = m.bilm.char_cnn.forward
+        m.bilm.char_cnn.forward = lambda ids, f=forward: rows.append(ids.shape[0]) or f(ids)
+    pad = torch.nn.functional.pad
+    monkeypatch.setattr(torch.nn.functional, "pad",
+                        lambda t, p, *a, **k: padded.append((t.shape[0], p)) or pad(t, p, *a, **k))
+    monkeypatch.setattr(lm, "SHAPE_BUCKET", 1)
+    loss1, state1 = _step(ref, True)
+    monkeypatch.setattr(lm, "SHAPE_BUCKET", 16)
+    loss16, state16 = _step(low, True)
+    assert distinct % 16 and rows == [distinct, -(-distinct // 16) * 16], (distinct, rows)
+    assert (14, (0, 0, 0, 0)) in padded and (14, (0, 0, 0, 2)) in padded   # 14 negatives → 16
+    assert torch.allclose(loss16, loss1, rtol=1e-5, atol=1e-6), (loss16, loss1)
+    for (c1, h1), (c2, h2) in zip(state1, state16):
+        assert torch.allclose(c1, c2, atol=1e-5) and torch.allclose(h1, h2, atol=1e-5)
+    want, got = _grads(ref), _grads(low)
+    assert want.keys() == got.keys()
+    for name in want:
+        assert torch.allclose(got[name], want[name], rtol=1e-4, atol=1e-6), name
+    # float32 is not padded
+    rows.clear()
+    _step(copy.deepcopy(ref), False)
+    assert rows == [distinct]
