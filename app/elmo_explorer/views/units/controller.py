@@ -367,8 +367,12 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
                     f"one run with units {', '.join(others)} of the ranking's row: choosing one "
                     "of them shows it at once.")
 
-        what = (choice.describe() if len(units) == 1 else
-                f"{choice.describe()} and {len(units) - 1} more of the ranking's units")
+        if units[0] != choice.unit:                      # the chosen one is kept: the others
+            what = f"{len(units)} more of the ranking's units"
+        elif len(units) == 1:
+            what = choice.describe()
+        else:
+            what = f"{choice.describe()} and {len(units) - 1} more of the ranking's units"
         self.view.set_busy(True)
         self.view.show_status(f"Finding the contexts of {what}…")
         self.jobs.submit("Unit contexts", job, lane=Lane.LONG, kind="contexts", on_done=done,
