@@ -39,6 +39,22 @@ def _check_unit(model, layer: int, kind: StateKind, unit: int) -> None:
         raise InputError(f"unit {unit}: {kind.value} has units 0 … {width - 1}")
 
 
+def _check_units(model, layer: int, kind: StateKind, units: Sequence[int]) -> None:
+    """One to :data:`MAX_SCAN_UNITS` units, each one the model has (InputError otherwise)."""
+    if not units:
+        raise InputError("no unit given")
+    if len(units) > MAX_SCAN_UNITS:
+        raise InputError(f"{len(units)} units: one run of the model takes at most "
+                         f"{MAX_SCAN_UNITS}")
+    for unit in units:
+        _check_unit(model, layer, kind, unit)
+
+
+def _progress(units: Sequence[int]) -> str:
+    return ("the unit over the corpus" if len(units) == 1
+            else f"{len(units)} units over the corpus")
+
+
 def _batch_values(model, chunk: List[List[str]], layer: int, direction: int, kind: StateKind,
                   units: Sequence[int], token_vectors) -> List[np.ndarray]:
     """The ``units``' values over one batch of sentences: a float32 (n, len(units)) view per
@@ -65,20 +81,13 @@ def units_values(model, sentences: Sequence[Sequence[str]], layer: int, directio
     """Several units' values at each word of each sentence in one run of the model: one float32
     (n, len(units)) array per sentence, the units' columns in the order given (at most
     :data:`MAX_SCAN_UNITS`)."""
-    if not units:
-        raise InputError("no unit to measure")
-    if len(units) > MAX_SCAN_UNITS:
-        raise InputError(f"{len(units)} units: one run measures at most {MAX_SCAN_UNITS}")
-    for unit in units:
-        _check_unit(model, layer, kind, unit)
+    _check_units(model, layer, kind, units)
     out: List[np.ndarray] = []
     for first, chunk in SentenceSource.of(sentences).batches(BATCH):
         check(task)
         out += [v.copy() for v in
                 _batch_values(model, chunk, layer, direction, kind, units, token_vectors)]
-        report(task, first + len(chunk), len(sentences),
-               "the unit over the corpus" if len(units) == 1
-               else f"{len(units)} units over the corpus")
+        report(task, first + len(chunk), len(sentences), _progress(units))
     return out
 
 
@@ -199,12 +208,7 @@ def scan_units(model, source: SentenceSource, layer: int, direction: int, kind: 
     Memory: one batch and the rankings, whatever the corpus's size; cancellable between
     batches."""
     units = list(tops)
-    if not units:
-        raise InputError("no unit to scan")
-    if len(units) > MAX_SCAN_UNITS:
-        raise InputError(f"{len(units)} units: one scan ranks at most {MAX_SCAN_UNITS}")
-    for unit in units:
-        _check_unit(model, layer, kind, unit)
+    _check_units(model, layer, kind, units)
     batches = source.batches(BATCH, max_tokens)
     for first, chunk in batches:
         check(task)
@@ -213,9 +217,7 @@ def scan_units(model, source: SentenceSource, layer: int, direction: int, kind: 
             column = [v[:, j] for v in values]
             for top in tops[unit]:
                 top.add(first, chunk, column)
-        report(task, min(batches.tokens, batches.total), batches.total,
-               "the unit over the corpus" if len(units) == 1
-               else f"{len(units)} units over the corpus")
+        report(task, min(batches.tokens, batches.total), batches.total, _progress(units))
     return Scan(batches.sentences, batches.tokens, batches.truncated)
 
 
