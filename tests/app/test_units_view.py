@@ -735,3 +735,36 @@ def test_pretokenized_splits_a_corpus_of_the_users_on_spaces_only(qtbot, panel, 
     chooser.set_path(str(conllu))
     assert not chooser.pretokenized.isEnabled() and not CorpusFile(str(conllu), True
                                                                    ).split_on_spaces
+
+
+def test_the_kept_contexts_are_bounded_least_recently_used_first(tmp_path):
+    """ContextsCache keeps at most its limit, dropping the least recently used (a lookup
+    counts as a use); a key follows the corpus file's stamp and an index's manifest's."""
+    from elmo_explorer.views.units.model import UnitContexts
+    from elmo_explorer.views.units.unit_contexts import (MAX_KEPT, ContextsCache, ContextsKey,
+                                                         UnitChoice, stamp)
+
+    assert MAX_KEPT == 512
+    cache = ContextsCache(limit=3)
+    base = ContextsKey.of(UnitChoice(1, "forward", "c", 0), CorpusFile(), None)
+    keys = [base.for_unit(u) for u in range(4)]
+    found = {k: UnitContexts(k.choice, 10, [], []) for k in keys}
+    for k in keys[:3]:
+        cache.put(k, found[k])
+    assert cache.get(keys[0]) is found[keys[0]]                   # 0 is now the most recent
+    cache.put(keys[3], found[keys[3]])
+    assert len(cache) == 3 and keys[1] not in cache
+    assert [k in cache for k in (keys[0], keys[2], keys[3])] == [True, True, True]
+    cache.clear()
+    assert len(cache) == 0 and cache.get(keys[0]) is None
+    # stamps: the default corpus and a missing file are (0, 0); a file's change moves its key
+    text = tmp_path / "c.txt"
+    assert stamp("") == (0, 0) and stamp(str(text)) == (0, 0)
+    text.write_text("a b\n", encoding="utf-8")
+    one = ContextsKey.of(UnitChoice(), CorpusFile(str(text)), None)
+    text.write_text("a b c d\n", encoding="utf-8")
+    assert ContextsKey.of(UnitChoice(), CorpusFile(str(text)), None) != one
+    folder = tmp_path / "ix"
+    folder.mkdir()
+    (folder / "index.json").write_text("{}", encoding="utf-8")
+    assert stamp(str(folder), index=True)[1] == 2 and stamp(str(folder), index=True) != (0, 0)
