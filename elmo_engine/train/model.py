@@ -23,7 +23,7 @@ from elmo_engine.train.fused_lstm import fused_lstm_stack
 from elmo_engine.model.options import BiLMOptions
 
 
-#: under bf16 autocast, the rows of the per-type GEMMs (the token layer, layer 0's input
+#: under bf16 autocast on the CPU, the rows of the per-type GEMMs (the token layer, layer 0's input
 #: projection) and the sampled softmax's negatives are padded to a multiple of this. Their
 #: counts change every window (the distinct word types, the distinct negatives drawn), and
 #: oneDNN builds and JIT-compiles a kernel for every new shape of a bf16 GEMM (float32 runs
@@ -34,6 +34,12 @@ SHAPE_BUCKET = 16
 
 def _bucketed(n: int) -> int:
     return -(-n // SHAPE_BUCKET) * SHAPE_BUCKET
+
+
+def _buckets(device: torch.device) -> bool:
+    """Whether the shapes are bucketed: under autocast on the CPU (oneDNN); a GPU's GEMMs need
+    no kernel per shape."""
+    return device.type == "cpu" and torch.is_autocast_enabled("cpu")
 
 
 class BiLanguageModel(nn.Module):
@@ -124,7 +130,7 @@ class BiLanguageModel(nn.Module):
         (or per position, when an input dropout mask makes positions of a type differ)."""
         _, bsz, steps = inputs.shape
         uniq, inverse = torch.unique(inputs, return_inverse=True)
-        if torch.is_autocast_enabled(inputs.device.type):              # U rounded up: repeats
+        if _buckets(inputs.device):                                    # U rounded up: repeats
             uniq = torch.cat([uniq, uniq[-1:].expand(_bucketed(len(uniq)) - len(uniq))])
         tok = self.bilm.char_cnn(type_chars[uniq])                    # (U, P)
         idx = inverse.transpose(1, 2).reshape(2, steps * bsz)        # time-major
@@ -168,7 +174,8 @@ class BiLanguageModel(nn.Module):
             # mixed precision: the GEMM in the autocast type, its product and the rest float32;
             # the negatives' rows padded with zeros to a bucketed count (SHAPE_BUCKET)
             k = negatives.shape[0]
-            w_pad = torch.nn.functional.pad(w_neg, (0, 0, 0, _bucketed(k) - k))
+            pad = _bucketed(k) - k if _buckets(h.device) else 0
+            w_pad = torch.nn.functional.pad(w_neg, (0, 0, 0, pad))
             neg_logit = torch.mm(h.reshape(-1, h.shape[-1]), w_pad.t())[:, :k].float().add_(
                 self.softmax_b[negatives] - neg_logq).view(2, -1, k)
         else:
