@@ -31,7 +31,8 @@ from elmo_explorer.views.units.model import (PATTERN_DEFAULT, CorpusFile, RANK_T
                                              UnitsModel, pattern_search, rank_labels,
                                              sentence_rows)
 from elmo_explorer.views.units.unit_contexts import (PREFETCH_UNITS, ContextsKey, UnitChoice,
-                                                     units_contexts)
+                                                     finding_status, found_status,
+                                                     units_contexts, units_to_find)
 from elmo_explorer.views.units.softmax_cache import SoftmaxCache
 from elmo_explorer.views.units.view import UnitsView
 
@@ -300,16 +301,14 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
                          on_finished=self._on_finished)
 
     def _contexts_key(self, choice: UnitChoice) -> ContextsKey:
-        labels = self.model.source if self.model.ranking is not None else None
-        return ContextsKey.of(choice, self.model.contexts_corpus, labels)
+        return ContextsKey.of(choice, self.model.contexts_corpus, self.model.shown_labels)
 
-    def _show_contexts(self, res, kept: bool = False) -> None:
-        labels = self.model.source if self.model.ranking is not None else None
+    def _show_contexts(self, res, found=(), kept: bool = False) -> None:
+        labels = self.model.shown_labels
         self.model.contexts = res
         self.view.unit_page.show_contexts(res, labels.describe() if labels else "")
         self.view.tabs.setCurrentWidget(self.view.unit_page)
-        self.view.show_status(f"Top contexts of {res.choice.describe()} over {res.corpus}"
-                              + (" (found before, kept)." if kept else "."))
+        self.view.show_status(found_status(res, found, kept))
 
     def _show_kept_contexts(self) -> bool:
         """Show the chosen unit's contexts if they were found before over the same corpus and
@@ -318,11 +317,9 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             return False
         choice = self.view.unit_page.unit_choice()
         res = self.model.contexts_cache.get(self._contexts_key(choice))
-        if res is None:
-            return False
-        if self.model.contexts is not res:
+        if res is not None and self.model.contexts is not res:
             self._show_contexts(res, kept=True)
-        return True
+        return res is not None
 
     def contexts(self, also: Sequence[int] = ()) -> None:
         """The chosen unit's top contexts (and its histogram per tag with a ranking shown):
@@ -332,19 +329,16 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if emb is None:
             self.view.show_status("Load a model first (File → Open checkpoint…).", error=True)
             return
-        if self._show_kept_contexts():
-            if not also:
-                return
+        if self._show_kept_contexts() and not also:
+            return
         choice = self.view.unit_page.unit_choice()
         key = self._contexts_key(choice)
         cache = self.model.contexts_cache
-        units = [u for u in dict.fromkeys([choice.unit, *also])
-                 if key.for_unit(u) not in cache][:PREFETCH_UNITS]
+        units = units_to_find(cache, key, also)
         if not units:
             return
         model, vectors = emb.model, emb.token_vectors
-        labels = self.model.source if self.model.ranking is not None else None
-        corpus = self.model.contexts_corpus
+        labels, corpus = self.model.shown_labels, self.model.contexts_corpus
         self.jobs.invalidate("contexts")
 
         def job(state):
@@ -358,23 +352,11 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             fresh = next((r for r in found if key.for_unit(r.choice.unit) == now), None)
             if fresh is None:
                 self._show_kept_contexts()
-                return
-            self._show_contexts(fresh)
-            if len(found) > 1:
-                others = [str(r.choice.unit) for r in found if r is not fresh]
-                self.view.show_status(
-                    f"Top contexts of {fresh.choice.describe()} over {fresh.corpus}, found in "
-                    f"one run with units {', '.join(others)} of the ranking's row: choosing one "
-                    "of them shows it at once.")
+            else:
+                self._show_contexts(fresh, found)
 
-        if units[0] != choice.unit:                      # the chosen one is kept: the others
-            what = f"{len(units)} more of the ranking's units"
-        elif len(units) == 1:
-            what = choice.describe()
-        else:
-            what = f"{choice.describe()} and {len(units) - 1} more of the ranking's units"
         self.view.set_busy(True)
-        self.view.show_status(f"Finding the contexts of {what}…")
+        self.view.show_status(finding_status(choice, units))
         self.jobs.submit("Unit contexts", job, lane=Lane.LONG, kind="contexts", on_done=done,
                          on_failed=self._on_error, on_progress=self._on_progress,
                          on_finished=self._on_finished)

@@ -175,6 +175,11 @@ class UnitsModel:
     def rankings(self) -> List[Dict[str, Any]]:
         return [] if self.ranking is None else list(self.ranking["rankings"])
 
+    @property
+    def shown_labels(self) -> Optional[RankSource]:
+        """The labels of the ranking shown (a unit's histogram is made on them), or None."""
+        return self.source if self.ranking is not None else None
+
     def view_state(self, checksum: Optional[str] = None) -> Dict[str, Any]:
         """Settings, the panel's fields, the ranking's labels and (with the model's
         ``checksum``) the last results (:mod:`elmo_engine.analysis.units.report`)."""

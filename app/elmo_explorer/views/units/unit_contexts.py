@@ -97,6 +97,35 @@ class ContextsCache:
         self._kept.clear()
 
 
+def units_to_find(cache: ContextsCache, key: ContextsKey, also: Sequence[int]) -> List[int]:
+    """``key``'s unit, then the units ``also`` (its layer, direction and state), each once,
+    those not kept in ``cache``: at most :data:`PREFETCH_UNITS`, for one run of the model."""
+    units = dict.fromkeys([key.choice.unit, *(int(u) for u in also)])
+    return [u for u in units if key.for_unit(u) not in cache][:PREFETCH_UNITS]
+
+
+def finding_status(choice: UnitChoice, units: Sequence[int]) -> str:
+    """The status line while ``units`` (from :func:`units_to_find`) are found."""
+    if units[0] != choice.unit:                      # the chosen one is kept: the others
+        what = f"{len(units)} more of the ranking's units"
+    elif len(units) == 1:
+        what = choice.describe()
+    else:
+        what = f"{choice.describe()} and {len(units) - 1} more of the ranking's units"
+    return f"Finding the contexts of {what}…"
+
+
+def found_status(shown: UnitContexts, found: Sequence[UnitContexts], kept: bool = False) -> str:
+    """The status line once ``shown`` is on screen, out of the ``found`` of one run (or
+    ``kept`` from an earlier one)."""
+    head = f"Top contexts of {shown.choice.describe()} over {shown.corpus}"
+    others = [str(r.choice.unit) for r in found if r is not shown]
+    if kept or not others:
+        return head + (" (found before, kept)." if kept else ".")
+    return (f"{head}, found in one run with units {', '.join(others)} of the ranking's row: "
+            "choosing one of them shows it at once.")
+
+
 def reference_corpus() -> Tuple[List[List[str]], None, str]:
     """The Unit tab's default: the bundled reference corpus (its first ``CORPUS_TOKENS``)."""
     from elmo_engine.analysis.layers.run import reference_corpus_path
