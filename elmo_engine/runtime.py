@@ -12,6 +12,10 @@ here, by :func:`configure`, and nowhere else:
   stretches (tokenizing a big file) that would otherwise keep the GUI thread waiting for the GIL
   for up to 5 ms at a time (see ``elmo_explorer.startup``).
 
+The C heap is the process's too, and is also handled only here: :func:`reuse_freed_blocks`
+(``train-lm`` alone: each step's freed buffers kept for the next) and
+:func:`release_free_memory` (the streaming commands, between chunks).
+
 It also answers, once per process, whether the CPU has bf16 units (:func:`cpu_bf16`: Intel AMX or
 AVX512_BF16, from torch's checks and the CPU flags): the one place that decides whether
 ``--precision bf16`` is offered on the CPU.
@@ -294,12 +298,6 @@ def _glibc():
     return libc
 
 
-def _malloc_trim():
-    """glibc's ``malloc_trim`` (None elsewhere)."""
-    libc = _glibc()
-    return None if libc is None else libc.malloc_trim
-
-
 #: glibc's ``mallopt`` parameters (malloc.h)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 #: the largest block glibc lets its heaps hold rather than map (its bound: half of a heap)
@@ -334,6 +332,6 @@ def release_free_memory() -> None:
     elsewhere). A streaming command calls it between chunks: freed activations otherwise stay
     resident as heap fragments, and the peak creeps up with the input's length although no
     chunk holds more than the last."""
-    trim = _malloc_trim()
-    if trim is not None:
-        trim(0)
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)

@@ -143,7 +143,7 @@ def run(args, argv: Optional[List[str]] = None) -> int:
     from elmo_engine.train.trainer import train
 
     runtime.configure(threads=args.threads or None)
-    runtime.reuse_freed_blocks()        # each step's buffers: 1.1-1.15x (docs/performance.md)
+    runtime.reuse_freed_blocks()        # each step's buffers reused (docs/performance.md)
     command = "elmo-explorer train-lm " + " ".join(shlex.quote(a) for a in (
         argv if argv is not None else sys.argv[1:]) if a != "train-lm")
     try:
