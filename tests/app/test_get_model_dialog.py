@@ -115,7 +115,7 @@ def test_the_dialog_lists_the_catalogue_with_sizes_and_the_storage(qtbot, window
     assert cell(dialog, "small", "Architecture") == "2x1024_128_2048cnn_1xhighway"
     assert cell(dialog, "small", "Trained on").startswith("1 Billion Word Benchmark")
     assert cell(dialog, "small", "On disk") == "—"
-    assert str(store / "models") in dialog.storage.text() and "free" in dialog.storage.text()
+    assert str(store / "models") in dialog.storage.full_text() and "free" in dialog.storage.full_text()
     dialog.select("small")                      # no softmax published: the box is off
     assert not dialog.softmax.isEnabled() and dialog.get_button.isEnabled()
     assert dialog.get_button.isDefault() and not dialog.open_button.isEnabled()
@@ -235,6 +235,23 @@ def test_esc_during_a_download_asks_and_the_size_is_remembered(qtbot, window, st
     qtbot.addWidget(other)
     assert (other.width(), other.height()) == (700, 380)
     assert show_get_model_dialog(window) is dialog and dialog.isVisible()
+
+
+def test_a_deep_data_folder_never_widens_the_dialog(qtbot, tmp_path, monkeypatch, window):
+    deep = tmp_path.joinpath(*[f"a-folder-of-the-users-{i}" for i in range(12)], "data")
+    use_data_folder(deep, monkeypatch)
+    dialog = open_dialog(qtbot, window)
+    full = dialog.storage.full_text()
+    assert str(deep / "models") in full and dialog.storage.toolTip() == full
+    assert dialog.storage.fontMetrics().horizontalAdvance(full) > 1000      # wider than asked below
+    dialog.resize(600, 380)
+    qtbot.waitUntil(lambda: dialog.width() == 600)
+    shown = dialog.storage.text()
+    assert "…" in shown and shown != full
+    assert dialog.storage.fontMetrics().horizontalAdvance(shown) <= dialog.storage.width()
+    assert shown.startswith("Stored in ") and shown.endswith(full[-12:])    # both ends stay readable
+    dialog.resize(3000, 380)
+    qtbot.waitUntil(lambda: dialog.storage.text() == full)                 # room again: all of it
 
 
 def test_offline_is_one_line_and_get_works_again_once_the_server_answers(qtbot, window, store,

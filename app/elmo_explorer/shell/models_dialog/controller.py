@@ -88,7 +88,7 @@ class GetModelDialog(GetModelView):
             return
         self.model.set_listing(listing)
         self.show_rows(self.model.rows, self.model.selected)
-        self.storage.setText(free_space_text(listing))
+        self.storage.set_full_text(free_space_text(listing))
         self._update_actions()
 
     def _on_select(self) -> None:

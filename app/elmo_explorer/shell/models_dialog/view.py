@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QDialog, QHBoxLayou
                                QLabel, QProgressBar, QPushButton, QTableWidget, QTableWidgetItem,
                                QVBoxLayout, QWidget)
 
+from elmo_explorer.common.elided_label import ElidedLabel
 from elmo_explorer.shell.models_dialog.model import COLUMNS, Actions, Row
 
 ERROR_STYLE = "color: #b00020;"
@@ -46,7 +47,7 @@ class GetModelView(QDialog):
         self.table.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         lay.addWidget(self.table, 1)
 
-        self.storage = QLabel(self)
+        self.storage = ElidedLabel(self)       # a deep data folder never widens the dialog
         self.storage.setObjectName("storage")
         self.storage.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addWidget(self.storage)
