@@ -23,6 +23,20 @@ from support import DATA, FIXTURES, LAYERS_SENTENCES, REPO, need, write_tiny_che
 runtime.configure()          # as every entry point does: strict float32 (see elmo_engine.runtime)
 
 
+# The README's command runs the suite in worker processes (pytest-xdist, ``-n auto``): one per
+# core this process may use, at most MAX_WORKERS. Each worker holds torch, Qt and the tests'
+# models, and its tests use one torch thread, so more workers than cores only queue; past four
+# the suite is short anyway and the memory is not. Every test makes its own temporary folders,
+# settings folder and loopback ports, so none depends on what runs in the other workers.
+MAX_WORKERS = 4
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config) -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_WORKERS))
+
+
 def pytest_collection_finish(session):
     """The app's tests run under the app's process-wide settings (elmo_explorer.shell.startup): the
     short GIL switch interval its responsiveness tests depend on. Torch's thread count is left
