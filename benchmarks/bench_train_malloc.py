@@ -6,10 +6,12 @@ process, in ABBA order over the rounds, so that a change in the machine's load h
 A child builds the fused trainer of ``benchmarks/bench_train.py`` (the preset's batch, real text
 from the shipped corpora's dev files) in float32 and, where the CPU has bf16 units, in bf16,
 warms each up for 3 steps, then times ``--steps`` steps and counts the minor page faults they
-took. The parent prints the host, the medians, the ratios, the faults per step and each
-child's peak resident memory. ``--baseline REF`` adds a third child, the trainer of revision REF
-of this repository (``git archive``, as ``bench_embed_command.py --baseline``) with the heap
-as that revision's ``train-lm`` set it, and the ratio of this tree's ``train-lm`` step to it.
+took. The parent prints the host, the medians, the ratios, the faults per step, each
+child's peak resident memory, and the share of the host's GEMM ceiling the step reaches (its
+arithmetic per token counted as ``bench_train.py`` counts it). ``--baseline REF`` adds a
+third child, the trainer of revision REF of this repository (``git archive``, as
+``bench_embed_command.py --baseline``) with the heap as that revision's ``train-lm`` set it,
+and the ratio of this tree's ``train-lm`` step to it.
 
     python benchmarks/bench_train_malloc.py [--preset demo] [--steps 20] [--rounds 2] [--threads 2]
     python benchmarks/bench_train_malloc.py --baseline df92adf --steps 20 --rounds 4
@@ -55,6 +57,8 @@ def child(args) -> None:
     kinds = ["fp32"] + (["bf16"] if runtime.cpu_bf16().offered else [])
     for kind in kinds:
         r = bt.Runner(data, cfg, cfg.batch_size, True, bf16=kind == "bf16")
+        if "flops_per_token" not in out and not args.tree:   # as bench_train counts it
+            out["flops_per_token"] = 6 * bt.forward_macs(cfg.bilm_options(), *bt.window_shape(r))
         r.run(3)
         f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         out[kind] = r.run(args.steps)
@@ -127,6 +131,9 @@ def main() -> None:
         fb = statistics.median(d[kind + "_faults"] for d in runs["reuse"])
         print(f"fused {kind}: default {a:.0f}, reuse {b:.0f} tokens/s (median): {b / a:.2f}x; "
               f"minor faults per step {fa:.0f} -> {fb:.0f}")
+        flops = runs["reuse"][0]["flops_per_token"]
+        print(f"fused {kind}, reuse: {flops / 1e6:.1f} MFLOP per token, "
+              + hostinfo.share_line(flops * b, 1.0, kind))
         if args.baseline:
             c = statistics.median(d[kind] for d in runs[f"@{args.baseline}"])
             print(f"fused {kind}: train-lm's step now {b:.0f} against {c:.0f} tokens/s at "
