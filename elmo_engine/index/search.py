@@ -15,12 +15,12 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
 
-from elmo_engine.errors import InputError
+from elmo_engine.errors import CancelledError, InputError
 from elmo_engine.files import regular_file_problem
 from elmo_engine.index.ann import AnnIndex, AnnSettings, ann_file
 from elmo_engine.index.hits import Hit, kwic, kwic_line  # noqa: F401  (imported from here too)
@@ -82,6 +82,7 @@ class CorpusIndex:
         self._rows: "OrderedDict[str, np.ndarray]" = OrderedDict()
         # the caches and the connection are shared by every thread that reads the index
         self._lock = threading.RLock()
+        self._closing = False                # set by close(), from any thread
         s: Dict[str, Any] = dict(m.ann)
         try:
             self.ann_settings = AnnSettings(int(s.get("m", 32)), int(s.get("ef_construction", 128)),
@@ -97,15 +98,50 @@ class CorpusIndex:
                              path=self.folder / MANIFEST)
 
     def close(self) -> None:
-        self.db.close()
+        """Close the token table; safe while other threads read the index (the app closes an
+        index its jobs may still hold). A query running now is interrupted and it, like every
+        later one, ends in :class:`CancelledError`: closing the connection under a running
+        query would free what it reads. The vectors and the ANN indexes stay readable."""
+        if self._closing:
+            return
+        self._closing = True
+        self.db.interrupt()                  # the running query stops at its next step
+        with self._lock:                     # then no query holds the connection
+            self.db.close()
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> List[tuple]:
         """Every row of a query on the token table; a damaged table is one error naming it."""
-        try:
-            with self._lock:                # the connection serves one query at a time
+        with self._lock:                     # the connection serves one query at a time
+            self._check_open()
+            try:
                 return self.db.execute(sql, params).fetchall()
-        except sqlite3.Error as e:
-            raise _db_error(self.db_path, e) from None
+            except sqlite3.Error as e:
+                self._check_open()           # interrupted by close(): not a damaged table
+                raise _db_error(self.db_path, e) from None
+
+    def _check_open(self) -> None:
+        if self._closing:
+            raise CancelledError(f"{self.folder}: the corpus index was closed")
+
+    def folded_between(self, lo: int, hi: int,
+                       check: Callable[[], None] = lambda: None) -> Dict[int, str]:
+        """The case-folded word of each row in ``lo..hi``, read in one pass; ``check()`` is
+        called every 100,000 rows (a job's cancel check)."""
+        folded: Dict[int, str] = {}
+        with self._lock:
+            self._check_open()
+            try:
+                cur = self.db.execute("SELECT row, folded FROM tokens WHERE row BETWEEN ? AND ?",
+                                      (lo, hi))
+                for k, (r, w) in enumerate(cur):
+                    if k % 100_000 == 0:
+                        check()
+                        self._check_open()
+                    folded[r] = w
+            except sqlite3.Error as e:
+                self._check_open()
+                raise _db_error(self.db_path, e) from None
+        return folded
 
     def _row_numbers(self, got: Sequence[tuple]) -> np.ndarray:
         """The first column of ``got`` as vector rows, each checked to be one."""

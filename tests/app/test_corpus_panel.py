@@ -10,7 +10,7 @@ pytest.importorskip("pytestqt")
 
 from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace
 from elmo_explorer.views.corpus.atlas import MapMode, POINTS_MAX, synthetic_map
-from elmo_explorer.views.corpus.controller import CorpusPanel
+from elmo_explorer.views.corpus.controller import INDEX_JOBS, CorpusPanel
 from support import LAYERS_SENTENCES as SENTENCES
 
 pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
@@ -261,6 +261,47 @@ def test_a_saved_state_reopens_the_index_and_its_query_and_reports_it(qtbot, bui
     assert other.model.query.word == "money" and other.view.k_box.value() == 3
     assert all(len(v) <= 3 for v in other.model.lines.values())
     qtbot.waitUntil(other.is_ready, timeout=60000)
+
+
+def test_opening_an_index_while_a_job_reads_the_old_one_stops_that_job_quietly(qtbot, built,
+                                                                              monkeypatch):
+    """A box's listing (the interactive lane) still reads the old index when another index opens
+    (the long lane): the old one is closed under the listing's query. The listing ends as a
+    stale job (CancelledError, nothing reported), never as a crash or a "damaged" message."""
+    import threading
+
+    from elmo_explorer.views.corpus import jobs
+
+    built.query_word("the")
+    qtbot.waitUntil(lambda: built.map is not None and built.map.title == "the", timeout=120000)
+    qtbot.waitUntil(built.is_ready, timeout=60000)
+    old, seen, errors, reading = built.index, [], [], threading.Event()
+
+    def listing_that_reads_until_stopped(index, selection, state):
+        rows = np.arange(index.manifest.n_tokens)
+        try:
+            while True:                     # no cancel check of its own: only the close stops it
+                reading.set()
+                index.tokens_at(rows)
+                index.folded_between(0, len(rows) - 1)
+        except Exception as e:
+            seen.append(type(e).__name__)
+            raise
+
+    monkeypatch.setattr(jobs, "selection_lines", listing_that_reads_until_stopped)
+    monkeypatch.setattr(built, "report_error", lambda message, dialog=False: errors.append(message))
+    built.select_on_map(1, np.arange(len(built.map.rows)))
+    assert reading.wait(30)
+    before = {k: built.jobs.generation(k) for k in INDEX_JOBS}
+    with qtbot.waitSignal(built.index_changed, timeout=60000,
+                          check_params_cb=lambda path: path == str(old.folder)):
+        built.open_index(str(old.folder))
+    qtbot.waitUntil(lambda: bool(seen) and built.is_ready(), timeout=60000)
+    assert seen == ["CancelledError"] and errors == []
+    assert all(built.jobs.generation(k) > before[k] for k in INDEX_JOBS)   # made stale first
+    assert old._closing and built.index is not old                  # the new one answers
+    assert built.map is not None and built.map.title != "the"        # the old map went with it
+    assert built.index.rows_of(built.map.title).size == len(built.map.rows) > 0
 
 
 def _shift_drag(qtbot, plot, a, b):

@@ -38,6 +38,8 @@ from elmo_explorer.views.reading_dialog import window_qsettings
 log = logging.getLogger(__name__)
 SETTINGS_KEY = "corpus/last_index"
 OPTIONS_KEY = "corpus/options"          # the options, remembered across launches (JSON)
+#: the jobs that read the open index: closing it makes them stale
+INDEX_JOBS = ("search", "selection", "map", "senses")
 
 
 class CorpusPanel(PanelExports, PanelDefaults, QWidget):
@@ -232,7 +234,9 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
 
     def _close(self) -> None:
         if self.index is not None:
-            self.index.close()
+            for kind in INDEX_JOBS:             # stale now; each stops at its next check
+                self.jobs.invalidate(kind)
+            self.index.close()                  # safe under a job's running query
         self.index, self.map = None, None
         self.model.index_path = None
         self.model.clear_results()

@@ -182,11 +182,5 @@ def _sense_codes(index: CorpusIndex, rows: np.ndarray, senses: SenseInduction,
 
 def _words_of(index: CorpusIndex, rows: np.ndarray, state: TaskState) -> List[str]:
     """The word of each row (case-folded), read in row order from the token table."""
-    lo, hi = int(rows.min()), int(rows.max())
-    folded = {}
-    cur = index.db.execute("SELECT row, folded FROM tokens WHERE row BETWEEN ? AND ?", (lo, hi))
-    for k, (r, w) in enumerate(cur):
-        if k % 100_000 == 0:
-            check(state)
-        folded[r] = w
+    folded = index.folded_between(int(rows.min()), int(rows.max()), lambda: check(state))
     return [folded[int(r)] for r in rows]
