@@ -8,13 +8,17 @@ packed weights are made once under a lock, the embedder's caches sit behind a lo
 of the model to another device (the GPU fallback) waits until no pass is running.
 
 :class:`SharedExclusiveLock` is that last rule: any number of forward passes hold it shared; a
-change of the model (its device or dtype) holds it alone.
+change of the model (its device or dtype) holds it alone. There is one per model
+(:func:`model_lock`), whoever runs it: two embedders over one model (the app's corpus build
+makes its own beside the workspace's) and the step-by-step inspection of the LSTM take the same
+lock, so a move by one never happens under another's pass.
 """
 from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Iterator
+import weakref
+from typing import Any, Iterator
 
 
 class SharedExclusiveLock:
@@ -60,3 +64,17 @@ class SharedExclusiveLock:
             with self._cond:
                 self._exclusive = False
                 self._cond.notify_all()
+
+
+_MODEL_LOCKS: "weakref.WeakKeyDictionary[Any, SharedExclusiveLock]" = weakref.WeakKeyDictionary()
+_MODEL_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(model: Any) -> SharedExclusiveLock:
+    """The one :class:`SharedExclusiveLock` of ``model`` (made on first use, gone with the
+    model): every caller that runs it holds it shared for a pass; a move holds it alone."""
+    with _MODEL_LOCKS_GUARD:
+        lock = _MODEL_LOCKS.get(model)
+        if lock is None:
+            lock = _MODEL_LOCKS[model] = SharedExclusiveLock()
+        return lock

@@ -2,8 +2,10 @@
 
 :class:`Embedder` turns tokenized sentences into arrays of shape ``(L+1, n_tokens, 2P)``
 (``docs/checkpoint-format.md`` §9). It is **stateless** by default: a sentence gets the same
-vectors whatever batch it is in. :meth:`Embedder.embed_stateful` reproduces the reference tools'
-stateful protocol (§8) with :meth:`Embedder.reset_state`.
+vectors whatever batch it is in, up to float rounding (the GEMMs' blocking depends on the rows
+of the batch: up to ~2e-6 apart in layer 2 on the bundled model; layer 0 is exact).
+:meth:`Embedder.embed_stateful` reproduces the reference tools' stateful protocol (§8) with
+:meth:`Embedder.reset_state`.
 
 Caches (:mod:`.caches`): the context-free token vector of every word type (exact; the char-CNN +
 highway is then computed once per type), and per-sentence activations (in memory, LRU; optionally
@@ -15,16 +17,19 @@ The embedder runs in the process's float32 matmul mode, which
 Threads (:mod:`elmo_engine.sharing`): :meth:`Embedder.embed` and :meth:`Embedder.token_vectors`
 may be called from several threads at once, each getting what it would get alone: the caches
 are behind one lock, forward passes run side by side (the model keeps no per-call state of its
-own), and a move to the CPU after a GPU out-of-memory waits until no pass is running.
+own), and a move to the CPU after a GPU out-of-memory waits until no pass is running — of this
+embedder or of any other over the same model (the lock is the model's); another embedder over
+the model follows the move at its next pass.
 :meth:`Embedder.embed_stateful` keeps one state by design: its calls take turns.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import threading
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -41,7 +46,7 @@ from elmo_engine.model.lstm_graphs import (GPU_BATCH_STEPS, GraphRunner, free_me
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
-from elmo_engine.sharing import SharedExclusiveLock
+from elmo_engine.sharing import model_lock
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +95,11 @@ class Embedder:
             check_cpu_precision(precision)
         self.precision = precision
         self.dtype = PRECISIONS[precision]
-        self.model = model.to(self.device, self.dtype).eval()
-        self.model.requires_grad_(False)
+        # the model's own lock: another embedder over the model may be running a pass on it
+        self._model_lock = model_lock(model)
+        with self._model_lock.exclusive():
+            self.model = model.to(self.device, self.dtype).eval()
+            self.model.requires_grad_(False)
         self.opts = model.opts
         self.token_budget = max(1, int(token_budget))
         self._graphs_said = cuda_graphs is not None
@@ -115,11 +123,10 @@ class Embedder:
         self._types = lru(self.max_types)
         self._slots: Optional[LSTMState] = None
         self.stats = {"sentence_hits": 0, "sentence_misses": 0, "types_computed": 0}
-        # threads: the caches and stats under _lock; forward passes hold _model_lock shared and
-        # a move of the model holds it alone (always taken before _lock); stateful calls take
-        # turns on _stateful_lock
+        # threads: the caches and stats under _lock; forward passes hold _model_lock (the
+        # model's, shared with every other user of it) shared and a move of the model holds it
+        # alone (always taken before _lock); stateful calls take turns on _stateful_lock
         self._lock = threading.RLock()
-        self._model_lock = SharedExclusiveLock()
         self._stateful_lock = threading.Lock()
 
     # ---- token layer -----------------------------------------------------------------------
@@ -158,7 +165,7 @@ class Embedder:
         step = self.max_types // 2                    # a chunk never evicts its own types
         for start in range(0, len(types), step):
             chunk = types[start:start + step]
-            with self._model_lock.shared(), self._lock:
+            with self._pass(), self._lock:
                 self._ensure_types(chunk)
                 rows = torch.stack([self._types[t] for t in chunk])
             parts.append(rows.float().cpu().numpy())
@@ -249,9 +256,14 @@ class Embedder:
         with self._model_lock.exclusive(), self._lock:   # no pass runs while the model moves
             self._move_now(device)
 
-    def _move_now(self, device: torch.device) -> None:
+    def _move_now(self, device: torch.device, dtype: Optional[torch.dtype] = None) -> None:
+        """Move the model to ``device`` (and float32 where the CPU cannot run its dtype), or,
+        given ``dtype``, follow where another embedder moved it; the caches follow."""
         self.device = device
-        if device.type == "cpu" and self.dtype != torch.float32 and not (
+        if dtype is not None:
+            self.dtype = dtype
+            self.precision = next(k for k, v in PRECISIONS.items() if v == dtype)
+        elif device.type == "cpu" and self.dtype != torch.float32 and not (
                 self.dtype == torch.bfloat16 and runtime.cpu_bf16().offered):
             self.dtype, self.precision = torch.float32, "fp32"
         self.model.to(device, self.dtype)
@@ -260,6 +272,34 @@ class Embedder:
         if self._slots is not None:              # the stateful protocol keeps its state
             self._slots = [(c.to(device, cell_dtype(self.dtype)), h.to(device, self.dtype))
                            for c, h in self._slots]
+
+    def _placement(self) -> Tuple[torch.device, torch.dtype]:
+        p = next(self.model.parameters())
+        return p.device, p.dtype
+
+    def _placed(self) -> bool:
+        """Whether the model is where this embedder runs it (another embedder over it moves it
+        after a GPU out-of-memory)."""
+        device, dtype = self._placement()
+        here = self.device
+        return (dtype == self.dtype and device.type == here.type
+                and (device.index or 0) == (here.index or 0))
+
+    @contextlib.contextmanager
+    def _pass(self) -> Iterator[None]:
+        """Hold the model for a pass (shared with every other pass over it), on the device
+        and dtype it is on now: where another embedder moved it, this one follows first."""
+        while True:
+            with self._model_lock.shared():
+                if self._placed():
+                    yield
+                    return
+            with self._model_lock.exclusive(), self._lock:
+                if not self._placed():
+                    device, dtype = self._placement()
+                    log.warning("the model was moved to %s (%s) by another of its users; "
+                                "following it", device, dtype)
+                    self._move_now(device, dtype)
 
     def _set_graphs(self) -> None:
         """The bucketed loop (CUDA graphs) on where ``cuda_graphs`` asks, off after a fall back
@@ -284,7 +324,7 @@ class Embedder:
         False the ``<S>``/``</S>`` positions are not meaningful and the state is None (see
         :meth:`BiLM.contextual`)."""
         # the type cache is read and filled by every caller
-        with self._model_lock.shared(), self._lock:
+        with self._pass(), self._lock:
             self._ensure_types([BOS_TOKEN, EOS_TOKEN, *(t for s in batch for t in s)])
             steps = max(len(s) for s in batch) + 2
             p = self.opts.projection_dim
@@ -301,7 +341,7 @@ class Embedder:
         framed token vectors ``tok`` (B, T, P) and their ``lengths`` (B,) → (layers
         (L+1, B, T, 2·out), final state). The one way to run the model beside other callers:
         it may run while other passes run, never while the model moves."""
-        with self._model_lock.shared():
+        with self._pass():
             dev, dtype = self.device, self.dtype
             if init is not None:                  # (the cell state stays float32 in bf16/fp16)
                 init = [(c.to(dev, cell_dtype(dtype)), h.to(dev, dtype)) for c, h in init]

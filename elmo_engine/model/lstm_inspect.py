@@ -36,6 +36,7 @@ import torch
 from torch import Tensor
 
 from elmo_engine.errors import InputError
+from elmo_engine.sharing import model_lock
 from elmo_engine.model.cpu_fast import both_directions
 from elmo_engine.model.lstm_states import (ALL_STATES, DIRECTION_NAMES, INTERVENABLE, Op,  # noqa: F401
                                            StateKind, parse_states, state_width)
@@ -194,7 +195,16 @@ def inspect(model, tok: Tensor, lengths: Tensor, capture: Optional[Capture] = No
 
     Raises :class:`InputError` when the capture would exceed its ``max_bytes`` (before any
     allocation) or an intervention names a unit, layer or direction the model lacks.
+
+    Holds the model's lock (:func:`elmo_engine.sharing.model_lock`) shared for the run: an
+    embedder over the same model never moves it (the GPU out-of-memory fall-back) meanwhile.
     """
+    with model_lock(model).shared():
+        return _inspect(model, tok, lengths, capture, interventions, states_only)
+
+
+def _inspect(model, tok: Tensor, lengths: Tensor, capture: Optional[Capture],
+             interventions: Sequence[Intervention], states_only: bool) -> InspectResult:
     from elmo_engine.model.bilm import reverse_index
 
     stack = model.lstm

@@ -357,3 +357,84 @@ def test_a_types_vector_does_not_depend_on_the_types_computed_beside_it(demo_mod
     for n in (1, 2, 3, 4, 5, 17):
         alone = Embedder(demo_model, device="cpu").token_vectors(words[:n])
         assert np.array_equal(alone, together[:n]), n
+
+
+def _units(offered: bool):
+    """A stand-in for ``runtime.cpu_bf16``: a CPU with bf16 units or without."""
+    from elmo_engine import runtime
+
+    cpu = runtime.CpuBf16("AVX512_BF16" if offered else None, "test CPU", "AVX512", ())
+    return lambda: cpu
+
+
+def test_embedders_over_one_model_share_its_lock_and_follow_a_move(threads, monkeypatch):
+    """The app's corpus build makes its own embedder over the workspace's model. A move of the
+    model by one of them (the GPU out-of-memory fall-back, here to the CPU of a host without
+    bf16 units: float32) waits for the other's pass in flight, which ends on the model as it
+    was; the other's next pass follows the move (its device, dtype, precision and cached type
+    vectors) and gives what the mover gives. Before, each embedder had its own lock,
+    the move ran under the other's pass, and the other kept running bf16 inputs into a float32
+    model ("could not create a primitive descriptor")."""
+    from elmo_engine import runtime
+    from elmo_engine.sharing import model_lock
+
+    threads(1)
+    monkeypatch.setattr(runtime, "cpu_bf16", _units(True))
+    model = load_checkpoint(DEMO)
+    mover = Embedder(model, device="cpu", precision="bf16", cache_size=0)
+    other = Embedder(model, device="cpu", precision="bf16", cache_size=0)
+    assert mover._model_lock is other._model_lock is model_lock(model)
+    held_sents, later = sentences(61, 3), sentences(62, 3)
+    in_bf16 = Embedder(load_checkpoint(DEMO), device="cpu", precision="bf16", cache_size=0)
+    expected_held = in_bf16.embed(held_sents)
+    mover.embed(held_sents)                      # the same types cached in both, in bf16
+
+    contextual = type(model).contextual
+    in_pass, release = threading.Event(), threading.Event()
+
+    def holding(self, *args, **kwargs):
+        if threading.current_thread().name == "held-pass":
+            in_pass.set()
+            assert release.wait(JOIN_S)
+        return contextual(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(model), "contextual", holding)
+    got: Dict[str, object] = {}
+    held = threading.Thread(target=lambda: got.update(held=other.embed(held_sents)),
+                            name="held-pass", daemon=True)
+    held.start()
+    assert in_pass.wait(JOIN_S)
+    monkeypatch.setattr(runtime, "cpu_bf16", _units(False))   # the CPU it falls back to
+    move = threading.Thread(target=lambda: mover._move(torch.device("cpu")), daemon=True)
+    move.start()
+    move.join(0.5)
+    assert move.is_alive() and next(model.parameters()).dtype == torch.bfloat16   # it waits
+    release.set()
+    held.join(JOIN_S)
+    move.join(JOIN_S)
+    assert not held.is_alive() and not move.is_alive()
+    assert max_diff(got["held"], expected_held) == 0.0           # the pass ran on bf16 whole
+    assert next(model.parameters()).dtype == torch.float32 and mover.precision == "fp32"
+    assert other.precision == "bf16"                              # until its next pass
+    followed = other.embed(later)
+    assert other.precision == "fp32" and other.dtype == torch.float32
+    assert all(v.dtype == torch.float32 for v in other._types.values())
+    assert max_diff(followed, mover.embed(later)) <= 1e-6
+    assert max_diff(followed, in_bf16.embed(later)) > 1e-4       # float32 now, not bf16
+
+
+def test_the_step_by_step_lstm_holds_the_models_lock(demo_model, monkeypatch):
+    """``lstm_inspect.inspect`` (the Units view's captures and interventions) runs the model
+    outside any embedder: it holds the model's lock shared, so a move waits for it."""
+    import elmo_engine.model.lstm_inspect as li
+    from elmo_engine.sharing import model_lock
+
+    lock = model_lock(demo_model)
+    seen = []
+    run = li._inspect
+    monkeypatch.setattr(li, "_inspect", lambda *a: (seen.append(lock._shared), run(*a))[1])
+    emb = Embedder(demo_model, device="cpu", cache_size=0)
+    tok = torch.from_numpy(emb.token_vectors(["<S>", "the", "bank", "</S>"]))[None]
+    res = li.inspect(demo_model, tok, torch.tensor([4]))
+    assert seen == [1] and lock._shared == 0
+    assert res.outputs()[-1].shape == (1, 4, 2 * demo_model.opts.output_dim)
