@@ -90,9 +90,13 @@ def atomic_path(target, suffix: str = "") -> Iterator[Path]:
     """
     target = Path(target)
     mode = _target_mode(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.",
-                               suffix=(suffix or target.suffix) + PART_SUFFIX, dir=target.parent)
+    try:                                # a read-only or missing folder: name the target
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.",
+                                   suffix=(suffix or target.suffix) + PART_SUFFIX,
+                                   dir=target.parent)
+    except OSError as e:
+        raise OSError(e.errno, e.strerror or str(e), str(target)) from None
     os.close(fd)
     tmp_path = Path(tmp)
     # mkstemp makes 0600; a saved file is an ordinary file, and a replaced one keeps its mode

@@ -55,15 +55,33 @@ def _inside(inner, folder) -> bool:
     return _real(inner).startswith(f.rstrip(os.sep) + os.sep)
 
 
+def _is_index(folder) -> bool:
+    """Whether ``folder`` is a corpus index (every file in it is the index's)."""
+    from elmo_engine.index.store import MANIFEST
+
+    return os.path.isdir(folder) and os.path.isfile(os.path.join(folder, MANIFEST))
+
+
 def _checkpoint_files(path: Optional[Path]) -> List[Path]:
     from elmo_engine.cli.common import checkpoint_or_demo
     from elmo_engine.model.locate import resolve_checkpoint
+
+    from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_PATTERN
 
     try:
         _fmt, opts, weights = resolve_checkpoint(checkpoint_or_demo(path))
     except Exception:               # the command itself reports a bad checkpoint
         return []
-    return [opts, weights]
+    # and what the commands read beside them: the vocabulary and the softmax (the language
+    # model's predictions, the neighbours among known words)
+    folder = opts.parent
+    beside = [folder / OWN_VOCAB, folder / OWN_SOFTMAX]
+    try:
+        beside += sorted(folder.glob(PUBLISHED_PATTERN))[:16]
+        beside += sorted(folder.glob("*vocab*.txt"))[:16]
+    except OSError:
+        pass
+    return [opts, weights, *beside]
 
 
 def _workspace_inputs(ws: Path) -> List[Path]:
@@ -186,6 +204,9 @@ def _check_one(dest: str, out: Path, inputs: List[Path], bundled: Optional[Path]
         if os.path.isdir(out) and _inside(inp, out):
             raise InputError(f"holds an input ({inp}); writing here could replace it, choose "
                              "another folder", path=out)
+        if os.path.lexists(out) and _inside(out, inp) and _is_index(inp):
+            raise InputError(f"is a file of an input corpus index ({inp}); an output never "
+                             "replaces an input's files, choose another name", path=out)
     if bundled is not None and os.path.exists(bundled) and (
             same_file(out, bundled) or _inside(out, bundled)
             or (os.path.isdir(out) and _inside(bundled, out))):

@@ -84,6 +84,9 @@ def run(args) -> int:
     tb = args.tensorboard
     if args.json and common.is_stdout(args.out):
         raise InputError("--json prints on stdout: write the coordinates to a file (-o FILE)")
+    if tb is not None and (tb.exists() or tb.is_symlink()) and not tb.is_dir():
+        raise InputError("--tensorboard names a folder (vectors.tsv and metadata.tsv go in "
+                         "it); this is not one", path=tb)          # before the work, not after
     common.refuse_existing(args.force, args.out, *(() if tb is None else (
         tb / "vectors.tsv", tb / "metadata.tsv")))
     project_aligned.refuse_outputs(args)

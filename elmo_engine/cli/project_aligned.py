@@ -9,7 +9,6 @@ animation (GIF/MP4) and its frames (PNG).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 from typing import Any, Dict, List, Optional
@@ -17,7 +16,6 @@ from typing import Any, Dict, List, Optional
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
 
-FRAME_NAME = re.compile(r"^frame_\d{4}\.png$")
 
 
 def add_options(p: argparse.ArgumentParser) -> None:
@@ -59,7 +57,7 @@ def add_options(p: argparse.ArgumentParser) -> None:
 
 def refuse_outputs(args) -> None:
     """Before any long work: existing outputs without ``--force``; a frames folder holding
-    anything but frames (never replaced, ``--force`` or not)."""
+    anything but frames written earlier (never replaced, ``--force`` or not)."""
     if args.aligned is None:
         for opt in ("aligned_layers", "reference", "knn_layers", "animation", "frames", "trails"):
             if getattr(args, opt) is not None:
@@ -68,15 +66,16 @@ def refuse_outputs(args) -> None:
     common.refuse_existing(args.force, args.animation)
     if args.animation is not None and args.animation.suffix.lower() not in (".gif", ".mp4"):
         raise InputError(f"--animation {args.animation}: write a .gif or an .mp4")
-    if args.frames is not None and args.frames.exists():
-        if not args.frames.is_dir():
-            raise InputError(f"--frames {args.frames} is a file, not a folder")
-        other = [f.name for f in args.frames.iterdir() if not FRAME_NAME.match(f.name)]
-        if other:
-            raise InputError(f"--frames {args.frames} holds other files ({', '.join(other[:3])}"
-                             f"{'…' if len(other) > 3 else ''}); name a new or empty folder")
-        if any(args.frames.iterdir()) and not args.force:
-            raise InputError(f"{args.frames} holds frames; pass --force to replace them")
+    if args.frames is not None:              # a folder output: never a folder of the user's
+        from elmo_engine.io.figures.trajectories import FRAMES_KIND
+        from elmo_engine.io.writing import replace_folder_problem
+
+        problem = replace_folder_problem(args.frames, FRAMES_KIND)
+        if problem:
+            raise InputError(problem, path=args.frames)
+        if not args.force and args.frames.is_dir() and any(args.frames.iterdir()):
+            raise InputError(f"{args.frames} holds frames written earlier; pass --force to "
+                             "replace them")
 
 
 def run(args, tokens, acts, n_layers: int, checksum: str, params, state) -> Dict[str, Any]:
@@ -182,7 +181,7 @@ def _animate(args, tokens, lay, trails: List[int], state) -> List[str]:
     import numpy as np
 
     from elmo_engine.analysis.projection.animation import (AnimationSpec, render_frames,
-                                                           write_animation, write_frames)
+                                                           write_animation, write_frames_folder)
 
     labels = _colour_labels(args, tokens, trails)
     codes: Optional[np.ndarray] = None
@@ -203,10 +202,7 @@ def _animate(args, tokens, lay, trails: List[int], state) -> List[str]:
     if args.animation is not None:
         out.append(str(write_animation(args.animation, frames, spec.fps)))
     if args.frames is not None:
-        for old in args.frames.glob("frame_*.png") if args.frames.is_dir() else ():
-            if FRAME_NAME.match(old.name):
-                old.unlink()
-        paths = write_frames(args.frames, frames)
+        paths = write_frames_folder(args.frames, frames, overwrite=True)    # checked above
         out.append(f"{args.frames}/ ({len(paths)} frames)")
     return out
 

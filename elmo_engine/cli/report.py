@@ -22,7 +22,6 @@ opens). Results (what was written) go to stderr; bad input exits 1 with one line
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
@@ -65,16 +64,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _read_json(path: Path, what: str):
-    from elmo_engine.files import read_bounded
+    from elmo_engine.files import parse_json_strict, read_bounded
     from elmo_engine.io.probe_result_check import check_depth
 
     try:
         raw = read_bounded(path, MAX_RESULT_BYTES)
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read the {what}: {e}", path=path) from None
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    try:            # nesting too deep and NaN refused here, naming the file (not a traceback)
+        doc = parse_json_strict(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
         raise InputError(f"the {what} is not JSON ({e})", path=path) from None
     try:
         check_depth(doc, "")

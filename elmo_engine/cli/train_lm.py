@@ -123,15 +123,21 @@ def build_config(args):
 def refuse_existing_model(args) -> None:
     """A fresh run into a folder that holds a model or a training state is refused unless
     ``--resume`` or ``--force``, naming the file."""
+    import os
     from pathlib import Path
 
     from elmo_engine.errors import InputError
 
+    out = Path(args.out)
+    if os.path.lexists(out) and not out.is_dir():
+        raise InputError("is not a folder; train-lm writes a model folder there", path=out)
     if args.resume or getattr(args, "force", False):
         return
-    out = Path(args.out)
-    for name in ("options.json", "lm_weights.hdf5", "checkpoint"):
-        if (out / name).exists():
+    # everything the run writes (the model as export_model writes it, the training state):
+    # without --force none of it replaces a file that is there
+    for name in ("options.json", "lm_weights.hdf5", "vocab.txt", "softmax.safetensors",
+                 "training.json", "checkpoint"):
+        if os.path.lexists(out / name):
             raise InputError(f"{out / name} exists; pass --resume to continue that training or "
                              "--force to start afresh")
 

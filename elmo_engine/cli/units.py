@@ -240,9 +240,19 @@ def run_rank(args) -> int:
     kinds = parse_states(args.states)
     ks = _ints(args.k, "--k", low=1)
     layers = None if args.layer is None else _ints(args.layer, "--layer")
+    opts = common.checkpoint_options(args.checkpoint)
     if layers is not None:
-        _check_layers(layers, common.checkpoint_options(args.checkpoint))   # before torch
+        _check_layers(layers, opts)                                         # before torch
+    from elmo_engine.model.lstm_states import state_width
+
+    widths = sorted({state_width(opts, kind) for kind in kinds})
+    if min(ks) > widths[-1]:
+        raise InputError(f"--k {min(ks)}: the states asked for have at most {widths[-1]} units")
     sents = _labelled(args)
+    over = [k for k in ks if k > widths[0]]
+    if over:                      # the curve of a state stops at its width: say so, once
+        common.log(f"units rank: --k {', '.join(map(str, over))} over the {widths[0]} units of "
+                   "a state asked for: its curve stops at its width")
 
     from elmo_engine.analysis.units.collect import collect
     from elmo_engine.analysis.units.rank import RankSettings, rank_units, ranking_json

@@ -11,6 +11,7 @@ pytest.importorskip("pytestqt")
 
 import elmo_explorer.views.projection.running as running_mod
 from elmo_explorer.views.projection.controller import ProjectionPanel
+from elmo_explorer.views.projection.trajectory_panel import FRAMES_SUBFOLDER
 from elmo_explorer.views.projection.trajectory_model import (METHODS, SEQUENCE_KEYS,
                                                              TICKS_PER_LAYER, TrajectoryModel,
                                                              TrajectorySettings, layer_sequences)
@@ -97,6 +98,17 @@ def test_trajectories_tab_compute_slide_trail_and_export(qtbot, panel, tmp_path)
     assert gif in sig.args[0]
     assert iio.imread(gif, index=None).shape[0] == 2 * 3 + 1
     assert len(list((tmp_path / "frames").glob("frame_*.png"))) == 7
+    # a chosen folder of the user's files is never written over: the frames go into a folder
+    # of their own inside it (and replace it the next time)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "frame_0000.png").write_bytes(b"the user's")
+    for _ in range(2):
+        with qtbot.waitSignal(tr.exported, timeout=60000):
+            tr.export(frames=mine, steps=3)
+        assert len(list((mine / FRAMES_SUBFOLDER).glob("frame_*.png"))) == 7
+    assert sorted(p.name for p in mine.iterdir()) == ["frame_0000.png", FRAMES_SUBFOLDER]
+    assert (mine / "frame_0000.png").read_bytes() == b"the user's"
 
 
 def test_settings_from_json_keep_what_is_valid():

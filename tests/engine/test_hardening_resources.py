@@ -157,6 +157,30 @@ def test_atomic_write_on_a_full_disk(tmp_path, monkeypatch):
             raise ValueError("x")
 
 
+def test_a_folder_that_takes_no_new_file_names_the_target_not_the_temporary(tmp_path,
+                                                                            monkeypatch, capsys):
+    """A fourth attack pass: ``-o ro/out.json`` on a read-only mount said "Read-only file
+    system (ro/.out.json.uik26zr1.json.part)": the temporary file's name, never the user's."""
+    import tempfile
+
+    def read_only(prefix="", suffix="", dir=None):
+        name = f"{dir}/{prefix}abc123{suffix}"
+        raise OSError(errno.EROFS, "Read-only file system", name)
+
+    monkeypatch.setattr(tempfile, "mkstemp", read_only)
+    target = tmp_path / "out.json"
+    with pytest.raises(OSError) as e:
+        atomic_write_text(target, "{}")
+    assert e.value.filename == str(target) and e.value.errno == errno.EROFS
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("The bank .\n", encoding="utf-8")
+    code = cli.main(["units", "top", str(sentences), "--unit", "3", "--checkpoint",
+                     str(FIXTURES / "allennlp"), "-o", str(target)])
+    err = capsys.readouterr().err
+    assert code == 1 and str(target) in err and ".part" not in err and "abc123" not in err
+    assert not list(tmp_path.glob(".out.json*"))
+
+
 def test_atomic_hdf5_survives_a_real_write_failure(tmp_path):
     """HDF5 keeps writing (400 datasets) after the kernel refused a write: no crash, no h5py
     traceback (pytest turns those into errors), one WriteError at the end, nothing left."""

@@ -147,6 +147,52 @@ def test_every_written_option_is_an_output_and_every_read_one_an_input(tmp_path,
     assert not (HERE / "h.tsv").exists() and not (HERE / "f.tsv").exists()
 
 
+def test_an_output_never_replaces_a_checkpoints_other_files_or_an_index_file(tmp_path, capsys):
+    """A fourth attack pass: ``-o`` into the checkpoint folder replaced the vocabulary ``lm``
+    had just read (and the softmax files were not inputs either), and ``-o`` onto a file of an
+    input index (``search idx -o idx/index.json --force``) broke the index. Both are refused; a
+    new file beside them, or the user's own file in the checkpoint's folder, is not."""
+    from elmo_engine.cli.main import build_parser
+    from elmo_engine.cli.outputs import guard_outputs
+    from elmo_engine.errors import InputError
+
+    def guard(*argv) -> str:
+        args = build_parser([argv[0]]).parse_args([str(a) for a in argv])
+        try:
+            guard_outputs(args)
+        except InputError as e:
+            return str(e)
+        return ""
+
+    ck = ckpt(tmp_path)
+    for name in ("vocab.txt", "softmax.safetensors", "lm_softmax_weights.hdf5", "vocab-2016.txt"):
+        (ck / name).write_bytes(b"the model's")
+    (ck / "notes.json").write_text("{}", encoding="utf-8")
+    corpus = tmp_path / "s.txt"
+    corpus.write_text("The bank was closed .\n", encoding="utf-8")
+    for name in ("vocab.txt", "softmax.safetensors", "lm_softmax_weights.hdf5", "vocab-2016.txt"):
+        assert "is also an input" in guard("lm", corpus, "--checkpoint", ck, "-o", ck / name,
+                                           "--force"), name
+    assert guard("units", "top", corpus, "--unit", "3", "--checkpoint", ck, "-o",
+                 ck / "notes.json", "--force") == ""                 # the user's own file
+    assert guard("lm", corpus, "--checkpoint", ck, "-o", ck / "new.json") == ""
+    idx = tmp_path / "idx"
+    idx.mkdir()
+    for name in ("index.json", "tokens.sqlite", "vectors.L1.npy"):
+        (idx / name).write_bytes(b"the index's")
+    for argv in (("search", idx, "--sentence", "The bank", "--word", "bank", "-o",
+                  idx / "index.json", "--force"),
+                 ("senses", idx, "--word", "bank", "-o", idx / "vectors.L1.npy", "--force"),
+                 ("units", "top", "--index", idx, "--unit", "3", "-o", idx / "tokens.sqlite",
+                  "--force")):
+        assert "is a file of an input corpus index" in guard(*argv), argv[0]
+    assert guard("search", idx, "--sentence", "The bank", "--word", "bank", "-o",
+                 idx / "answers.json") == ""                         # a new file: not a replacement
+    code, err = cli(["search", idx, "--sentence", "The bank", "--word", "bank", "-o",
+                     idx / "index.json", "--force"], capsys)
+    assert code == 1 and (idx / "index.json").read_bytes() == b"the index's"
+
+
 @pytest.mark.parametrize("name,argv", [
     ("out", ["units", "top", "{text}", "--unit", "1", "--checkpoint", SOURCE, "-o", "{target}"]),
     ("out", ["embed", "{text}", "-o", "{target}", "--checkpoint", SOURCE]),

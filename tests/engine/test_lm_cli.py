@@ -140,6 +140,25 @@ def test_minimal_pairs_score_and_count(demo, tmp_path, capsys):
         read_pairs(tsv)
 
 
+def test_pairs_and_vocabularies_with_a_byte_order_mark_or_unicode_line_breaks(tmp_path):
+    """A fourth attack pass: a pairs file saved with a BOM was refused ("the first line must be
+    the header"), a U+2028 inside a sentence split the pair and moved the line numbers after
+    it, and a vocabulary with a BOM listed '\\ufeffbank' as a word of its own."""
+    from elmo_engine.analysis.characters.word_lab import read_vocabulary
+
+    tsv = tmp_path / "bom.tsv"
+    tsv.write_bytes("\ufeffset\tgood\tbad\r\nagr\tThe keys are here\tThe keys is here\r\n"
+                    "agr\tA dog\u2028runs\tA dog\u2028run\r\nagr\ta b\ta\r\n".encode("utf-8"))
+    with pytest.raises(InputError, match=r"bom\.tsv:4: the two sentences differ in length"):
+        read_pairs(tsv)                                   # line 4: U+2028 split nothing
+    tsv.write_bytes("\ufeffset\tgood\tbad\r\nagr\tThe keys are here\tThe keys is here\r\n"
+                    .encode("utf-8"))
+    assert [p.good for p in read_pairs(tsv)] == [("The", "keys", "are", "here")]
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes("\ufeffbank\r\nriver\r\n".encode("utf-8"))
+    assert read_vocabulary(vocab) == ["bank", "river"]
+
+
 def test_bundled_pair_sets_are_well_formed():
     files = bundled_pairs()
     assert len(files) == 3

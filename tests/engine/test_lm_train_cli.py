@@ -69,6 +69,31 @@ def test_empty_dev_and_missing_resume_state(tmp_path, dev, capsys):
     assert code == 1 and "no training state to resume" in err
 
 
+@pytest.mark.parametrize("name", ["vocab.txt", "training.json", "softmax.safetensors",
+                                  "options.json"])
+def test_a_folder_with_a_file_the_run_writes_is_refused_before_reading(tmp_path, dev, capsys,
+                                                                        name):
+    """A fourth attack pass: a folder holding the user's own ``vocab.txt`` or ``training.json``
+    was written over without ``--force`` (only the options, weights and state were looked
+    for), and an ``--out`` that is a file failed only after the corpus was read."""
+    corpus = write_corpus(tmp_path / "train.txt", 30, seed=1)
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / name).write_text("the user's\n", "utf-8")
+    code, err = _run(capsys, corpus, "--dev", dev, "--out", out, "--preset", "tiny",
+                     "--max-steps", "1")
+    assert code == 1 and f"{out / name} exists" in err and "--force" in err
+    assert sorted(p.name for p in out.iterdir()) == [name]
+    assert (out / name).read_text("utf-8") == "the user's\n"
+    notes = tmp_path / "notes"
+    notes.write_text("mine\n", "utf-8")
+    missing = tmp_path / "missing.txt"              # refused before the corpus is looked at
+    for force in ((), ("--force",)):
+        code, err = _run(capsys, missing, "--dev", dev, "--out", notes, *force)
+        assert code == 1 and "notes: is not a folder" in err, err
+    assert notes.read_text("utf-8") == "mine\n"
+
+
 def test_add_parser_registers_train_lm():
     import argparse
 

@@ -76,8 +76,29 @@ def test_npz_and_refusals(tmp_path, sentences, tiny_checkpoint, capsys):
     (tmp_path / "mine" / "notes.txt").write_text("keep", "utf-8")
     code = main(base + ["--aligned", "procrustes", "--frames", str(tmp_path / "mine"), "--force",
                         "-o", str(tmp_path / "c.csv")])
-    assert code == 1 and "other files" in capsys.readouterr().err
+    assert code == 1 and "is not a frames folder" in capsys.readouterr().err
     assert (tmp_path / "mine" / "notes.txt").read_text("utf-8") == "keep"
+    # a fourth attack pass: the user's own frame_0000.png … (ffmpeg's naming) were deleted by
+    # --force and replaced by ours; a folder output replaces only frames it wrote itself
+    users = tmp_path / "users-frames"
+    users.mkdir()
+    for k in range(12):
+        (users / f"frame_{k:04d}.png").write_bytes(b"the user's frame %d" % k)
+    code = main(base + ["--aligned", "procrustes", "--frames", str(users), "--force", "--steps",
+                        "2", "-o", str(tmp_path / "d.csv")])
+    assert code == 1 and "is not a frames folder" in capsys.readouterr().err
+    assert sorted(p.name for p in users.iterdir()) == [f"frame_{k:04d}.png" for k in range(12)]
+    assert (users / "frame_0003.png").read_bytes() == b"the user's frame 3"
+    ours = tmp_path / "ours"
+    for force in ((), ("--force",)):              # new, then our own replaced with --force
+        code = main(base + ["--aligned", "procrustes", "--frames", str(ours), "--steps", "2",
+                            "-o", str(tmp_path / f"e{len(force)}.csv"), *force])
+        assert code == 0, capsys.readouterr().err
+        assert len(list(ours.glob("frame_*.png"))) == 5 and (ours / ".elmo-output.json").is_file()
+    code = main(base + ["--aligned", "procrustes", "--frames", str(ours), "--steps", "2",
+                        "-o", str(tmp_path / "f.csv")])
+    assert code == 1 and "--force" in capsys.readouterr().err      # not without --force
+    assert not list(tmp_path.glob(".ours.part-*"))                 # no staging left behind
 
 
 def test_a_late_refusal_leaves_no_output(tmp_path, sentences, tiny_checkpoint, capsys):
@@ -98,3 +119,9 @@ def test_a_late_refusal_leaves_no_output(tmp_path, sentences, tiny_checkpoint, c
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and msg in err[0], err
         assert sorted(p.name for p in tmp_path.iterdir()) == ["s.txt"]
+    notes = tmp_path / "notes.txt"             # a fourth attack pass: a file given as the
+    notes.write_text("mine\n", "utf-8")         # TensorBoard folder failed after the work
+    assert main(base + ["--tensorboard", str(notes)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "notes.txt: --tensorboard names a folder" in err[0], err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "s.txt"]

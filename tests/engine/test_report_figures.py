@@ -168,7 +168,15 @@ def test_report_command_end_to_end_on_the_demo_model(tmp_path, five, capsys):
 def test_report_command_bad_input_exits_1_naming_the_file(tmp_path, five, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
+    deep = tmp_path / "deep.json"          # a fourth attack pass: "nested too deeply" was an
+    deep.write_text("[" * 100_000, encoding="utf-8")     # unexpected error, the file unnamed
+    nan = tmp_path / "nan.json"
+    nan.write_text('{"value": NaN}', encoding="utf-8")
     cases = [(["report", str(tmp_path / "none.txt"), "--word", "bank"], "none.txt"),
+             (["report", str(five), "--word", "bank", "--probes", str(deep)],
+              "deep.json: the probe results is not JSON (nested too deeply)"),
+             (["report", str(five), "--word", "bank", "--layers-json", str(nan)],
+              "nan.json: the layers results is not JSON (NaN is not a JSON number)"),
              (["report", str(five), "--word", "shore"], "'shore' does not occur"),
              (["report", str(five), "--word", "bank", "--probes", str(bad)], "bad.json"),
              (["report", str(five), "--word", "bank", "--layers-json", str(bad)], "bad.json")]

@@ -101,6 +101,12 @@ def test_top_reads_conllu_and_says_when_it_reads_the_first_words_only(tmp_path, 
      "give --word too"),
     (["units", "rank", "--tsv", "{one_class}", "--k", "1", *CK],
      "one_class.tsv: one class among the labelled words read (x)"),
+    # a fourth attack pass: a k over the units ran, unchecked (ablate's random control was the
+    # complement of the top k, or nothing at all; rank drew no curve, silently)
+    (["units", "rank", "--tsv", "{labelled}", "--k", "99999", *CK],
+     "--k 99999: the states asked for have at most"),
+    (["units", "ablate", "--demo", "pos", "--k", "2,99999", "--device", "cpu"],
+     "--k 99999: layer 1's c has"),
 ])
 def test_bad_input_is_one_line(files, tmp_path, capsys, argv, message):
     """Bad input is one line, before the model runs: the labelled readers bound a sentence at

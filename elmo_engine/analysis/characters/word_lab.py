@@ -288,6 +288,8 @@ def read_vocabulary(path) -> List[str]:
     from elmo_engine.io.datasets.textio import read_bytes_limited
 
     data = read_bytes_limited(path, MAX_VOCAB_BYTES)
+    if data.startswith(b"\xef\xbb\xbf"):       # a byte-order mark is not part of the first word
+        data = data[3:]
     words: dict = {}
     for no, raw in enumerate(data.split(b"\n"), 1):
         try:

@@ -77,7 +77,11 @@ def read_pairs(path: Path) -> List[MinimalPair]:
     except ValueError as e:
         raise InputError(f"{e} (a minimal-pair file is at most {MAX_PAIRS_BYTES >> 20} MiB and "
                          f"{MAX_PAIRS:,} pairs); split it", path=path) from None
-    lines = text.splitlines()
+    # lines end at \n (and \r\n) only: splitlines() would also cut at U+2028 and the like,
+    # splitting a pair and moving every line number after it; a byte-order mark is dropped
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.removeprefix("\ufeff").split("\n")]
+    if lines and lines[-1] == "":
+        lines.pop()
     if not lines or lines[0].strip().split("\t") != ["set", "good", "bad"]:
         raise InputError("the first line must be the header 'set<TAB>good<TAB>bad'", path=path,
                          line=1)

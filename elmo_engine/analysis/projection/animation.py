@@ -12,7 +12,8 @@ import numpy as np
 from elmo_engine.analysis.projection.aligned import AlignedLayouts, interpolate
 # the drawing spec and the writers, importable from here too
 from elmo_engine.io.figures.trajectories import (AnimationSpec, draw_frames,  # noqa: F401
-                                                 write_animation, write_frames)
+                                                 write_animation, write_frames,
+                                                 write_frames_folder)
 from elmo_engine.progress import TaskState
 
 

@@ -34,6 +34,8 @@ from elmo_explorer.views.projection.trajectory_view import TrajectoryView
 KIND, EXPORT_KIND = "trajectories", "trajectories-export"
 PLAY_INTERVAL_MS = 40              # 25 frames per second while playing
 PLAY_TICKS_PER_FRAME = 3           # a layer in ~1.3 s
+#: where the frames go inside a chosen folder that holds other things (never written over)
+FRAMES_SUBFOLDER = "trajectory-frames"
 
 
 class TrajectoryPanel(QWidget):
@@ -303,7 +305,10 @@ class TrajectoryPanel(QWidget):
                steps: int = TICKS_PER_LAYER // 8) -> Optional[JobHandle]:
         """Write the animation as ``gif`` and/or its frames into ``frames``, on the worker."""
         from elmo_engine.analysis.projection.animation import (AnimationSpec, render_frames,
-                                                               write_animation, write_frames)
+                                                               write_animation,
+                                                               write_frames_folder)
+        from elmo_engine.io.figures.trajectories import FRAMES_KIND
+        from elmo_engine.io.writing import replace_folder_problem
 
         m = self.model
         if m.layouts is None or m.tokens is None:
@@ -320,8 +325,11 @@ class TrajectoryPanel(QWidget):
             out = []
             if gif is not None:
                 out.append(write_animation(gif, pics, spec.fps))
-            if frames is not None:
-                out += write_frames(frames, pics)
+            if frames is not None:       # the chosen folder, if new, empty or our frames;
+                target = frames          # else a folder of ours inside it
+                if replace_folder_problem(frames, FRAMES_KIND) is not None:
+                    target = frames / FRAMES_SUBFOLDER
+                out += write_frames_folder(target, pics, overwrite=True)
             return out
 
         self.view.status.setText("Drawing the animation…")
