@@ -222,6 +222,20 @@ def refuse_existing(force: bool, *paths: Optional[Path], folders: bool = False) 
                              "written as a regular file; give a file name", path=path)
         if not force and (Path(path).exists() or Path(path).is_symlink()):
             raise InputError(f"{path} exists; pass --force to overwrite it")
+        check_writable_folder(Path(path))
+
+
+def check_writable_folder(path: Path) -> None:
+    """Before the work: the folder an output goes in (its nearest existing one) takes new files
+    (a read-only file system or a folder of another user's was found only after the work)."""
+    import os
+
+    folder = Path(os.path.abspath(path)).parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        raise InputError(f"cannot be written: {folder} takes no new files (read-only or "
+                         "another user's); nothing was done", path=path)
 
 
 

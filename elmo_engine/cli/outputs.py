@@ -66,7 +66,7 @@ def _checkpoint_files(path: Optional[Path]) -> List[Path]:
     from elmo_engine.cli.common import checkpoint_or_demo
     from elmo_engine.model.locate import resolve_checkpoint
 
-    from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_PATTERN
+    from elmo_engine.model.locate import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_SOFTMAX_PATTERN
 
     try:
         _fmt, opts, weights = resolve_checkpoint(checkpoint_or_demo(path))
@@ -77,7 +77,7 @@ def _checkpoint_files(path: Optional[Path]) -> List[Path]:
     folder = opts.parent
     beside = [folder / OWN_VOCAB, folder / OWN_SOFTMAX]
     try:
-        beside += sorted(folder.glob(PUBLISHED_PATTERN))[:16]
+        beside += sorted(folder.glob(PUBLISHED_SOFTMAX_PATTERN))[:16]
         beside += sorted(folder.glob("*vocab*.txt"))[:16]
     except OSError:
         pass
@@ -179,7 +179,10 @@ def guard_outputs(args) -> None:
     bundled = _bundled()
     inputs = _existing(inputs)
     seen: List[Tuple[str, Path]] = []
+    from elmo_engine.cli.common import check_writable_folder
+
     for dest, out in outputs:
+        check_writable_folder(out)           # before the work, every command's outputs
         written = [out] + _implied(args, dest, out)
         for target in written:
             _check_one(dest, target, inputs, bundled)

@@ -14,6 +14,11 @@ from elmo_engine.errors import CheckpointError
 
 NATIVE_CONFIG = "bilm.json"
 NATIVE_WEIGHTS = "bilm.safetensors"
+#: the softmax beside a model's weights (:mod:`.softmax` reads it): ours (written by
+#: ``train-lm``) and the published layout's file pattern
+OWN_SOFTMAX = "softmax.safetensors"
+OWN_VOCAB = "vocab.txt"
+PUBLISHED_SOFTMAX_PATTERN = "*softmax_weights.hdf5"
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".pkl", ".pickle", ".th", ".mdl")
 PICKLE_REFUSAL = ("PyTorch pickle checkpoints are not loaded because unpickling a file can run "
                   "code; convert it to the published layout (options.json + weights .hdf5) or "

@@ -32,17 +32,17 @@ from elmo_engine.errors import CheckpointError
 from elmo_engine.files import regular_file_problem
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 from elmo_engine.model.hdf5_checks import check_no_extra, check_storage, lookup
+from elmo_engine.model.locate import OWN_SOFTMAX, OWN_VOCAB  # noqa: F401  (imported from here)
+from elmo_engine.model.locate import PUBLISHED_SOFTMAX_PATTERN as PUBLISHED_PATTERN
 
 if TYPE_CHECKING:              # torch, h5py and safetensors load with the first softmax read
     from torch import Tensor
 
 BOS, EOS, UNK = BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
-#: our own layout (written by ``train-lm``)
-OWN_SOFTMAX = "softmax.safetensors"
-OWN_VOCAB = "vocab.txt"
+#: our own layout's format name (its file names, OWN_SOFTMAX and OWN_VOCAB, and the published
+#: layout's pattern live in :mod:`.locate`, which the command line's output check reads
+#: without numpy)
 OWN_FORMAT = "elmo-explorer-lm-softmax"
-#: the published layout's file pattern
-PUBLISHED_PATTERN = "*softmax_weights.hdf5"
 #: a W above this many bytes in float32 is kept in float16 (the published original: 1.6 GB)
 FLOAT32_LIMIT = 256 << 20
 #: largest vocabulary read (the published 5.5B model's: 500,000; the original's: 793,471)

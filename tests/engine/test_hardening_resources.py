@@ -181,6 +181,28 @@ def test_a_folder_that_takes_no_new_file_names_the_target_not_the_temporary(tmp_
     assert not list(tmp_path.glob(".out.json*"))
 
 
+def test_an_output_folder_that_takes_no_files_is_refused_before_the_work(tmp_path, monkeypatch,
+                                                                         capsys):
+    """``layers -o ro/l.json`` on a read-only folder ran the whole analysis, then failed. The
+    folder an output goes in is checked with the other output checks (access(2): a read-only
+    file system refuses root too)."""
+    import os
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: (
+        False if os.path.realpath(p) == str(ro.resolve()) else real_access(p, mode, **kw)))
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("The bank was closed .\nShe sat on the river bank .\n", encoding="utf-8")
+    for argv in (["layers", str(sentences), "-o", str(ro / "l.json"), "--json"],
+                 ["embed", str(sentences), "-o", str(ro / "deeper" / "v.hdf5")]):
+        code = cli.main(argv + ["--checkpoint", str(FIXTURES / "allennlp")])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 1 and len(err) == 1 and f"{ro} takes no new files" in err[0], err
+    assert list(ro.iterdir()) == []
+
+
 def test_atomic_hdf5_survives_a_real_write_failure(tmp_path):
     """HDF5 keeps writing (400 datasets) after the kernel refused a write: no crash, no h5py
     traceback (pytest turns those into errors), one WriteError at the end, nothing left."""
