@@ -230,58 +230,6 @@ def test_exact_knn_matches_brute_force():
 
 # ---- UMAP, cache, cancel --------------------------------------------------------------------
 @pytest.mark.slow
-def test_overlapping_single_thread_blas_blocks_put_the_count_back(monkeypatch):
-    """A PCA on the GUI thread and a kNN on a lane each run BLAS single-threaded, a process-wide
-    setting. Entered and left in the order lane, GUI, lane out, GUI out: the limit is set once,
-    stays while either runs, and the original comes back when the last leaves (each setting and
-    restoring its own put back the 1 it saw and left BLAS at one thread for the session)."""
-    import threadpoolctl
-
-    count = {"n": 4}
-    log = []
-
-    class Limits:                        # threadpoolctl's handle: set on entry, restore later
-        def __init__(self, n):
-            self.saved, count["n"] = count["n"], n
-            log.append(("set", n))
-
-        def restore_original_limits(self):
-            count["n"] = self.saved
-            log.append(("restore", self.saved))
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *exc):
-            self.restore_original_limits()
-
-    monkeypatch.setattr(threadpoolctl, "threadpool_limits", Limits)
-    steps = [threading.Event() for _ in range(3)]
-    inside = []
-
-    def lane():
-        with compute._one_blas_thread():
-            inside.append(count["n"])
-            steps[0].set()                       # the GUI thread may enter now
-            assert steps[1].wait(30)             # ... and has
-        inside.append(count["n"])                # the GUI's block still runs: still 1
-        steps[2].set()
-
-    t = threading.Thread(target=lane)
-    t.start()
-    assert steps[0].wait(30)
-    with compute._one_blas_thread():
-        steps[1].set()
-        assert steps[2].wait(30)
-        inside.append(count["n"])
-    t.join(30)
-    assert inside == [1, 1, 1] and count["n"] == 4
-    assert log == [("set", 1), ("restore", 4)]
-    with compute._one_blas_thread():             # and again, alone
-        assert count["n"] == 1
-    assert count["n"] == 4
-
-
 def test_umap_same_seed_same_picture(shared_fit):
     tokens, acts, _, params, result = shared_fit
     assert result.coords.shape == (len(tokens), 2) and result.method == "umap"

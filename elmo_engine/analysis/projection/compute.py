@@ -13,11 +13,9 @@ Step 3 lives in :mod:`elmo_engine.analysis.projection.umapfit`; the cache in
 """
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterator, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -279,35 +277,11 @@ def exact_knn(x: np.ndarray, k: int, metric: str = "cosine", state: Optional[Tas
     return idx, dist
 
 
-_BLAS_GUARD = threading.Lock()
-_blas_users = 0                     # threads inside _one_blas_thread now
-_blas_limits: Any = None            # what the first of them set, restored by the last
-
-
-@contextlib.contextmanager
-def _one_blas_thread() -> Iterator[None]:
+def _one_blas_thread():
     """Single-threaded BLAS/LAPACK: on a busy 2-core machine OpenBLAS's threads fight for the
-    cores (a 400×400 ``eigh`` took 2–3 s instead of 0.08 s; the kNN ran 2× slower).
-
-    The limit is process-wide and the app enters this from two threads (a small PCA on the GUI
-    thread beside a kNN on a lane): the first to enter sets it and the last to leave puts the
-    original back. Each setting its own and restoring what it saw left BLAS at one thread for
-    the session when the two overlapped."""
-    global _blas_users, _blas_limits
+    cores (a 400×400 ``eigh`` took 2–3 s instead of 0.08 s; the kNN ran 2× slower)."""
     from threadpoolctl import threadpool_limits
-
-    with _BLAS_GUARD:
-        if _blas_users == 0:
-            _blas_limits = threadpool_limits(1)
-        _blas_users += 1
-    try:
-        yield
-    finally:
-        with _BLAS_GUARD:
-            _blas_users -= 1
-            if _blas_users == 0:
-                _blas_limits.restore_original_limits()
-                _blas_limits = None
+    return threadpool_limits(1)
 
 
 def _knn_block(y: np.ndarray, sq: Optional[np.ndarray], start: int, k: int, metric: str,
