@@ -222,15 +222,18 @@ def refuse_existing(force: bool, *paths: Optional[Path], folders: bool = False) 
                              "written as a regular file; give a file name", path=path)
         if not force and (Path(path).exists() or Path(path).is_symlink()):
             raise InputError(f"{path} exists; pass --force to overwrite it")
-        check_writable_folder(Path(path))
 
 
 def check_writable_folder(path: Path) -> None:
-    """Before the work: the folder an output goes in (its nearest existing one) takes new files
-    (a read-only file system or a folder of another user's was found only after the work)."""
+    """Before the work (the output guard, for every output of every command): the folder an
+    output is written in takes new files — an existing folder output itself (an index resumed
+    in place, a training resumed), else the nearest existing folder above the path. A read-only
+    file system or a folder of another user's was found only after the work."""
     import os
 
-    folder = Path(os.path.abspath(path)).parent
+    folder = Path(os.path.abspath(path))
+    if not folder.is_dir():
+        folder = folder.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
     if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):

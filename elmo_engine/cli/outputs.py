@@ -57,16 +57,15 @@ def _inside(inner, folder) -> bool:
 
 def _is_index(folder) -> bool:
     """Whether ``folder`` is a corpus index (every file in it is the index's)."""
-    from elmo_engine.index.store import MANIFEST
+    from elmo_engine.index import MANIFEST          # the package's name alone: no numpy
 
     return os.path.isdir(folder) and os.path.isfile(os.path.join(folder, MANIFEST))
 
 
 def _checkpoint_files(path: Optional[Path]) -> List[Path]:
     from elmo_engine.cli.common import checkpoint_or_demo
-    from elmo_engine.model.locate import resolve_checkpoint
-
-    from elmo_engine.model.locate import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_SOFTMAX_PATTERN
+    from elmo_engine.model.locate import (OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_SOFTMAX_PATTERN,
+                                          resolve_checkpoint)
 
     try:
         _fmt, opts, weights = resolve_checkpoint(checkpoint_or_demo(path))

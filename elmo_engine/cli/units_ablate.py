@@ -33,14 +33,10 @@ def run_ablate(args) -> int:
     opts = common.checkpoint_options(args.checkpoint)     # the sizes, before torch
     layer = opts.n_layers - 1 if args.layer is None else args.layer
     _check_layers([layer], opts)
+    from elmo_engine.analysis.units.ablate import check_ks
     from elmo_engine.model.lstm_states import state_width
 
-    width = state_width(opts, kind)     # the random control draws k of the other units
-    over = [k for k in ks if 2 * k > width]
-    if over:
-        raise InputError(f"--k {over[0]}: layer {layer}'s {kind.value} has {width} units, and "
-                         f"the random control draws k of the units outside the top k; at most "
-                         f"{width // 2}")
+    check_ks(ks, state_width(opts, kind), layer, kind)         # before the model loads
     _check_measures(args, opts)                 # before the model, the collecting, the ranking
 
     from elmo_engine.analysis.units.ablate import ALL, ablation_experiment

@@ -109,14 +109,13 @@ class Embedder:
             self.token_budget = max(self.token_budget, max_batch_rows * GPU_BATCH_STEPS)
         self.max_batch_rows = max(1, int(512 if max_batch_rows is None else max_batch_rows))
         self._graphs_on_cpu = self.device.type != "cuda"      # asked for on the CPU: tests
-        self._set_graphs()
+        with self._model_lock.exclusive():      # the loop is the model's: not under a pass
+            self._set_graphs()
         self.on_warning = on_warning
         info = getattr(model, "info", None)
         self.checksum = info.checksum if info is not None else _model_digest(model)
-        opts = self.opts
-        self.sentence_cache = SentenceCache(
-            cache_size, Path(cache_dir) / self.checksum[:16] / precision if cache_dir else None,
-            lambda n: (opts.n_output_layers, n, 2 * opts.output_dim), self._warn)
+        self._cache_root = Path(cache_dir) / self.checksum[:16] if cache_dir else None
+        self.sentence_cache = self._sentence_cache(cache_size)
         # word type → token-layer vector; bounded so that a long session over a large corpus
         # does not grow without limit
         self.max_types = max(10_000, int(max_types))
@@ -256,16 +255,28 @@ class Embedder:
         with self._model_lock.exclusive(), self._lock:   # no pass runs while the model moves
             self._move_now(device)
 
+    def _sentence_cache(self, size: int) -> SentenceCache:
+        """The activation cache of this checkpoint and the current precision (on disk in a
+        folder of its own per precision)."""
+        opts = self.opts
+        folder = self._cache_root / self.precision if self._cache_root is not None else None
+        return SentenceCache(size, folder, lambda n: (opts.n_output_layers, n,
+                                                      2 * opts.output_dim), self._warn)
+
     def _move_now(self, device: torch.device, dtype: Optional[torch.dtype] = None) -> None:
         """Move the model to ``device`` (and float32 where the CPU cannot run its dtype), or,
-        given ``dtype``, follow where another embedder moved it; the caches follow."""
+        given ``dtype``, follow where another embedder moved it; the caches follow (a new
+        precision starts a new sentence cache: its vectors are not the old precision's)."""
         self.device = device
+        before = self.precision
         if dtype is not None:
             self.dtype = dtype
             self.precision = next(k for k, v in PRECISIONS.items() if v == dtype)
         elif device.type == "cpu" and self.dtype != torch.float32 and not (
                 self.dtype == torch.bfloat16 and runtime.cpu_bf16().offered):
             self.dtype, self.precision = torch.float32, "fp32"
+        if self.precision != before:
+            self.sentence_cache = self._sentence_cache(self.sentence_cache.size)
         self.model.to(device, self.dtype)
         self._set_graphs()
         self._types = resized(self._types, self.max_types, lambda v: v.to(device, self.dtype))
@@ -274,8 +285,7 @@ class Embedder:
                            for c, h in self._slots]
 
     def _placement(self) -> Tuple[torch.device, torch.dtype]:
-        p = next(self.model.parameters())
-        return p.device, p.dtype
+        return self.model.device, self.model.dtype
 
     def _placed(self) -> bool:
         """Whether the model is where this embedder runs it (another embedder over it moves it
@@ -297,8 +307,8 @@ class Embedder:
             with self._model_lock.exclusive(), self._lock:
                 if not self._placed():
                     device, dtype = self._placement()
-                    log.warning("the model was moved to %s (%s) by another of its users; "
-                                "following it", device, dtype)
+                    self._warn(f"the model was moved to {device} ({dtype}) by another of "
+                               "its users; following it")
                     self._move_now(device, dtype)
 
     def _set_graphs(self) -> None:

@@ -105,9 +105,15 @@ class CorpusIndex:
         if self._closing:
             return
         self._closing = True
-        self.db.interrupt()                  # the running query stops at its next step
-        with self._lock:                     # then no query holds the connection
+        # the running query stops at its next step; one that started just after an interrupt
+        # (which stops only what runs) is interrupted again until the connection is free
+        self.db.interrupt()
+        while not self._lock.acquire(timeout=0.05):
+            self.db.interrupt()
+        try:
             self.db.close()
+        finally:
+            self._lock.release()
 
     def _query(self, sql: str, params: Sequence[Any] = ()) -> List[tuple]:
         """Every row of a query on the token table; a damaged table is one error naming it."""

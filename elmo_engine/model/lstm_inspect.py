@@ -199,7 +199,8 @@ def inspect(model, tok: Tensor, lengths: Tensor, capture: Optional[Capture] = No
     Holds the model's lock (:func:`elmo_engine.sharing.model_lock`) shared for the run: an
     embedder over the same model never moves it (the GPU out-of-memory fall-back) meanwhile.
     """
-    with model_lock(model).shared():
+    with model_lock(model).shared():       # on the device the model is on now (a move waits)
+        tok = tok.to(next(model.parameters()).device)
         return _inspect(model, tok, lengths, capture, interventions, states_only)
 
 

@@ -14,6 +14,7 @@ import dataclasses
 import os
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Callable, Dict, List
 
@@ -382,7 +383,9 @@ def test_embedders_over_one_model_share_its_lock_and_follow_a_move(threads, monk
     monkeypatch.setattr(runtime, "cpu_bf16", _units(True))
     model = load_checkpoint(DEMO)
     mover = Embedder(model, device="cpu", precision="bf16", cache_size=0)
-    other = Embedder(model, device="cpu", precision="bf16", cache_size=0)
+    warned: List[str] = []
+    other = Embedder(model, device="cpu", precision="bf16", cache_size=100,
+                     on_warning=warned.append)
     assert mover._model_lock is other._model_lock is model_lock(model)
     held_sents, later = sentences(61, 3), sentences(62, 3)
     in_bf16 = Embedder(load_checkpoint(DEMO), device="cpu", precision="bf16", cache_size=0)
@@ -407,8 +410,12 @@ def test_embedders_over_one_model_share_its_lock_and_follow_a_move(threads, monk
     monkeypatch.setattr(runtime, "cpu_bf16", _units(False))   # the CPU it falls back to
     move = threading.Thread(target=lambda: mover._move(torch.device("cpu")), daemon=True)
     move.start()
-    move.join(0.5)
-    assert move.is_alive() and next(model.parameters()).dtype == torch.bfloat16   # it waits
+    lock = model_lock(model)
+    deadline = time.monotonic() + JOIN_S
+    while lock._waiting != 1 and time.monotonic() < deadline:   # the move asks for the lock
+        time.sleep(0.005)
+    assert lock._waiting == 1 and lock._shared == 1                # ... and waits for the pass
+    assert move.is_alive() and next(model.parameters()).dtype == torch.bfloat16
     release.set()
     held.join(JOIN_S)
     move.join(JOIN_S)
@@ -419,6 +426,9 @@ def test_embedders_over_one_model_share_its_lock_and_follow_a_move(threads, monk
     followed = other.embed(later)
     assert other.precision == "fp32" and other.dtype == torch.float32
     assert all(v.dtype == torch.float32 for v in other._types.values())
+    assert any("following it" in w for w in warned)               # said, as a move is
+    # the sentences it had kept were bf16's: a new precision starts a new sentence cache
+    assert max_diff(other.embed(held_sents), mover.embed(held_sents)) <= 1e-6
     assert max_diff(followed, mover.embed(later)) <= 1e-6
     assert max_diff(followed, in_bf16.embed(later)) > 1e-4       # float32 now, not bf16
 

@@ -201,6 +201,18 @@ def test_an_output_folder_that_takes_no_files_is_refused_before_the_work(tmp_pat
         err = capsys.readouterr().err.strip().splitlines()
         assert code == 1 and len(err) == 1 and f"{ro} takes no new files" in err[0], err
     assert list(ro.iterdir()) == []
+    # a folder output written in place (an index resumed, a training resumed) is checked
+    # itself: a writable folder inside a read-only one is not refused (a review found it was)
+    from elmo_engine.cli.common import check_writable_folder
+
+    monkeypatch.setattr(os, "access", real_access)
+    mine = ro / "mine"
+    mine.mkdir()
+    monkeypatch.setattr(os, "access", lambda p, mode, **kw: (
+        False if os.path.realpath(p) == str(ro.resolve()) else real_access(p, mode, **kw)))
+    check_writable_folder(mine)                                  # itself writable: fine
+    with pytest.raises(InputError, match="takes no new files"):
+        check_writable_folder(ro / "new-folder")                 # made in ro: refused
 
 
 def test_atomic_hdf5_survives_a_real_write_failure(tmp_path):

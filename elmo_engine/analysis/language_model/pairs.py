@@ -13,6 +13,8 @@ single spaces), the two sentences of a pair of equal length.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
@@ -77,9 +79,9 @@ def read_pairs(path: Path) -> List[MinimalPair]:
     except ValueError as e:
         raise InputError(f"{e} (a minimal-pair file is at most {MAX_PAIRS_BYTES >> 20} MiB and "
                          f"{MAX_PAIRS:,} pairs); split it", path=path) from None
-    # lines end at \n (and \r\n) only: splitlines() would also cut at U+2028 and the like,
+    # lines end at \n, \r\n or \r only: splitlines() would also cut at U+2028 and the like,
     # splitting a pair and moving every line number after it; a byte-order mark is dropped
-    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.removeprefix("\ufeff").split("\n")]
+    lines = re.split(r"\r\n|\n|\r", text.removeprefix("\ufeff"))
     if lines and lines[-1] == "":
         lines.pop()
     if not lines or lines[0].strip().split("\t") != ["set", "good", "bad"]:

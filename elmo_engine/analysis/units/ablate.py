@@ -172,6 +172,17 @@ class AblationResult:
     measures_baseline: Dict[str, float] = field(default_factory=dict)
 
 
+def check_ks(ks: Sequence[int], width: int, layer: int, state: StateKind) -> None:
+    """Refuse a k the experiment cannot draw its control for: k random units among the
+    ``width − k`` outside the top k needs ``k ≤ width / 2`` (above it the "random" units were
+    the complement of the top k, or none)."""
+    over = [k for k in ks if not 1 <= k <= width // 2]
+    if over:
+        raise InputError(f"--k {over[0]}: layer {layer}'s {state.value} has {width} units, and "
+                         "the random control draws k of the units outside the top k; at most "
+                         f"{width // 2}")
+
+
 def ablation_experiment(model, softmax, pairs: Sequence[MinimalPair], layer: int,
                         state: StateKind, order: Mapping[int, Sequence[int]], ks: Sequence[int],
                         seeds: int = 5, seed: int = 0, token_vectors=None,
@@ -186,6 +197,7 @@ def ablation_experiment(model, softmax, pairs: Sequence[MinimalPair], layer: int
     from elmo_engine.model.lstm_inspect import state_width
 
     width = state_width(model.opts, state)
+    check_ks(ks, width, layer, state)
     baseline = pair_accuracy(model, softmax, pairs, token_vectors=token_vectors)
     measures = dict(measures or {})
     measured = {name: m(()) for name, m in measures.items()}
@@ -286,9 +298,12 @@ def number_units_experiment(model, softmax, pairs: Sequence[MinimalPair], ks: Se
     from elmo_engine.analysis.units.collect import collect
     from elmo_engine.analysis.units.rank import Method, RankSettings, rank_units
 
+    from elmo_engine.model.lstm_inspect import state_width
+
     src = number_source(max_tokens) if source is None else source
     layer = model.opts.n_layers - 1 if layer is None else layer
     kind = StateKind.C
+    check_ks(ks, state_width(model.opts, kind), layer, kind)      # before the collecting
     report(task, 0, 1, f"gathering the cells on {src.name}")
     data = collect(model, list(src.sentences), [kind], layers=[layer], max_tokens=max_tokens,
                    token_vectors=token_vectors, state=task)
