@@ -14,7 +14,6 @@ single spaces), the two sentences of a pair of equal length.
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, Tuple
