@@ -141,12 +141,17 @@ def test_ablation_experiment_reports_top_and_random_per_direction(demo):
     width = model.opts.lstm_dim
     order = {0: list(range(width)), 1: list(range(width - 1, -1, -1))}
     res = ablation_experiment(model, softmax, pairs, layer=1, state=StateKind.C, order=order,
-                              ks=(2, width), seeds=2)
+                              ks=(2, width // 2), seeds=2)
     assert res.top_units[0][:2] == (0, 1) and res.top_units[1][:2] == (width - 1, width - 2)
-    assert [r.k for r in res.rows] == [2, width] and len(res.rows[0].random) == 2
-    # every unit ablated: top and random are the same units, the same accuracies
-    assert res.rows[1].top.overall == res.rows[1].random[0].overall
+    assert [r.k for r in res.rows] == [2, width // 2] and len(res.rows[0].random) == 2
     assert all(0.0 <= v <= 1.0 for v in res.baseline.overall)
+    # over half the units the "random" control was the complement of the top k (at k = width
+    # the same units as the top, no draw at all): refused, naming the bound (an attack pass)
+    for k in (width // 2 + 1, width):
+        with pytest.raises(InputError, match=f"--k {k}: layer 1's c has {width} units.*at most "
+                                             f"{width // 2}"):
+            ablation_experiment(model, softmax, pairs, layer=1, state=StateKind.C, order=order,
+                                ks=(2, k), seeds=2)
 
 
 def test_conllu_feats_labels(tmp_path):
