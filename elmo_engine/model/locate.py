@@ -7,6 +7,8 @@ reads no numpy and no torch.
 """
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import Optional, Tuple
 
@@ -29,7 +31,17 @@ def resolve_checkpoint(path) -> Tuple[str, Path, Path]:
     """Find (format, options/config path, weights path) for a directory or either file."""
     path = Path(path).expanduser()
     if not path.exists():
-        raise CheckpointError(path, "no such file or directory")
+        why = "no such file or directory"
+        try:
+            os.stat(path)
+        except OSError as e:            # a link loop, a link to nothing, a folder not entered
+            if e.errno == errno.ELOOP:
+                why = "a loop of symbolic links"
+            elif path.is_symlink():
+                why = "a symbolic link to nothing (its target does not exist)"
+            elif e.errno != errno.ENOENT:
+                why = f"cannot be looked at ({e.strerror or e})"
+        raise CheckpointError(path, why)
     if path.is_file() and path.suffix.lower() in PICKLE_SUFFIXES:
         raise CheckpointError(path, PICKLE_REFUSAL)
     if path.is_dir():

@@ -436,3 +436,18 @@ def test_same_path_arguments_are_refused_before_anything_runs(tmp_path, capsys, 
     assert code == 1 and ("is also an input" in err or "two outputs" in err)
     assert x.read_text(encoding="utf-8") == y.read_text(encoding="utf-8") == "the bank\n"
     assert not z.exists()
+
+
+def test_a_checkpoint_path_that_leads_nowhere_says_why(tmp_path, capsys):
+    """A review: ``--checkpoint`` of a symbolic-link loop said "no such file or directory"."""
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    (tmp_path / "dangling").symlink_to(tmp_path / "not-there")
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("The bank was closed .\n", encoding="utf-8")
+    for name, why in (("a", "a loop of symbolic links"),
+                      ("dangling", "a symbolic link to nothing (its target does not exist)"),
+                      ("missing", "no such file or directory")):
+        assert main(["layers", str(sentences), "--checkpoint", str(tmp_path / name)]) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"elmo-explorer: error: {tmp_path / name}: {why}"], err
