@@ -199,8 +199,9 @@ def inspect(model, tok: Tensor, lengths: Tensor, capture: Optional[Capture] = No
     Holds the model's lock (:func:`elmo_engine.sharing.model_lock`) shared for the run: an
     embedder over the same model never moves it (the GPU out-of-memory fall-back) meanwhile.
     """
-    with model_lock(model).shared():       # on the device the model is on now (a move waits)
-        tok = tok.to(next(model.parameters()).device)
+    with model_lock(model).shared():       # where the model is now (a move waits for this)
+        here = next(model.parameters())
+        tok = tok.to(here.device, here.dtype)
         return _inspect(model, tok, lengths, capture, interventions, states_only)
 
 
@@ -350,8 +351,8 @@ def framed_tokens(model, sentences: Sequence[Sequence[str]], token_vectors=None
     if token_vectors is not None:
         vec = torch.as_tensor(token_vectors(types)).float()
     else:
-        with torch.no_grad():
-            ids = torch.from_numpy(char_ids_for_types(types, model.opts.max_characters_per_token))
+        ids = torch.from_numpy(char_ids_for_types(types, model.opts.max_characters_per_token))
+        with model_lock(model).shared(), torch.no_grad():     # no move under the char-CNN
             vec = model.token_vectors(ids.to(model.device)).float().cpu()
     where = {t: k for k, t in enumerate(types)}
     tok = torch.zeros(len(framed), steps, vec.shape[1])
