@@ -202,9 +202,12 @@ def export_report(data, source: str, emb, folder, style: FigureStyle = FigureSty
 
     from elmo_engine.io.report import write_report
 
+    from elmo_engine.io.writing import writing
+
     folder = Path(folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.figures-", dir=folder.parent))
+    with writing(folder):           # a folder that takes no files: one error naming the report's
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.figures-", dir=folder.parent))
     try:
         spec = build_report(data, source, emb, tmp, style, word, notes, tokens, acts)
         files = write_report(folder, spec, overwrite=overwrite, state=state)

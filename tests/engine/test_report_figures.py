@@ -192,6 +192,29 @@ def test_report_command_bad_input_exits_1_naming_the_file(tmp_path, five, capsys
     assert "wrong.json: not a probe result" in capsys.readouterr().err
 
 
+def test_a_report_folder_that_turns_read_only_names_the_report_not_its_staging(tmp_path, five,
+                                                                              capsys, monkeypatch):
+    """A review: a folder that took no new files once the work had started made ``report``
+    name its staging folder (".rep.figures-…"), never the report the user asked for."""
+    import errno
+    import tempfile
+
+    real = tempfile.mkdtemp
+
+    def read_only(*a, **kw):
+        if ".figures-" in str(kw.get("prefix", "")):
+            raise OSError(errno.EROFS, "Read-only file system",
+                          str(tmp_path / ".rep.figures-abc123"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(tempfile, "mkdtemp", read_only)
+    assert main(["report", str(five), "--word", "bank", "--out", str(tmp_path / "rep"),
+                 "--device", "cpu"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{tmp_path / 'rep'}" in err[0] and "read-only" in err[0], err
+    assert ".figures-" not in err[0] and not (tmp_path / "rep").exists()
+
+
 def test_a_layer_whose_tokens_fall_on_a_few_points_is_a_note_naming_the_spellings():
     """Issue 29: layer 0 of one word (two spellings) is not a map of two dots but a note; the
     mix and the contextual layers stay maps."""
