@@ -158,7 +158,15 @@ def test_passes_held_mid_batch_never_share_a_buffer(demo_model, threads, n_threa
 
     monkeypatch.setattr(FastKernels, "input_projection", holding)
     shared = Embedder(model, device="cpu", cache_size=0)
-    got = overlapped({name: (lambda s=s: shared.embed(s)) for name, s in jobs.items()})
+
+    def embed(s):
+        # as a job lane does (runtime.adopt_thread_count): a new thread starts from torch's
+        # default, which the other pass's direction threads lower for a moment; picked up then,
+        # this pass would run its directions one after the other (a CI run on two workers did)
+        torch.set_num_threads(n_threads)
+        return shared.embed(s)
+
+    got = overlapped({name: (lambda s=s: embed(s)) for name, s in jobs.items()})
     assert len(waited) == 4          # both directions of both passes were held side by side
     for name in jobs:
         assert max_diff(got[name], expected[name]) <= 1e-6, name
