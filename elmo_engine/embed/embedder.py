@@ -37,24 +37,21 @@ import torch
 from elmo_engine import runtime
 from elmo_engine.embed.caches import SentenceCache, lru, resized
 from elmo_engine.embed.device import PRECISIONS, check_cpu_precision, pick_device
+from elmo_engine.embed.inputs import (MAX_EMBED_BYTES, check_finite_vectors,  # noqa: F401
+                                      check_held_activations, validate_sentence)
 from elmo_engine.embed.rows import longest_first, run_in_groups
 from elmo_engine.model.bilm import BiLM, LSTMState
 from elmo_engine.model.chars import BOS_TOKEN, EOS_TOKEN, char_ids_for_types
 from elmo_engine.model.lstm_packed import cell_dtype
 from elmo_engine.model.lstm_graphs import (GPU_BATCH_STEPS, GraphRunner, free_memory_rows,
                                            graphs_wanted)
-from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
+from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS  # noqa: F401  (imported from here)
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
 from elmo_engine.sharing import model_lock
 
 log = logging.getLogger(__name__)
 
-#: the most activation bytes one :meth:`Embedder.embed` call returns (every sentence's
-#: ``(L+1, n, 2P)`` float32 array is held at once): 512 MiB, about 87,000 tokens of the demo
-#: model (6 kB a token) or 43,000 of the published Original model. Commands that read a whole
-#: corpus embed it a chunk at a time (``analysis.activations.iter_embedded``).
-MAX_EMBED_BYTES = 512 << 20
 #: fewest rows the char-CNN is run on (smaller chunks of missing types are padded): one BLAS
 #: kernel for every chunk, so a type's vector is the same whatever was computed beside it
 MIN_TYPE_ROWS = 16
@@ -179,7 +176,7 @@ class Embedder:
         recomputed. ``state`` reports progress (tokens done / total) and is checked for cancel
         between batches.
         """
-        sents = [_validate(s, i) for i, s in enumerate(sentences)]
+        sents = [validate_sentence(s, i) for i, s in enumerate(sentences)]
         check_held_activations(sum(len(s) for s in sents), self.opts)
         results: List[Optional[np.ndarray]] = [None] * len(sents)
         todo: Dict[Tuple[str, ...], List[int]] = {}
@@ -373,7 +370,7 @@ class Embedder:
         on history by design, so calls from several threads take turns (each call runs whole,
         on the state the previous one left).
         """
-        sents = [_validate(s, i) for i, s in enumerate(sentences)]
+        sents = [validate_sentence(s, i) for i, s in enumerate(sentences)]
         with self._stateful_lock:
             return self._embed_stateful(sents, batch_size, state)
 
@@ -469,48 +466,6 @@ class Embedder:
         with self._lock:
             self.sentence_cache.clear()
             self._types.clear()
-
-
-def check_finite_vectors(arr: np.ndarray, sentence: Sequence[str]) -> None:
-    """Refuse vectors holding NaN or infinity (``(L+1, n, 2P)``), naming the first such layer
-    and the sentence's start, so that they never reach an output or a result file."""
-    if np.isfinite(arr).all():
-        return
-    bad = next(k for k in range(arr.shape[0]) if not np.isfinite(arr[k]).all())
-    start = " ".join(sentence[:8]) + (" …" if len(sentence) > 8 else "")
-    raise InputError(f"the model's vectors are not finite (NaN or infinite) from layer {bad} "
-                     f"on the sentence '{start}'; nothing is written (are the weights sound?)")
-
-
-def check_held_activations(n_tokens: int, opts, limit: int = MAX_EMBED_BYTES,
-                           what: str = "sentences", path=None) -> None:
-    """Refuse holding the activations of ``n_tokens`` tokens at once when they exceed
-    ``limit`` bytes (``(L+1) · 2P · 4`` bytes a token): one line saying how many tokens fit.
-
-    Commands call it with ``path`` (the file the tokens came from) and ``what`` (which of
-    their inputs it is) before they embed, so that the line names the file; :meth:`Embedder.embed`
-    checks again, naming nothing, for every other caller."""
-    per_token = int(opts.n_output_layers) * 2 * int(opts.output_dim) * 4
-    if n_tokens * per_token > limit:
-        raise InputError(f"the {what} have {n_tokens:,} tokens; their activations would take "
-                         f"{n_tokens * per_token / 2**20:,.0f} MiB, over the limit of "
-                         f"{limit / 2**20:,.0f} MiB held at once ({limit // per_token:,} tokens "
-                         "for this model): use a smaller file", path=path)
-
-
-def _validate(sentence, index: int) -> Tuple[str, ...]:
-    if isinstance(sentence, str):
-        raise InputError(f"sentence {index} is a string; pass a list of tokens (tokenize first)")
-    toks = tuple(sentence)
-    for j, t in enumerate(toks):
-        if not isinstance(t, str):
-            raise InputError(f"sentence {index}, token {j} is not a string: {t!r}")
-        if not t or any(c.isspace() for c in t):
-            raise InputError(f"sentence {index}, token {j} is empty or contains whitespace: {t!r}")
-    if len(toks) > MAX_SENTENCE_TOKENS:
-        raise InputError(f"sentence {index} has {len(toks)} tokens; the limit is "
-                         f"{MAX_SENTENCE_TOKENS} (split it into sentences)")
-    return toks
 
 
 def _model_digest(model: BiLM) -> str:
