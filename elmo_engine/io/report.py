@@ -21,17 +21,16 @@ import io
 import math
 import os
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
-from elmo_engine.atomic import ordinary_mode
 from elmo_engine.errors import InputError
 from elmo_engine.progress import TaskState, check, report
-from elmo_engine.io.writing import (check_replaceable, replace_folder_problem, swap_in_folder,
+from elmo_engine.io.writing import (check_replaceable, replace_folder_problem, staging_folder,
+                                    swap_in_folder,
                                     writing)
 
 #: rows of a table shown on the pages (the CSV always has all of them)
@@ -349,9 +348,7 @@ def write_report(folder, spec: ReportSpec, overwrite: bool = False,
         spec.created = datetime.fromtimestamp(time.time(), timezone.utc).strftime(
             "%Y-%m-%d %H:%M UTC")
     with writing(folder):
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".part", dir=folder.parent))
-        os.chmod(staging, ordinary_mode(folder=True))   # mkdtemp's 0700 → what mkdir gives
+        staging = staging_folder(folder)
         try:
             written = _fill(staging, spec, names, state)
             swap_in_folder(staging, folder, overwrite, REPORT_KIND)

@@ -19,14 +19,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import List, Optional
 
 from elmo_engine.atomic import ordinary_mode
 from elmo_engine.io.projector_tsv import clean_cell, metadata_lines, row_format
 from elmo_engine.io.vectors import LayerChoice, _rows
-from elmo_engine.io.writing import TargetExistsError, check_replaceable, swap_in_folder
+from elmo_engine.io.writing import (TargetExistsError, check_replaceable, staging_folder,
+                                    swap_in_folder)
 
 #: the kind of folder a projector export is (its marker)
 PROJECTOR_KIND = "projector"
@@ -96,9 +96,7 @@ def write_tsv(path, items, layers: LayerChoice, overwrite: bool) -> List[Path]:
     path = Path(path)
     n_out = items.n_layers if layers.mode == "each" else 1
     names, meta = _names(path, layers, n_out)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent))
-    os.chmod(staging, ordinary_mode(folder=True))
+    staging = staging_folder(path)
     try:
         _fill(staging, names, meta, items, layers)
         for f in staging.iterdir():

@@ -5,6 +5,7 @@
   ("the disk is full", "permission denied"), and nothing half-written is left behind;
   :class:`TargetExistsError` — the target exists and overwriting was not allowed;
 * :func:`writing` — turns an ``OSError`` raised while writing into :class:`ExportError`;
+* :func:`staging_folder` — a new folder beside the target to fill;
 * :func:`swap_in_folder` — renames a filled staging folder into place as a whole, after
   writing its marker (:data:`MARKER`) and checking that what it replaces may be replaced;
 * :func:`replace_folder_problem` — why an existing folder may not be replaced: a folder output
@@ -23,6 +24,7 @@ import json
 import os
 import shutil
 import stat
+import tempfile
 import time
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
@@ -172,6 +174,17 @@ def check_replaceable(folder, kind: str, overwrite: bool) -> None:
     problem = replace_folder_problem(folder, kind)
     if problem:
         raise NotReplaceableError(folder, problem)
+
+
+def staging_folder(target: Path) -> Path:
+    """A new empty folder beside ``target`` (``.NAME.XXXXXXXX.part``, with the mode a new
+    folder gets, not ``mkdtemp``'s 0700), to fill and hand to :func:`swap_in_folder`."""
+    from elmo_engine.atomic import ordinary_mode
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
+    os.chmod(staging, ordinary_mode(folder=True))
+    return staging
 
 
 def swap_in_folder(staging: Path, target: Path, overwrite: bool, kind: str) -> None:

@@ -10,7 +10,6 @@ positions at every layer) and their word. Every file is written atomically.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import List, Optional, Sequence
@@ -176,28 +175,19 @@ def write_animation(path, frames: Sequence[np.ndarray], fps: float) -> Path:
 FRAMES_KIND = "frames"
 
 
-def check_frames_folder(folder, overwrite: bool) -> None:
-    """Before any work: an existing ``folder`` is refused without ``overwrite``, and with it
-    unless it is empty or holds only frames written earlier by this (its marker lists them)."""
-    from elmo_engine.io.writing import check_replaceable
-
-    check_replaceable(folder, FRAMES_KIND, overwrite)
-
-
 def write_frames_folder(folder, frames: Sequence[np.ndarray], overwrite: bool) -> List[Path]:
     """The frames as ``folder/frame_0000.png`` …, a folder output: written into a staging folder
-    beside it, then renamed into place as a whole (an earlier frames folder is replaced, never
-    a folder of anything else: :func:`check_frames_folder`). An interrupted write leaves the old
-    folder as it was. The paths."""
+    beside it, then renamed into place as a whole. An existing ``folder`` is refused without
+    ``overwrite``, and with it unless it is empty or holds only frames written earlier (its
+    marker lists them), before any frame is written. An interrupted write leaves the old folder
+    as it was. The paths."""
     import shutil
 
-    from elmo_engine.io.writing import swap_in_folder
+    from elmo_engine.io.writing import check_replaceable, staging_folder, swap_in_folder
 
     folder = Path(folder)
-    check_frames_folder(folder, overwrite)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    staging = folder.with_name(f".{folder.name}.part-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
+    check_replaceable(folder, FRAMES_KIND, overwrite)
+    staging = staging_folder(folder)
     try:
         names = [p.name for p in write_frames(staging, frames)]
         swap_in_folder(staging, folder, overwrite, FRAMES_KIND)
