@@ -115,15 +115,22 @@ class CorpusIndex:
         finally:
             self._lock.release()
 
-    def _query(self, sql: str, params: Sequence[Any] = ()) -> List[tuple]:
-        """Every row of a query on the token table; a damaged table is one error naming it."""
-        with self._lock:                     # the connection serves one query at a time
+    @contextlib.contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """The token table's connection, one reader at a time; a damaged table is one error
+        naming it, a closed index (or one closed under the query) :class:`CancelledError`."""
+        with self._lock:
             self._check_open()
             try:
-                return self.db.execute(sql, params).fetchall()
+                yield self.db
             except sqlite3.Error as e:
                 self._check_open()           # interrupted by close(): not a damaged table
                 raise _db_error(self.db_path, e) from None
+
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> List[tuple]:
+        """Every row of a query on the token table."""
+        with self._connection() as db:
+            return db.execute(sql, params).fetchall()
 
     def _check_open(self) -> None:
         if self._closing:
@@ -134,19 +141,13 @@ class CorpusIndex:
         """The case-folded word of each row in ``lo..hi``, read in one pass; ``check()`` is
         called every 100,000 rows (a job's cancel check)."""
         folded: Dict[int, str] = {}
-        with self._lock:
-            self._check_open()
-            try:
-                cur = self.db.execute("SELECT row, folded FROM tokens WHERE row BETWEEN ? AND ?",
-                                      (lo, hi))
-                for k, (r, w) in enumerate(cur):
-                    if k % 100_000 == 0:
-                        check()
-                        self._check_open()
-                    folded[r] = w
-            except sqlite3.Error as e:
-                self._check_open()
-                raise _db_error(self.db_path, e) from None
+        with self._connection() as db:
+            cur = db.execute("SELECT row, folded FROM tokens WHERE row BETWEEN ? AND ?", (lo, hi))
+            for k, (r, w) in enumerate(cur):
+                if k % 100_000 == 0:
+                    check()
+                    self._check_open()
+                folded[r] = w
         return folded
 
     def _row_numbers(self, got: Sequence[tuple]) -> np.ndarray:
