@@ -177,12 +177,30 @@ def add_split_sentences(p: argparse.ArgumentParser, default: bool, what: str = "
                         f"per line (default: {'split' if default else 'one per line'})")
 
 
+class _TokenizeAction(argparse.Action):
+    """``--tokenize [NAME]`` of the commands that keep ``args.pretokenized``: the same option
+    and values as ``train-lm``'s (:func:`add_tokenization`); a bare ``--tokenize``, the former
+    opt-in (now the default), still means ``tokenize``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from elmo_engine.model.tokenize import Tokenization
+
+        namespace.pretokenized = values is Tokenization.WHITESPACE
+
+
 def add_pretokenized(p: argparse.ArgumentParser) -> None:
+    """``--pretokenized`` / ``--tokenize NAME`` (``args.pretokenized``: a bool), read as
+    :func:`add_tokenization` reads them, so that one option means one thing in every command."""
+    from elmo_engine.cli.parsing import tokenization_type
+
     p.add_argument("--pretokenized", action="store_true",
                    help="the text is already tokenized: split lines on whitespace (default: "
                         "tokenize typed text as the app does)")
-    # the former opt-in, now the default: still accepted so that old scripts keep working
-    p.add_argument("--tokenize", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--tokenize", action=_TokenizeAction, nargs="?", const="tokenize",
+                   type=tokenization_type, default=argparse.SUPPRESS,
+                   metavar="{tokenize,whitespace}",
+                   help="tokenize: split typed text as the app does (the default); whitespace: "
+                        "the same as --pretokenized")
 
 
 def add_tokenization(p: argparse.ArgumentParser) -> None:
@@ -203,8 +221,10 @@ def add_tokenization(p: argparse.ArgumentParser) -> None:
 
 # ---- inputs and outputs ----------------------------------------------------------------------
 def log(message: str) -> None:
-    """A log line (not a result): stderr."""
-    print(message, file=sys.stderr, flush=True)
+    """A log line (not a result): stderr, a file name's bytes that are not UTF-8 as ``\\xff``."""
+    from elmo_engine.cli.parsing import shown
+
+    print(shown(message), file=sys.stderr, flush=True)
 
 
 def refuse_existing(force: bool, *paths: Optional[Path], folders: bool = False) -> None:

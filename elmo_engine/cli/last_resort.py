@@ -64,7 +64,9 @@ def report_unexpected(exc: BaseException, command: str) -> int:
     path = log_traceback(exc, command)
     where = f" (details in {path})" if path is not None else ""
     try:
-        print(f"elmo-explorer: error: {what}{where}", file=sys.stderr)
+        from elmo_engine.cli.parsing import error_line
+
+        print(error_line(f"{what}{where}"), file=sys.stderr)
     except Exception:
         pass
     return 1

@@ -22,6 +22,7 @@ import logging
 import sys
 from typing import List, Optional, Sequence
 
+from elmo_engine.cli.parsing import error_line
 from elmo_engine.errors import CancelledError, ElmoError
 
 # subcommand → module providing add_parser/run
@@ -122,14 +123,14 @@ def main(argv: Optional[List[str]] = None,
         print("elmo-explorer: interrupted; nothing half-written was left behind", file=sys.stderr)
         return 130
     except ElmoError as e:
-        print(f"elmo-explorer: error: {e}", file=sys.stderr)
+        print(error_line(e), file=sys.stderr)
         return 1
     except BrokenPipeError:  # `… | head`: the reader has gone; nothing to say, nothing to flush
         _stdout_to_devnull()
         return 141
     except OSError as e:  # an unwritable folder, a vanished file: one line, no traceback
         where = f" ({e.filename})" if getattr(e, "filename", None) else ""
-        print(f"elmo-explorer: error: {e.strerror or e}{where}", file=sys.stderr)
+        print(error_line(f"{e.strerror or e}{where}"), file=sys.stderr)
         return 1
     except Exception as e:  # the last resort: one line here, the traceback in the log
         from elmo_engine.cli.last_resort import report_unexpected

@@ -15,6 +15,7 @@ from typing import List
 
 from elmo_engine.cli import common
 from elmo_engine.cli.common import log
+from elmo_engine.cli.parsing import error_line
 
 
 def add_parser(sub) -> None:
@@ -177,7 +178,7 @@ def _verify(args) -> int:
             else:
                 bad += 1
                 print(f"{name}: {c.name}: FAILED", flush=True)
-                print(f"elmo-explorer: error: {c.problem}", file=sys.stderr)
+                print(error_line(c.problem), file=sys.stderr)
     return 1 if bad else 0
 
 

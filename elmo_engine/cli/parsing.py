@@ -99,6 +99,28 @@ def device_type(text: str) -> str:
     return text
 
 
+def path_text(text: str) -> str:
+    """The ``type`` of an option that names a file or folder but is kept as a string
+    (``train-lm``'s corpus, ``--dev`` and ``--out``): any bytes the file system allows, those
+    that are not UTF-8 included (Python keeps them as surrogate escapes, and :mod:`os` gives
+    them back). Marks the option as a path, so that :func:`check_option_values` does not give
+    it :func:`text_type`."""
+    return text
+
+
+def text_type(text: str) -> str:
+    """The ``type`` of every option that takes words rather than a number or a path (a word, a
+    sentence, a list of layers): refused in one line when the shell gave bytes that are not
+    UTF-8, which Python keeps as lone surrogates (U+DC80–U+DCFF) and the character encoder
+    would drop without a word (a sentence with ``caf\\xe9`` embedded as ``caf``)."""
+    for i, c in enumerate(text):
+        if "\udc80" <= c <= "\udcff":
+            raise argparse.ArgumentTypeError(
+                f"is not UTF-8 text: byte 0x{ord(c) - 0xdc00:02X} at character {i + 1} (is the "
+                "terminal's encoding UTF-8? check LANG or LC_ALL)")
+    return text
+
+
 def tokenization_type(text: str) -> "Tokenization":
     """``--tokenize``: tokenize (typed text) or whitespace; ``regex``, the older name of
     tokenize, is still read (:class:`~elmo_engine.model.tokenize.Tokenization`)."""
@@ -112,8 +134,9 @@ def tokenization_type(text: str) -> "Tokenization":
 
 def check_option_values(parser: argparse.ArgumentParser) -> None:
     """Give every numeric option of ``parser`` and its subcommands a range-checked type
-    (:data:`NUMERIC_LIMITS`) and ``--device`` its check, so that a bad value is one line
-    naming the option before anything runs."""
+    (:data:`NUMERIC_LIMITS`), ``--device`` its check and every other option that takes text
+    (not a path, not a choice) :func:`text_type`, so that a bad value is one line naming the
+    option before anything runs."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in set(action.choices.values()):
@@ -124,9 +147,26 @@ def check_option_values(parser: argparse.ArgumentParser) -> None:
         elif action.type in (int, float):
             action.type = number_type(action.type, action.dest,
                                       NUMERIC_LIMITS.get(action.dest, (None, None, False)))
+        elif action.type is None and action.nargs != 0 and action.choices is None:
+            action.type = text_type
 
 
 PROGRAM = "elmo-explorer"
+
+
+def shown(text: str) -> str:
+    """``text`` as a terminal shows it: the bytes of a file name that are not UTF-8 (kept by
+    Python as lone surrogates) written ``\\xff``, so that a message naming such a file prints
+    on any stream, whatever its error handler, rather than failing as it is written."""
+    if not any("\ud800" <= c <= "\udfff" for c in text):
+        return text
+    return "".join(f"\\x{ord(c) - 0xdc00:02x}" if "\udc80" <= c <= "\udcff" else
+                   f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text)
+
+
+def error_line(message) -> str:
+    """The one line of every error of the command line: ``elmo-explorer: error: …``."""
+    return f"{PROGRAM}: error: {shown(str(message))}"
 
 
 #: argparse's message for an option whose value is missing, or starts with "-"
@@ -144,12 +184,12 @@ class Parser(argparse.ArgumentParser):
         longs = [f for f in flags.group(1).split("/") if f.startswith("--")] if flags else []
         if longs:
             message += f" (if the value starts with '-', write {longs[-1]}=VALUE)"
-        self.exit(2, f"{PROGRAM}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, error_line(f"{message} (see {self.prog} --help)") + "\n")
 
     def _bad_value(self, action, error: argparse.ArgumentError):
         if isinstance(action, argparse._SubParsersAction):     # an unknown command: usage
             self.error(str(error))
-        self.exit(1, f"{PROGRAM}: error: {error} (see {self.prog} --help)\n")
+        self.exit(1, error_line(f"{error} (see {self.prog} --help)") + "\n")
 
     def _get_value(self, action, arg_string):
         try:
@@ -165,4 +205,4 @@ class Parser(argparse.ArgumentParser):
 
 
 __all__ = ["NUMERIC_LIMITS", "PROGRAM", "Parser", "UNBOUNDED_OK", "check_option_values",
-           "device_type", "number_type"]
+           "device_type", "error_line", "number_type", "path_text", "shown", "text_type"]

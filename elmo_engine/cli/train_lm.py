@@ -13,6 +13,7 @@ import shlex
 import sys
 from typing import List, Optional
 
+from elmo_engine.cli.parsing import error_line
 from elmo_engine.errors import ElmoError
 
 DESCRIPTION = """Train an ELMo biLM (character input, forward + backward LSTM LM sharing the token
@@ -33,14 +34,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def configure(p: argparse.ArgumentParser) -> None:
     from elmo_engine.cli import common
+    from elmo_engine.cli.parsing import path_text
     from elmo_engine.train.presets import PRESETS
 
-    p.add_argument("corpus", nargs="+",
+    p.add_argument("corpus", nargs="+", type=path_text,
                    help="training text file(s) (UTF-8, optionally .gz); several are mixed by "
                         "document")
-    p.add_argument("--dev", required=True, nargs="+",
+    p.add_argument("--dev", required=True, nargs="+", type=path_text,
                    help="held-out text file(s) for perplexity, each evaluated on its own")
-    p.add_argument("-o", "--out", required=True, metavar="DIR", help="output folder")
+    p.add_argument("-o", "--out", required=True, metavar="DIR", type=path_text,
+                   help="output folder")
     p.add_argument("--preset", default="demo", choices=sorted(PRESETS),
                    help="architecture + hyperparameters (default: demo)")
     p.add_argument("--epochs", type=int, help="passes over the corpus")
@@ -169,7 +172,7 @@ def run(args, argv: Optional[List[str]] = None) -> int:
         res = train(args.corpus, args.dev, args.out, cfg, resume=args.resume, device=args.device,
                     show_progress=not args.no_progress, command=command)
     except ElmoError as e:
-        print(f"elmo-explorer: error: {e}", file=sys.stderr)
+        print(error_line(e), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("elmo-explorer: interrupted", file=sys.stderr)
@@ -195,6 +198,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         guard_outputs(args)                      # an output never replaces an input
     except ElmoError as e:
-        print(f"elmo-explorer: error: {e}", file=sys.stderr)
+        print(error_line(e), file=sys.stderr)
         return 1
     return run(args, argv)

@@ -68,6 +68,32 @@ def test_the_lm_commands_take_the_names_and_the_older_one(capsys):
     assert "--tokenize: must be tokenize or whitespace, got 'spaces'" in capsys.readouterr().err
 
 
+def test_tokenize_means_one_thing_in_every_command(capsys):
+    """``--tokenize NAME`` reads alike in the commands that keep ``args.pretokenized`` (embed,
+    contexts, lm, chars, units, report …) and in ``train-lm``/``eval-lm``; a bare ``--tokenize``
+    (the former opt-in) still means tokenize."""
+    import argparse
+
+    parser = build_parser()
+    cases = {"embed": ["embed", "i.txt", "-o", "o.hdf5"], "lm": ["lm", "i.txt"],
+             "report": ["report", "s.txt", "--word", "w", "-o", "r"],
+             "units top": ["units", "top", "s.txt", "--unit", "3"], "chars perturb": ["chars", "perturb", "--word", "w", "--sentences", "s.txt"]}
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    with_both = [name for name, p in sub.choices.items()
+                 if {"--pretokenized", "--tokenize"} <= set(p._option_string_actions)]
+    assert len(with_both) >= 8, with_both
+    for name, base in cases.items():
+        assert parser.parse_args(base).pretokenized is False, name
+        assert parser.parse_args([*base, "--tokenize"]).pretokenized is False, name
+        assert parser.parse_args([*base, "--tokenize", "regex"]).pretokenized is False, name
+        assert parser.parse_args([*base, "--tokenize", "whitespace"]).pretokenized is True, name
+        assert parser.parse_args([*base, "--pretokenized"]).pretokenized is True, name
+    with pytest.raises(SystemExit) as e:
+        parser.parse_args(["embed", "i.txt", "-o", "o.hdf5", "--tokenize", "spaces"])
+    assert e.value.code == 1
+    assert "--tokenize: must be tokenize or whitespace, got 'spaces'" in capsys.readouterr().err
+
+
 def test_a_training_config_of_either_name_reads_as_the_one_name():
     from elmo_engine.cli.train_lm import build_config
     from elmo_engine.train.presets import preset
