@@ -54,7 +54,9 @@ def configure(p: argparse.ArgumentParser) -> None:
                    help="auto (CUDA when available, else the CPU; the default), cpu, cuda or "
                         "cuda:N")
     p.add_argument("--force", action="store_true",
-                   help="start afresh even though OUT already holds a model or a training state")
+                   help="start afresh even though OUT already holds a model or a training "
+                        "state that train-lm wrote (its training.json or checkpoint/); a "
+                        "folder of other files of those names is never replaced")
     p.add_argument("--threads", type=int, help="CPU threads for torch")
     common.add_tokenization(p)
     p.add_argument("--keep-headers", action="store_true", help="do not skip '= … =' lines")
@@ -125,21 +127,28 @@ def build_config(args):
 
 def refuse_existing_model(args) -> None:
     """A fresh run into a folder that holds a model or a training state is refused unless
-    ``--resume`` or ``--force``, naming the file."""
+    ``--resume`` or ``--force``, naming the file; ``--force`` is refused too when the folder's
+    files were not written by train-lm (:func:`~elmo_engine.train.names.not_written_by_train_lm`:
+    a published model or the user's own files of the same names)."""
     import os
     from pathlib import Path
 
     from elmo_engine.errors import InputError
+    from elmo_engine.train.names import WRITTEN, not_written_by_train_lm
 
     out = Path(args.out)
     if os.path.lexists(out) and not out.is_dir():
         raise InputError("is not a folder; train-lm writes a model folder there", path=out)
-    if args.resume or getattr(args, "force", False):
+    if args.resume:
+        return
+    if getattr(args, "force", False):
+        problem = not_written_by_train_lm(out)
+        if problem:
+            raise InputError(problem)
         return
     # everything the run writes (the model as export_model writes it, the training state):
     # without --force none of it replaces a file that is there
-    for name in ("options.json", "lm_weights.hdf5", "vocab.txt", "softmax.safetensors",
-                 "training.json", "checkpoint"):
+    for name in WRITTEN:
         if os.path.lexists(out / name):
             raise InputError(f"{out / name} exists; pass --resume to continue that training or "
                              "--force to start afresh")

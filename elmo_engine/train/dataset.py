@@ -11,10 +11,10 @@ import torch
 
 from elmo_engine.errors import CheckpointError
 from elmo_engine.train.data import TypeTable, frame
+from elmo_engine.train.names import STATE_DIR, VOCAB_FILE
 from elmo_engine.io.datasets.corpus_text import read_documents
 from elmo_engine.train.vocab import Vocabulary, count_tokens
 
-VOCAB_FILE = "vocab.txt"
 
 
 @dataclass
@@ -97,7 +97,7 @@ def prepare_data(corpus: Union[str, Path, Sequence], dev: Union[str, Path, Seque
                                                 cfg.split_sentences, "dev file") for s in d])
                  for p in devs]
     counts = count_tokens(train)
-    vpath = Path(out) / "checkpoint" / VOCAB_FILE
+    vpath = Path(out) / STATE_DIR / VOCAB_FILE
     if resumed is not None:
         vocab = Vocabulary.load(vpath)
     else:

@@ -23,11 +23,9 @@ from torch import Tensor
 from elmo_engine.atomic import atomic_write_bytes, atomic_write_text
 from elmo_engine.model.checkpoint import save_published
 from elmo_engine.errors import CheckpointError
-
-STATE_FORMAT = "elmo-explorer-lm-train-state"
-STATE_DIR = "checkpoint"
-STATE_JSON = "state.json"
-STATE_TENSORS = "state.safetensors"
+from elmo_engine.train.names import (MODEL_FORMAT, OPTIONS_FILE, SOFTMAX_FILE, STATE_DIR,
+                                     STATE_FORMAT, STATE_JSON, STATE_TENSORS, TRAINING_FILE,
+                                     VOCAB_FILE, WEIGHTS_FILE)
 _EMBEDDED = "elmo_explorer_state"      # safetensors metadata key holding the state JSON
 
 
@@ -229,7 +227,6 @@ def restore_carry(tensors: Dict[str, Tensor], n_layers: int) -> Optional[List[Tu
     return [(tensors[f"carry.{i}.c"], tensors[f"carry.{i}.h"]) for i in range(n_layers)]
 
 
-SOFTMAX_FILE = "softmax.safetensors"
 SOFTMAX_FORMAT = "elmo-explorer-lm-softmax"
 
 
@@ -239,13 +236,14 @@ def export_model(bilm, out: Path, vocab, metadata: dict, extra_options: dict,
     ``training.json`` and, given ``softmax`` = (W (V, P), b (V,)), ``softmax.safetensors`` into
     ``out``."""
     out = Path(out)
-    options, weights = save_published(bilm, out, extra_options=extra_options)
-    vocab.save(out / "vocab.txt")
+    options, weights = save_published(bilm, out, options_name=OPTIONS_FILE,
+                                      weights_name=WEIGHTS_FILE, extra_options=extra_options)
+    vocab.save(out / VOCAB_FILE)
     if softmax is not None:
         save_softmax(out / SOFTMAX_FILE, *softmax)
-    meta = dict(metadata, weights_bytes=weights.stat().st_size,
+    meta = dict(metadata, format=MODEL_FORMAT, weights_bytes=weights.stat().st_size,
                 weights_sha256=_sha256(weights))
-    atomic_write_text(out / "training.json", json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(out / TRAINING_FILE, json.dumps(meta, indent=2) + "\n")
     return options, weights
 
 

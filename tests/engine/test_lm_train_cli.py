@@ -5,6 +5,7 @@ import gzip
 
 import pytest
 from lm_train_helpers import write_corpus
+from support import FIXTURES
 
 from elmo_engine.cli.train_lm import main
 
@@ -83,6 +84,9 @@ def test_a_folder_with_a_file_the_run_writes_is_refused_before_reading(tmp_path,
     code, err = _run(capsys, corpus, "--dev", dev, "--out", out, "--preset", "tiny",
                      "--max-steps", "1")
     assert code == 1 and f"{out / name} exists" in err and "--force" in err
+    code, err = _run(capsys, corpus, "--dev", dev, "--out", out, "--preset", "tiny",
+                     "--max-steps", "1", "--force")            # not train-lm's: kept
+    assert code == 1 and f"{out / name} exists" in err and "replaces only a model" in err
     assert sorted(p.name for p in out.iterdir()) == [name]
     assert (out / name).read_text("utf-8") == "the user's\n"
     notes = tmp_path / "notes"
@@ -92,6 +96,48 @@ def test_a_folder_with_a_file_the_run_writes_is_refused_before_reading(tmp_path,
         code, err = _run(capsys, missing, "--dev", dev, "--out", notes, *force)
         assert code == 1 and "notes: is not a folder" in err, err
     assert notes.read_text("utf-8") == "mine\n"
+
+
+def test_force_replaces_a_model_train_lm_wrote_and_never_a_published_one(tmp_path, dev, capsys):
+    """``--force`` starts afresh in a folder whose ``training.json`` is a run's record (today's,
+    with its format, or an older one known by its keys) or whose state is a run's; a published
+    model's folder (options and weights, no record) is never replaced."""
+    import json
+    import shutil
+
+    from elmo_engine.train.names import MODEL_FORMAT, TRAINING_FILE, not_written_by_train_lm
+
+    corpus = write_corpus(tmp_path / "train.txt", 30, seed=1)
+    out = tmp_path / "run"
+    argv = [corpus, "--dev", dev, "--out", out, "--preset", "tiny", "--max-steps", "1"]
+    assert _run(capsys, *argv)[0] == 0
+    record = json.loads((out / TRAINING_FILE).read_text("utf-8"))
+    assert record["format"] == MODEL_FORMAT and not_written_by_train_lm(out) is None
+    code, err = _run(capsys, *argv)
+    assert code == 1 and "exists" in err and "--force" in err
+    del record["format"]                                  # a record from before the format
+    (out / TRAINING_FILE).write_text(json.dumps(record), "utf-8")
+    assert not_written_by_train_lm(out) is None
+    code, err = _run(capsys, *argv, "--force")
+    assert code == 0, err
+    assert json.loads((out / TRAINING_FILE).read_text("utf-8"))["format"] == MODEL_FORMAT
+    # a run stopped before its export: the training state alone is the mark
+    (out / TRAINING_FILE).unlink()
+    assert not_written_by_train_lm(out) is None
+    # a published model, and forged or broken records, are not train-lm's
+    published = tmp_path / "published"
+    published.mkdir()
+    for name in ("options.json", "lm_weights.hdf5"):
+        shutil.copy(FIXTURES / "allennlp" / name, published / name)
+    for record_text in (None, "{", '{"command": "cp -r", "config": {}, "weights_sha256": "0"}',
+                        '[1, 2]', '{"format": NaN}'):
+        if record_text is not None:
+            (published / TRAINING_FILE).write_text(record_text, "utf-8")
+        before = {p.name: p.read_bytes() for p in published.iterdir()}
+        code, err = _run(capsys, corpus, "--dev", dev, "--out", published, "--preset", "tiny",
+                         "--max-steps", "1", "--force")
+        assert code == 1 and "replaces only a model that train-lm wrote" in err, err
+        assert {p.name: p.read_bytes() for p in published.iterdir()} == before
 
 
 def test_add_parser_registers_train_lm():

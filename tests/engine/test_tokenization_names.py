@@ -77,7 +77,8 @@ def test_tokenize_means_one_thing_in_every_command(capsys):
     parser = build_parser()
     cases = {"embed": ["embed", "i.txt", "-o", "o.hdf5"], "lm": ["lm", "i.txt"],
              "report": ["report", "s.txt", "--word", "w", "-o", "r"],
-             "units top": ["units", "top", "s.txt", "--unit", "3"], "chars perturb": ["chars", "perturb", "--word", "w", "--sentences", "s.txt"]}
+             "units top": ["units", "top", "s.txt", "--unit", "3"],
+             "chars perturb": ["chars", "perturb", "--word", "w", "--sentences", "s.txt"]}
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     with_both = [name for name, p in sub.choices.items()
                  if {"--pretokenized", "--tokenize"} <= set(p._option_string_actions)]
