@@ -248,7 +248,11 @@ def check_writable_folder(path: Path) -> None:
     """Before the work (the output guard, for every output of every command): the folder an
     output is written in takes new files — an existing folder output itself (an index resumed
     in place, a training resumed), else the nearest existing folder above the path. A read-only
-    file system or a folder of another user's was found only after the work."""
+    file system or a folder of another user's was found only after the work.
+
+    access(2) answers first; where it says yes, a file is made and removed
+    (:func:`_takes_new_files`), because access(2) can say yes where a write fails: a file system
+    that refuses new files to root (``/sys``), an NFS export that maps root to nobody."""
     import os
 
     folder = Path(os.path.abspath(path))
@@ -256,9 +260,28 @@ def check_writable_folder(path: Path) -> None:
         folder = folder.parent
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
-    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+    if folder.is_dir() and not (os.access(folder, os.W_OK | os.X_OK)
+                                and _takes_new_files(folder)):
         raise InputError(f"cannot be written: {folder} takes no new files (read-only or "
                          "another user's); nothing was done", path=path)
+
+
+def _takes_new_files(folder: Path) -> bool:
+    """Whether a new file can be made in ``folder``: one is made (exclusively, a name of its
+    own) and removed at once."""
+    import os
+    import tempfile
+
+    try:
+        fd, name = tempfile.mkstemp(prefix=".elmo-write-check-", dir=folder)
+    except OSError:
+        return False
+    os.close(fd)
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+    return True
 
 
 

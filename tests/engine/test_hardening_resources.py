@@ -6,6 +6,7 @@ import resource
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -213,6 +214,51 @@ def test_an_output_folder_that_takes_no_files_is_refused_before_the_work(tmp_pat
     check_writable_folder(mine)                                  # itself writable: fine
     with pytest.raises(InputError, match="takes no new files"):
         check_writable_folder(ro / "new-folder")                 # made in ro: refused
+
+
+def test_a_folder_that_access_calls_writable_but_takes_no_file_is_refused_before_the_work(
+        tmp_path, monkeypatch, capsys):
+    """access(2) says yes to root in ``/sys`` and on an NFS export that maps root to nobody;
+    the write failed after the work. A file made and removed decides (``_takes_new_files``);
+    nothing is left in a folder that takes files."""
+    import errno
+    import os
+    import tempfile
+
+    from elmo_engine.cli.common import check_writable_folder
+
+    ro = tmp_path / "nfs"
+    ro.mkdir()
+    real_mkstemp = tempfile.mkstemp
+
+    def refusing(*a, dir=None, **kw):
+        if dir is not None and Path(dir).resolve() == ro.resolve():
+            raise OSError(errno.EACCES, "Permission denied")
+        return real_mkstemp(*a, dir=dir, **kw)
+
+    monkeypatch.setattr(tempfile, "mkstemp", refusing)
+    assert os.access(ro, os.W_OK | os.X_OK)
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("The bank was closed .\n", encoding="utf-8")
+    code = cli.main(["embed", str(sentences), "-o", str(ro / "v.hdf5"),
+                     "--checkpoint", str(FIXTURES / "allennlp")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1 and len(err) == 1 and f"{ro} takes no new files" in err[0], err
+    check_writable_folder(tmp_path / "v.hdf5")                 # a folder that takes files
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["nfs", "s.txt"]
+    if os.path.isdir("/sys") and os.access("/sys", os.W_OK) and not _can_create_in("/sys"):
+        with pytest.raises(InputError, match="takes no new files"):
+            check_writable_folder(Path("/sys/v.hdf5"))           # a real one, where there is
+
+
+def _can_create_in(folder) -> bool:
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            return True
+    except OSError:
+        return False
 
 
 def test_atomic_hdf5_survives_a_real_write_failure(tmp_path):
