@@ -60,8 +60,10 @@ def data_dir() -> Path:
 # ---- Qt app fixtures (app helper) ----------------------------------------------------------
 @pytest.fixture(autouse=True)
 def _never_user_settings(tmp_path_factory, monkeypatch):
-    """Every test keeps the app's settings and logs in a temporary folder, never the user's."""
+    """Every test keeps the app's settings and logs, and the command line's log of unexpected
+    errors, in a temporary folder, never the user's."""
     monkeypatch.setenv("ELMO_EXPLORER_SETTINGS_DIR", str(tmp_path_factory.getbasetemp() / "app-settings"))
+    monkeypatch.setenv("ELMO_EXPLORER_LOG_DIR", str(tmp_path_factory.getbasetemp() / "cli-log"))
 
 
 @pytest.fixture
