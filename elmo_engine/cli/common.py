@@ -210,7 +210,7 @@ def add_tokenization(p: argparse.ArgumentParser) -> None:
     from elmo_engine.model.tokenize import Tokenization
 
     p.add_argument("--tokenize", default=Tokenization.TYPED, type=tokenization_type,
-                   metavar="{tokenize,whitespace}",
+                   nargs="?", const=Tokenization.TYPED, metavar="{tokenize,whitespace}",
                    help="tokenize: split typed text as the app does (default); whitespace: the "
                         "text is already tokenized ('regex', the older name of tokenize, is "
                         "still read)")

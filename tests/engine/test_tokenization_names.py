@@ -61,6 +61,7 @@ def test_the_lm_commands_take_the_names_and_the_older_one(capsys):
     assert parser.parse_args(base).tokenize is Tokenization.TYPED
     assert parser.parse_args([*base, "--tokenize", "regex"]).tokenize is Tokenization.TYPED
     assert parser.parse_args([*base, "--tokenize", "whitespace"]).tokenize is Tokenization.WHITESPACE
+    assert parser.parse_args([*base, "--tokenize"]).tokenize is Tokenization.TYPED   # as elsewhere
     assert parser.parse_args(["eval-lm", "t.txt", "--tokenize", "tokenize"]).tokenize == "tokenize"
     with pytest.raises(SystemExit) as e:
         parser.parse_args(["eval-lm", "t.txt", "--tokenize", "spaces"])
