@@ -24,6 +24,19 @@ if TYPE_CHECKING:                       # only for the annotation; h5py is impor
     import h5py
 
 PART_SUFFIX = ".part"
+#: the longest file name most file systems take, in bytes (ext4, XFS, btrfs, APFS: 255)
+NAME_MAX_BYTES = 255
+
+
+def fitting_name(name: str, room: int) -> str:
+    """``name`` cut (at a character, never inside one) so that its UTF-8 bytes leave ``room``
+    bytes of a :data:`NAME_MAX_BYTES` file name for what a temporary name adds around it: a
+    target named with 120 ``é`` (240 bytes) is a valid name, ``.NAME.XXXXXXXX.SUF.part`` is not."""
+    limit = max(1, NAME_MAX_BYTES - room)
+    data = name.encode("utf-8", "surrogateescape")
+    if len(data) <= limit:
+        return name
+    return data[:limit].decode("utf-8", "ignore") or "x"
 _DISK_FULL = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded",
               errno.EFBIG: "File too large", errno.EROFS: "Read-only file system"}
 
@@ -92,9 +105,9 @@ def atomic_path(target, suffix: str = "") -> Iterator[Path]:
     mode = _target_mode(target)
     try:                                # a read-only or missing folder: name the target
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.",
-                                   suffix=(suffix or target.suffix) + PART_SUFFIX,
-                                   dir=target.parent)
+        end = (suffix or target.suffix) + PART_SUFFIX
+        name = fitting_name(target.name, len(end.encode("utf-8", "surrogateescape")) + 11)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=end, dir=target.parent)
     except OSError as e:
         raise OSError(e.errno, e.strerror or str(e), str(target)) from None
     os.close(fd)
@@ -148,7 +161,7 @@ def cleanup_stale_parts(folder, min_age_s: float = 60.0, recursive: bool = False
     looks in sub-folders (the activation cache's fan-out folders).
     """
     folder = Path(folder)
-    prefix = f".{target}." if target else "."
+    prefix = f".{fitting_name(target, 11 + len(PART_SUFFIX))}." if target else "."
     cutoff = time.time() - min_age_s
     removed = 0
     try:

@@ -45,6 +45,7 @@ from elmo_engine.analysis.layers.report import hubness_part
 from elmo_engine.analysis.probes.results import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS, results_rows
 from elmo_engine.analysis.projection.report import projection_part
+from elmo_engine.atomic import fitting_name
 from elmo_engine.errors import InputError
 from elmo_engine.io.figures import FigureStyle
 from elmo_engine.io.report import ReportSpec, ReportTable, saved_figures, table_number
@@ -207,7 +208,8 @@ def export_report(data, source: str, emb, folder, style: FigureStyle = FigureSty
     folder = Path(folder)
     with writing(folder):           # a folder that takes no files: one error naming the report's
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.figures-", dir=folder.parent))
+        tmp = Path(tempfile.mkdtemp(prefix=f".{fitting_name(folder.name, 20)}.figures-",
+                                    dir=folder.parent))
     try:
         spec = build_report(data, source, emb, tmp, style, word, notes, tokens, acts)
         files = write_report(folder, spec, overwrite=overwrite, state=state)

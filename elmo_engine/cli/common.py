@@ -158,8 +158,10 @@ def output_file(out: Path, suffix: str = "") -> Iterator[Path]:
 
 
 def print_json(doc) -> None:
-    """The results as one JSON document on stdout."""
-    print(json.dumps(doc, indent=2, ensure_ascii=False))
+    """The results as one JSON document on stdout: UTF-8 where stdout is, else all-ASCII
+    (``\\u00e9``), which any encoding carries and every JSON reader decodes alike."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    print(json.dumps(doc, indent=2, ensure_ascii=encoding != "utf8"))
 
 
 def add_split_sentences(p: argparse.ArgumentParser, default: bool, what: str = "the input"

@@ -33,7 +33,8 @@ def log_traceback(exc: BaseException, command: str) -> Optional[Path]:
         folder = log_dir()
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / LOG_NAME
-        handler = RotatingFileHandler(path, maxBytes=1_000_000, backupCount=1, encoding="utf-8")
+        handler = RotatingFileHandler(path, maxBytes=1_000_000, backupCount=1, encoding="utf-8",
+                                      errors="backslashreplace")
     except Exception:
         return None
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

@@ -88,6 +88,7 @@ def main(argv: Optional[List[str]] = None,
     :func:`build_parser`."""
     from elmo_engine import runtime
 
+    _streams_never_fail_on_a_character()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["chars"]:                # chars WORD… is chars word WORD…
@@ -136,6 +137,25 @@ def main(argv: Optional[List[str]] = None,
         from elmo_engine.cli.last_resort import report_unexpected
 
         return report_unexpected(e, args.command)
+
+
+def _streams_never_fail_on_a_character() -> None:
+    """stdout and stderr write a character their encoding lacks as ``\\u2016`` rather than
+    failing: under a Latin-1 or ASCII locale (or ``PYTHONIOENCODING=ascii``) the commands' own
+    ’ ‖ ≥ —, a word in another script or a file name stopped ``--help`` with a traceback and a
+    result after its work ("unexpected UnicodeEncodeError"). JSON on such a stream is written
+    all-ASCII instead (:func:`~elmo_engine.cli.common.print_json`)."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        errors = getattr(stream, "errors", None)
+        utf8 = (getattr(stream, "encoding", None) or "").lower().replace("-", "") == "utf8"
+        # surrogateescape (the POSIX locale's) fails on a character ASCII lacks, not on UTF-8
+        if reconfigure is not None and (errors == "strict"
+                                        or (errors == "surrogateescape" and not utf8)):
+            try:
+                reconfigure(errors="backslashreplace")
+            except (ValueError, OSError):              # a closed or detached stream
+                pass
 
 
 def _stdout_to_devnull() -> None:

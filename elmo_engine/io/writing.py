@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Iterator, List, Optional, Tuple
 
+from elmo_engine.atomic import fitting_name
 from elmo_engine.errors import ElmoError
 
 _REASONS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is exceeded",
@@ -182,7 +183,8 @@ def staging_folder(target: Path) -> Path:
     from elmo_engine.atomic import ordinary_mode
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent))
+    staging = Path(tempfile.mkdtemp(prefix=f".{fitting_name(target.name, 16)}.", suffix=".part",
+                                    dir=target.parent))
     os.chmod(staging, ordinary_mode(folder=True))
     return staging
 
@@ -196,7 +198,8 @@ def swap_in_folder(staging: Path, target: Path, overwrite: bool, kind: str) -> N
     old: Optional[Path] = None
     if target.exists() or target.is_symlink():
         check_replaceable(target, kind, overwrite)
-        old = target.with_name(f".{target.name}.old-{os.getpid()}-{time.monotonic_ns()}")
+        old = target.with_name(f".{fitting_name(target.name, 48)}.old-{os.getpid()}-"
+                               f"{time.monotonic_ns()}")
         os.replace(target, old)
     try:
         os.replace(staging, target)

@@ -1,0 +1,130 @@
+"""Round seven (docs/guide/hardening.md): bytes that are not UTF-8 and streams that are not
+UTF-8, at the command line.
+
+A file name whose bytes are not UTF-8 is refused while parsing (it could be read, but not
+written into the results, manifests, records and reports that name their inputs, which failed
+after the work); an error line stays one line (a newline or a right-to-left override in a file
+name escaped); stdout and stderr never fail on a character their encoding lacks (``--help``
+under ASCII printed a traceback); JSON on such a stream is all-ASCII; a target name of 240
+UTF-8 bytes is written (its temporary name no longer goes over 255 bytes).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from hardening_helpers import cli
+
+from elmo_engine.cli.main import main
+
+
+def _raw_name(folder, name: bytes) -> str:
+    """A file in ``folder`` named with ``name``'s bytes, as Python gives it back (surrogates)."""
+    raw = os.fsencode(str(folder)) + b"/" + name
+    with open(raw, "wb") as fh:
+        fh.write(b"the bank of the river\n")
+    return os.fsdecode(raw)
+
+
+@pytest.mark.parametrize("make_argv", [
+    lambda bad, ok, out: ["embed", bad, "-o", out],
+    lambda bad, ok, out: ["embed", ok, "-o", bad + ".hdf5"],
+    lambda bad, ok, out: ["info", "--checkpoint", bad],
+    lambda bad, ok, out: ["index", ok, "-o", bad + "-index"],
+    lambda bad, ok, out: ["train-lm", bad, "--dev", ok, "-o", out + "-model"],
+    lambda bad, ok, out: ["report", ok, "--word", "bank", "-o", out + "-r", "--workspace",
+                          bad + ".elmows.json"],
+])
+def test_a_file_name_that_is_not_utf8_is_refused_while_parsing(tmp_path, capsys, make_argv):
+    bad = _raw_name(tmp_path, b"s\xffx.txt")
+    ok = _raw_name(tmp_path, b"plain.txt")
+    before = sorted(os.listdir(os.fsencode(str(tmp_path))))
+    argv = make_argv(bad, ok, str(tmp_path / "out"))
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    assert e.value.code == 1 and len(err.strip().splitlines()) == 1, err
+    assert "the file name is not UTF-8: byte 0xFF at byte" in err and "rename it" in err
+    assert sorted(os.listdir(os.fsencode(str(tmp_path)))) == before      # nothing written
+
+
+def test_an_error_naming_a_file_with_a_newline_or_an_override_stays_one_line(tmp_path, capsys):
+    for name in ("bad\nname.txt", "bad\u202ename.txt"):
+        code, err = cli(["embed", str(tmp_path / name), "-o", tmp_path / "v.hdf5"], capsys)
+        assert code == 1 and "No such file" in err
+        assert ("bad\\x0aname.txt" in err) if "\n" in name else ("bad\\u202ename.txt" in err)
+    from elmo_engine.cli.parsing import shown
+
+    assert shown("caf\udce9 é 😀 e\u0301") == "caf\\xe9 é 😀 e\u0301"     # only what must be
+
+
+def _run(argv, **env):
+    full = dict(os.environ, **env)
+    return subprocess.run([sys.executable, "-m", "elmo_explorer.entry", *argv], env=full,
+                          capture_output=True, timeout=120)
+
+
+def test_streams_that_are_not_utf8_never_fail_on_a_character():
+    """``--help`` under ASCII stdout printed a traceback (’ ‖ ≥ in the help); ``info --json``
+    under Latin-1 failed after its work; now the help is written with ``\\u2016`` escapes and
+    the JSON is all-ASCII, read back the same."""
+    r = _run(["embed", "--help"], PYTHONIOENCODING="ascii")
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
+    assert b"usage: elmo-explorer embed" in r.stdout and r.stdout.isascii()
+    r = _run(["info", "--json"], PYTHONIOENCODING="latin-1")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.isascii()
+    doc = json.loads(r.stdout)
+    utf8 = json.loads(_run(["info", "--json"], PYTHONIOENCODING="utf-8").stdout.decode("utf-8"))
+    assert doc == utf8
+
+
+def test_utf8_words_read_as_ascii_are_decoded_and_a_file_named_so_is_explained(tmp_path):
+    """``LC_ALL=POSIX`` with ``PYTHONUTF8=0``: Python reads the command line as ASCII, so a
+    UTF-8 ``café`` came in escaped and was refused as "not UTF-8"; a word is decoded now, and a
+    file so named is refused with the way out."""
+    env = {"LC_ALL": "POSIX", "PYTHONUTF8": "0", "PYTHONCOERCECLOCALE": "0",
+           "PYTHONIOENCODING": ""}
+    probe = subprocess.run([sys.executable, "-c", "import sys; print(sys.getfilesystemencoding())"],
+                           env=dict(os.environ, **env), capture_output=True, text=True)
+    if probe.stdout.strip().lower().replace("-", "") == "utf8":
+        pytest.skip("this Python reads the command line as UTF-8 under the POSIX locale")
+    r = _run(["chars", "word", "café", "--json"], **env)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["words"][0]["word"] == "café"
+    name = _raw_name(tmp_path, "é.txt".encode("utf-8"))
+    r = _run(["embed", name, "-o", str(tmp_path / "v.npz")], **env)
+    assert r.returncode == 1 and b"PYTHONUTF8=1" in r.stderr, r.stderr
+
+
+def test_a_target_of_240_utf8_bytes_is_written_and_no_temporary_is_left(tmp_path, capsys):
+    from elmo_engine.atomic import NAME_MAX_BYTES, atomic_write_text, fitting_name
+
+    name = "é" * 118 + ".txt"                                   # 240 bytes, a valid name
+    assert len(name.encode()) == 240
+    atomic_write_text(tmp_path / name, "x\n")
+    assert [p.name for p in tmp_path.iterdir()] == [name]
+    cut = fitting_name(name, 30)
+    assert len(cut.encode()) <= NAME_MAX_BYTES - 30 and name.startswith(cut)
+    assert fitting_name("short", 30) == "short"
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the bank\n", encoding="utf-8")
+    folder = tmp_path / "r"
+    folder.mkdir()
+    out = folder / ("é" * 120)                                  # 240 bytes, a folder output
+    code, err = cli(["export", "vectors", sentences, "-o", out, "--format", "tsv"], capsys)
+    assert code == 0, err
+    assert [p.name for p in folder.iterdir()] == [out.name]
+
+
+def test_the_log_of_an_unexpected_error_takes_any_message(tmp_path, monkeypatch, capsys):
+    from elmo_engine.cli.last_resort import report_unexpected
+
+    monkeypatch.setenv("ELMO_EXPLORER_LOG_DIR", str(tmp_path))
+    assert report_unexpected(ValueError("s\udcff"), "embed") == 1
+    captured = capsys.readouterr()
+    assert "Logging error" not in captured.err and "s\\xff" in captured.err
+    assert "ValueError: s\\udcff" in (tmp_path / "cli-errors.log").read_text("utf-8")
