@@ -158,7 +158,8 @@ def test_models_remove_waits_for_a_running_get(tmp_path, monkeypatch, capsys):
 
 
 # ---- 2. every numeric option has a range -------------------------------------------------------
-def _numeric_actions():
+def _actions_of_every_command():
+    """(the command's words, the action) of every option of every command's parser."""
     from elmo_engine.cli.main import build_parser
 
     def walk(p, path):
@@ -166,10 +167,15 @@ def _numeric_actions():
             if isinstance(a, argparse._SubParsersAction):
                 for name, sub in a.choices.items():
                     yield from walk(sub, path + (name,))
-            elif getattr(a.type, "__name__", None) in ("int", "float"):
+            else:
                 yield path, a
 
     return list(walk(build_parser(), ()))
+
+
+def _numeric_actions():
+    return [(p, a) for p, a in _actions_of_every_command()
+            if getattr(a.type, "__name__", None) in ("int", "float")]
 
 
 def test_every_numeric_option_of_every_command_is_in_the_range_table():
@@ -208,20 +214,6 @@ def test_the_issues_numeric_options_are_refused_while_parsing(capsys, argv, opti
         main(argv)
     err = capsys.readouterr().err
     assert e.value.code == 1 and f"argument {option}" in err and len(err.strip().splitlines()) == 1
-
-
-def _actions_of_every_command():
-    from elmo_engine.cli.main import build_parser
-
-    def walk(p, path):
-        for a in p._actions:
-            if isinstance(a, argparse._SubParsersAction):
-                for name, sub in a.choices.items():
-                    yield from walk(sub, path + (name,))
-            else:
-                yield path, a
-
-    return list(walk(build_parser(), ()))
 
 
 def test_every_option_that_takes_words_refuses_bytes_that_are_not_utf8():
