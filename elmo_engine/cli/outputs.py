@@ -93,7 +93,9 @@ def _workspace_inputs(ws: Path) -> List[Path]:
         check_regular_file(ws)
         with open(ws, "rb") as fh:
             raw = fh.read(MAX_WORKSPACE_BYTES + 1)
-        obj = json.loads(raw.decode("utf-8")) if len(raw) <= MAX_WORKSPACE_BYTES else None
+        # decoded as load_workspace decodes it (a BOM dropped), so that the guard sees what
+        # the command will read
+        obj = json.loads(raw.decode("utf-8-sig")) if len(raw) <= MAX_WORKSPACE_BYTES else None
     except Exception:               # load_workspace reports what is wrong, naming the key
         return []
     if not isinstance(obj, dict):

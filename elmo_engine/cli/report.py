@@ -72,7 +72,7 @@ def _read_json(path: Path, what: str):
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read the {what}: {e}", path=path) from None
     try:            # nesting too deep and NaN refused here, naming the file (not a traceback)
-        doc = parse_json_strict(raw.decode("utf-8"))
+        doc = parse_json_strict(raw.decode("utf-8-sig"))       # a BOM dropped
     except (UnicodeDecodeError, ValueError) as e:
         raise InputError(f"the {what} is not JSON ({e})", path=path) from None
     try:

@@ -215,7 +215,7 @@ def load_workspace(path, verify_checksum: bool = True) -> LoadedWorkspace:
         raise InputError(f"larger than {MAX_WORKSPACE_BYTES} bytes: not a workspace this tool "
                          "reads (arrays belong in its npz)", path=path)
     try:
-        obj = json.loads(raw.decode("utf-8"))
+        obj = json.loads(raw.decode("utf-8-sig"))        # a BOM (Windows editors) is dropped
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         line = getattr(e, "lineno", None)
         raise InputError(f"not a valid JSON workspace file ({e})", path=path, line=line) from None

@@ -200,7 +200,7 @@ class BiLMOptions:
         except OSError as e:
             raise CheckpointError(path, f"cannot read options file ({e.strerror or e})") from None
         try:
-            text = raw.decode("utf-8")
+            text = raw.decode("utf-8-sig")          # a BOM (Windows editors) is dropped
             d = json.loads(text)
         except UnicodeDecodeError as e:
             raise CheckpointError(path, f"options file is not UTF-8 text (byte {e.start})") from None

@@ -128,3 +128,32 @@ def test_the_log_of_an_unexpected_error_takes_any_message(tmp_path, monkeypatch,
     captured = capsys.readouterr()
     assert "Logging error" not in captured.err and "s\\xff" in captured.err
     assert "ValueError: s\\udcff" in (tmp_path / "cli-errors.log").read_text("utf-8")
+
+
+def test_a_utf16_file_is_named_as_such(tmp_path, capsys):
+    f = tmp_path / "s.txt"
+    f.write_bytes("the bank\n".encode("utf-16"))
+    code, err = cli(["embed", f, "-o", tmp_path / "v.hdf5"], capsys)
+    assert code == 1 and f"{f}: is UTF-16 text" in err and "save it as UTF-8" in err
+
+
+def test_json_a_user_edits_may_start_with_a_byte_order_mark(tmp_path, capsys):
+    """A workspace, an options.json and a bilm.json saved by a Windows editor start with a
+    BOM: read (they were "not valid JSON"), and the output guard reads the workspace as the
+    command does, so its checkpoint folder stays an input."""
+    from hardening_helpers import ckpt, snapshot, workspace
+
+    from elmo_engine.io.workspace_file import load_workspace
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    ck = ckpt(tmp_path)
+    options = ck / "options.json"
+    options.write_bytes(b"\xef\xbb\xbf" + options.read_bytes())
+    assert load_checkpoint(ck).opts.output_dim > 0
+    ws = workspace(tmp_path, ck)
+    ws.write_bytes(b"\xef\xbb\xbf" + ws.read_bytes())
+    assert load_workspace(ws).data.sentences[0] == "the bank of the river"
+    before = snapshot(ck)
+    code, err = cli(["export", "report", ws, "-o", ck, "--force"], capsys)
+    assert code == 1 and str(ck) in err
+    assert snapshot(ck) == before
