@@ -28,6 +28,19 @@ PART_SUFFIX = ".part"
 NAME_MAX_BYTES = 255
 
 
+def check_name_fits(path, of=None) -> None:
+    """Refuse, before anything is written, a file name longer than :data:`NAME_MAX_BYTES` bytes
+    that an output makes beside the one the user named (``of``): a projector TSV's
+    ``X.metadata.tsv``, a workspace's arrays file. Written after the first file, it failed
+    with "File name too long" and left half an output."""
+    name = Path(path).name
+    n = len(name.encode("utf-8", "surrogateescape"))
+    if n > NAME_MAX_BYTES:
+        beside = f" beside {Path(of).name!r}" if of is not None else ""
+        raise ElmoError(f"{path}: the file written{beside} would have a name of {n} bytes; "
+                        f"file names take at most {NAME_MAX_BYTES}: choose a shorter name")
+
+
 def fitting_name(name: str, room: int) -> str:
     """``name`` cut (at a character, never inside one) so that its UTF-8 bytes leave ``room``
     bytes of a :data:`NAME_MAX_BYTES` file name for what a temporary name adds around it: a

@@ -8,13 +8,70 @@ else reads the file (a checksum included). :func:`read_bounded` reads a small fi
 a training state's JSON, a vocabulary) whole, refusing one larger than its limit without
 reading past it. :func:`parse_json_strict` parses JSON as the standard defines it (no ``NaN`` or
 ``Infinity``), with one ``ValueError`` for every way it can fail.
+
+File names that are not text: :func:`name_problem` says why a name's bytes are not UTF-8 (the
+command line and the app refuse such names before any work: results, records and reports name
+their files as UTF-8 text), :func:`shown` writes a message naming such a file so that any
+stream or dialog shows it as written, and :func:`lone_surrogate` finds the character a JSON
+``\\udcff`` escape puts in a string, which no file can hold as UTF-8.
 """
 from __future__ import annotations
 
 import json
 import os
 import stat
+import sys
 from typing import Optional
+
+#: characters that reorder or hide what a terminal or a dialog shows (bidirectional controls)
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                          "\u2066\u2067\u2068\u2069")
+
+
+def lone_surrogate(text: str) -> Optional[int]:
+    """The index of the first lone surrogate (U+D800–U+DFFF) in ``text``, or None."""
+    if text.isascii():
+        return None
+    return next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+
+
+def name_problem(path, what: str = "the file name") -> Optional[str]:
+    """Why the bytes of the file name ``path`` (as Python decoded them: a byte that is not
+    UTF-8 kept as U+DC80–U+DCFF) are not UTF-8 text, or None when they are. Where Python reads
+    names as ASCII (``LC_ALL=POSIX`` with ``PYTHONUTF8=0``) a UTF-8 ``é`` is escaped too: that
+    is said as such."""
+    text = os.fspath(path)
+    if isinstance(text, bytes) or lone_surrogate(text) is None:
+        return None
+    raw = os.fsencode(text)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return (f"{what} is not UTF-8: byte 0x{raw[e.start]:02X} at byte {e.start + 1}; rename "
+                "it (results, records, indexes and reports name their files as UTF-8 text)")
+    return (f"{what} is UTF-8, but Python reads file names as {sys.getfilesystemencoding()} "
+            "here: set LANG=C.UTF-8 or PYTHONUTF8=1")
+
+
+def shown(text: str, one_line: bool = False) -> str:
+    """``text`` as a terminal or a dialog should show it: the bytes of a file name that are not
+    UTF-8 (kept by Python as lone surrogates) written ``\\xff`` (a stream with a strict error
+    handler failed on them, and Qt drops them, naming another file), bidirectional controls
+    written ``\\u202e`` (they reorder the line). ``one_line``: control characters (a newline
+    in a file name) and line separators too, so that an error line stays one line."""
+    def escape(c: str) -> str:
+        o = ord(c)
+        if 0xdc80 <= o <= 0xdcff:
+            return f"\\x{o - 0xdc00:02x}"
+        if 0xd800 <= o <= 0xdfff or c in BIDI_CONTROLS:
+            return f"\\u{o:04x}"
+        if one_line and (o < 0x20 or 0x7f <= o < 0xa0 or c in "\u2028\u2029"):
+            return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
+        return c
+
+    if text.isprintable() and not any(c in BIDI_CONTROLS for c in text):
+        return text
+    return "".join(escape(c) for c in text)
 
 
 def regular_file_problem(path) -> Optional[str]:

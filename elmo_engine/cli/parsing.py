@@ -9,9 +9,10 @@ import argparse
 import math
 import os
 import re
-import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
+
+from elmo_engine.files import lone_surrogate, name_problem, shown
 
 if TYPE_CHECKING:
     from elmo_engine.model.tokenize import Tokenization
@@ -102,31 +103,13 @@ def device_type(text: str) -> str:
     return text
 
 
-def _escaped(text: str) -> bool:
-    """Whether ``text`` holds bytes Python could not decode (kept as U+DC80–U+DCFF)."""
-    return any("\udc80" <= c <= "\udcff" for c in text)
-
-
-def _utf8_problem(text: str, what: str) -> Optional[str]:
-    """Why the bytes behind ``text`` (an argument as Python decoded it) are not UTF-8, or None
-    when they are. Where Python reads arguments as ASCII (``LC_ALL=POSIX`` with
-    ``PYTHONUTF8=0``) a UTF-8 ``é`` is escaped too: that is said as such."""
-    raw = os.fsencode(text)
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return (f"{what} is not UTF-8: byte 0x{raw[e.start]:02X} at byte {e.start + 1}; rename "
-                "it (results, records, indexes and reports name their files as UTF-8 text)")
-    return (f"{what} is UTF-8, but Python reads the command line as "
-            f"{sys.getfilesystemencoding()} here: set LANG=C.UTF-8 or PYTHONUTF8=1")
-
-
 def path_text(text: str) -> str:
     """The ``type`` of an option that names a file or folder but is kept as a string
     (``train-lm``'s corpus, ``--dev`` and ``--out``), as :func:`path_type`; marks the option as
     a path, so that :func:`check_option_values` does not give it :func:`text_type`."""
-    if _escaped(text):
-        raise argparse.ArgumentTypeError(str(_utf8_problem(text, "the file name")))
+    problem = name_problem(text)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
     return text
 
 
@@ -148,7 +131,7 @@ def text_type(text: str) -> str:
     UTF-8, which Python keeps as lone surrogates (U+DC80–U+DCFF) and the character encoder
     would drop without a word (a sentence with ``caf\\xe9`` embedded as ``caf``). UTF-8 bytes
     that Python read as ASCII (UTF-8 mode off under the POSIX locale) are decoded as UTF-8."""
-    if not _escaped(text):
+    if lone_surrogate(text) is None:
         return text
     raw = os.fsencode(text)
     try:
@@ -192,34 +175,6 @@ def check_option_values(parser: argparse.ArgumentParser) -> None:
 
 
 PROGRAM = "elmo-explorer"
-
-
-#: characters that reorder or hide what a terminal shows (bidirectional controls): escaped in an
-#: error line, so that a file name holding U+202E cannot make the line read otherwise
-_BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
-                           "\u2066\u2067\u2068\u2069")
-
-
-def shown(text: str, one_line: bool = False) -> str:
-    """``text`` as a terminal shows it: the bytes of a file name that are not UTF-8 (kept by
-    Python as lone surrogates) written ``\\xff``, so that a message naming such a file prints
-    on any stream, whatever its error handler, rather than failing as it is written.
-    ``one_line``: control characters (a newline in a file name), line separators and
-    bidirectional controls escaped too, so that an error stays one line that reads as written."""
-    def escape(c: str) -> str:
-        o = ord(c)
-        if 0xdc80 <= o <= 0xdcff:
-            return f"\\x{o - 0xdc00:02x}"
-        if 0xd800 <= o <= 0xdfff:
-            return f"\\u{o:04x}"
-        if one_line and (o < 0x20 or 0x7f <= o < 0xa0 or c in "\u2028\u2029"
-                         or c in _BIDI_CONTROLS):
-            return f"\\x{o:02x}" if o < 0x100 else f"\\u{o:04x}"
-        return c
-
-    if text.isprintable() and not any(c in _BIDI_CONTROLS for c in text):
-        return text
-    return "".join(escape(c) for c in text)
 
 
 def error_line(message) -> str:

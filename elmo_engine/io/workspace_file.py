@@ -27,8 +27,9 @@ from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 
-from elmo_engine.atomic import atomic_write_bytes, atomic_write_text
+from elmo_engine.atomic import atomic_write_bytes, atomic_write_text, check_name_fits
 from elmo_engine.errors import InputError
+from elmo_engine.files import lone_surrogate, shown
 from elmo_engine.io.npz_lazy import LazyArrays, open_npz
 from elmo_engine.io.writing import writing
 from elmo_engine.model.tokenize import TOKENIZATIONS, Tokenization
@@ -154,18 +155,26 @@ def save_workspace(path, data: WorkspaceData) -> Path:
         if not isinstance(arr, np.ndarray) or arr.dtype == object:
             raise InputError(f"workspace array '{key}' must be a numeric NumPy array", path=path)
     arrays_name = None
-    new_npz: Optional[Path] = None
+    blob = b""
     if data.arrays:
         buf = io.BytesIO()
         np.savez(buf, allow_pickle=False, **data.arrays)
         blob = buf.getvalue()
         arrays_name = f"{_stem(path)}.{hashlib.sha256(blob).hexdigest()[:12]}.npz"
+        check_name_fits(path.with_name(arrays_name), of=path)   # before anything is written
+    doc = data.to_json(arrays_name)
+    problem = _lone_surrogate_in(doc)      # a file name whose bytes are not UTF-8, say
+    if problem:
+        raise InputError(f"cannot be saved: {problem}; nothing was written (rename the file "
+                         "it names)", path=path)
+    text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
+    new_npz: Optional[Path] = None
+    if arrays_name is not None:
         npz = path.with_name(arrays_name)
         if not npz.exists():
             with writing(npz):
                 atomic_write_bytes(npz, blob)
             new_npz = npz
-    text = json.dumps(data.to_json(arrays_name), indent=1, ensure_ascii=False, allow_nan=False)
     try:
         with writing(path):
             atomic_write_text(path, text + "\n")
@@ -223,6 +232,7 @@ def load_workspace(path, verify_checksum: bool = True) -> LoadedWorkspace:
         raise InputError(f"not a valid JSON workspace file ({e})", path=path) from None
     except RecursionError:
         raise InputError("not a valid JSON workspace file (nested too deeply)", path=path) from None
+    _refuse_lone_surrogates(obj, path)
     data, session = _parse(obj, path)
     loaded = LoadedWorkspace(data, path, session=session)
     if data.checkpoint is not None and data.checkpoint.path:
@@ -262,6 +272,36 @@ def checkpoint_checksum(path) -> str:
 def _type_name(v: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "true/false",
             int: "a number", float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _lone_surrogate_in(obj: Any) -> Optional[str]:
+    """Where a string of the JSON value ``obj`` holds a lone surrogate — a JSON ``"\\udcff"``
+    escape, or a file name whose bytes are not UTF-8 — said in words, or None."""
+    stack: List[tuple] = [(obj, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, str):
+            i = lone_surrogate(value)
+            if i is not None:
+                return (f"'{where or 'the document'}' holds U+{ord(value[i]):04X} at character "
+                        f"{i + 1} ('{shown(value[max(0, i - 20):i + 20], one_line=True)}'), "
+                        "half of a character (a lone surrogate), not text")
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                stack.append((k, where))
+                stack.append((v, f"{where}.{shown(k)}" if where else shown(k)))
+        elif isinstance(value, list):
+            stack.extend((v, f"{where}[{j}]") for j, v in enumerate(value))
+    return None
+
+
+def _refuse_lone_surrogates(obj: Any, path: Path) -> None:
+    """Refuse a workspace whose strings hold a lone surrogate (no file holds it as UTF-8):
+    taken, it was embedded as it was, shown without it (Qt drops it), and made the next save
+    fail. One line naming the key and the character."""
+    problem = _lone_surrogate_in(obj)
+    if problem:
+        raise InputError(f"{problem}; nothing was opened", path=path)
 
 
 def _need(obj: dict, key: str, kind, path: Path, where: str = "", optional: bool = False):

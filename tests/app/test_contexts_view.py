@@ -199,6 +199,13 @@ def test_exports_write_files(panel, qtbot, tmp_path):
                                panel.model.vectors[1, [1, 2]], rtol=1e-5, atol=1e-6)
     meta = (tmp_path / "v.metadata.tsv").read_text(encoding="utf-8").splitlines()
     assert meta[0] == "sentence\ttoken\tword\tgroup\ttext" and meta[2].startswith("2\t1\tbank")
+    # a 248-byte name is valid, its `.metadata.tsv` companion is not: nothing is written (an
+    # encodings attack pass found the vectors written and the metadata failing after them)
+    long = tmp_path / ("é" * 122 + ".tsv")
+    with qtbot.waitSignal(panel.failed, timeout=5000) as failed:
+        panel.export_vectors_tsv(long, view=1)
+    assert "file names take at most 255" in failed.args[0]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("é")]
     assert len(panel.export_actions()) == 5 and all(a.isEnabled() for a in panel.export_actions())
 
 

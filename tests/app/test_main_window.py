@@ -382,3 +382,21 @@ def test_the_shown_view_computes_first_and_the_hidden_ones_after(qtbot, app_sett
     w.show_view("characters")
     assert ws.worker.backstage() == {"contexts", "language_model"}
     ws.worker.shutdown(timeout_s=30)
+
+
+def test_the_error_dialog_shows_a_file_name_as_written(qtbot, monkeypatch, caplog):
+    """Qt drops a byte that is not UTF-8 (the dialog named another file) and obeys U+202E (the
+    name read reversed); the log handler failed on the first. Shown escaped, logged whole."""
+    import logging
+
+    from PySide6.QtWidgets import QMessageBox
+
+    from elmo_explorer.common.error_dialog import show_error
+
+    shown_texts = []
+    monkeypatch.setattr(QMessageBox, "exec", lambda box: shown_texts.append(box.text()))
+    with caplog.at_level(logging.WARNING):
+        show_error(None, "Cannot open sentences",
+                   "/data/nope\udcff.txt and evil\u202etxt.exe: cannot open")
+    assert shown_texts == ["/data/nope\\xff.txt and evil\\u202etxt.exe: cannot open"]
+    assert "nope\\xff.txt" in caplog.text

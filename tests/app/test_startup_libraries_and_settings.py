@@ -304,3 +304,19 @@ def test_the_window_is_built_and_shown_before_torch_is_imported():
     assert got["heavy"] == []
     assert got["torch_after_menu"] is True
     assert got["bf16_enabled"] == got["offered"]
+
+
+@pytest.mark.parametrize("option", ["--checkpoint", "--sentences", "--screenshot",
+                                    "--settings-dir"])
+def test_the_apps_paths_that_are_not_utf8_are_refused_before_qt(tmp_path, capsys, option):
+    """Qt drops the bytes of a name that are not UTF-8: the settings remembered another folder
+    (`…/ck` for `…/ck\\xff`) and the next launch opened another model. Refused as the command
+    line refuses them, before Qt starts."""
+    import os
+
+    from elmo_explorer.shell.main import main as gui_main
+
+    name = os.fsdecode(os.fsencode(str(tmp_path)) + b"/ck\xff")
+    assert gui_main([option, name]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"argument {option}: the file name is not UTF-8: byte 0xFF" in err[0]

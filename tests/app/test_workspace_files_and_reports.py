@@ -423,6 +423,23 @@ def test_a_changed_saved_workspace_is_saved_in_place_on_quit(qtbot, window, tmp_
     assert json.loads(path.read_text(encoding="utf-8"))["selection"]["word"] == "bank"
 
 
+def test_a_save_on_quit_that_fails_unexpectedly_keeps_the_window(qtbot, window, monkeypatch):
+    """An encodings attack pass: Save on quit raised a UnicodeEncodeError (a name that is not
+    UTF-8), which only ElmoError/OSError were caught for: the window closed, nothing saved."""
+    actions, asked = window.actions_, []
+    actions.prompt_on_close = True
+    window.panels["fake"].runs = [FakeRun("pos")]
+
+    def unexpected(path, data):
+        raise UnicodeEncodeError("utf-8", "ck\udcff", 2, 3, "surrogates not allowed")
+
+    monkeypatch.setattr(wa.wf, "save_workspace", unexpected)
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: ("w.elmows.json", ""))
+    _answer(monkeypatch, Save, asked)
+    assert not window.close() and window.isVisible()
+    assert window.errors and "UnicodeEncodeError" in window.errors[-1][1]
+
+
 def _raise_disk_full(path, data):
     raise OSError(errno.ENOSPC, "No space left on device", str(path))
 

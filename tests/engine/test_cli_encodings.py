@@ -157,3 +157,39 @@ def test_json_a_user_edits_may_start_with_a_byte_order_mark(tmp_path, capsys):
     code, err = cli(["export", "report", ws, "-o", ck, "--force"], capsys)
     assert code == 1 and str(ck) in err
     assert snapshot(ck) == before
+
+
+def test_a_workspace_holding_a_lone_surrogate_is_refused_naming_the_key(tmp_path):
+    """A JSON ``"\\udcff"`` escape: taken, the sentence was embedded with it, shown without it
+    (Qt drops it) and the next save failed."""
+    from hardening_helpers import ckpt, workspace
+
+    from elmo_engine.errors import InputError
+    from elmo_engine.io.workspace_file import load_workspace
+
+    ws = workspace(tmp_path, ckpt(tmp_path))
+    doc = json.loads(ws.read_text("utf-8"))
+    doc["sentences"][1] = "caf\udcff au lait"
+    ws.write_text(json.dumps(doc), "utf-8")                 # ensure_ascii: the \udcff escape
+    assert "\\udcff" in ws.read_text("utf-8")
+    with pytest.raises(InputError, match=r"'sentences\[1\]' holds U\+DCFF at character 4"):
+        load_workspace(ws)
+
+
+def test_a_workspace_save_that_cannot_be_written_whole_writes_nothing(tmp_path):
+    """Text that is not UTF-8 (a checkpoint path holding such bytes), and an arrays file whose
+    name would pass 255 bytes, are refused before the arrays file is written."""
+    import numpy as np
+
+    from elmo_engine.errors import ElmoError, InputError
+    from elmo_engine.io.workspace_file import CheckpointRef, WorkspaceData, save_workspace
+
+    data = WorkspaceData(sentences=["the bank"], checkpoint=CheckpointRef(path="/m/ck\udcff"),
+                         arrays={"x": np.zeros(3, np.float32)})
+    with pytest.raises(InputError,
+                       match=r"checkpoint.path. holds U\+DCFF at character 6 \(./m/ck\\xff.\)"):
+        save_workspace(tmp_path / "w.elmows.json", data)
+    data.checkpoint = CheckpointRef(path="/m/ck")
+    with pytest.raises(ElmoError, match="file names take at most 255"):
+        save_workspace(tmp_path / ("é" * 121 + ".elmows.json"), data)    # 254 bytes: valid
+    assert list(tmp_path.iterdir()) == []

@@ -8,11 +8,16 @@ from typing import Optional
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox, QWidget
 
+from elmo_engine.files import shown
+
 log = logging.getLogger(__name__)
 
 
 def show_error(parent: Optional[QWidget], title: str, message: str) -> None:
-    """Show an error dialog (and log it)."""
+    """Show an error dialog (and log it). A file name's bytes that are not UTF-8 and
+    bidirectional controls are shown escaped (``\\xff``, ``\\u202e``): Qt drops the first,
+    naming another file, and the second reverses the name (:func:`elmo_engine.files.shown`)."""
+    message = shown(message)
     log.warning("%s: %s", title, message)
     box = QMessageBox(QMessageBox.Icon.Critical, title, _wrap(message),
                       QMessageBox.StandardButton.Ok, parent)

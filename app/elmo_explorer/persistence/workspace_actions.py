@@ -29,6 +29,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMessageBox
 
 from elmo_engine.errors import ElmoError
+from elmo_engine.files import shown
 from elmo_engine.io import recovery
 from elmo_engine.io import workspace_file as wf
 from elmo_explorer.common.figure_export import FigureOptions
@@ -337,6 +338,10 @@ class WorkspaceActions(QObject):
         except (ElmoError, OSError) as e:
             self.error("Cannot save the workspace", str(e))
             return False
+        except Exception as e:        # never quit on a failed save: the work would be lost
+            log.exception("saving the workspace before quitting failed")
+            self.error("Cannot save the workspace", f"{type(e).__name__}: {e}")
+            return False
         self.path, self.saved_fp = target, workspace_state.fingerprint(data)
         self.saved.emit(str(target))
         return True
@@ -386,7 +391,7 @@ class WorkspaceActions(QObject):
         """Write the report on the worker: the engine's one report path on the workspace's
         state (the same files as ``elmo-explorer export report`` of the saved workspace)."""
         folder, options = Path(folder), options or self.figure_options
-        source = str(self.path) if self.path else "ELMo Explorer session (not saved)"
+        source = shown(str(self.path)) if self.path else "ELMo Explorer session (not saved)"
         try:
             job = report_actions.report_job(self.ws, self.collect(), folder, options, overwrite,
                                             source)

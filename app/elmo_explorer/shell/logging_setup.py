@@ -28,7 +28,8 @@ def setup_logging(log_dir: Path, level: int = logging.INFO) -> Path:
         if isinstance(h, _AppHandler):
             root.removeHandler(h)
             h.close()
-    handler = _AppHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
+    handler = _AppHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8",
+                          errors="backslashreplace")       # a file name that is not UTF-8
     handler.setFormatter(logging.Formatter(_FORMAT))
     handler.setLevel(level)
     root.addHandler(handler)

@@ -63,6 +63,20 @@ def _parse_size(text: str):
     return w, h
 
 
+def _name_problem(args) -> Optional[str]:
+    """The command line's rule for the app's own paths: a name whose bytes are not UTF-8 is
+    refused before Qt starts (Qt drops such bytes: the settings remembered another folder, and
+    the next launch opened another model; a workspace or report naming it failed to save)."""
+    from elmo_engine.files import name_problem
+
+    for option, value in (("--checkpoint", args.checkpoint), ("--sentences", args.sentences),
+                          ("--screenshot", args.screenshot), ("--settings-dir", args.settings_dir)):
+        problem = name_problem(value) if value else None
+        if problem:
+            return f"elmo-explorer: error: argument {option}: {problem}"
+    return None
+
+
 def QApplicationInstance():
     """The running QApplication, if any (tests create one), without importing Qt otherwise."""
     if "PySide6.QtWidgets" not in sys.modules:
@@ -79,7 +93,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     from elmo_explorer.shell.startup import (NO_DISPLAY_HINT, display_problem, qt_library_problem,
                                              startup_problem)
 
-    problem = startup_problem(args.screenshot, args.settings_dir)
+    problem = _name_problem(args) or startup_problem(args.screenshot, args.settings_dir)
     if problem is not None:                     # before Qt starts: one line, exit 1
         print(problem, file=sys.stderr)
         return 1

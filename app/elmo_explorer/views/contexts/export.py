@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QInputDialog, QWidget
 
 from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.analysis.contexts.neighbours import write_neighbours_csv
+from elmo_engine.atomic import check_name_fits
 from elmo_engine.io import projector_tsv
 from elmo_explorer.views.contexts.model import ContextsModel
 
@@ -79,6 +80,7 @@ def vectors_tsv_writer(comp: cmp.Comparison, vectors: np.ndarray, rows: List[int
     meta_path = (p[:-4] if p.endswith(".tsv") else p) + ".metadata.tsv"
 
     def write(target) -> None:
+        check_name_fits(meta_path, of=target)            # before the first file is written
         projector_tsv.write_vectors(target, data)
         projector_tsv.write_metadata(meta_path, META_COLUMNS, meta)
 
