@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 import tempfile
@@ -42,14 +43,30 @@ def check_name_fits(path, of=None) -> None:
 
 
 def fitting_name(name: str, room: int) -> str:
-    """``name`` cut (at a character, never inside one) so that its UTF-8 bytes leave ``room``
-    bytes of a :data:`NAME_MAX_BYTES` file name for what a temporary name adds around it: a
-    target named with 120 ``é`` (240 bytes) is a valid name, ``.NAME.XXXXXXXX.SUF.part`` is not."""
-    limit = max(1, NAME_MAX_BYTES - room)
+    """``name``, or when its UTF-8 bytes would not leave ``room`` bytes of a
+    :data:`NAME_MAX_BYTES` file name for what a temporary name adds around it, its start (cut
+    at a character) and ``~`` and 8 hex digits of its hash: a target named with 120 ``é`` (240
+    bytes) is a valid name, ``.NAME.XXXXXXXX.SUF.part`` is not. The hash keeps two long names
+    that share their start apart (:func:`cleanup_stale_parts` finds a target's temporaries by
+    this prefix)."""
+    limit = max(10, NAME_MAX_BYTES - room)
     data = name.encode("utf-8", "surrogateescape")
     if len(data) <= limit:
         return name
-    return data[:limit].decode("utf-8", "ignore") or "x"
+    digest = hashlib.sha256(data).hexdigest()[:8]
+    return data[:limit - 9].decode("utf-8", "ignore") + "~" + digest
+
+
+#: the most bytes a temporary name adds around its target's (shortened) name: two dots,
+#: mkstemp's 8 characters, the suffix (at most :data:`_MAX_PART_SUFFIX` bytes) and ``.part``
+_MAX_PART_SUFFIX = 40
+_PART_ROOM = 2 + 8 + _MAX_PART_SUFFIX + len(PART_SUFFIX)
+
+
+def part_prefix(name: str) -> str:
+    """The start of every temporary name :func:`atomic_path` makes for a target named
+    ``name`` (what :func:`cleanup_stale_parts` looks for)."""
+    return f".{fitting_name(name, _PART_ROOM)}."
 _DISK_FULL = {errno.ENOSPC: "No space left on device", errno.EDQUOT: "Disk quota exceeded",
               errno.EFBIG: "File too large", errno.EROFS: "Read-only file system"}
 
@@ -118,9 +135,11 @@ def atomic_path(target, suffix: str = "") -> Iterator[Path]:
     mode = _target_mode(target)
     try:                                # a read-only or missing folder: name the target
         target.parent.mkdir(parents=True, exist_ok=True)
-        end = (suffix or target.suffix) + PART_SUFFIX
-        name = fitting_name(target.name, len(end.encode("utf-8", "surrogateescape")) + 11)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=end, dir=target.parent)
+        end = suffix or target.suffix
+        if len(end.encode("utf-8", "surrogateescape")) > _MAX_PART_SUFFIX:
+            end = ""
+        fd, tmp = tempfile.mkstemp(prefix=part_prefix(target.name), suffix=end + PART_SUFFIX,
+                                   dir=target.parent)
     except OSError as e:
         raise OSError(e.errno, e.strerror or str(e), str(target)) from None
     os.close(fd)
@@ -174,7 +193,7 @@ def cleanup_stale_parts(folder, min_age_s: float = 60.0, recursive: bool = False
     looks in sub-folders (the activation cache's fan-out folders).
     """
     folder = Path(folder)
-    prefix = f".{fitting_name(target, 11 + len(PART_SUFFIX))}." if target else "."
+    prefix = part_prefix(target) if target else "."
     cutoff = time.time() - min_age_s
     removed = 0
     try:

@@ -157,11 +157,23 @@ def output_file(out: Path, suffix: str = "") -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def is_utf8(stream) -> bool:
+    """Whether ``stream`` (a text stream) encodes as UTF-8."""
+    encoding = getattr(stream, "encoding", None) or ""
+    return encoding.lower().replace("-", "").replace("_", "") == "utf8"
+
+
 def print_json(doc) -> None:
     """The results as one JSON document on stdout: UTF-8 where stdout is, else all-ASCII
-    (``\\u00e9``), which any encoding carries and every JSON reader decodes alike."""
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "").replace("_", "")
-    print(json.dumps(doc, indent=2, ensure_ascii=encoding != "utf8"))
+    (``\\u00e9``), which any encoding carries and every JSON reader decodes alike; all-ASCII
+    too when a string holds a file name's byte that is not UTF-8 (``\\udcff``, valid JSON),
+    which would otherwise go out as a raw byte."""
+    from elmo_engine.files import lone_surrogate
+
+    text = json.dumps(doc, indent=2, ensure_ascii=False)
+    if not is_utf8(sys.stdout) or lone_surrogate(text) is not None:
+        text = json.dumps(doc, indent=2, ensure_ascii=True)
+    print(text)
 
 
 def add_split_sentences(p: argparse.ArgumentParser, default: bool, what: str = "the input"
@@ -194,11 +206,12 @@ def add_pretokenized(p: argparse.ArgumentParser) -> None:
     """``--pretokenized`` / ``--tokenize NAME`` (``args.pretokenized``: a bool), read as
     :func:`add_tokenization` reads them, so that one option means one thing in every command."""
     from elmo_engine.cli.parsing import tokenization_type
+    from elmo_engine.model.tokenize import Tokenization
 
     p.add_argument("--pretokenized", action="store_true",
                    help="the text is already tokenized: split lines on whitespace (default: "
                         "tokenize typed text as the app does)")
-    p.add_argument("--tokenize", action=_TokenizeAction, nargs="?", const="tokenize",
+    p.add_argument("--tokenize", action=_TokenizeAction, nargs="?", const=Tokenization.TYPED,
                    type=tokenization_type, default=argparse.SUPPRESS,
                    metavar="{tokenize,whitespace}",
                    help="tokenize: split typed text as the app does (the default); whitespace: "
@@ -281,8 +294,8 @@ def _takes_new_files(folder: Path) -> bool:
     os.close(fd)
     try:
         os.unlink(name)
-    except OSError:
-        pass
+    except OSError:             # a folder that takes files but lets none go (append-only):
+        return False            # the output's rename into place would fail there too
     return True
 
 

@@ -4,7 +4,6 @@ train-lm or on published files with their ``*_softmax_weights.hdf5`` + vocabular
 softmax the command says in one line which file is missing and exits with status 1."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -68,8 +67,7 @@ def run(args) -> int:
         if bar is not None:
             bar.close()
     if args.json:
-        print(json.dumps({"checkpoint": str(checkpoint), "text": str(args.text), **res},
-                         indent=2))
+        common.print_json({"checkpoint": str(checkpoint), "text": str(args.text), **res})
     else:
         print(f"{args.text}: perplexity forward {res['fwd']:.2f}, backward {res['bwd']:.2f}, "
               f"mean {res['mean']:.2f} ({res['tokens']:,} positions per direction, "

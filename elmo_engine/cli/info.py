@@ -9,7 +9,6 @@ Readable text by default; ``--json`` prints the same facts as one JSON object fo
 """
 from __future__ import annotations
 
-import json
 from typing import List
 
 from elmo_engine.cli import common
@@ -89,7 +88,7 @@ def run(args) -> int:
     if args.json:
         d["host"] = {"cpu": cpu.model, "cpu_flags": list(cpu.flags), "bf16_units": cpu.units,
                      "cpu_precisions": ["fp32", "bf16"] if cpu.offered else ["fp32"]}
-        print(json.dumps(d, indent=2))
+        common.print_json(d)
     else:
         checked = ("read and checked: finite, and a test sentence embeds to finite vectors"
                    if args.check else "not read (headers only; --check loads the model and "

@@ -139,21 +139,41 @@ def main(argv: Optional[List[str]] = None,
         return report_unexpected(e, args.command)
 
 
+#: the error handler of stdout and stderr (:func:`_streams_never_fail_on_a_character`)
+STREAM_ERRORS = "elmo-explorer-stream"
+
+
+def _original_byte_or_escape(exc: UnicodeError):
+    """A character the stream's encoding lacks: a file name's byte that was not UTF-8 (kept by
+    Python as U+DC80–U+DCFF) goes out as that byte, as ``surrogateescape`` writes it (so that
+    ``$(elmo-explorer models path …)`` names the folder); any other as ``\\u2016``."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    c = exc.object[exc.start]
+    if "\udc80" <= c <= "\udcff":
+        return bytes([ord(c) - 0xdc00]), exc.start + 1
+    return c.encode("ascii", "backslashreplace").decode("ascii"), exc.start + 1
+
+
 def _streams_never_fail_on_a_character() -> None:
-    """stdout and stderr write a character their encoding lacks as ``\\u2016`` rather than
-    failing: under a Latin-1 or ASCII locale (or ``PYTHONIOENCODING=ascii``) the commands' own
-    ’ ‖ ≥ —, a word in another script or a file name stopped ``--help`` with a traceback and a
-    result after its work ("unexpected UnicodeEncodeError"). JSON on such a stream is written
-    all-ASCII instead (:func:`~elmo_engine.cli.common.print_json`)."""
+    """stdout and stderr never fail on a character their encoding lacks: under a Latin-1 or
+    ASCII locale (or ``PYTHONIOENCODING=ascii``) the commands' own ’ ‖ ≥ —, a word in another
+    script or a file name stopped ``--help`` with a traceback and a result after its work
+    ("unexpected UnicodeEncodeError"). Such a character is written ``\\u2016``
+    (:func:`_original_byte_or_escape`); JSON on such a stream is all-ASCII instead
+    (:func:`~elmo_engine.cli.common.print_json`)."""
+    import codecs
+
+    try:
+        codecs.lookup_error(STREAM_ERRORS)
+    except LookupError:
+        codecs.register_error(STREAM_ERRORS, _original_byte_or_escape)
     for stream in (sys.stdout, sys.stderr):
         reconfigure = getattr(stream, "reconfigure", None)
-        errors = getattr(stream, "errors", None)
-        utf8 = (getattr(stream, "encoding", None) or "").lower().replace("-", "") == "utf8"
-        # surrogateescape (the POSIX locale's) fails on a character ASCII lacks, not on UTF-8
-        if reconfigure is not None and (errors == "strict"
-                                        or (errors == "surrogateescape" and not utf8)):
+        if reconfigure is not None and getattr(stream, "errors", None) in ("strict",
+                                                                           "surrogateescape"):
             try:
-                reconfigure(errors="backslashreplace")
+                reconfigure(errors=STREAM_ERRORS)
             except (ValueError, OSError):              # a closed or detached stream
                 pass
 

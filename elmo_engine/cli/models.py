@@ -9,7 +9,6 @@ command. See docs/guide/models.md.
 """
 from __future__ import annotations
 
-import json
 import sys
 from typing import List
 
@@ -53,7 +52,7 @@ def _list(args) -> int:
 
     listing = list_models()
     if args.json:
-        print(json.dumps({
+        common.print_json({
             "folder": str(listing.folder), "free_bytes": listing.free_bytes,
             "models": [{
                 "name": s.model.name, "label": s.model.label, "parameters": s.model.parameters,
@@ -65,7 +64,7 @@ def _list(args) -> int:
                 "downloaded": s.downloaded, "has_softmax": s.has_softmax,
                 "folder": str(s.folder), "bytes_on_disk": s.bytes_on_disk,
                 "partial_bytes": s.partial_bytes, "problem": s.problem,
-            } for s in listing.models]}, indent=2))
+            } for s in listing.models]})
         return 0
     rows = [("name", "parameters", "download", "+softmax", "on disk", "corpus")]
     for s in listing.models:

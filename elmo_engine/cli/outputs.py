@@ -180,12 +180,14 @@ def guard_outputs(args) -> None:
     bundled = _bundled()
     inputs = _existing(inputs)
     seen: List[Tuple[str, Path]] = []
+    from elmo_engine.atomic import check_name_fits
     from elmo_engine.cli.common import check_writable_folder
 
     for dest, out in outputs:
         check_writable_folder(out)           # before the work, every command's outputs
         written = [out] + _implied(args, dest, out)
         for target in written:
+            check_name_fits(target, of=None if target == out else out)   # as the app checks
             _check_one(dest, target, inputs, bundled)
         if dest in REPLACED_FOLDER_DESTS:
             from elmo_engine.io.report import replace_problem

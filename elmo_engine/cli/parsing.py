@@ -182,6 +182,24 @@ def error_line(message) -> str:
     return f"{PROGRAM}: error: {shown(str(message), one_line=True)}"
 
 
+#: the values of ``--tokenize`` (``regex``: the older name of ``tokenize``)
+TOKENIZE_VALUES = ("tokenize", "whitespace", "regex")
+
+
+def _bare_tokenize(args):
+    """``--tokenize`` followed by what cannot be a misspelt value (a file name: not lower-case
+    letters alone) is the bare flag of old scripts (``embed --tokenize in.txt -o x``): written
+    ``--tokenize=tokenize``, so that its optional value does not take the input file's name.
+    ``--tokenize spaces`` stays a bad value, said as such."""
+    if args is None:
+        return None
+    args = list(args)
+    return [("--tokenize=tokenize" if a == "--tokenize" and i + 1 < len(args)
+             and args[i + 1] not in TOKENIZE_VALUES
+             and not re.fullmatch(r"[a-z]+", args[i + 1]) else a)
+            for i, a in enumerate(args)]
+
+
 #: argparse's message for an option whose value is missing, or starts with "-"
 _NO_VALUE = re.compile(r"^argument (\S+): expected one argument$")
 
@@ -198,6 +216,9 @@ class Parser(argparse.ArgumentParser):
         if longs:
             message += f" (if the value starts with '-', write {longs[-1]}=VALUE)"
         self.exit(2, error_line(f"{message} (see {self.prog} --help)") + "\n")
+
+    def parse_known_args(self, args=None, namespace=None):
+        return super().parse_known_args(_bare_tokenize(args), namespace)
 
     def _bad_value(self, action, error: argparse.ArgumentError):
         if isinstance(action, argparse._SubParsersAction):     # an unknown command: usage
@@ -218,5 +239,4 @@ class Parser(argparse.ArgumentParser):
 
 
 __all__ = ["NUMERIC_LIMITS", "PROGRAM", "Parser", "UNBOUNDED_OK", "check_option_values",
-           "device_type", "error_line", "number_type", "path_text", "path_type", "shown",
-           "text_type"]
+           "device_type", "error_line", "number_type", "path_text", "path_type", "text_type"]

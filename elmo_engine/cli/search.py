@@ -2,7 +2,6 @@
 used like this — the nearest occurrences, per layer, as concordance lines (or ``--json``)."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from elmo_engine.cli import common
@@ -68,10 +67,10 @@ def run(args) -> int:
     finally:
         index.close()
     if args.json:
-        print(json.dumps({"query": {"sentence": " ".join(tokens), "word": word,
+        common.print_json({"query": {"sentence": " ".join(tokens), "word": word,
                                     "position": pos, "layer": layer,
                                     "same_word": args.same_word},
-                          "hits": [h.to_dict() for h in hits]}, ensure_ascii=False, indent=1))
+                          "hits": [h.to_dict() for h in hits]})
         return 0
     print(f"layer {layer}: {len(hits)} nearest occurrences of '{word}'"
           + ("" if args.same_word else " (any word)"))

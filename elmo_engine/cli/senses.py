@@ -5,7 +5,6 @@ scored against the gold senses (purity, adjusted Rand index) per layer."""
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -91,7 +90,7 @@ def run(args) -> int:
             layer.pop("labels")
         d["occurrences"] = [{"sentence_id": o.sentence_id, "position": o.position,
                              "text": o.text} for o in res.occurrences]
-        print(json.dumps(d, ensure_ascii=False, indent=1))
+        common.print_json(d)
         return 0
     print(f"'{args.word}': {len(res.occurrences)} occurrences"
           + (f" (a sample of {res.n_total})" if res.n_total > len(res.occurrences) else ""))
@@ -126,7 +125,7 @@ def _semcor(args) -> int:
     summary = layer_summary(res)
     majority = float(np.mean([r.majority_purity for r in res])) if res else float("nan")
     if args.json:
-        print(json.dumps({"sentences": len(sents), "lemmas": len(res),
+        common.print_json({"sentences": len(sents), "lemmas": len(res),
                           "majority_purity": majority,
                           "layers": {str(k): v for k, v in summary.items()},
                           "per_lemma": [{"lemma": r.lemma, "pos": r.pos, "n": r.n,
@@ -135,8 +134,7 @@ def _semcor(args) -> int:
                                          "layers": {str(ls.layer): {"k": ls.k,
                                                                     "purity": ls.purity,
                                                                     "ari": ls.ari}
-                                                    for ls in r.layers}} for r in res]},
-                         indent=1))
+                                                    for ls in r.layers}} for r in res]})
         return 0
     print(f"SemCor: {len(sents)} sentences, {len(res)} lemmas; one cluster (majority sense) "
           f"purity {majority:.3f}")

@@ -3,7 +3,6 @@ disambiguation per layer — sense representations from SemCor, the nearest one 
 SemEval-2007 instance, WordNet's first sense as back-off — as F1 per layer."""
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -76,8 +75,7 @@ def run(args) -> int:
     finally:
         bar.close()
     if args.json:
-        print(json.dumps(dict(asdict(res), train_sentences=len(train), test_sentences=len(test)),
-                         indent=1))
+        common.print_json(dict(asdict(res), train_sentences=len(train), test_sentences=len(test)))
         return 0
     print(f"trained on {len(train)} SemCor sentences ({res.n_train_instances} instances, "
           f"{res.n_senses} senses); tested on {res.first_sense.n} instances")

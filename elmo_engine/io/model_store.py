@@ -27,7 +27,7 @@ from typing import Dict, Optional, Tuple, Union
 
 from elmo_engine.atomic import atomic_write_text
 from elmo_engine.errors import CheckpointError, InputError
-from elmo_engine.files import parse_json_strict, read_bounded
+from elmo_engine.files import name_problem, parse_json_strict, read_bounded
 from elmo_engine.io.catalogue import PublishedModel, load_catalogue
 from elmo_engine.progress import TransferState
 
@@ -40,9 +40,14 @@ _MAX_MANIFEST = 1 << 20
 
 # ---- places ------------------------------------------------------------------------------------
 def data_dir() -> Path:
-    """``ELMO_EXPLORER_DATA``, else the platform's user data folder for the app."""
+    """``ELMO_EXPLORER_DATA``, else the platform's user data folder for the app. A variable
+    naming a folder whose bytes are not UTF-8 is refused (:func:`~elmo_engine.files.
+    name_problem`), as such a name is on the command line."""
     env = os.environ.get(DATA_ENV, "").strip()
     if env:
+        problem = name_problem(env, f"{DATA_ENV}'s folder name")
+        if problem:
+            raise InputError(problem)
         return Path(env).expanduser()
     import platformdirs
 

@@ -52,10 +52,25 @@ def _is_training_record(doc: dict) -> bool:
             and isinstance(doc.get("config"), dict) and isinstance(doc.get("weights_sha256"), str))
 
 
+def _only_a_runs_state(state_dir: Path) -> bool:
+    """Whether ``state_dir`` is a folder holding only what a run writes there (the vocabulary
+    it writes first, the state files, their temporaries): a run killed before its first
+    checkpoint leaves that, and ``--resume`` has nothing to resume."""
+    try:
+        names = os.listdir(state_dir) if state_dir.is_dir() and not state_dir.is_symlink() else None
+    except OSError:
+        return False
+    own = {VOCAB_FILE, STATE_JSON, STATE_TENSORS}
+    return names is not None and all(
+        n in own or (n.startswith(".") and n.endswith(".part")) for n in names)
+
+
 def not_written_by_train_lm(folder) -> Optional[str]:
     """Why the files of :data:`WRITTEN` in ``folder`` may not be replaced by a fresh run, or
     None when they may: none is there, or ``training.json`` is a run's record, or
-    ``checkpoint/state.json`` a run's training state (a run stopped before it exported)."""
+    ``checkpoint/state.json`` a run's training state (a run stopped before it exported), or
+    ``checkpoint/`` alone holding nothing but a run's own files (one killed before its first
+    state)."""
     folder = Path(folder)
     there = [name for name in WRITTEN if os.path.lexists(folder / name)]
     if not there:
@@ -66,6 +81,8 @@ def not_written_by_train_lm(folder) -> Optional[str]:
     state = _document(folder / STATE_DIR / STATE_JSON)
     if state is not None and state.get("format") == STATE_FORMAT:
         return None
+    if there == [STATE_DIR] and _only_a_runs_state(folder / STATE_DIR):
+        return None                # a run stopped before its first state (its vocabulary)
     return (f"{folder / there[0]} exists, and {folder} holds no record ({TRAINING_FILE}) or "
             "training state of train-lm: --force replaces only a model that train-lm wrote; "
             "choose another folder")

@@ -386,7 +386,7 @@ def test_the_shown_view_computes_first_and_the_hidden_ones_after(qtbot, app_sett
 
 def test_the_error_dialog_shows_a_file_name_as_written(qtbot, monkeypatch, caplog):
     """Qt drops a byte that is not UTF-8 (the dialog named another file) and obeys U+202E (the
-    name read reversed); the log handler failed on the first. Shown escaped, logged whole."""
+    name read reversed); the log handler failed on the first. Shown and logged escaped."""
     import logging
 
     from PySide6.QtWidgets import QMessageBox

@@ -320,3 +320,23 @@ def test_the_apps_paths_that_are_not_utf8_are_refused_before_qt(tmp_path, capsys
     assert gui_main([option, name]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"argument {option}: the file name is not UTF-8: byte 0xFF" in err[0]
+
+
+@pytest.mark.parametrize("variable", ["ELMO_EXPLORER_SETTINGS_DIR", "ELMO_EXPLORER_DATA"])
+def test_the_apps_folders_named_in_the_environment_so_are_refused_too(tmp_path, capsys,
+                                                                      monkeypatch, variable):
+    """A review: QSettings wrote into `env-\ufffd`, another folder, for a variable naming
+    `env-\xff`. The data folder's variable is refused by the command line too."""
+    import os
+
+    from elmo_engine.errors import InputError
+    from elmo_engine.io import model_store
+    from elmo_explorer.shell.main import main as gui_main
+
+    monkeypatch.setenv(variable, os.fsdecode(os.fsencode(str(tmp_path)) + b"/env-\xff"))
+    assert gui_main([]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"{variable}'s folder name is not UTF-8: byte 0xFF" in err[0]
+    if variable == "ELMO_EXPLORER_DATA":
+        with pytest.raises(InputError, match="ELMO_EXPLORER_DATA's folder name is not UTF-8"):
+            model_store.data_dir()

@@ -56,7 +56,7 @@ def test_an_error_naming_a_file_with_a_newline_or_an_override_stays_one_line(tmp
         code, err = cli(["embed", str(tmp_path / name), "-o", tmp_path / "v.hdf5"], capsys)
         assert code == 1 and "No such file" in err
         assert ("bad\\x0aname.txt" in err) if "\n" in name else ("bad\\u202ename.txt" in err)
-    from elmo_engine.cli.parsing import shown
+    from elmo_engine.files import shown
 
     assert shown("caf\udce9 é 😀 e\u0301") == "caf\\xe9 é 😀 e\u0301"     # only what must be
 
@@ -80,6 +80,21 @@ def test_streams_that_are_not_utf8_never_fail_on_a_character():
     doc = json.loads(r.stdout)
     utf8 = json.loads(_run(["info", "--json"], PYTHONIOENCODING="utf-8").stdout.decode("utf-8"))
     assert doc == utf8
+
+
+def test_every_command_prints_its_json_through_print_json():
+    """``search --json`` and ``senses --json`` printed their own ``json.dumps(…,
+    ensure_ascii=False)``: on an ASCII stdout that became ``"caf\\xe9"``, invalid JSON."""
+    import re
+    from pathlib import Path
+
+    import elmo_engine.cli as cli_pkg
+
+    own = {p.name: p.read_text("utf-8") for p in Path(cli_pkg.__file__).parent.glob("*.py")}
+    assert len(own) > 20
+    printing = sorted(name for name, text in own.items()
+                      if re.search(r"print\(\s*json\.dumps", text) and name != "common.py")
+    assert printing == []
 
 
 def test_utf8_words_read_as_ascii_are_decoded_and_a_file_named_so_is_explained(tmp_path):
@@ -108,8 +123,9 @@ def test_a_target_of_240_utf8_bytes_is_written_and_no_temporary_is_left(tmp_path
     atomic_write_text(tmp_path / name, "x\n")
     assert [p.name for p in tmp_path.iterdir()] == [name]
     cut = fitting_name(name, 30)
-    assert len(cut.encode()) <= NAME_MAX_BYTES - 30 and name.startswith(cut)
+    assert len(cut.encode()) <= NAME_MAX_BYTES - 30 and name.startswith(cut.split("~")[0])
     assert fitting_name("short", 30) == "short"
+    assert fitting_name("é" * 125 + "a", 30) != fitting_name("é" * 125 + "b", 30)
     sentences = tmp_path / "s.txt"
     sentences.write_text("the bank\n", encoding="utf-8")
     folder = tmp_path / "r"
@@ -118,6 +134,31 @@ def test_a_target_of_240_utf8_bytes_is_written_and_no_temporary_is_left(tmp_path
     code, err = cli(["export", "vectors", sentences, "-o", out, "--format", "tsv"], capsys)
     assert code == 0, err
     assert [p.name for p in folder.iterdir()] == [out.name]
+
+
+def test_the_temporaries_of_long_names_are_cleaned_and_only_their_own(tmp_path):
+    """A review: ``atomic_path`` cut a long name to leave room for its suffix, the cleanup for
+    ``.part`` only, so a killed write's temporary of a long name was never removed; two long
+    names sharing their start must not remove each other's."""
+    import time
+
+    from elmo_engine.atomic import atomic_path, cleanup_stale_parts
+
+    a, b = "é" * 119 + "a.txt", "é" * 119 + "b.txt"          # 243 bytes each
+    for name in (a, b):
+        with pytest.raises(KeyboardInterrupt):
+            with atomic_path(tmp_path / name) as tmp:
+                tmp.write_text("half", "utf-8")
+                os.link(tmp, tmp.with_name(tmp.name + "-kept.part"))   # what a kill leaves
+                raise KeyboardInterrupt
+    kept = sorted(p.name for p in tmp_path.iterdir())
+    assert len(kept) == 2 and all(n.endswith("-kept.part") for n in kept)
+    old = time.time() - 3600
+    for n in kept:
+        os.utime(tmp_path / n, (old, old))
+    assert cleanup_stale_parts(tmp_path, target=a) == 1
+    assert cleanup_stale_parts(tmp_path, target=b) == 1
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_the_log_of_an_unexpected_error_takes_any_message(tmp_path, monkeypatch, capsys):

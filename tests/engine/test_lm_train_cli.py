@@ -124,6 +124,14 @@ def test_force_replaces_a_model_train_lm_wrote_and_never_a_published_one(tmp_pat
     # a run stopped before its export: the training state alone is the mark
     (out / TRAINING_FILE).unlink()
     assert not_written_by_train_lm(out) is None
+    # a run killed before its first state: checkpoint/ holds only its vocabulary (a review
+    # found --force, --resume and neither all refused such a folder)
+    killed = tmp_path / "killed"
+    (killed / "checkpoint").mkdir(parents=True)
+    shutil.copy(out / "checkpoint" / "vocab.txt", killed / "checkpoint" / "vocab.txt")
+    assert not_written_by_train_lm(killed) is None
+    (killed / "checkpoint" / "notes.txt").write_text("mine\n", "utf-8")   # not a run's file
+    assert "replaces only a model" in not_written_by_train_lm(killed)
     # a published model, and forged or broken records, are not train-lm's
     published = tmp_path / "published"
     published.mkdir()

@@ -90,6 +90,12 @@ def test_tokenize_means_one_thing_in_every_command(capsys):
         assert parser.parse_args([*base, "--tokenize", "regex"]).pretokenized is False, name
         assert parser.parse_args([*base, "--tokenize", "whitespace"]).pretokenized is True, name
         assert parser.parse_args([*base, "--pretokenized"]).pretokenized is True, name
+    for base, where, dest in ((cases["embed"], 1, "input"), (cases["lm"], 1, "input"),
+                              (cases["units top"], 2, "input"),
+                              (cases["report"], 1, "sentences")):
+        argv = [*base[:where], "--tokenize", *base[where:]]    # the old flag before the file
+        args = parser.parse_args(argv)
+        assert args.pretokenized is False and str(getattr(args, dest)) == base[where], argv
     with pytest.raises(SystemExit) as e:
         parser.parse_args(["embed", "i.txt", "-o", "o.hdf5", "--tokenize", "spaces"])
     assert e.value.code == 1

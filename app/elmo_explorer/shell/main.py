@@ -68,12 +68,18 @@ def _name_problem(args) -> Optional[str]:
     refused before Qt starts (Qt drops such bytes: the settings remembered another folder, and
     the next launch opened another model; a workspace or report naming it failed to save)."""
     from elmo_engine.files import name_problem
+    from elmo_engine.io.model_store import DATA_ENV
+    from elmo_explorer.state.settings import ENV_DIR
 
     for option, value in (("--checkpoint", args.checkpoint), ("--sentences", args.sentences),
                           ("--screenshot", args.screenshot), ("--settings-dir", args.settings_dir)):
         problem = name_problem(value) if value else None
         if problem:
             return f"elmo-explorer: error: argument {option}: {problem}"
+    for variable in (ENV_DIR, DATA_ENV):             # the folders the app writes, named so
+        problem = name_problem(os.environ.get(variable, ""), f"{variable}'s folder name")
+        if problem:
+            return f"elmo-explorer: error: {problem}"
     return None
 
 
