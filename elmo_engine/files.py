@@ -29,10 +29,13 @@ BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
 
 
 def lone_surrogate(text: str) -> Optional[int]:
-    """The index of the first lone surrogate (U+D800–U+DFFF) in ``text``, or None."""
-    if text.isascii():
-        return None
-    return next((i for i, c in enumerate(text) if "\ud800" <= c <= "\udfff"), None)
+    """The index of the first lone surrogate (U+D800–U+DFFF) in ``text``, or None (found by
+    the UTF-8 encoder, which fails on nothing else)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start
+    return None
 
 
 def name_problem(path, what: str = "the file name") -> Optional[str]:

@@ -19,6 +19,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -163,11 +164,10 @@ def save_workspace(path, data: WorkspaceData) -> Path:
         arrays_name = f"{_stem(path)}.{hashlib.sha256(blob).hexdigest()[:12]}.npz"
         check_name_fits(path.with_name(arrays_name), of=path)   # before anything is written
     doc = data.to_json(arrays_name)
-    problem = _lone_surrogate_in(doc)      # a file name whose bytes are not UTF-8, say
-    if problem:
-        raise InputError(f"cannot be saved: {problem}; nothing was written (rename the file "
-                         "it names)", path=path)
     text = json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
+    if lone_surrogate(text) is not None:   # a file name whose bytes are not UTF-8, say
+        raise InputError(f"cannot be saved: {_lone_surrogate_in(doc)}; nothing was written "
+                         "(rename the file it names)", path=path)
     new_npz: Optional[Path] = None
     if arrays_name is not None:
         npz = path.with_name(arrays_name)
@@ -232,7 +232,8 @@ def load_workspace(path, verify_checksum: bool = True) -> LoadedWorkspace:
         raise InputError(f"not a valid JSON workspace file ({e})", path=path) from None
     except RecursionError:
         raise InputError("not a valid JSON workspace file (nested too deeply)", path=path) from None
-    _refuse_lone_surrogates(obj, path)
+    if _SURROGATE_ESCAPE.search(raw):      # UTF-8 holds none; only a JSON escape makes one
+        _refuse_lone_surrogates(obj, path)
     data, session = _parse(obj, path)
     loaded = LoadedWorkspace(data, path, session=session)
     if data.checkpoint is not None and data.checkpoint.path:
@@ -272,6 +273,10 @@ def checkpoint_checksum(path) -> str:
 def _type_name(v: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "true/false",
             int: "a number", float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+#: a JSON escape of a surrogate (``\\ud800`` … ``\\udfff``): a pair or a lone one
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
 def _lone_surrogate_in(obj: Any) -> Optional[str]:
