@@ -38,6 +38,22 @@ def lone_surrogate(text: str) -> Optional[int]:
     return None
 
 
+def not_utf8(data: bytes, start: int, lines: bool = True, file_start: bool = True) -> str:
+    """What every reader says of bytes that are not UTF-8 (``start``: where the decoder
+    stopped): the byte and its place, "not valid UTF-8 (byte 0xE9 at line 2, column 4)"
+    (``lines=False``: the column alone, for a reader that names the line itself), or that the
+    file is UTF-16 when it starts with UTF-16's byte order mark (``file_start``: ``data`` is
+    the file's beginning)."""
+    if file_start and data[:2] in (b"\xff\xfe", b"\xfe\xff") and start < 2:
+        return "is UTF-16 text (it starts with a UTF-16 byte order mark); save it as UTF-8"
+    line_start = data.rfind(b"\n", 0, start) + 1
+    where = f"column {start - line_start + 1}"
+    if lines:
+        line = data.count(b"\n", 0, start) + 1
+        where = f"line {line}, {where}"
+    return f"not valid UTF-8 (byte 0x{data[start]:02X} at {where})"
+
+
 def name_problem(path, what: str = "the file name") -> Optional[str]:
     """Why the bytes of the file name ``path`` (as Python decoded them: a byte that is not
     UTF-8 kept as U+DC80–U+DCFF) are not UTF-8 text, or None when they are. Where Python reads

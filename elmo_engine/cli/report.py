@@ -73,7 +73,11 @@ def _read_json(path: Path, what: str):
         raise InputError(f"cannot read the {what}: {e}", path=path) from None
     try:            # nesting too deep and NaN refused here, naming the file (not a traceback)
         doc = parse_json_strict(raw.decode("utf-8-sig"))       # a BOM dropped
-    except (UnicodeDecodeError, ValueError) as e:
+    except UnicodeDecodeError as e:
+        from elmo_engine.files import not_utf8
+
+        raise InputError(f"the {what}: {not_utf8(raw, e.start)}", path=path) from None
+    except ValueError as e:
         raise InputError(f"the {what} is not JSON ({e})", path=path) from None
     try:
         check_depth(doc, "")

@@ -30,7 +30,7 @@ import numpy as np
 
 from elmo_engine.atomic import atomic_write_bytes, atomic_write_text, check_name_fits
 from elmo_engine.errors import InputError
-from elmo_engine.files import lone_surrogate, shown
+from elmo_engine.files import lone_surrogate, not_utf8, shown
 from elmo_engine.io.npz_lazy import LazyArrays, open_npz
 from elmo_engine.io.writing import writing
 from elmo_engine.model.tokenize import TOKENIZATIONS, Tokenization
@@ -225,7 +225,9 @@ def load_workspace(path, verify_checksum: bool = True) -> LoadedWorkspace:
                          "reads (arrays belong in its npz)", path=path)
     try:
         obj = json.loads(raw.decode("utf-8-sig"))        # a BOM (Windows editors) is dropped
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except UnicodeDecodeError as e:
+        raise InputError(f"not a workspace file: {not_utf8(raw, e.start)}", path=path) from None
+    except json.JSONDecodeError as e:
         line = getattr(e, "lineno", None)
         raise InputError(f"not a valid JSON workspace file ({e})", path=path, line=line) from None
     except ValueError as e:              # a number over Python's 4300-digit conversion limit

@@ -203,7 +203,9 @@ class BiLMOptions:
             text = raw.decode("utf-8-sig")          # a BOM (Windows editors) is dropped
             d = json.loads(text)
         except UnicodeDecodeError as e:
-            raise CheckpointError(path, f"options file is not UTF-8 text (byte {e.start})") from None
+            from elmo_engine.files import not_utf8
+
+            raise CheckpointError(path, f"options file: {not_utf8(raw, e.start)}") from None
         except json.JSONDecodeError as e:
             raise CheckpointError(path, f"options file is not valid JSON: {e.msg} at line "
                                   f"{e.lineno} column {e.colno}") from None

@@ -218,10 +218,13 @@ def read_vocabulary(path: Path) -> List[str]:
     if size > MAX_VOCAB_BYTES:
         raise CheckpointError(path, "the vocabulary file is implausibly large",
                               expected=f"<= {MAX_VOCAB_BYTES} bytes", found=size)
+    raw = path.read_bytes()
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise CheckpointError(path, f"the vocabulary is not UTF-8 text (byte {e.start})") from None
+        from elmo_engine.files import not_utf8
+
+        raise CheckpointError(path, f"the vocabulary: {not_utf8(raw, e.start)}") from None
     tokens = text.split("\n")
     if tokens and tokens[-1] == "":
         tokens.pop()

@@ -59,20 +59,19 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path) -> "Vocabulary":
-        from elmo_engine.files import read_bounded
+        from elmo_engine.files import not_utf8, read_bounded
 
         path = Path(path)
         try:
-            text = read_bounded(path, MAX_VOCAB_FILE_BYTES).decode("utf-8")
+            raw = read_bounded(path, MAX_VOCAB_FILE_BYTES)
         except OSError as e:
             raise InputError(f"cannot read vocabulary ({e.strerror or e})", path=path) from None
         except ValueError as e:
-            if isinstance(e, UnicodeDecodeError):
-                raise InputError(f"vocabulary is not UTF-8 text (byte {e.start})",
-                                 path=path) from None
             raise InputError(f"vocabulary {e}", path=path) from None
+        try:
+            text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            raise InputError(f"vocabulary is not UTF-8 text (byte {e.start})", path=path) from None
+            raise InputError(f"vocabulary: {not_utf8(raw, e.start)}", path=path) from None
         tokens = text.split("\n")
         if tokens and tokens[-1] == "":
             tokens.pop()

@@ -180,7 +180,7 @@ def test_the_known_words_come_from_the_file_the_user_picks(qtbot, panel, tmp_pat
     panel.set_vocabulary(VocabSource.FILE, str(bad))
     qtbot.waitUntil(lambda: panel.is_ready() and "Characters:" in panel.view.status.text(),
                     timeout=60000)
-    assert f"{bad}:2: not UTF-8" in panel.view.status.text()
+    assert f"{bad}:2: not valid UTF-8 (byte 0xFF at column 1)" in panel.view.status.text()
     assert "\n" not in panel.view.status.text() and m.lab == shown
     assert (m.vocab_source, m.vocab_file) == (VocabSource.FILE, str(f))
     # the model's vocab.txt, absent beside the tiny checkpoint: one line too

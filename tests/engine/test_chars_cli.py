@@ -42,7 +42,8 @@ def test_a_word_named_like_an_action_and_a_vocabulary_file(tmp_path, capsys):
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"ok\n\xff\n")
     assert main(["chars", "x", "--vocab", str(bad), *CK]) == 1
-    assert capsys.readouterr().err.strip() == f"elmo-explorer: error: {bad}:2: not UTF-8"
+    assert capsys.readouterr().err.strip() == (f"elmo-explorer: error: {bad}:2: not valid UTF-8 "
+                                               "(byte 0xFF at column 1)")
 
 
 def test_filters_tsv_figure_and_search(tmp_path, capsys):

@@ -234,3 +234,33 @@ def test_a_workspace_save_that_cannot_be_written_whole_writes_nothing(tmp_path):
     with pytest.raises(ElmoError, match="file names take at most 255"):
         save_workspace(tmp_path / ("é" * 121 + ".elmows.json"), data)    # 254 bytes: valid
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("reader", ["sentences", "lm pairs", "lm vocab", "chars vocab",
+                                    "options"])
+def test_every_reader_says_not_utf8_alike(tmp_path, capsys, reader):
+    """A review: five wordings ("not UTF-8", "(byte 8)", "not valid UTF-8 (byte 0xe9 at
+    column 4)" …) for one problem; now one, with the byte and its line and column
+    (``files.not_utf8``)."""
+    from hardening_helpers import ckpt
+
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"the bank\nthe caf\xe9 au lait\n")
+    sentences = tmp_path / "s.txt"
+    sentences.write_text("the bank\n", encoding="utf-8")
+    ck = ckpt(tmp_path)
+    argv = {"sentences": ["embed", bad, "-o", tmp_path / "v.hdf5"],
+            "lm pairs": ["lm", "--pairs", bad],
+            "lm vocab": ["lm", sentences, "--vocab", bad],                # the demo model
+            "chars vocab": ["chars", "word", "bank", "--vocab", bad],
+            "options": ["info", "--checkpoint", ck]}[reader]
+    if reader == "options":
+        (ck / "options.json").write_bytes(b"{\n  \"caf\xe9\": 1}")
+    code, err = cli(argv, capsys)
+    assert code == 1
+    if reader in ("sentences", "chars vocab"):            # read a line at a time
+        assert "bad.txt:2: not valid UTF-8 (byte 0xE9 at column 8)" in err, err
+    elif reader == "options":
+        assert "not valid UTF-8 (byte 0xE9 at line 2, column 7)" in err, err
+    else:
+        assert "not valid UTF-8 (byte 0xE9 at line 2, column 8)" in err, err

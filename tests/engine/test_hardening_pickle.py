@@ -140,7 +140,7 @@ def test_pickle_renamed_as_checkpoint_files(tmp_path, hostile):
         load_checkpoint(pub)
     shutil.copy(src / "lm_weights.hdf5", pub / "lm_weights.hdf5")
     (pub / "options.json").write_bytes(blob)
-    with pytest.raises(CheckpointError, match="not UTF-8|not valid JSON"):
+    with pytest.raises(CheckpointError, match="not valid UTF-8|not valid JSON"):
         load_checkpoint(pub)
 
     nat = tmp_path / "nat"

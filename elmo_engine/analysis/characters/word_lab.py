@@ -294,8 +294,11 @@ def read_vocabulary(path) -> List[str]:
     for no, raw in enumerate(data.split(b"\n"), 1):
         try:
             line = raw.decode("utf-8").strip()
-        except UnicodeDecodeError:
-            raise InputError("not UTF-8", path=path, line=no) from None
+        except UnicodeDecodeError as e:
+            from elmo_engine.files import not_utf8
+
+            raise InputError(not_utf8(raw, e.start, lines=False, file_start=no == 1), path=path,
+                             line=no) from None
         if not line:
             continue
         w = line.split()[0]

@@ -66,15 +66,16 @@ def read_pairs(path: Path) -> List[MinimalPair]:
     """Read a minimal-pair TSV (see the module docstring); :class:`InputError` naming the line.
     Only a regular file of at most :data:`MAX_PAIRS_BYTES` is read, with at most
     :data:`MAX_PAIRS` pairs of sentences of at most :data:`MAX_PAIR_TOKENS` tokens."""
-    from elmo_engine.files import read_bounded
+    from elmo_engine.files import not_utf8, read_bounded
 
     path = Path(path)
     try:
-        text = read_bounded(path, MAX_PAIRS_BYTES).decode("utf-8")
+        data = read_bounded(path, MAX_PAIRS_BYTES)
+        text = data.decode("utf-8")
     except OSError as e:
         raise InputError(f"cannot read ({e.strerror or e})", path=path) from None
     except UnicodeDecodeError as e:
-        raise InputError(f"not UTF-8 text (byte {e.start})", path=path) from None
+        raise InputError(not_utf8(data, e.start), path=path) from None
     except ValueError as e:
         raise InputError(f"{e} (a minimal-pair file is at most {MAX_PAIRS_BYTES >> 20} MiB and "
                          f"{MAX_PAIRS:,} pairs); split it", path=path) from None

@@ -130,11 +130,12 @@ class TextLines:
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                if self.lineno == 1 and data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-                    raise InputError("is UTF-16 text (it starts with a UTF-16 byte order mark); "
-                                     "save it as UTF-8", path=self.path) from None
-                raise InputError(f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at column "
-                                 f"{exc.start + 1})", path=self.path, line=self.lineno) from None
+                from elmo_engine.files import not_utf8
+
+                first = self.lineno == 1
+                message = not_utf8(data, exc.start, lines=False, file_start=first)
+                raise InputError(message, path=self.path, line=None if message.startswith(
+                    "is UTF-16") else self.lineno) from None
             if self.lineno == 1 and text.startswith("\ufeff"):
                 text = text[1:]
             if text.endswith("\n"):
