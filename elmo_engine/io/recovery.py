@@ -2,11 +2,15 @@
 
 The app autosaves the analysis to ``<data dir>/autosave/autosave.elmows.json`` while it has
 changes; a clean exit removes it. At the next start :func:`find_recovery` says whether an
-autosave was left by a session that did not end cleanly (and is not running any more).
+autosave was left by a session that did not end cleanly (and is not running any more). An
+autosave it cannot read (damaged, or from a newer version) is moved aside with a log line, never
+removed: the clean exit that follows deleted it.
 """
 from __future__ import annotations
 
+import logging
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -14,6 +18,10 @@ from typing import Optional
 from elmo_engine.errors import InputError
 from elmo_engine.io.workspace_file import (AUTOSAVE_NAME, _host, _remove_stale_arrays,
                                            load_workspace)
+
+log = logging.getLogger(__name__)
+#: the largest process id any system gives (Linux: at most 2**22); a larger one is not a process
+MAX_PID = 2 ** 31 - 1
 
 
 def autosave_path(folder) -> Path:
@@ -49,19 +57,41 @@ def find_recovery(folder) -> Optional[Recovery]:
         return None
     try:
         loaded = load_workspace(p, verify_checksum=False)
-    except InputError:
+    except InputError as e:
+        _move_aside(p, str(e))
         return None
     pid = loaded.session.get("pid")
     if (loaded.session.get("host") == _host() and isinstance(pid, int) and pid != os.getpid()
             and _alive(pid)):
         return None                                  # another window is running and owns it
     src = loaded.data.source
-    if src and Path(src).is_file() and Path(src).stat().st_mtime >= p.stat().st_mtime:
-        return None                                  # saved explicitly after the autosave
+    try:
+        if src and os.path.isfile(src) and os.stat(src).st_mtime >= p.stat().st_mtime:
+            return None                              # saved explicitly after the autosave
+    except (OSError, ValueError):                    # a name too long, a NUL byte: not saved
+        pass
     return Recovery(p, loaded.data.saved_at, len(loaded.data.sentences), src)
 
 
+def _move_aside(p: Path, why: str) -> None:
+    """Keep an autosave that cannot be read beside the next one, named by the time, and say
+    so in the log (a newer version's can be opened by that version)."""
+    kept = p.with_name(f"{p.name[:-len('.elmows.json')]}.unreadable-"
+                       f"{time.strftime('%Y%m%d-%H%M%S')}.elmows.json")
+    try:
+        os.replace(p, kept)
+    except OSError as e:
+        log.warning("the autosave %s cannot be read (%s), nor moved aside: %s", p, why, e)
+        return
+    log.warning("the autosave %s cannot be read (%s); kept as %s", p, why, kept)
+
+
 def _alive(pid: int) -> bool:
+    """Whether the process ``pid`` runs (a pid out of every system's range, 0 or negative —
+    a damaged autosave — is none: ``os.kill(0, 0)`` signals this process's group, and one over
+    the C range raised OverflowError)."""
+    if not 0 < pid <= MAX_PID:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -256,6 +256,24 @@ def test_groups_come_back_at_the_next_launch(qtbot, app_settings_dir, tiny_check
     assert w3.workspace.sentences == kept + ["An ungrouped sentence about a bank."]
     assert w3.workspace.sentence_groups == {}
     w3.close()
+    # a settings attack pass: a groups file nested 10,000 deep stopped the start, one that is a
+    # FIFO hung it; an emptied settings file showed the demo and wrote it over the sentences
+    import os
+
+    for damage in ("deep", "fifo", "settings emptied"):
+        groups_file.unlink(missing_ok=True)
+        if damage == "deep":
+            groups_file.write_text("[" * 10000 + "]" * 10000, encoding="utf-8")
+        elif damage == "fifo":
+            os.mkfifo(groups_file)
+        else:
+            settings = AppSettings(app_settings_dir)
+            settings.settings_file().write_text("", encoding="utf-8")
+        w4 = MainWindow(AppSettings(app_settings_dir), views=())
+        qtbot.addWidget(w4)
+        w4.start()
+        assert w4.workspace.sentences == kept + ["An ungrouped sentence about a bank."], damage
+        w4.close()
 
 
 def test_the_window_fits_a_1280_by_800_screen(qtbot, app_settings_dir):

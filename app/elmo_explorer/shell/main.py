@@ -96,10 +96,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run the app; ``argv`` excludes the program name. Returns the exit code."""
     args = build_parser().parse_args(sys.argv[1:] if argv is None else argv)
     size = _parse_size(args.size) if args.size else None
-    from elmo_explorer.shell.startup import (NO_DISPLAY_HINT, display_problem, qt_library_problem,
-                                             startup_problem)
+    from elmo_explorer.shell.startup import (NO_DISPLAY_HINT, app_files_problem, display_problem,
+                                             qt_library_problem, startup_problem)
 
-    problem = _name_problem(args) or startup_problem(args.screenshot, args.settings_dir)
+    problem = (_name_problem(args) or startup_problem(args.screenshot, args.settings_dir)
+               or app_files_problem(args.settings_dir))
     if problem is not None:                     # before Qt starts: one line, exit 1
         print(problem, file=sys.stderr)
         return 1

@@ -49,6 +49,10 @@ def model_label(path) -> str:
     return str(path)
 
 
+#: the most bytes of the last session's sentences (and of their groups) read back at start
+MAX_SESSION_BYTES = 64 << 20
+
+
 def remembered_checkpoint(last: str) -> Tuple[Optional[str], str]:
     """The remembered checkpoint to reopen, and the one that is gone (``""`` when none).
 
@@ -57,7 +61,9 @@ def remembered_checkpoint(last: str) -> Tuple[Optional[str], str]:
     if not last:
         return None, ""
     path = os.path.abspath(last)
-    return (path, "") if Path(path).exists() else (None, last)
+    # os.path.exists, not Path.exists: it says False, not raises, for a name too long, a
+    # folder not entered, a NUL byte in a hand-edited setting (a start failed on them)
+    return (path, "") if os.path.exists(path) else (None, last)
 
 
 def demo_sentences() -> List[Tuple[str, str]]:
@@ -196,7 +202,12 @@ class MainWindow(QMainWindow):
             self.workspace.sentence_groups = dict(groups)
         if sentences_text is None:
             session = self.settings.session_sentences_path()
-            if not self.settings.first_launch and session.is_file():
+            if os.path.lexists(session):
+                # restored even when the settings file is new or was emptied: its loss showed
+                # the demo sentences and wrote them over the user's at quit
+                if self.settings.first_launch:
+                    log.warning("the settings file is new or was emptied; the last session's "
+                                "sentences (%s) are restored", session)
                 sentences_text = self._session_text(session)
             if sentences_text is None:
                 sentences_text = self._grouped_text(demo_sentences())
@@ -213,6 +224,9 @@ class MainWindow(QMainWindow):
                                   + ("opened the demo model instead" if checkpoint is not None
                                      else "no model is open"))
         if self._start_notice:                      # never a silent fallback: stderr + status bar
+            from elmo_engine.files import shown
+
+            self._start_notice = shown(self._start_notice, one_line=True)   # a hand-edited path
             print(f"elmo-explorer: {self._start_notice}", file=sys.stderr)
             log.warning("%s", self._start_notice)
             self.statusBar().showMessage(self._start_notice)
@@ -224,18 +238,23 @@ class MainWindow(QMainWindow):
         self.open_checkpoint(checkpoint)
 
     def _session_text(self, session: Path) -> Optional[str]:
-        """The last session's sentences, their groups remembered (None: unreadable)."""
+        """The last session's sentences, their groups remembered (None: unreadable). Both
+        files are read bounded, and only as regular files: a FIFO there hung the start, a
+        groups file nested 10,000 deep stopped it."""
+        from elmo_engine.files import parse_json_strict, read_bounded
+
         try:
-            text = session.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            log.warning("cannot read the last session's sentences: %s", e)
+            text = read_bounded(session, MAX_SESSION_BYTES).decode("utf-8")
+        except (OSError, ValueError) as e:           # ValueError: too large, not UTF-8
+            log.warning("cannot read the last session's sentences (%s): %s", session, e)
             return None
+        groups = session.with_suffix(".groups.json")
         try:
-            saved = json.loads(session.with_suffix(".groups.json").read_text("utf-8"))
+            saved = parse_json_strict(read_bounded(groups, MAX_SESSION_BYTES))
         except FileNotFoundError:
             saved = {}                                # a session saved without groups
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            log.warning("cannot read the last session's groups: %s", e)
+        except (OSError, ValueError) as e:           # ValueError: not JSON, too deep, too large
+            log.warning("ignored the last session's groups (%s): %s", groups, e)
             saved = {}
         if isinstance(saved, dict):
             self.workspace.sentence_groups.update(

@@ -15,6 +15,7 @@ state (see its docstring); here is what the desktop app asks of it:
 """
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 from typing import List, Optional
@@ -161,6 +162,41 @@ def startup_problem(screenshot: Optional[str], settings_dir: Optional[str],
         problem = _writable_folder(base, "the settings folder")
         if problem:
             return problem + " (a read-only home folder?); pass --settings-dir DIR"
+    return None
+
+
+def app_files_problem(settings_dir: Optional[str]) -> Optional[str]:
+    """The files the app keeps between sessions, checked before Qt opens them: the settings
+    file and the log are regular files, the data and log folders are folders. A FIFO there hung
+    the start (inside Qt's settings reader, before any log), a folder where the log goes, or a
+    file where the data folder goes, stopped it with a traceback. One line naming the path, or
+    None. (The last session's sentences are read bounded, as regular files only, and ignored
+    with a log line when they are not: :meth:`MainWindow._session_text`.)"""
+    import stat
+
+    from elmo_explorer.shell.logging_setup import LOG_NAME
+    from elmo_explorer.state.settings import settings_paths
+
+    ini, data = settings_paths(Path(settings_dir) if settings_dir else None)
+    for path, folder, what in ((ini, False, "its settings"), (data, True, "its data"),
+                               (data / "logs", True, "its logs"),
+                               (data / "logs" / LOG_NAME, False, "its log")):
+        try:
+            mode = os.stat(path).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as e:          # a loop of links: Qt writes a file in its place
+            if e.errno == errno.ELOOP:
+                continue
+            return f"elmo-explorer: cannot use {path} ({e.strerror}); the app keeps {what} there"
+        if folder and not stat.S_ISDIR(mode):
+            return (f"elmo-explorer: {path} is not a folder; the app keeps {what} there: move "
+                    "it away, or pass --settings-dir DIR")
+        if not folder and not stat.S_ISREG(mode):
+            kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
+                "not a regular file"
+            return (f"elmo-explorer: {path} is {kind}; the app keeps {what} there in a regular "
+                    "file: move it away, or pass --settings-dir DIR")
     return None
 
 

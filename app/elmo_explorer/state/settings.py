@@ -14,6 +14,7 @@ they stay in the engine's one shared folder (``ELMO_EXPLORER_DATA``,
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 from pathlib import Path
@@ -23,12 +24,40 @@ from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
 from elmo_engine.model.tokenize import TOKENIZATIONS
 
+log = logging.getLogger(__name__)
+
 ORG = "ELMoExplorer"
 APP = "elmo-explorer"
 ENV_DIR = "ELMO_EXPLORER_SETTINGS_DIR"
 MAX_RECENT = 8
 DEVICES = ("auto", "cpu", "cuda")
 PRECISIONS = ("fp32", "fp16", "bf16")
+
+
+#: the longest remembered JSON value read back (a view's options are a few hundred bytes)
+MAX_STORED_JSON_CHARS = 1 << 20
+
+
+def stored_json(qs, key: str) -> dict:
+    """The JSON object a view remembered under ``key`` in ``qs`` (the app's QSettings, or
+    None): ``{}`` when there is none, and when it is not one — too long, not JSON, nested too
+    deep, NaN — which is logged and ignored, so that a hand-edited or damaged setting never
+    stops a view (a layers value nested 10,000 deep removed the whole Layers tab)."""
+    if qs is None:
+        return {}
+    from elmo_engine.files import parse_json_strict
+
+    try:
+        raw = qs.value(key, "", type=str) or ""
+        if len(raw) > MAX_STORED_JSON_CHARS:
+            raise ValueError(f"{len(raw):,} characters, over {MAX_STORED_JSON_CHARS:,}")
+        doc = parse_json_strict(raw) if raw else {}
+        if not isinstance(doc, dict):
+            raise ValueError(f"a JSON {type(doc).__name__}, not an object")
+    except (ValueError, TypeError) as e:
+        log.warning("ignored the remembered setting %s: %s", key, e)
+        return {}
+    return doc
 
 
 def absolute_path(value) -> str:
@@ -87,6 +116,18 @@ def carry_shared_choices(shared_ini: Path, qs: QSettings) -> List[str]:
         qs.setValue(key, old.value(key))
     qs.sync()
     return copied
+
+
+def settings_paths(folder: Optional[Path] = None) -> Tuple[Path, Path]:
+    """(the INI file, the data folder) of :class:`AppSettings` for ``folder`` (None: the
+    ``ELMO_EXPLORER_SETTINGS_DIR`` environment variable, else :func:`default_folders`), without
+    creating or opening anything (the start's checks read them first)."""
+    if folder is None and os.environ.get(ENV_DIR):
+        folder = Path(os.environ[ENV_DIR])
+    if folder is not None:
+        return Path(folder) / f"{APP}.ini", Path(folder) / "data"
+    config_dir, data = default_folders()
+    return config_dir / f"{APP}.ini", data
 
 
 class AppSettings:

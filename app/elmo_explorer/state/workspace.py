@@ -142,6 +142,8 @@ class Workspace(QObject):
 
         Returns the job's handle. Emits ``model_changed`` or ``model_load_failed``.
         """
+        import torch
+
         from elmo_engine.model.checkpoint import load_checkpoint
         from elmo_engine.embed.device import device_name, pick_device
         from elmo_engine.embed.embedder import Embedder
@@ -153,8 +155,15 @@ class Workspace(QObject):
             state.report(0, 1, f"loading {spec.path}")
             model = load_checkpoint(spec.path, progress=state.report)
             state.check()
+            device = spec.device
+            if device.startswith("cuda") and not torch.cuda.is_available():
+                # a choice remembered on another machine (a shared settings folder) loaded
+                # no model at all, not even the demo, and made the app forget the checkpoint
+                warn("Settings ▸ Device is the GPU (CUDA), but this machine has none; running "
+                     "on the CPU")
+                device = "cpu"
             precision = spec.precision
-            if precision != "fp32" and pick_device(spec.device).type != "cuda":
+            if precision != "fp32" and pick_device(device).type != "cuda":
                 if precision == "bf16" and cpu_bf16().offered:
                     pass                                   # the CPU's bf16 units run it
                 elif precision == "bf16":
@@ -163,7 +172,7 @@ class Workspace(QObject):
                 else:
                     warn(f"{precision} needs a GPU; running in fp32 on the CPU")
                     precision = "fp32"
-            emb = Embedder(model, device=spec.device, precision=precision, on_warning=warn)
+            emb = Embedder(model, device=device, precision=precision, on_warning=warn)
             return emb, device_name(emb.device)
 
         self._loading = spec

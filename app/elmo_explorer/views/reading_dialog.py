@@ -11,6 +11,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QLabel, QVB
                                QWidget)
 
 from elmo_explorer.views.reading import CorpusReading
+from elmo_explorer.state.settings import stored_json
 
 
 class ReadingDialog(QDialog):
@@ -84,7 +85,6 @@ def window_qsettings(widget: QWidget):
 def remembered(qs, key: str) -> CorpusReading:
     """The reading last chosen under ``key`` in ``qs`` (the app's QSettings, or None)."""
     try:
-        return CorpusReading.from_dict(json.loads(qs.value(key, "", type=str) or "{}")
-                                       if qs is not None else {})
+        return CorpusReading.from_dict(stored_json(qs, key))
     except (ValueError, TypeError):
         return CorpusReading()

@@ -17,6 +17,7 @@ Model, view, controller: :class:`~.model.CharactersModel`, :class:`~.view.Charac
 """
 from __future__ import annotations
 
+import os
 import logging
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
@@ -384,7 +385,7 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         last = qs.value(CORPUS_LAST_INDEX, "", type=str) if qs is not None else ""
         for path in (last, corpus_index.default_index_folder(self._data_dir(), emb.checksum,
                                                             emb.precision)):
-            if not path or not (Path(path) / "index.json").is_file():
+            if not path or not os.path.isfile(os.path.join(path, "index.json")):
                 continue
             try:
                 m = read_manifest(Path(path))

@@ -12,6 +12,7 @@ File → Export: the panel (its :class:`~.exporting.PanelExports` part) asks for
 """
 from __future__ import annotations
 
+import os
 import json
 import logging
 from dataclasses import asdict
@@ -23,6 +24,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_explorer.common.selection import normalized
+from elmo_explorer.state.settings import stored_json
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.views import corpus_index
 from elmo_explorer.views.corpus import jobs
@@ -166,14 +168,10 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         qs = self._qsettings()
         last = qs.value(SETTINGS_KEY, "", type=str) if qs is not None else ""
         if qs is not None and self.model.options == CorpusOptions():
-            try:
-                stored = json.loads(qs.value(OPTIONS_KEY, "", type=str) or "{}")
-            except ValueError:
-                stored = {}
-            self.model.options = CorpusOptions.from_dict(stored)
+            self.model.options = CorpusOptions.from_dict(stored_json(qs, OPTIONS_KEY))
             self.view.apply_options(self.model.options)
         for path in (self._pending_path, last, self.default_folder()):
-            if path and (Path(path) / "index.json").is_file():
+            if path and os.path.isfile(os.path.join(path, "index.json")):  # never raises
                 if self._complete_for_model(Path(path)):
                     self.open_index(str(path), restore_query=path == self._pending_path)
                     self._pending_path = None

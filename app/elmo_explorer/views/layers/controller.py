@@ -33,6 +33,7 @@ from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersMo
                                                LayersSettings, read_recorded, result_dict)
 from elmo_explorer.common.figure_export import panel_figure_options
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
+from elmo_explorer.state.settings import stored_json
 from elmo_explorer.views.layers import export
 from elmo_explorer.views.layers.view import LayersView
 from elmo_explorer.state.worker import JobHandle, Lane
@@ -139,11 +140,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             return None
 
     def _stored_settings(self) -> dict:
-        try:
-            raw = self._qs.value(SETTINGS_KEY, "", type=str) if self._qs is not None else ""
-            return json.loads(raw) if raw else {}
-        except (ValueError, TypeError):
-            return {}
+        return stored_json(self._qs, SETTINGS_KEY)
 
     def _current_settings(self) -> LayersSettings:
         return self.view.settings(self.model.settings.corpus)

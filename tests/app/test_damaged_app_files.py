@@ -1,0 +1,84 @@
+"""A settings attack pass (docs/guide/hardening.md, round seven): the files the app keeps
+between sessions, damaged. The app starts, says what it ignored, and loses nothing else."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+pytest.importorskip("pytestqt")
+
+from elmo_engine.io import recovery                                           # noqa: E402
+from elmo_explorer.shell.main_window import remembered_checkpoint            # noqa: E402
+from elmo_explorer.shell.startup import app_files_problem                    # noqa: E402
+from elmo_explorer.state.settings import AppSettings, settings_paths, stored_json  # noqa: E402
+
+
+@pytest.mark.parametrize("damage", ["settings fifo", "settings folder", "log fifo",
+                                    "log folder", "data file", "logs file"])
+def test_the_apps_own_files_of_the_wrong_kind_are_one_line_before_qt(tmp_path, damage):
+    """A FIFO as the settings file hung inside Qt's reader, before any log; a folder as the
+    log, or a file as the data folder, stopped the start with a traceback."""
+    ini, data = settings_paths(tmp_path)
+    assert app_files_problem(str(tmp_path)) is None
+    target = {"settings fifo": ini, "settings folder": ini, "log fifo": data / "logs" /
+              "elmo-explorer.log", "log folder": data / "logs" / "elmo-explorer.log",
+              "data file": data, "logs file": data / "logs"}[damage]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if "fifo" in damage:
+        os.mkfifo(target)
+    elif "folder" in damage:
+        target.mkdir()
+    else:
+        target.write_text("x", encoding="utf-8")
+    problem = app_files_problem(str(tmp_path))
+    assert problem is not None and str(target) in problem and "--settings-dir" in problem
+
+
+def test_a_remembered_json_setting_that_is_damaged_is_ignored(tmp_path, caplog):
+    s = AppSettings(tmp_path)
+    for value, why in (("[" * 10000 + "]" * 10000, "nested too deeply"),
+                       ('{"k": NaN}', "NaN is not a JSON number"), ("[1, 2]", "not an object"),
+                       ("x" * (2 << 20), "characters, over")):
+        s.qs.setValue("layers/settings", value)
+        with caplog.at_level("WARNING"):
+            assert stored_json(s.qs, "layers/settings") == {}
+        assert why in caplog.text and "layers/settings" in caplog.text
+        caplog.clear()
+    s.qs.setValue("layers/settings", '{"sentences": 300}')
+    assert stored_json(s.qs, "layers/settings") == {"sentences": 300}
+    assert stored_json(None, "layers/settings") == {}
+
+
+def test_a_remembered_checkpoint_whose_name_cannot_be_looked_up_is_gone():
+    """300 characters in one name (ENAMETOOLONG) stopped the start with an OSError."""
+    long = "/tmp/" + "a" * 300
+    assert remembered_checkpoint(long) == (None, long)
+
+
+def test_an_autosave_that_cannot_be_read_is_kept_aside_not_deleted(tmp_path, caplog):
+    """A newer version's autosave, or a damaged one, was passed over and deleted by the clean
+    exit that followed; a pid out of range raised OverflowError, and 0 or -1 counted as alive
+    (os.kill(0, 0) signals this process's group), so recovery was never offered."""
+    from elmo_engine.io.workspace_file import WorkspaceData, save_workspace
+
+    path = recovery.autosave_path(tmp_path)
+    save_workspace(path, WorkspaceData(sentences=["the bank"]))
+    doc = json.loads(path.read_text("utf-8"))
+    doc["version"] = 99
+    path.write_text(json.dumps(doc), "utf-8")
+    with caplog.at_level("WARNING"):
+        assert recovery.find_recovery(tmp_path) is None
+    kept = [p for p in tmp_path.iterdir() if ".unreadable-" in p.name]
+    assert len(kept) == 1 and not path.exists() and "cannot be read" in caplog.text
+    assert json.loads(kept[0].read_text("utf-8"))["version"] == 99       # whole, as it was
+    recovery.discard_autosave(tmp_path)                                  # the clean exit
+    assert kept[0].exists()
+    for pid in (2 ** 64, 0, -1):
+        save_workspace(path, WorkspaceData(sentences=["the bank"]))
+        doc = json.loads(path.read_text("utf-8"))
+        doc["session"] = {"pid": pid, "host": recovery._host()}
+        path.write_text(json.dumps(doc), "utf-8")
+        found = recovery.find_recovery(tmp_path)
+        assert found is not None and found.n_sentences == 1, pid
