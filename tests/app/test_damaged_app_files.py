@@ -82,3 +82,12 @@ def test_an_autosave_that_cannot_be_read_is_kept_aside_not_deleted(tmp_path, cap
         path.write_text(json.dumps(doc), "utf-8")
         found = recovery.find_recovery(tmp_path)
         assert found is not None and found.n_sentences == 1, pid
+
+
+def test_a_remembered_choice_out_of_range_falls_back_and_says_so(tmp_path, caplog):
+    s = AppSettings(tmp_path)
+    s.qs.setValue("model/device", "cuda:99")
+    s.qs.setValue("model/precision", "fp8")
+    with caplog.at_level("WARNING"):
+        assert (s.device, s.precision) == ("auto", "fp32")
+    assert "model/device='cuda:99'" in caplog.text and "model/precision='fp8'" in caplog.text

@@ -182,9 +182,14 @@ class AppSettings:
         return v if isinstance(v, str) else default
 
     def _choice(self, key: str, choices: Tuple[str, ...]) -> str:
-        """The stored value of ``key`` if it is one of ``choices``, else the first (default)."""
+        """The stored value of ``key`` if it is one of ``choices``, else the first (default),
+        saying so in the log (``model/device=cuda:99`` fell back in silence)."""
         v = self._str(key, choices[0])
-        return v if v in choices else choices[0]
+        if v in choices:
+            return v
+        log.warning("ignored the remembered setting %s=%.80r (not one of %s); using %s", key, v,
+                    ", ".join(choices), choices[0])
+        return choices[0]
 
     def _set_choice(self, key: str, name: str, choices: Tuple[str, ...], value: str) -> None:
         if value not in choices:
