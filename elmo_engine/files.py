@@ -38,12 +38,15 @@ def lone_surrogate(text: str) -> Optional[int]:
     return None
 
 
-def not_utf8(data: bytes, start: int, lines: bool = True, file_start: bool = True) -> str:
-    """What every reader says of bytes that are not UTF-8 (``start``: where the decoder
-    stopped): the byte and its place, "not valid UTF-8 (byte 0xE9 at line 2, column 4)"
-    (``lines=False``: the column alone, for a reader that names the line itself), or that the
+def not_utf8(data: bytes, start, lines: bool = True, file_start: bool = True) -> str:
+    """What the readers of text a user writes say of bytes that are not UTF-8: the byte and
+    its place, "not valid UTF-8 (byte 0xE9 at line 2, column 4)" (columns count bytes;
+    ``lines=False``: the column alone, for a reader that names the line itself), or that the
     file is UTF-16 when it starts with UTF-16's byte order mark (``file_start``: ``data`` is
-    the file's beginning)."""
+    the file's beginning). ``start``: where the decoder stopped, or its
+    ``UnicodeDecodeError`` (whose position ``utf-8-sig`` counts after a BOM it dropped)."""
+    if isinstance(start, UnicodeDecodeError):
+        start = start.start + len(data) - len(start.object)
     if file_start and data[:2] in (b"\xff\xfe", b"\xfe\xff") and start < 2:
         return "is UTF-16 text (it starts with a UTF-16 byte order mark); save it as UTF-8"
     line_start = data.rfind(b"\n", 0, start) + 1

@@ -76,7 +76,7 @@ def _read_json(path: Path, what: str):
     except UnicodeDecodeError as e:
         from elmo_engine.files import not_utf8
 
-        raise InputError(f"the {what}: {not_utf8(raw, e.start)}", path=path) from None
+        raise InputError(f"the {what}: {not_utf8(raw, e)}", path=path) from None
     except ValueError as e:
         raise InputError(f"the {what} is not JSON ({e})", path=path) from None
     try:

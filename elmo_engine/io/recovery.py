@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 from elmo_engine.errors import InputError
-from elmo_engine.io.workspace_file import (AUTOSAVE_NAME, _host, _remove_stale_arrays,
+from elmo_engine.io.workspace_file import (AUTOSAVE_NAME, SUFFIX, _host, _remove_stale_arrays,
                                            load_workspace)
+from elmo_engine.io.writing import keep_aside
 
 log = logging.getLogger(__name__)
 #: the largest process id any system gives (Linux: at most 2**22); a larger one is not a process
@@ -58,6 +58,11 @@ def find_recovery(folder) -> Optional[Recovery]:
     try:
         loaded = load_workspace(p, verify_checksum=False)
     except InputError as e:
+        try:                              # a read that failed (permissions, a race with the
+            with open(p, "rb"):           # window that owns it) is no reason to move it
+                pass
+        except OSError:
+            return None
         _move_aside(p, str(e))
         return None
     pid = loaded.session.get("pid")
@@ -74,16 +79,16 @@ def find_recovery(folder) -> Optional[Recovery]:
 
 
 def _move_aside(p: Path, why: str) -> None:
-    """Keep an autosave that cannot be read beside the next one, named by the time, and say
-    so in the log (a newer version's can be opened by that version)."""
-    kept = p.with_name(f"{p.name[:-len('.elmows.json')]}.unreadable-"
-                       f"{time.strftime('%Y%m%d-%H%M%S')}.elmows.json")
+    """Keep an autosave that cannot be read, with its arrays files, in a folder of its own
+    beside the next one (:func:`~elmo_engine.io.writing.keep_aside`), and say so in the log: a
+    newer version's opens in that version."""
+    arrays = sorted(p.parent.glob(f"{p.name[:-len(SUFFIX)]}.*.npz"))
     try:
-        os.replace(p, kept)
+        kept = keep_aside([p, *arrays], p.name[:-len(SUFFIX)])
     except OSError as e:
-        log.warning("the autosave %s cannot be read (%s), nor moved aside: %s", p, why, e)
+        log.warning("the autosave %s cannot be read (%s), nor kept aside: %s", p, why, e)
         return
-    log.warning("the autosave %s cannot be read (%s); kept as %s", p, why, kept)
+    log.warning("the autosave %s cannot be read (%s); kept in %s", p, why, kept)
 
 
 def _alive(pid: int) -> bool:

@@ -226,7 +226,7 @@ def load_workspace(path, verify_checksum: bool = True) -> LoadedWorkspace:
     try:
         obj = json.loads(raw.decode("utf-8-sig"))        # a BOM (Windows editors) is dropped
     except UnicodeDecodeError as e:
-        raise InputError(f"not a workspace file: {not_utf8(raw, e.start)}", path=path) from None
+        raise InputError(f"not a workspace file: {not_utf8(raw, e)}", path=path) from None
     except json.JSONDecodeError as e:
         line = getattr(e, "lineno", None)
         raise InputError(f"not a valid JSON workspace file ({e})", path=path, line=line) from None

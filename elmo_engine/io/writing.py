@@ -231,3 +231,26 @@ def writing(path) -> Iterator[None]:
 def refuse_existing(path, overwrite: bool) -> None:
     if not overwrite and (Path(path).exists() or Path(path).is_symlink()):
         raise TargetExistsError(path)
+
+
+def keep_aside(files: List[Path], label: str) -> Path:
+    """Move ``files`` (those that exist; all in one folder) into a new folder beside them,
+    ``<label>.unreadable-<time>[-n]``, and return it: a file the app cannot read back (an
+    autosave from a newer version, a damaged session) is kept whole, with what goes with it,
+    where the next write cannot replace it. The folder is made with ``mkdir`` (never an
+    existing one), so two moves in one second keep both."""
+    there = [Path(f) for f in files if os.path.lexists(f)]
+    parent = there[0].parent if there else Path(files[0]).parent
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 1000):
+        folder = parent / (f"{label}.unreadable-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            folder.mkdir()
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise OSError(errno.EEXIST, "no free name to keep the files aside", str(parent))
+    for f in there:
+        os.replace(f, folder / f.name)
+    return folder

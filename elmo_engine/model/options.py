@@ -205,7 +205,7 @@ class BiLMOptions:
         except UnicodeDecodeError as e:
             from elmo_engine.files import not_utf8
 
-            raise CheckpointError(path, f"options file: {not_utf8(raw, e.start)}") from None
+            raise CheckpointError(path, f"options file: {not_utf8(raw, e)}") from None
         except json.JSONDecodeError as e:
             raise CheckpointError(path, f"options file is not valid JSON: {e.msg} at line "
                                   f"{e.lineno} column {e.colno}") from None

@@ -36,6 +36,13 @@ def test_the_apps_own_files_of_the_wrong_kind_are_one_line_before_qt(tmp_path, d
     assert problem is not None and str(target) in problem and "--settings-dir" in problem
 
 
+def test_a_log_linked_to_dev_null_is_still_taken(tmp_path):
+    _ini, data = settings_paths(tmp_path)
+    (data / "logs").mkdir(parents=True)
+    (data / "logs" / "elmo-explorer.log").symlink_to(os.devnull)
+    assert app_files_problem(str(tmp_path)) is None
+
+
 def test_a_remembered_json_setting_that_is_damaged_is_ignored(tmp_path, caplog):
     s = AppSettings(tmp_path)
     for value, why in (("[" * 10000 + "]" * 10000, "nested too deeply"),
@@ -63,18 +70,26 @@ def test_an_autosave_that_cannot_be_read_is_kept_aside_not_deleted(tmp_path, cap
     (os.kill(0, 0) signals this process's group), so recovery was never offered."""
     from elmo_engine.io.workspace_file import WorkspaceData, save_workspace
 
+    import numpy as np
+
     path = recovery.autosave_path(tmp_path)
-    save_workspace(path, WorkspaceData(sentences=["the bank"]))
+    save_workspace(path, WorkspaceData(sentences=["the bank"],
+                                       arrays={"x": np.arange(3, dtype=np.float32)}))
     doc = json.loads(path.read_text("utf-8"))
+    arrays = doc["arrays"]["file"] if isinstance(doc.get("arrays"), dict) else None
     doc["version"] = 99
     path.write_text(json.dumps(doc), "utf-8")
     with caplog.at_level("WARNING"):
         assert recovery.find_recovery(tmp_path) is None
     kept = [p for p in tmp_path.iterdir() if ".unreadable-" in p.name]
-    assert len(kept) == 1 and not path.exists() and "cannot be read" in caplog.text
-    assert json.loads(kept[0].read_text("utf-8"))["version"] == 99       # whole, as it was
+    assert len(kept) == 1 and kept[0].is_dir() and not path.exists()
+    assert "cannot be read" in caplog.text
+    inside = sorted(p.name for p in kept[0].iterdir())
+    assert inside[-1] == path.name and inside[0].endswith(".npz"), inside   # with its arrays
+    assert arrays is None or arrays in inside
+    assert json.loads((kept[0] / path.name).read_text("utf-8"))["version"] == 99   # whole
     recovery.discard_autosave(tmp_path)                                  # the clean exit
-    assert kept[0].exists()
+    assert sorted(p.name for p in kept[0].iterdir()) == inside
     for pid in (2 ** 64, 0, -1):
         save_workspace(path, WorkspaceData(sentences=["the bank"]))
         doc = json.loads(path.read_text("utf-8"))

@@ -260,6 +260,7 @@ def test_groups_come_back_at_the_next_launch(qtbot, app_settings_dir, tiny_check
     # FIFO hung it; an emptied settings file showed the demo and wrote it over the sentences
     import os
 
+    session = AppSettings(app_settings_dir).session_sentences_path()
     for damage in ("deep", "fifo", "settings emptied"):
         groups_file.unlink(missing_ok=True)
         if damage == "deep":
@@ -274,6 +275,16 @@ def test_groups_come_back_at_the_next_launch(qtbot, app_settings_dir, tiny_check
         w4.start()
         assert w4.workspace.sentences == kept + ["An ungrouped sentence about a bank."], damage
         w4.close()
+    # sentences that cannot be read back are kept aside, never written over by the quit
+    session.write_bytes(b"caf\xe9\n")
+    w5 = MainWindow(AppSettings(app_settings_dir), views=())
+    qtbot.addWidget(w5)
+    w5.start()
+    aside = [p for p in session.parent.iterdir() if ".unreadable-" in p.name]
+    assert len(aside) == 1 and (aside[0] / session.name).read_bytes() == b"caf\xe9\n"
+    assert "sentences could not be read" in w5._start_notice and "kept in" in w5._start_notice
+    w5.close()
+    assert (aside[0] / session.name).read_bytes() == b"caf\xe9\n" and session.is_file()
 
 
 def test_the_window_fits_a_1280_by_800_screen(qtbot, app_settings_dir):

@@ -237,7 +237,7 @@ def test_a_workspace_save_that_cannot_be_written_whole_writes_nothing(tmp_path):
 
 
 @pytest.mark.parametrize("reader", ["sentences", "lm pairs", "lm vocab", "chars vocab",
-                                    "options"])
+                                    "options", "options with a BOM"])
 def test_every_reader_says_not_utf8_alike(tmp_path, capsys, reader):
     """A review: five wordings ("not UTF-8", "(byte 8)", "not valid UTF-8 (byte 0xe9 at
     column 4)" …) for one problem; now one, with the byte and its line and column
@@ -253,14 +253,16 @@ def test_every_reader_says_not_utf8_alike(tmp_path, capsys, reader):
             "lm pairs": ["lm", "--pairs", bad],
             "lm vocab": ["lm", sentences, "--vocab", bad],                # the demo model
             "chars vocab": ["chars", "word", "bank", "--vocab", bad],
-            "options": ["info", "--checkpoint", ck]}[reader]
-    if reader == "options":
-        (ck / "options.json").write_bytes(b"{\n  \"caf\xe9\": 1}")
+            "options": ["info", "--checkpoint", ck],
+            "options with a BOM": ["info", "--checkpoint", ck]}[reader]
+    if reader.startswith("options"):        # the place counts from the file's start, BOM or not
+        bom = b"\xef\xbb\xbf" if "BOM" in reader else b""
+        (ck / "options.json").write_bytes(bom + b"{\n  \"caf\xe9\": 1}")
     code, err = cli(argv, capsys)
     assert code == 1
     if reader in ("sentences", "chars vocab"):            # read a line at a time
         assert "bad.txt:2: not valid UTF-8 (byte 0xE9 at column 8)" in err, err
-    elif reader == "options":
+    elif reader.startswith("options"):
         assert "not valid UTF-8 (byte 0xE9 at line 2, column 7)" in err, err
     else:
         assert "not valid UTF-8 (byte 0xE9 at line 2, column 8)" in err, err

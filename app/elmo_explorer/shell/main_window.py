@@ -84,6 +84,7 @@ class MainWindow(QMainWindow):
 
     model_ready = Signal()
     _start_notice = ""          # why start() did not reopen the remembered model (issue 29)
+    _session_notice = ""        # why start() did not bring the last session's sentences back
 
     def __init__(self, settings: AppSettings, workspace: Optional[Workspace] = None,
                  views=None):
@@ -213,16 +214,17 @@ class MainWindow(QMainWindow):
                 sentences_text = self._grouped_text(demo_sentences())
         self.settings.mark_launched()
         self.sentences.set_text(sentences_text)
-        self._start_notice = gone = ""
+        self._start_notice, gone = self._session_notice, ""
         if checkpoint is None:
             checkpoint, gone = remembered_checkpoint(self.settings.last_checkpoint)
         if checkpoint is None:
             demo = demo_checkpoint()
             checkpoint = str(demo) if demo is not None else None
         if gone:
-            self._start_notice = (f"the last checkpoint {gone} is gone; "
-                                  + ("opened the demo model instead" if checkpoint is not None
-                                     else "no model is open"))
+            notice = (f"the last checkpoint {gone} is gone; "
+                      + ("opened the demo model instead" if checkpoint is not None
+                         else "no model is open"))
+            self._start_notice = "; ".join(filter(None, (self._start_notice, notice)))
         if self._start_notice:                      # never a silent fallback: stderr + status bar
             from elmo_engine.files import shown
 
@@ -246,16 +248,28 @@ class MainWindow(QMainWindow):
         try:
             text = read_bounded(session, MAX_SESSION_BYTES).decode("utf-8")
         except (OSError, ValueError) as e:           # ValueError: too large, not UTF-8
-            log.warning("cannot read the last session's sentences (%s): %s", session, e)
+            # kept whole where the quit's save of the demo sentences cannot replace it
+            from elmo_engine.io.writing import keep_aside
+
+            try:
+                kept = keep_aside([session, session.with_suffix(".groups.json")],
+                                  session.stem)
+            except OSError as moved:
+                log.warning("cannot read the last session's sentences (%s): %s; nor keep them "
+                            "aside: %s", session, e, moved)
+            else:
+                log.warning("cannot read the last session's sentences (%s): %s; kept in %s",
+                            session, e, kept)
+                self._session_notice = (f"the last session's sentences could not be read "
+                                        f"({e}); kept in {kept}")
             return None
         groups = session.with_suffix(".groups.json")
-        try:
-            saved = parse_json_strict(read_bounded(groups, MAX_SESSION_BYTES))
-        except FileNotFoundError:
-            saved = {}                                # a session saved without groups
-        except (OSError, ValueError) as e:           # ValueError: not JSON, too deep, too large
-            log.warning("ignored the last session's groups (%s): %s", groups, e)
-            saved = {}
+        saved = {}                                    # a session saved without groups
+        if os.path.lexists(groups):
+            try:
+                saved = parse_json_strict(read_bounded(groups, MAX_SESSION_BYTES))
+            except (OSError, ValueError) as e:       # ValueError: not JSON, too deep, too large
+                log.warning("ignored the last session's groups (%s): %s", groups, e)
         if isinstance(saved, dict):
             self.workspace.sentence_groups.update(
                 {k: v for k, v in saved.items() if isinstance(k, str) and isinstance(v, str)})

@@ -192,7 +192,9 @@ def app_files_problem(settings_dir: Optional[str]) -> Optional[str]:
         if folder and not stat.S_ISDIR(mode):
             return (f"elmo-explorer: {path} is not a folder; the app keeps {what} there: move "
                     "it away, or pass --settings-dir DIR")
-        if not folder and not stat.S_ISREG(mode):
+        # a file, or a character device (a log linked to /dev/null is a choice); a FIFO
+        # blocks its opener, a folder or a socket cannot be opened
+        if not folder and not (stat.S_ISREG(mode) or stat.S_ISCHR(mode)):
             kind = "a folder" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode) else \
                 "not a regular file"
             return (f"elmo-explorer: {path} is {kind}; the app keeps {what} there in a regular "

@@ -159,8 +159,8 @@ class Workspace(QObject):
             if device.startswith("cuda") and not torch.cuda.is_available():
                 # a choice remembered on another machine (a shared settings folder) loaded
                 # no model at all, not even the demo, and made the app forget the checkpoint
-                warn("Settings ▸ Device is the GPU (CUDA), but this machine has none; running "
-                     "on the CPU")
+                warn("the GPU (CUDA) was asked for (Settings ▸ Device, or the workspace), but "
+                     "this machine has none; running on the CPU")
                 device = "cpu"
             precision = spec.precision
             if precision != "fp32" and pick_device(device).type != "cuda":
@@ -187,7 +187,10 @@ class Workspace(QObject):
         self._loading = None
         self.embedder, self.device_label = result
         self.model_info = self.embedder.model.info
-        self.model_spec = ModelSpec(spec.path, spec.device, self.embedder.precision)
+        device = spec.device                      # what ran: a GPU asked for may be the CPU
+        if device.startswith("cuda") and self.embedder.device.type != "cuda":
+            device = "cpu"
+        self.model_spec = ModelSpec(spec.path, device, self.embedder.precision)
         self.jobs.invalidate(EMBED)                  # results of the old model are stale
         self._act_cache.clear()
         self.activations = [None] * len(self.sentences)

@@ -297,8 +297,9 @@ def read_vocabulary(path) -> List[str]:
         except UnicodeDecodeError as e:
             from elmo_engine.files import not_utf8
 
-            raise InputError(not_utf8(raw, e.start, lines=False, file_start=no == 1), path=path,
-                             line=no) from None
+            message = not_utf8(raw, e.start, lines=False, file_start=no == 1)
+            raise InputError(message, path=path, line=None if message.startswith("is UTF-16")
+                             else no) from None
         if not line:
             continue
         w = line.split()[0]
