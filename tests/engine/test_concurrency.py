@@ -76,13 +76,20 @@ def sentences(seed: int, n: int, longest: int = 30) -> List[List[str]]:
 
 
 def overlapped(calls: Dict[str, Callable[[], object]]) -> Dict[str, object]:
-    """Run every call in its own thread at once; their results (or the first error raised)."""
+    """Run every call in its own thread at once; their results (or the first error raised).
+
+    Each thread takes the calling thread's torch thread count first, as a job lane adopts the
+    configured one (``runtime.adopt_thread_count``): a new thread starts from torch's default,
+    and a GEMM split over another number of threads rounds its sums in another order (one
+    float32 ulp, 1.2e-6, against the sequential vectors: a suite run under load)."""
     out: Dict[str, object] = {}
     errors: List[BaseException] = []
     start = threading.Barrier(len(calls), timeout=JOIN_S)
+    count = torch.get_num_threads()
 
     def run(name, fn):
         try:
+            torch.set_num_threads(count)
             start.wait()
             out[name] = fn()
         except BaseException as e:          # reported in the test's thread
