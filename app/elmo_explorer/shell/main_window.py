@@ -243,11 +243,14 @@ class MainWindow(QMainWindow):
         """The last session's sentences, their groups remembered (None: unreadable). Both
         files are read bounded, and only as regular files: a FIFO there hung the start, a
         groups file nested 10,000 deep stopped it."""
-        from elmo_engine.files import parse_json_strict, read_bounded
+        from elmo_engine.files import not_utf8, parse_json_strict, read_bounded
 
+        raw = b""
         try:
-            text = read_bounded(session, MAX_SESSION_BYTES).decode("utf-8")
-        except (OSError, ValueError) as e:           # ValueError: too large, not UTF-8
+            raw = read_bounded(session, MAX_SESSION_BYTES)
+            text = raw.decode("utf-8")
+        except (OSError, ValueError) as err:         # ValueError: too large, not UTF-8
+            e = not_utf8(raw, err) if isinstance(err, UnicodeDecodeError) else err
             # kept whole where the quit's save of the demo sentences cannot replace it
             from elmo_engine.io.writing import keep_aside
 
