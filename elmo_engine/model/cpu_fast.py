@@ -46,6 +46,10 @@ T_ = TypeVar("T_")
 
 #: per calling thread: ``pool`` = (owning process, that caller's pair of direction threads)
 _callers = threading.local()
+#: held while a call reads its thread count and its workers set theirs, until it has put its
+#: own back: the set is process-wide for a moment, and another call reading it then took half
+#: (1 of 2: its directions one after the other; a CI run's held-pass test waited on them)
+_thread_count_lock = threading.Lock()
 #: weights of these types are packed (bf16 only reaches the CPU where it has bf16 units: the
 #: embedder checks :func:`elmo_engine.runtime.cpu_bf16`); packed bf16 halves each step's weight
 #: traffic, which bounds the recurrent GEMM of a few rows
@@ -127,10 +131,17 @@ def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: boo
 
     Safe to call from several threads at once: every calling thread has its own pair of
     direction threads (:func:`_caller_pool`), so the tasks of one call wait only for each
-    other and for their own caller, never for another call's.
+    other and for their own caller, never for another call's. The moment from reading the
+    caller's count to putting it back is one call's at a time (:data:`_thread_count_lock`):
+    the workers' set is seen process-wide until then, and a call reading it in that moment ran
+    its directions one after the other.
     """
+    if device.type != "cpu" or not parallel:
+        return [fn(0), fn(1)]
+    _thread_count_lock.acquire()
     threads = torch.get_num_threads()
-    if device.type != "cpu" or threads < 2 or not parallel:
+    if threads < 2:
+        _thread_count_lock.release()
         return [fn(0), fn(1)]
     pool = _caller_pool()
     inference = torch.is_inference_mode_enabled()
@@ -149,13 +160,16 @@ def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: boo
         with torch.inference_mode(inference), torch.set_grad_enabled(grad):
             return fn(direction)
 
-    futures = [pool.submit(task, d) for d in (0, 1)]
-    try:
-        for event in configured:
-            event.wait()
-        torch.set_num_threads(threads)
+    try:                                 # the caller's own pair: never busy with another call
+        futures = [pool.submit(task, d) for d in (0, 1)]
+        try:
+            for event in configured:
+                event.wait()
+            torch.set_num_threads(threads)
+        finally:
+            restored.set()
     finally:
-        restored.set()
+        _thread_count_lock.release()
     wait(futures)
     return [f.result() for f in futures]
 
