@@ -138,19 +138,12 @@ def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: boo
     """
     if device.type != "cpu" or not parallel:
         return [fn(0), fn(1)]
-    _thread_count_lock.acquire()
-    threads = torch.get_num_threads()
-    if threads < 2:
-        _thread_count_lock.release()
-        return [fn(0), fn(1)]
-    pool = _caller_pool()
     inference = torch.is_inference_mode_enabled()
     grad = torch.is_grad_enabled()
-    per_worker = max(1, threads // 2)
     configured = [threading.Event(), threading.Event()]
     restored = threading.Event()
 
-    def task(direction: int) -> T_:
+    def task(direction: int, per_worker: int) -> T_:
         try:
             if torch.get_num_threads() != per_worker:  # (the get initialises this thread's
                 torch.set_num_threads(per_worker)      # own setting, so the set sticks)
@@ -160,16 +153,19 @@ def both_directions(fn: Callable[[int], T_], device: torch.device, parallel: boo
         with torch.inference_mode(inference), torch.set_grad_enabled(grad):
             return fn(direction)
 
-    try:                                 # the caller's own pair: never busy with another call
-        futures = [pool.submit(task, d) for d in (0, 1)]
-        try:
-            for event in configured:
-                event.wait()
-            torch.set_num_threads(threads)
-        finally:
-            restored.set()
-    finally:
-        _thread_count_lock.release()
+    with _thread_count_lock:
+        threads = torch.get_num_threads()
+        if threads >= 2:                  # the caller's own pair: never busy with another call
+            pool, per_worker = _caller_pool(), max(1, threads // 2)
+            try:
+                futures = [pool.submit(task, d, per_worker) for d in (0, 1)]
+                for event in configured:
+                    event.wait()
+                torch.set_num_threads(threads)
+            finally:
+                restored.set()
+    if threads < 2:
+        return [fn(0), fn(1)]
     wait(futures)
     return [f.result() for f in futures]
 
