@@ -118,14 +118,21 @@ def carry_shared_choices(shared_ini: Path, qs: QSettings) -> List[str]:
     return copied
 
 
+def _settings_folder(folder: Optional[Path]) -> Optional[Path]:
+    """``folder``, else the ``ELMO_EXPLORER_SETTINGS_DIR`` environment variable's, else None
+    (this installation's standard folders)."""
+    if folder is None and os.environ.get(ENV_DIR):
+        folder = Path(os.environ[ENV_DIR])
+    return Path(folder) if folder is not None else None
+
+
 def settings_paths(folder: Optional[Path] = None) -> Tuple[Path, Path]:
     """(the INI file, the data folder) of :class:`AppSettings` for ``folder`` (None: the
     ``ELMO_EXPLORER_SETTINGS_DIR`` environment variable, else :func:`default_folders`), without
     creating or opening anything (the start's checks read them first)."""
-    if folder is None and os.environ.get(ENV_DIR):
-        folder = Path(os.environ[ENV_DIR])
+    folder = _settings_folder(folder)
     if folder is not None:
-        return Path(folder) / f"{APP}.ini", Path(folder) / "data"
+        return folder / f"{APP}.ini", folder / "data"
     config_dir, data = default_folders()
     return config_dir / f"{APP}.ini", data
 
@@ -141,21 +148,13 @@ class AppSettings:
     """
 
     def __init__(self, folder: Optional[Path] = None):
-        if folder is None and os.environ.get(ENV_DIR):
-            folder = Path(os.environ[ENV_DIR])
-        self.folder = Path(folder) if folder is not None else None
-        if self.folder is not None:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self.qs = QSettings(str(self.folder / f"{APP}.ini"), QSettings.Format.IniFormat)
-            self._data = self.folder / "data"
-        else:
-            config_dir, self._data = default_folders()
-            config_dir.mkdir(parents=True, exist_ok=True)
-            ini = config_dir / f"{APP}.ini"
-            fresh = not ini.exists()
-            self.qs = QSettings(str(ini), QSettings.Format.IniFormat)
-            if fresh:
-                carry_shared_choices(config_dir.parents[1] / f"{APP}.ini", self.qs)
+        self.folder = _settings_folder(folder)
+        ini, self._data = settings_paths(self.folder)
+        ini.parent.mkdir(parents=True, exist_ok=True)
+        fresh = self.folder is None and not ini.exists()    # an installation's first launch
+        self.qs = QSettings(str(ini), QSettings.Format.IniFormat)
+        if fresh:
+            carry_shared_choices(ini.parent.parents[1] / f"{APP}.ini", self.qs)
 
     def settings_file(self) -> Path:
         """The INI file these settings live in."""
