@@ -170,8 +170,9 @@ def print_json(doc) -> None:
     which would otherwise go out as a raw byte."""
     from elmo_engine.files import lone_surrogate
 
-    text = json.dumps(doc, indent=2, ensure_ascii=False)
-    if not is_utf8(sys.stdout) or lone_surrogate(text) is not None:
+    ascii_only = not is_utf8(sys.stdout)
+    text = json.dumps(doc, indent=2, ensure_ascii=ascii_only)
+    if not ascii_only and lone_surrogate(text) is not None:
         text = json.dumps(doc, indent=2, ensure_ascii=True)
     print(text)
 
@@ -237,7 +238,7 @@ def add_tokenization(p: argparse.ArgumentParser) -> None:
 # ---- inputs and outputs ----------------------------------------------------------------------
 def log(message: str) -> None:
     """A log line (not a result): stderr, a file name's bytes that are not UTF-8 as ``\\xff``."""
-    from elmo_engine.cli.parsing import shown
+    from elmo_engine.files import shown
 
     print(shown(message), file=sys.stderr, flush=True)
 

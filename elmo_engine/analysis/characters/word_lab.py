@@ -285,7 +285,7 @@ def read_vocabulary(path) -> List[str]:
     published model or a trained one reads as it is), UTF-8, blank lines and the boundary and
     unknown-word entries skipped; plain or gzip. Bad input: one :class:`InputError` naming the
     file and line."""
-    from elmo_engine.io.datasets.textio import read_bytes_limited
+    from elmo_engine.io.datasets.textio import line_not_utf8, read_bytes_limited
 
     data = read_bytes_limited(path, MAX_VOCAB_BYTES)
     if data.startswith(b"\xef\xbb\xbf"):       # a byte-order mark is not part of the first word
@@ -295,11 +295,7 @@ def read_vocabulary(path) -> List[str]:
         try:
             line = raw.decode("utf-8").strip()
         except UnicodeDecodeError as e:
-            from elmo_engine.files import not_utf8
-
-            message = not_utf8(raw, e.start, lines=False, file_start=no == 1)
-            raise InputError(message, path=path, line=None if message.startswith("is UTF-16")
-                             else no) from None
+            raise line_not_utf8(raw, e, path, no) from None
         if not line:
             continue
         w = line.split()[0]

@@ -36,6 +36,17 @@ def check_regular_file(path: PathLike) -> None:
         raise InputError(problem, path=path)
 
 
+def line_not_utf8(data: bytes, exc: UnicodeDecodeError, path, line: int) -> InputError:
+    """The error of a file's ``line`` (1-based) whose bytes ``data`` are not UTF-8, for the
+    readers that read a line at a time: the byte and its column, naming the line — or, on the
+    first line, that the file is UTF-16 (:func:`elmo_engine.files.not_utf8`), naming none."""
+    from elmo_engine.files import not_utf8
+
+    message = not_utf8(data, exc.start, lines=False, file_start=line == 1)
+    return InputError(message, path=path,
+                      line=None if message.startswith("is UTF-16") else line)
+
+
 def is_gzip(path: PathLike) -> bool:
     """Whether the file starts with the gzip magic bytes (whatever its name says)."""
     check_regular_file(path)
@@ -130,12 +141,7 @@ class TextLines:
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                from elmo_engine.files import not_utf8
-
-                first = self.lineno == 1
-                message = not_utf8(data, exc.start, lines=False, file_start=first)
-                raise InputError(message, path=self.path, line=None if message.startswith(
-                    "is UTF-16") else self.lineno) from None
+                raise line_not_utf8(data, exc, self.path, self.lineno) from None
             if self.lineno == 1 and text.startswith("\ufeff"):
                 text = text[1:]
             if text.endswith("\n"):
