@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Optional
 
 from elmo_engine.errors import InputError
-from elmo_engine.io.workspace_file import (AUTOSAVE_NAME, SUFFIX, _host, _remove_stale_arrays,
-                                           load_workspace)
+from elmo_engine.io.workspace_file import (AUTOSAVE_NAME, _host, _remove_stale_arrays, _stem,
+                                           arrays_files, load_workspace)
 from elmo_engine.io.writing import keep_aside
 
 log = logging.getLogger(__name__)
@@ -82,9 +82,8 @@ def _move_aside(p: Path, why: str) -> None:
     """Keep an autosave that cannot be read, with its arrays files, in a folder of its own
     beside the next one (:func:`~elmo_engine.io.writing.keep_aside`), and say so in the log: a
     newer version's opens in that version."""
-    arrays = sorted(p.parent.glob(f"{p.name[:-len(SUFFIX)]}.*.npz"))
     try:
-        kept = keep_aside([p, *arrays], p.name[:-len(SUFFIX)])
+        kept = keep_aside([p, *arrays_files(p)], _stem(p))
     except OSError as e:
         log.warning("the autosave %s cannot be read (%s), nor kept aside: %s", p, why, e)
         return

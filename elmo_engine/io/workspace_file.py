@@ -191,11 +191,17 @@ def _stem(path: Path) -> str:
     return name[:-len(SUFFIX)] if name.endswith(SUFFIX) else path.stem
 
 
-def _remove_stale_arrays(path: Path, keep: Optional[str]) -> None:
+def arrays_files(path: Path) -> List[Path]:
+    """The arrays files saves of the workspace ``path`` wrote beside it,
+    ``<stem>.<12 hex digits>.npz`` (the current one and stale ones)."""
     stem = _stem(path)
-    for f in path.parent.glob(f"{stem}.*.npz"):
-        middle = f.name[len(stem) + 1:-4]
-        if f.name != keep and len(middle) == 12 and all(c in "0123456789abcdef" for c in middle):
+    own = re.compile(re.escape(stem) + r"\.[0-9a-f]{12}\.npz")
+    return sorted(f for f in path.parent.glob(f"{stem}.*.npz") if own.fullmatch(f.name))
+
+
+def _remove_stale_arrays(path: Path, keep: Optional[str]) -> None:
+    for f in arrays_files(path):
+        if f.name != keep:
             try:
                 f.unlink()
             except OSError:
