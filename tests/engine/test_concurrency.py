@@ -80,8 +80,7 @@ def overlapped(calls: Dict[str, Callable[[], object]]) -> Dict[str, object]:
 
     Each thread takes the calling thread's torch thread count first, as a job lane adopts the
     configured one (``runtime.adopt_thread_count``): a new thread starts from torch's default,
-    and a GEMM split over another number of threads rounds its sums in another order (one
-    float32 ulp, 1.2e-6, against the sequential vectors: a suite run under load)."""
+    so its passes would otherwise run with another count than the sequential ones compared."""
     out: Dict[str, object] = {}
     errors: List[BaseException] = []
     start = threading.Barrier(len(calls), timeout=JOIN_S)
@@ -116,14 +115,23 @@ def max_diff(got: List[np.ndarray], expected: List[np.ndarray]) -> float:
 @pytest.mark.parametrize("n_threads", [1, 2, 4])
 def test_threads_embedding_on_one_embedder_get_their_sequential_vectors(demo_model, threads,
                                                                         n_threads):
+    """Three jobs on one embedder at once get the vectors each gets alone: to 1e-6, and where
+    more threads are asked for than there are cores (4 on a 2-core host) to 1e-6 plus 4 float32
+    ulps of the value, because the BLAS may then split a GEMM over fewer threads when calls
+    overlap, which sums in another order (two CI runs on 2 cores: 1.19e-6 on values near 2.5).
+    Vectors of another job, or a buffer shared between passes, differ by far more (0.1 and
+    up)."""
     threads(n_threads)
     jobs = {f"job{k}": sentences(100 * n_threads + k, 60) for k in range(3)}
     alone = Embedder(demo_model, device="cpu", cache_size=0, token_budget=256)
     expected = {name: alone.embed(s) for name, s in jobs.items()}
     shared = Embedder(demo_model, device="cpu", cache_size=0, token_budget=256)
     got = overlapped({name: (lambda s=s: shared.embed(s)) for name, s in jobs.items()})
+    oversubscribed = n_threads > (os.cpu_count() or 1)
     for name in jobs:
-        assert max_diff(got[name], expected[name]) <= 1e-6, name
+        assert max_diff(got[name], expected[name]) <= 1e-6 or (oversubscribed and all(
+            np.allclose(g, e, rtol=4 * np.finfo(np.float32).eps, atol=1e-6)
+            for g, e in zip(got[name], expected[name]))), name
 
 
 def test_a_published_size_model_shared_by_threads(published_small, threads):
