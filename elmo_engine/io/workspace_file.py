@@ -9,9 +9,10 @@ Saving is atomic: the npz is written first under a name derived from its content
 replaces the old one in one rename, then npz files no longer named are removed. Loading checks
 every key and type and raises :class:`InputError` naming the file and the key.
 
-Autosave: the app writes :func:`autosave_path` every minute while there are unsaved changes and
-removes it on a clean exit; an autosave found at start-up (:func:`find_recovery`) was left by a
-session that did not end cleanly, unless the workspace it belongs to was saved after it.
+Autosave (:mod:`elmo_engine.io.recovery`): each app window writes its own autosave every minute
+while there are unsaved changes and removes it on a clean exit; an autosave found at start-up
+was left by a session that did not end cleanly, unless the workspace it belongs to was saved
+after it.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ from elmo_engine.model.tokenize import TOKENIZATIONS, Tokenization
 FORMAT = "elmo-explorer-workspace"
 VERSION = 1
 SUFFIX = ".elmows.json"
+#: the one autosave of versions before 2026-12-08 (now one per window: ``autosave-<pid>``)
 AUTOSAVE_NAME = "autosave" + SUFFIX
 #: the largest workspace JSON read (64 MiB; sentences and parameters, the arrays are separate)
 MAX_WORKSPACE_BYTES = 64 << 20

@@ -12,7 +12,8 @@ pytest.importorskip("pytestqt")
 from elmo_engine.io import recovery                                           # noqa: E402
 from elmo_explorer.shell.main_window import remembered_checkpoint            # noqa: E402
 from elmo_explorer.shell.startup import app_files_problem                    # noqa: E402
-from elmo_explorer.state.settings import AppSettings, settings_paths, stored_json  # noqa: E402
+from elmo_explorer.state.settings import (AppSettings, settings_paths,  # noqa: E402
+                                          stored_json, stored_settings)
 
 
 @pytest.mark.parametrize("damage", ["settings fifo", "settings folder", "log fifo",
@@ -56,6 +57,43 @@ def test_a_remembered_json_setting_that_is_damaged_is_ignored(tmp_path, caplog):
     s.qs.setValue("layers/settings", '{"sentences": 300}')
     assert stored_json(s.qs, "layers/settings") == {"sentences": 300}
     assert stored_json(None, "layers/settings") == {}
+
+
+def test_a_remembered_option_out_of_range_is_dropped_with_a_log_line(tmp_path, caplog):
+    """A layers ``sentences`` of 10**12 fell back to the default field by field, silently."""
+    from elmo_explorer.views.corpus.model import CorpusOptions
+    from elmo_explorer.views.layers.model import LayersSettings
+    from elmo_explorer.views.reading import CorpusReading
+
+    s = AppSettings(tmp_path)
+    s.qs.setValue("layers/settings", json.dumps(
+        {"sentences": 10 ** 12, "mdl_sentences": 300, "full": 1, "corpus": "c.txt",
+         "colour": "red"}))
+    with caplog.at_level("WARNING"):
+        got = stored_settings(s.qs, "layers/settings", LayersSettings.from_dict)
+    assert got.sentences == LayersSettings().sentences and got.mdl_sentences == 300
+    assert got.corpus == "c.txt" and got.full == LayersSettings().full
+    line = caplog.text
+    assert "layers/settings" in line and "sentences=1000000000000" in line
+    assert "full=1" in line and "colour='red'" in line and "mdl_sentences" not in line
+    caplog.clear()
+    s.qs.setValue("corpus/options", json.dumps({"k": 0, "map_scope": "all", "same_word": False}))
+    with caplog.at_level("WARNING"):
+        got = stored_settings(s.qs, "corpus/options", CorpusOptions.from_dict)
+    assert (got.k, got.map_scope, got.same_word) == (CorpusOptions().k, "all", False)
+    assert "k=0" in caplog.text and "map_scope" not in caplog.text
+    caplog.clear()
+    s.qs.setValue("reading", json.dumps({"pretokenized": True, "split_sentences": "x" * 500}))
+    with caplog.at_level("WARNING"):
+        got = stored_settings(s.qs, "reading", CorpusReading.from_dict)
+    assert got.pretokenized is True and got.split_sentences == CorpusReading().split_sentences
+    assert "split_sentences='xxx" in caplog.text and "…" in caplog.text
+    assert len(caplog.text) < 400                             # a long value is shortened
+    caplog.clear()
+    s.qs.setValue("layers/settings", json.dumps({"sentences": 300, "full": True}))
+    with caplog.at_level("WARNING"):
+        assert stored_settings(s.qs, "layers/settings", LayersSettings.from_dict).sentences == 300
+    assert caplog.text == ""                                  # all taken: nothing said
 
 
 def test_a_remembered_checkpoint_whose_name_cannot_be_looked_up_is_gone():

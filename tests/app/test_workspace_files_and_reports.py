@@ -289,6 +289,47 @@ def test_autosave_and_recovery(qtbot, window, tmp_path, monkeypatch, app_setting
     assert not auto.exists()
 
 
+def test_a_recovered_autosave_of_another_window_is_taken_over_and_a_running_ones_kept(
+        qtbot, window, monkeypatch):
+    """Each window autosaves to a file of its own: the recovered one of a crashed window goes
+    once this window's autosave holds its work; a running window's file outlives this window's
+    clean exit (one shared file was written over, and removed by the first clean exit)."""
+    import subprocess
+    import sys
+
+    actions = window.actions_
+    folder = actions.autosave_dir
+    crashed = recovery.autosave_path(folder, 2 ** 22 + 4321)
+    wf.save_workspace(crashed, wf.WorkspaceData(sentences=["The crashed window's bank ."]))
+    doc = json.loads(crashed.read_text(encoding="utf-8"))
+    doc["session"] = {"pid": 2 ** 22 + 4321, "host": recovery._host()}
+    crashed.write_text(json.dumps(doc), encoding="utf-8")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        running = recovery.autosave_path(folder, other.pid)
+        wf.save_workspace(running, wf.WorkspaceData(sentences=["Another window's text ."]))
+        doc = json.loads(running.read_text(encoding="utf-8"))
+        doc["session"] = {"pid": other.pid, "host": recovery._host()}
+        running.write_text(json.dumps(doc), encoding="utf-8")
+        monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: Yes)
+        with qtbot.waitSignal(actions.restored, timeout=60000):
+            actions.check_recovery()                          # the crashed one, not the running
+        assert window.workspace.sentences == ["The crashed window's bank ."]
+        assert crashed.exists()                               # until this window's autosave
+        with qtbot.waitSignal(actions.autosaved, timeout=10000) as blocker:
+            assert actions.autosave() is not None
+        own = Path(blocker.args[0])
+        assert own == recovery.autosave_path(folder) and own.is_file() and own != crashed
+        assert not crashed.exists() and running.exists()
+        window.close()
+        assert not own.exists() and running.exists()          # the other window's is its own
+        assert json.loads(running.read_text(encoding="utf-8"))["sentences"] == [
+            "Another window's text ."]
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_save_figure_size_dpi_formats_and_umask(tmp_path):
     """App exports go through the engine's figure path at the dialog's size and DPI."""
     from elmo_engine.io import figures as F

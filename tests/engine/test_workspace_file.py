@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from elmo_engine.errors import ElmoError, InputError
+from elmo_engine.io import recovery
 from elmo_engine.io.recovery import autosave_path, discard_autosave, find_recovery
-from elmo_engine.io.workspace_file import (FORMAT, CheckpointRef, WorkspaceData,
+from elmo_engine.io.workspace_file import (AUTOSAVE_NAME, FORMAT, CheckpointRef, WorkspaceData,
                                            checkpoint_checksum, load_workspace, save_workspace)
 from elmo_engine.model.checkpoint import file_checksum, resolve_checkpoint
 
@@ -152,31 +153,98 @@ def test_disk_full_keeps_previous_file(tmp_path, monkeypatch):
     assert path.read_text(encoding="utf-8") == old_text
 
 
+def _autosave_of(folder, pid, sentences, source="", host=None):
+    """An autosave as the window of process ``pid`` writes it."""
+    path = autosave_path(folder, pid)
+    data = WorkspaceData(sentences=list(sentences), source=source)
+    save_workspace(path, data)
+    obj = json.loads(path.read_text())
+    obj["session"] = {"pid": pid, "host": recovery._host() if host is None else host}
+    path.write_text(json.dumps(obj))
+    return path
+
+
 def test_recovery_detection(tmp_path):
     folder = tmp_path / "data"
     assert find_recovery(folder) is None
-    auto = autosave_path(folder)
     saved = tmp_path / "mine.elmows.json"
-    data = sample()
-    data.source = str(saved)
-    save_workspace(auto, data)
-    obj = json.loads(auto.read_text())
-    obj["session"]["pid"] = 2 ** 22 + 12345              # a crashed session: no such process
-    auto.write_text(json.dumps(obj))
+    crashed = 2 ** 22 + 12345                             # a crashed session: no such process
+    auto = _autosave_of(folder, crashed, ["a b", "c d"], source=str(saved))
+    assert auto.name == f"autosave-{crashed}.elmows.json"
     rec = find_recovery(folder)
-    assert rec is not None and rec.n_sentences == 2 and rec.source == str(saved)
+    assert rec is not None and rec.path == auto and rec.n_sentences == 2
+    assert rec.source == str(saved)
     save_workspace(saved, sample())                       # an explicit save after the autosave
     later = time.time() + 5
     os.utime(saved, (later, later))
     assert find_recovery(folder) is None
-    os.utime(saved, (later - 100, later - 100))           # the autosave is newer again
+    assert not auto.exists()                              # the workspace holds that work
+    auto = _autosave_of(folder, crashed, ["a b", "c d"], source=str(saved))
+    os.utime(saved, (later - 100, later - 100))           # the autosave is newer
     assert find_recovery(folder) is not None
-    obj["session"]["pid"] = os.getppid()                  # a session still running on this host
-    auto.write_text(json.dumps(obj))
+    auto.unlink()
+    auto = _autosave_of(folder, os.getppid(), ["a b"], host="another-host")
+    assert find_recovery(folder) is not None              # a pid of another host is not ours
+    auto.unlink()
+    running = _autosave_of(folder, os.getppid(), ["a b"])  # a session still running here
     assert find_recovery(folder) is None
-    discard_autosave(folder)
-    assert not auto.exists() and not list(folder.glob("*.npz"))
+    discard_autosave(folder)                              # this window's clean exit
+    assert running.exists()                               # another window's file stays
+    recovery.discard(running)
+    assert not running.exists() and not list(folder.glob("*.npz"))
     assert find_recovery(folder) is None
+
+
+def test_two_windows_keep_their_own_autosaves_and_the_crashed_one_is_offered(tmp_path):
+    """Two windows on one settings folder shared one autosave: each wrote over the other's
+    work, and the first to quit cleanly removed the file a crash of the other needed. Two live
+    processes stand for the two windows; the one killed is the crash."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "autosave"
+    procs = [subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+             for _ in range(2)]
+    try:
+        a = _autosave_of(folder, procs[0].pid, ["window a"])
+        b = _autosave_of(folder, procs[1].pid, ["window b", "two"])
+        assert a != b
+        assert find_recovery(folder) is None                # both windows are running
+        procs[0].kill()
+        procs[0].wait()
+        rec = find_recovery(folder)
+        assert rec is not None and rec.path == a and rec.n_sentences == 1
+        recovery.discard(a)                                 # a third window took it over
+        assert find_recovery(folder) is None and b.exists()
+        procs[1].kill()
+        procs[1].wait()
+        rec = find_recovery(folder)
+        assert rec is not None and rec.path == b and rec.n_sentences == 2
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
+
+
+def test_the_newest_autosave_is_offered_first_and_the_old_single_file_is_found(tmp_path):
+    folder = tmp_path / "autosave"
+    old = folder / AUTOSAVE_NAME                          # the one file of older versions
+    save_workspace(old, WorkspaceData(sentences=["old one"]))
+    obj = json.loads(old.read_text())
+    obj["session"] = {"pid": 2 ** 22 + 1, "host": recovery._host()}
+    old.write_text(json.dumps(obj))
+    newer = _autosave_of(folder, 2 ** 22 + 2, ["newer", "two"])
+    os.utime(old, (time.time() - 60, time.time() - 60))
+    assert find_recovery(folder).path == newer
+    recovery.discard(newer)
+    assert find_recovery(folder).path == old
+    for n in range(recovery.MAX_AUTOSAVES + 6):            # a folder of many: read in part
+        (folder / f"autosave-{n + 1}.elmows.json").write_text("{}")
+    assert len(recovery.autosave_files(folder)) == recovery.MAX_AUTOSAVES
+    (folder / "autosave-x.elmows.json").write_text("{}")   # not an autosave name
+    (folder / "notes.elmows.json").write_text("{}")
+    assert all(p.name.startswith("autosave-") and p.name[9:-12].isdigit() or p == old
+               for p in recovery.autosave_files(folder))
 
 
 def test_the_tokenization_is_saved_and_a_file_without_it_is_typed_text(tmp_path):

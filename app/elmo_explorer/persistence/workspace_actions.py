@@ -73,6 +73,9 @@ class WorkspaceActions(QObject):
         self.autosave_dir = Path(window.settings.data_dir()) / "autosave"
         self.saved_fp = self.autosaved_fp = workspace_state.fingerprint(self.collect())
         self.pending: Optional[wf.WorkspaceData] = None   # opened, restored once embedded
+        # another session's autosave this window recovered: removed once this window's own
+        # autosave holds the work, or at a clean exit
+        self.adopted: Optional[Path] = None
         self.figure_options = FigureOptions()
         # ask before quitting with unsaved work (not offscreen: nobody there to answer)
         self.prompt_on_close = QGuiApplication.platformName() != "offscreen"
@@ -264,6 +267,7 @@ class WorkspaceActions(QObject):
 
         def done(_r) -> None:
             self.autosaved_fp = fp
+            self._drop_adopted(keep=target)
             self.autosaved.emit(str(target))
 
         return self.ws.jobs.submit(
@@ -286,13 +290,30 @@ class WorkspaceActions(QObject):
             f"{rec.saved_at or 'the last session'} ({rec.n_sentences} sentences) can be "
             "restored.\n\nRecover it?")
         if answer == QMessageBox.StandardButton.Yes:
+            self.adopted = rec.path
             self.open_workspace(rec.path, recovered=True)
         else:
-            recovery.discard_autosave(self.autosave_dir)
+            try:
+                recovery.discard(rec.path)
+            except OSError as e:
+                log.warning("cannot remove the declined autosave %s: %s", rec.path, e)
+
+    def _drop_adopted(self, keep: Optional[Path] = None) -> None:
+        """Remove the recovered session's autosave (its work is this window's now), unless it
+        is ``keep`` (this window's own file: a process id used again)."""
+        adopted, self.adopted = self.adopted, None
+        if adopted is None or adopted == keep:
+            return
+        try:
+            recovery.discard(adopted)
+        except OSError as e:
+            log.warning("cannot remove the recovered autosave %s: %s", adopted, e)
 
     def _discard_on_exit(self) -> None:
-        """A clean exit stops the autosave and leaves no autosave file."""
+        """A clean exit stops the autosave and leaves no autosave of this window's: its own,
+        and one it recovered. Another window's is left alone."""
         self.timer.stop()
+        self._drop_adopted()
         try:
             recovery.discard_autosave(self.autosave_dir)
         except OSError as e:

@@ -18,7 +18,7 @@ import logging
 import os
 import re
 from pathlib import Path
-from typing import List, Optional, Tuple
+from typing import Callable, List, Optional, Tuple, TypeVar
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
@@ -58,6 +58,30 @@ def stored_json(qs, key: str) -> dict:
         log.warning("ignored the remembered setting %s: %s", key, e)
         return {}
     return doc
+
+
+T = TypeVar("T")
+
+
+def stored_settings(qs, key: str, parse: Callable[[dict], T]) -> T:
+    """A view's remembered options: ``parse`` of :func:`stored_json`. ``parse`` keeps what is
+    valid and gives the rest its default; each remembered field it did not keep as it was (out
+    of range, of another type, unknown) is named in the log, so that a value dropped from a
+    hand-edited or damaged setting is never dropped in silence."""
+    doc = stored_json(qs, key)
+    value = parse(doc)
+    dropped = [f"{name}={_shortened(given)}" for name, given in doc.items()
+               if type(getattr(value, name, None)) is not type(given)
+               or getattr(value, name) != given]
+    if dropped:
+        log.warning("ignored in the remembered setting %s (the default is used): %s", key,
+                    ", ".join(dropped))
+    return value
+
+
+def _shortened(value, most: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= most else text[:most - 1] + "…"
 
 
 def absolute_path(value) -> str:

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QCheckBox, QDialog, QDialogButtonBox, QLabel, QVB
                                QWidget)
 
 from elmo_explorer.views.reading import CorpusReading
-from elmo_explorer.state.settings import stored_json
+from elmo_explorer.state.settings import stored_settings
 
 
 class ReadingDialog(QDialog):
@@ -85,6 +85,6 @@ def window_qsettings(widget: QWidget):
 def remembered(qs, key: str) -> CorpusReading:
     """The reading last chosen under ``key`` in ``qs`` (the app's QSettings, or None)."""
     try:
-        return CorpusReading.from_dict(stored_json(qs, key))
+        return stored_settings(qs, key, CorpusReading.from_dict)
     except (ValueError, TypeError):
         return CorpusReading()

@@ -24,7 +24,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
 from elmo_explorer.common.selection import normalized
-from elmo_explorer.state.settings import stored_json
+from elmo_explorer.state.settings import stored_settings
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.views import corpus_index
 from elmo_explorer.views.corpus import jobs
@@ -168,7 +168,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         qs = self._qsettings()
         last = qs.value(SETTINGS_KEY, "", type=str) if qs is not None else ""
         if qs is not None and self.model.options == CorpusOptions():
-            self.model.options = CorpusOptions.from_dict(stored_json(qs, OPTIONS_KEY))
+            self.model.options = stored_settings(qs, OPTIONS_KEY, CorpusOptions.from_dict)
             self.view.apply_options(self.model.options)
         for path in (self._pending_path, last, self.default_folder()):
             if path and os.path.isfile(os.path.join(path, "index.json")):  # never raises

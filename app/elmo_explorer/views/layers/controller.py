@@ -33,7 +33,7 @@ from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersMo
                                                LayersSettings, read_recorded, result_dict)
 from elmo_explorer.common.figure_export import panel_figure_options
 from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
-from elmo_explorer.state.settings import stored_json
+from elmo_explorer.state.settings import stored_settings
 from elmo_explorer.views.layers import export
 from elmo_explorer.views.layers.view import LayersView
 from elmo_explorer.state.worker import JobHandle, Lane
@@ -80,7 +80,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self.jobs = workspace.worker.group("layers", self.title)
         self._probes = None
         self._qs = self._open_settings()
-        self.model.settings = LayersSettings.from_dict(self._stored_settings())
+        self.model.settings = stored_settings(self._qs, SETTINGS_KEY, LayersSettings.from_dict)
         self.view.apply_settings(self.model.settings)
         from elmo_engine.resources import HERE
 
@@ -138,9 +138,6 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         except Exception:  # settings are a convenience: the view works without them
             log.warning("the layers view's settings cannot be read", exc_info=True)
             return None
-
-    def _stored_settings(self) -> dict:
-        return stored_json(self._qs, SETTINGS_KEY)
 
     def _current_settings(self) -> LayersSettings:
         return self.view.settings(self.model.settings.corpus)
