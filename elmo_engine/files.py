@@ -57,6 +57,16 @@ def not_utf8(data: bytes, start, lines: bool = True, file_start: bool = True) ->
     return f"not valid UTF-8 (byte 0x{data[start]:02X} at {where})"
 
 
+def utf8_text(data: bytes, bom: bool = False) -> str:
+    """``data`` decoded as UTF-8 (``bom``: a leading byte order mark dropped, as editors on
+    Windows write it); where it is not UTF-8, a ``ValueError`` saying :func:`not_utf8`, for
+    readers whose own message holds the reason (a model config, a training state, WordNet)."""
+    try:
+        return data.decode("utf-8-sig" if bom else "utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(not_utf8(data, e)) from None
+
+
 def name_problem(path, what: str = "the file name") -> Optional[str]:
     """Why the bytes of the file name ``path`` (as Python decoded them: a byte that is not
     UTF-8 kept as U+DC80–U+DCFF) are not UTF-8 text, or None when they are. Where Python reads

@@ -148,11 +148,11 @@ def file_checksum(*paths, stop: Optional[Callable[[], bool]] = None) -> str:
 
 
 def read_native_config(cfg_path: Path) -> BiLMOptions:
-    from elmo_engine.files import read_bounded
+    from elmo_engine.files import read_bounded, utf8_text
     from elmo_engine.model.options import MAX_OPTIONS_BYTES
 
     try:                     # bounded: a 2 GiB sparse bilm.json is refused, not read whole
-        d = json.loads(read_bounded(cfg_path, MAX_OPTIONS_BYTES).decode("utf-8-sig"))
+        d = json.loads(utf8_text(read_bounded(cfg_path, MAX_OPTIONS_BYTES), bom=True))
     except (OSError, ValueError, RecursionError) as e:   # ValueError: bad UTF-8/JSON, huge ints
         raise CheckpointError(cfg_path, f"cannot read model config ({short_error(e)})") from None
     if not isinstance(d, dict) or d.get("format") != NATIVE_FORMAT:

@@ -109,10 +109,10 @@ def load_state(out: Path) -> Tuple[dict, Dict[str, Tensor]]:
     if not path.is_file() or not weights.is_file():
         raise CheckpointError(folder, f"no training state to resume (expected {STATE_JSON} and "
                               f"{STATE_TENSORS}); start without --resume")
-    from elmo_engine.files import read_bounded
+    from elmo_engine.files import read_bounded, utf8_text
 
     try:                     # a regular file of bounded size (a FIFO or a device is refused)
-        doc = json.loads(read_bounded(path, MAX_STATE_JSON_BYTES).decode("utf-8"))
+        doc = json.loads(utf8_text(read_bounded(path, MAX_STATE_JSON_BYTES)))
     except (OSError, ValueError, RecursionError) as e:   # ValueError: UTF-8, JSON, size
         raise CheckpointError(path, f"cannot read training state ({_short(e)})") from None
     if not isinstance(doc, dict) or doc.get("format") != STATE_FORMAT:

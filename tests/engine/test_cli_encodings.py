@@ -266,3 +266,38 @@ def test_every_reader_says_not_utf8_alike(tmp_path, capsys, reader):
         assert "not valid UTF-8 (byte 0xE9 at line 2, column 7)" in err, err
     else:
         assert "not valid UTF-8 (byte 0xE9 at line 2, column 8)" in err, err
+
+
+def test_the_model_config_training_state_and_wordnet_say_not_utf8_alike(tmp_path):
+    """The last three readers with their own wording ("'utf-8' codec can't decode byte 0xe9
+    in position 12: invalid continuation byte") say it as every other reader does."""
+    import zipfile
+
+    from elmo_engine.errors import CheckpointError, InputError
+    from elmo_engine.io.datasets.wordnet import load_wordnet
+    from elmo_engine.model.header import read_native_config
+    from elmo_engine.train.names import STATE_DIR, STATE_JSON, STATE_TENSORS
+    from elmo_engine.train.state_io import load_state
+
+    bad = b'{\n  "caf\xe9": 1}'
+    said = r"not valid UTF-8 \(byte 0xE9 at line 2, column 7\)"
+    cfg = tmp_path / "bilm.json"
+    cfg.write_bytes(b"\xef\xbb\xbf" + bad)                 # a BOM is allowed, and not counted
+    with pytest.raises(CheckpointError, match="bilm.json.*" + said):
+        read_native_config(cfg)
+    state = tmp_path / "run" / STATE_DIR
+    state.mkdir(parents=True)
+    (state / STATE_JSON).write_bytes(bad)
+    (state / STATE_TENSORS).write_bytes(b"")
+    with pytest.raises(CheckpointError, match="state.json.*cannot read training state.*" + said):
+        load_state(tmp_path / "run")
+    wn = tmp_path / "wordnet"
+    wn.mkdir()
+    (wn / "index.sense").write_bytes(b"bank%1:14:00:: 08420278 1 25\ncaf\xe9%1:06:00:: 1 1 0\n")
+    with pytest.raises(InputError, match=r"index.sense.*not valid UTF-8 \(byte 0xE9 at line 2, "
+                                         r"column 4\)"):
+        load_wordnet(wn)
+    with zipfile.ZipFile(tmp_path / "wordnet.zip", "w") as zf:
+        zf.writestr("wordnet/index.sense", (wn / "index.sense").read_bytes())
+    with pytest.raises(InputError, match=r"wordnet.zip:wordnet/index.sense.*not valid UTF-8"):
+        load_wordnet(tmp_path / "wordnet.zip")

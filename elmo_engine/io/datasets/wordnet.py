@@ -169,7 +169,18 @@ def _zip_entry(zf: "zipfile.ZipFile", name: str, path: Path) -> str:
     if len(data) > MAX_WORDNET_FILE_BYTES:
         raise InputError(f"{name} in the zip is larger than {MAX_WORDNET_FILE_BYTES:,} bytes",
                          path=path)
-    return data.decode("utf-8")
+    return _text(data, f"{path}:{name}")
+
+
+def _text(data: bytes, where) -> str:
+    """A WordNet file's bytes as text; :class:`InputError` naming the file (or the zip entry)
+    and the byte's place where they are not UTF-8."""
+    from elmo_engine.files import utf8_text
+
+    try:
+        return utf8_text(data)
+    except ValueError as e:
+        raise InputError(str(e), path=where) from None
 
 
 def _read_files(path: Path) -> Tuple[str, Optional[str]]:
@@ -188,8 +199,8 @@ def _read_files(path: Path) -> Tuple[str, Optional[str]]:
             lex = path / "lexnames"
             for f in (sense, lex) if lex.exists() else (sense,):
                 check_regular_file(f)
-            return (read_bounded(sense, MAX_WORDNET_FILE_BYTES).decode("utf-8"),
-                    read_bounded(lex, MAX_WORDNET_FILE_BYTES).decode("utf-8")
+            return (_text(read_bounded(sense, MAX_WORDNET_FILE_BYTES), sense),
+                    _text(read_bounded(lex, MAX_WORDNET_FILE_BYTES), lex)
                     if lex.exists() else None)
         check_regular_file(path)
         with zipfile.ZipFile(path) as zf:
