@@ -128,19 +128,22 @@ def _as_paths(value) -> List[Path]:
 
 def _implied(args, dest: str, out: Path) -> List[Path]:
     """Files an output implies beside itself (``export vectors X.tsv``: the metadata file and
-    one file per layer)."""
+    one file per layer of the checkpoint, whose options say how many; read without torch)."""
     if getattr(args, "export_what", None) != "vectors" or dest != "output":
         return []
     try:
         from elmo_engine.io.vector_formats import format_for
         if format_for(out, args.format) != "tsv":
             return []
+        from elmo_engine.cli.common import checkpoint_or_demo
         from elmo_engine.cli.export import engine_layer_mode
         from elmo_engine.io.vectors import LayerChoice, output_files
+        from elmo_engine.model.header import resolve_and_read_options
 
         choice = LayerChoice(engine_layer_mode(args.layers), None, 1.0, False)
-        return [p for p in output_files(out, "tsv", choice, 66) if p != out]
-    except Exception:               # the command reports a bad format itself
+        opts = resolve_and_read_options(checkpoint_or_demo(getattr(args, "checkpoint", None)))[3]
+        return [p for p in output_files(out, "tsv", choice, opts.n_output_layers) if p != out]
+    except Exception:               # the command reports a bad format or checkpoint itself
         return []
 
 

@@ -88,6 +88,16 @@ def test_export_vectors_implied_metadata_file_is_guarded(tmp_path, capsys):
                      "--checkpoint", SOURCE], capsys)
     assert code == 1 and "is also an input" in err
     assert src.read_text(encoding="utf-8") == "the bank\nthe river bank\n"
+    # the layers the checkpoint has, not 66: a Z.layer3.tsv beside a 3-layer model's export
+    # is no file of it (it was refused as "also an input")
+    src3 = tmp_path / "Z.layer3.tsv"
+    src3.write_text("the bank\n", encoding="utf-8")
+    code, err = cli(["export", "vectors", src3, "-o", tmp_path / "Z.tsv", "--force",
+                     "--checkpoint", SOURCE], capsys)
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.glob("Z.*")) == [
+        "Z.layer0.tsv", "Z.layer1.tsv", "Z.layer2.tsv", "Z.layer3.tsv", "Z.metadata.tsv"]
+    assert src3.read_text(encoding="utf-8") == "the bank\n"
 
 
 @pytest.mark.parametrize("argv", [
