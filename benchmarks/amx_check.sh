@@ -7,7 +7,8 @@
 #      for 256 and 1,024 held-out sentences, and where the time goes (--phases); the 1,024 again
 #      at 64 rows per batch, embed's default before 2026-12-07 (its default is now 256 rows,
 #      over which each step's recurrent GEMM spreads the streaming of its weight)
-#   2. where bf16 spends its time and which oneDNN kernels run (amx or not, reorders per step)
+#   2. where bf16 spends its time and which oneDNN kernels run (amx or not, reorders per step),
+#      and one LSTM step part by part: the gate arithmetic's share once the GEMMs run on tiles
 #   3. train-lm's step: the baseline trainer, fused fp32 and fused bf16, in one run
 #   4. the fused step with glibc's default heap against the freed blocks reused, as train-lm
 #      runs it (process-wide, so in child processes): train-lm's speed is the fused rows of 3
@@ -24,5 +25,6 @@ python benchmarks/bench_embed_command.py --sentences 256 --rounds 2 --phases
 python benchmarks/bench_embed_command.py --sentences 1024 --rounds 1
 python benchmarks/bench_embed_command.py --sentences 1024 --rounds 1 --batch-size 64
 python benchmarks/profile_bf16.py
+python benchmarks/bench_gate_step.py --rows 64 256
 python benchmarks/bench_train.py --steps 20 --rounds 3
 python benchmarks/bench_train_malloc.py --steps 20 --rounds 4

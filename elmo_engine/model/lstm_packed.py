@@ -101,6 +101,35 @@ def run_packed(stack: "LSTMStack", x: Tensor, n_active: Sequence[int], state: "L
     return packed, new_state, pos
 
 
+def gates(z: Tensor, c: Tensor, cell_clip: Optional[float], m_buf: Tensor,
+          z32: Optional[Tensor] = None, m_low: Optional[Tensor] = None) -> Tensor:
+    """One step's gate arithmetic, in place: the cell ``c`` (n, D) becomes
+    ``clip(σ(f)·c + σ(i)·tanh(j))`` and the cell's output ``tanh(c)·σ(o)`` (n, D) is returned,
+    from the pre-activations ``z`` (n, 4D), blocks i j f o, which it overwrites.
+
+    ``m_buf`` (n, D, the cell's type) holds the output; under bf16 or fp16 weights ``z32``
+    (n, 4D, float32) takes the converted pre-activations and ``m_low`` (n, D, the weights' type)
+    the output, rounded once for the projection. Each buffer is the caller's, reused step after
+    step. Measured in ``benchmarks/bench_gate_step.py`` against the step's GEMMs."""
+    dim = c.shape[1]
+    if z32 is not None:
+        z = z32.copy_(z)
+    # tanh(x) as 2·σ(2x) − 1: torch's CPU sigmoid is ~4x faster than its tanh (85
+    # against 330 µs on 32×4096 floats, one core of an AVX-512 EPYC); they agree to
+    # ~1e-7 in float32. All four gate blocks then take one sigmoid pass.
+    tj = z[:, dim:2 * dim].mul_(2)
+    z.sigmoid_()                                                    # σ(i) σ(2j) σ(f) σ(o)
+    tj.mul_(2).sub_(1)                                              # tanh(j)
+    c.mul_(z[:, 2 * dim:3 * dim]).addcmul_(z[:, :dim], tj)          # σ(f)c + σ(i)tanh(j)
+    if cell_clip is not None:
+        c.clamp_(-cell_clip, cell_clip)
+    m = torch.mul(c, 2, out=m_buf)
+    m.sigmoid_().mul_(2).sub_(1)                                    # tanh(c)
+    if m_low is not None:                                           # tanh(c)·σ(o)
+        return torch.mul(m, z[:, 3 * dim:], out=m_low)
+    return m.mul_(z[:, 3 * dim:])
+
+
 def _direction(stack: "LSTMStack", d: int, inp: Tensor, distinct: Optional[Tensor],
                inverse: Optional[Tensor], offsets: Sequence[int], n_active: Sequence[int],
                state: "LSTMState") -> Tuple[List[Tensor], List[Tuple[Tensor, Tensor]]]:
@@ -151,24 +180,9 @@ def _direction(stack: "LSTMStack", d: int, inp: Tensor, distinct: Optional[Tenso
                 h_zero = False
             else:
                 z = kernels.add_recurrent(z, h[:n], w_rec, rec_packed)
-            if z32_buf is not None:
-                z = z32_buf[:n].copy_(z)
-            # tanh(x) as 2·σ(2x) − 1: torch's CPU sigmoid is ~4x faster than its tanh (85
-            # against 330 µs on 32×4096 floats, one core of an AVX-512 EPYC); they agree to
-            # ~1e-7 in float32. All four gate blocks then take one sigmoid pass.
-            tj = z[:, dim:2 * dim].mul_(2)
-            z.sigmoid_()                                            # σ(i) σ(2j) σ(f) σ(o)
-            tj.mul_(2).sub_(1)                                      # tanh(j)
-            c_n = c[:n]
-            c_n.mul_(z[:, 2 * dim:3 * dim]).addcmul_(z[:, :dim], tj)  # σ(f)c + σ(i)tanh(j)
-            if opts.cell_clip is not None:
-                c_n.clamp_(-opts.cell_clip, opts.cell_clip)
-            m = torch.mul(c_n, 2, out=m_buf[:n * dim].view(n, dim))
-            m.sigmoid_().mul_(2).sub_(1)                            # tanh(c)
-            if m_low is not None:                                   # tanh(c)·σ(o)
-                m = torch.mul(m, z[:, 3 * dim:], out=m_low[:n * dim].view(n, dim))
-            else:
-                m.mul_(z[:, 3 * dim:])
+            m = gates(z, c[:n], opts.cell_clip, m_buf[:n * dim].view(n, dim),
+                      None if z32_buf is None else z32_buf[:n],
+                      None if m_low is None else m_low[:n * dim].view(n, dim))
             h_t = out[offsets[t]:offsets[t + 1]]                  # (n, out)
             if wp is not None:
                 kernels.project(layer, d, wp, m, h_t)
