@@ -27,9 +27,10 @@ def add_parser(sub) -> None:
     p.add_argument("corpus", type=Path, nargs="*", help="corpus files (with --merge: folders)")
     common.add_out(p, "the index folder", metavar="DIR")
     common.add_checkpoint(p)
-    p.add_argument("--layer", default="1,2", metavar="L[,L…]",
+    p.add_argument("--layer", default=None, metavar="L[,L…]",
                    help="the output layers to index, comma-separated (0 = the context-free token "
-                        "layer; default 1,2)")
+                        "layer; default: every biLSTM layer, 1 to L: 1,2 for the published "
+                        "models)")
     p.add_argument("--shard-size", type=int, default=2000,
                    help="sentences per shard, the unit of resuming (default 2000)")
     common.add_split_sentences(p, True, "the corpus")
@@ -56,7 +57,12 @@ def add_parser(sub) -> None:
     p.set_defaults(func=run)
 
 
-def parse_layers(text: str, n_layers: int) -> tuple:
+def parse_layers(text: Optional[str], n_layers: int) -> tuple:
+    """The output layers ``--layer`` names, each checked against the model's ``n_layers``
+    output layers; None (the default): every biLSTM layer, 1 to ``n_layers - 1`` (the token
+    layer alone for a model without one)."""
+    if text is None:
+        return tuple(range(1, n_layers)) or (0,)
     try:
         layers = tuple(sorted({int(v) for v in text.replace(",", " ").split()}))
     except ValueError:

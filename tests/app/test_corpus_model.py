@@ -332,3 +332,24 @@ def test_the_apps_build_reads_files_as_index_does_with_the_same_options(tmp_path
     default = jobs.build_index(jobs.BuildRequest((corpus,), tmp_path / "typed",
                                                  str(tiny_checkpoint)), emb, TaskState())
     assert default.reading.tokenizer is Tokenization.TYPED and default.n_sentences == 3  # split
+
+
+def test_the_apps_index_holds_every_layer_of_the_model(tmp_path, make_checkpoint):
+    """The app built layers (0, 1, 2) whatever the model: a 3-layer model's top layer was left
+    out of its index."""
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.progress import TaskState
+    from elmo_explorer.views.corpus import jobs
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the bank of the river .\nthe bank raised its rates .\n", "utf-8")
+    for n_layers in (1, 3):
+        ck = make_checkpoint(tmp_path / f"ck{n_layers}", n_layers=n_layers)
+        emb = Embedder(load_checkpoint(ck), device="cpu")
+        m = jobs.build_index(jobs.BuildRequest((corpus,), tmp_path / f"ix{n_layers}", str(ck)),
+                             emb, TaskState())
+        assert m.complete and m.layers == tuple(range(n_layers + 1))
+        m = jobs.build_index(jobs.BuildRequest((corpus,), tmp_path / f"one{n_layers}", str(ck),
+                                               layers=(1, 5)), emb, TaskState())
+        assert m.layers == (1,)                                 # asked for, where it exists

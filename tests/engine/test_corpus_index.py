@@ -131,6 +131,30 @@ def test_another_model_is_refused(small, tmp_path, capsys):
     assert "was built with another model" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("n_layers", [1, 3])
+def test_the_default_layers_are_every_bilstm_layer_of_the_model(tmp_path, capsys, n_layers):
+    """``--layer`` defaulted to 1,2: a 1-layer model's index failed ("this model has layers
+    0–1, got '1,2'", an option the user never typed), and a 3-layer model's top layer was left
+    out (search's default is the top layer indexed)."""
+    from support import write_tiny_checkpoint
+
+    from elmo_engine.cli.index import parse_layers
+
+    assert parse_layers(None, 3) == (1, 2) and parse_layers(None, 1) == (0,)
+    assert parse_layers("0,2", 3) == (0, 2)
+    with pytest.raises(InputError, match="this model has layers 0–1, got '1,2'"):
+        parse_layers("1,2", 2)
+    ck = write_tiny_checkpoint(tmp_path / "ck", n_layers=n_layers)
+    corpus = write_corpus(tmp_path / "c.txt", 6)
+    assert build(corpus, tmp_path / "ix", checkpoint=ck) == 0, capsys.readouterr().err
+    assert read_manifest(tmp_path / "ix").layers == tuple(range(1, n_layers + 1))
+    ix = CorpusIndex(tmp_path / "ix")
+    try:
+        assert ix.layer(None) == n_layers                       # search's default: the top
+    finally:
+        ix.close()
+
+
 def test_demo_model_finds_itself(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "c.txt", 12, start=100)
     assert main(["index", str(corpus), "--out", str(tmp_path / "ix"), "--shard-size", "5"]) == 0

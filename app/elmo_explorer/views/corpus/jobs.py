@@ -23,8 +23,6 @@ if TYPE_CHECKING:        # the index (numpy, torch) is imported by the jobs, on 
     from elmo_engine.index.senses import SenseInduction
     from elmo_engine.index.store import Manifest
 
-#: the layers an index built from the app holds (the token layer and both biLSTM layers)
-BUILD_LAYERS: Tuple[int, ...] = (0, 1, 2)
 SHARD_SIZE = 500                     # sentences per shard: resuming loses at most this much
 
 
@@ -35,7 +33,9 @@ class BuildRequest:
     corpus: Tuple[Path, ...]
     folder: Path
     checkpoint: str
-    layers: Tuple[int, ...] = BUILD_LAYERS
+    #: the output layers to index; None: every one the model has (the token layer and each
+    #: biLSTM layer: 0, 1, 2 for the published models)
+    layers: Optional[Tuple[int, ...]] = None
     shard_size: int = SHARD_SIZE
     force: bool = False
     reading: CorpusReading = CorpusReading()
@@ -60,7 +60,8 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
     from elmo_engine.index.build import build_index as engine_build, new_manifest
 
     n_layers = embedder.opts.n_output_layers
-    layers = tuple(v for v in req.layers if 0 <= v < n_layers)
+    layers = tuple(range(n_layers)) if req.layers is None else \
+        tuple(v for v in req.layers if 0 <= v < n_layers)
     on_stage("reading the corpus")
     sentences = read_corpus(req.corpus, req.reading)
     from elmo_engine.index.corpus import count_corpus
