@@ -141,8 +141,9 @@ def add_parser(subparsers):
     abl.add_argument("--state", default="c", help="c, m or h (default c, the cell)")
     abl.add_argument("--method", choices=("mean-diff", "elastic-net"), default="mean-diff",
                      help="the ranking (default mean-diff, the probeless score)")
-    abl.add_argument("--k", default="1,2,4,8,16", metavar="K[,K…]",
-                     help="numbers of units ablated (default 1,2,4,8,16)")
+    abl.add_argument("--k", default=None, metavar="K[,K…]",
+                     help="numbers of units ablated, each at most half the state's units "
+                          "(default 1,2,4,8,16: those the state's units allow)")
     abl.add_argument("--seeds", type=int, default=5, help="random draws per k (default 5)")
     abl.add_argument("--probe-layer", type=int, default=None, metavar="L",
                      help="also re-measure a probe of representation layer L (0 the token "

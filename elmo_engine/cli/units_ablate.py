@@ -24,8 +24,8 @@ def run_ablate(args) -> int:
     if len(kinds) != 1 or kinds[0] not in INTERVENABLE:
         raise InputError("--state takes one of c, m or h")
     kind = kinds[0]
-    ks = _ints(args.k, "--k", low=1)
-    if not ks:
+    ks = None if args.k is None else _ints(args.k, "--k", low=1)
+    if ks is not None and not ks:
         raise InputError("--k needs at least one number of units")
     files = bundled_pairs() if str(args.pairs) == "bundled" else [args.pairs]
     pairs = [p for f in files for p in read_pairs(f)]
@@ -33,10 +33,19 @@ def run_ablate(args) -> int:
     opts = common.checkpoint_options(args.checkpoint)     # the sizes, before torch
     layer = opts.n_layers - 1 if args.layer is None else args.layer
     _check_layers([layer], opts)
-    from elmo_engine.analysis.units.ablate import check_ks
+    from elmo_engine.analysis.units.sizes import DEFAULT_KS, check_ks, fitting_ks
     from elmo_engine.model.lstm_states import state_width
 
-    check_ks(ks, state_width(opts, kind), layer, kind)         # before the model loads
+    width = state_width(opts, kind)
+    if ks is None:                  # the defaults the state's units allow, said when fewer
+        ks = fitting_ks(DEFAULT_KS, width)
+        if not ks:
+            raise InputError(f"layer {layer}'s {kind.value} has {width} units: too few to set "
+                             "k of them against k others")
+        if len(ks) < len(DEFAULT_KS):
+            common.log(f"units ablate: k = {', '.join(map(str, ks))}: layer {layer}'s "
+                       f"{kind.value} has {width} units, and k is at most half of them")
+    check_ks(ks, width, layer, kind)                           # before the model loads
     _check_measures(args, opts)                 # before the model, the collecting, the ranking
 
     from elmo_engine.analysis.units.ablate import ALL, ablation_experiment

@@ -213,3 +213,44 @@ def test_ablate_remeasures_a_probe_and_a_words_similarity(capsys):
     row = probe["ablated"][0]
     assert row["k"] == 2 and len(row["random"]) == 2
     assert row["random_mean"] == pytest.approx(sum(row["random"]) / 2)
+
+
+def test_ablate_takes_the_default_ks_a_narrow_model_allows(tmp_path, capsys):
+    """An attack pass: on a model of 24 cells, ``units ablate`` (and the app's Number units)
+    with no ``--k`` failed on the default 16 ("--k 16: … at most 12", an option never typed);
+    the defaults that fit are taken, and said. A k asked for over it is still refused."""
+    import numpy as np
+    import torch
+
+    from support import REPO
+    from elmo_engine.analysis.units.sizes import DEFAULT_KS, fitting_ks
+    from elmo_engine.model.bilm import BiLM
+    from elmo_engine.model.checkpoint import save_published
+    from elmo_engine.model.options import BiLMOptions
+    from elmo_engine.model.softmax import save_published_softmax
+
+    assert fitting_ks(DEFAULT_KS, 24) == (1, 2, 4, 8) and fitting_ks(DEFAULT_KS, 1) == ()
+    opts = BiLMOptions(filters=((1, 8), (2, 8)), char_embed_dim=4, n_highway=1,
+                       projection_dim=16, lstm_dim=24, n_layers=2)
+    model = BiLM(opts)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
+    save_published(model, tmp_path / "narrow")
+    words = ["</S>", "<S>", "<UNK>", "the", "keys", "key", "is", "are", "."]
+    rng = np.random.default_rng(0)
+    save_published_softmax(tmp_path / "narrow" / "tiny_softmax_weights.hdf5",
+                           rng.normal(0, 1, (len(words), 16)).astype(np.float32),
+                           np.zeros(len(words), np.float32), words,
+                           tmp_path / "narrow" / "vocab-tiny.txt")
+    pairs = ["--pairs", str(REPO / "resources" / "minimal_pairs" / "agreement_attractors.tsv")]
+    base = ["units", "ablate", "--demo", "pos", "--max-tokens", "200", "--seeds", "1",
+            "--checkpoint", str(tmp_path / "narrow"), "--device", "cpu", *pairs]
+    assert main(base + ["--json"]) == 0
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert [row["k"] for row in doc["ablated"]] == [1, 2, 4, 8]
+    assert "k = 1, 2, 4, 8: layer 1's c has 24 units, and k is at most half" in captured.err
+    assert main(base + ["--k", "16"]) == 1
+    assert "--k 16: layer 1's c has 24 units" in capsys.readouterr().err

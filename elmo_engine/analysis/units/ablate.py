@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from elmo_engine.analysis.language_model.pairs import MinimalPair
+from elmo_engine.analysis.units.sizes import DEFAULT_KS, check_ks, fitting_ks
 from elmo_engine.errors import InputError
 from elmo_engine.model.lstm_inspect import Intervention, Op, StateKind, framed_tokens, inspect
 from elmo_engine.progress import TaskState, check, report
@@ -172,17 +173,6 @@ class AblationResult:
     measures_baseline: Dict[str, float] = field(default_factory=dict)
 
 
-def check_ks(ks: Sequence[int], width: int, layer: int, state: StateKind) -> None:
-    """Refuse a k the experiment cannot draw its control for: k random units among the
-    ``width − k`` outside the top k needs ``k ≤ width / 2`` (above it the "random" units were
-    the complement of the top k, or none)."""
-    over = [k for k in ks if not 1 <= k <= width // 2]
-    if over:
-        raise InputError(f"--k {over[0]}: layer {layer}'s {state.value} has {width} units, and "
-                         "the random control draws k of the units outside the top k; at most "
-                         f"{width // 2}")
-
-
 def ablation_experiment(model, softmax, pairs: Sequence[MinimalPair], layer: int,
                         state: StateKind, order: Mapping[int, Sequence[int]], ks: Sequence[int],
                         seeds: int = 5, seed: int = 0, token_vectors=None,
@@ -287,14 +277,16 @@ def number_source(max_tokens: int, max_sentences: int = 200_000) -> NumberSource
     return NumberSource(name=name, label=label, sentences=tuple(out))
 
 
-def number_units_experiment(model, softmax, pairs: Sequence[MinimalPair], ks: Sequence[int],
+def number_units_experiment(model, softmax, pairs: Sequence[MinimalPair],
+                            ks: Optional[Sequence[int]],
                             seeds: int, max_tokens: int, layer: Optional[int] = None,
                             source: Optional[NumberSource] = None, token_vectors=None,
                             task: Optional[TaskState] = None
                             ) -> Tuple[NumberSource, AblationResult]:
     """``units ablate``'s computation with its defaults: the cells of ``layer`` (default the
     top) ranked per direction by the class-mean difference on :func:`number_source`, then
-    :func:`ablation_experiment` on ``pairs``."""
+    :func:`ablation_experiment` on ``pairs``. ``ks`` None: those of :data:`DEFAULT_KS` the
+    layer's cells allow (:func:`fitting_ks`); ``ks`` given: each checked (:func:`check_ks`)."""
     from elmo_engine.analysis.units.collect import collect
     from elmo_engine.analysis.units.rank import Method, RankSettings, rank_units
 
@@ -303,7 +295,13 @@ def number_units_experiment(model, softmax, pairs: Sequence[MinimalPair], ks: Se
     src = number_source(max_tokens) if source is None else source
     layer = model.opts.n_layers - 1 if layer is None else layer
     kind = StateKind.C
-    check_ks(ks, state_width(model.opts, kind), layer, kind)      # before the collecting
+    width = state_width(model.opts, kind)
+    if ks is None:
+        ks = fitting_ks(DEFAULT_KS, width)
+        if not ks:
+            raise InputError(f"layer {layer}'s cells are {width}: too few to set k of them "
+                             "against k others")
+    check_ks(ks, width, layer, kind)                             # before the collecting
     report(task, 0, 1, f"gathering the cells on {src.name}")
     data = collect(model, list(src.sentences), [kind], layers=[layer], max_tokens=max_tokens,
                    token_vectors=token_vectors, state=task)

@@ -476,9 +476,13 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             self.view.tabs.setCurrentWidget(self.view.showcase_page)
             self.view.show_status("Number units: done.")
 
+        from elmo_engine.analysis.units.sizes import fitting_ks
+        from elmo_engine.model.lstm_states import StateKind, state_width
+
+        ks = fitting_ks(SHOWCASE_KS, state_width(emb.opts, StateKind.C))
         self.view.set_busy(True)
         self.view.show_status(f"Number units: ranking and ablating (k = "
-                              f"{', '.join(map(str, SHOWCASE_KS))})…")
+                              f"{', '.join(map(str, ks))})…")
         self.jobs.submit("Number units", job, lane=Lane.LONG, kind="showcase",
                          on_done=done, on_failed=self._on_error,
                          on_progress=self._on_progress, on_finished=self._on_finished)

@@ -10,13 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from elmo_engine.analysis.units.sizes import DEFAULT_KS
 from elmo_explorer.views.units.model import DIRECTIONS, RankSource
 
 #: labelled words the re-measured probe is trained and scored on, and a word's contexts at most
 PROBE_TOKENS = 5_000
 SIMILARITY_SENTENCES = 40
 #: the Number showcase: units ablated, random draws, labelled words ranked on
-SHOWCASE_KS = (1, 2, 4, 8, 16)
+#: k of Number units: the engine's defaults, those a model's cells allow (at most half of them)
+SHOWCASE_KS = DEFAULT_KS
 SHOWCASE_SEEDS = 3
 SHOWCASE_TOKENS = 20_000
 
@@ -228,10 +230,11 @@ def showcase_note(src, res) -> str:
             f"zeroed / k random zeroed (mean ± sd over {SHOWCASE_SEEDS} seeds).")
 
 
-def number_showcase(model, softmax, token_vectors=None, state=None, ks=SHOWCASE_KS,
+def number_showcase(model, softmax, token_vectors=None, state=None, ks=None,
                     seeds=SHOWCASE_SEEDS, max_tokens=SHOWCASE_TOKENS):
     """``units ablate``'s computation on the bundled data (EWT train's Number beside the
-    checkout, else the demo POS task) and the bundled minimal pairs: (source, result)."""
+    checkout, else the demo POS task) and the bundled minimal pairs: (source, result). ``ks``
+    None: those of :data:`SHOWCASE_KS` the model's cells allow."""
     from elmo_engine.analysis.units.ablate import number_units_experiment
 
     return number_units_experiment(model, softmax, bundled_minimal_pairs(), ks, seeds,

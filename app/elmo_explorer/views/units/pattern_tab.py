@@ -104,7 +104,8 @@ class ShowcaseTab(QWidget):
         self.showcase_button = QPushButton("Number units: ablate top k vs k random")
         self.showcase_button.setToolTip(
             f"units ablate on the bundled data: the top layer's cells ranked for Number, the "
-            f"top k (k = {ks}) zeroed against k random cells ({SHOWCASE_SEEDS} seeds), the "
+            f"top k (k = {ks}, at most half the cells) zeroed against k random cells "
+            f"({SHOWCASE_SEEDS} seeds), the "
             "bundled minimal pairs scored per direction")
         row.addWidget(self.showcase_button)
         self.showcase_note = QLabel("")
