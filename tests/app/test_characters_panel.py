@@ -338,3 +338,36 @@ def test_a_vocabularys_vectors_show_progress_and_cancel(qtbot, panel, ws, tmp_pa
     assert panel.model.vocabulary == shown and panel.model.lab == before
     assert "file" not in panel.kept.vocabulary_kinds()             # nothing half-kept
     assert "Characters:" not in panel.view.status.text()
+
+
+def test_the_word_lab_says_the_models_own_cut_and_no_highway(qtbot):
+    """An attack pass on odd shapes: a model of 10 characters a word said "cut to the first 48
+    bytes" (the published models' M − 2), and one without highway layers began the line with
+    "; "."""
+    import torch
+
+    from elmo_engine.model.bilm import BiLM
+    from elmo_engine.model.options import BiLMOptions
+    from elmo_explorer.views.characters.model import CharactersModel
+    from elmo_explorer.views.characters.view import CharactersView
+
+    opts = BiLMOptions(filters=((1, 4), (2, 4)), char_embed_dim=4, n_highway=0,
+                       projection_dim=8, lstm_dim=16, n_layers=1, max_characters_per_token=10)
+    model = BiLM(opts)
+    torch.manual_seed(0)
+    filters = filters_of(model.char_cnn)
+    m = CharactersModel()
+    m.lab = [r.to_dict(filters, 100) for r in analyse(filters, ["Antidisestablishmentarianism",
+                                                                 "cat"])]
+    assert [d["kept_bytes"] for d in m.lab] == [8, 8] and m.lab[0]["truncated"]
+    view = CharactersView()
+    qtbot.addWidget(view)
+    view.draw_lab(m)
+    text = view.lab_text.toPlainText()
+    assert "28 UTF-8 bytes — cut to the first 8 bytes" in text and "48" not in text
+    assert "3 UTF-8 bytes; ids" in text
+    lines = [line for line in text.splitlines() if line.startswith("norm") or "; norm" in line]
+    assert len(lines) == 2 and all(line.startswith("norm ") for line in lines), text
+    m.lab[0].pop("kept_bytes")                      # a lab kept before the field was written
+    view.draw_lab(m)
+    assert "28 UTF-8 bytes — cut; ids" in view.lab_text.toPlainText()

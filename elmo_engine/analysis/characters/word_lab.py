@@ -89,6 +89,7 @@ class WordReport:
         return {"word": self.word, "characters": self.shown_ids,
                 "char_ids": [int(i) for i in self.char_ids if i != PAD_CHAR],
                 "truncated": self.truncated, "utf8_bytes": self.n_bytes,
+                "kept_bytes": len(self.char_ids) - 2,       # M − 2: the word marks take two
                 "top_filters": [{"filter": h.filter, "width": h.width, "value": round(h.value, 5),
                                  "position": h.position, "ngram": h.ngram}
                                 for h in self.top_filters(filters, k)],

@@ -295,11 +295,14 @@ class CharactersView(QWidget):
                  f"({html.escape(m.vocabulary)}).</p>"]
         for d in m.lab:
             esc = html.escape
-            cut = " — <b>cut</b> to the first 48 bytes" if d["truncated"] else ""
-            hw = "; ".join(f"highway {h['layer']}: {100 * h['transform_share']:.0f}% transformed, "
-                           f"{100 * h['carry_share']:.0f}% carried" for h in d["highway"])
+            kept = d.get("kept_bytes")        # (a lab kept in a workspace before it was said)
+            cut = "" if not d["truncated"] else \
+                " — <b>cut</b>" + ("" if kept is None else f" to the first {kept} bytes")
             pct = d["norm_percentile"]
             norm = f"norm {d['norm']:.2f}" + ("" if pct is None else f" (percentile {pct:.0f})")
+            hw = "; ".join([f"highway {h['layer']}: {100 * h['transform_share']:.0f}% "
+                            f"transformed, {100 * h['carry_share']:.0f}% carried"
+                            for h in d["highway"]] + [norm])     # no highway: the norm alone
             rows = "".join(
                 f"<tr><td align=right>{h['filter']}</td><td align=center>{h['width']}</td>"
                 f"<td align=right>{h['value']:.3f}</td><td><tt>{esc(h['ngram'])}</tt></td></tr>"
@@ -309,7 +312,7 @@ class CharactersView(QWidget):
                 f"<h3 style='margin-bottom:2px'>{esc(d['word'])} "
                 f"<tt style='font-weight:normal'>{esc(d['characters'])}</tt></h3>"
                 f"<p style='margin-top:0'>{d['utf8_bytes']} UTF-8 bytes{cut}; ids "
-                f"<tt>{' '.join(str(i) for i in d['char_ids'])}</tt><br>{hw}; {norm}<br>"
+                f"<tt>{' '.join(str(i) for i in d['char_ids'])}</tt><br>{hw}<br>"
                 f"<b>nearest at layer 0:</b> {near or '—'}</p>"
                 f"<table cellspacing=0 cellpadding=2 border=1 style='border-color:#ccc'>"
                 f"<tr><th>filter</th><th>width</th><th>max-pool</th><th>winning n-gram</th></tr>"
