@@ -41,7 +41,14 @@ def format_info(d: dict) -> str:
     o = d["options"]
     filters = o["filters"]
     n_filters = sum(int(k) for _, k in filters)
-    out_dim = o["projection_dim"] if o["projection_dim"] < o["lstm_dim"] else o["lstm_dim"]
+    projected = o["projection_dim"] < o["lstm_dim"]
+    out_dim = o["projection_dim"] if projected else o["lstm_dim"]
+    # without a projection (P = D) the cell's output is the layer's, and proj_clip has no effect
+    projection = f"projection {o['projection_dim']}" if projected else \
+        f"no projection (P = D = {o['lstm_dim']})"
+    clips = ", ".join(f"{what} clip {'none' if value is None else value}" for what, value in
+                      (("cell", o["cell_clip"]),
+                       *((("projection", o["proj_clip"]),) if projected else ())))
     lines: List[str] = [
         f"{d['name']} ({d['format']} checkpoint)",
         f"  options   {d['options_path']}",
@@ -51,13 +58,12 @@ def format_info(d: dict) -> str:
         "architecture",
         f"  characters   {o['max_characters_per_token']} per token, {o['n_characters']} ids, "
         f"embedding {o['char_embed_dim']}",
-        f"  char CNN     {len(filters)} widths "
-        f"({', '.join(f'{w}×{k}' for w, k in filters)}) = {n_filters} filters, "
+        f"  char CNN     {_n(len(filters), 'width')} "
+        f"({', '.join(f'{w}×{k}' for w, k in filters)}) = {_n(n_filters, 'filter')}, "
         f"{o['activation']}",
-        f"  highway      {o['n_highway']} layer{'' if o['n_highway'] == 1 else 's'}",
-        f"  biLSTM       {o['n_layers']} layers, cell {o['lstm_dim']}, projection "
-        f"{o['projection_dim']}, clips cell {o['cell_clip']} / proj {o['proj_clip']}, "
-        f"skip connections {'on' if o['use_skip_connections'] else 'off'}",
+        f"  highway      {_n(o['n_highway'], 'layer')}",
+        f"  biLSTM       {_n(o['n_layers'], 'layer')}, cell {o['lstm_dim']}, {projection}, "
+        f"{clips}, skip connections {'on' if o['use_skip_connections'] else 'off'}",
         f"  output       {o['n_layers'] + 1} layers (0 = token layer) × {2 * out_dim} dims "
         "(forward ‖ backward)",
         "",
@@ -68,6 +74,11 @@ def format_info(d: dict) -> str:
     for part, n in counts.items():
         lines.append(f"  {part:<{width}}  {_count(int(n)):>10}")
     return "\n".join(lines)
+
+
+def _n(count: int, noun: str) -> str:
+    """``1 layer``, ``3 layers``, ``0 layers``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def run(args) -> int:

@@ -151,6 +151,24 @@ def test_results_on_stdout_logs_on_stderr(tmp_path, text_file, tiny_checkpoint, 
     assert "wrote" not in cap.out
 
 
+def test_info_says_odd_shapes_in_words(tiny_checkpoint, capsys):
+    """An attack pass on odd shapes: "1 layers", "1 widths", "clips cell None / proj None",
+    and a projection (with its clip) printed for a model without one (P = D)."""
+    from elmo_engine.cli.info import format_info
+    from elmo_engine.model.header import read_checkpoint_info
+
+    d = read_checkpoint_info(tiny_checkpoint).describe()
+    o = d["options"]
+    o.update(n_layers=1, filters=[[2, 8]], cell_clip=None, proj_clip=None, n_highway=0)
+    text = format_info(d)
+    assert "char CNN     1 width (2×8) = 8 filters" in text and "highway      0 layers" in text
+    assert "biLSTM       1 layer, cell 32, projection 16, cell clip none, projection clip none" \
+        in text
+    o.update(projection_dim=32, cell_clip=3.0, proj_clip=3.0, filters=[[1, 1]])
+    text = format_info(d)
+    assert "no projection (P = D = 32), cell clip 3.0, skip" in text and "= 1 filter," in text
+
+
 def test_info_readable_and_json(tiny_checkpoint, capsys):
     assert main(["info", "--checkpoint", str(tiny_checkpoint)]) == 0
     text = capsys.readouterr().out
