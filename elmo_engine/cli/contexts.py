@@ -135,6 +135,9 @@ def run(args) -> int:
                                                            reference_set_corpus)
 
         reference = reference_set_corpus(args.word.casefold(), REFERENCE_SET_SENTENCES) + reference
+    weights = parse_floats(args.mix_weights, "--mix-weights")
+    if weights:                        # one per layer of the model: its options say, before torch
+        cmp.normalise_weights(weights, common.checkpoint_options(args.checkpoint).n_output_layers)
     device = common.resolve_device(args.device)
     model = load_checkpoint(checkpoint_or_demo(args.checkpoint), device=device)
     n_tokens = sum(len(s) for s in tokens)
@@ -154,7 +157,6 @@ def run(args) -> int:
         index = build_index(emb, tokens + reference, words, state=state)
     progress.close()
     center = index.mean if (args.correct and index is not None) else None
-    weights = parse_floats(args.mix_weights, "--mix-weights")
     say = (lambda *a: None) if args.json else print          # the table, unless --json
     comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
                                             args.correct, groups, args.ignore_case, 10 ** 6,
@@ -189,7 +191,7 @@ def run(args) -> int:
         vec, exclude = vectors[:, 0], [comp.occurrences[0]]
         table = neighbour_table(index, vec, args.word, args.neighbours, args.direction, exclude)
         summary["neighbours"] = {
-            "layer0": [{"word": w, "score": table_number(s)} for w, s in table.words],
+            "layer 0": [{"word": w, "score": table_number(s)} for w, s in table.words],
             **{name: [{"score": table_number(nb.score), "sentence": " ".join(index.tokens[nb.sentence]),
                        "token": int(nb.token)} for nb in nbs] for name, nbs in table.layers}}
         say("layer 0 (nearest known words): "

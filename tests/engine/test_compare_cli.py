@@ -35,6 +35,10 @@ def test_contexts_command(fixtures_dir, sentences, tmp_path, capsys):
     assert compare_cli.run(args) == 0
     summary = json.loads(capsys.readouterr().out)            # --json: the document alone
     assert summary["occurrences"] == 3 and len(summary["neighbours"]["layer 2"]) == 3
+    # one spelling of the layers' keys (layer 0 was "layer0"), as in "views"
+    assert list(summary["neighbours"]) == list(summary["views"])[:3] == [
+        "layer 0", "layer 1", "layer 2"]
+    assert all(set(n) == {"word", "score"} for n in summary["neighbours"]["layer 0"])
     mats = read_matrices_csv(tmp_path / "m.csv")
     m2 = mats["layer 2"]            # ordered by group: river (sentences 1, 3), then money
     assert summary["views"]["layer 2"]["within"] == pytest.approx(m2[0, 1], abs=1e-5)
@@ -54,6 +58,22 @@ def test_contexts_command_errors(fixtures_dir, sentences):
     args = parse(["--word", "bank", "--sentences", str(sentences), "--checkpoint",
                   str(fixtures_dir / "allennlp"), "--mix-weights", "1,x,1"])
     with pytest.raises(InputError, match="--mix-weights"):
+        compare_cli.run(args)
+
+
+def test_a_count_of_mix_weights_the_model_lacks_is_refused_before_the_model_loads(
+        fixtures_dir, sentences, monkeypatch):
+    """An attack pass: ``contexts --mix-weights 1,1,1`` on a 1-layer model embedded the
+    sentences first, then said "3 mix weights given for 2 layers" (``embed`` says it first)."""
+    import elmo_engine.model.checkpoint as checkpoint
+
+    def never(*a, **k):
+        raise AssertionError("the model was loaded")
+
+    monkeypatch.setattr(checkpoint, "load_checkpoint", never)
+    args = parse(["--word", "bank", "--sentences", str(sentences), "--checkpoint",
+                  str(fixtures_dir / "allennlp"), "--mix-weights", "1,1"])
+    with pytest.raises(InputError, match="2 mix weights given for 3 layers"):
         compare_cli.run(args)
 
 
