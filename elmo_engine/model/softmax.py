@@ -120,6 +120,27 @@ class Softmax:
 
 
 # ---- finding the files ------------------------------------------------------------------------
+class NoSoftmaxError(CheckpointError):
+    """A checkpoint folder without a softmax (a command that can go on without predictions
+    says how)."""
+
+
+def missing_softmax_message(folder: Path) -> str:
+    """What is missing beside a checkpoint: a model ``train-lm`` wrote (its ``training.json``)
+    or one in the native format (``bilm.json``) keeps its softmax in ``softmax.safetensors`` +
+    ``vocab.txt``; published ELMo weights carry none, and it is a separate download."""
+    from elmo_engine.model.locate import NATIVE_CONFIG
+    from elmo_engine.train.names import TRAINING_FILE
+
+    own = [name for name in (TRAINING_FILE, NATIVE_CONFIG) if (Path(folder) / name).is_file()]
+    if own:
+        return (f"no softmax: missing {OWN_SOFTMAX} and {OWN_VOCAB} beside {own[0]} (train-lm "
+                "writes them with the model; copy them with it)")
+    return (f"no softmax: published ELMo weights carry none; missing {PUBLISHED_PATTERN} and its "
+            f"vocab*.txt beside the weights ({OWN_SOFTMAX} + {OWN_VOCAB} for a model written by "
+            f"train-lm); {GET_HINT}")
+
+
 def find_softmax(folder: Path, weights: Optional[Path] = None,
                  vocab: Optional[Path] = None) -> SoftmaxFiles:
     """The softmax files of a checkpoint folder, or the ones given. :class:`CheckpointError`
@@ -131,10 +152,7 @@ def find_softmax(folder: Path, weights: Optional[Path] = None,
         else:
             found = sorted(f for f in folder.glob(PUBLISHED_PATTERN) if f.is_file())
             if not found:
-                raise CheckpointError(folder, "no softmax: published ELMo weights carry none; "
-                                      f"missing {PUBLISHED_PATTERN} and its vocab*.txt beside "
-                                      f"the weights ({OWN_SOFTMAX} + {OWN_VOCAB} for a model "
-                                      f"written by train-lm); {GET_HINT}")
+                raise NoSoftmaxError(folder, missing_softmax_message(folder))
             if len(found) > 1:
                 raise CheckpointError(folder, "several softmax files: " + ", ".join(
                     f.name for f in found) + "; give one with --softmax")

@@ -224,6 +224,9 @@ def test_intervention_without_a_softmax_is_one_line(qtbot, panel):
     panel.intervene()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
     assert "has no softmax" in panel.view.status.text() and panel.model.remeasure is None
+    # what this view does without it, not the Language model view's "Reach works without"
+    assert "Intervene and Number units score the language models" in panel.view.status.text()
+    assert "Reach" not in panel.view.status.text()
 
 
 @pytest.fixture(scope="module")

@@ -73,6 +73,39 @@ def test_published_files_have_no_softmax(tmp_path, capsys):
     assert "no softmax" in err and "published" in err and "allennlp" in err
 
 
+def test_a_native_model_without_its_softmax_says_what_train_lm_writes(trained, tmp_path, capsys):
+    """An attack pass: a train-lm model copied without its softmax said "published ELMo weights
+    carry none", and `lm` gave no hint that the reach matrix needs none."""
+    from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB
+
+    root, _ = trained
+    copy = tmp_path / "model"
+    shutil.copytree(root / "model", copy)
+    (copy / OWN_SOFTMAX).unlink()
+    (copy / OWN_VOCAB).unlink()
+    text = write_corpus(tmp_path / "t.txt", 3, seed=1)
+    code = cli_main(["eval-lm", str(text), "--checkpoint", str(copy), "--no-progress",
+                     "--device", "cpu"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.count("\n") == 0 and "published" not in err
+    assert f"no softmax: missing {OWN_SOFTMAX} and {OWN_VOCAB} beside training.json" in err
+    assert "--reach" not in err                         # eval-lm has no such way out
+    code = cli_main(["lm", str(text), "--checkpoint", str(copy), "--device", "cpu"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.count("\n") == 0
+    assert "beside training.json" in err and err.endswith(
+        "without one, --reach --no-predictions gives the reach matrix")
+    assert cli_main(["lm", str(text), "--checkpoint", str(copy), "--device", "cpu", "--reach",
+                     "--no-predictions", "--json"]) == 0
+    from elmo_engine.model.softmax import missing_softmax_message
+
+    native = tmp_path / "native"
+    native.mkdir()
+    (native / "bilm.json").write_text("{}", "utf-8")
+    assert "beside bilm.json (train-lm writes" in missing_softmax_message(native)
+    assert "published ELMo weights carry none" in missing_softmax_message(tmp_path)
+
+
 def test_a_softmax_that_does_not_fit_is_refused(trained, tmp_path):
     root, _ = trained
     copy = tmp_path / "model"

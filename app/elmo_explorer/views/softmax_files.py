@@ -8,12 +8,21 @@ from typing import Optional
 from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_PATTERN
 
 
-def missing_softmax_line(folder: Path) -> Optional[str]:
+#: what the Language model view does without a softmax
+LANGUAGE_MODEL_WITHOUT = "Reach works without."
+#: what the Units view does without one
+UNITS_WITHOUT = ("Ranking, a unit's contexts and patterns work without; Intervene and Number "
+                 "units score the language models, which need it.")
+
+
+def missing_softmax_line(folder: Path, works_without: str = LANGUAGE_MODEL_WITHOUT
+                         ) -> Optional[str]:
     """One line naming the softmax file missing beside a checkpoint folder and where to get it,
-    or None when one is there (the engine reads and checks it)."""
+    and what the asking view does without it (``works_without``), or None when one is there
+    (the engine reads and checks it)."""
     folder = Path(folder)
     if (folder / OWN_SOFTMAX).is_file() or any(f.is_file() for f in folder.glob(PUBLISHED_PATTERN)):
         return None
     return (f"No predictions: {folder.name or folder} has no softmax ({PUBLISHED_PATTERN} + "
             f"vocab*.txt, or {OWN_SOFTMAX} + {OWN_VOCAB}); get it with File → Get a published "
-            "model… or `elmo-explorer models get original --with-softmax`. Reach works without.")
+            f"model… or `elmo-explorer models get original --with-softmax`. {works_without}")

@@ -1,6 +1,7 @@
 """The loaded checkpoint's softmax for the Units view's jobs: read by the first job that needs
 it (on the worker), kept for the next ones while the checkpoint's folder is the same; a folder
-without one is the Language model view's one line naming the missing file."""
+without one is the one line naming the missing file, with what the Units view does
+without it."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,9 +36,9 @@ class SoftmaxCache:
             if folder is None:
                 raise InputError("the checkpoint's folder is unknown: no softmax to predict with")
             from elmo_engine.model.softmax import load_softmax
-            from elmo_explorer.views.softmax_files import missing_softmax_line
+            from elmo_explorer.views.softmax_files import UNITS_WITHOUT, missing_softmax_line
 
-            missing = missing_softmax_line(folder)
+            missing = missing_softmax_line(folder, UNITS_WITHOUT)
             if missing is not None:
                 raise InputError(missing)
             return load_softmax(folder, output_dim=output_dim, progress=state.report)
