@@ -8,8 +8,15 @@ have been recovered from. At the next start :func:`find_recovery` says whether a
 left by a session that did not end cleanly (and is not running any more): the newest such file
 is offered, the others at the starts that follow. An autosave whose workspace was saved after
 it is removed (the workspace holds that work). An autosave it cannot read (damaged, or from a
-newer version) is moved aside with a log line, never removed. The one file of versions before
-2026-12-08, ``autosave.elmows.json``, is still found.
+newer version) is moved aside with a log line, never removed, unless the process its name names
+still runs (a newer version's window). The one file of versions before 2026-12-08,
+``autosave.elmows.json``, is still found.
+
+A window that recovers or declines an autosave first claims it (:func:`claim`): a file beside it,
+``<name>.claimed``, made with ``O_EXCL`` and holding the claiming process's id and host, so that
+two windows starting together never both take it (one declining would delete what the other
+recovered). A claim of a process that is gone is stale and taken over; :func:`discard` and
+:func:`release` remove it.
 """
 from __future__ import annotations
 
@@ -62,10 +69,82 @@ def autosave_files(folder) -> List[Path]:
 
 
 def discard(path) -> None:
-    """Remove one autosave and its arrays files."""
+    """Remove one autosave, its arrays files and its claim."""
     p = Path(path)
     p.unlink(missing_ok=True)
     _remove_stale_arrays(p, None)
+    release(p)
+
+
+#: a claim file's suffix, after the autosave's name
+CLAIM_SUFFIX = ".claimed"
+
+
+def claim(path) -> bool:
+    """Take the autosave ``path`` for this window: True when this process holds its claim now,
+    False when another running window does (it is recovering or removing it). A claim left by
+    a process that is gone is taken over."""
+    lock = _claim_path(path)
+    for _ in range(3):
+        try:
+            fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            holder = _claim_holder(lock)
+            if holder == "this":
+                return True
+            if holder == "other":
+                return False
+            try:                                   # stale: its process is gone
+                os.unlink(lock)
+            except FileNotFoundError:
+                pass
+            continue
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"{os.getpid()} {_host()}\n")
+        return True
+    return False
+
+
+def release(path) -> None:
+    """Give up this window's claim on the autosave ``path`` (the autosave stays)."""
+    lock = _claim_path(path)
+    if _claim_holder(lock) in ("this", "stale"):
+        try:
+            os.unlink(lock)
+        except FileNotFoundError:
+            pass
+
+
+def _claim_path(path) -> Path:
+    p = Path(path)
+    return p.with_name(p.name + CLAIM_SUFFIX)
+
+
+def _claim_holder(lock: Path) -> str:
+    """Who holds the claim ``lock``: "this" process, an "other" running one (or one of another
+    host, which cannot be asked), "stale" (gone, or a file that is no claim), or "none"."""
+    try:
+        with open(lock, "rb") as fh:
+            text = fh.read(256).decode("utf-8", "replace").split()
+    except FileNotFoundError:
+        return "none"
+    except OSError:
+        return "other"                           # cannot be read: leave it to its owner
+    if len(text) != 2 or not text[0].isdigit():
+        return "stale"
+    pid, host = int(text[0]), text[1]
+    if host != _host():
+        return "other"
+    if pid == os.getpid():
+        return "this"
+    return "other" if _alive(pid) else "stale"
+
+
+def _running_owner(path: Path) -> bool:
+    """Whether the process an autosave's name names (``autosave-<pid>``) runs here and is not
+    this one: its window writes it (the file's own session says so too once it is read)."""
+    m = _OWN_NAME.fullmatch(path.name)
+    return m is not None and int(m.group(1)) != os.getpid() and _alive(int(m.group(1)))
 
 
 def discard_autosave(folder) -> None:
@@ -93,6 +172,8 @@ def find_recovery(folder) -> Optional[Recovery]:
     autosave: a file named with this process's id was left by an earlier process of that id.
     """
     for p in autosave_files(folder):
+        if _claim_holder(_claim_path(p)) == "other":
+            continue                        # another window is recovering or removing it
         found = _recoverable(p)
         if found is not None:
             return found
@@ -108,6 +189,8 @@ def _recoverable(p: Path) -> Optional[Recovery]:
             with open(p, "rb"):           # window that owns it) is no reason to move it
                 pass
         except OSError:
+            return None
+        if _running_owner(p):             # a running window's (a newer version's): its own
             return None
         _move_aside(p, str(e))
         return None
@@ -160,5 +243,5 @@ def _alive(pid: int) -> bool:
     return True
 
 
-__all__ = ["MAX_AUTOSAVES", "Recovery", "autosave_files", "autosave_path", "discard",
-           "discard_autosave", "find_recovery"]
+__all__ = ["CLAIM_SUFFIX", "MAX_AUTOSAVES", "Recovery", "autosave_files", "autosave_path",
+           "claim", "discard", "discard_autosave", "find_recovery", "release"]

@@ -330,6 +330,81 @@ def test_a_recovered_autosave_of_another_window_is_taken_over_and_a_running_ones
         other.wait()
 
 
+def _crashed_autosave(folder, pid=2 ** 22 + 4321, sentence="The crashed window's bank ."):
+    path = recovery.autosave_path(folder, pid)
+    wf.save_workspace(path, wf.WorkspaceData(sentences=[sentence]))
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc["session"] = {"pid": pid, "host": recovery._host()}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_a_recovered_autosave_that_was_not_opened_stays_for_the_next_start(
+        qtbot, window, monkeypatch):
+    """A review: the recovered file was marked as taken before it opened; when the open failed
+    (or a checksum question was cancelled), the next autosave of unrelated work, or the clean
+    exit, deleted the crashed session's work."""
+    actions = window.actions_
+    crashed = _crashed_autosave(actions.autosave_dir)
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: Yes)
+    real_load = wf.load_workspace
+
+    def fails(path, *a, **k):
+        if Path(path) == crashed:
+            raise InputError("cannot read it (a test)", path=path)
+        return real_load(path, *a, **k)
+
+    monkeypatch.setattr(wf, "load_workspace", fails)
+    actions.check_recovery()
+    qtbot.waitUntil(lambda: bool(window.errors), timeout=30000)
+    assert actions.adopted is None and crashed.exists()
+    assert not crashed.with_name(crashed.name + recovery.CLAIM_SUFFIX).exists()   # released
+    window.workspace.select(TokenRef(0, 1))
+    with qtbot.waitSignal(actions.autosaved, timeout=10000):
+        assert actions.autosave() is not None
+    assert crashed.exists()
+    window.close()
+    assert crashed.exists() and recovery.find_recovery(actions.autosave_dir).path == crashed
+
+
+def test_no_autosave_while_a_recovered_workspace_is_restored(qtbot, window, monkeypatch):
+    """A review: an autosave while the recovered workspace was still loading wrote a partial
+    state and deleted the recovered file: a crash then lost the work."""
+    actions = window.actions_
+    crashed = _crashed_autosave(actions.autosave_dir)
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: Yes)
+    monkeypatch.setattr(actions, "try_finish_restore", lambda force=False: None)  # held
+    actions.check_recovery()
+    qtbot.waitUntil(lambda: actions.pending is not None, timeout=30000)
+    window.workspace.select(TokenRef(0, 0))
+    assert actions.autosave() is None                     # nothing written mid-restore
+    assert crashed.exists() and actions.adopted == crashed and not actions.adopted_restored
+    window.close()                                        # the restore never finished
+    assert crashed.exists() and recovery.find_recovery(actions.autosave_dir).path == crashed
+
+
+def test_an_autosave_of_this_process_id_is_recovered_in_place(qtbot, window, monkeypatch):
+    """A process id used again: the crashed file is this window's own autosave path; recovered,
+    this window's autosave replaces it there and the claim goes; declined, it is removed."""
+    import os
+
+    actions = window.actions_
+    own = _crashed_autosave(actions.autosave_dir, pid=os.getpid())
+    doc = json.loads(own.read_text(encoding="utf-8"))
+    doc["session"]["pid"] = 2 ** 22 + 7                   # written by the earlier process
+    own.write_text(json.dumps(doc), encoding="utf-8")
+    monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: Yes)
+    with qtbot.waitSignal(actions.restored, timeout=60000):
+        actions.check_recovery()
+    assert actions.adopted == own and actions.adopted_restored
+    window.workspace.select(TokenRef(0, 0))
+    with qtbot.waitSignal(actions.autosaved, timeout=10000) as blocker:
+        assert actions.autosave() is not None
+    assert Path(blocker.args[0]) == own and own.exists() and actions.adopted is None
+    assert not own.with_name(own.name + recovery.CLAIM_SUFFIX).exists()
+    assert json.loads(own.read_text(encoding="utf-8"))["session"]["pid"] == os.getpid()
+
+
 def test_save_figure_size_dpi_formats_and_umask(tmp_path):
     """App exports go through the engine's figure path at the dialog's size and DPI."""
     from elmo_engine.io import figures as F

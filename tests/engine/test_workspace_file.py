@@ -226,6 +226,61 @@ def test_two_windows_keep_their_own_autosaves_and_the_crashed_one_is_offered(tmp
             proc.wait()
 
 
+def test_a_claimed_autosave_is_one_windows_and_a_stale_claim_is_taken_over(tmp_path):
+    """Two windows starting together both offered one crashed autosave, and one declining
+    deleted what the other recovered: a window claims it first (O_EXCL)."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "autosave"
+    crashed = _autosave_of(folder, 2 ** 22 + 5, ["crashed"])
+    lock = crashed.with_name(crashed.name + recovery.CLAIM_SUFFIX)
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        lock.write_text(f"{other.pid} {recovery._host()}\n")     # another window holds it
+        assert not recovery.claim(crashed) and find_recovery(folder) is None
+        recovery.release(crashed)                                 # not ours: left alone
+        assert lock.exists()
+        other.kill()
+        other.wait()
+        assert find_recovery(folder).path == crashed              # its claim is stale now
+        assert recovery.claim(crashed) and lock.read_text().split()[0] == str(os.getpid())
+        assert recovery.claim(crashed)                            # held: held again
+        recovery.release(crashed)
+        assert not lock.exists() and crashed.exists()
+        lock.write_text("garbage")                                # no claim at all
+        assert recovery.claim(crashed)
+        recovery.discard(crashed)
+        assert not crashed.exists() and not lock.exists()
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_a_running_windows_unreadable_autosave_is_left_where_it_is(tmp_path):
+    """A newer version's window, running: its autosave cannot be read here, and was kept aside
+    at every start of this version."""
+    import subprocess
+    import sys
+
+    folder = tmp_path / "autosave"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        theirs = _autosave_of(folder, other.pid, ["newer"])
+        obj = json.loads(theirs.read_text())
+        obj["version"] = 99
+        theirs.write_text(json.dumps(obj))
+        assert find_recovery(folder) is None
+        assert theirs.exists() and not [p for p in folder.iterdir() if ".unreadable-" in p.name]
+        other.kill()
+        other.wait()
+        assert find_recovery(folder) is None                      # now kept aside
+        assert not theirs.exists() and [p for p in folder.iterdir() if ".unreadable-" in p.name]
+    finally:
+        other.kill()
+        other.wait()
+
+
 def test_the_newest_autosave_is_offered_first_and_the_old_single_file_is_found(tmp_path):
     folder = tmp_path / "autosave"
     old = folder / AUTOSAVE_NAME                          # the one file of older versions

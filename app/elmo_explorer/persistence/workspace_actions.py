@@ -73,9 +73,11 @@ class WorkspaceActions(QObject):
         self.autosave_dir = Path(window.settings.data_dir()) / "autosave"
         self.saved_fp = self.autosaved_fp = workspace_state.fingerprint(self.collect())
         self.pending: Optional[wf.WorkspaceData] = None   # opened, restored once embedded
-        # another session's autosave this window recovered: removed once this window's own
-        # autosave holds the work, or at a clean exit
+        # another session's autosave this window chose to recover (claimed): removed once its
+        # work is restored here and this window's own autosave holds it, or at a clean exit
         self.adopted: Optional[Path] = None
+        self.adopted_restored = False
+        self._restoring_recovered = False
         self.figure_options = FigureOptions()
         # ask before quitting with unsaved work (not offscreen: nobody there to answer)
         self.prompt_on_close = QGuiApplication.platformName() != "offscreen"
@@ -83,12 +85,14 @@ class WorkspaceActions(QObject):
         self.timer = QTimer(self)
         self.timer.setInterval(autosave_ms)
         self.timer.timeout.connect(self.autosave)
-        self.timer.start()
+        asking = recover and QGuiApplication.platformName() != "offscreen"
+        if not asking:                     # else once the recovery question is answered: a
+            self.timer.start()             # tick meanwhile could write over what it offers
         window.installEventFilter(self)
         for sig in (self.ws.activations_changed, self.ws.tokens_changed, self.ws.model_changed):
             sig.connect(lambda *_a: self.try_finish_restore())
         self.ws.model_load_failed.connect(lambda *_a: self.try_finish_restore(force=True))
-        if recover and QGuiApplication.platformName() != "offscreen":   # nobody to ask offscreen
+        if asking:                                    # nobody to ask offscreen
             QTimer.singleShot(0, self.check_recovery)
 
     # ---- menu -----------------------------------------------------------------------------
@@ -179,7 +183,12 @@ class WorkspaceActions(QObject):
         return self.ws.jobs.submit(
             f"Opening workspace {path.name}", lambda st: wf.load_workspace(path),
             kind="workspace-open", on_done=lambda loaded: self._on_loaded(loaded, recovered),
-            on_failed=lambda m: self.error("Cannot open the workspace", m))
+            on_failed=lambda m: self._open_failed("Cannot open the workspace", m, recovered))
+
+    def _open_failed(self, title: str, message: str, recovered: bool) -> None:
+        if recovered:
+            self._abandon_adopted()
+        self.error(title, message)
 
     def _on_loaded(self, loaded: wf.LoadedWorkspace, recovered: bool) -> None:
         ck = loaded.data.checkpoint
@@ -197,11 +206,13 @@ class WorkspaceActions(QObject):
                     self.ws.jobs.submit(
                         "Checking the checkpoint", lambda st: wf.checkpoint_checksum(folder),
                         on_done=lambda s: self._located(loaded, folder, s, recovered),
-                        on_failed=lambda m: self.error("Cannot read it", m))
+                        on_failed=lambda m: self._open_failed("Cannot read it", m, recovered))
                     return
             self._apply(loaded, None, recovered)
             return
         if loaded.checksum_mismatch and not self._accept_mismatch(ck.path):
+            if recovered:
+                self._abandon_adopted()
             return
         self._apply(loaded, loaded.checkpoint_path, recovered)
 
@@ -209,6 +220,8 @@ class WorkspaceActions(QObject):
                  recovered: bool) -> None:
         ck = loaded.data.checkpoint
         if ck.checksum and checksum != ck.checksum and not self._accept_mismatch(folder):
+            if recovered:
+                self._abandon_adopted()
             return
         self._apply(loaded, folder, recovered)
 
@@ -226,6 +239,7 @@ class WorkspaceActions(QObject):
         data, ws = loaded.data, self.ws
         self.path = (Path(data.source) if data.source else None) if recovered else loaded.path
         self.pending = data
+        self._restoring_recovered = recovered
         self.saved_fp = "" if recovered else workspace_state.fingerprint(data)  # refined later
         spec = ws.model_spec
         same = (spec is not None and checkpoint is not None and ws.model_info is not None
@@ -253,11 +267,17 @@ class WorkspaceActions(QObject):
         workspace_state.restore(ws, self.panels(), data)
         if self.saved_fp:
             self.saved_fp = workspace_state.fingerprint(self.collect())
+        if self._restoring_recovered and self.adopted is not None:
+            self.adopted_restored = True           # its work is this window's now
+        self._restoring_recovered = False
         self.restored.emit()
 
     # ---- autosave and recovery ----------------------------------------------------------------
     def autosave(self) -> Optional[JobHandle]:
-        """Write the autosave if anything changed since the last save or autosave."""
+        """Write the autosave if anything changed since the last save or autosave (not while an
+        opened workspace is being restored: its views and results are not in place yet)."""
+        if self.pending is not None:
+            return None
         data = self.collect()
         fp = workspace_state.fingerprint(data)
         if not data.sentences or fp in (self.saved_fp, self.autosaved_fp) \
@@ -267,7 +287,8 @@ class WorkspaceActions(QObject):
 
         def done(_r) -> None:
             self.autosaved_fp = fp
-            self._drop_adopted(keep=target)
+            if self.adopted_restored:
+                self._drop_adopted(keep=target)
             self.autosaved.emit(str(target))
 
         return self.ws.jobs.submit(
@@ -277,43 +298,72 @@ class WorkspaceActions(QObject):
     def check_recovery(self) -> JobHandle:
         """Offer to recover an autosave left by a session that did not end cleanly."""
         folder = self.autosave_dir
+        def failed(message: str) -> None:
+            log.warning("looking for unsaved work failed: %s", message)
+            self.timer.start()
+
         return self.ws.jobs.submit("Looking for unsaved work",
                                      lambda st: recovery.find_recovery(folder),
-                                     kind="recovery", on_done=self._offer_recovery)
+                                     kind="recovery", on_done=self._offer_recovery,
+                                     on_failed=failed)
 
     def _offer_recovery(self, rec: Optional[recovery.Recovery]) -> None:
-        if rec is None:
-            return
-        answer = QMessageBox.question(
-            self.window, "Recover unsaved work?",
-            f"ELMo Explorer did not close properly last time. An autosaved workspace from "
-            f"{rec.saved_at or 'the last session'} ({rec.n_sentences} sentences) can be "
-            "restored.\n\nRecover it?")
-        if answer == QMessageBox.StandardButton.Yes:
-            self.adopted = rec.path
-            self.open_workspace(rec.path, recovered=True)
-        else:
-            try:
-                recovery.discard(rec.path)
-            except OSError as e:
-                log.warning("cannot remove the declined autosave %s: %s", rec.path, e)
+        """Ask about ``rec`` once this window holds its claim (another window starting now may
+        be offering it too); then start the autosave."""
+        try:
+            if rec is None or not recovery.claim(rec.path):
+                return
+            answer = QMessageBox.question(
+                self.window, "Recover unsaved work?",
+                f"ELMo Explorer did not close properly last time. An autosaved workspace from "
+                f"{rec.saved_at or 'the last session'} ({rec.n_sentences} sentences) can be "
+                "restored.\n\nRecover it?")
+            if answer == QMessageBox.StandardButton.Yes:
+                self.adopted, self.adopted_restored = rec.path, False
+                self.open_workspace(rec.path, recovered=True)
+            else:
+                try:
+                    recovery.discard(rec.path)
+                except OSError as e:
+                    log.warning("cannot remove the declined autosave %s: %s", rec.path, e)
+        finally:
+            self.timer.start()
+
+    def _abandon_adopted(self) -> None:
+        """The recovered autosave was not opened (it failed, or a question was cancelled): it
+        stays for the next start, and this window gives up its claim."""
+        adopted, self.adopted, self.adopted_restored = self.adopted, None, False
+        self._restoring_recovered = False
+        if adopted is not None:
+            recovery.release(adopted)
 
     def _drop_adopted(self, keep: Optional[Path] = None) -> None:
-        """Remove the recovered session's autosave (its work is this window's now), unless it
-        is ``keep`` (this window's own file: a process id used again)."""
-        adopted, self.adopted = self.adopted, None
-        if adopted is None or adopted == keep:
+        """Remove the recovered session's autosave, whose work this window restored, unless it
+        is ``keep`` (this window's own file, the process id used again: only the claim goes)."""
+        adopted, self.adopted, self.adopted_restored = self.adopted, None, False
+        if adopted is None:
             return
         try:
-            recovery.discard(adopted)
+            if adopted == keep:
+                recovery.release(adopted)
+            else:
+                recovery.discard(adopted)
         except OSError as e:
             log.warning("cannot remove the recovered autosave %s: %s", adopted, e)
 
     def _discard_on_exit(self) -> None:
         """A clean exit stops the autosave and leaves no autosave of this window's: its own,
-        and one it recovered. Another window's is left alone."""
+        and one it recovered and restored (one whose restore did not finish stays for the next
+        start). Another window's is left alone."""
         self.timer.stop()
-        self._drop_adopted()
+        own = recovery.autosave_path(self.autosave_dir)
+        unrestored = self.adopted if not self.adopted_restored else None
+        if unrestored is not None:
+            self._abandon_adopted()
+        else:
+            self._drop_adopted()
+        if unrestored == own:                 # the process id used again: that file is it
+            return
         try:
             recovery.discard_autosave(self.autosave_dir)
         except OSError as e:
