@@ -250,6 +250,6 @@ def test_contexts_reads_groups_and_neighbours_match_the_apps(tmp_path, tiny_chec
         assert abs(float(g[2]) - float(e[2])) < 1e-5
     sentence_words = {t for s in tokens for t in s}
     assert any(w not in sentence_words for w, _ in table.words)   # the vocabulary was used
-    assert [(n["word"], n["score"]) for n in doc["neighbours"]["layer0"]] == [
+    assert [(n["word"], n["score"]) for n in doc["neighbours"]["layer 0"]] == [
         (w, round(s, 6)) for w, s in table.words]
 

@@ -74,7 +74,7 @@ def test_the_neighbour_table_is_what_contexts_lists(tmp_path, five, tiny_checkpo
         assert ("0", "4") not in [(r["sentence"], r["token"]) for r in mine]   # the query
     known = [r for r in table if r["view"] == "layer 0"]
     assert len(known) == 5 and "bank" not in [r["word"] for r in known]
-    assert [r["word"] for r in known] == [w["word"] for w in doc["neighbours"]["layer0"]]
+    assert [r["word"] for r in known] == [w["word"] for w in doc["neighbours"]["layer 0"]]
     md = (out / "report.md").read_text(encoding="utf-8")
     assert "Nearest neighbours of 'bank' per layer" in md
     assert "forward halves" in md and "sentence 1 (token 5)" in md

@@ -34,7 +34,8 @@ from elmo_engine.analysis.probes.classifiers import EventFn, Normaliser
 from elmo_engine.analysis.probes.kinds import ScoringMode, TaskKind
 from elmo_engine.analysis.probes.runner import (Encoder, centroid_positions, centroids,
                                                 train_seeds)
-from elmo_engine.analysis.probes.results import DESCRIPTION, LayerResult, MixResult, ProbeResult
+from elmo_engine.analysis.probes.results import (DESCRIPTION, LayerResult, MixResult, ProbeResult,
+                                              model_label)
 from elmo_engine.analysis.probes.settings import TASK_DEFAULTS, ProbeConfig
 from elmo_engine.progress import TaskState
 
@@ -182,8 +183,7 @@ def probe_sentences(embedder, train: Sequence, test: Sequence, dev: Optional[Seq
             return tagging_examples(embedder, sents, state, what)
     ex_train, ex_dev, ex_test = extract(train, "training"), extract(dev, "dev"), extract(test, "test")
     embed_s = time.perf_counter() - t0
-    info = getattr(getattr(embedder, "model", None), "info", None)
-    model = getattr(info, "name", "") or getattr(embedder, "checksum", "")[:16]
+    model = model_label(embedder)
     if cumulative:
         from elmo_engine.analysis.probes.usefulness import run_usefulness
 

@@ -81,6 +81,13 @@ _OPTIONAL = ("centroid_test", "control_test", "selectivity", "control_test_sd", 
              "centroid_test_sd", "control_weights", "per_lemma")
 
 
+def model_label(embedder) -> str:
+    """The ``model`` a probe run records: the checkpoint's name, else the start of its
+    checksum (the Layers view pairs its MDL rows with the runs of the loaded model by it)."""
+    info = getattr(getattr(embedder, "model", None), "info", None)
+    return str(getattr(info, "name", "") or getattr(embedder, "checksum", "")[:16])
+
+
 @dataclass
 class ProbeResult:
     """Everything one probe run found; ``to_dict`` / ``write_json`` give the documented JSON.

@@ -121,8 +121,10 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         if self.index is None and self.ws.embedder is not None:
             self._show_hint()                                # says how far a stopped build got
         if self.is_ready():
+            # (isHidden, not isVisible: a build that ends while another tab is shown left its
+            # progress line in the status for good)
             self.view.set_busy(False, self.view.status.text()
-                               if not self.view.progress.isVisible() else "")
+                               if self.view.progress.isHidden() else "")
             self.ready.emit()
 
     def report_error(self, message: str, dialog: bool = False) -> None:
@@ -160,6 +162,10 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         return corpus_index.default_index_folder(self._data_dir(), emb.checksum, emb.precision, stem)
 
     def _on_model(self) -> None:
+        # an open asked for under the model before (a build's end, a click during the load)
+        # checks the index against that model: stale (and _opened checks the model again)
+        for kind in ("open", "build"):     # a build of the model before is stopped (resumable)
+            self.jobs.invalidate(kind)
         emb = self.ws.embedder
         if self.index is not None and self.index.manifest.checksum != emb.checksum:
             self._close()
@@ -209,6 +215,12 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
                             lambda index: self._opened(index, restore_query))
 
     def _opened(self, index, restore_query: bool) -> None:
+        emb = self.ws.embedder
+        if emb is None or index.manifest.checksum != emb.checksum:    # opened for another
+            index.close()
+            if self.index is None and emb is not None:
+                self._show_hint()
+            return
         q = self.model.query if restore_query else None      # closing clears the results
         if not restore_query:
             self.model.pending_box = None                    # a saved box: the saved query's

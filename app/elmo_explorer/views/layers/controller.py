@@ -154,6 +154,9 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
     # ---- model and settings -------------------------------------------------------------------
     def _on_model(self) -> None:
+        # a job asked for while this model loaded captured the one before: its result is not
+        # this model's (it ran after the load, and was drawn under it)
+        self.jobs.invalidate("compute")
         self.model.model_changed()
         self._ready = False
         self._show_cached_or_recorded()
@@ -165,10 +168,10 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if emb is None:
             return False
         self.model.settings = self._current_settings()
-        key = self.model.key(emb.checksum, self.corpus_path())
+        key = self.model.key(emb.checksum, self.corpus_path(), emb.precision)
         rec = self.recorded
         if (not self.model.cached(key) and rec is not None and not self.model.settings.corpus
-                and rec["model"].get("checksum") == emb.checksum
+                and rec["model"].get("checksum") == emb.checksum and emb.precision == "fp32"
                 and rec["corpus"].get("max_sentences") == self.model.n_sentences()):
             self.model.cache[key] = (rec, None)
         if self.model.cached(key):
@@ -224,7 +227,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             return None
         corpus, n = self.corpus_path(), self.model.n_sentences()
         pretokenized = self.model.settings.split_on_spaces
-        key = self.model.key(emb.checksum, corpus)
+        key = self.model.key(emb.checksum, corpus, emb.precision)
         info = _model_info(emb, getattr(self.ws.model_spec, "path", ""))
 
         def job(state):
@@ -259,7 +262,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self._remember()
         corpus, n = self.corpus_path(), self.model.n_sentences()
         pretokenized = self.model.settings.split_on_spaces
-        key = self.model.key(emb.checksum, corpus)
+        key = self.model.key(emb.checksum, corpus, emb.precision)
         have = self.model.cache[key][1] if self.model.cached(key) else None
         info = _model_info(emb, getattr(self.ws.model_spec, "path", ""))
 
@@ -351,7 +354,11 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         m.settings = self._current_settings()
         self.view.draw_curves([m.curves(key) for key, _ in layer_figures.MEASURES], m.settings.adjusted)
         self.view.draw_cka(m.cka_shown(), self.cka_title())
-        self.view.fill_mdl(m.mdl_rows(self._probe_runs()))
+        from elmo_engine.analysis.probes.results import model_label   # (light: no torch)
+
+        emb = self.ws.embedder
+        self.view.fill_mdl(m.mdl_rows(self._probe_runs(),
+                                      None if emb is None else model_label(emb)))
         self.view.draw_hubness(m.hubness(), m.hub_rows())
         self.view.summary.setText(m.summary())
 

@@ -107,8 +107,10 @@ class LayersModel:
         """The sentences to analyse: None for the whole corpus."""
         return None if self.settings.full else self.settings.sentences
 
-    def key(self, checksum: str, corpus: str) -> tuple:
-        return (checksum, corpus_key(corpus), self.n_sentences(),
+    def key(self, checksum: str, corpus: str, precision: str = "fp32") -> tuple:
+        """A result's identity: the model and the precision it ran in (bf16 moves CKA by up
+        to 6e-4), the corpus file, the sentences and their reading."""
+        return (checksum, precision, corpus_key(corpus), self.n_sentences(),
                 self.settings.split_on_spaces)
 
     def cached(self, key: tuple) -> bool:
@@ -157,13 +159,14 @@ class LayersModel:
             return self.compare["cka"]
         return None if self.result is None else self.result["cka"]
 
-    def mdl_rows(self, probe_runs: List[Any]) -> List[List[str]]:
+    def mdl_rows(self, probe_runs: List[Any], model: Optional[str] = None) -> List[List[str]]:
         """One row per task and layer (and the mix): codelength, compression, the MDL probe's
         accuracy on its last block, and the test accuracy of the Probes tab's latest run of the
-        same task (— when there is none)."""
+        same task on the same model (``model``: the runs' model label; — when there is none)."""
         rows = []
         for task, m in self.mdl.items():
-            run = next((r for r in reversed(probe_runs) if getattr(r, "task", "") == task), None)
+            run = next((r for r in reversed(probe_runs) if getattr(r, "task", "") == task
+                        and (model is None or getattr(r, "model", None) == model)), None)
             accs: Dict[Optional[int], float] = {}
             if run is not None:
                 accs = {lay.layer: lay.test for lay in run.layers}

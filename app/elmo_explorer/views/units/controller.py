@@ -44,6 +44,9 @@ LOAD_PROMPT = "Load a model to look inside its LSTM."
 TYPE_PROMPT = "Type or open a sentence to see its units."
 
 
+#: every job of this view: each ran on the model loaded when it was asked for
+MODEL_JOBS = ("sentence", "rank", "pattern", "contexts", "intervene", "showcase")
+
 class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     """Signals: ``ready()`` (no job of the view runs and it shows what it can)."""
 
@@ -165,6 +168,10 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _on_model(self) -> None:
+        # a job asked for while this model loaded captured the one before: its result would be
+        # drawn (and saved) under this one
+        for kind in MODEL_JOBS:
+            self.jobs.invalidate(kind)
         emb = self.ws.embedder
         if emb is not None:
             self.view.set_layers(emb.opts.n_layers)
