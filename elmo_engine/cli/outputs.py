@@ -126,6 +126,10 @@ def _as_paths(value) -> List[Path]:
     return []
 
 
+#: the layer files guarded when the checkpoint's own count cannot be read
+MAX_LAYER_FILES = 66
+
+
 def _implied(args, dest: str, out: Path) -> List[Path]:
     """Files an output implies beside itself (``export vectors X.tsv``: the metadata file and
     one file per layer of the checkpoint, whose options say how many; read without torch)."""
@@ -135,16 +139,20 @@ def _implied(args, dest: str, out: Path) -> List[Path]:
         from elmo_engine.io.vector_formats import format_for
         if format_for(out, args.format) != "tsv":
             return []
-        from elmo_engine.cli.common import checkpoint_or_demo
+        from elmo_engine.cli.common import checkpoint_options
         from elmo_engine.cli.export import engine_layer_mode
         from elmo_engine.io.vectors import LayerChoice, output_files
-        from elmo_engine.model.header import resolve_and_read_options
 
         choice = LayerChoice(engine_layer_mode(args.layers), None, 1.0, False)
-        opts = resolve_and_read_options(checkpoint_or_demo(getattr(args, "checkpoint", None)))[3]
-        return [p for p in output_files(out, "tsv", choice, opts.n_output_layers) if p != out]
-    except Exception:               # the command reports a bad format or checkpoint itself
+    except Exception:               # the command reports a bad format itself
         return []
+    n_layers = 1
+    if choice.mode == "each":       # a file per layer: as many as the checkpoint has
+        try:
+            n_layers = checkpoint_options(getattr(args, "checkpoint", None)).n_output_layers
+        except Exception:           # the command reports a bad checkpoint itself; meanwhile
+            n_layers = MAX_LAYER_FILES  # every name such an export could have is guarded
+    return [p for p in output_files(out, "tsv", choice, n_layers) if p != out]
 
 
 def _split(args) -> Tuple[List[Tuple[str, Path]], List[Path]]:

@@ -33,15 +33,12 @@ def run_ablate(args) -> int:
     opts = common.checkpoint_options(args.checkpoint)     # the sizes, before torch
     layer = opts.n_layers - 1 if args.layer is None else args.layer
     _check_layers([layer], opts)
-    from elmo_engine.analysis.units.sizes import DEFAULT_KS, check_ks, fitting_ks
+    from elmo_engine.analysis.units.sizes import DEFAULT_KS, check_ks, default_ks
     from elmo_engine.model.lstm_states import state_width
 
     width = state_width(opts, kind)
     if ks is None:                  # the defaults the state's units allow, said when fewer
-        ks = fitting_ks(DEFAULT_KS, width)
-        if not ks:
-            raise InputError(f"layer {layer}'s {kind.value} has {width} units: too few to set "
-                             "k of them against k others")
+        ks = default_ks(width, layer, kind)
         if len(ks) < len(DEFAULT_KS):
             common.log(f"units ablate: k = {', '.join(map(str, ks))}: layer {layer}'s "
                        f"{kind.value} has {width} units, and k is at most half of them")

@@ -62,7 +62,10 @@ def autosave_files(folder) -> List[Path]:
                                           Path(entry.path)))
                     except OSError:
                         continue
-    except OSError:                                  # no folder yet, or one that cannot be read
+    except FileNotFoundError:                        # no folder yet: nothing autosaved
+        return []
+    except OSError as e:                             # one that cannot be read: said, passed
+        log.warning("the autosave folder %s cannot be read: %s", folder, e)
         return []
     found.sort(key=lambda item: (-item[0], item[1].name))
     return [p for _, p in found[:MAX_AUTOSAVES]]

@@ -134,7 +134,8 @@ def missing_softmax_message(folder: Path) -> str:
 
     own = [name for name in (TRAINING_FILE, NATIVE_CONFIG) if (Path(folder) / name).is_file()]
     if own:
-        return (f"no softmax: missing {OWN_SOFTMAX} and {OWN_VOCAB} beside {own[0]} (train-lm "
+        missing = [n for n in (OWN_SOFTMAX, OWN_VOCAB) if not (Path(folder) / n).is_file()]
+        return (f"no softmax: missing {' and '.join(missing)} beside {own[0]} (train-lm "
                 "writes them with the model; copy them with it)")
     return (f"no softmax: published ELMo weights carry none; missing {PUBLISHED_PATTERN} and its "
             f"vocab*.txt beside the weights ({OWN_SOFTMAX} + {OWN_VOCAB} for a model written by "

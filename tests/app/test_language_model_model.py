@@ -48,7 +48,12 @@ def test_missing_softmax_line_names_the_file_and_where_to_get_it(tmp_path, lm):
     assert "\n" not in line
     assert "*softmax_weights.hdf5" in line and "softmax.safetensors" in line
     assert "File → Get a published model…" in line
-    assert "elmo-explorer models get original --with-softmax" in line
+    assert "elmo-explorer models get NAME --with-softmax" in line
+    (tmp_path / "training.json").write_text("{}", "utf-8")      # a model train-lm wrote
+    own = missing_softmax_line(tmp_path)
+    assert "missing softmax.safetensors and vocab.txt beside training.json" in own
+    assert "Get a published model" not in own
+    (tmp_path / "training.json").unlink()
     assert missing_softmax_line(lm[0]) is None
     (tmp_path / "softmax.safetensors").write_bytes(b"")
     assert missing_softmax_line(tmp_path) is None

@@ -88,7 +88,7 @@ def test_a_checkpoint_without_a_softmax_says_which_file_and_still_shows_reach(
     try:
         status = panel.view.status.text()
         assert "\n" not in status and "*softmax_weights.hdf5" in status
-        assert "models get original --with-softmax" in status
+        assert "models get NAME --with-softmax" in status
         assert panel.model.predictions is None and panel.view.rows.bins is None
         assert panel.view.reach.matrix.shape == (2 * ws.n_layers, len(ws.tokens[0]))
         assert panel.score_pairs() is None

@@ -172,3 +172,31 @@ def test_an_index_built_under_the_model_before_is_not_opened_under_the_new_one(
     qtbot.waitUntil(lambda: panel.jobs.is_idle() and ws.worker.pending() == 0, timeout=60000)
     qtbot.wait(200)
     assert panel.index is None or panel.index.manifest.checksum == ws.embedder.checksum
+
+
+def test_the_corpus_view_shows_every_layer_of_a_deeper_models_index(
+        qtbot, tmp_path, make_checkpoint, app_settings_dir):
+    """The app indexes every layer of the model; the view had a table and a map for layers
+    0, 1 and 2 only, so a 3-layer model's top layer was built and never shown."""
+    from elmo_explorer.views.corpus.controller import CorpusPanel
+
+    deep = make_checkpoint(tmp_path / "deep", seed=3, n_layers=3)
+    w = Workspace()
+    try:
+        with qtbot.waitSignal(w.model_changed, timeout=60000):
+            w.load_model(ModelSpec(str(deep), device="cpu"))
+        w.set_sentences(list(LAYERS_SENTENCES[:4]))
+        qtbot.waitUntil(w.all_embedded, timeout=60000)
+        panel = CorpusPanel(w)
+        qtbot.addWidget(panel)
+        panel._on_model()
+        corpus = tmp_path / "corpus.txt"
+        corpus.write_text("\n".join(LAYERS_SENTENCES[:12]) + "\n", encoding="utf-8")
+        panel.build([corpus], tmp_path / "index")
+        qtbot.waitUntil(lambda: panel.index is not None and panel.is_ready(), timeout=120000)
+        assert panel.index.layers == (0, 1, 2, 3)
+        shown = [layer for layer, box in panel.view.table_boxes.items() if not box.isHidden()]
+        assert shown == [0, 1, 2, 3]
+        assert not panel.view.maps[3].isHidden()
+    finally:
+        assert w.worker.shutdown(timeout_s=30)

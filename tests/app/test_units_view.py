@@ -223,7 +223,7 @@ def test_intervention_without_a_softmax_is_one_line(qtbot, panel):
     panel.view.intervene_page.iv_units.setText("0 1")
     panel.intervene()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
-    assert "has no softmax" in panel.view.status.text() and panel.model.remeasure is None
+    assert "no softmax: published ELMo weights carry none" in panel.view.status.text() and panel.model.remeasure is None
     # what this view does without it, not the Language model view's "Reach works without"
     assert "Intervene and Number units score the language models" in panel.view.status.text()
     assert "Reach" not in panel.view.status.text()
@@ -312,7 +312,8 @@ def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, m
 
     panel, ws = demo_panel, demo_panel.ws
     monkeypatch.setattr(controller, "number_showcase",
-                        partial(number_showcase, ks=(1, 2), seeds=2, max_tokens=400))
+                        partial(number_showcase, seeds=2, max_tokens=400))
+    monkeypatch.setattr(controller, "SHOWCASE_KS", (1, 2))     # the k the job is given
     panel.run_showcase()
     panel.cancel()
     qtbot.waitUntil(panel.is_ready, timeout=60000)

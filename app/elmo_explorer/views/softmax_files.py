@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from elmo_engine.model.softmax import OWN_SOFTMAX, OWN_VOCAB, PUBLISHED_PATTERN
+from elmo_engine.model.softmax import OWN_SOFTMAX, PUBLISHED_PATTERN, missing_softmax_message
 
 
 #: what the Language model view does without a softmax
@@ -23,6 +23,7 @@ def missing_softmax_line(folder: Path, works_without: str = LANGUAGE_MODEL_WITHO
     folder = Path(folder)
     if (folder / OWN_SOFTMAX).is_file() or any(f.is_file() for f in folder.glob(PUBLISHED_PATTERN)):
         return None
-    return (f"No predictions: {folder.name or folder} has no softmax ({PUBLISHED_PATTERN} + "
-            f"vocab*.txt, or {OWN_SOFTMAX} + {OWN_VOCAB}); get it with File → Get a published "
-            f"model… or `elmo-explorer models get original --with-softmax`. {works_without}")
+    # the engine's words: a model train-lm wrote is told what it wrote, a published one where
+    # to get its softmax
+    return f"No predictions: {folder.name or folder}: {missing_softmax_message(folder)}. " \
+        f"{works_without}"

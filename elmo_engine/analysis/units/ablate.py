@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from elmo_engine.analysis.language_model.pairs import MinimalPair
-from elmo_engine.analysis.units.sizes import DEFAULT_KS, check_ks, fitting_ks
+from elmo_engine.analysis.units.sizes import check_ks, default_ks
 from elmo_engine.errors import InputError
 from elmo_engine.model.lstm_inspect import Intervention, Op, StateKind, framed_tokens, inspect
 from elmo_engine.progress import TaskState, check, report
@@ -285,8 +285,9 @@ def number_units_experiment(model, softmax, pairs: Sequence[MinimalPair],
                             ) -> Tuple[NumberSource, AblationResult]:
     """``units ablate``'s computation with its defaults: the cells of ``layer`` (default the
     top) ranked per direction by the class-mean difference on :func:`number_source`, then
-    :func:`ablation_experiment` on ``pairs``. ``ks`` None: those of :data:`DEFAULT_KS` the
-    layer's cells allow (:func:`fitting_ks`); ``ks`` given: each checked (:func:`check_ks`)."""
+    :func:`ablation_experiment` on ``pairs``. ``ks`` None: the default numbers the
+    layer's cells allow (:func:`~.sizes.default_ks`); ``ks`` given: each checked
+    (:func:`check_ks`)."""
     from elmo_engine.analysis.units.collect import collect
     from elmo_engine.analysis.units.rank import Method, RankSettings, rank_units
 
@@ -297,10 +298,7 @@ def number_units_experiment(model, softmax, pairs: Sequence[MinimalPair],
     kind = StateKind.C
     width = state_width(model.opts, kind)
     if ks is None:
-        ks = fitting_ks(DEFAULT_KS, width)
-        if not ks:
-            raise InputError(f"layer {layer}'s cells are {width}: too few to set k of them "
-                             "against k others")
+        ks = default_ks(width, layer, kind)
     check_ks(ks, width, layer, kind)                             # before the collecting
     report(task, 0, 1, f"gathering the cells on {src.name}")
     data = collect(model, list(src.sentences), [kind], layers=[layer], max_tokens=max_tokens,

@@ -24,6 +24,16 @@ def fitting_ks(ks: Sequence[int], width: int) -> Tuple[int, ...]:
     return tuple(k for k in ks if 1 <= k <= width // 2)
 
 
+def default_ks(width: int, layer: int, state: StateKind) -> Tuple[int, ...]:
+    """The :data:`DEFAULT_KS` a state of ``width`` units allows; :class:`InputError` when none
+    does (fewer than 2 units)."""
+    ks = fitting_ks(DEFAULT_KS, width)
+    if not ks:
+        raise InputError(f"layer {layer}'s {state.value} has {width} units: too few to set k of "
+                         "them against k others")
+    return ks
+
+
 def check_ks(ks: Sequence[int], width: int, layer: int, state: StateKind) -> None:
     """Refuse a k the experiment cannot draw its control for: k random units among the
     ``width − k`` outside the top k needs ``k ≤ width / 2`` (above it the "random" units were
@@ -35,4 +45,4 @@ def check_ks(ks: Sequence[int], width: int, layer: int, state: StateKind) -> Non
                          f"{width // 2}")
 
 
-__all__ = ["DEFAULT_KS", "check_ks", "fitting_ks"]
+__all__ = ["DEFAULT_KS", "check_ks", "default_ks", "fitting_ks"]

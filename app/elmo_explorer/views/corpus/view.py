@@ -202,30 +202,16 @@ class CorpusView(QWidget):
         self.tables: Dict[int, ConcordanceTable] = {}
         self.table_boxes: Dict[int, QGroupBox] = {}
         self.maps: Dict[int, MapPlot] = {}
-        for layer in DEFAULT_LAYERS:
-            box = QGroupBox(layer_name(layer))
-            bl = QVBoxLayout(box)
-            bl.setContentsMargins(2, 2, 2, 2)
-            t = ConcordanceTable()
-            t.setMinimumWidth(120)
-            t.cellDoubleClicked.connect(lambda r, _c, lay=layer: self.line_activated.emit(lay, r))
-            bl.addWidget(t)
-            tl.addWidget(box)
-            self.tables[layer], self.table_boxes[layer] = t, box
+        self._table_row = tl
         split.addWidget(top)
         self.tabs = QTabWidget()
         map_page = QWidget()
         ml = QVBoxLayout(map_page)
         ml.setContentsMargins(0, 0, 0, 0)
         plots = QHBoxLayout()
+        self._map_row = plots
         for layer in DEFAULT_LAYERS:
-            m = MapPlot(layer_name(layer))
-            m.setMinimumWidth(120)
-            m.point_clicked.connect(lambda i, lay=layer: self.map_point_clicked.emit(lay, i))
-            m.selection_made.connect(
-                lambda idx, rect, lay=layer: self.map_selection.emit(lay, idx, rect))
-            plots.addWidget(m)
-            self.maps[layer] = m
+            self._add_layer(layer)
         ml.addLayout(plots, 1)
         self.map_note = QLabel("")
         self.map_note.setWordWrap(True)
@@ -263,11 +249,35 @@ class CorpusView(QWidget):
         lay.addWidget(split, 1)
         return page
 
+    def _add_layer(self, layer: int) -> None:
+        """A layer's concordance table and map, after the others (an index of a model of
+        other depth holds other layers than the published models' 0, 1 and 2)."""
+        box = QGroupBox(layer_name(layer))
+        bl = QVBoxLayout(box)
+        bl.setContentsMargins(2, 2, 2, 2)
+        t = ConcordanceTable()
+        t.setMinimumWidth(120)
+        t.cellDoubleClicked.connect(lambda r, _c, lay=layer: self.line_activated.emit(lay, r))
+        bl.addWidget(t)
+        self._table_row.addWidget(box)
+        self.tables[layer], self.table_boxes[layer] = t, box
+        m = MapPlot(layer_name(layer))
+        m.setMinimumWidth(120)
+        m.point_clicked.connect(lambda i, lay=layer: self.map_point_clicked.emit(lay, i))
+        m.selection_made.connect(
+            lambda idx, rect, lay=layer: self.map_selection.emit(lay, idx, rect))
+        self._map_row.addWidget(m)
+        self.maps[layer] = m
+
     # ---- state --------------------------------------------------------------------------------
     def show_index(self, summary: Optional[str], layers: Sequence[int] = DEFAULT_LAYERS) -> None:
-        """The main page for an open index (its one-line summary), else the hint."""
+        """The main page for an open index (its one-line summary), else the hint; a table and
+        a map for each of its layers."""
         self.index_label.setText(summary or "no index")
         self.pages.setCurrentIndex(1 if summary else 0)
+        for layer in sorted(layers):
+            if layer not in self.tables:
+                self._add_layer(layer)
         for layer, box in self.table_boxes.items():
             box.setVisible(layer in layers)
             self.maps[layer].setVisible(layer in layers)

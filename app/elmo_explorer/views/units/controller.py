@@ -469,9 +469,14 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         model, vectors = emb.model, emb.token_vectors
         folder, get_softmax = self._softmax_getter()
 
+        from elmo_engine.analysis.units.sizes import fitting_ks
+        from elmo_engine.model.lstm_states import StateKind, state_width
+
+        ks = fitting_ks(SHOWCASE_KS, state_width(emb.opts, StateKind.C))   # what it runs
+
         def job(state):
             softmax = get_softmax(state)
-            src, res = number_showcase(model, softmax, vectors, state)
+            src, res = number_showcase(model, softmax, vectors, state, ks=ks or None)
             return softmax, src, res
 
         def done(out) -> None:
@@ -483,10 +488,6 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
             self.view.tabs.setCurrentWidget(self.view.showcase_page)
             self.view.show_status("Number units: done.")
 
-        from elmo_engine.analysis.units.sizes import fitting_ks
-        from elmo_engine.model.lstm_states import StateKind, state_width
-
-        ks = fitting_ks(SHOWCASE_KS, state_width(emb.opts, StateKind.C))
         self.view.set_busy(True)
         self.view.show_status(f"Number units: ranking and ablating (k = "
                               f"{', '.join(map(str, ks))})…")
