@@ -9,11 +9,14 @@ the GEMMs' share of the host's GEMM ceiling: where bf16 GEMMs run on AMX tiles t
 fraction of the time they take on AVX-512, and the gate arithmetic's share says how much of
 the step is left for them to speed up.
 
-``--compile`` also times the gate arithmetic fused by ``torch.compile`` (inductor's C++ code;
-it needs a C++ compiler, and compiles for 15 s or more at the first call, once per shape).
-Measured and dropped for the engine (docs/performance.md, "The gate arithmetic, fused").
+Beyond 64 rows it also times the same arithmetic in blocks of 64 rows (each block's passes
+in cache). ``--compile`` also times the gate arithmetic fused by ``torch.compile`` (inductor's
+C++ code; it needs a C++ compiler, and compiles for 15 s or more at the first call, once per
+shape). ``--primitives`` times torch's element-wise ``sigmoid``, ``exp`` and ``tanh`` on
+256 × 16,384 floats. The blocks and the fused code were measured and not adopted
+(docs/performance.md, "One LSTM step part by part").
 
-    python benchmarks/bench_gate_step.py [--rows 64 256] [--threads 1] [--compile]
+    python benchmarks/bench_gate_step.py [--rows 64 256] [--threads 1] [--compile] [--primitives]
 """
 from __future__ import annotations
 
@@ -51,14 +54,15 @@ def best_ms(fn, repeats: int = 20, rounds: int = 5) -> float:
     return best * 1e3
 
 
-def fused_gates():
-    """The same arithmetic as one ``torch.compile``d function (inductor fuses it)."""
+def fused_gates(dtype: torch.dtype):
+    """The same arithmetic as one ``torch.compile``d function (inductor fuses it), its output
+    rounded to ``dtype`` for the projection as :func:`gates` rounds it."""
     def step(z: torch.Tensor, c: torch.Tensor):
         z = z.float()
         i, f, o = (torch.sigmoid(z[:, k * D:(k + 1) * D]) for k in (0, 2, 3))
         j = 2 * torch.sigmoid(2 * z[:, D:2 * D]) - 1
         c2 = (f * c + i * j).clamp(-CLIP, CLIP)
-        return c2, (2 * torch.sigmoid(2 * c2) - 1) * o
+        return c2, ((2 * torch.sigmoid(2 * c2) - 1) * o).to(dtype)
     return torch.compile(step, dynamic=False)
 
 
@@ -82,7 +86,10 @@ def one(dtype: torch.dtype, rows: int, compile_too: bool) -> None:
     c_keep = c.clone()
 
     def run_gemm():
-        kernels.add_recurrent(x.clone() if packed is None else x, h, w_rec[0], packed)
+        if packed is None:                              # the plain GEMM, out of place
+            torch.addmm(x, h, w_rec[0])
+        else:
+            kernels.add_recurrent(x, h, w_rec[0], packed)
 
     def run_gates():
         z.copy_(z_keep)
@@ -93,8 +100,17 @@ def one(dtype: torch.dtype, rows: int, compile_too: bool) -> None:
         z.copy_(z_keep)
         c.copy_(c_keep)
 
+    def run_blocks(block: int = 64):      # the same arithmetic, 64 rows at a time
+        z.copy_(z_keep)
+        c.copy_(c_keep)
+        for a in range(0, rows, block):
+            b = min(rows, a + block)
+            gates(z[a:b], c[a:b], CLIP, m_buf[a:b], None if z32 is None else z32[a:b],
+                  None if m_low is None else m_low[a:b])
+
     t_gemm = best_ms(run_gemm)
-    t_gates = best_ms(run_gates) - best_ms(run_copies)
+    t_copies = best_ms(run_copies)
+    t_gates = best_ms(run_gates) - t_copies
     t_proj = best_ms(lambda: kernels.project(0, 0, wp, m, h_out))
     step = t_gemm + t_gates + t_proj
     name = "bf16" if low else "fp32"
@@ -104,14 +120,30 @@ def one(dtype: torch.dtype, rows: int, compile_too: bool) -> None:
           f"gates {t_gates:.3f} ms, projection {t_proj:.3f} ms "
           f"({hostinfo.share_line(flops_proj, t_proj / 1e3, name)}); "
           f"the gates are {100 * t_gates / step:.0f} % of the step")
+    if rows > 64:
+        t_blocks = best_ms(run_blocks) - t_copies
+        print(f"  in blocks of 64 rows: {t_blocks:.3f} ms: {t_gates / t_blocks:.2f}× the "
+              "engine's gate arithmetic")
     if compile_too:
-        fused = fused_gates()
+        fused = fused_gates(dtype)
         t = time.perf_counter()
         fused(z_keep, c_keep)
         first = time.perf_counter() - t
         t_fused = best_ms(lambda: fused(z_keep, c_keep))
         print(f"  fused by torch.compile: {t_fused:.3f} ms (first call {first:.1f} s): "
               f"{t_gates / t_fused:.2f}× the engine's gate arithmetic")
+
+
+def primitives() -> None:
+    """torch's element-wise sigmoid, exp and tanh on 256 × 16,384 float32 values."""
+    x = torch.randn(256, 4 * D, generator=torch.Generator().manual_seed(1))
+    out = torch.empty_like(x)
+    times = {name: best_ms(lambda f=f: f(x, out=out))
+             for name, f in (("sigmoid", torch.sigmoid), ("exp", torch.exp),
+                             ("tanh", torch.tanh))}
+    print("element-wise, 256 × 16,384 floats: " + ", ".join(
+        f"{name} {t:.2f} ms" for name, t in times.items())
+        + f"; tanh / sigmoid {times['tanh'] / times['sigmoid']:.1f}×")
 
 
 def main() -> None:
@@ -121,9 +153,13 @@ def main() -> None:
                     help="intra-op threads (1: a direction's share of a 2-core host)")
     ap.add_argument("--compile", action="store_true",
                     help="also time the gate arithmetic fused by torch.compile")
+    ap.add_argument("--primitives", action="store_true",
+                    help="also time torch's element-wise sigmoid, exp and tanh")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     print(hostinfo.host_line())
+    if args.primitives:
+        primitives()
     dtypes = [torch.float32] + ([torch.bfloat16] if runtime.cpu_bf16().offered else [])
     with torch.inference_mode():
         for dtype in dtypes:
