@@ -511,3 +511,12 @@ def test_build_index_asks_how_to_read_the_files_and_remembers_it(qtbot, panel, t
                         lambda dlg: shown.append(dlg.reading()) or QDialog.DialogCode.Rejected)
     panel._ask_build()                                 # remembered; cancel builds nothing
     assert shown == [ticked] and len(builds) == 1
+
+
+def test_a_build_that_ends_in_a_hidden_tab_leaves_no_progress_line(built):
+    """An attack pass: a build that ended while another tab was shown kept "building the
+    nearest-neighbour graph (…, 00:00:00 left)" in the status line for good (the progress bar
+    of a hidden tab is never visible, so the line was taken for a message to keep)."""
+    assert not built.isVisible() and built.is_ready()
+    text = built.view.status.text()
+    assert "building" not in text and "left)" not in text, text
