@@ -20,6 +20,8 @@ NATIVE_WEIGHTS = "bilm.safetensors"
 #: ``train-lm``) and the published layout's file pattern
 OWN_SOFTMAX = "softmax.safetensors"
 OWN_VOCAB = "vocab.txt"
+#: the record ``train-lm`` writes beside a model it trained (:mod:`elmo_engine.train.names`)
+TRAINING_RECORD = "training.json"
 PUBLISHED_SOFTMAX_PATTERN = "*softmax_weights.hdf5"
 PICKLE_SUFFIXES = (".pt", ".pth", ".bin", ".ckpt", ".pkl", ".pickle", ".th", ".mdl")
 PICKLE_REFUSAL = ("PyTorch pickle checkpoints are not loaded because unpickling a file can run "

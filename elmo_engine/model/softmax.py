@@ -129,10 +129,9 @@ def missing_softmax_message(folder: Path) -> str:
     """What is missing beside a checkpoint: a model ``train-lm`` wrote (its ``training.json``)
     or one in the native format (``bilm.json``) keeps its softmax in ``softmax.safetensors`` +
     ``vocab.txt``; published ELMo weights carry none, and it is a separate download."""
-    from elmo_engine.model.locate import NATIVE_CONFIG
-    from elmo_engine.train.names import TRAINING_FILE
+    from elmo_engine.model.locate import NATIVE_CONFIG, TRAINING_RECORD
 
-    own = [name for name in (TRAINING_FILE, NATIVE_CONFIG) if (Path(folder) / name).is_file()]
+    own = [name for name in (TRAINING_RECORD, NATIVE_CONFIG) if (Path(folder) / name).is_file()]
     if own:
         missing = [n for n in (OWN_SOFTMAX, OWN_VOCAB) if not (Path(folder) / n).is_file()]
         return (f"no softmax: missing {' and '.join(missing)} beside {own[0]} (train-lm "

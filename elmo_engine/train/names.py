@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import Optional
 
 from elmo_engine.files import parse_json_strict, read_bounded
-from elmo_engine.model.locate import OWN_SOFTMAX, OWN_VOCAB
+from elmo_engine.model.locate import OWN_SOFTMAX, OWN_VOCAB, TRAINING_RECORD
 
 OPTIONS_FILE = "options.json"
 WEIGHTS_FILE = "lm_weights.hdf5"
 VOCAB_FILE = OWN_VOCAB
 SOFTMAX_FILE = OWN_SOFTMAX
 #: the run's record (command, configuration, history, the weights' sha256), written last
-TRAINING_FILE = "training.json"
+TRAINING_FILE = TRAINING_RECORD
 #: what ``training.json`` says it is (written since 2026-12-07; older records are known by
 #: their keys, :func:`_is_training_record`)
 MODEL_FORMAT = "elmo-explorer-lm-model"

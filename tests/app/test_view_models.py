@@ -79,7 +79,7 @@ def test_the_default_word():
 def test_layers_model_caches_results_by_model_corpus_and_size():
     m = LayersModel(settings=LayersSettings(sentences=50))
     key = m.key("abc", "")
-    assert key[0] == "abc" and key[2] == 50 and not m.cached(key)
+    assert key[0] == "abc" and key[1] == "fp32" and key[3] == 50 and not m.cached(key)
     result = {"model": {"checksum": "abc"}}
     m.store(key, result, "analysis")
     assert m.cached(key) and m.result is result and m.analysis == "analysis"
