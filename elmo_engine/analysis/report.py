@@ -308,7 +308,7 @@ def _view_parameters(views: dict) -> dict:
             if isinstance(v, dict):
                 if not all(isinstance(x, (int, float, str, bool)) for x in v.values()):
                     continue              # a nested document is no parameter
-                v = ", ".join(f"{k} {x}" for k, x in v.items())
+                v = ", ".join(f"{k} {_said(x)}" for k, x in v.items())
             elif isinstance(v, list):
                 if not all(isinstance(x, (int, float)) for x in v) or len(v) > 12:
                     continue
@@ -317,6 +317,11 @@ def _view_parameters(views: dict) -> dict:
                 continue
             out[f"{view}: {key.replace('_', ' ')}"] = v
     return out
+
+
+def _said(x) -> str:
+    """A parameter's value in a sentence: yes or no for a flag, else as written."""
+    return ("yes" if x else "no") if isinstance(x, bool) else str(x)
 
 
 def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optional[Path],
@@ -328,12 +333,18 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
         except (KeyError, TypeError, ValueError) as e:
             raise InputError(f"key 'probe_runs[{i}]' is not a probe result ({type(e).__name__}: "
                              f"{e})", path=ws_path) from None
+    # the runs' own model (a run records it): the loaded model may be another, of other layers
+    ran_on = list(dict.fromkeys(r.model for r in results if r.model)) or [model]
+    other = [m for m in ran_on if m != model]
+    said = (f" The runs were made with {', '.join(ran_on)}, not with the loaded model {model}: "
+            "their layers are that model's." if other else "")
     rows = [dict(zip(RESULT_COLUMNS, r)) for r in results_rows(results)]
     spec.tables.append(ReportTable("probe_results", "Probe results", rows, list(RESULT_COLUMNS),
                                    caption="One row per layer and one for the scalar mix; scores "
-                                           "are fractions in [0, 1]."))
+                                           "are fractions in [0, 1]." + said))
     from elmo_engine.analysis.probes.report import usefulness_part
 
+    model = ", ".join(ran_on)
     spec.add(usefulness_part(results, figure_dir, style, model))
     if figure_dir is None:
         return
@@ -345,7 +356,7 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
         f"Probes on {model} ({len(results)} run{'s' if len(results) != 1 else ''}: "
         + ", ".join(tasks) + "): scalar-mix layer weights (top, bars from 0) and test score "
         "per layer and for the mix (bottom), mean ± sd over seeds; dashed: control task; "
-        "dotted: baseline. " + _best_scores(results) + ".", style)
+        "dotted: baseline. " + _best_scores(results) + "." + said, style)
 
 
 def _best_scores(results) -> str:

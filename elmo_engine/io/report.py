@@ -123,6 +123,8 @@ def _safe_name(name: str) -> str:
 def _cell(v: Any) -> str:
     if v is None:
         return ""
+    if isinstance(v, bool):                  # a reader's yes or no, not Python's True
+        return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:.4f}" if abs(v) < 1e5 else f"{v:.4g}"
     return str(v)
@@ -140,6 +142,8 @@ def table_csv(table: ReportTable) -> str:
 
 
 def _param(v: Any) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
     if isinstance(v, float):
         return f"{v:.6g}"
     if isinstance(v, (list, tuple)):

@@ -146,6 +146,9 @@ def test_moved_checkpoint_asks_and_checksum_mismatch_warns(qtbot, window, tmp_pa
     with qtbot.waitSignal(actions.restored, timeout=60000):
         actions.open_workspace(moved)
     assert "gone" in asked[0] and "Locate it?" in asked[0]
+    # No keeps the loaded model: the question says so (it said "without a model")
+    assert f"with the model loaded now ({tiny_checkpoint.name})" in asked[0]
+    assert "without a model" not in asked[0]
     assert ws.sentences == ["a bank"] and ws.model_spec.path == str(tiny_checkpoint)
     warned = []
     answer = [QMessageBox.StandardButton.Cancel]

@@ -80,8 +80,9 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
         sentences=SENTENCES,
         checkpoint=CheckpointRef(str(tiny_checkpoint), checkpoint_checksum(tiny_checkpoint), "tiny"),
         selection={"sentence": 1, "token": 4, "word": "bank"},
-        views={"contexts": {"direction": "forward", "weights": [0, 1, 1], "groups": {"bank": [
-            {"sentence": i, "token": t, "group": g} for i, t, g in GROUPS]}}},
+        views={"contexts": {"direction": "forward", "weights": [0, 1, 1], "layer_norm": True,
+                            "groups": {"bank": [{"sentence": i, "token": t, "group": g}
+                                                for i, t, g in GROUPS]}}},
         probe_runs=[_probe_run()]))
     out = tmp_path / "report"
     assert main(["export", "report", str(ws), "-o", str(out), "--device", "cpu", "--pdf"]) == 0
@@ -122,6 +123,13 @@ def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
             "mix" in text and "POS (demo)" in text)
     assert (out / "figures" / "contexts_bank_heatmaps.pdf").read_bytes()[:5] == b"%PDF-"
     assert probe[3]["mix weight"] == "—"
+    # the run names its model ("tiny"), not the one loaded: the report says whose layers these are
+    md = (out / "report.md").read_text(encoding="utf-8").replace("\\_", "_")   # (md escapes)
+    assert "| contexts: layer norm | yes |" in md and "use_skip_connections | yes |" in md
+    assert "True" not in md                                    # Python's word, not a reader's
+    loaded = tiny_checkpoint.name
+    assert "Probes on tiny (1 run: POS (demo))" in md and f"Probes on {loaded}" not in md
+    assert f"The runs were made with tiny, not with the loaded model {loaded}" in md
     page = (out / "report.html").read_text(encoding="utf-8")
     assert "contexts: direction" in page and "forward" in page and "0.00, 0.50, 0.50" in page
     assert "{" not in page.split("<h2>Parameters</h2>")[1].split("</table>")[0]   # readable

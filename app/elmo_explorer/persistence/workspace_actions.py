@@ -193,11 +193,17 @@ class WorkspaceActions(QObject):
     def _on_loaded(self, loaded: wf.LoadedWorkspace, recovered: bool) -> None:
         ck = loaded.data.checkpoint
         if loaded.checkpoint_missing:
+            # No keeps the model that is loaded (the views compute on it; runs saved with the
+            # workspace keep their own model's name): the question says which
+            info = self.ws.model_info
+            with_what = (f"with the model loaded now ({info.name}); saved results keep the "
+                         "name of the model that made them" if info is not None
+                         else "without a model")
             answer = QMessageBox.question(
                 self.window, "Checkpoint not found",
                 f"The workspace was made with the checkpoint\n{ck.path}\nwhich is not there any "
-                "more (moved or deleted). Locate it?\n\nNo: open the sentences and results "
-                "without a model.")
+                f"more (moved or deleted). Locate it?\n\nNo: open the sentences and results "
+                f"{with_what}.")
             if answer == QMessageBox.StandardButton.Yes:
                 folder = QFileDialog.getExistingDirectory(self.window,
                                                           "Locate the checkpoint folder",

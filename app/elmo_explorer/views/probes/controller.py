@@ -93,14 +93,19 @@ class ProbesPanel(PanelDefaults, QWidget):
             self.ready.emit()
 
     def export_actions(self) -> List[QAction]:
+        """The view's exports, each enabled when there is something to write (the usefulness
+        entries once Compute usefulness has run: before, they failed with a traceback)."""
+        useful = bool(self.model.usefulness_runs())
         out = []
-        for text, fn in (("Probe plots (PNG, SVG, PDF)…", self._export_plots),
-                         ("Probe table (CSV)…", lambda: self._export_text("csv")),
-                         ("Probe runs (JSON)…", lambda: self._export_text("json")),
-                         ("Usefulness figure (PNG, SVG, PDF)…", self._export_usefulness),
-                         ("Usefulness table (TSV)…", lambda: self._export_text("tsv"))):
+        for text, fn, enabled in (
+                ("Probe plots (PNG, SVG, PDF)…", self._export_plots, True),
+                ("Probe table (CSV)…", lambda: self._export_text("csv"), True),
+                ("Probe runs (JSON)…", lambda: self._export_text("json"), True),
+                ("Usefulness figure (PNG, SVG, PDF)…", self._export_usefulness, useful),
+                ("Usefulness table (TSV)…", lambda: self._export_text("tsv"), useful)):
             a = QAction(text, self)
             a.triggered.connect(fn)
+            a.setEnabled(enabled)
             out.append(a)
         return out
 
