@@ -313,7 +313,7 @@ def test_number_showcase_runs_as_a_job_and_cancels(qtbot, demo_panel, softmax, m
     panel, ws = demo_panel, demo_panel.ws
     monkeypatch.setattr(controller, "number_showcase",
                         partial(number_showcase, seeds=2, max_tokens=400))
-    monkeypatch.setattr(controller, "SHOWCASE_KS", (1, 2))     # the k the job is given
+    monkeypatch.setattr(controller, "showcase_ks", lambda opts: (1, 2))   # the job's k
     panel.run_showcase()
     panel.cancel()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
@@ -772,3 +772,15 @@ def test_the_kept_contexts_are_bounded_least_recently_used_first(tmp_path):
     folder.mkdir()
     (folder / "index.json").write_text("{}", encoding="utf-8")
     assert stamp(str(folder), index=True)[1] == 2 and stamp(str(folder), index=True) != (0, 0)
+
+
+def test_number_units_takes_the_k_the_models_cells_allow():
+    """k is at most half the cells: a model of 24 cells takes 1, 2, 4 and 8 (16 failed, with a
+    status line naming --k, an option the app does not have)."""
+    from types import SimpleNamespace
+
+    from elmo_explorer.views.units.intervention import SHOWCASE_KS, showcase_ks
+
+    assert showcase_ks(SimpleNamespace(lstm_dim=24)) == (1, 2, 4, 8)
+    assert showcase_ks(SimpleNamespace(lstm_dim=4096)) == tuple(SHOWCASE_KS)
+    assert showcase_ks(SimpleNamespace(lstm_dim=1)) == ()

@@ -22,10 +22,11 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from elmo_engine.errors import InputError
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 from elmo_explorer.views.units import export
-from elmo_explorer.views.units.intervention import (SHOWCASE_KS, bundled_minimal_pairs, number_showcase,
+from elmo_explorer.views.units.intervention import (bundled_minimal_pairs, number_showcase, showcase_ks,
                                                     remeasure, showcase_note, showcase_rows)
 from elmo_explorer.views.units.model import (PATTERN_DEFAULT, CorpusFile, RANK_TOKENS, RankSource,
                                              UnitsModel, pattern_search, rank_labels,
@@ -46,6 +47,7 @@ TYPE_PROMPT = "Type or open a sentence to see its units."
 
 #: every job of this view: each ran on the model loaded when it was asked for
 MODEL_JOBS = ("sentence", "rank", "pattern", "contexts", "intervene", "showcase")
+
 
 class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     """Signals: ``ready()`` (no job of the view runs and it shows what it can)."""
@@ -123,8 +125,6 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     def view_state(self) -> Dict[str, Any]:
         self.model.settings = self.view.current_settings()
         self.model.panel = self.view.panel_fields()
-        from elmo_engine.errors import InputError
-
         try:
             self.model.source = self.view.ranking_page.rank_source()
         except InputError:                # a file chosen but not named: keep the last one
@@ -168,9 +168,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _on_model(self) -> None:
-        # a job asked for while this model loaded captured the one before: its result would be
-        # drawn (and saved) under this one
-        for kind in MODEL_JOBS:
+        for kind in MODEL_JOBS:          # asked for during the load: of the model before
             self.jobs.invalidate(kind)
         emb = self.ws.embedder
         if emb is not None:
@@ -224,8 +222,6 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if emb is None:
             self.view.show_status("Load a model first (File → Open checkpoint…).", error=True)
             return
-        from elmo_engine.errors import InputError
-
         try:
             source = self.view.ranking_page.rank_source()
         except InputError as exc:
@@ -426,8 +422,6 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if emb is None or tokens is None:
             self.view.show_status("Load a model and type a sentence first.", error=True)
             return
-        from elmo_engine.errors import InputError
-
         try:
             spec = self.view.intervene_page.spec()
         except InputError as exc:
@@ -469,10 +463,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         model, vectors = emb.model, emb.token_vectors
         folder, get_softmax = self._softmax_getter()
 
-        from elmo_engine.analysis.units.sizes import fitting_ks
-        from elmo_engine.model.lstm_states import StateKind, state_width
-
-        ks = fitting_ks(SHOWCASE_KS, state_width(emb.opts, StateKind.C))   # what it runs
+        ks = showcase_ks(emb.opts)                  # what the job runs, and the status says
 
         def job(state):
             softmax = get_softmax(state)

@@ -230,6 +230,15 @@ def showcase_note(src, res) -> str:
             f"zeroed / k random zeroed (mean ± sd over {SHOWCASE_SEEDS} seeds).")
 
 
+def showcase_ks(opts) -> Tuple[int, ...]:
+    """The k of :data:`SHOWCASE_KS` a model of options ``opts`` allows (at most half its cells;
+    empty for a model of fewer than 2)."""
+    from elmo_engine.analysis.units.sizes import fitting_ks
+    from elmo_engine.model.lstm_states import StateKind, state_width
+
+    return fitting_ks(SHOWCASE_KS, state_width(opts, StateKind.C))
+
+
 def number_showcase(model, softmax, token_vectors=None, state=None, ks=None,
                     seeds=SHOWCASE_SEEDS, max_tokens=SHOWCASE_TOKENS):
     """``units ablate``'s computation on the bundled data (EWT train's Number beside the
