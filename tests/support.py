@@ -102,16 +102,18 @@ LAYERS_SENTENCES = [
 ]
 
 
-def write_tiny_checkpoint(folder: Path, seed: int = 0, n_layers: int = 2) -> Path:
-    """A small random biLM in the published layout (options.json + lm_weights.hdf5)."""
+def write_tiny_checkpoint(folder: Path, seed: int = 0, n_layers: int = 2, **options) -> Path:
+    """A small random biLM in the published layout (options.json + lm_weights.hdf5);
+    ``options``: other :class:`BiLMOptions` fields (``lstm_dim=24``, …)."""
     import torch
 
     from elmo_engine.model.bilm import BiLM
     from elmo_engine.model.checkpoint import save_published
     from elmo_engine.model.options import BiLMOptions
 
-    opts = BiLMOptions(filters=((1, 8), (2, 8), (3, 16)), char_embed_dim=4, n_highway=1,
-                       projection_dim=16, lstm_dim=32, n_layers=n_layers)
+    opts = BiLMOptions(**{"filters": ((1, 8), (2, 8), (3, 16)), "char_embed_dim": 4,
+                          "n_highway": 1, "projection_dim": 16, "lstm_dim": 32,
+                          "n_layers": n_layers, **options})
     model = BiLM(opts)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():

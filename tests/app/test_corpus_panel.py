@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("pytestqt")
 
-from elmo_explorer.state.workspace import ModelSpec, TokenRef, Workspace
+from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.corpus.atlas import MapMode, POINTS_MAX, synthetic_map
 from elmo_explorer.views.corpus.controller import INDEX_JOBS, CorpusPanel
 from support import LAYERS_SENTENCES as SENTENCES
@@ -17,14 +17,11 @@ pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
 
 @pytest.fixture
-def ws(qtbot, tiny_checkpoint, app_settings_dir):
-    w = Workspace()
-    with qtbot.waitSignal(w.model_changed, timeout=60000):
-        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
-    w.set_sentences(SENTENCES)
-    qtbot.waitUntil(w.all_embedded, timeout=60000)
-    yield w
-    assert w.worker.shutdown(timeout_s=10)
+def ws(app_settings_dir, ws, qtbot):
+    """The loaded workspace (tests/app/conftest.py) with :data:`SENTENCES` embedded."""
+    ws.set_sentences(SENTENCES)
+    qtbot.waitUntil(ws.all_embedded, timeout=60000)
+    return ws
 
 
 @pytest.fixture

@@ -22,14 +22,11 @@ pytestmark = [pytest.mark.gui, pytest.mark.usefixtures("torch_one_thread")]
 
 
 @pytest.fixture
-def ws(qtbot, tiny_checkpoint, app_settings_dir):
-    w = Workspace()
-    with qtbot.waitSignal(w.model_changed, timeout=60000):
-        w.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
-    w.set_sentences(list(LAYERS_SENTENCES[:6]))
-    qtbot.waitUntil(w.all_embedded, timeout=60000)
-    yield w
-    assert w.worker.shutdown(timeout_s=30)
+def ws(app_settings_dir, ws, qtbot):
+    """The loaded workspace (tests/app/conftest.py) with six sentences embedded."""
+    ws.set_sentences(list(LAYERS_SENTENCES[:6]))
+    qtbot.waitUntil(ws.all_embedded, timeout=60000)
+    return ws
 
 
 @pytest.fixture

@@ -220,24 +220,13 @@ def test_ablate_takes_the_default_ks_a_narrow_model_allows(tmp_path, capsys):
     with no ``--k`` failed on the default 16 ("--k 16: … at most 12", an option never typed);
     the defaults that fit are taken, and said. A k asked for over it is still refused."""
     import numpy as np
-    import torch
 
-    from support import REPO
+    from support import REPO, write_tiny_checkpoint
     from elmo_engine.analysis.units.sizes import DEFAULT_KS, fitting_ks
-    from elmo_engine.model.bilm import BiLM
-    from elmo_engine.model.checkpoint import save_published
-    from elmo_engine.model.options import BiLMOptions
     from elmo_engine.model.softmax import save_published_softmax
 
     assert fitting_ks(DEFAULT_KS, 24) == (1, 2, 4, 8) and fitting_ks(DEFAULT_KS, 1) == ()
-    opts = BiLMOptions(filters=((1, 8), (2, 8)), char_embed_dim=4, n_highway=1,
-                       projection_dim=16, lstm_dim=24, n_layers=2)
-    model = BiLM(opts)
-    gen = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=gen) * 0.3)
-    save_published(model, tmp_path / "narrow")
+    write_tiny_checkpoint(tmp_path / "narrow", lstm_dim=24)
     words = ["</S>", "<S>", "<UNK>", "the", "keys", "key", "is", "are", "."]
     rng = np.random.default_rng(0)
     save_published_softmax(tmp_path / "narrow" / "tiny_softmax_weights.hdf5",
