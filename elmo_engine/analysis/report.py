@@ -48,7 +48,7 @@ from elmo_engine.analysis.projection.report import projection_part
 from elmo_engine.atomic import fitting_name
 from elmo_engine.errors import InputError
 from elmo_engine.io.figures import FigureStyle
-from elmo_engine.io.report import ReportSpec, ReportTable, saved_figures, table_number
+from elmo_engine.io.report import ReportSpec, ReportTable, saved_figures, table_number, yes_no
 from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, sentence_tokens
 
 #: the layers view's name in a workspace file and its state's version (``views["layers"]``)
@@ -308,7 +308,8 @@ def _view_parameters(views: dict) -> dict:
             if isinstance(v, dict):
                 if not all(isinstance(x, (int, float, str, bool)) for x in v.values()):
                     continue              # a nested document is no parameter
-                v = ", ".join(f"{k} {_said(x)}" for k, x in v.items())
+                v = ", ".join(f"{k} {yes_no(x) if isinstance(x, bool) else x}"
+                              for k, x in v.items())
             elif isinstance(v, list):
                 if not all(isinstance(x, (int, float)) for x in v) or len(v) > 12:
                     continue
@@ -317,11 +318,6 @@ def _view_parameters(views: dict) -> dict:
                 continue
             out[f"{view}: {key.replace('_', ' ')}"] = v
     return out
-
-
-def _said(x) -> str:
-    """A parameter's value in a sentence: yes or no for a flag, else as written."""
-    return ("yes" if x else "no") if isinstance(x, bool) else str(x)
 
 
 def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optional[Path],
@@ -344,8 +340,8 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
                                            "are fractions in [0, 1]." + said))
     from elmo_engine.analysis.probes.report import usefulness_part
 
-    model = ", ".join(ran_on)
-    spec.add(usefulness_part(results, figure_dir, style, model))
+    runs_model = ", ".join(ran_on)
+    spec.add(usefulness_part(results, figure_dir, style, runs_model))
     if figure_dir is None:
         return
     from elmo_engine.io.figures.probes import probe_figure
@@ -353,7 +349,7 @@ def _add_probes(spec: ReportSpec, runs: List[dict], ws_path, figure_dir: Optiona
     tasks = [r.name for r in results]
     spec.figures += saved_figures(
         probe_figure(results), figure_dir, "probe_results",
-        f"Probes on {model} ({len(results)} run{'s' if len(results) != 1 else ''}: "
+        f"Probes on {runs_model} ({len(results)} run{'s' if len(results) != 1 else ''}: "
         + ", ".join(tasks) + "): scalar-mix layer weights (top, bars from 0) and test score "
         "per layer and for the mix (bottom), mean ± sd over seeds; dashed: control task; "
         "dotted: baseline. " + _best_scores(results) + "." + said, style)

@@ -77,19 +77,18 @@ def run(args) -> int:
     need_softmax = args.pairs is not None or not args.no_predictions
     softmax = None
     if need_softmax:
-        from elmo_engine.model.softmax import (NoSoftmaxError, load_softmax,
-                                               missing_softmax_message)
+        from elmo_engine.model.softmax import NoSoftmaxError, load_softmax
         from elmo_engine.train.evaluate import model_folder
 
         folder = model_folder(Path(checkpoint))
         try:
             softmax = load_softmax(folder, args.softmax, args.vocab,
                                    output_dim=model.opts.output_dim)
-        except NoSoftmaxError:
+        except NoSoftmaxError as e:
             if args.pairs is not None:
                 raise
-            raise NoSoftmaxError(folder, f"{missing_softmax_message(folder)}; without one, "
-                                 "--reach --no-predictions gives the reach matrix") from None
+            raise NoSoftmaxError(folder, f"{e.reason}; without one, --reach --no-predictions "
+                                 "gives the reach matrix") from None
     if args.pairs is not None:
         return _pairs(args, embedder, softmax, inputs)
     return _sentences(args, embedder, softmax, inputs)

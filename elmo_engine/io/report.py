@@ -120,11 +120,16 @@ def _safe_name(name: str) -> str:
     return keep or "table"
 
 
+def yes_no(v: bool) -> str:
+    """A flag as a reader says it in a report ("yes", "no"), not as Python prints it."""
+    return "yes" if v else "no"
+
+
 def _cell(v: Any) -> str:
     if v is None:
         return ""
-    if isinstance(v, bool):                  # a reader's yes or no, not Python's True
-        return "yes" if v else "no"
+    if isinstance(v, bool):
+        return yes_no(v)
     if isinstance(v, float):
         return f"{v:.4f}" if abs(v) < 1e5 else f"{v:.4g}"
     return str(v)
@@ -143,7 +148,7 @@ def table_csv(table: ReportTable) -> str:
 
 def _param(v: Any) -> str:
     if isinstance(v, bool):
-        return "yes" if v else "no"
+        return yes_no(v)
     if isinstance(v, float):
         return f"{v:.6g}"
     if isinstance(v, (list, tuple)):

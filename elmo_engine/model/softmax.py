@@ -122,7 +122,11 @@ class Softmax:
 # ---- finding the files ------------------------------------------------------------------------
 class NoSoftmaxError(CheckpointError):
     """A checkpoint folder without a softmax (a command that can go on without predictions
-    says how)."""
+    says how, after ``reason``: what is missing)."""
+
+    def __init__(self, folder, reason: str):
+        self.reason = reason
+        super().__init__(folder, reason)
 
 
 def missing_softmax_message(folder: Path) -> str:
