@@ -156,7 +156,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
     def _on_model(self) -> None:
         # a job asked for while this model loaded captured the one before: its result is not
         # this model's (it ran after the load, and was drawn under it)
-        self.jobs.invalidate("compute")
+        self.jobs.cancel_all()
         self.model.model_changed()
         self._ready = False
         self._show_cached_or_recorded()

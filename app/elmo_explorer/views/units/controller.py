@@ -45,10 +45,6 @@ LOAD_PROMPT = "Load a model to look inside its LSTM."
 TYPE_PROMPT = "Type or open a sentence to see its units."
 
 
-#: every job of this view: each ran on the model loaded when it was asked for
-MODEL_JOBS = ("sentence", "rank", "pattern", "contexts", "intervene", "showcase")
-
-
 class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
     """Signals: ``ready()`` (no job of the view runs and it shows what it can)."""
 
@@ -168,8 +164,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
     # ---- jobs ---------------------------------------------------------------------------------
     def _on_model(self) -> None:
-        for kind in MODEL_JOBS:          # asked for during the load: of the model before
-            self.jobs.invalidate(kind)
+        self.jobs.cancel_all()            # asked for during the load: of the model before
         emb = self.ws.embedder
         if emb is not None:
             self.view.set_layers(emb.opts.n_layers)
