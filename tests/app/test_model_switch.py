@@ -195,5 +195,6 @@ def test_the_corpus_view_shows_every_layer_of_a_deeper_models_index(
         shown = [layer for layer, box in panel.view.table_boxes.items() if not box.isHidden()]
         assert shown == [0, 1, 2, 3]
         assert not panel.view.maps[3].isHidden()
+        assert panel.view.table_boxes[3].title() == "layer 3 (biLSTM 3)"
     finally:
         assert w.worker.shutdown(timeout_s=30)

@@ -28,8 +28,6 @@ HIGHLIGHT = FOUND_COLOUR       # the Projection view's "found" colour
 SELECTION_HINT = "Shift+drag a box on the map to list the occurrences inside it."
 HINT = ("No corpus index is open: build one from the bundled reference corpus, or open an "
         "index folder.")
-LAYER_NAMES = {0: "layer 0 (char-CNN token layer)", 1: "layer 1 (biLSTM 1)",
-               2: "layer 2 (biLSTM 2)"}
 #: characters of context each side of the word in a typical sentence (the Senses table)
 TYPICAL_WIDTH = 30
 CLUSTER_COLUMNS = (("layer", "Layer"), ("cluster", "Sense"), ("size", "Occurrences"),
@@ -39,7 +37,9 @@ CLUSTER_COLUMNS = (("layer", "Layer"), ("cluster", "Sense"), ("size", "Occurrenc
 
 
 def layer_name(layer: int) -> str:
-    return LAYER_NAMES.get(layer, f"layer {layer}")
+    """A table's title: layer 0 is the char-CNN token layer, layer k the k-th biLSTM layer
+    (a deeper model's index has more than the published models' two)."""
+    return "layer 0 (char-CNN token layer)" if layer == 0 else f"layer {layer} (biLSTM {layer})"
 
 
 class _ElideLeft(QStyledItemDelegate):
