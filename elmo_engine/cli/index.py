@@ -30,7 +30,7 @@ def add_parser(sub) -> None:
     p.add_argument("--layer", default=None, metavar="L[,L…]",
                    help="the output layers to index, comma-separated (0 = the context-free token "
                         "layer; default: every biLSTM layer, 1 to L: 1,2 for the published "
-                        "models)")
+                        "models; a rerun resumes with the layers of the build it finds)")
     p.add_argument("--shard-size", type=int, default=2000,
                    help="sentences per shard, the unit of resuming (default 2000)")
     common.add_split_sentences(p, True, "the corpus")
@@ -108,7 +108,7 @@ def _build(args, ranks, settings) -> int:
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.index import dist
     from elmo_engine.index.build import (check_model, embed_shards, finalize, missing_shards,
-                                         new_manifest, prepare)
+                                         new_manifest, prepare, resumed_layers)
     from elmo_engine.index.corpus import CorpusReader, count_corpus
     from elmo_engine.index.store import read_manifest
     from elmo_engine.model.checkpoint import load_checkpoint
@@ -120,7 +120,9 @@ def _build(args, ranks, settings) -> int:
     common.resolve_precision(args.precision, device)
     ckpt = common.checkpoint_or_demo(args.checkpoint)
     model = load_checkpoint(ckpt, device=device)
-    layers = parse_layers(args.layer, model.opts.n_output_layers)
+    resumed = None if args.layer is not None or args.force else \
+        resumed_layers(args.out, model.info.checksum)   # a rerun: the build's own layers
+    layers = resumed or parse_layers(args.layer, model.opts.n_output_layers)
     sentences = CorpusReader.of(args.corpus, args.pretokenized, args.split_sentences)
     count = count_corpus(sentences, args.shard_size)   # a first pass: nothing held
     wanted = new_manifest(model, str(ckpt), count, layers, args.corpus, sentences.reading(),

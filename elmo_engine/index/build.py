@@ -83,6 +83,21 @@ def prepare(folder: Path, wanted: Manifest, force: bool = False) -> Tuple[Manife
     return wanted, False
 
 
+def resumed_layers(out: Path, checksum: str) -> Optional[tuple]:
+    """The layers of the index build in ``out`` of the model with ``checksum``, when there is
+    one: a rerun without ``--layer`` resumes it with the layers it was begun with, even where
+    the default has changed (it was 1,2 whatever the model until 2026-12-08). None when there
+    is no such build (no folder, no manifest, another model, an unreadable manifest: the
+    checks that follow say so)."""
+    if not (Path(out) / "index.json").is_file():
+        return None
+    try:
+        old = read_manifest(out)
+    except InputError:
+        return None
+    return tuple(old.layers) if old.checksum == checksum else None
+
+
 def check_model(folder: Path, checksum: str) -> Manifest:
     """The manifest of ``folder``, refused if it was built with another model."""
     m = read_manifest(folder)

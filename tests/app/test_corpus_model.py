@@ -353,3 +353,30 @@ def test_the_apps_index_holds_every_layer_of_the_model(tmp_path, make_checkpoint
         m = jobs.build_index(jobs.BuildRequest((corpus,), tmp_path / f"one{n_layers}", str(ck),
                                                layers=(1, 5)), emb, TaskState())
         assert m.layers == (1,)                                 # asked for, where it exists
+
+
+def test_a_stopped_build_of_a_3_layer_model_resumes_with_its_own_layers(tmp_path,
+                                                                        make_checkpoint):
+    """A 3-layer model's build the app began with layers 0–2 (before its index held every
+    layer) and stopped: *Build* again was refused as an index "of another corpus or settings";
+    it resumes with the layers the build holds. *Rebuild* (force) takes every layer."""
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.index.build import new_manifest, prepare
+    from elmo_engine.index.corpus import count_corpus
+    from elmo_engine.model.checkpoint import load_checkpoint
+    from elmo_engine.progress import TaskState
+    from elmo_explorer.views.corpus import jobs
+
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the bank of the river .\nthe bank raised its rates .\n", "utf-8")
+    ck = make_checkpoint(tmp_path / "ck", n_layers=3)
+    emb = Embedder(load_checkpoint(ck), device="cpu")
+    req = jobs.BuildRequest((corpus,), tmp_path / "ix", str(ck))
+    reader = jobs.read_corpus(req.corpus, req.reading)
+    prepare(req.folder, new_manifest(emb.model, str(ck), count_corpus(reader, req.shard_size),
+                                     (0, 1, 2), req.corpus, reader.reading(), emb.precision))
+    m = jobs.build_index(req, emb, TaskState())
+    assert m.complete and m.layers == (0, 1, 2)
+    m = jobs.build_index(jobs.BuildRequest((corpus,), req.folder, str(ck), force=True), emb,
+                         TaskState())
+    assert m.complete and m.layers == (0, 1, 2, 3)

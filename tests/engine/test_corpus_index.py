@@ -155,6 +155,34 @@ def test_the_default_layers_are_every_bilstm_layer_of_the_model(tmp_path, capsys
         ix.close()
 
 
+def test_a_rerun_without_layer_resumes_the_layers_the_build_began_with(tmp_path, capsys):
+    """A 3-layer model's build begun with the old default (1,2) and stopped: a rerun without
+    ``--layer`` was refused ("another corpus or settings (layers)"), as the default is now
+    1,2,3; it resumes the build with the layers it holds. ``--force`` starts over with the
+    default; another model's index is still refused."""
+    from support import write_tiny_checkpoint
+
+    from elmo_engine.index.build import new_manifest, prepare
+    from elmo_engine.index.corpus import CorpusReader, count_corpus
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    ck = write_tiny_checkpoint(tmp_path / "ck", n_layers=3)
+    corpus = write_corpus(tmp_path / "c.txt", 9)
+    out = tmp_path / "ix"
+    reader = CorpusReader.of([corpus], False, True)
+    begun = new_manifest(load_checkpoint(ck), str(ck), count_corpus(reader, 7), (1, 2),
+                         [corpus], reader.reading())
+    prepare(out, begun)                                   # begun, no shard written: stopped
+    assert build(corpus, out, checkpoint=ck) == 0, capsys.readouterr().err
+    assert "layers 1,2" in capsys.readouterr().err
+    m = read_manifest(out)
+    assert m.complete and m.layers == (1, 2)
+    assert build(corpus, out, "--force", checkpoint=ck) == 0
+    assert read_manifest(out).layers == (1, 2, 3)
+    assert build(corpus, out, checkpoint=TINY) == 1
+    assert "was built with another model" in capsys.readouterr().err
+
+
 def test_demo_model_finds_itself(tmp_path, capsys):
     corpus = write_corpus(tmp_path / "c.txt", 12, start=100)
     assert main(["index", str(corpus), "--out", str(tmp_path / "ix"), "--shard-size", "5"]) == 0

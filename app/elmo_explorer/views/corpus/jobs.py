@@ -57,11 +57,14 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
     and model) with the engine's one-process build; progress in tokens with tokens/s and the
     time left, then the graphs' vectors."""
     from elmo_engine.embed.embedder import Embedder
-    from elmo_engine.index.build import build_index as engine_build, new_manifest
+    from elmo_engine.index.build import (build_index as engine_build, new_manifest,
+                                         resumed_layers)
 
     n_layers = embedder.opts.n_output_layers
-    layers = tuple(range(n_layers)) if req.layers is None else \
-        tuple(v for v in req.layers if 0 <= v < n_layers)
+    resumed = None if req.layers is not None or req.force else \
+        resumed_layers(req.folder, embedder.model.info.checksum)   # a stopped build: its own layers
+    layers = resumed or (tuple(range(n_layers)) if req.layers is None else
+                         tuple(v for v in req.layers if 0 <= v < n_layers))
     on_stage("reading the corpus")
     sentences = read_corpus(req.corpus, req.reading)
     from elmo_engine.index.corpus import count_corpus
