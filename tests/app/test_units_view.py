@@ -219,14 +219,67 @@ def demo_panel(qtbot, app_settings_dir):
     assert w.worker.shutdown(timeout_s=60)
 
 
-def test_intervention_without_a_softmax_is_one_line(qtbot, panel):
-    panel.view.intervene_page.iv_units.setText("0 1")
+def test_intervention_without_a_softmax_remeasures_the_probe_and_the_similarity(
+        qtbot, panel, ws, monkeypatch):
+    """A checkpoint without a softmax: Intervene re-measured nothing (the softmax's one line,
+    though the probe and the word's similarity do not use it). It re-measures those two, as the
+    engine does, says the LMs were not scored, and the result is saved, restored, exported and
+    reported without an LM part; with neither a probe nor a word it is one line."""
+    from elmo_engine.analysis.units.remeasure import fit_probe, probe_under, similarity_under
+    from elmo_engine.analysis.units.report import NOT_SCORED, units_part
+    from elmo_engine.io.figures import FigureStyle
+    from elmo_explorer.views.units import export, intervention
+    from elmo_explorer.views.units.model import RankSource
+
+    monkeypatch.setattr(intervention, "PROBE_TOKENS", 800)
+    page = panel.view.intervene_page
+    page.iv_units.setText("0 1")
+    page.iv_word.setText("bank")
+    panel.intervene()
+    qtbot.waitUntil(lambda: panel.model.remeasure is not None and panel.is_ready(),
+                    timeout=120000)
+    res = panel.model.remeasure
+    assert not res.scored_lms and res.before is None and res.pairs_after is None
+    model, vectors = ws.embedder.model, ws.embedder.token_vectors
+    ivs = intervention.build_interventions(model, res.spec)
+    top = model.opts.n_layers
+    probe = fit_probe(model, RankSource().sentences(800), top, token_vectors=vectors)
+    p = probe_under(model, probe, ivs, vectors)
+    tokens = SENTENCES[0].split()
+    sim = similarity_under(model, "bank", intervention.word_contexts("bank", tokens), top, ivs,
+                           vectors)
+    assert [m.name for m in res.measures] == [f"probe accuracy, layer {top}",
+                                              f"similarity of 'bank', layer {top}"]
+    assert (res.measures[0].before, res.measures[0].after) == pytest.approx((p.before, p.after))
+    assert (res.measures[1].before, res.measures[1].after) == pytest.approx(
+        (sim.before, sim.after), abs=1e-6)
+    assert page.iv_words.rowCount() == 0 and page.iv_pairs.rowCount() == 0
+    assert page.iv_measures.rowCount() == 2
+    # the Units view's own words, not the Language model view's "Reach works without"
+    summary = page.iv_summary.text()
+    assert "no softmax: published ELMo weights carry none" in summary
+    assert "Intervene re-measures only a probe and a word's similarity" in summary
+    assert "Reach" not in summary and "LMs were not scored" in panel.view.status.text()
+    # saved and read back, exported, reported: the measures, no LM part
+    state = panel.model.view_state("c" * 64)
+    fresh = panel.model.__class__()
+    saved = fresh.restore(state)
+    fresh.apply_saved(saved)
+    assert not fresh.remeasure.scored_lms and fresh.remeasure.measures == res.measures
+    text = export.tsv(panel.model, "intervention")
+    assert NOT_SCORED in text and "probe accuracy" in text and "fwd_top_before" not in text
+    part = units_part(state, None, FigureStyle(), "tiny", "c" * 64)
+    assert [t.name for t in part.tables] == ["units_intervention_measures"]
+    assert NOT_SCORED in part.tables[0].caption
+    # neither a probe (a labels file chosen, not named) nor a word: one line, nothing kept
+    panel.model.remeasure = None
+    panel.view.ranking_page.source.setCurrentIndex(1)
+    page.iv_word.setText("")
+    ws.select(None)
     panel.intervene()
     qtbot.waitUntil(panel.is_ready, timeout=60000)
-    assert "no softmax: published ELMo weights carry none" in panel.view.status.text() and panel.model.remeasure is None
-    # what this view does without it, not the Language model view's "Reach works without"
-    assert "Intervene and Number units score the language models" in panel.view.status.text()
-    assert "Reach" not in panel.view.status.text()
+    assert panel.model.remeasure is None
+    assert "Without it, Intervene re-measures a probe" in panel.view.status.text()
 
 
 @pytest.fixture(scope="module")

@@ -76,6 +76,23 @@ def test_saved_results_round_trip_and_bad_parts_are_dropped():
     assert saved_results(d) is None and saved_results("nonsense") is None
 
 
+def test_an_intervention_without_the_lm_part_round_trips_when_it_has_a_measure():
+    """Re-measured without a softmax: the measures alone. Kept as such; with no measure, or with
+    half an LM part, dropped."""
+    from elmo_engine.analysis.units.report import intervention_doc, saved_intervention
+
+    full = intervention()
+    bare = SavedIntervention(full.description, None, None, None, None, full.measures)
+    d = intervention_doc(bare)
+    assert set(d) == {"description", "measures"}
+    got = saved_intervention(d)
+    assert got == bare and not got.scored_lms and full.scored_lms
+    assert saved_intervention({**d, "measures": []}) is None
+    assert saved_intervention({**d, "words": list(WORDS)}) is None       # half an LM part
+    assert saved_intervention({**d, "measures": [{"name": "x", "before": "nan", "after": 1}]}
+                              ) is None
+
+
 def test_the_report_states_the_saved_results(tmp_path):
     data = WorkspaceData(views={"units": {"results": doc()}})
     spec = build_report(data, "ws.elmows.json", None, tmp_path, FigureStyle(formats=("png",)))

@@ -11,8 +11,9 @@ from elmo_engine.model.softmax import OWN_SOFTMAX, PUBLISHED_PATTERN, missing_so
 #: what the Language model view does without a softmax
 LANGUAGE_MODEL_WITHOUT = "Reach works without."
 #: what the Units view does without one
-UNITS_WITHOUT = ("Ranking, a unit's contexts and patterns work without; Intervene and Number "
-                 "units score the language models, which need it.")
+UNITS_WITHOUT = ("Ranking, a unit's contexts and patterns work without; Intervene re-measures "
+                 "only a probe and a word's similarity; Number units scores the language "
+                 "models, which need it.")
 
 
 def missing_softmax_line(folder: Path, works_without: str = LANGUAGE_MODEL_WITHOUT

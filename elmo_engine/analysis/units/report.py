@@ -107,34 +107,63 @@ class Measured:
 
 @dataclass(frozen=True)
 class SavedIntervention:
-    """An intervention's before / after as the view shows it."""
+    """An intervention's before / after as the view shows it. Without a softmax the language
+    models are not scored: ``before``, ``after`` and the pairs are None, and the ``measures``
+    (a probe, a word's similarity) are all there is."""
 
     description: str
-    before: WordPredictions
-    after: WordPredictions
-    pairs_before: Accuracy
-    pairs_after: Accuracy
+    before: Optional[WordPredictions]
+    after: Optional[WordPredictions]
+    pairs_before: Optional[Accuracy]
+    pairs_after: Optional[Accuracy]
     measures: Tuple[Measured, ...] = ()
+
+    @property
+    def scored_lms(self) -> bool:
+        """Whether the language models were scored (the checkpoint had a softmax)."""
+        return self.before is not None
+
+
+#: what a report and an export say of an intervention re-measured without a softmax
+NOT_SCORED = "the language models were not scored (the checkpoint has no softmax)"
 
 
 def intervention_doc(res: SavedIntervention) -> Dict[str, Any]:
     def words(p: WordPredictions) -> Dict[str, Any]:
         return {"surprisal": [list(s) for s in p.surprisal], "top": [list(t) for t in p.top]}
 
-    return {"description": res.description, "words": list(res.before.words),
-            "before": words(res.before), "after": words(res.after),
-            "pairs": {name: {"before": list(b), "after": list(res.pairs_after.by_set[name])}
-                      for name, b in res.pairs_before.by_set.items()},
-            "measures": [{"name": m.name, "before": m.before, "after": m.after, "note": m.note}
-                         for m in res.measures]}
+    doc: Dict[str, Any] = {"description": res.description}
+    if (res.before is not None and res.after is not None and res.pairs_before is not None
+            and res.pairs_after is not None):
+        after = res.pairs_after.by_set
+        doc |= {"words": list(res.before.words), "before": words(res.before),
+                "after": words(res.after),
+                "pairs": {name: {"before": list(b), "after": list(after[name])}
+                          for name, b in res.pairs_before.by_set.items()}}
+    doc["measures"] = [{"name": m.name, "before": m.before, "after": m.after, "note": m.note}
+                       for m in res.measures]
+    return doc
 
 
 def saved_intervention(d: Any) -> Optional[SavedIntervention]:
-    """The saved intervention ``d`` when every part of it is valid, else None."""
+    """The saved intervention ``d`` when every part of it is valid, else None (one without the
+    language models' part holds at least one measure)."""
     try:
+        if not _text(d["description"]):
+            return None
+        measures = []
+        for m in d.get("measures", [])[:16]:
+            if not (_text(m["name"], 200) and _num(m["before"]) and _num(m["after"])
+                    and _text(m.get("note", ""))):
+                return None
+            measures.append(Measured(m["name"], float(m["before"]), float(m["after"]),
+                                     m.get("note", "")))
+        if not any(k in d for k in ("words", "before", "after", "pairs")):
+            return SavedIntervention(d["description"], None, None, None, None,
+                                     tuple(measures)) if measures else None
         words = d["words"]
-        if not (_text(d["description"]) and isinstance(words, list)
-                and 0 < len(words) <= MAX_WORDS and all(_text(w, 200) for w in words)):
+        if not (isinstance(words, list) and 0 < len(words) <= MAX_WORDS
+                and all(_text(w, 200) for w in words)):
             return None
         n = len(words)
 
@@ -160,13 +189,6 @@ def saved_intervention(d: Any) -> Optional[SavedIntervention]:
                 if not (_text(name, 200) and len(acc) == 3 and all(_num(x, 0, 1) for x in acc)):
                     return None
                 by[when][name] = (float(acc[0]), float(acc[1]), float(acc[2]))
-        measures = []
-        for m in d.get("measures", [])[:16]:
-            if not (_text(m["name"], 200) and _num(m["before"]) and _num(m["after"])
-                    and _text(m.get("note", ""))):
-                return None
-            measures.append(Measured(m["name"], float(m["before"]), float(m["after"]),
-                                     m.get("note", "")))
         return SavedIntervention(d["description"], before, after, Accuracy(by["before"]),
                                  Accuracy(by["after"]), tuple(measures))
     except (KeyError, TypeError, AttributeError):
@@ -261,6 +283,8 @@ def curve_rows(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 def word_rows(res: SavedIntervention) -> List[Dict[str, Any]]:
     b, a = res.before, res.after
+    if b is None or a is None:
+        return []
     rows = []
     for i, w in enumerate(b.words):
         row: Dict[str, Any] = {"position": i + 1, "word": w}
@@ -273,11 +297,13 @@ def word_rows(res: SavedIntervention) -> List[Dict[str, Any]]:
 
 
 def pair_rows(res: SavedIntervention) -> List[Dict[str, Any]]:
-    names = sorted(res.pairs_before.by_set, key=lambda n: (n != ALL, n))
+    pb, pa = res.pairs_before, res.pairs_after
+    if pb is None or pa is None:
+        return []
+    names = sorted(pb.by_set, key=lambda n: (n != ALL, n))
     return [{"pairs": n, **{f"{d} {w}": round(v[j], 4)
                             for j, d in enumerate(("forward", "backward", "combined"))
-                            for w, v in (("before", res.pairs_before.by_set[n]),
-                                         ("after", res.pairs_after.by_set[n]))}}
+                            for w, v in (("before", pb.by_set[n]), ("after", pa.by_set[n]))}}
             for n in names]
 
 
@@ -315,22 +341,24 @@ def units_part(state: Any, figure_dir: Optional[Path], style,
                                           "How few units carry the property: " + caption, style)
     if saved.intervention is not None:
         res = saved.intervention
-        part.tables.append(ReportTable(
-            "units_intervention_words", "Units: an intervention, word by word",
-            word_rows(res), caption=f"{model_name}: {res.description}. Each LM's most probable "
-                                    "word and its surprisal of the actual word (bits), before "
-                                    "and after."))
-        part.tables.append(ReportTable(
-            "units_intervention_pairs", "Units: the minimal pairs before and after",
-            pair_rows(res), caption="Accuracy per set and LM (combined: the sum of both "
-                                    f"directions' log-probabilities); {res.description}."))
+        if res.scored_lms:
+            part.tables.append(ReportTable(
+                "units_intervention_words", "Units: an intervention, word by word",
+                word_rows(res), caption=f"{model_name}: {res.description}. Each LM's most "
+                                        "probable word and its surprisal of the actual word "
+                                        "(bits), before and after."))
+            part.tables.append(ReportTable(
+                "units_intervention_pairs", "Units: the minimal pairs before and after",
+                pair_rows(res), caption="Accuracy per set and LM (combined: the sum of both "
+                                        f"directions' log-probabilities); {res.description}."))
         if res.measures:
+            lms = "" if res.scored_lms else f" {model_name}: {res.description}; {NOT_SCORED}."
             part.tables.append(ReportTable(
                 "units_intervention_measures", "Units: more measures before and after",
                 [{"measure": m.name, "before": round(m.before, 4), "after": round(m.after, 4),
                   "note": m.note} for m in res.measures],
                 caption="A probe trained on the unchanged model scored on the held-out "
-                        "sentences, and a word's mean cosine across its contexts."))
+                        "sentences, and a word's mean cosine across its contexts." + lms))
     if saved.showcase is not None:
         part.tables.append(ReportTable(
             "units_number_ablation", "Units: Number cells ablated, top k against k random",

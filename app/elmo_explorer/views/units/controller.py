@@ -34,7 +34,7 @@ from elmo_explorer.views.units.model import (PATTERN_DEFAULT, CorpusFile, RANK_T
 from elmo_explorer.views.units.unit_contexts import (PREFETCH_UNITS, ContextsKey, UnitChoice,
                                                      finding_status, found_status,
                                                      units_contexts, units_to_find)
-from elmo_explorer.views.units.softmax_cache import SoftmaxCache
+from elmo_explorer.views.units.softmax_cache import MissingSoftmaxError, SoftmaxCache
 from elmo_explorer.views.units.view import UnitsView
 
 log = logging.getLogger(__name__)
@@ -431,18 +431,25 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         folder, get_softmax = self._softmax_getter()
 
         def job(state):
-            softmax = get_softmax(state)
+            try:
+                softmax, missing = get_softmax(state), ""
+            except MissingSoftmaxError as e:                       # the probe and similarity go on
+                softmax, missing = None, str(e)
             return softmax, remeasure(model, softmax, tokens, spec, bundled_minimal_pairs(),
-                                      vectors, state, labels=labels, word=word)
+                                      vectors, state, labels=labels, word=word,
+                                      no_softmax=missing)
 
         def done(out) -> None:
-            self._keep_softmax(folder, out[0])
+            if out[0] is not None:
+                self._keep_softmax(folder, out[0])
             self.model.remeasure = out[1]
             self.view.intervene_page.show_remeasure(out[1])
             self.view.tabs.setCurrentWidget(self.view.intervene_page)
-            self.view.show_status("Before → after: both LMs on the selected sentence, the "
-                                  "bundled minimal pairs per set, a probe of the top layer and "
-                                  "the word's similarity across contexts.")
+            self.view.show_status(
+                "Before → after: both LMs on the selected sentence, the bundled minimal pairs "
+                "per set, a probe of the top layer and the word's similarity across contexts."
+                if out[1].scored_lms else "Before → after: a probe of the top layer and the "
+                "word's similarity across contexts (no softmax: the LMs were not scored).")
 
         self.view.set_busy(True)
         self.view.show_status("Re-measuring…")

@@ -30,6 +30,27 @@ def _clean(text: str) -> str:
     return str(text).replace("\t", " ").replace("\n", " ")
 
 
+def _lm_rows(res) -> List[List[str]]:
+    """The intervention's language-model part: word by word, then the minimal pairs."""
+    rows = [["position", "word", "fwd_top_before", "fwd_top_after", "fwd_bits_before",
+             "fwd_bits_after", "bwd_top_before", "bwd_top_after", "bwd_bits_before",
+             "bwd_bits_after"]]
+    b, a = res.before, res.after
+    for i, w in enumerate(b.words):
+        cells = [str(i + 1), _clean(w)]
+        for d in (0, 1):
+            cells += [_clean(b.top[d][i]), _clean(a.top[d][i]),
+                      f"{b.surprisal[d][i]:.4f}", f"{a.surprisal[d][i]:.4f}"]
+        rows.append(cells)
+    rows.append([])
+    rows.append(["pairs", "forward_before", "forward_after", "backward_before",
+                 "backward_after", "combined_before", "combined_after"])
+    for name, before in res.pairs_before.by_set.items():
+        after = res.pairs_after.by_set[name]
+        rows.append([name] + [f"{v:.4f}" for x, y in zip(before, after) for v in (x, y)])
+    return rows
+
+
 def tsv(m: UnitsModel, kind: str) -> str:
     """The table of ``kind`` ("ranking", "intervention", "showcase") as TSV with a header."""
     if not has(m, kind):
@@ -49,22 +70,12 @@ def tsv(m: UnitsModel, kind: str) -> str:
         res = m.remeasure
         assert res is not None                              # has() said so
         rows.append(["# " + _clean(res.describe())])
-        rows.append(["position", "word", "fwd_top_before", "fwd_top_after",
-                     "fwd_bits_before", "fwd_bits_after", "bwd_top_before", "bwd_top_after",
-                     "bwd_bits_before", "bwd_bits_after"])
-        b, a = res.before, res.after
-        for i, w in enumerate(b.words):
-            cells = [str(i + 1), _clean(w)]
-            for d in (0, 1):
-                cells += [_clean(b.top[d][i]), _clean(a.top[d][i]),
-                          f"{b.surprisal[d][i]:.4f}", f"{a.surprisal[d][i]:.4f}"]
-            rows.append(cells)
-        rows.append([])
-        rows.append(["pairs", "forward_before", "forward_after", "backward_before",
-                     "backward_after", "combined_before", "combined_after"])
-        for name, before in res.pairs_before.by_set.items():
-            after = res.pairs_after.by_set[name]
-            rows.append([name] + [f"{v:.4f}" for x, y in zip(before, after) for v in (x, y)])
+        if not res.scored_lms:
+            from elmo_engine.analysis.units.report import NOT_SCORED
+
+            rows.append(["# " + NOT_SCORED])
+        else:
+            rows += _lm_rows(res)
         if res.measures:
             rows.append([])
             rows.append(["measure", "before", "after", "note"])

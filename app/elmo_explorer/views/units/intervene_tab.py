@@ -156,7 +156,20 @@ class InterveneTab(QWidget):
                 t.setRowCount(0)
             self.iv_summary.setText("")
             return
+        fill(self.iv_measures, [[m.name, f"{m.before:.3f} → {m.after:.3f}"]
+                                for m in res.measures])
+        for r, m in enumerate(res.measures):
+            for c in (0, 1):
+                item = self.iv_measures.item(r, c)
+                if item is not None:
+                    item.setToolTip(m.note)
+        notes = "".join(f" {n}" for n in res.notes)
         b, a = res.before, res.after
+        if b is None or a is None:                       # no softmax: the LMs not scored
+            for t in (self.iv_words, self.iv_pairs):
+                t.setRowCount(0)
+            self.iv_summary.setText(f"{res.describe()}.{notes}")
+            return
         rows = []
         for i, word in enumerate(b.words):
             cells = [f"{i + 1} {word}"]
@@ -172,15 +185,7 @@ class InterveneTab(QWidget):
             prs.append([name.replace("_", " ")] + [f"{x:.2f} → {y:.2f}"
                                                    for x, y in zip(before, after)])
         fill(self.iv_pairs, prs)
-        fill(self.iv_measures, [[m.name, f"{m.before:.3f} → {m.after:.3f}"]
-                                for m in res.measures])
-        for r, m in enumerate(res.measures):
-            for c in (0, 1):
-                item = self.iv_measures.item(r, c)
-                if item is not None:
-                    item.setToolTip(m.note)
         mean = [sum(s) / len(s) for s in (*b.surprisal, *a.surprisal)]
-        notes = "".join(f" {n}" for n in res.notes)
         self.iv_summary.setText(
             f"{res.describe()}. Mean surprisal (bits/word) forward {mean[0]:.2f} → "
             f"{mean[2]:.2f}, backward {mean[1]:.2f} → {mean[3]:.2f}.{notes}")

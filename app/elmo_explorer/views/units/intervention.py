@@ -98,16 +98,22 @@ def build_interventions(model, spec: InterventionSpec, token_vectors=None) -> Li
 class Remeasure:
     """Before / after one intervention: the selected sentence word by word (both LMs'
     surprisal and top prediction), the bundled minimal pairs' accuracies per set, and the
-    ``measures`` (a probe's accuracy, a word's similarity; ``notes`` say why one is missing)."""
+    ``measures`` (a probe's accuracy, a word's similarity; ``notes`` say why one is missing).
+    Without a softmax the LMs are not scored: ``before``, ``after`` and the pairs are None."""
 
     spec: Optional[InterventionSpec]
-    before: Any                       # elmo_engine.analysis.units.WordPredictions
+    before: Any                       # elmo_engine.analysis.units.WordPredictions, or None
     after: Any
-    pairs_before: Any                 # elmo_engine.analysis.units.Accuracy
+    pairs_before: Any                 # elmo_engine.analysis.units.Accuracy, or None
     pairs_after: Any
     measures: Tuple[Any, ...] = ()    # elmo_engine.analysis.units.report.Measured
     notes: Tuple[str, ...] = ()
     description: str = ""
+
+    @property
+    def scored_lms(self) -> bool:
+        """Whether the language models were scored (the checkpoint had a softmax)."""
+        return self.before is not None
 
     def describe(self) -> str:
         return self.spec.describe() if self.spec is not None else self.description
@@ -122,8 +128,11 @@ class Remeasure:
 
     @classmethod
     def from_saved(cls, s) -> "Remeasure":
+        from elmo_engine.analysis.units.report import NOT_SCORED
+
         return cls(spec=None, before=s.before, after=s.after, pairs_before=s.pairs_before,
-                   pairs_after=s.pairs_after, measures=s.measures, description=s.description)
+                   pairs_after=s.pairs_after, measures=s.measures, description=s.description,
+                   notes=() if s.scored_lms else (NOT_SCORED[0].upper() + NOT_SCORED[1:] + ".",))
 
 
 def bundled_minimal_pairs() -> List[Any]:
@@ -152,10 +161,13 @@ def word_contexts(word: str, sentence: Sequence[str]) -> List[List[str]]:
 
 def remeasure(model, softmax, tokens: Sequence[str], spec: InterventionSpec,
               pairs: Sequence[Any], token_vectors=None, state=None,
-              labels: Optional[RankSource] = None, word: str = "") -> Remeasure:
+              labels: Optional[RankSource] = None, word: str = "",
+              no_softmax: str = "") -> Remeasure:
     """Run ``spec`` on the live biLM (on the worker): before and after, side by side; with
     ``labels`` a probe of the top layer trained on the unchanged model (their first
-    :data:`PROBE_TOKENS` words), with ``word`` its similarity across its contexts."""
+    :data:`PROBE_TOKENS` words), with ``word`` its similarity across its contexts. ``softmax``
+    None (``no_softmax`` says why): the LMs are not scored, the probe and the similarity are
+    (an InputError, before any work, when neither was asked for)."""
     from elmo_engine.analysis.units.ablate import pair_accuracy, token_predictions
     from elmo_engine.analysis.units.remeasure import fit_probe, probe_under, similarity_under
     from elmo_engine.analysis.units.report import Measured
@@ -164,25 +176,32 @@ def remeasure(model, softmax, tokens: Sequence[str], spec: InterventionSpec,
 
     if spec.position > len(tokens) + 1:
         raise InputError(f"position {spec.position}: the sentence has words 1 … {len(tokens)}")
+    if softmax is None and labels is None and not word:
+        raise InputError(f"{no_softmax or 'No softmax.'} Without it, Intervene re-measures a "
+                         "probe (choose labels on the Ranking tab) or a word's similarity "
+                         "(type a word or select one): give one of them.")
     ivs = build_interventions(model, spec, token_vectors)
-    steps = 4 + (labels is not None) + bool(word)
-    report(state, 0, steps, "the sentence before")
-    before = token_predictions(model, softmax, tokens, (), token_vectors)
-    check(state)
-    report(state, 1, steps, "the sentence after")
-    after = token_predictions(model, softmax, tokens, ivs, token_vectors)
-    check(state)
-    report(state, 2, steps, "the minimal pairs before")
-    pb = pair_accuracy(model, softmax, pairs, (), token_vectors)
-    check(state)
-    report(state, 3, steps, "the minimal pairs after")
-    pa = pair_accuracy(model, softmax, pairs, ivs, token_vectors)
+    lm_steps = 4 if softmax is not None else 0
+    steps = lm_steps + (labels is not None) + bool(word)
+    before = after = pb = pa = None
+    if softmax is not None:
+        report(state, 0, steps, "the sentence before")
+        before = token_predictions(model, softmax, tokens, (), token_vectors)
+        check(state)
+        report(state, 1, steps, "the sentence after")
+        after = token_predictions(model, softmax, tokens, ivs, token_vectors)
+        check(state)
+        report(state, 2, steps, "the minimal pairs before")
+        pb = pair_accuracy(model, softmax, pairs, (), token_vectors)
+        check(state)
+        report(state, 3, steps, "the minimal pairs after")
+        pa = pair_accuracy(model, softmax, pairs, ivs, token_vectors)
     top = model.opts.n_layers
     measures: List[Measured] = []
-    notes: List[str] = []
+    notes: List[str] = [] if softmax is not None else [no_softmax or "No softmax."]
     if labels is not None:
         check(state)
-        report(state, 4, steps, "a probe of the top layer")
+        report(state, lm_steps, steps, "a probe of the top layer")
         probe = fit_probe(model, labels.sentences(PROBE_TOKENS), top, token_vectors=token_vectors)
         got = probe_under(model, probe, ivs, token_vectors)
         measures.append(Measured(
@@ -202,6 +221,8 @@ def remeasure(model, softmax, tokens: Sequence[str], spec: InterventionSpec,
                 f"reference corpus, EWT); one occurrence before → after: {shift:.3f} on average"))
         except InputError as e:
             notes.append(str(e))
+    if before is None and not measures:                  # no softmax, and the word not found
+        raise InputError(" ".join(notes))
     return Remeasure(spec=spec, before=before, after=after, pairs_before=pb, pairs_after=pa,
                      measures=tuple(measures), notes=tuple(notes))
 
