@@ -71,12 +71,14 @@ def _read_json(path: Path, what: str):
         raw = read_bounded(path, MAX_RESULT_BYTES)
     except (OSError, ValueError) as e:
         raise InputError(f"cannot read the {what}: {e}", path=path) from None
-    try:            # nesting too deep and NaN refused here, naming the file (not a traceback)
-        doc = parse_json_strict(raw.decode("utf-8-sig"))       # a BOM dropped
-    except UnicodeDecodeError as e:
-        from elmo_engine.files import not_utf8
+    from elmo_engine.files import utf8_text
 
-        raise InputError(f"the {what}: {not_utf8(raw, e)}", path=path) from None
+    try:
+        text = utf8_text(raw, bom=True)                          # a BOM dropped
+    except ValueError as e:
+        raise InputError(f"the {what}: {e}", path=path) from None
+    try:            # nesting too deep and NaN refused here, naming the file (not a traceback)
+        doc = parse_json_strict(text)
     except ValueError as e:
         raise InputError(f"the {what} is not JSON ({e})", path=path) from None
     try:

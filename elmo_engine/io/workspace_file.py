@@ -31,7 +31,7 @@ import numpy as np
 
 from elmo_engine.atomic import atomic_write_bytes, atomic_write_text, check_name_fits
 from elmo_engine.errors import InputError
-from elmo_engine.files import lone_surrogate, not_utf8, shown
+from elmo_engine.files import lone_surrogate, shown, utf8_text
 from elmo_engine.io.npz_lazy import LazyArrays, open_npz
 from elmo_engine.io.writing import writing
 from elmo_engine.model.tokenize import TOKENIZATIONS, Tokenization
@@ -232,9 +232,11 @@ def load_workspace(path, verify_checksum: bool = True) -> LoadedWorkspace:
         raise InputError(f"larger than {MAX_WORKSPACE_BYTES} bytes: not a workspace this tool "
                          "reads (arrays belong in its npz)", path=path)
     try:
-        obj = json.loads(raw.decode("utf-8-sig"))        # a BOM (Windows editors) is dropped
-    except UnicodeDecodeError as e:
-        raise InputError(f"not a workspace file: {not_utf8(raw, e)}", path=path) from None
+        text = utf8_text(raw, bom=True)                  # a BOM (Windows editors) is dropped
+    except ValueError as e:
+        raise InputError(f"not a workspace file: {e}", path=path) from None
+    try:
+        obj = json.loads(text)
     except json.JSONDecodeError as e:
         line = getattr(e, "lineno", None)
         raise InputError(f"not a valid JSON workspace file ({e})", path=path, line=line) from None

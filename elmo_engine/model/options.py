@@ -199,13 +199,14 @@ class BiLMOptions:
                                   expected=f"<= {MAX_OPTIONS_BYTES} bytes") from None
         except OSError as e:
             raise CheckpointError(path, f"cannot read options file ({e.strerror or e})") from None
-        try:
-            text = raw.decode("utf-8-sig")          # a BOM (Windows editors) is dropped
-            d = json.loads(text)
-        except UnicodeDecodeError as e:
-            from elmo_engine.files import not_utf8
+        from elmo_engine.files import utf8_text
 
-            raise CheckpointError(path, f"options file: {not_utf8(raw, e)}") from None
+        try:
+            text = utf8_text(raw, bom=True)          # a BOM (Windows editors) is dropped
+        except ValueError as e:
+            raise CheckpointError(path, f"options file: {e}") from None
+        try:
+            d = json.loads(text)
         except json.JSONDecodeError as e:
             raise CheckpointError(path, f"options file is not valid JSON: {e.msg} at line "
                                   f"{e.lineno} column {e.colno}") from None

@@ -241,12 +241,12 @@ def read_vocabulary(path: Path) -> List[str]:
         raise CheckpointError(path, "the vocabulary file is implausibly large",
                               expected=f"<= {MAX_VOCAB_BYTES} bytes", found=size)
     raw = path.read_bytes()
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        from elmo_engine.files import not_utf8
+    from elmo_engine.files import utf8_text
 
-        raise CheckpointError(path, f"the vocabulary: {not_utf8(raw, e.start)}") from None
+    try:
+        text = utf8_text(raw)
+    except ValueError as e:
+        raise CheckpointError(path, f"the vocabulary: {e}") from None
     tokens = text.split("\n")
     if tokens and tokens[-1] == "":
         tokens.pop()

@@ -59,7 +59,7 @@ class Vocabulary:
 
     @classmethod
     def load(cls, path) -> "Vocabulary":
-        from elmo_engine.files import not_utf8, read_bounded
+        from elmo_engine.files import read_bounded, utf8_text
 
         path = Path(path)
         try:
@@ -69,9 +69,9 @@ class Vocabulary:
         except ValueError as e:
             raise InputError(f"vocabulary {e}", path=path) from None
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as e:
-            raise InputError(f"vocabulary: {not_utf8(raw, e.start)}", path=path) from None
+            text = utf8_text(raw)
+        except ValueError as e:
+            raise InputError(f"vocabulary: {e}", path=path) from None
         tokens = text.split("\n")
         if tokens and tokens[-1] == "":
             tokens.pop()

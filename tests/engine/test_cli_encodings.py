@@ -301,3 +301,28 @@ def test_the_model_config_training_state_and_wordnet_say_not_utf8_alike(tmp_path
         zf.writestr("wordnet/index.sense", (wn / "index.sense").read_bytes())
     with pytest.raises(InputError, match=r"wordnet.zip:wordnet/index.sense.*not valid UTF-8"):
         load_wordnet(tmp_path / "wordnet.zip")
+
+
+def test_the_workspace_results_and_training_vocabulary_readers_say_not_utf8_alike(tmp_path):
+    """The readers that still wrapped ``not_utf8`` by hand now decode with ``files.utf8_text``:
+    the same words, a BOM dropped and not counted in the place."""
+    from elmo_engine.cli.report import read_layers_result
+    from elmo_engine.errors import InputError
+    from elmo_engine.io.workspace_file import load_workspace
+    from elmo_engine.train.vocab import Vocabulary
+
+    bad = b'{\n  "caf\xe9": 1}'
+    said = r"not valid UTF-8 \(byte 0xE9 at line 2, column 7\)"
+    ws = tmp_path / "w.elmows.json"
+    ws.write_bytes(b"\xef\xbb\xbf" + bad)
+    with pytest.raises(InputError, match=r"w.elmows.json: not a workspace file: " + said):
+        load_workspace(ws)
+    res = tmp_path / "layers.json"
+    res.write_bytes(bad)
+    with pytest.raises(InputError, match=r"layers.json: the .*: " + said):
+        read_layers_result(res)
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_bytes(b"<S>\n</S>\ncaf\xe9\n")
+    with pytest.raises(InputError, match=r"vocab.txt: vocabulary: not valid UTF-8 \(byte 0xE9 "
+                                         r"at line 3, column 4\)"):
+        Vocabulary.load(vocab)
