@@ -97,6 +97,40 @@ def test_a_checkpoint_without_a_softmax_says_which_file_and_still_shows_reach(
         assert ws.worker.shutdown(timeout_s=10)
 
 
+def test_a_sentence_over_the_reach_bound_still_gets_its_predictions(
+        qtbot, with_softmax, app_settings_dir, monkeypatch):
+    """A sentence of 201–1,000 tokens: one job ran the reach first, which refuses more than 200
+    tokens, and the view lost the predictions too (``lm`` gives them without ``--reach``). Now
+    the predictions are computed and the reach says why it is not (the bound lowered to 5 here,
+    for a 7-token sentence)."""
+    import importlib
+
+    reach_module = importlib.import_module("elmo_engine.analysis.language_model.reach")
+
+    monkeypatch.setattr(reach_module, "MAX_REACH_TOKENS", 5)
+    ws = Workspace()
+    ws.set_sentences(SENTENCES)
+    with qtbot.waitSignal(ws.model_changed, timeout=60000):
+        ws.load_model(ModelSpec(str(with_softmax), device="cpu"))
+    panel = LanguageModelPanel(ws)
+    qtbot.addWidget(panel)
+    try:
+        qtbot.waitUntil(lambda: ws.all_embedded() and panel.model.predictions is not None
+                        and panel.is_ready(), timeout=60000)
+        m = panel.model
+        assert len(m.tokens) == 7 and m.reach is None
+        expected = predict(ws.embedder, panel.softmax, [ws.tokens[0]], top_k=10)[0]
+        assert m.predictions.perplexity == pytest.approx(expected.perplexity)
+        assert "No reach: the sentence has 7 tokens, more than 5" in m.reach_problem()
+        assert "error" not in panel.view.status.text().lower()
+        ws.select(TokenRef(1, 1))                          # 3 tokens: within the bound
+        qtbot.waitUntil(lambda: m.tokens == tuple(ws.tokens[1]) and m.reach is not None
+                        and panel.is_ready(), timeout=60000)
+        assert m.reach_problem() == ""
+    finally:
+        assert ws.worker.shutdown(timeout_s=10)
+
+
 def test_exports_write_the_figure_tsv_and_lm_json(qtbot, opened, tmp_path):
     ws, panel = opened
     png = panel.export_figure("sentence", tmp_path / "lm.png")

@@ -100,7 +100,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
     def is_ready(self) -> bool:
         if self.ws.embedder is None:
             return not self.ws.is_loading()
-        return self.jobs.is_idle() and (not self.model.tokens or self.model.reach is not None)
+        return self.jobs.is_idle() and (not self.model.tokens or self.model.reach_done())
 
     def _check_ready(self) -> None:
         if self.is_ready():
@@ -401,7 +401,8 @@ class LanguageModelPanel(PanelDefaults, QWidget):
                      "token is replaced by &lt;UNK&gt;")
         labels = [lab.replace(" forward", " →").replace(" backward", " ←") for lab in labels]
         v.reach.set_matrix(matrix, labels, m.tokens, title,
-                           "" if not m.tokens else "Computing the reach…", m.reach_top())
+                           "" if not m.tokens else m.reach_problem() or "Computing the reach…",
+                           m.reach_top())
         self._redraw_pairs()
 
     def _redraw_pairs(self) -> None:

@@ -111,6 +111,22 @@ class LanguageModelModel:
     def reach_key(self, tokens: Sequence[str]) -> tuple:
         return (self.checksum, tuple(tokens))
 
+    def reach_problem(self) -> str:
+        """Why the shown sentence has no reach matrix ("" when it can have one): a sentence
+        over the engine's bound (it runs n+1 variants); its predictions are computed all the
+        same, as ``lm`` computes them without ``--reach``."""
+        from elmo_engine.analysis.language_model.reach import MAX_REACH_TOKENS
+
+        n = len(self.tokens)
+        if n <= MAX_REACH_TOKENS:
+            return ""
+        return (f"No reach: the sentence has {n:,} tokens, more than {MAX_REACH_TOKENS} (the "
+                "reach runs n+1 variants of it); its predictions are shown.")
+
+    def reach_done(self) -> bool:
+        """Whether the shown sentence's reach is there or is not to be computed."""
+        return self.reach is not None or bool(self.reach_problem())
+
     def pairs_key(self, source: str) -> tuple:
         return (self.checksum, source)
 
@@ -129,14 +145,14 @@ class LanguageModelModel:
             len(tokens) // 2 if tokens else None)
         self.predictions = self.cache_predictions.get(self.prediction_key(self.tokens))
         self.reach = self.cache_reach.get(self.reach_key(self.tokens))
-        return self.reach is not None and (self.predictions is not None
-                                           or bool(self.softmax_problem))
+        return self.reach_done() and (self.predictions is not None
+                                      or bool(self.softmax_problem))
 
     def needs(self) -> Tuple[bool, bool]:
         """(predictions, reach) still to compute for the shown tokens."""
         if not self.tokens:
             return False, False
-        return (self.predictions is None and not self.softmax_problem, self.reach is None)
+        return (self.predictions is None and not self.softmax_problem, not self.reach_done())
 
     def store(self, tokens: Sequence[str], top_k: int, predictions: Optional[SentencePredictions],
               reach: Optional[ReachMatrix]) -> None:
