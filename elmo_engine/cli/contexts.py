@@ -57,6 +57,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="a group label per occurrence in reading order, comma-separated "
                         "(empty = ungrouped), e.g. river,river,money,money (default: the "
                         "groups of a group<TAB>sentence file, e.g. the demo sentences)")
+    p.add_argument("--max-occurrences", type=int, default=None, metavar="N",
+                   help="compare the first N occurrences in reading order (default 300, as the "
+                        "app's Contexts view)")
     p.add_argument("--neighbours", type=int, default=0, metavar="K",
                    help="also list the K nearest neighbours of the first occurrence per layer")
     p.add_argument("--reference", type=Path, default=None,
@@ -107,6 +110,8 @@ def run(args) -> int:
 
     if args.neighbours < 0:
         raise InputError("--neighbours must be at least 0")
+    if args.max_occurrences is not None and args.max_occurrences < 2:
+        raise InputError("--max-occurrences must be at least 2 (a comparison needs two)")
     common.refuse_existing(args.force, args.matrices, args.neighbours_csv, args.vectors)
     text = _sentences(args.sentences, args.pretokenized)
     tokens = text.tokens
@@ -159,14 +164,21 @@ def run(args) -> int:
     center = index.mean if (args.correct and index is not None) else None
     say = (lambda *a: None) if args.json else print          # the table, unless --json
     comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
-                                            args.correct, groups, args.ignore_case, 10 ** 6,
+                                            args.correct, groups, args.ignore_case,
+                                            args.max_occurrences or cmp.MAX_OCCURRENCES,
                                             center, not args.no_layer_norm)
     assert comp is not None and vectors is not None, "the occurrences were found above"
-    summary = {"word": args.word, "occurrences": total, "direction": args.direction,
+    compared = len(comp.occurrences)
+    if compared < total:
+        common.log(f"compared the first {compared} of {total} occurrences of '{args.word}' "
+                   "(--max-occurrences)")
+    summary = {"word": args.word, "occurrences": total, "compared": compared,
+               "direction": args.direction,
                "corrected": bool(args.correct), "layer_norm": not args.no_layer_norm}
-    say(f"'{args.word}': {total} occurrences in {len(tokens)} sentences; "
-          f"{args.direction} halves{', anisotropy-corrected' if args.correct else ''}; "
-          f"mix weights {' '.join(f'{w:.2f}' for w in comp.weights)}")
+    say(f"'{args.word}': {total} occurrences in {len(tokens)} sentences"
+        f"{f' (the first {compared} compared)' if compared < total else ''}; "
+        f"{args.direction} halves{', anisotropy-corrected' if args.correct else ''}; "
+        f"mix weights {' '.join(f'{w:.2f}' for w in comp.weights)}")
     say(f"{'view':<10}{'self-sim':>9}{'within':>9}{'between':>9}{'w − b':>9}{'p':>9}")
     for k, name in enumerate(comp.names):
         say(f"{name:<10}   {_fmt(comp.self_sim[k])}   {_fmt(comp.within[k])}   "

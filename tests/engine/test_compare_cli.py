@@ -50,6 +50,35 @@ def test_contexts_command(fixtures_dir, sentences, tmp_path, capsys):
     assert len((tmp_path / "n.csv").read_text().splitlines()) == 1 + 3 * 3
 
 
+def test_contexts_compares_the_views_first_occurrences_by_default(fixtures_dir, tmp_path,
+                                                                  capsys, monkeypatch):
+    """The app's Contexts view compares the first 300 occurrences, ``contexts`` compared them
+    all (a word of 320 occurrences: other numbers); now one bound, ``--max-occurrences`` to
+    change it, said on stderr. The bound is lowered to 4 here for 6 occurrences."""
+    from elmo_engine.analysis.contexts import compare as cmp
+    from elmo_explorer.views.contexts import model as view_model
+
+    assert view_model.MAX_OCCURRENCES == cmp.MAX_OCCURRENCES == 300
+    f = tmp_path / "six.txt"
+    f.write_text("".join(f"the bank {w} .\n" for w in ("one", "two", "three", "four", "five",
+                                                       "six")), "utf-8")
+    base = ["--word", "bank", "--sentences", str(f), "--checkpoint",
+            str(fixtures_dir / "allennlp"), "--json"]
+    monkeypatch.setattr(cmp, "MAX_OCCURRENCES", 4)
+    assert compare_cli.run(parse(base)) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert (doc["occurrences"], doc["compared"]) == (6, 4)
+    assert "compared the first 4 of 6 occurrences of 'bank'" in out.err
+    assert compare_cli.run(parse(base + ["--max-occurrences", "6"])) == 0
+    doc6 = json.loads(capsys.readouterr().out)
+    assert (doc6["occurrences"], doc6["compared"]) == (6, 6)
+    assert doc6["views"]["layer 2"]["self_similarity"] != pytest.approx(
+        doc["views"]["layer 2"]["self_similarity"], abs=1e-9)
+    with pytest.raises(InputError, match="--max-occurrences must be at least 2"):
+        compare_cli.run(parse(base + ["--max-occurrences", "1"]))
+
+
 def test_contexts_command_errors(fixtures_dir, sentences):
     args = parse(["--word", "bank", "--sentences", str(sentences), "--checkpoint",
                   str(fixtures_dir / "allennlp"), "--groups", "a,b"])

@@ -36,6 +36,9 @@ Occurrence = Tuple[int, int]          # (sentence index, token index)
 
 
 # ---- finding and gathering -----------------------------------------------------------------
+#: occurrences compared at most (the first in reading order): the view and ``contexts`` alike
+MAX_OCCURRENCES = 300
+
 def find_occurrences(tokens: Sequence[Sequence[str]], word: str, ignore_case: bool = False
                      ) -> List[Occurrence]:
     """Every ``(sentence, token)`` position where ``word`` occurs, in reading order."""
@@ -300,7 +303,7 @@ def compare(vectors: np.ndarray, weights: Optional[Sequence[float]] = None,
 def compare_word(tokens: Sequence[Sequence[str]], activations: Sequence[Optional[np.ndarray]],
                  word: str, weights: Optional[Sequence[float]] = None, direction: str = "both",
                  corrected: bool = False, groups: Optional[dict] = None, ignore_case: bool = False,
-                 max_occurrences: int = 300, center: Optional[np.ndarray] = None,
+                 max_occurrences: int = MAX_OCCURRENCES, center: Optional[np.ndarray] = None,
                  layer_norm: bool = False
                  ) -> Tuple[Optional[Comparison], Optional[np.ndarray], int]:
     """Find ``word`` in tokenized sentences with activations and compare its occurrences.
