@@ -100,8 +100,9 @@ def add_parser(sub) -> None:
     q.add_argument("--word", required=True,
                    help="the word to perturb (its first occurrence); with --sentences several, "
                         "comma-separated: a sweep per word, the mean per type over all")
-    q.add_argument("--per-type", type=int, default=6, metavar="N",
-                   help="variants per perturbation type (default 6)")
+    q.add_argument("--per-type", type=int, default=None, metavar="N",
+                   help="variants per perturbation type (default 4, as the app's "
+                        "Perturbations tab and its report)")
     q.add_argument("--max-sentences", type=int, default=20,
                    help="with --sentences: at most this many sentences (default 20)")
     q.add_argument("--seed", type=int, default=0, help="the variants' seed (default 0)")
@@ -250,12 +251,13 @@ def _filters(args) -> int:
 
 
 def _perturb(args) -> int:
-    from elmo_engine.analysis.characters.perturb import summarise, sweep
+    from elmo_engine.analysis.characters.perturb import PER_KIND, summarise, sweep
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.errors import InputError
     from elmo_engine.model.checkpoint import load_checkpoint
     from elmo_engine.model.tokenize import sentence_tokens
 
+    per_type = PER_KIND if args.per_type is None else args.per_type   # ≥ 1: parsing checks
     words = [w for w in args.word.split(",") if w] if args.sentences else [args.word]
     if not words:
         raise InputError(f"--word {args.word!r} names no word: with --sentences it is a "
@@ -278,7 +280,7 @@ def _perturb(args) -> int:
     model = load_checkpoint(common.checkpoint_or_demo(args.checkpoint),
                             device=common.resolve_device(args.device))
     emb = Embedder(model, device=str(next(model.parameters()).device), cache_size=0)
-    sweeps = [sweep(emb, sents, w, args.per_type, args.seed) for w, sents in zip(words, per_word)]
+    sweeps = [sweep(emb, sents, w, per_type, args.seed) for w, sents in zip(words, per_word)]
     result = sweeps[0]
     sentences = [s for sents in per_word for s in sents]
     summary = {k.value: v for k, v in summarise(sweeps).items()}

@@ -43,7 +43,7 @@ def test_the_view_shows_the_engines_numbers(qtbot, panel, ws):
     assert panel.view.atlas_table.rowCount() == len(m.atlas)
     emb = ws.embedder
     tokens = m.sentence.split()
-    ref = perturb.sweep(emb, [tokens], m.word, 4).to_dict()
+    ref = perturb.sweep(emb, [tokens], m.word, perturb.PER_KIND).to_dict()
     assert m.sweep["mean_per_type"] == ref["mean_per_type"]
     rows, _, _ = m.sweep_table()
     assert panel.view.mean_table.rowCount() == len(rows) == len(perturb.Kind)

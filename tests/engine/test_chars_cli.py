@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from support import FIXTURES
@@ -95,6 +96,24 @@ def test_help_lists_the_actions(capsys):
     out = capsys.readouterr().out
     assert "word" in out and "filters" in out and "perturb" in out
     assert Path.cwd().exists()
+
+
+def test_perturb_takes_the_views_variants_per_type_by_default(capsys):
+    """``chars perturb`` made 6 variants a type, the Perturbations tab and the report 4: other
+    means for the same sentence and word. One default now (``perturb.PER_KIND``)."""
+    from elmo_engine.analysis.characters import perturb
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    doc = _json(["chars", "perturb", "--sentence", "the bank of the river .", "--word", "bank",
+                 *CK], capsys)
+    emb = Embedder(load_checkpoint(FIXTURES / "allennlp"), device="cpu", cache_size=0)
+    view = perturb.sweep(emb, ["the bank of the river .".split()], "bank").to_dict()
+    assert perturb.PER_KIND == 4
+    assert len(doc["variants"]) == len(view["variants"])
+    assert set(doc["mean_per_type"]) == set(view["mean_per_type"])
+    for kind, rows in view["mean_per_type"].items():
+        assert np.allclose(doc["mean_per_type"][kind], rows, atol=1e-4), kind
 
 
 def test_perturb_a_word_list_over_a_sentence_file(tmp_path, capsys):

@@ -52,6 +52,9 @@ class Variant:
     text: str
 
 
+#: variants per type by default: the view, the report and ``chars perturb`` alike
+PER_KIND = 4
+
 def _edit(word: str, rng: np.random.Generator, op: str) -> str:
     n = len(word)
     if op == "delete":
@@ -72,7 +75,7 @@ def _edit(word: str, rng: np.random.Generator, op: str) -> str:
     return word[:i] + word[i + 1] + word[i] + word[i + 2:]
 
 
-def variants(word: str, per_kind: int = 6, seed: int = 0) -> List[Variant]:
+def variants(word: str, per_kind: int = PER_KIND, seed: int = 0) -> List[Variant]:
     """Up to ``per_kind`` distinct variants of ``word`` per :class:`Kind` (none equal to the
     word); the same list for the same word, ``per_kind`` and ``seed``."""
     if not word or any(c.isspace() for c in word):
@@ -167,7 +170,7 @@ def find(tokens: Sequence[str], word: str, occurrence: int = 1) -> int:
     return hits[occurrence - 1]
 
 
-def sweep(embedder, sentences: Sequence[Sequence[str]], word: str, per_kind: int = 6,
+def sweep(embedder, sentences: Sequence[Sequence[str]], word: str, per_kind: int = PER_KIND,
           seed: int = 0, state: Optional[TaskState] = None) -> Sweep:
     """Perturb ``word`` (its first occurrence) in each of ``sentences`` (tokenized) and
     measure each variant's cosine to the original per layer and direction."""
@@ -194,7 +197,7 @@ def sweep(embedder, sentences: Sequence[Sequence[str]], word: str, per_kind: int
 
 
 def sweep_corpus(embedder, sentences: Sequence[Sequence[str]], words: Sequence[str],
-                 per_word: int = 20, per_kind: int = 4, seed: int = 0,
+                 per_word: int = 20, per_kind: int = PER_KIND, seed: int = 0,
                  state: Optional[TaskState] = None) -> List[Sweep]:
     """:func:`sweep` for each word of ``words`` over (up to ``per_word`` of) the sentences that
     hold it, in corpus order; words that no sentence holds are left out."""

@@ -12,8 +12,6 @@ from typing import Any, Dict, List, Optional
 from elmo_engine.io.report import ReportPart, ReportTable, saved_figures
 
 VIEW = "characters"
-#: variants per perturbation type (the view's own number)
-PER_TYPE = 4
 #: filters and nearest known words listed per word
 TOP_FILTERS = 3
 NEIGHBOURS = 5
@@ -84,7 +82,7 @@ def word_lab_table(emb, words: List[str], model_name: str, state: Any = None,
 
 def _add_sweep(part: ReportPart, emb, sentence: str, word: str, figure_dir: Optional[Path],
                style, model_name: str, tokenization: str = "tokenize") -> None:
-    from elmo_engine.analysis.characters.perturb import sweep
+    from elmo_engine.analysis.characters.perturb import PER_KIND, sweep
     from elmo_engine.model.tokenize import sentence_tokens
 
     tokens = sentence_tokens(sentence, tokenization)
@@ -92,7 +90,7 @@ def _add_sweep(part: ReportPart, emb, sentence: str, word: str, figure_dir: Opti
         part.notes.append(f"Characters: '{word}' is not a token of the saved sentence; no "
                           "perturbation sweep.")
         return
-    result = sweep(emb, [tokens], word, PER_TYPE)
+    result = sweep(emb, [tokens], word, PER_KIND)
     summary = result.summary()
     n_layers = result.cosines.shape[2]
     rows = []
@@ -105,7 +103,7 @@ def _add_sweep(part: ReportPart, emb, sentence: str, word: str, figure_dir: Opti
         rows.append(row)
     where = f"'{word}' in “{' '.join(tokens)}”"
     caption = (f"{model_name}: mean cosine of each perturbed spelling's vectors to the "
-               f"original's, per type ({PER_TYPE} variants a type, seed 0), for {where}; "
+               f"original's, per type ({PER_KIND} variants a type, seed 0), for {where}; "
                "layer 0 is the context-free token layer, layers 1+ per direction (the forward "
                "LM sees the left context, the backward LM the right).")
     part.tables.append(ReportTable("characters_perturbation",

@@ -39,8 +39,6 @@ from elmo_explorer.views.characters.view import CharactersView
 from elmo_explorer.views.protocol import PanelDefaults, SettlesWithJobs
 
 log = logging.getLogger(__name__)
-#: perturbation variants per type in the view
-PER_TYPE = 4
 ATLAS_TOP = 10
 #: the Corpus view's last opened index (its settings key)
 CORPUS_LAST_INDEX = "corpus/last_index"
@@ -302,14 +300,14 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         sentence, word, how = self.model.sentence, self.model.word, self.ws.tokenization
 
         def job(state):
-            from elmo_engine.analysis.characters.perturb import sweep
+            from elmo_engine.analysis.characters.perturb import PER_KIND, sweep
             from elmo_engine.errors import InputError
             from elmo_engine.model.tokenize import sentence_tokens
 
             tokens = sentence_tokens(sentence, how)
             if word not in tokens:
                 raise InputError(not_a_token(word, tokens, how))
-            return sweep(emb, [tokens], word, PER_TYPE, state=state).to_dict()
+            return sweep(emb, [tokens], word, PER_KIND, state=state).to_dict()
 
         def done(result) -> None:
             self.model.sweep = result
