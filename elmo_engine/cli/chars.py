@@ -222,7 +222,7 @@ def _filters(args) -> int:
         figures.save(filter_map_figure(counts, f"{filters.n_filters} filters over {len(words):,} "
                                                f"words"), args.figure)
     if args.search is not None:
-        hits = [h for h in atlas.search(args.search, limit=10 ** 6)
+        hits = [h for h in atlas.search(args.search, limit=None)
                 if args.filter_width is None or atlas.entry(h[0], 0).width == args.filter_width][:args.top]
         if args.json:
             common.print_json({"query": args.search, "vocabulary": source,

@@ -42,6 +42,23 @@ def test_words_atlas_rows_and_categories():
     assert m.atlas == [] and m.sweep is None and m.checksum == "abc"
 
 
+def test_a_search_is_cut_after_the_width_is_chosen():
+    """The view cut the search to its 200 best hits of every width and then kept the chosen
+    width: narrow filters far down the list were hidden (an empty table for 'e' at width 1,
+    where ``chars filters --search e --width 1`` lists ten). Now the width first, then the cut."""
+    from elmo_explorer.views.characters.model import SEARCH_ROWS
+
+    m = CharactersModel()
+    m.atlas = [_entry(j, 1 if j >= 250 else 3) for j in range(260 + SEARCH_ROWS)]
+    m.search = "e"
+    m.search_hits = [{"filter": j, "relative": 1 - j / 1000, "window": "e", "value": 1.0}
+                     for j in range(260 + SEARCH_ROWS)]
+    m.width = 3
+    assert [e["filter"] for e in m.atlas_rows()] == list(range(SEARCH_ROWS))
+    m.width = 1
+    assert [e["filter"] for e in m.atlas_rows()] == list(range(250, 250 + SEARCH_ROWS))
+
+
 def test_sweep_table_and_repaired_types():
     m = CharactersModel()
     assert m.sweep_table() == ([], [], [])

@@ -60,6 +60,10 @@ def test_search_width_and_a_bad_sweep_word(qtbot, panel):
     qtbot.waitUntil(panel.is_ready, timeout=30000)
     assert {int(panel.view.atlas_table.item(r, 1).text())
             for r in range(panel.view.atlas_table.rowCount())} == {2}
+    # the engine's every hit of width 2, as ``chars filters --search -ing --width 2``
+    atlas = panel._atlas[1]
+    want = [j for j, *_ in atlas.search("-ing", limit=None) if atlas.entry(j, 0).width == 2]
+    assert [e["filter"] for e in panel.model.atlas_rows()] == want[:200]
     panel.view.word_edit.setText("absent")
     panel.run_sweep()
     qtbot.waitUntil(lambda: panel.is_ready() and "Characters:" in panel.view.status.text(),

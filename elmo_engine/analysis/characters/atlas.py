@@ -153,11 +153,12 @@ class Atlas:
                 if width is None or t.width == width
                 for j in range(t.first_filter, t.first_filter + t.top.shape[0])]
 
-    def search(self, text: str, limit: int = 20) -> List[Tuple[int, float, str, float]]:
+    def search(self, text: str, limit: Optional[int] = 20) -> List[Tuple[int, float, str, float]]:
         """The filters that fire most on windows holding the n-gram ``text`` (``-ness``: a
         suffix; ``un-``: a prefix): ``(filter, relative, best window, value)``, by
         ``relative`` = the best such window's value over the filter's best value
-        (1.0: the query's windows are this filter's favourites)."""
+        (1.0: the query's windows are this filter's favourites); the first ``limit`` (None:
+        every filter that has such a window, to be filtered, by width say, before a cut)."""
         q = np.array(query_ids(text), np.int16)
         if len(q) == 0:
             raise InputError(f"empty n-gram: {text!r}")
@@ -175,7 +176,7 @@ class Atlas:
                     hits.append((t.first_filter + row, rel,
                                  render_ids(t.windows[rows[int(arg[row])]]), float(best[row])))
         hits.sort(key=lambda h: (-h[1], h[0]))
-        return hits[:limit]
+        return hits if limit is None else hits[:limit]
 
     def category_counts(self) -> Dict[int, Dict[Category, int]]:
         """Filters per width and category."""

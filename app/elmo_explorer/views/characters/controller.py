@@ -282,7 +282,7 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
         def job(state):
             return [{"filter": j, "relative": rel, "window": g, "value": v}
-                    for j, rel, g, v in atlas.search(text, limit=200)]
+                    for j, rel, g, v in atlas.search(text, limit=None)]   # cut after the width
 
         def done(hits) -> None:
             self.model.search_hits = hits

@@ -28,6 +28,8 @@ DEFAULT_NONCE_WORD = "blorft"
 EXAMPLES: Tuple[str, ...] = ("blorft", "recieve", "teh", "definately", "RIVER", "2nd",
                              "naïve", "Москва", "🙂", "unhappiness")
 MAX_WORDS = 20
+#: the atlas search's best filters shown, of the width chosen
+SEARCH_ROWS = 200
 FILTER_CHOICES = (5, 10, 20, 50)
 #: nearest occurrences per layer of the nonce word in the corpus index; KWIC width per side
 INDEX_K = 5
@@ -131,7 +133,8 @@ class CharactersModel:
 
     def atlas_rows(self) -> List[dict]:
         """The atlas's filters shown: those of :attr:`width` (0: all); with a search, the
-        filters the search found, best first."""
+        filters of that width the search found, best first, the first :data:`SEARCH_ROWS`
+        (the width chosen before the cut, as ``chars filters --search --width`` does)."""
         if self.search.strip() and self.search_hits:
             by_filter = {e["filter"]: e for e in self.atlas}
             rows = []
@@ -139,7 +142,7 @@ class CharactersModel:
                 e = by_filter.get(h["filter"])
                 if e is not None and (not self.width or e["width"] == self.width):
                     rows.append(dict(e, relative=h["relative"], window=h["window"]))
-            return rows
+            return rows[:SEARCH_ROWS]
         return [e for e in self.atlas if not self.width or e["width"] == self.width]
 
     def category_counts(self) -> Dict[int, Dict[str, int]]:
