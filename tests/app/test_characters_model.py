@@ -26,6 +26,12 @@ def test_the_model_imports_no_qt():
 def test_words_atlas_rows_and_categories():
     assert parse_words(" blorft  recieve blorft\tx ") == ["blorft", "recieve", "x"]
     assert len(parse_words(" ".join(f"w{i}" for i in range(50)))) == MAX_WORDS
+    from elmo_explorer.views.characters.model import words_note
+
+    assert words_note("blorft recieve") == ""
+    assert words_note(" ".join(f"w{i}" for i in range(25)) + " w0") == (
+        f"The lab shows the first {MAX_WORDS} of 25 words (`elmo-explorer chars` takes any "
+        "number); 1 repeated word(s) once.")
     m = CharactersModel()
     m.atlas = [_entry(0, 1, "capitals"), _entry(1, 2), _entry(2, 2, "suffix")]
     assert m.widths() == [1, 2] and len(m.atlas_rows()) == 3

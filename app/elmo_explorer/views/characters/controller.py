@@ -31,7 +31,7 @@ from elmo_explorer.state.worker import Lane
 from elmo_explorer.views.characters import export
 from elmo_explorer.views import corpus_index
 from elmo_explorer.views.characters.model import (CharactersModel, IndexSource,
-                                                  VocabSource, not_a_token)
+                                                  VocabSource, not_a_token, words_note)
 from elmo_explorer.views.characters.kept import (Kept, NonceOutcome, ReadError, VocabRequest,
                                                  model_vocab_file, nonce_in_context,
                                                  vocabulary_request)
@@ -166,7 +166,7 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         if emb is None:
             return
         self.view.read(self.model)
-        words = self.model.words()
+        words, note = self.model.words(), words_note(self.model.words_text)
         if not words:
             self.view.show_status("Type one or more words.", error=True)
             return
@@ -198,7 +198,7 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             self.model.vocabulary, self.model.vocabulary_size = vocab.source, len(vocab.words)
             self.view.vocab_info.setText(f"{len(vocab.words):,} words ({vocab.source})")
             self.view.draw_lab(self.model)
-            self.view.show_status("")
+            self.view.show_status(note)
             self.results_changed.emit("lab")
 
         self._submit("lab", "Word lab", job, done)

@@ -75,6 +75,20 @@ def parse_words(text: str) -> List[str]:
     return list(dict.fromkeys(text.split()))[:MAX_WORDS]
 
 
+def words_note(text: str) -> str:
+    """What the lab left out of the words typed ("" when nothing): those over
+    :data:`MAX_WORDS` and the repeats (``chars`` takes any number, each as typed)."""
+    typed = text.split()
+    distinct = list(dict.fromkeys(typed))
+    parts = []
+    if len(distinct) > MAX_WORDS:
+        parts.append(f"the first {MAX_WORDS} of {len(distinct)} words (`elmo-explorer chars` "
+                     "takes any number)")
+    if len(typed) > len(distinct):
+        parts.append(f"{len(typed) - len(distinct)} repeated word(s) once")
+    return ("The lab shows " + "; ".join(parts) + ".") if parts else ""
+
+
 @dataclass
 class CharactersModel:
     """The view's parameters and results."""
