@@ -197,16 +197,12 @@ def _labelled(args) -> List:
     if len(given) != 1:
         raise InputError("give the labelled tokens with exactly one of --conllu, --tsv, --demo")
     if args.conllu is not None or args.tsv is not None:
-        from elmo_engine.analysis.units.collect import label_classes, labelled_file
+        from elmo_engine.analysis.units.collect import labelled_file
 
         path = args.conllu if args.conllu is not None else args.tsv
-        sents = labelled_file(path, args.label, args.max_tokens, MAX_SENTENCES,
-                              conllu=args.conllu is not None)
-        classes = label_classes(sents)
-        if len(classes) < 2:                     # said with the file, before the model runs
-            raise InputError(f"one class among the labelled words read ({', '.join(classes)}); "
-                             "ranking units needs two or more", path=path)
-        return sents
+        # one class alone is said with the file, before the model runs (labelled_file)
+        return labelled_file(path, args.label, args.max_tokens, MAX_SENTENCES,
+                             conllu=args.conllu is not None)
     from elmo_engine.io.datasets.demo import load_demo_task
 
     out, count = [], 0

@@ -128,17 +128,19 @@ def labelled_file(path, label: str = "upos", max_tokens: Optional[int] = None,
                   max_sentences: int = 200_000, conllu: Optional[bool] = None
                   ) -> List[LabelledSentence]:
     """The labelled sentences of a user's file, read as the Probes view reads its tasks: a
-    CoNLL-U file (``conllu``; None: by the name, ``.conllu``, ``.conllu.gz``; ``label`` upos,
-    xpos, deprel or ``feats:NAME``) or else a token<TAB>label TSV (``label`` unused), up to
+    CoNLL-U file (``conllu``; None: by the name, ``.conllu``, ``.conllu.gz``, or by its first
+    word line, :func:`~elmo_engine.analysis.units.corpus.holds_conllu`; ``label`` upos, xpos,
+    deprel or ``feats:NAME``) or else a token<TAB>label TSV (``label`` unused), up to
     ``max_tokens`` labelled words, each sentence of at most ``MAX_SENTENCE_TOKENS`` words.
-    Bad input is the readers' one line naming the file and line."""
+    Bad input is the readers' one line naming the file and line; labels of one class alone,
+    one line naming the file (:func:`check_classes`), before any model runs."""
     import itertools
     from pathlib import Path
 
-    from elmo_engine.analysis.units.corpus import is_conllu
+    from elmo_engine.analysis.units.corpus import holds_conllu
     from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS
 
-    conllu_file = is_conllu(Path(path)) if conllu is None else conllu
+    conllu_file = holds_conllu(Path(path)) if conllu is None else conllu
     if conllu_file:
         from elmo_engine.io.datasets.conllu import read_conllu
 
@@ -160,4 +162,15 @@ def labelled_file(path, label: str = "upos", max_tokens: Optional[int] = None,
     if count == 0:
         raise InputError(f"no labelled words (label {label})" if conllu_file else
                          "no labelled words (token<TAB>label lines)", path=path)
+    check_classes(out, path)
     return out
+
+
+def check_classes(sentences: Sequence[LabelledSentence], path) -> Tuple[str, ...]:
+    """The classes of ``sentences`` read from ``path``; one class alone is an InputError
+    naming the file (said before the model runs: a ranking and a probe need two or more)."""
+    classes = label_classes(sentences)
+    if len(classes) < 2:
+        raise InputError(f"one class among the labelled words read ({', '.join(classes)}); "
+                         "ranking units needs two or more", path=path)
+    return classes

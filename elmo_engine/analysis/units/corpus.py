@@ -73,6 +73,35 @@ def is_conllu(path: Path) -> bool:
     return path.name.lower().endswith((".conllu", ".conllu.gz"))
 
 
+#: bytes read (decompressed) to tell CoNLL-U from token<TAB>label by content
+SNIFF_BYTES = 64 * 1024
+
+
+def holds_conllu(path: Path) -> bool:
+    """Whether ``path`` is CoNLL-U by its name (:func:`is_conllu`) or, whatever its name, by
+    its first word line: ten tab-separated fields, the first a word id (``3``, ``3-4``,
+    ``3.1``), where a token<TAB>label file has two. Reads at most :data:`SNIFF_BYTES`
+    (plain or gzip); a file that cannot be read is left to the reader's own message."""
+    import re
+
+    from elmo_engine.io.datasets.textio import open_binary
+
+    if is_conllu(path):
+        return True
+    try:
+        with open_binary(path) as fh:
+            head = fh.read(SNIFF_BYTES)
+    except (InputError, OSError, EOFError, ValueError):
+        return False
+    for raw in head.split(b"\n")[:-1] or [head]:
+        line = raw.decode("utf-8", "replace").strip("\r\ufeff")
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        return len(fields) == 10 and re.fullmatch(r"\d+(-\d+|\.\d+)?", fields[0]) is not None
+    return False
+
+
 def read_units_corpus(path, max_tokens: int, pretokenized: bool = False) -> UnitsCorpus:
     """The first ``max_tokens`` words of the corpus at ``path`` (see the module docstring).
 

@@ -70,9 +70,9 @@ class RankSource:
             return "the demo POS task's UPOS tags"
         from pathlib import Path
 
-        from elmo_engine.analysis.units.corpus import is_conllu
+        from elmo_engine.analysis.units.corpus import holds_conllu
 
-        conllu = is_conllu(Path(self.path))
+        conllu = holds_conllu(Path(self.path))
         return f"{Path(self.path).name}" + (f" ({self.label})" if conllu else "")
 
     def sentences(self, max_tokens: int) -> List[Any]:

@@ -14,7 +14,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QLabel, QPushButton,
                                QSplitter, QVBoxLayout, QWidget)
 
-from elmo_engine.analysis.units.corpus import is_conllu
+from elmo_engine.analysis.units.corpus import holds_conllu
 from elmo_explorer.views.units.model import (RANK_KS, RANK_TOKENS, RankSource, curve_point)
 from elmo_explorer.views.units.widgets import fill, table
 
@@ -87,7 +87,7 @@ class RankingTab(QWidget):
     def _on_source(self) -> None:
         file = self.source.currentIndex() == 1
         self.file_button.setEnabled(file)
-        conllu = is_conllu(Path(self._path))
+        conllu = bool(self._path) and holds_conllu(Path(self._path))   # by name or content
         self.label.setEnabled(file and conllu)
         if file and not self._path:
             self.file_note.setText("choose a CoNLL-U or TSV file")
