@@ -185,7 +185,6 @@ def run(args) -> int:
 
 
 def _run(args) -> int:
-    from elmo_engine.analysis.layers.cka import min_tokens
     from elmo_engine.analysis.layers.run import (analyse_layers, compare_layers, mdl_probe,
                                                  reference_corpus_path)
     from elmo_engine.analysis.layers.sample import read_sample
@@ -205,10 +204,7 @@ def _run(args) -> int:
         common.log(f"note: analysing {sample.sample_note()}; --max-tokens, --max-sentences and "
                    "--seed set it")
     tokens, n_file = sample.tokens, sample.sentences_in_file
-    n_tokens, need = sample.n_tokens, min_tokens(not args.biased_cka)
-    if n_tokens < need:                                  # CKA's least, said with the file
-        raise InputError(f"{n_tokens} token(s) to analyse; CKA between layers needs at least "
-                         f"{need}", path=corpus)
+    sample.check_enough(not args.biased_cka)             # CKA's least, said with the file
     mdl_data = _mdl_data(args) if args.mdl_task else None
     device = pick_device(args.device)
     emb, path_a = _load(args.checkpoint, device)

@@ -125,6 +125,24 @@ def test_cancel_leaves_the_previous_result(qtbot, panel, ws, tmp_path, layers_se
     np.testing.assert_allclose(panel.view.cka_matrix, np.array(before["cka"]["matrix"]))
 
 
+def test_a_corpus_too_small_for_cka_is_the_commands_line_before_embedding(qtbot, panel,
+                                                                          tmp_path, capsys):
+    """The view said the engine's "CKA needs at least 4 tokens for the unbiased estimator; got
+    3" (no file, after embedding); ``layers`` names the file first. Now the same line."""
+    from elmo_engine.cli.main import main as cli_main
+
+    tiny = tmp_path / "tiny3.txt"
+    tiny.write_text("a b c\n", encoding="utf-8")
+    panel.set_corpus(str(tiny))
+    panel.run()
+    qtbot.waitUntil(panel.is_ready, timeout=30000)
+    said = panel.view.status.text()
+    assert "tiny3.txt: 3 token(s) to analyse; CKA between layers needs at least 4" in said
+    assert cli_main(["layers", str(tiny), "--checkpoint", str(panel.ws.model_spec.path)]) == 1
+    assert "tiny3.txt: 3 token(s) to analyse; CKA between layers needs at least 4" in \
+        capsys.readouterr().err
+
+
 def test_exports_are_valid_files(qtbot, panel, tmp_path):
     _run(qtbot, panel)
     panel.view.mdl_sentences_box.setValue(40)

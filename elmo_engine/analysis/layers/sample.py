@@ -59,6 +59,17 @@ class CorpusSample:
         return (f"a seeded sample of {len(self.tokens):,} of {self.sentences_in_file:,} "
                 f"sentences ({self.n_tokens:,} of {self.tokens_in_file:,} tokens)")
 
+    def check_enough(self, unbiased: bool = True) -> None:
+        """Refuse, naming the file, a sample of fewer tokens than CKA is defined on (before
+        anything is embedded; the command and the Layers view alike)."""
+        from elmo_engine.analysis.layers.cka import min_tokens
+        from elmo_engine.errors import InputError
+
+        need = min_tokens(unbiased)
+        if self.n_tokens < need:
+            raise InputError(f"{self.n_tokens} token(s) to analyse; CKA between layers needs "
+                             f"at least {need}", path=self.path)
+
 
 def read_sample(path, pretokenized: bool = False, max_sentences: Optional[int] = None,
                 max_tokens: int = MAX_LAYERS_TOKENS, seed: int = 0,

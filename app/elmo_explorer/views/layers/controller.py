@@ -234,6 +234,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             from elmo_engine.analysis.layers import run as layers_run  # torch
 
             sample = read_sample(corpus, pretokenized, n, seed=SEED, state=state)
+            sample.check_enough()             # as `layers` says it: the file, before embedding
             res = layers_run.analyse_layers(emb, sample.tokens, seed=SEED, state=state)
             analysis = (res, sample.tokens)
             return (result_dict(info, corpus, sample.sentences_in_file, n, analysis,
