@@ -117,7 +117,9 @@ def add_parser(subparsers):
                      help="its words I … J (1-based, inclusive) that make the pattern")
     pat.add_argument("--threshold", type=float, default=0.3, metavar="T",
                      help="a unit is on when above T at every word of a span (default 0.3)")
-    pat.add_argument("--layer", type=int, default=0, help="LSTM layer, 0-based (default 0)")
+    pat.add_argument("--layer", type=int, default=None,
+                     help="LSTM layer, 0-based (default: the top one, 1 for the published "
+                          "models, as the app's Pattern tab)")
     pat.add_argument("--direction", choices=("forward", "backward", "fwd", "bwd"),
                      default="forward", help="which LM (default forward)")
     pat.add_argument("--state", default="c", help="state kind (default c, the cell; h, m, the "
@@ -394,7 +396,10 @@ def run_pattern(args) -> int:
         raise InputError("--state takes one state kind (c, i, f, o, g, m or h)")
     kind: StateKind = kinds[0]
     span = _span(args.span)
-    _check_layers([args.layer], common.checkpoint_options(args.checkpoint))   # before torch
+    opts = common.checkpoint_options(args.checkpoint)
+    if args.layer is None:
+        args.layer = opts.n_layers - 1                  # the top layer, as the Pattern tab
+    _check_layers([args.layer], opts)                   # before torch
     from elmo_engine.model.tokenize import MAX_SENTENCE_TOKENS, tokenize
 
     query = (args.sentence.split() if args.pretokenized

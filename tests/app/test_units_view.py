@@ -477,6 +477,7 @@ def test_pattern_search_in_the_view(qtbot, demo_panel):
 
     panel = demo_panel
     v = panel.view
+    assert v.pattern_page.p_layer.value() == panel.ws.embedder.opts.n_layers - 1   # as the CLI
     v.pattern_page.p_layer.setValue(1)
     v.pattern_page.p_start.setValue(4)
     v.pattern_page.p_end.setValue(5)                                               # "the bank"

@@ -205,6 +205,10 @@ def test_pattern_document_and_errors(files, tmp_path, capsys):
                 "--span", "4:5", *CK] + bad
         assert main(argv) == 1
         assert says in capsys.readouterr().err
+    # without --layer: the top layer, as the view's Pattern tab starts (it was 0 here, 1 there)
+    doc = run_json(args[:2] + [str(text)] + [a for a in args[2:] if a != "--layer"
+                                              and a != "1"], capsys)
+    assert doc["layer"] == 1
 
 
 def test_rank_figure_and_conllu_feats(files, tmp_path, capsys):

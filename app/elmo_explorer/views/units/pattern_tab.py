@@ -67,7 +67,9 @@ class PatternTab(QWidget):
         self.pattern_button.clicked.connect(self.pattern_requested)
 
     def set_layers(self, n_layers: int) -> None:
+        """A model's layers: the search starts at its top layer, as ``units pattern`` does."""
         self.p_layer.setRange(0, max(0, n_layers - 1))
+        self.p_layer.setValue(max(0, n_layers - 1))
 
     def query(self) -> PatternQuery:
         return PatternQuery(layer=self.p_layer.value(), direction=self.p_direction.currentText(),
