@@ -338,7 +338,7 @@ def _nonce(args) -> int:
     from elmo_engine.embed.embedder import Embedder
     from elmo_engine.errors import InputError
     from elmo_engine.model.checkpoint import load_checkpoint
-    from elmo_engine.model.softmax import load_softmax
+    from elmo_engine.model.softmax import NoSoftmaxError, load_softmax
     from elmo_engine.model.tokenize import sentence_tokens
     from elmo_engine.train.evaluate import model_folder
 
@@ -350,9 +350,18 @@ def _nonce(args) -> int:
     checkpoint = common.checkpoint_or_demo(args.checkpoint)
     model = load_checkpoint(checkpoint, device=common.resolve_device(args.device))
     emb = Embedder(model, device=str(next(model.parameters()).device), cache_size=0)
-    softmax = load_softmax(model_folder(Path(checkpoint)), output_dim=model.opts.output_dim)
-    vocab = Vocabulary(words, emb.token_vectors(words), source)
-    res = in_context(emb, softmax, toks, pos, vocab, args.top_k)
+    try:
+        softmax = load_softmax(model_folder(Path(checkpoint)), output_dim=model.opts.output_dim)
+    except NoSoftmaxError as e:
+        if args.index is None:                  # nothing left to show
+            raise
+        # as the view's In context tab: the index's occurrences need no softmax
+        softmax, no_softmax = None, f"no predictions: {e.reason}"
+        common.log(f"note: {no_softmax}; the nearest occurrences in --index are shown")
+    res = None
+    if softmax is not None:
+        vocab = Vocabulary(words, emb.token_vectors(words), source)
+        res = in_context(emb, softmax, toks, pos, vocab, args.top_k)
     hits = {}
     if args.index is not None:
         from elmo_engine.index.search import CorpusIndex, query_vectors
@@ -365,8 +374,12 @@ def _nonce(args) -> int:
         finally:
             index.close()
     if args.json:
-        doc = res.to_dict()
-        doc["vocabulary"] = {"source": source, "words": len(vocab.words)}
+        if res is not None:
+            doc = res.to_dict()
+            doc["vocabulary"] = {"source": source, "words": len(words)}
+        else:
+            doc = {"sentence": " ".join(toks), "word": args.word, "position": pos,
+                   "no_predictions": no_softmax}
         doc["index"] = None if args.index is None else {
             "folder": str(args.index),
             "layers": {str(layer): [h.to_dict() for h in hs] for layer, hs in hits.items()}}
@@ -376,13 +389,16 @@ def _nonce(args) -> int:
     def line(pairs) -> str:
         return ", ".join(f"{w} {v:.3f}" for w, v in pairs) or "—"
 
-    rank = ("outside the softmax's vocabulary" if not res.in_vocabulary else
-            f"rank {res.forward_rank} forward, {res.backward_rank} backward")
-    print(f"'{res.word}' in: {' '.join(toks)}  ({rank})")
-    print(f"  layer 0, nearest known words (spelling): {line(res.layer0)}")
-    print(f"  forward LM predicts here:  {line(res.forward)}")
-    print(f"  backward LM predicts here: {line(res.backward)}")
-    print(f"  both agree on: {line(res.both)}")
+    if res is None:
+        print(f"'{args.word}' in: {' '.join(toks)}  ({no_softmax})")
+    else:
+        rank = ("outside the softmax's vocabulary" if not res.in_vocabulary else
+                f"rank {res.forward_rank} forward, {res.backward_rank} backward")
+        print(f"'{res.word}' in: {' '.join(toks)}  ({rank})")
+        print(f"  layer 0, nearest known words (spelling): {line(res.layer0)}")
+        print(f"  forward LM predicts here:  {line(res.forward)}")
+        print(f"  backward LM predicts here: {line(res.backward)}")
+        print(f"  both agree on: {line(res.both)}")
     for layer, hs in hits.items():
         print(f"  layer {layer}, nearest occurrences in {args.index}:")
         for h in hs:

@@ -159,3 +159,26 @@ def test_nonce_word_in_context_with_a_corpus_index(tmp_path, capsys):
     known = _json(["chars", "nonce", "--sentence", "He sat on the bank of the river .", "--word",
                    "bank", "--top-k", "3", "--device", "cpu"], capsys)
     assert known["in_vocabulary"] and known["forward_rank"] >= 1 and known["index"] is None
+
+
+def test_nonce_without_a_softmax_still_searches_the_index(tmp_path, capsys):
+    """A model without a softmax: ``chars nonce --index`` failed whole, where the view's In
+    context tab shows the index's nearest occurrences and says the predictions need one. Now
+    the command does the same; without ``--index`` it is still the missing file's line."""
+    text = tmp_path / "c.txt"
+    text.write_text("He sat on the bank of the river .\nShe went to the bank .\n",
+                    encoding="utf-8")
+    index = tmp_path / "ix"
+    assert main(["index", str(text), "-o", str(index), *CK]) == 0
+    capsys.readouterr()
+    argv = ["chars", "nonce", "--sentence", "He sat on the blorft of the river .", "--word",
+            "blorft", "-k", "2", *CK]
+    assert main(argv + ["--index", str(index), "--json"]) == 0
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    assert doc["no_predictions"].startswith("no predictions: no softmax")
+    assert "forward_predictions" not in doc and doc["position"] == 4
+    assert doc["index"]["layers"] and all(len(h) == 2 for h in doc["index"]["layers"].values())
+    assert "the nearest occurrences in --index are shown" in out.err
+    assert main(argv) == 1
+    assert "no softmax" in capsys.readouterr().err
