@@ -503,3 +503,11 @@ def test_a_launch_finds_the_last_ones_neighbour_index_on_disk(qtbot, app_setting
         assert panel.model.table == first and not errors
     finally:
         w.workspace.worker.shutdown()
+
+
+def test_the_view_compares_as_many_occurrences_as_the_command():
+    """One bound for the view and ``contexts`` (the command compared every occurrence)."""
+    from elmo_engine.analysis.contexts import compare as cmp
+    from elmo_explorer.views.contexts import model as view_model
+
+    assert view_model.MAX_OCCURRENCES == cmp.MAX_OCCURRENCES
