@@ -38,7 +38,8 @@ def add_parser(sub) -> None:
     p.add_argument("--word", help="the word (case-folded)")
     p.add_argument("--layer", default=None, metavar="L[,L…]",
                    help="the layer numbers to cluster, comma-separated (default: all indexed)")
-    p.add_argument("--k-max", type=int, default=8, help="most clusters tried (default 8)")
+    p.add_argument("--k-max", type=int, default=None,
+                   help="most clusters tried (default 8, as the app's Senses tab)")
     p.add_argument("--max-occurrences", type=int, default=2000,
                    help="an even sample of this many occurrences at most (default 2000)")
     p.add_argument("--seed", type=int, default=0)
@@ -69,6 +70,10 @@ def _layers(text, available):
 
 
 def run(args) -> int:
+    if args.k_max is None:
+        from elmo_engine.index.senses import K_MAX
+
+        args.k_max = K_MAX
     if args.k_max < 2:
         raise InputError("--k-max must be at least 2")
     if args.semcor is not None:

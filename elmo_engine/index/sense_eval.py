@@ -22,7 +22,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.embed.embedder import Embedder
-from elmo_engine.index.senses import LayerSenses, Occurrence, cluster_layer
+from elmo_engine.index.senses import K_MAX, LayerSenses, Occurrence, cluster_layer
 from elmo_engine.io.datasets.records import WsdInstance, WsdSentence
 from elmo_engine.progress import TaskState, check, report
 
@@ -80,7 +80,7 @@ def pick_lemmas(sentences: Sequence[WsdSentence], n_lemmas: int, min_count: int 
 
 def semcor_induction(sentences: Sequence[WsdSentence], embedder: Embedder,
                      layers: Sequence[int], n_lemmas: int = 40, max_occurrences: int = 300,
-                     k_max: int = 8, seed: int = 0, state: Optional[TaskState] = None
+                     k_max: int = K_MAX, seed: int = 0, state: Optional[TaskState] = None
                      ) -> List[LemmaInduction]:
     """Induced senses of the commonest polysemous lemmas, scored per layer."""
     lemmas = set(pick_lemmas(sentences, n_lemmas))

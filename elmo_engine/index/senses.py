@@ -81,9 +81,11 @@ def _unit(x: np.ndarray) -> np.ndarray:
 #: smallest cluster is smaller is not chosen, and fewer than twice this many occurrences make one
 #: cluster
 MIN_CLUSTER_SIZE = 5
+#: the most clusters tried by default (``senses``, the Corpus view's Senses tab)
+K_MAX = 8
 
 
-def choose_clusters(x: np.ndarray, k_max: int = 8, seed: int = 0,
+def choose_clusters(x: np.ndarray, k_max: int = K_MAX, seed: int = 0,
                     min_size: int = MIN_CLUSTER_SIZE
                     ) -> Tuple[np.ndarray, float, Tuple[Tuple[int, float], ...]]:
     """k-means labels for ``x`` ``(N, D)`` with ``k`` chosen by the cosine silhouette among the
@@ -173,7 +175,7 @@ def purity(labels: "Sequence[int] | np.ndarray", gold: Sequence[str]) -> float:
     return sum(c.most_common(1)[0][1] for c in by.values()) / max(1, len(gold))
 
 
-def cluster_layer(layer: int, x: np.ndarray, occs: Sequence[Occurrence], k_max: int = 8,
+def cluster_layer(layer: int, x: np.ndarray, occs: Sequence[Occurrence], k_max: int = K_MAX,
                   seed: int = 0, gold: Optional[Sequence[str]] = None, typical: int = 3,
                   window: int = 5) -> LayerSenses:
     """Cluster one layer's vectors ``x`` ``(N, D)`` of the occurrences ``occs``."""
@@ -235,7 +237,7 @@ def align_layers(layers: Sequence[LayerSenses]) -> Tuple[LayerSenses, ...]:
 
 
 def induce_from_index(index, word: str, layers: Optional[Sequence[int]] = None,
-                      k_max: int = 8, max_occurrences: int = 2000, seed: int = 0,
+                      k_max: int = K_MAX, max_occurrences: int = 2000, seed: int = 0,
                       state: Optional[TaskState] = None) -> SenseInduction:
     """Sense induction over ``word``'s occurrences in a :class:`~.search.CorpusIndex` (an even
     sample of ``max_occurrences`` when there are more)."""

@@ -380,3 +380,38 @@ def test_a_stopped_build_of_a_3_layer_model_resumes_with_its_own_layers(tmp_path
     m = jobs.build_index(jobs.BuildRequest((corpus,), req.folder, str(ck), force=True), emb,
                          TaskState())
     assert m.complete and m.layers == (0, 1, 2, 3)
+
+
+def test_the_senses_tab_tries_as_many_clusters_as_the_command(tmp_path, capsys):
+    """The Senses tab tried at most 6 clusters, ``senses`` 8: a word of 8 senses (8 contexts
+    of *bank*, 6 times each) got 8 clusters from the command and 6 in the app. One default."""
+    import json
+
+    from elmo_engine.cli.main import main
+    from elmo_engine.index.search import CorpusIndex
+    from elmo_engine.index.senses import K_MAX
+    from elmo_explorer.views.corpus import jobs
+    from elmo_explorer.views.corpus.model import CorpusOptions
+    from elmo_engine.progress import TaskState
+    from support import FIXTURES
+
+    contexts = ["He sat on the bank of the river .", "She paid money into the bank today .",
+                "Snow formed a deep bank by the barn .", "A bank of fog rolled in from sea .",
+                "The pilot had to bank the plane left .", "You can bank on me tomorrow .",
+                "The blood bank needs more donors .", "A bank of switches lined the wall ."]
+    corpus = tmp_path / "eight.txt"
+    corpus.write_text("\n".join(contexts * 6) + "\n", "utf-8")
+    ix = tmp_path / "ix"
+    ck = str(FIXTURES / "allennlp")
+    assert main(["index", str(corpus), "-o", str(ix), "--checkpoint", ck, "--device", "cpu"]) == 0
+    capsys.readouterr()
+    assert main(["senses", str(ix), "--word", "bank", "--json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    index = CorpusIndex(ix)
+    try:
+        app = jobs.induce(index, "bank", CorpusOptions().k_max, TaskState())
+    finally:
+        index.close()
+    assert CorpusOptions().k_max == K_MAX == 8
+    assert [len(set(lay.labels)) for lay in app.layers] == [8] * len(app.layers)
+    assert [lay["k"] for lay in cli["layers"]] == [8] * len(app.layers)

@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.index.hits import Hit
-from elmo_engine.index.senses import MIN_CLUSTER_SIZE, SenseInduction
+from elmo_engine.index.senses import K_MAX, MIN_CLUSTER_SIZE, SenseInduction
 from elmo_explorer.common.selection import Rect, normalized
 
 #: the layers the view shows side by side (those the index holds)
@@ -42,7 +42,7 @@ class CorpusOptions:
     same_word: bool = True                # only the query word's occurrences (exact search)
     map_scope: str = MapScope.WORD
     map_max_points: int = 1_000_000       # the map samples evenly beyond this
-    k_max: int = 6                        # most clusters tried per layer
+    k_max: int = K_MAX                    # most clusters tried per layer, as `senses`
 
     @staticmethod
     def from_dict(d: Dict[str, Any]) -> "CorpusOptions":
