@@ -1,6 +1,11 @@
 """The engine's own exception types. Every message names what went wrong and where."""
 from __future__ import annotations
 
+import difflib
+from collections import Counter
+from pathlib import Path
+from typing import Iterable, List, Optional, Sequence
+
 
 class ElmoError(Exception):
     """Base class of every error the engine raises on purpose (bad files, bad input)."""
@@ -49,3 +54,35 @@ class InputError(ElmoError):
 
 class CancelledError(ElmoError):
     """Raised inside a job when its cancel flag was set; callers treat it as a clean stop."""
+
+
+# ---- a word that does not occur ---------------------------------------------------------------
+def suggestions(word: str, vocabulary: Iterable[str], n: int = 3) -> List[str]:
+    """Words of ``vocabulary`` the user may have meant: other cases first, then near spellings
+    (most frequent first among equals)."""
+    counts = Counter(vocabulary)
+    if not counts:
+        return []
+    folded = word.casefold()
+    same_case = sorted((w for w in counts if w != word and w.casefold() == folded),
+                       key=lambda w: -counts[w])
+    by_folded: dict = {}
+    for w in sorted(counts, key=lambda w: -counts[w]):
+        by_folded.setdefault(w.casefold(), w)         # the most frequent spelling of each
+    near = difflib.get_close_matches(folded, list(by_folded), n=n, cutoff=0.75)
+    out = list(same_case)
+    out += [by_folded[f] for f in near if by_folded[f] not in out and by_folded[f] != word]
+    return out[:n]
+
+
+def absent_word(word: str, tokens: Iterable[Sequence[str]], where: str,
+                path: Optional[Path] = None, hint: str = "") -> InputError:
+    """The error for a word that does not occur: ``'Bank' does not occur in …; did you mean
+    'bank'?`` (exit status 1)."""
+    found = suggestions(word, (t for s in tokens for t in s))
+    msg = f"'{word}' does not occur in {where}"
+    if found:
+        msg += "; did you mean " + " or ".join(f"'{w}'" for w in found) + "?"
+        if hint and any(w.casefold() == word.casefold() for w in found):
+            msg += f" ({hint})"
+    return InputError(msg, path=path)

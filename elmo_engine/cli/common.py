@@ -26,17 +26,15 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import io
 import json
 import shutil
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence
 
-from elmo_engine import runtime
+from elmo_engine import errors, runtime
 from elmo_engine.errors import InputError
 
 
@@ -392,35 +390,9 @@ def checkpoint_options(path: Optional[Path]):
 
 
 # ---- words -----------------------------------------------------------------------------------
-def suggestions(word: str, vocabulary: Iterable[str], n: int = 3) -> List[str]:
-    """Words of ``vocabulary`` the user may have meant: other cases first, then near spellings
-    (most frequent first among equals)."""
-    counts = Counter(vocabulary)
-    if not counts:
-        return []
-    folded = word.casefold()
-    same_case = sorted((w for w in counts if w != word and w.casefold() == folded),
-                       key=lambda w: -counts[w])
-    by_folded: dict = {}
-    for w in sorted(counts, key=lambda w: -counts[w]):
-        by_folded.setdefault(w.casefold(), w)         # the most frequent spelling of each
-    near = difflib.get_close_matches(folded, list(by_folded), n=n, cutoff=0.75)
-    out = list(same_case)
-    out += [by_folded[f] for f in near if by_folded[f] not in out and by_folded[f] != word]
-    return out[:n]
-
-
-def absent_word(word: str, tokens: Iterable[Sequence[str]], where: str,
-                path: Optional[Path] = None, hint: str = "") -> InputError:
-    """The error for a word that does not occur: ``'Bank' does not occur in …; did you mean
-    'bank'?`` (exit status 1)."""
-    found = suggestions(word, (t for s in tokens for t in s))
-    msg = f"'{word}' does not occur in {where}"
-    if found:
-        msg += "; did you mean " + " or ".join(f"'{w}'" for w in found) + "?"
-        if hint and any(w.casefold() == word.casefold() for w in found):
-            msg += f" ({hint})"
-    return InputError(msg, path=path)
+# the words the user may have meant, and the error of a word that does not occur: the engine's
+# (the app's views say it the same way)
+suggestions, absent_word = errors.suggestions, errors.absent_word
 
 
 class StderrProgress:

@@ -61,8 +61,7 @@ def run(args) -> int:
         vec = query_vectors(emb, tokens, pos, [layer])[layer]
         word = tokens[pos]
         if args.same_word and len(index.rows_of(word)) == 0:
-            raise common.absent_word(word, [index.vocabulary_sample()], "the index",
-                                     path=args.index, hint="the search is case-folded")
+            raise index.absent(word)
         hits = index.search(vec, layer, args.k, word if args.same_word else None)
     finally:
         index.close()

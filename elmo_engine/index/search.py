@@ -256,6 +256,14 @@ class CorpusIndex:
         return [w for (w,) in self._query("SELECT DISTINCT word FROM tokens LIMIT ?", (limit,))
                 if isinstance(w, str)]
 
+    def absent(self, word: str) -> InputError:
+        """The error for ``word`` that the index does not hold, naming the index, with a
+        did-you-mean (``search`` and the Corpus view say it alike)."""
+        from elmo_engine.errors import absent_word
+
+        return absent_word(word, [self.vocabulary_sample()], "the index", path=self.folder,
+                           hint="the search is case-folded")
+
     # ---- search ------------------------------------------------------------------------------
     def search(self, query: np.ndarray, layer: Optional[int] = None, k: int = 10,
                same_word: Optional[str] = None, exclude_row: Optional[int] = None) -> List[Hit]:

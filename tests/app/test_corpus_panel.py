@@ -146,6 +146,20 @@ def test_a_map_of_1e5_points_is_a_density_image_until_zoomed_in(qtbot, panel):
     assert plot.mode is MapMode.DENSITY
 
 
+def test_a_typed_word_the_index_lacks_is_said_as_search_says_it(qtbot, built, capsys):
+    """"'rivr' does not occur in the corpus" (no index, no suggestion); ``search`` names the
+    index and suggests. Now one message (``CorpusIndex.absent``)."""
+    from elmo_engine.cli.main import main
+
+    built.query_word("rivr")
+    said = built.view.status.text()
+    assert f"{built.index.folder}: 'rivr' does not occur in the index; did you mean 'river'" \
+        in said
+    assert main(["search", str(built.index.folder), "--sentence", "the rivr bank .", "--word",
+                 "rivr", "--pretokenized"]) == 1
+    assert said in capsys.readouterr().err
+
+
 def test_the_concordance_exports_as_tsv(qtbot, built, tmp_path):
     built.query_word("river")
     qtbot.waitUntil(lambda: bool(built.model.lines.get(2)), timeout=60000)

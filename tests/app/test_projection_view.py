@@ -558,3 +558,49 @@ def test_cli_and_app_give_the_same_faithfulness(pca_panel, qtbot, tmp_path, tiny
         assert (got["k"], got["n"]) == (f.k, f.n)
         for key in ("trustworthiness", "continuity", "knn_kept"):
             assert got[key] == pytest.approx(getattr(f, key), abs=1e-6), (k, key)
+
+
+def test_the_word_list_is_projected_as_project_words_projects_it(qtbot, ws, tmp_path,
+                                                                  tiny_checkpoint, capsys,
+                                                                  monkeypatch):
+    """*Word list* = bank: the mix's layer statistics were taken over every loaded sentence,
+    ``project --words bank`` over the sentences that hold a point, so the mix maps differed (by
+    0.12 on a map of ±4). Now the same coordinates, and a click still selects the workspace's
+    sentence. A word that does not occur is said as the command says it (it was dropped)."""
+
+    from elmo_engine.cli import main
+
+    monkeypatch.setattr(running_mod, "AUTO_UMAP_MAX", 0)
+    monkeypatch.setattr(ProjectionPanel, "_schedule_warm_up", lambda self: None)
+    panel = ProjectionPanel(ws)
+    qtbot.addWidget(panel)
+    c = panel.view.controls
+    c.set_source("words")
+    c.words.setText("bank")
+    panel.resize(1100, 500)
+    with qtbot.waitSignal(panel.ready, timeout=60000):
+        panel.show()
+    t = panel.model.tokens
+    assert len(t) == 4 and len(t.sentences) == len(SENTENCES)          # the workspace's order
+    src = tmp_path / "s.txt"
+    src.write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    out = tmp_path / "c.csv"
+    assert main(["project", str(src), "--words", "bank", "--method", "pca", "--checkpoint",
+                 str(tiny_checkpoint), "--device", "cpu", "-o", str(out), "--json"]) == 0
+    capsys.readouterr()
+    with open(out, encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    mix = np.array([[float(r["mix_pca_x"]), float(r["mix_pca_y"])] for r in rows])
+    got = panel.model.shown[len(panel.model.layers) - 1].coords
+    assert panel.model.layers[-1].key == "mix" and got.shape == mix.shape
+    # PCA's axes may flip sign between the two fits: compare up to the sign of each axis
+    signs = np.sign(np.sum(got * mix, axis=0))
+    assert np.allclose(got * signs, mix, atol=1e-4), (got, mix)
+    panel.on_click(0, 1)                                # the second 'bank': sentence 1 word 4
+    assert (ws.selection.sentence, ws.selection.token) == (int(t.sentence[1]), int(t.position[1]))
+    c.words.setText("bank, bnak")
+    panel.run()
+    qtbot.waitUntil(panel.is_ready, timeout=30000)
+    assert ("'bnak' does not occur in the loaded sentences; did you mean 'bank'?"
+            in c.status.text())
+    ws.worker.shutdown(timeout_s=30)

@@ -122,6 +122,10 @@ class TokenSet:
         return TokenSet(self.sentences, self.sentence[keep], self.position[keep], labels,
                         f"{self.source} (sample of {max_points:,})")
 
+    def used_sentences(self) -> List[int]:
+        """The sentences the points come from, in order: those :meth:`compact` keeps."""
+        return np.unique(self.sentence).tolist()
+
     def compact(self) -> "TokenSet":
         """The same points with only the sentences they come from (fewer sentences to embed)."""
         used = np.unique(self.sentence)

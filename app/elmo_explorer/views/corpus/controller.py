@@ -354,8 +354,8 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         if self.index is None:
             return
         rows = self.index.rows_of(word)
-        if len(rows) == 0:
-            self.view.set_busy(False, f"'{word}' does not occur in the corpus")
+        if len(rows) == 0:                 # as `search` says it: the index, a did-you-mean
+            self.view.set_busy(False, str(self.index.absent(word)))
             return
         self._query_row(int(rows[0]))
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional, Tuple
 
+from elmo_engine.errors import absent_word
 from elmo_engine.analysis.contexts.groups import split_group
 from elmo_engine.analysis.projection import (TokenSet, all_tokens, labelled_tokens,
                                              load_labelled, word_tokens)
@@ -74,10 +75,19 @@ def request(ws, m: ProjectionModel, key: str, cap: int, words: List[str]):
     if key == "words":
         if not words:
             return "Type the words to project."
+        present = {t.casefold() for s in ws.tokens for t in s}
+        for w in words:                     # as `project --words`: an absent word is said
+            if w.casefold() not in present:
+                return str(absent_word(w, ws.tokens, "the loaded sentences"))
         tokens = word_tokens(ws.tokens, words)
     else:
         tokens = all_tokens(ws.tokens, f"{len(ws.tokens):,} loaded sentences")
-    return tokens.sample(cap), list(ws.activations)
+    # the mix's layer statistics over the sentences that hold a point, as `project` (which
+    # compacts them) computes them; the others left out, not removed, so that a point's
+    # sentence stays the workspace's sentence (a click selects it)
+    tokens = tokens.sample(cap)
+    kept = set(tokens.used_sentences())
+    return tokens, [a if i in kept else None for i, a in enumerate(ws.activations)]
 
 
 def loaded_info(ws) -> dict:
