@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from elmo_engine.analysis.probes.settings import CONTROL_BY_DEFAULT
 from elmo_engine.analysis.probes.tasks import TASKS
 from elmo_engine.cli import common
 from elmo_engine.errors import InputError
@@ -48,8 +49,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="WordNet 3.0 (wordnet.zip or a folder with index.sense) for WSD candidates "
                         "and the first-sense fallback (default: $ELMO_WORDNET, ../shared, "
                         "/usr/share/wordnet)")
-    p.add_argument("--control", action="store_true",
-                   help="also train on a control task (Hewitt & Liang 2019) and report selectivity")
+    p.add_argument("--control", action=argparse.BooleanOptionalAction,
+                   default=CONTROL_BY_DEFAULT,
+                   help="also train on a control task (Hewitt & Liang 2019) and report "
+                        "selectivity (default: on, as the app's Probes view; --no-control to "
+                        "train the task alone, in about half the time)")
     p.add_argument("--cumulative", action="store_true",
                    help="usefulness beside identity: also train a scalar-mix probe on layers "
                         "0..l for every l (cumulative scoring, Tenney et al. 2019), the control "

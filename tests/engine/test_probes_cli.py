@@ -70,6 +70,28 @@ def test_pos_cli_writes_documented_json(tmp_path, capsys):
     assert f"wrote {out}" in err and "time: " in err and "reading" in err and "embedding" in err and "scoring" in err
 
 
+def test_the_control_task_runs_by_default_as_in_the_probes_view(tmp_path):
+    """The Probes view trains the control task by default, ``probe`` did only with
+    ``--control``: the same data gave results with and without selectivity. One default
+    (``settings.CONTROL_BY_DEFAULT``), ``--no-control`` to leave it out."""
+    import argparse
+
+    from elmo_engine.analysis.probes.settings import CONTROL_BY_DEFAULT
+
+    parser = argparse.ArgumentParser()
+    probe_cli.add_parser(parser.add_subparsers(dest="command"))
+    assert CONTROL_BY_DEFAULT is True
+    assert parser.parse_args(["probe", "--task", "demo-pos"]).control is True
+    assert parser.parse_args(["probe", "--task", "demo-pos", "--no-control"]).control is False
+    train, test, out = tmp_path / "train.conllu", tmp_path / "test.conllu", tmp_path / "r.json"
+    _write_conllu(train, 30, 0)
+    _write_conllu(test, 8, 3)
+    assert _main(["probe", "--checkpoint", str(FIXTURE), "--task", "pos", "--train", str(train),
+                  "--test", str(test), "--epochs", "2", "--seeds", "1", "--mix-min-epochs", "1", "--out",
+                  str(out)]) == 0
+    assert "selectivity" in json.loads(out.read_text("utf-8"))["layers"][0]
+
+
 def test_wsd_cli_on_semeval2007(tmp_path):
     xml = need(WSD / "semeval2007.data.xml")
     keys = WSD / "semeval2007.gold.key.txt"

@@ -44,6 +44,12 @@ TASK_DEFAULTS: Dict[str, Dict[str, object]] = {
 }
 
 
+#: whether a run trains the control task too (Hewitt & Liang 2019) unless told otherwise: the
+#: Probes view's *Control task* box and ``probe --control/--no-control`` alike (selectivity is
+#: what tells a probe that memorises word types from a representation that encodes the task)
+CONTROL_BY_DEFAULT = True
+
+
 @dataclass
 class ProbeConfig(TrainSettings):
     """How to train: the optimiser's :class:`TrainSettings` plus the probe's own choices.

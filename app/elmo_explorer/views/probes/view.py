@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDialog, QHBoxLayout, QLabe
                                QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
                                QTabWidget, QToolButton, QVBoxLayout, QWidget)
 
+from elmo_engine.analysis.probes.settings import CONTROL_BY_DEFAULT
 from elmo_engine.analysis.probes.results import ProbeResult
 from elmo_engine.analysis.probes.tables import RESULT_COLUMNS
 from elmo_engine.io.figures import BASELINE_COLOR, MIX_COLOR, layer_color
@@ -106,7 +107,7 @@ class ProbesView(QWidget):
         menu.addAction("WSD XML + keys…", lambda: self.open_task_requested.emit("wsd"))
         self.open_button.setMenu(menu)
         self.control_box = QCheckBox("Control task")
-        self.control_box.setChecked(True)
+        self.control_box.setChecked(CONTROL_BY_DEFAULT)          # as `probe`
         self.control_box.setToolTip("Also train on word types mapped to random labels and report "
                                     "selectivity (task accuracy − control accuracy)")
         self.train_button = QPushButton("Train")
