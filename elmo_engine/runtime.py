@@ -176,6 +176,22 @@ FP16_ON_CPU = ("fp16 is only offered on a GPU; on the CPU use fp32, or bf16 wher
                "bf16 units")
 
 
+def usable_precision(precision: str, on_gpu: bool) -> Tuple[str, str]:
+    """The precision a remembered choice (a workspace's, the app's setting) runs in here, and
+    the warning when it cannot: ``(precision, "")`` on a GPU or where the CPU offers it, else
+    ``("fp32", why)``: bf16 without bf16 units, fp16 on a CPU. The app's model load and
+    ``export report`` of a workspace alike (a command's own ``--precision`` is refused instead,
+    :func:`check_cpu_precision`)."""
+    if precision == "fp32" or on_gpu:
+        return precision, ""
+    if precision == "bf16":
+        cpu = cpu_bf16()
+        if cpu.offered:
+            return precision, ""
+        return "fp32", cpu.refusal().split(";")[0] + "; running in fp32"
+    return "fp32", f"{precision} needs a GPU; running in fp32 on the CPU"
+
+
 def check_cpu_precision(precision: str, units: Optional[Callable[[], CpuBf16]] = None) -> None:
     """Raise :class:`~elmo_engine.errors.InputError` (one line) unless ``precision`` is offered
     on this CPU: fp32 always, bf16 where the CPU has bf16 units (AMX or AVX512_BF16), fp16

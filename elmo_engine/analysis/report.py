@@ -260,7 +260,9 @@ def report_spec(data, tokens, acts, model: Optional[dict], source: str, word: Op
         model=info or {"model": "none loaded"},
         data={"workspace": source} | ({"saved": data.saved_at} if data.saved_at else {})
         | {"sentences": len(tokens), "tokens": int(sum(len(t) for t in tokens))},
-        parameters={"selected word": word or "(none)"} | _view_parameters(data.views)
+        parameters={"selected word": word or "(none)"}
+        | ({"precision": emb.precision} if emb is not None else {})
+        | _view_parameters(data.views)
         | {"figures": style.describe() + ", " + ", ".join(style.formats)},
         notes=notes + ([data.notes] if data.notes else []))
     where = f"{model_name(model)}, {len(tokens)} sentences"

@@ -236,8 +236,19 @@ def run_report(args) -> int:
                    "with (checksum mismatch): numbers may differ from the saved analysis")
             common.log(f"elmo-explorer: warning: {msg}")
             notes.append("Warning: " + msg + ".")
-    spec, files = export_report(data, str(args.workspace), _embedder(checkpoint, args.device),
-                                args.outdir, style, args.word, notes, overwrite=args.force)
+    # the precision the workspace was computed in, as the app reopens it (fp32 where this
+    # machine cannot run it, said)
+    from elmo_engine.runtime import usable_precision
+
+    device = common.resolve_device(args.device)
+    saved = data.checkpoint.precision if data.checkpoint is not None else "fp32"
+    precision, why = usable_precision(saved, device.type == "cuda")
+    if why:
+        common.log(f"elmo-explorer: warning: the workspace's {why}")
+        notes.append(f"The workspace was computed in {saved}; {why}.")
+    spec, files = export_report(data, str(args.workspace),
+                                _embedder(checkpoint, str(device), precision), args.outdir,
+                                style, args.word, notes, overwrite=args.force)
     common.log(f"wrote a report with {len(spec.tables)} tables and {len(spec.figures)} "
                f"figure files ({len(files)} files) to {args.outdir}")
     return 0

@@ -74,6 +74,36 @@ def _probe_run() -> dict:
                        {"train": 10}, {"seed": 0}, {}).to_dict()
 
 
+@pytest.mark.parametrize("offered", [True, False])
+def test_export_report_computes_in_the_workspaces_precision(tmp_path, tiny_checkpoint, capsys,
+                                                           monkeypatch, offered):
+    """The app reopens a workspace in its saved precision (bf16 where the CPU has bf16 units)
+    and reports in it; ``export report`` computed in fp32 always (5 of 7 tables differed), and
+    neither report said which. Now the workspace's precision, fp32 where this machine cannot
+    run it (a warning and a note), and the report's parameters name it."""
+    from elmo_engine import runtime
+
+    if offered and not runtime.cpu_bf16().offered:
+        pytest.skip("this CPU has no bf16 units")
+    if not offered:
+        monkeypatch.setattr(runtime, "cpu_bf16", lambda: runtime.CpuBf16(None, "a CPU", "", ()))
+    ws = tmp_path / "a.elmows.json"
+    save_workspace(ws, WorkspaceData(
+        sentences=SENTENCES,
+        checkpoint=CheckpointRef(str(tiny_checkpoint), checkpoint_checksum(tiny_checkpoint),
+                                 "tiny", precision="bf16"),
+        selection={"sentence": 1, "token": 4, "word": "bank"}))
+    out = tmp_path / "report"
+    assert main(["export", "report", str(ws), "-o", str(out), "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    text = "\n".join(p.read_text("utf-8") for p in out.glob("*.md"))
+    want = "bf16" if offered else "fp32"
+    assert f"precision | {want}" in text or f"precision: {want}" in text, text[:2000]
+    if not offered:
+        assert "the workspace's" in err and "running in fp32" in err
+        assert "The workspace was computed in bf16" in text
+
+
 def test_report_from_workspace(tmp_path, tiny_checkpoint, capsys):
     ws = tmp_path / "a.elmows.json"
     save_workspace(ws, WorkspaceData(

@@ -147,7 +147,7 @@ class Workspace(QObject):
         from elmo_engine.model.checkpoint import load_checkpoint
         from elmo_engine.embed.device import device_name, pick_device
         from elmo_engine.embed.embedder import Embedder
-        from elmo_engine.runtime import cpu_bf16
+        from elmo_engine.runtime import usable_precision
 
         warn = self._warning.emit
 
@@ -162,16 +162,9 @@ class Workspace(QObject):
                 warn("the GPU (CUDA) was asked for (Settings ▸ Device, or the workspace), but "
                      "this machine has none; running on the CPU")
                 device = "cpu"
-            precision = spec.precision
-            if precision != "fp32" and pick_device(device).type != "cuda":
-                if precision == "bf16" and cpu_bf16().offered:
-                    pass                                   # the CPU's bf16 units run it
-                elif precision == "bf16":
-                    warn(cpu_bf16().refusal().split(";")[0] + "; running in fp32")
-                    precision = "fp32"
-                else:
-                    warn(f"{precision} needs a GPU; running in fp32 on the CPU")
-                    precision = "fp32"
+            precision, why = usable_precision(spec.precision, pick_device(device).type == "cuda")
+            if why:
+                warn(why)
             emb = Embedder(model, device=device, precision=precision, on_warning=warn)
             return emb, device_name(emb.device)
 
