@@ -164,8 +164,12 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
 
     units = (data.views or {}).get(UNITS)
     has_units = isinstance(units, dict) and saved_results(units.get("results")) is not None
+    from elmo_engine.index.report import VIEW as CORPUS, corpus_part, saved_query
+
+    corpus = (data.views or {}).get(CORPUS)
+    has_corpus = emb is not None and saved_query(corpus) is not None
     if (not word and not data.probe_runs and layers is None and not has_mdl and not has_lm
-            and not has_chars and not has_units):
+            and not has_chars and not has_units and not has_corpus):
         raise InputError("nothing to report: the workspace selects no word, its contexts view "
                          "names none and it holds no probe, layers or language-model results "
                          "(pass --word WORD)", path=source)
@@ -189,6 +193,8 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
                                  model_name(model), data.tokenization))
     spec.add(units_part(units, figure_dir, style, model_name(model),
                         emb.checksum if emb is not None else None))
+    if has_corpus:
+        spec.add(corpus_part(emb, corpus, figure_dir, style, model_name(model)))
     return spec
 
 

@@ -205,3 +205,61 @@ def test_a_workspace_saved_at_launch_reports_the_word_it_names(tmp_path, tiny_ch
                                      views={"contexts": {"word": "shore"}}))
     assert main(["export", "report", str(ws), "-o", str(tmp_path / "r2"), "--device", "cpu"]) == 1
     assert "'shore' does not occur in the workspace's 3 sentences" in capsys.readouterr().err
+
+
+def test_the_report_holds_the_corpus_views_concordance_and_senses(tmp_path, tiny_checkpoint,
+                                                                  capsys):
+    """The guide promised the Corpus view's tables in a report; no report code read its saved
+    state. Now the concordance of the saved query in every indexed layer and the word's senses
+    (a table and a figure), from the index the workspace names, as the view computes them; an
+    index that cannot be opened under the model is a note, and the rest is written."""
+    from elmo_engine.index.search import CorpusIndex, query_vectors
+    from elmo_engine.embed.embedder import Embedder
+    from elmo_engine.model.checkpoint import load_checkpoint
+
+    corpus = tmp_path / "c.txt"
+    lines = [f"the bank of the {w} ." for w in ("river", "stream", "lake", "canal", "creek")]
+    lines += [f"the {w} bank raised its rates ." for w in ("big", "old", "new", "first", "state")]
+    corpus.write_text("\n".join(lines * 2) + "\n", "utf-8")
+    ix = tmp_path / "ix"
+    assert main(["index", str(corpus), "-o", str(ix), "--checkpoint", str(tiny_checkpoint),
+                 "--device", "cpu"]) == 0
+    query = {"word": "bank", "tokens": lines[0].split(), "position": 1}
+    state = {"index": str(ix), "options": {"k": 3, "same_word": True, "k_max": 8},
+             "query": query}
+    ws = tmp_path / "a.elmows.json"
+    save_workspace(ws, WorkspaceData(
+        sentences=SENTENCES, views={"corpus": state},
+        checkpoint=CheckpointRef(str(tiny_checkpoint), checkpoint_checksum(tiny_checkpoint),
+                                 "tiny")))
+    out = tmp_path / "report"
+    capsys.readouterr()
+    assert main(["export", "report", str(ws), "-o", str(out), "--device", "cpu"]) == 0
+    with open(out / "tables" / "corpus_concordance.csv", encoding="utf-8") as fh:
+        conc = list(csv.DictReader(fh))
+    index = CorpusIndex(ix)
+    try:
+        emb = Embedder(load_checkpoint(tiny_checkpoint), device="cpu")
+        vecs = query_vectors(emb, query["tokens"], 1, index.layers)
+        want = [(layer, h.sentence_id, round(h.cosine, 4)) for layer in index.layers
+                for h in index.search(vecs[layer], layer, 3, "bank")]
+    finally:
+        index.close()
+    assert [(int(r["layer"]), int(r["sentence"]), float(r["cosine"])) for r in conc] == want
+    assert conc[0]["word"] == "bank" and float(conc[0]["cosine"]) == pytest.approx(1, abs=2e-3)
+    with open(out / "tables" / "corpus_senses.csv", encoding="utf-8") as fh:
+        senses = list(csv.DictReader(fh))
+    assert senses and {int(r["layer"]) for r in senses} == {1, 2}
+    assert sum(int(r["occurrences"]) for r in senses if r["layer"] == "2") == 20
+    assert (out / "figures" / "corpus_senses.png").is_file()
+    # an index of another model: a note, the rest of the report written
+    other = tmp_path / "b.elmows.json"
+    save_workspace(other, WorkspaceData(
+        sentences=SENTENCES, selection={"sentence": 1, "token": 4, "word": "bank"},
+        views={"corpus": state}, checkpoint=CheckpointRef("resources/demo_model")))
+    out2 = tmp_path / "report2"
+    assert main(["export", "report", str(other), "-o", str(out2), "--device", "cpu"]) == 0
+    text = (out2 / "report.md").read_text("utf-8")
+    assert "Corpus: the saved index cannot be opened" in text and "built with another model" in text
+    assert not (out2 / "tables" / "corpus_concordance.csv").exists()
+    assert (out2 / "tables" / "contexts_summary.csv").is_file()

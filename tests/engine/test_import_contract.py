@@ -8,7 +8,8 @@ the source with :mod:`ast`, so an import that only runs in some code path is cau
    ``cli`` → ``analysis`` | ``train`` → ``io`` → ``embed`` → ``model`` → the foundation
    (``errors``, ``progress``, ``atomic``, ``runtime``, ``sharing``, ``resources``); ``analysis`` and
    ``train`` do not import each other. (``python -m elmo_engine.train``, a program, may call
-   its command line.)
+   its command line; ``analysis.report``, which gathers every view's part of a report, takes
+   the Corpus view's from ``index.report``.)
 3. The app never imports the engine's command line (``elmo_engine.cli``), except its one entry
    point, ``elmo_explorer.entry``, which dispatches to it.
 4. Nothing imports the folders by their names (``app``, ``resources``): the installed import
@@ -46,7 +47,9 @@ ALLOWED: Dict[str, Tuple[str, ...]] = {
 }
 for name in FOUNDATION:
     ALLOWED[name] = ()
-EXCEPTIONS = {("elmo_engine.train.__main__", "cli")}   # a program's entry point
+#: a program's entry point; the report, which gathers every view's part, takes the Corpus
+#: view's from the index it reads (``index.report``)
+EXCEPTIONS = {("elmo_engine.train.__main__", "cli"), ("elmo_engine.analysis.report", "index")}
 IMPORTERS = {"import_module", "__import__", "find_spec"}
 ANALYSES = ("contexts", "layers", "probes", "projection", "language_model", "characters",
             "units")

@@ -47,6 +47,12 @@ FORMATS = ("png", "svg", "pdf")
 #: colour-vision deficiency
 OKABE_ITO: Tuple[str, ...] = ("#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2",
                               "#D55E00", "#CC79A7")
+#: categories of the map views (Projection, Corpus) and their figures: 20 distinguishable colours
+#: (Tableau 20, reordered so that neighbours differ), one palette for screen and paper
+CATEGORY_PALETTE: Tuple[str, ...] = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+    "#bcbd22", "#7f7f7f", "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94",
+    "#f7b6d2", "#9edae5", "#dbdb8d", "#393b79")
 #: task kinds → their colour family (dark, light); "syntax" and "semantics" are fixed
 KIND_COLORS: Dict[str, Tuple[str, str]] = {
     "syntax": ("#0072B2", "#56B4E9"),          # Okabe–Ito blue, sky blue

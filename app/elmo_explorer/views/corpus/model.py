@@ -272,13 +272,3 @@ class CorpusModel:
                 self.query = Query(word, tuple(toks), pos, "corpus")
         path = state.get("index")
         return path if isinstance(path, str) and path else None
-
-    # ---- report ---------------------------------------------------------------------------
-    def report_rows(self) -> List[Dict[str, Any]]:
-        rows = []
-        for layer in sorted(self.lines):
-            for line in self.lines[layer]:
-                rows.append({"layer": layer, "rank": line.rank, "cosine": round(line.cosine, 4),
-                             "sentence": line.sentence_id,
-                             "context": f"{line.left} [{line.word}] {line.right}".strip()})
-        return rows
