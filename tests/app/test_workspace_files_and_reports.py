@@ -468,6 +468,8 @@ def test_dialogs_return_their_choices(qtbot, window):
     vd.scope.setCurrentIndex(1)
     assert vd.options() == {"fmt": "tsv", "layers": "mix", "weights": [0.2, 0.3, 0.5],
                             "gamma": 1.0, "scope": "word"}
+    vd.weights.setText("0.2 0.3;0.5")                 # spaces and semicolons, as --mix-weights
+    assert vd.options()["weights"] == [0.2, 0.3, 0.5]
     vd.weights.setText("1, 2")
     with pytest.raises(InputError, match="give 3 non-negative mix weights"):
         vd.options()

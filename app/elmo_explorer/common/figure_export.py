@@ -177,9 +177,12 @@ class VectorDialog(QDialog):
         weights = None
         if self.layers.currentData() == "mix":
             try:
-                weights = [float(v) for v in self.weights.text().replace(";", ",").split(",")]
+                # commas, semicolons or spaces, as --mix-weights and the Projection view
+                text = self.weights.text().replace(";", " ").replace(",", " ")
+                weights = [float(v) for v in text.split()]
             except ValueError:
-                raise InputError("mix weights must be numbers separated by commas") from None
+                raise InputError("mix weights must be numbers separated by commas or spaces") \
+                    from None
             if len(weights) != self.n_layers or any(w < 0 for w in weights) or sum(weights) <= 0:
                 raise InputError(f"give {self.n_layers} non-negative mix weights, not all zero")
         return {"fmt": self.fmt.currentData(), "layers": self.layers.currentData(),
