@@ -346,11 +346,12 @@ def resolve_precision(precision: str, device) -> str:
 
 
 def parse_floats(text: Optional[str], option: str) -> Optional[List[float]]:
-    """``"0,1,1"`` → ``[0.0, 1.0, 1.0]`` for a comma-separated option; ``None`` stays ``None``."""
+    """``"0,1,1"`` → ``[0.0, 1.0, 1.0]`` for a list option (commas, semicolons or spaces, as
+    the app's fields take them); ``None`` stays ``None``."""
     if text is None:
         return None
     try:
-        return [float(v) for v in text.replace(",", " ").split()]
+        return [float(v) for v in text.replace(",", " ").replace(";", " ").split()]
     except ValueError:
         raise InputError(f"{option} must be comma-separated numbers, got {text!r}") from None
 

@@ -57,9 +57,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help="a group label per occurrence in reading order, comma-separated "
                         "(empty = ungrouped), e.g. river,river,money,money (default: the "
                         "groups of a group<TAB>sentence file, e.g. the demo sentences)")
-    p.add_argument("--max-occurrences", type=int, default=None, metavar="N",
+    p.add_argument("--max-occurrences", dest="compared_occurrences", type=int, default=None,
+                   metavar="N",
                    help="compare the first N occurrences in reading order (default 300, as the "
-                        "app's Contexts view)")
+                        "app's Contexts view; at most 10,000: the matrices grow as N²)")
     p.add_argument("--neighbours", type=int, default=0, metavar="K",
                    help="also list the K nearest neighbours of the first occurrence per layer")
     p.add_argument("--reference", type=Path, default=None,
@@ -110,8 +111,6 @@ def run(args) -> int:
 
     if args.neighbours < 0:
         raise InputError("--neighbours must be at least 0")
-    if args.max_occurrences is not None and args.max_occurrences < 2:
-        raise InputError("--max-occurrences must be at least 2 (a comparison needs two)")
     common.refuse_existing(args.force, args.matrices, args.neighbours_csv, args.vectors)
     text = _sentences(args.sentences, args.pretokenized)
     tokens = text.tokens
@@ -165,7 +164,7 @@ def run(args) -> int:
     say = (lambda *a: None) if args.json else print          # the table, unless --json
     comp, vectors, total = cmp.compare_word(tokens, acts, args.word, weights, args.direction,
                                             args.correct, groups, args.ignore_case,
-                                            args.max_occurrences or cmp.MAX_OCCURRENCES,
+                                            args.compared_occurrences or cmp.MAX_OCCURRENCES,
                                             center, not args.no_layer_norm)
     assert comp is not None and vectors is not None, "the occurrences were found above"
     compared = len(comp.occurrences)

@@ -49,6 +49,7 @@ NUMERIC_LIMITS = {
     "k": (1, 10 ** 4, False), "width": (1, 1000, False), "layer": (0, 64, False),
     "occurrence": (1, 10 ** 6, False),
     "k_max": (2, 32, False), "max_occurrences": (4, 10 ** 4, False), "lemmas": (1, 10 ** 4, False),
+    "compared_occurrences": (2, 10 ** 4, False),      # contexts: n × n matrices per layer
     "max_train_sentences": (1, None, False),
     "top_k": (1, 1000, False), "reach_curve": (1, 399, False),   # offsets in a reach sentence
     # the characters commands (issue 41)

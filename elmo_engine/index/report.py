@@ -23,11 +23,9 @@ MAX_K = 1000
 CONTEXT_WORDS = 5
 
 
-def saved_query(state: Any) -> Optional[Tuple[str, str, Tuple[str, ...], int, int, bool, int]]:
-    """``(index folder, word, tokens, position, k, same word, k_max)`` of a saved Corpus view
-    state, or None when it names no index or no valid query."""
-    from elmo_engine.index.senses import K_MAX
-
+def saved_query(state: Any) -> Optional[Tuple[str, str, Tuple[str, ...], int, int, bool]]:
+    """``(index folder, word, tokens, position, k, same word)`` of a saved Corpus view state,
+    or None when it names no index or no valid query."""
     if not isinstance(state, dict):
         return None
     folder, q = state.get("index"), state.get("query")
@@ -48,7 +46,7 @@ def saved_query(state: Any) -> Optional[Tuple[str, str, Tuple[str, ...], int, in
 
     same = opts.get("same_word", True)
     return (folder, word, tuple(toks), pos, whole("k", 10, 1, MAX_K),
-            same if isinstance(same, bool) else True, whole("k_max", K_MAX, 2, 20))
+            same if isinstance(same, bool) else True)
 
 
 def corpus_part(emb, state: Any, figure_dir: Optional[Path], style,
@@ -57,13 +55,13 @@ def corpus_part(emb, state: Any, figure_dir: Optional[Path], style,
     query; a note when the index cannot be opened under ``emb``'s model)."""
     from elmo_engine.errors import ElmoError
     from elmo_engine.index.search import CorpusIndex, query_vectors
-    from elmo_engine.index.senses import induce_from_index
+    from elmo_engine.index.senses import K_MAX, induce_from_index
 
     part = ReportPart()
     saved = saved_query(state)
     if saved is None or emb is None:
         return part
-    folder, word, tokens, pos, k, same_word, k_max = saved
+    folder, word, tokens, pos, k, same_word = saved
     try:
         index = CorpusIndex(Path(folder), emb.checksum)
     except ElmoError as e:
@@ -82,19 +80,19 @@ def corpus_part(emb, state: Any, figure_dir: Optional[Path], style,
                              "right": right})
         where = (f"{index.manifest.n_sentences:,} sentences ({index.manifest.n_tokens:,} tokens)"
                  f" of {Path(folder).name}")
-        part.tables.append(ReportTable(
-            "corpus_concordance", "Corpus: the nearest occurrences per layer", rows,
-            caption=f"{model_name}: the {k} occurrences nearest to “{word}” in “"
-                    f"{' '.join(tokens)}” per indexed layer (cosine; "
-                    f"{'the same word only' if same_word else 'any word'}), in {where}."))
-        try:
-            senses = induce_from_index(index, word, k_max=k_max)
-        except ElmoError as e:
-            part.notes.append(f"Corpus: no senses of “{word}” ({e}).")
-            return part
+        senses = induce_from_index(index, word)
+    except ElmoError as e:              # a saved query the index cannot answer: a note
+        part.notes.append(f"Corpus: the saved query of “{word}” cannot be answered from the "
+                          f"index ({e}); its concordance and senses are left out.")
+        return part
     finally:
         index.close()
-    _add_senses(part, senses, figure_dir, style, model_name, k_max)
+    part.tables.append(ReportTable(
+        "corpus_concordance", "Corpus: the nearest occurrences per layer", rows,
+        caption=f"{model_name}: the {k} occurrences nearest to “{word}” in “{' '.join(tokens)}” "
+                f"per indexed layer (cosine; "
+                f"{'the same word only' if same_word else 'any word'}), in {where}."))
+    _add_senses(part, senses, figure_dir, style, model_name, K_MAX)
     return part
 
 

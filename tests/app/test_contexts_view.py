@@ -505,9 +505,21 @@ def test_a_launch_finds_the_last_ones_neighbour_index_on_disk(qtbot, app_setting
         w.workspace.worker.shutdown()
 
 
-def test_the_view_compares_as_many_occurrences_as_the_command():
-    """One bound for the view and ``contexts`` (the command compared every occurrence)."""
-    from elmo_engine.analysis.contexts import compare as cmp
-    from elmo_explorer.views.contexts import model as view_model
-
-    assert view_model.MAX_OCCURRENCES == cmp.MAX_OCCURRENCES
+def test_the_view_compares_as_many_occurrences_as_the_command(qtbot, tiny_checkpoint,
+                                                              monkeypatch):
+    """One bound for the view and ``contexts``, the engine's (the command compared every
+    occurrence): lowered to 3 here, the view compares the first 3 of the 4 and says so."""
+    monkeypatch.setattr(cmp, "MAX_OCCURRENCES", 3)
+    ws = Workspace()
+    p = ContextsPanel(ws)
+    p.view.set_box.setChecked(False)
+    qtbot.addWidget(p)
+    p.show()
+    try:
+        with qtbot.waitSignal(p.ready, timeout=30000):
+            ws.load_model(ModelSpec(str(tiny_checkpoint), device="cpu"))
+            ws.set_sentences(SENTENCES)
+        assert p.model.comparison.occurrences == ((0, 4), (1, 6), (2, 1))
+        assert "(the first 3 of 4)" in p.view.status.text()
+    finally:
+        assert ws.worker.shutdown(timeout_s=5)

@@ -49,7 +49,7 @@ def test_options_from_saved_json_keep_defaults_for_bad_values():
                                  "map_max_points": True, "k_max": 99, "junk": 1})
     assert (o.k, o.same_word, o.map_scope) == (25, False, MapScope.ALL)
     assert o.map_max_points == CorpusOptions().map_max_points     # a bool is not a count
-    assert o.k_max == CorpusOptions().k_max
+    assert not hasattr(o, "k_max")          # not an option: the 6 saved before is not read
     assert CorpusOptions.from_dict("nonsense") == CorpusOptions()
 
 
@@ -391,7 +391,6 @@ def test_the_senses_tab_tries_as_many_clusters_as_the_command(tmp_path, capsys):
     from elmo_engine.index.search import CorpusIndex
     from elmo_engine.index.senses import K_MAX
     from elmo_explorer.views.corpus import jobs
-    from elmo_explorer.views.corpus.model import CorpusOptions
     from elmo_engine.progress import TaskState
     from support import FIXTURES
 
@@ -409,9 +408,9 @@ def test_the_senses_tab_tries_as_many_clusters_as_the_command(tmp_path, capsys):
     cli = json.loads(capsys.readouterr().out)
     index = CorpusIndex(ix)
     try:
-        app = jobs.induce(index, "bank", CorpusOptions().k_max, TaskState())
+        app = jobs.induce(index, "bank", TaskState())
     finally:
         index.close()
-    assert CorpusOptions().k_max == K_MAX == 8
+    assert K_MAX == 8
     assert [len(set(lay.labels)) for lay in app.layers] == [8] * len(app.layers)
     assert [lay["k"] for lay in cli["layers"]] == [8] * len(app.layers)

@@ -68,6 +68,7 @@ def test_trajectories_tab_compute_slide_trail_and_export(qtbot, panel, tmp_path)
     n = len(panel.model.tokens)
     assert m.layouts.coords.shape == (3, n, 2) and tr.view.slider.maximum() == 2 * TICKS_PER_LAYER
     assert tr.view.changes.rowCount() == min(50, n) and "4 nearest" in tr.view.changes_title.text()
+    assert "The neighbours compared" not in tr.view.status.text()
     # the slider morphs linearly: halfway between layer 0 and 1
     tr.view.slider.setValue(TICKS_PER_LAYER // 2)
     expected = 0.5 * (m.layouts.coords[0] + m.layouts.coords[1])
@@ -195,3 +196,16 @@ def test_cancel_drops_the_result_and_a_new_compute_supersedes(qtbot, panel):
         second = tr.compute()                          # supersedes the first
     assert first.stale and not second.stale
     assert tr.model.layouts is not None and tr.view.play.isEnabled()
+
+
+def test_a_k_over_the_tokens_is_said_not_cut_silently(qtbot, panel):
+    """``project --aligned --knn K`` refuses a K of the tokens or more; the tab compares n − 1
+    neighbours then, and now says so."""
+    tr = panel.trajectories
+    panel.tabs.setCurrentWidget(tr)
+    tr.view.method.setCurrentIndex(0)
+    n = len(panel.model.tokens)
+    tr.view.k.setValue(min(tr.view.k.maximum(), n + 5))
+    with qtbot.waitSignal(tr.computed, timeout=60000):
+        tr.compute()
+    assert f"k = {n - 1}, not {tr.view.k.value()} (only {n:,} tokens)" in tr.view.status.text()

@@ -433,6 +433,11 @@ def test_view_state_round_trip(pca_panel, qtbot, ws):
     c.n_neighbors.setValue(7)
     c.min_dist.setValue(0.35)
     c.seed.setValue(123)
+    c.epochs.setValue(5)                  # under UMAP's 10: refused as `project --epochs 5` is
+    from elmo_engine.errors import InputError
+
+    with pytest.raises(InputError, match="n_epochs must be in 10..5000, got 5"):
+        c.params()
     c.epochs.setValue(150)
     c.mix.setText("0.2, 0.3, 0.5")
     assert c.layer_norm.isChecked()                          # the contexts rule by default
@@ -598,6 +603,11 @@ def test_the_word_list_is_projected_as_project_words_projects_it(qtbot, ws, tmp_
     assert np.allclose(got * signs, mix, atol=1e-4), (got, mix)
     panel.on_click(0, 1)                                # the second 'bank': sentence 1 word 4
     assert (ws.selection.sentence, ws.selection.token) == (int(t.sentence[1]), int(t.position[1]))
+    c.words.setText("play")                             # not in the first sentence (it was
+    panel.run()                                         # an AttributeError on its None)
+    qtbot.waitUntil(lambda: panel.is_ready() and panel.model.tokens is not None
+                    and len(panel.model.tokens) == 2, timeout=30000)
+    assert panel.model.acts[0] is None and "play" in panel.model.tokens.words
     c.words.setText("bank, bnak")
     panel.run()
     qtbot.waitUntil(panel.is_ready, timeout=30000)

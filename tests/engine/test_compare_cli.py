@@ -74,8 +74,15 @@ def test_contexts_compares_the_views_first_occurrences_by_default(fixtures_dir, 
     assert (doc6["occurrences"], doc6["compared"]) == (6, 6)
     assert doc6["views"]["layer 2"]["self_similarity"] != pytest.approx(
         doc["views"]["layer 2"]["self_similarity"], abs=1e-9)
-    with pytest.raises(InputError, match="--max-occurrences must be at least 2"):
-        compare_cli.run(parse(base + ["--max-occurrences", "1"]))
+    from elmo_engine.cli.main import main
+
+    for n, says in (("1", "must be at least 2"), ("20000", "must be at most 10000")):
+        with pytest.raises(SystemExit):                  # argparse's own refusal, exit 1
+            main(["contexts", *base, "--max-occurrences", n])
+        err = capsys.readouterr().err
+        assert "--max-occurrences" in err and says in err, err
+    assert main(["contexts", *base, "--max-occurrences", "2"]) == 0
+    assert json.loads(capsys.readouterr().out)["compared"] == 2
 
 
 def test_contexts_command_errors(fixtures_dir, sentences):
@@ -126,3 +133,14 @@ def test_contexts_reference_says_its_progress_and_prints_bounded_lines(fixtures_
     doc = json.loads(capsys.readouterr().out)
     whole = [nb["sentence"] for nb in doc["neighbours"]["layer 2"]]
     assert any(len(s) > 1000 for s in whole)             # one paragraph: one "sentence"
+
+
+def test_list_options_take_the_separators_the_apps_fields_take():
+    """``--mix-weights 0.2;0.3;0.5`` was refused while the app's Export vectors dialog and the
+    Projection view took it."""
+    from elmo_engine.cli.common import parse_floats
+
+    for text in ("0.2,0.3,0.5", "0.2 0.3 0.5", "0.2;0.3;0.5", "0.2, 0.3; 0.5"):
+        assert parse_floats(text, "--mix-weights") == [0.2, 0.3, 0.5]
+    with pytest.raises(InputError, match="--mix-weights must be"):
+        parse_floats("0.2,x", "--mix-weights")

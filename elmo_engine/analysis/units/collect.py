@@ -172,5 +172,5 @@ def check_classes(sentences: Sequence[LabelledSentence], path) -> Tuple[str, ...
     classes = label_classes(sentences)
     if len(classes) < 2:
         raise InputError(f"one class among the labelled words read ({', '.join(classes)}); "
-                         "ranking units needs two or more", path=path)
+                         "ranking units (or a probe) needs two or more", path=path)
     return classes

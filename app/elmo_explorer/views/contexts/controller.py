@@ -35,7 +35,7 @@ from elmo_explorer.common.save_dialog import ask_save_path
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.contexts import export, report
-from elmo_explorer.views.contexts.model import (MAX_OCCURRENCES, ContextsModel, groups_from_state,
+from elmo_explorer.views.contexts.model import (ContextsModel, groups_from_state,
                                                 neighbour_corpus, settings_from_state, valid_ref)
 from elmo_explorer.views.contexts.view import ContextsView
 from elmo_explorer.views.contexts.widgets import neighbours_html
@@ -262,7 +262,7 @@ class ContextsPanel(PanelDefaults, QWidget):
 
         def job(state):
             return cmp.compare_word(tokens, acts, word, weights, direction, corrected, groups,
-                                    ignore, MAX_OCCURRENCES, center, layer_norm)
+                                    ignore, cmp.MAX_OCCURRENCES, center, layer_norm)
 
         self.jobs.submit(f"Comparing '{word}' across contexts", job, lane=Lane.INTERACTIVE,
                          kind=COMPARE, on_done=lambda r: self._on_compared(word, tokens, r),

@@ -16,7 +16,6 @@ from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.analysis.contexts.neighbours import NeighbourIndex, NeighbourTable
 from elmo_explorer.views.reading import CorpusReading
 
-MAX_OCCURRENCES = cmp.MAX_OCCURRENCES      # the engine's, as `contexts` compares
 #: the version of the dict written by ``view_state`` (restore accepts older/partial ones)
 STATE_VERSION = 1
 Occ = Tuple[int, int]

@@ -371,12 +371,12 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         self.results_changed.emit()
 
     def _request_senses(self, word: str) -> None:
-        index, k_max = self.index, self.model.options.k_max
+        index = self.index
         self.model.senses = None
         self._senses_word = word.casefold()
         self.view.show_clusters([])
         self._submit("senses", f"senses of '{word}' per layer",
-                     lambda state: jobs.induce(index, word, k_max, state), self._senses)
+                     lambda state: jobs.induce(index, word, state), self._senses)
 
     def _senses(self, senses) -> None:
         self.model.senses = senses
@@ -445,7 +445,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
     def _on_options(self) -> None:
         k, same, scope = self.view.options()
         old = self.model.options
-        self.model.options = CorpusOptions(k, same, scope, old.map_max_points, old.k_max)
+        self.model.options = CorpusOptions(k, same, scope, old.map_max_points)
         qs = self._qsettings()
         if qs is not None:
             qs.setValue(OPTIONS_KEY, json.dumps(asdict(self.model.options)))

@@ -62,7 +62,7 @@ def build_index(req: BuildRequest, embedder, state: TaskState,
 
     n_layers = embedder.opts.n_output_layers
     resumed = None if req.layers is not None or req.force else \
-        resumed_layers(req.folder, embedder.model.info.checksum)   # a stopped build: its own layers
+        resumed_layers(req.folder, embedder.checksum)   # a stopped build: its own layers
     layers = resumed or (tuple(range(n_layers)) if req.layers is None else
                          tuple(v for v in req.layers if 0 <= v < n_layers))
     on_stage("reading the corpus")
@@ -125,10 +125,11 @@ def selection_lines(index: CorpusIndex, selection: MapSelection, state: TaskStat
     return replace(selection, lines=tuple(lines))
 
 
-def induce(index: CorpusIndex, word: str, k_max: int, state: TaskState) -> SenseInduction:
+def induce(index: CorpusIndex, word: str, state: TaskState) -> SenseInduction:
+    """``word``'s senses per layer, k from 2 to ``senses``'s most (``senses.K_MAX``)."""
     from elmo_engine.index.senses import induce_from_index
 
-    return induce_from_index(index, word, k_max=k_max, state=state)
+    return induce_from_index(index, word, state=state)
 
 
 def map_word(index: CorpusIndex, word: Optional[str], senses: Optional[SenseInduction],

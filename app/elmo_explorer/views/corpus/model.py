@@ -10,7 +10,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import numpy as np
 
 from elmo_engine.index.hits import Hit
-from elmo_engine.index.senses import K_MAX, MIN_CLUSTER_SIZE, SenseInduction
+from elmo_engine.index.senses import MIN_CLUSTER_SIZE, SenseInduction
 from elmo_explorer.common.selection import Rect, normalized
 
 #: the layers the view shows side by side (those the index holds)
@@ -42,7 +42,8 @@ class CorpusOptions:
     same_word: bool = True                # only the query word's occurrences (exact search)
     map_scope: str = MapScope.WORD
     map_max_points: int = 1_000_000       # the map samples evenly beyond this
-    k_max: int = K_MAX                    # most clusters tried per layer, as `senses`
+    # (the most clusters the Senses tab tries is `senses`'s, K_MAX: not an option, so a "k_max"
+    # remembered or saved before 2026-12-08 — 6 then — is not read back)
 
     @staticmethod
     def from_dict(d: Dict[str, Any]) -> "CorpusOptions":
@@ -55,7 +56,7 @@ class CorpusOptions:
 
         checks = {"k": whole(1, 1000), "same_word": lambda v: isinstance(v, bool),
                   "map_scope": lambda v: v in (MapScope.WORD, MapScope.ALL),
-                  "map_max_points": whole(1000, 10_000_000), "k_max": whole(2, 20)}
+                  "map_max_points": whole(1000, 10_000_000)}
         good = {k: d[k] for k, ok in checks.items() if k in d and ok(d[k])}
         return replace(out, **good)
 

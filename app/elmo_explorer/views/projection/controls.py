@@ -188,7 +188,7 @@ class ProjectionControls(QWidget):
         epochs = self.epochs.value()
         return UmapParams(n_neighbors=self.n_neighbors.value(), min_dist=self.min_dist.value(),
                           random_state=None if seed < 0 else seed,
-                          n_epochs=max(10, epochs) if epochs else None)
+                          n_epochs=epochs or None)     # 1–9 refused, as `project --epochs`
 
     def mix_weights(self, n_layers: int) -> List[float]:
         """The scalar-mix weights for ``n_layers`` layers (equal when the field is empty)."""

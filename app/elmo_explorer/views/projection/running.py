@@ -104,7 +104,9 @@ class ProjectionRunner(QObject):
         self.stop()
         self.model.params = req.params
         proj, layers = self.projector, list(req.layers)
-        if req.acts is not None and len(req.tokens) * req.acts[0].shape[-1] <= INLINE_PCA_MAX:
+        # the width from a sentence that holds a point (those that hold none are None)
+        width = next((a.shape[-1] for a in req.acts or () if a is not None), 0)
+        if req.acts is not None and len(req.tokens) * width <= INLINE_PCA_MAX:
             # milliseconds: draw at once, even while the worker is busy
             pcs = proj.run(req.acts, req.tokens, layers, "pca", req.params, req.checksum)
             self._on_pca(req, (req.acts, pcs))

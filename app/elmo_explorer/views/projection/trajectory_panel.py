@@ -215,8 +215,10 @@ class TrajectoryPanel(QWidget):
         v.map.fit(m.layouts.coords)
         v.show_changes(m.changes)
         v.note.setText(m.method_note())
+        cut = (f" The neighbours compared: k = {req.k}, not {v.k.value()} (only "
+               f"{len(req.tokens):,} tokens)." if req.k < v.k.value() else "")
         v.status.setText(f"{req.choice.label}: {len(req.tokens):,} tokens, "
-                         f"{len(req.layers)} layers in {m.layouts.seconds:.1f} s.")
+                         f"{len(req.layers)} layers in {m.layouts.seconds:.1f} s.{cut}")
         word = v.trail_word.text().strip()
         if word:                         # the word in the box (typed, or from a workspace)
             m.set_trails(req.tokens.find(word))

@@ -202,12 +202,16 @@ def remeasure(model, softmax, tokens: Sequence[str], spec: InterventionSpec,
     if labels is not None:
         check(state)
         report(state, lm_steps, steps, "a probe of the top layer")
-        probe = fit_probe(model, labels.sentences(PROBE_TOKENS), top, token_vectors=token_vectors)
-        got = probe_under(model, probe, ivs, token_vectors)
-        measures.append(Measured(
-            f"probe accuracy, layer {top}", got.before, got.after,
-            f"{labels.describe()}: trained on {got.train_tokens:,} words of the unchanged "
-            f"model, scored on {got.test_tokens:,} held-out (majority {got.majority:.3f})"))
+        try:                            # labels that cannot train a probe: a note, the rest kept
+            probe = fit_probe(model, labels.sentences(PROBE_TOKENS), top,
+                              token_vectors=token_vectors)
+            got = probe_under(model, probe, ivs, token_vectors)
+            measures.append(Measured(
+                f"probe accuracy, layer {top}", got.before, got.after,
+                f"{labels.describe()}: trained on {got.train_tokens:,} words of the unchanged "
+                f"model, scored on {got.test_tokens:,} held-out (majority {got.majority:.3f})"))
+        except InputError as e:
+            notes.append(f"No probe: {e}")
     if word:
         check(state)
         report(state, steps - 1, steps, f"the similarity of '{word}'")
