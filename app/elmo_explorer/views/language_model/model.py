@@ -120,8 +120,7 @@ class LanguageModelModel:
         n = len(self.tokens)
         if n <= MAX_REACH_TOKENS:
             return ""
-        return (f"No reach: the sentence has {n:,} tokens, more than {MAX_REACH_TOKENS} (the "
-                "reach runs n+1 variants of it); its predictions are shown.")
+        return f"No reach: {n:,} tokens, more than {MAX_REACH_TOKENS}"   # (it runs n+1 variants)
 
     def reach_done(self) -> bool:
         """Whether the shown sentence's reach is there or is not to be computed."""
