@@ -76,6 +76,18 @@ def test_a_remembered_option_out_of_range_is_dropped_with_a_log_line(tmp_path, c
     line = caplog.text
     assert "layers/settings" in line and "sentences=1000000000000" in line
     assert "full=1" in line and "colour='red'" in line and "mdl_sentences" not in line
+    caplog.clear()                                      # said once: written back as read
+    with caplog.at_level("WARNING"):
+        assert stored_settings(s.qs, "layers/settings", LayersSettings.from_dict) == got
+    assert caplog.text == "" and "colour" not in s.qs.value("layers/settings", "", type=str)
+    s.qs.setValue("corpus/options", json.dumps({"k": 12, "k_max": 6}))   # before 2026-12-08
+    with caplog.at_level("WARNING"):
+        assert stored_settings(s.qs, "corpus/options", CorpusOptions.from_dict).k == 12
+    assert "k_max=6" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert stored_settings(s.qs, "corpus/options", CorpusOptions.from_dict).k == 12
+    assert caplog.text == ""
     caplog.clear()
     s.qs.setValue("corpus/options", json.dumps({"k": 0, "map_scope": "all", "same_word": False}))
     with caplog.at_level("WARNING"):

@@ -13,7 +13,9 @@ they stay in the engine's one shared folder (``ELMO_EXPLORER_DATA``,
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import logging
 import os
 import re
@@ -67,7 +69,9 @@ def stored_settings(qs, key: str, parse: Callable[[dict], T]) -> T:
     """A view's remembered options: ``parse`` of :func:`stored_json`. ``parse`` keeps what is
     valid and gives the rest its default; each remembered field it did not keep as it was (out
     of range, of another type, unknown) is named in the log, so that a value dropped from a
-    hand-edited or damaged setting is never dropped in silence."""
+    hand-edited or damaged setting is never dropped in silence — once: the setting is written
+    back as read (the settings folder is this installation's own, so a field it drops is one
+    an older version of it wrote, e.g. the Corpus options' ``k_max``)."""
     doc = stored_json(qs, key)
     value = parse(doc)
     dropped = [f"{name}={_shortened(given)}" for name, given in doc.items()
@@ -76,6 +80,11 @@ def stored_settings(qs, key: str, parse: Callable[[dict], T]) -> T:
     if dropped:
         log.warning("ignored in the remembered setting %s (the default is used): %s", key,
                     ", ".join(dropped))
+        to_dict = getattr(value, "to_dict", None)
+        kept = to_dict() if callable(to_dict) else (
+            dataclasses.asdict(value) if dataclasses.is_dataclass(value) else None)
+        if kept is not None:
+            qs.setValue(key, json.dumps(kept))
     return value
 
 
