@@ -163,6 +163,28 @@ def test_a_failing_task_shows_the_error_and_frees_the_panel(qtbot, ws):
     assert panel.model.runs == []
 
 
+def test_the_probes_train_on_the_models_device_as_probe_does(qtbot, ws, monkeypatch):
+    """The view trained its probes on the CPU whatever the model's device; ``probe --device
+    auto`` trains them on a GPU where there is one. The run's config now carries the model's
+    device (a stand-in "cuda:0" here; the training itself is replaced)."""
+    from elmo_engine.analysis.probes import experiment
+    from elmo_engine.errors import InputError
+
+    seen = []
+
+    def capture(*args, config=None, **kwargs):
+        seen.append(config.device)
+        raise InputError("stop here")
+
+    monkeypatch.setattr(experiment, "probe_sentences", capture)
+    monkeypatch.setattr(ws.embedder, "device", type("Dev", (), {"__str__": lambda s: "cuda:0"})())
+    panel = ProbesPanel(ws, recorded=False)
+    qtbot.addWidget(panel)
+    with qtbot.waitSignal(panel.ready, timeout=60000):
+        panel.run_tasks([tiny_probe_task()])
+    assert seen == ["cuda:0"] and "stop here" in panel.view.status.text()
+
+
 def test_first_show_shows_recorded_results_and_trains_nothing(qtbot, ws, tmp_path, monkeypatch):
     from elmo_engine.analysis.probes import reference
     from elmo_engine.analysis.probes.experiment import run_probe

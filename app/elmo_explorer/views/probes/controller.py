@@ -162,10 +162,12 @@ class ProbesPanel(PanelDefaults, QWidget):
             self.view.status.setText("Load a model first (File → Open checkpoint…).")
             self._set_ready()
             return None
-        cfg = config or ProbeConfig(**{**self.model.config.__dict__,
-                                       "control": self.view.control_box.isChecked()})
-        self.model.new_run()
         embedder = self.workspace.embedder          # captured now: the job never reads the workspace
+        # the probes train where the model runs, as `probe --device auto` (a GPU when there is one)
+        cfg = config or ProbeConfig(**{**self.model.config.__dict__,
+                                       "control": self.view.control_box.isChecked(),
+                                       "device": str(embedder.device)})
+        self.model.new_run()
 
         def job(state):
             from elmo_engine.analysis.probes.experiment import probe_sentences
