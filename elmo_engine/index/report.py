@@ -21,6 +21,10 @@ VIEW = "corpus"
 MAX_K = 1000
 #: the words of a cluster's context and its typical sentence, in a table cell
 CONTEXT_WORDS = 5
+#: an any-word concordance searches each layer's graph, which a report would load into memory a
+#: second time beside the view's (gigabytes for ~10^7 tokens): above this many tokens it is left
+#: to the view, said in a note (a same-word concordance reads the word's rows only)
+REPORT_ANN_TOKENS = 1_000_000
 
 
 def saved_query(state: Any) -> Optional[Tuple[str, str, Tuple[str, ...], int, int, bool]]:
@@ -68,10 +72,16 @@ def corpus_part(emb, state: Any, figure_dir: Optional[Path], style,
         part.notes.append(f"Corpus: the saved index cannot be opened ({e}); its concordance "
                           "and senses are left out.")
         return part
+    n_tokens = index.manifest.n_tokens
+    concordance = same_word or n_tokens <= REPORT_ANN_TOKENS
+    if not concordance:
+        part.notes.append(f"Corpus: the any-word concordance of “{word}” over {n_tokens:,} "
+                          "tokens is the view's own export (a report does not load the index's "
+                          "graphs a second time); its senses are here.")
     try:
-        vectors = query_vectors(emb, tokens, pos, index.layers)
+        vectors = query_vectors(emb, tokens, pos, index.layers) if concordance else {}
         rows: List[Dict[str, Any]] = []
-        for layer in index.layers:
+        for layer in index.layers if concordance else ():
             for rank, h in enumerate(index.search(vectors[layer], layer, k,
                                                   word if same_word else None), 1):
                 left, w, right = h.kwic(40)
@@ -87,11 +97,12 @@ def corpus_part(emb, state: Any, figure_dir: Optional[Path], style,
         return part
     finally:
         index.close()
-    part.tables.append(ReportTable(
-        "corpus_concordance", "Corpus: the nearest occurrences per layer", rows,
-        caption=f"{model_name}: the {k} occurrences nearest to “{word}” in “{' '.join(tokens)}” "
-                f"per indexed layer (cosine; "
-                f"{'the same word only' if same_word else 'any word'}), in {where}."))
+    if concordance:
+        part.tables.append(ReportTable(
+            "corpus_concordance", "Corpus: the nearest occurrences per layer", rows,
+            caption=f"{model_name}: the {k} occurrences nearest to “{word}” in “"
+                    f"{' '.join(tokens)}” per indexed layer (cosine; "
+                    f"{'the same word only' if same_word else 'any word'}), in {where}."))
     _add_senses(part, senses, figure_dir, style, model_name, K_MAX)
     return part
 
