@@ -523,3 +523,18 @@ def test_the_view_compares_as_many_occurrences_as_the_command(qtbot, tiny_checkp
         assert "(the first 3 of 4)" in p.view.status.text()
     finally:
         assert ws.worker.shutdown(timeout_s=5)
+
+
+def test_a_cancelled_neighbour_index_is_built_again_when_the_neighbours_are_asked(qtbot, panel):
+    """Esc while the neighbour index built left it marked as built: no neighbours for any word
+    until the sentences changed. Now a cancel forgets the mark, and the next word builds it."""
+    m, ws = panel.model, panel.ws
+    panel.view.set_box.setChecked(True)                 # another corpus: the index is rebuilt
+    assert panel.jobs.is_running("index")
+    ws.worker.cancel_all()                              # what Esc does
+    qtbot.waitUntil(lambda: panel.jobs.is_idle() and m.index is None and m.index_sig is None,
+                    timeout=30000)
+    assert "Cancelled" in panel.view.status.text()
+    panel.set_word("river")
+    qtbot.waitUntil(lambda: m.index is not None and m.table is not None
+                    and m.table.query == "river", timeout=60000)

@@ -209,3 +209,16 @@ def test_a_k_over_the_tokens_is_said_not_cut_silently(qtbot, panel):
     with qtbot.waitSignal(tr.computed, timeout=60000):
         tr.compute()
     assert f"k = {n - 1}, not {tr.view.k.value()} (only {n:,} tokens)" in tr.view.status.text()
+
+
+def test_esc_during_a_compute_leaves_the_tab_usable(qtbot, panel):
+    """Esc (the window's Cancel of every job) left *Compute* disabled and the progress line
+    for good; the tab's own Cancel did not. Now both end alike."""
+    tr = panel.trajectories
+    panel.tabs.setCurrentWidget(tr)
+    tr.view.method.setCurrentIndex(0)
+    tr.compute()
+    assert not tr.view.compute.isEnabled()
+    panel.ws.worker.cancel_all()
+    qtbot.waitUntil(lambda: tr.view.compute.isEnabled(), timeout=30000)
+    assert not tr.view.cancel.isEnabled() and "Cancelled" in tr.view.status.text()

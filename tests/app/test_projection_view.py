@@ -614,3 +614,17 @@ def test_the_word_list_is_projected_as_project_words_projects_it(qtbot, ws, tmp_
     assert ("'bnak' does not occur in the loaded sentences; did you mean 'bank'?"
             in c.status.text())
     ws.worker.shutdown(timeout_s=30)
+
+
+def test_esc_during_a_umap_run_ends_it_as_the_views_cancel_does(qtbot, pca_panel):
+    """Esc during *Run UMAP* left Cancel enabled and the view never ready (its run's end was
+    never said); now the same reset as the view's own Cancel."""
+    p, c = pca_panel, pca_panel.view.controls
+    release = threading.Event()
+    held = p.jobs.submit("hold the lane", lambda st: release.wait(10))   # UMAP waits behind it
+    p.run(auto=False)
+    assert c.cancel_button.isEnabled()
+    p.ws.worker.cancel_all()
+    release.set()
+    qtbot.waitUntil(lambda: p.is_ready() and not c.cancel_button.isEnabled(), timeout=30000)
+    assert held.stale and "Cancelled" in c.status.text()

@@ -500,3 +500,33 @@ def test_the_status_bar_names_the_view_of_a_job_and_lists_jobs_by_view(qtbot):
     finally:
         release.set()
         assert worker.shutdown(timeout_s=10)
+
+
+def test_on_cancelled_runs_for_a_cancel_not_for_a_supersede_and_a_group_gives_a_default(
+        qtbot, worker):
+    """Esc (``cancel_all``) ended a job with its ``on_finished`` only: a view that set up for
+    the result (a busy button, an index marked as built, a progress line) stayed so.
+    ``on_cancelled`` runs for a cancel, before ``on_finished``, not for a newer request of the
+    kind; a group's ``on_cancelled`` is every job's unless the job names its own."""
+    started, release = threading.Event(), threading.Event()
+    got = []
+    g = worker.group("v")
+    g.on_cancelled = lambda: got.append("group default")
+    g.submit("held", held_job(started, release, "x"), kind="k",
+             on_cancelled=lambda: got.append("own"), on_finished=lambda: got.append("finished"))
+    assert started.wait(5)
+    g.submit("newer", lambda st: "y", kind="k", on_done=got.append)    # supersedes the first
+    worker.cancel_all()                                                # cancels the newer
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+    assert got == ["finished", "group default"] or got == ["group default", "finished"]
+    got.clear()
+    started.clear()
+    release.clear()
+    g.submit("held", held_job(started, release, "x"), on_finished=lambda: got.append("finished"),
+             on_cancelled=lambda: got.append("own"))
+    assert started.wait(5)
+    worker.cancel_all()
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+    assert got == ["own", "finished"]

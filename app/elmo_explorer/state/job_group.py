@@ -6,7 +6,7 @@ supersede each other's jobs, and its idleness is derived from its jobs, never ke
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, Callable, List, Optional
 
 from PySide6.QtCore import QObject, Signal
 
@@ -34,13 +34,20 @@ class JobGroup(QObject):
         super().__init__(worker)
         self.worker, self.name, self.title = worker, name, title
         self._idle = True
+        #: what the view does when one of its jobs is cancelled from outside it (Esc, the
+        #: status bar's Cancel) and the job names no ``on_cancelled`` of its own: say so, so
+        #: that its last progress line does not stay as if the job still ran
+        self.on_cancelled: Optional[Callable[[], None]] = None
 
     def _kind(self, kind: Optional[str]) -> Optional[str]:
         return None if kind is None else f"{self.name}/{kind}"
 
     def submit(self, name: str, fn: JobFn, *, lane: Lane = Lane.LONG, kind: Optional[str] = None,
                **callbacks: Any) -> JobHandle:
-        """:meth:`Worker.submit` within this group (``kind`` is the group's own)."""
+        """:meth:`Worker.submit` within this group (``kind`` is the group's own; the group's
+        :attr:`on_cancelled` unless the job names its own)."""
+        if self.on_cancelled is not None:
+            callbacks.setdefault("on_cancelled", self.on_cancelled)
         return self.worker.submit(name, fn, lane=lane, kind=self._kind(kind), group=self.name,
                                   **callbacks)
 

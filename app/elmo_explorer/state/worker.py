@@ -71,6 +71,9 @@ class JobHandle:
     generation : the kind's generation number this job was submitted under
     on_progress(done, total, message), on_event(payload), on_done(result), on_failed(message) :
         this job's callbacks, run on the GUI thread; none runs once the job is stale
+    on_cancelled() : runs when the job ended because it was cancelled (its Cancel, Esc, the
+        status bar's Cancel), not when a newer request superseded it: the view says so and
+        undoes what it set up for the result
     on_finished() : runs last when the job ended (done, failed, cancelled or superseded), for
         every job that was submitted
     """
@@ -83,6 +86,7 @@ class JobHandle:
         self.on_event: Optional[Callable[[Any], None]] = None
         self.on_done: Optional[Callable[[Any], None]] = None
         self.on_failed: Optional[Callable[[str], None]] = None
+        self.on_cancelled: Optional[Callable[[], None]] = None
         self.on_finished: Optional[Callable[[], None]] = None
         self._worker = worker
         self._cancelled = False
@@ -94,6 +98,11 @@ class JobHandle:
     def superseded(self) -> bool:
         """A newer request of its kind was made (or the kind was invalidated)."""
         return self.kind is not None and self._worker.generation(self.kind) != self.generation
+
+    @property
+    def cancelled(self) -> bool:
+        """Cancelled by the user (not superseded by a newer request of its kind)."""
+        return self._cancelled and not self.superseded
 
     @property
     def stale(self) -> bool:
@@ -202,6 +211,7 @@ class Worker(QObject):
                on_failed: Optional[Callable[[str], None]] = None,
                on_progress: Optional[Callable[[int, int, str], None]] = None,
                on_event: Optional[Callable[[Any], None]] = None,
+               on_cancelled: Optional[Callable[[], None]] = None,
                on_finished: Optional[Callable[[], None]] = None) -> JobHandle:
         """Queue ``fn(state)`` on ``lane``; return its handle.
 
@@ -214,7 +224,8 @@ class Worker(QObject):
         lane : :attr:`Lane.INTERACTIVE` for what the user waits on while typing, else LONG
         kind : the request kind; a newer job of the kind makes every older one stale
         group : the :class:`JobGroup` it belongs to (views submit through their group)
-        on_done, on_failed, on_progress, on_event, on_finished : this job's callbacks (GUI
+        on_done, on_failed, on_progress, on_event, on_cancelled, on_finished : this job's
+            callbacks (GUI
             thread, see :class:`JobHandle`); a job that fails without ``on_failed`` is reported
             through ``unhandled_error``
         """
@@ -229,7 +240,7 @@ class Worker(QObject):
         handle = JobHandle(self, next(self._ids), name, lane, kind, generation, group)
         handle.on_done, handle.on_failed = on_done, on_failed
         handle.on_progress, handle.on_event = on_progress, on_event
-        handle.on_finished = on_finished
+        handle.on_cancelled, handle.on_finished = on_cancelled, on_finished
         was_busy = bool(self._jobs)
         self._jobs[handle.id] = handle
         self._lanes[lane].put(handle, fn)
@@ -383,6 +394,8 @@ class Worker(QObject):
         # the group's idleness is already true for whoever asks (the job is no longer pending);
         # its signal follows the result's callback, so that "idle" means "drawn"
         self._changed(handle.group)
+        if handle.cancelled and handle.on_cancelled is not None:
+            self._call(handle, handle.on_cancelled)
         if handle.on_finished is not None:
             self._call(handle, handle.on_finished)
 

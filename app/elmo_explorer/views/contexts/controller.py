@@ -376,13 +376,21 @@ class ContextsPanel(PanelDefaults, QWidget):
             self.show_error(message)
             self.done("neighbours")
 
+        def cancelled() -> None:                 # Esc: built again when the neighbours are asked
+            if m.index_sig == sig and m.index is None:
+                m.index_sig = None
+            self.view.show_status("Cancelled: the neighbour index is built again when the "
+                                  "neighbours are asked for.")
+            self.done("neighbours")
+
         self.jobs.submit("Indexing the neighbour corpus", job, lane=Lane.LONG, kind=INDEX,
-                         on_done=done, on_failed=failed)
+                         on_done=done, on_failed=failed, on_cancelled=cancelled)
 
     def request_neighbours(self) -> None:
         ws, m, v = self.ws, self.model, self.view
         index = m.index
         if index is None or not m.word:
+            self.request_index()                     # (a cancelled one; none while one builds)
             return                                   # the index job asks again when it is done
         vec, exclude = None, []
         if m.comparison is not None and m.query in m.comparison.occurrences:
@@ -404,7 +412,7 @@ class ContextsPanel(PanelDefaults, QWidget):
 
         self.jobs.submit(f"Nearest neighbours of '{word}'", job, lane=Lane.INTERACTIVE,
                          kind=NEIGHBOURS, on_done=lambda t: self._on_neighbours(t, query, index),
-                         on_failed=self._on_neighbours_failed)
+                         on_failed=lambda msg: (self.show_error(msg), self.done("neighbours")))
 
     def _on_neighbours(self, table: NeighbourTable, query, index) -> None:
         """The neighbours of the current request (the worker drops superseded ones)."""
@@ -425,10 +433,6 @@ class ContextsPanel(PanelDefaults, QWidget):
                                              table.words, layers, note))
         self._actions["neighbours"].setEnabled(True)
         self.neighbours_drawn.emit()
-        self.done("neighbours")
-
-    def _on_neighbours_failed(self, message: str) -> None:
-        self.show_error(message)
         self.done("neighbours")
 
     # ---- exports (export_*: no dialogs, for tests and scripts; ask_export: dialogs) ------------
@@ -470,12 +474,7 @@ class ContextsPanel(PanelDefaults, QWidget):
         view = export.ask_view(self, comp, key == "heatmap") if key in ("heatmap", "tsv") else 0
         if view is None:
             return
-        title, filters = {"heatmap": ("Export heatmap", export.IMAGE_FILTERS),
-                          "matrices": ("Export similarity matrices", "CSV (*.csv)"),
-                          "neighbours": ("Export nearest neighbours", "CSV (*.csv)"),
-                          "npz": ("Export occurrence vectors", "NumPy archive (*.npz)"),
-                          "tsv": ("Export occurrence vectors (TSV)", "TSV (*.tsv)")}[key]
-        path = ask_save_path(self, title, filters)
+        path = ask_save_path(self, *export.SAVE_DIALOGS[key])
         if not path:
             return
         if key == "heatmap":

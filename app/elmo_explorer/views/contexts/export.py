@@ -21,6 +21,12 @@ from elmo_engine.io import projector_tsv
 from elmo_explorer.views.contexts.model import ContextsModel
 
 IMAGE_FILTERS = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
+#: File → Export's save dialog per entry: (title, file filters)
+SAVE_DIALOGS = {"heatmap": ("Export heatmap", IMAGE_FILTERS),
+                "matrices": ("Export similarity matrices", "CSV (*.csv)"),
+                "neighbours": ("Export nearest neighbours", "CSV (*.csv)"),
+                "npz": ("Export occurrence vectors", "NumPy archive (*.npz)"),
+                "tsv": ("Export occurrence vectors (TSV)", "TSV (*.tsv)")}
 NOTHING_YET = "nothing to export yet: pick a word that occurs in the sentences"
 META_COLUMNS = ["sentence", "token", "word", "group", "text"]
 #: File → Export entries: (key, menu text); the panel connects each to its ``ask_export``

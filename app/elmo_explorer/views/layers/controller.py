@@ -78,6 +78,8 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         lay.addWidget(self.view)
         self._ready = False
         self.jobs = workspace.worker.group("layers", self.title)
+        self.jobs.on_cancelled = lambda: self.view.show_status("Cancelled; the previous result "
+                                                               "stays.")
         self._probes = None
         self._qs = self._open_settings()
         self.model.settings = stored_settings(self._qs, SETTINGS_KEY, LayersSettings.from_dict)

@@ -70,6 +70,7 @@ class ProbesPanel(PanelDefaults, QWidget):
         lay.addWidget(self.view)
         self._ready = False
         self.jobs = workspace.worker.group("probes", self.title)
+        self.jobs.on_cancelled = lambda: self.view.status.setText("Cancelled.")
         self._shown = False
         v = self.view
         v.set_tasks([t.name for t in self.model.tasks])

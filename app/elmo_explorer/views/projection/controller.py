@@ -81,6 +81,7 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.faith.settled.connect(self._on_faith_settled)
         self._ready_waits = False             # ready once the maps' measures are in
         r.finished.connect(self._on_run_finished)
+        r.cancelled.connect(self.cancel)      # Esc as the view's own Cancel: the same reset
 
         c, plots = self.view.controls, self.view.plots
         c.run_requested.connect(lambda: self.run(auto=False))

@@ -88,6 +88,7 @@ class ProjectionRunner(QObject):
     job_submitted = Signal()
     message = Signal(str)
     finished = Signal()
+    cancelled = Signal()              # a run's job cancelled (Esc, the status bar's Cancel)
 
     def __init__(self, jobs: JobGroup, model: ProjectionModel, parent=None):
         super().__init__(parent)
@@ -121,7 +122,8 @@ class ProjectionRunner(QObject):
         self.message.emit(f"PCA of {len(req.tokens):,} tokens…")
         self.jobs.submit(
             "Projection: PCA", job, lane=Lane.LONG, kind=RUN, on_progress=self._on_progress,
-            on_done=lambda r: self._on_pca(req, r), on_failed=self._on_error)
+            on_done=lambda r: self._on_pca(req, r), on_failed=self._on_error,
+            on_cancelled=self.cancelled.emit)
 
     def _on_pca(self, req: RunRequest, result) -> None:
         """The current run's PCA (an older run's never arrives: the worker drops it)."""
@@ -174,7 +176,7 @@ class ProjectionRunner(QObject):
             on_progress=self._on_progress,
             on_done=lambda p: (self._on_umap_error(k, p) if isinstance(p, str)
                                else self._on_umap(k, p)),
-            on_failed=lambda msg: self._on_umap_error(k, msg))
+            on_failed=lambda msg: self._on_umap_error(k, msg), on_cancelled=self.cancelled.emit)
 
     def _on_umap(self, k: int, p: Projection) -> None:
         self.projected.emit(k, p)

@@ -189,7 +189,8 @@ class TrajectoryPanel(QWidget):
         return self.jobs.submit(
             f"Projection: trajectories ({req.choice.label})", job, lane=Lane.LONG, kind=KIND,
             on_progress=lambda d, t, msg: self.view.status.setText(msg),
-            on_done=lambda r: self._on_done(req, r), on_failed=self._on_failed)
+            on_done=lambda r: self._on_done(req, r), on_failed=self._on_failed,
+            on_cancelled=self.cancel)          # Esc as the tab's own Cancel
 
     def cancel(self) -> None:
         self.jobs.cancel(KIND)
@@ -339,7 +340,8 @@ class TrajectoryPanel(QWidget):
             "Projection: animation", job, lane=Lane.LONG, kind=EXPORT_KIND,
             on_progress=lambda d, t, msg: self.view.status.setText(msg),
             on_done=self._on_exported,
-            on_failed=lambda msg: self.view.status.setText(f"Export failed: {msg}"))
+            on_failed=lambda msg: self.view.status.setText(f"Export failed: {msg}"),
+            on_cancelled=lambda: self.view.status.setText("Export cancelled."))
 
     def _on_exported(self, paths) -> None:
         self.view.status.setText(f"Wrote {len(paths)} file(s): {paths[0]}"

@@ -39,7 +39,6 @@ from elmo_explorer.views.units.view import UnitsView
 
 log = logging.getLogger(__name__)
 
-
 #: the status lines that ask for what is missing (replaced once it is there)
 LOAD_PROMPT = "Load a model to look inside its LSTM."
 TYPE_PROMPT = "Type or open a sentence to see its units."
@@ -60,6 +59,7 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.view)
         self.jobs = workspace.worker.group("units", self.title)
+        self.jobs.on_cancelled = lambda: self.view.show_status("Cancelled.")
         self._ready = False
         self.view.apply_settings(self.model.settings)
         self.view.settings_changed.connect(self._on_settings)
