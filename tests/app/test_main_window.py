@@ -400,3 +400,43 @@ def test_the_error_dialog_shows_a_file_name_as_written(qtbot, monkeypatch, caplo
                    "/data/nope\udcff.txt and evil\u202etxt.exe: cannot open")
     assert shown_texts == ["/data/nope\\xff.txt and evil\\u202etxt.exe: cannot open"]
     assert "nope\\xff.txt" in caplog.text
+
+
+def test_ctrl_r_runs_the_shown_views_main_action_when_it_is_enabled(qtbot, app_settings_dir,
+                                                                      tiny_checkpoint):
+    """Only the Layers tab had a key for its main action (a button shortcut); View ▸ Run
+    (Ctrl+R) clicks the shown view's (or tab's) main button now, not a disabled one; Enter in
+    the Units intervention fields re-measures."""
+    from PySide6.QtGui import QKeySequence
+
+    w = MainWindow(AppSettings(app_settings_dir), views=("layers", "units", "projection"))
+    qtbot.addWidget(w)
+    w.show()
+    try:
+        w.start(str(tiny_checkpoint), TEXT)
+        acts = [a for a in w.menus["view"].actions()
+                if a.shortcut() == QKeySequence("Ctrl+R")]
+        assert len(acts) == 1 and "main action" in acts[0].text()
+        units = w.panels["units"]
+        w.show_view("units")
+        units.view.tabs.setCurrentIndex(2)                        # Intervene
+        asked = []
+        units.view.intervene_page.intervene_requested.connect(lambda: asked.append("iv"))
+        units.view.intervene_page.iv_button.setEnabled(True)
+        w.run_shown_view()
+        assert asked == ["iv"]
+        units.view.intervene_page.iv_button.setEnabled(False)     # a disabled one: nothing
+        w.run_shown_view()
+        assert asked == ["iv"]
+        units.view.intervene_page.iv_word.returnPressed.emit()
+        assert asked == ["iv", "iv"]
+        assert units.main_button() is units.view.intervene_page.iv_button
+        units.view.tabs.setCurrentIndex(0)
+        assert units.main_button() is units.view.ranking_page.rank_button
+        assert w.panels["layers"].main_button() is w.panels["layers"].view.run_button
+        proj = w.panels["projection"]
+        assert proj.main_button() is proj.view.controls.run_button
+        proj.tabs.setCurrentWidget(proj.trajectories)
+        assert proj.main_button() is proj.trajectories.view.compute
+    finally:
+        w.workspace.worker.shutdown()

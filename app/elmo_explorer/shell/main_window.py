@@ -428,6 +428,14 @@ class MainWindow(QMainWindow):
             on_failed=lambda m: self.show_error("Cannot save sentences", m))
 
     # ---- export, views, help -----------------------------------------------------------------
+    def run_shown_view(self) -> None:
+        """View ▸ Run (Ctrl+R): click the shown view's main button when it is enabled (its
+        ``main_button()``: Run, Run UMAP or Compute, Train, Score, Build, the shown tab's)."""
+        find = getattr(self.tabs.currentWidget(), "main_button", None)
+        button = find() if callable(find) else None
+        if button is not None and button.isEnabled():
+            button.click()
+
     def show_view(self, view: str) -> None:
         """Bring a view to the front: "sentences" or one of the panel names."""
         if view == "sentences":

@@ -47,6 +47,10 @@ def build_menus(window) -> None:
         _action(window, v, window.tabs.tabText(k - 2),
                 lambda _=False, w=view: window.show_view(w), f"Ctrl+{k}")
 
+    v.addSeparator()
+    _action(window, v, "&Run the view's main action", window.run_shown_view, "Ctrl+R",
+            "Run, Run UMAP / Compute, Train, Score, Build, or the shown tab's action")
+
     s = mb.addMenu("&Settings")
     window.device_menu = s.addMenu("&Device")
     window.precision_menu = s.addMenu("&Precision")

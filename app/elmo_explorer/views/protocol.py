@@ -79,6 +79,14 @@ class PanelDefaults:
     def restore_probe_runs(self, runs: List[dict]) -> None:
         """This view shows no probe runs."""
 
+    def main_button(self):
+        """The button of the view's main action where it stands now (View ▸ Run, Ctrl+R,
+        clicks it when it is enabled): the view's own ``main_button()`` (a view with tabs
+        answers for the tab shown), None for a view that runs by itself."""
+        view = getattr(self, "view", None)
+        find = getattr(view, "main_button", None)
+        return find() if callable(find) else None
+
 
 class SettlesWithJobs:
     """``is_ready`` for a view that settles once (it calls :meth:`_set_ready` when what it

@@ -280,6 +280,12 @@ class CharactersView(QWidget):
     def set_busy(self, busy: bool) -> None:
         self.cancel_button.setEnabled(busy)
 
+    def main_button(self):
+        """The shown tab's action (View ▸ Run, Ctrl+R): Analyse, Sweep or Ask (the atlas is
+        searched as it is typed)."""
+        return {0: self.analyse_button, 2: self.sweep_button,
+                3: self.nonce_button}.get(self.tabs.currentIndex())
+
     def show_status(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
         self.status.setStyleSheet("color: #b00020;" if error else "")

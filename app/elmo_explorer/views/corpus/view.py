@@ -163,6 +163,11 @@ class CorpusView(QWidget):
                        (self.cancel_button, self.cancel_requested)):
             b.clicked.connect(sig)
 
+    def main_button(self):
+        """Build the index (View ▸ Run, Ctrl+R); with an index open, queries run as the
+        selection changes."""
+        return self.build_button
+
     def _main_page(self) -> QWidget:
         page = QWidget()
         lay = QVBoxLayout(page)

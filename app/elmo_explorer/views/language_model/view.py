@@ -299,6 +299,11 @@ class LanguageModelView(QWidget):
         split.setStretchFactor(1, 2)
         lay.addWidget(split, 1)
 
+    def main_button(self):
+        """Score the minimal pairs (View ▸ Run, Ctrl+R); the sentence is computed as it is
+        selected."""
+        return self.pairs.run_button
+
     def show_status(self, text: str, error: bool = False) -> None:
         self.status.setText(text)
         self.status.setToolTip(text)

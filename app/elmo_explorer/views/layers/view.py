@@ -77,7 +77,6 @@ class LayersView(QWidget):
         self.adjusted_box = QCheckBox("anisotropy-adjusted (− baseline)")
         self.adjusted_box.setToolTip("show measure − baseline (the same measure on random tokens)")
         self.run_button = QPushButton("Run")
-        self.run_button.setShortcut("Ctrl+R")
         self.run_button.setToolTip("compute contextuality and CKA on the worker (Ctrl+R)")
         self.cancel_button = QPushButton("Cancel")
         self.cancel_button.setEnabled(False)
@@ -332,6 +331,10 @@ class LayersView(QWidget):
                 if c < 3:
                     item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
                 self.hub_table.setItem(r, c, item)
+
+    def main_button(self) -> QPushButton:
+        """Run (View ▸ Run, Ctrl+R)."""
+        return self.run_button
 
     def show_status(self, text: str, error: bool = False) -> None:
         self.status.setStyleSheet("color: #b00020;" if error else "")

@@ -237,6 +237,10 @@ class ProbesView(QWidget):
         return self.table_dialog
 
     # ---- state --------------------------------------------------------------------------------
+    def main_button(self):
+        """Train the chosen task (View ▸ Run, Ctrl+R)."""
+        return self.train_button
+
     def set_tasks(self, names: Sequence[str], current: int = 0) -> None:
         self.task_box.clear()
         self.task_box.addItems(list(names))

@@ -281,6 +281,12 @@ class ProjectionPanel(PanelDefaults, QWidget):
         self.view.message("Cancelled; the plots keep what was drawn.")
         self._set_ready()
 
+    def main_button(self):
+        """Run UMAP, or Compute on the Trajectories tab (View ▸ Run, Ctrl+R)."""
+        if self.tabs.currentWidget() is self.trajectories:
+            return self.trajectories.view.compute
+        return self.view.controls.run_button
+
     # ---- drawing --------------------------------------------------------------------------------
     def _draw(self, k: int, p: Projection) -> None:
         self.model.shown[k] = p

@@ -95,6 +95,8 @@ class InterveneTab(QWidget):
         lay.addWidget(results, 1)
         self.iv_op.currentIndexChanged.connect(self._on_op)
         self.iv_button.clicked.connect(self.intervene_requested)
+        for field in (self.iv_units, self.iv_donor, self.iv_word):    # Enter re-measures
+            field.returnPressed.connect(self.intervene_requested)
         self._on_op()
 
     def _on_op(self) -> None:

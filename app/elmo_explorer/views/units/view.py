@@ -136,6 +136,13 @@ class UnitsView(QWidget):
             b.setEnabled(not busy)
         self.cancel_button.setEnabled(busy)
 
+    def main_button(self):
+        """The shown tab's action (View ▸ Run, Ctrl+R): Rank units, Find contexts,
+        Re-measure, Find pattern or the Number showcase."""
+        return {0: self.ranking_page.rank_button, 1: self.unit_page.contexts_button,
+                2: self.intervene_page.iv_button, 3: self.pattern_page.pattern_button,
+                4: self.showcase_page.showcase_button}.get(self.tabs.currentIndex())
+
     def show_status(self, text: str, error: bool = False, prompt: bool = False) -> None:
         """Show ``text`` below the tabs (in red for an error). ``prompt``: it only says what
         to do next, and the next step's hint may replace it (:meth:`shows_prompt`)."""
