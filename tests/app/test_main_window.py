@@ -440,3 +440,36 @@ def test_ctrl_r_runs_the_shown_views_main_action_when_it_is_enabled(qtbot, app_s
         assert proj.main_button() is proj.trajectories.view.compute
     finally:
         w.workspace.worker.shutdown()
+
+
+def test_a_views_file_dialogs_start_in_the_folder_last_used(qtbot, app_settings_dir, tmp_path,
+                                                            monkeypatch):
+    """Every view's open dialog started in the launch folder; they start in the folder last
+    used (the window's ``settings.last_dir``, as File ▸ Open does) and remember theirs, and so
+    do the export dialogs."""
+    from PySide6.QtWidgets import QFileDialog
+
+    from elmo_explorer.common.save_dialog import ask_save_path, existing_folder, open_file_name
+
+    w = MainWindow(AppSettings(app_settings_dir), views=("layers",))
+    qtbot.addWidget(w)
+    starts = []
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(
+        lambda parent, title, start, filters: (starts.append(start), (str(tmp_path / "a" /
+                                                                          "c.txt"), ""))[1]))
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(
+        lambda parent, title, start, filters: (starts.append(start), (str(tmp_path / "b" /
+                                                                          "o.csv"), ""))[1]))
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(
+        lambda parent, title, start: (starts.append(start), str(tmp_path))[1]))
+    panel = w.panels["layers"]
+    w.settings.last_dir = str(tmp_path)
+    assert open_file_name(panel, "Corpus", "Text (*.txt)") == str(tmp_path / "a" / "c.txt")
+    assert ask_save_path(panel, "Export", "CSV (*.csv)") == tmp_path / "b" / "o.csv"
+    assert existing_folder(panel, "Index") == str(tmp_path)
+    open_file_name(panel, "Corpus", "Text (*.txt)")
+    assert starts == [str(tmp_path), str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path)]
+    assert AppSettings(app_settings_dir).last_dir == str(tmp_path / "a")    # across launches
+    w.workspace.worker.shutdown()

@@ -1,4 +1,7 @@
-"""Save dialogs for exports: :func:`ask_save_path` and the image filters.
+"""File dialogs: :func:`ask_save_path` for exports, :func:`open_file_name` and
+:func:`existing_folder` for a view's inputs, all starting in the folder last used (the window's
+``settings.last_dir``, remembered across launches) and remembering the one chosen; and the image
+filters.
 
 Exported figures themselves are drawn by the engine's one figure path
 (:mod:`elmo_engine.io.figures.contexts` on :mod:`elmo_engine.io.figures`, matplotlib Agg);
@@ -14,18 +17,54 @@ from PySide6.QtWidgets import QFileDialog, QWidget
 IMAGE_FILTERS = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
 
 
+def _settings(parent: Optional[QWidget]):
+    """The window's :class:`~elmo_explorer.state.settings.AppSettings` (None outside one)."""
+    return getattr(parent.window(), "settings", None) if parent is not None else None
+
+
+def start_dir(parent: Optional[QWidget]) -> str:
+    """The folder a dialog starts in: the one last used in this installation ("" : none)."""
+    settings = _settings(parent)
+    return str(getattr(settings, "last_dir", "") or "") if settings is not None else ""
+
+
+def remember_dir(parent: Optional[QWidget], name: str, folder: bool = False) -> None:
+    """Remember the folder of ``name`` (a file, or itself with ``folder``) for the next dialog."""
+    settings = _settings(parent)
+    if settings is not None and name and hasattr(settings, "last_dir"):
+        settings.last_dir = str(Path(name) if folder else Path(name).parent)
+
+
+def open_file_name(parent: Optional[QWidget], title: str, filters: str,
+                   directory: str = "") -> str:
+    """A file to read ("" when the user cancels), asked from the folder last used."""
+    name, _ = QFileDialog.getOpenFileName(parent, title, directory or start_dir(parent), filters)
+    remember_dir(parent, name)
+    return name
+
+
+def existing_folder(parent: Optional[QWidget], title: str, directory: str = "") -> str:
+    """A folder ("" when the user cancels), asked from the folder last used."""
+    name = QFileDialog.getExistingDirectory(parent, title, directory or start_dir(parent))
+    remember_dir(parent, name, folder=True)
+    return name
+
+
 def ask_save_path(parent: Optional[QWidget], title: str, filters: Union[str, Sequence[str]],
                   directory: str = "") -> Optional[Path]:
-    """Ask for a file to save; add the selected filter's extension when the name has none.
+    """Ask for a file to save (from the folder last used); add the selected filter's extension
+    when the name has none.
 
     ``filters`` is a Qt filter string (``"PNG image (*.png);;CSV (*.csv)"``) or a list of them.
     Returns None when the user cancels.
     """
     if not isinstance(filters, str):
         filters = ";;".join(filters)
-    name, chosen = QFileDialog.getSaveFileName(parent, title, directory, filters)
+    name, chosen = QFileDialog.getSaveFileName(parent, title, directory or start_dir(parent),
+                                               filters)
     if not name:
         return None
+    remember_dir(parent, name)
     path = Path(name)
     if not path.suffix:
         ext = _first_extension(chosen or filters)

@@ -22,7 +22,7 @@ from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from elmo_engine.analysis.contexts import compare as cmp
 from elmo_engine.analysis.contexts.groups import word_groups
@@ -31,7 +31,7 @@ from elmo_engine.analysis.contexts.neighbour_corpus import (IndexCache, read_cor
 from elmo_engine.analysis.contexts.neighbours import NeighbourTable, neighbour_table
 from elmo_engine.io.datasets.reference_set import REFERENCE_SET_SENTENCES, reference_set_corpus
 from elmo_explorer.common.figure_export import panel_figure_options, save_figure
-from elmo_explorer.common.save_dialog import ask_save_path
+from elmo_explorer.common.save_dialog import ask_save_path, open_file_name
 from elmo_explorer.state.worker import Lane
 from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.contexts import export, report
@@ -328,8 +328,7 @@ class ContextsPanel(PanelDefaults, QWidget):
                               kind="reference", on_done=done, on_failed=self.show_error)
 
     def ask_reference(self) -> None:
-        name, _ = QFileDialog.getOpenFileName(self, "Reference text", "",
-                                              "Text (*.txt *.txt.gz);;All files (*)")
+        name = open_file_name(self, "Reference text", "Text (*.txt *.txt.gz);;All files (*)")
         reading = ask_reading(self, window_qsettings(self), READING_KEY, "Add a reference text",
                               "Add", [Path(name)], "Add") if name else None
         if reading is not None:

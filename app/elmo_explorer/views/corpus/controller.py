@@ -21,8 +21,9 @@ from typing import Dict, List, Optional
 
 import numpy as np
 from PySide6.QtCore import Signal
-from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
+from elmo_explorer.common.save_dialog import existing_folder
 from elmo_explorer.common.selection import normalized
 from elmo_explorer.state.settings import stored_settings
 from elmo_explorer.state.worker import JobHandle, Lane
@@ -194,7 +195,7 @@ class CorpusPanel(PanelExports, PanelDefaults, QWidget):
         self.view.show_index(None)
 
     def _ask_open(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Open a corpus index folder")
+        folder = existing_folder(self, "Open a corpus index folder")
         if folder:
             self.open_index(folder)
 

@@ -27,11 +27,11 @@ from typing import Any, Callable, Dict, List, Optional
 
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from elmo_engine.analysis.language_model.report import BUNDLED
 from elmo_explorer.common.figure_export import panel_figure_options
-from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
+from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path, open_file_name
 from elmo_explorer.state.worker import JobHandle, Lane
 from elmo_explorer.state.workspace import TokenRef
 from elmo_explorer.views.language_model import export
@@ -293,8 +293,7 @@ class LanguageModelPanel(PanelDefaults, QWidget):
     # ---- minimal pairs ------------------------------------------------------------------------
     def _on_pairs_source(self, what: str) -> None:
         if what == "choose":
-            name, _ = QFileDialog.getOpenFileName(self, "Minimal pairs (set, good, bad)", "",
-                                                  PAIRS_FILTER)
+            name = open_file_name(self, "Minimal pairs (set, good, bad)", PAIRS_FILTER)
             if name:
                 self.set_pairs_source(name)
             else:

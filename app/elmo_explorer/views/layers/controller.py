@@ -23,7 +23,7 @@ from typing import Any, Dict, List, Optional
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from elmo_engine.progress import progress_text
 from elmo_engine.analysis.layers import reference_corpus_path
@@ -32,7 +32,7 @@ from elmo_engine.io.figures import layers as layer_figures
 from elmo_explorer.views.layers.model import (MDL_TASKS, RECORDED_FILE, LayersModel,
                                                LayersSettings, read_recorded, result_dict)
 from elmo_explorer.common.figure_export import panel_figure_options
-from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path
+from elmo_explorer.common.save_dialog import IMAGE_FILTERS, ask_save_path, open_file_name
 from elmo_explorer.state.settings import stored_settings
 from elmo_explorer.views.layers import export
 from elmo_explorer.views.layers.view import LayersView
@@ -191,8 +191,7 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
     def _on_corpus_request(self, what: str) -> None:
         if what == "choose":
-            name, _ = QFileDialog.getOpenFileName(self, "Corpus (one sentence a line)", "",
-                                                  CORPUS_FILTER)
+            name = open_file_name(self, "Corpus (one sentence a line)", CORPUS_FILTER)
             if not name:
                 return
             self.set_corpus(name)
@@ -304,9 +303,8 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
 
     def ask_compare(self) -> None:
         """File → Compare with checkpoint…: choose a checkpoint file or folder."""
-        name, _ = QFileDialog.getOpenFileName(
-            self, "Compare with checkpoint", "",
-            "Checkpoints (*.json *.hdf5 *.h5 *.safetensors);;All files (*)")
+        name = open_file_name(self, "Compare with checkpoint",
+                              "Checkpoints (*.json *.hdf5 *.h5 *.safetensors);;All files (*)")
         if name:
             self.compare_with(name)
 

@@ -18,7 +18,9 @@ from typing import List, Optional
 
 from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
+
+from elmo_explorer.common.save_dialog import open_file_name
 
 from elmo_engine.progress import progress_text
 from elmo_engine.analysis.probes.results import ProbeResult
@@ -246,7 +248,7 @@ class ProbesPanel(PanelDefaults, QWidget):
                      ("Gold keys of the test data", KEYS_FILTER)]
         names = []
         for title, f in asks:
-            name, _ = QFileDialog.getOpenFileName(self, title, "", f)
+            name = open_file_name(self, title, f)
             if not name:
                 return
             names.append(name)

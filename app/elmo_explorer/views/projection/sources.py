@@ -171,9 +171,8 @@ def dataset_job(path: Path):
 
 def ask_dataset_path(parent) -> str:
     """A labelled data set file to open ("": cancelled)."""
-    from PySide6.QtWidgets import QFileDialog
+    from elmo_explorer.common.save_dialog import open_file_name
 
-    path, _ = QFileDialog.getOpenFileName(
-        parent, "Open a labelled data set", "",
-        "Labelled data (*.conllu *.conllu.gz *.xml *.tsv *.txt *.gz);;All files (*)")
-    return path
+    return open_file_name(parent, "Open a labelled data set",
+                          "Labelled data (*.conllu *.conllu.gz *.xml *.tsv *.txt *.gz);;"
+                          "All files (*)")

@@ -18,6 +18,8 @@ import numpy as np
 from PySide6.QtCore import QTimer, Signal
 from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
 
+from elmo_explorer.common.save_dialog import existing_folder
+
 from elmo_engine.analysis.projection.aligned import AlignMethod, align_layers, aligned_features
 from elmo_engine.analysis.projection import Projector
 from elmo_engine.analysis.projection.knn_change import knn_changes
@@ -355,6 +357,6 @@ class TrajectoryPanel(QWidget):
             self.export(gif=Path(path))
 
     def ask_export_frames(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Export the frames (PNG) into")
+        folder = existing_folder(self, "Export the frames (PNG) into")
         if folder:
             self.export(frames=Path(folder))

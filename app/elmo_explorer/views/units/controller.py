@@ -244,11 +244,10 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
                          on_progress=self._on_progress, on_finished=self._on_finished)
 
     def _choose_file(self) -> None:
-        from PySide6.QtWidgets import QFileDialog
+        from elmo_explorer.common.save_dialog import open_file_name
 
-        name, _ = QFileDialog.getOpenFileName(
-            self, "Labelled words", "", "CoNLL-U or TSV (*.conllu *.conllu.gz *.tsv *.txt *.gz)"
-                                        ";;All files (*)")
+        name = open_file_name(self, "Labelled words", "CoNLL-U or TSV (*.conllu *.conllu.gz "
+                                                      "*.tsv *.txt *.gz);;All files (*)")
         if name:
             label = self.view.ranking_page.label.currentText().strip() or "upos"
             self.view.ranking_page.set_source(RankSource(name, label))
@@ -368,11 +367,10 @@ class UnitsPanel(PanelDefaults, SettlesWithJobs, QWidget):
         page.corpus.set_choice(choice, announce=False)
 
     def _choose_corpus(self, which: str) -> None:
-        from PySide6.QtWidgets import QFileDialog
+        from elmo_explorer.common.save_dialog import open_file_name
 
-        name, _ = QFileDialog.getOpenFileName(
-            self, "Corpus", "", "Sentences or CoNLL-U (*.txt *.gz *.conllu *.conllu.gz)"
-                                ";;All files (*)")
+        name = open_file_name(self, "Corpus", "Sentences or CoNLL-U (*.txt *.gz *.conllu "
+                                              "*.conllu.gz);;All files (*)")
         if name:
             page = self.view.unit_page if which == "contexts" else self.view.pattern_page
             page.corpus.set_path(name)               # the switch as it was; announced
