@@ -25,7 +25,9 @@ def with_softmax(tmp_path_factory, tiny_checkpoint):
                                    7)
 
 
-def _open(qtbot, checkpoint):
+def _open(qtbot, checkpoint, shown=lambda m: m.reach is not None):
+    """A workspace of :data:`SENTENCES` on ``checkpoint`` and the panel, once it is ready and
+    ``shown(panel.model)`` (default: the reach is there)."""
     ws = Workspace()
     ws.set_sentences(SENTENCES)
     with qtbot.waitSignal(ws.model_changed, timeout=60000):
@@ -33,8 +35,8 @@ def _open(qtbot, checkpoint):
     panel = LanguageModelPanel(ws)
     qtbot.addWidget(panel)
     panel.resize(1100, 700)
-    qtbot.waitUntil(lambda: ws.all_embedded() and panel.is_ready()
-                    and panel.model.reach is not None, timeout=60000)
+    qtbot.waitUntil(lambda: ws.all_embedded() and panel.is_ready() and shown(panel.model),
+                    timeout=60000)
     return ws, panel
 
 
@@ -108,15 +110,8 @@ def test_a_sentence_over_the_reach_bound_still_gets_its_predictions(
     reach_module = importlib.import_module("elmo_engine.analysis.language_model.reach")
 
     monkeypatch.setattr(reach_module, "MAX_REACH_TOKENS", 5)
-    ws = Workspace()
-    ws.set_sentences(SENTENCES)
-    with qtbot.waitSignal(ws.model_changed, timeout=60000):
-        ws.load_model(ModelSpec(str(with_softmax), device="cpu"))
-    panel = LanguageModelPanel(ws)
-    qtbot.addWidget(panel)
+    ws, panel = _open(qtbot, with_softmax, lambda m: m.predictions is not None)
     try:
-        qtbot.waitUntil(lambda: ws.all_embedded() and panel.model.predictions is not None
-                        and panel.is_ready(), timeout=60000)
         m = panel.model
         assert len(m.tokens) == 7 and m.reach is None
         expected = predict(ws.embedder, panel.softmax, [ws.tokens[0]], top_k=10)[0]
