@@ -49,6 +49,19 @@ def test_the_view_shows_the_engines_numbers(qtbot, panel, ws):
     assert panel.view.mean_table.rowCount() == len(rows) == len(perturb.Kind)
 
 
+def test_the_word_lab_says_which_words_it_left_out(qtbot, panel):
+    """25 distinct words and a repeat: the lab keeps the first 20 (``chars`` takes any number)
+    and says so in the status once the view's jobs are done."""
+    from elmo_explorer.views.characters.model import MAX_WORDS
+
+    panel.view.words_edit.setText(" ".join(f"w{i}" for i in range(25)) + " w0")
+    panel.analyse()
+    qtbot.waitUntil(lambda: panel.is_ready() and len(panel.model.lab) == MAX_WORDS,
+                    timeout=60000)
+    assert f"The lab shows the first {MAX_WORDS} of 25 words" in panel.view.status.text()
+    assert "1 repeated word(s) once" in panel.view.status.text()
+
+
 def test_search_width_and_a_bad_sweep_word(qtbot, panel):
     with qtbot.waitSignal(panel.results_changed, timeout=30000,
                           check_params_cb=lambda what: what == "search"):

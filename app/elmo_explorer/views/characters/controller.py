@@ -73,6 +73,7 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         self._vocab_shown: Tuple[VocabSource, str] = (VocabSource.REFERENCE, "")
         self._index_shown: Tuple[IndexSource, str] = (IndexSource.CORPUS, "")
         self._error = ""              # the last failure since the user's last request (status)
+        self._note = ""               # what the last word lab left out of the words (status)
         self.view.apply(self.model)
         for request in (self.view.analyse_requested, self.view.sweep_requested,
                         self.view.search_changed, self.view.nonce_requested,
@@ -198,7 +199,7 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             self.model.vocabulary, self.model.vocabulary_size = vocab.source, len(vocab.words)
             self.view.vocab_info.setText(f"{len(vocab.words):,} words ({vocab.source})")
             self.view.draw_lab(self.model)
-            self.view.show_status(note)
+            self._note = note                      # said once the view's jobs are done
             self.results_changed.emit("lab")
 
         self._submit("lab", "Word lab", job, done)
@@ -443,7 +444,8 @@ class CharactersPanel(PanelDefaults, SettlesWithJobs, QWidget):
             if self._error:
                 self.view.show_status(f"Characters: {self._error}", error=True)
             else:
-                self.view.show_status("")
+                self.view.show_status(self._note)
+            self._note = ""
             self._set_ready()
 
     def _on_error(self, message: str) -> None:
