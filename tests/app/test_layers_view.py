@@ -173,6 +173,10 @@ def test_view_state_and_settings_round_trip(qtbot, panel, ws, corpus):
     qtbot.addWidget(other)
     # the remembered settings (QSettings) come back in a new view
     assert other.model.settings.corpus == str(corpus) and other.view.adjusted_box.isChecked()
+    panel.view.sentences_box.setValue(1250)             # a sample size alone: remembered too
+    third = LayersPanel(ws)
+    qtbot.addWidget(third)
+    assert third.view.sentences_box.value() == 1250
     other.restore_view_state(state)
     assert other.model.result == panel.model.result
     np.testing.assert_allclose(other.view.cka_matrix, panel.view.cka_matrix)

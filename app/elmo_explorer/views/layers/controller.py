@@ -91,6 +91,10 @@ class LayersPanel(PanelDefaults, SettlesWithJobs, QWidget):
         v.run_requested.connect(self.run)
         v.cancel_button.clicked.connect(self.cancel)
         v.settings_changed.connect(self._on_settings)
+        for spin in (v.sentences_box, v.mdl_sentences_box):     # remembered as they change
+            spin.valueChanged.connect(lambda _=0: self._remember())
+        for box in (v.full_box, v.pretokenized_box):
+            box.toggled.connect(lambda _=False: self._remember())
         v.corpus_requested.connect(self._on_corpus_request)
         v.mdl_requested.connect(self.run_mdl)
         workspace.model_changed.connect(self._on_model)
