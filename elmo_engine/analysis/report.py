@@ -137,7 +137,8 @@ def mdl_runs(data) -> List[dict]:
 
 def build_report(data, source: str, emb, figure_dir: Optional[Path],
                  style: FigureStyle = FigureStyle(), word: Optional[str] = None,
-                 notes: Sequence[str] = (), tokens=None, acts=None) -> ReportSpec:
+                 notes: Sequence[str] = (), tokens=None, acts=None,
+                 corpus_ann_limit: Optional[int] = None) -> ReportSpec:
     """The report of a workspace (a :class:`~elmo_engine.io.workspace_file.WorkspaceData`).
 
     ``emb``: the embedder of the model (its tokens and ``acts`` are computed here unless
@@ -194,13 +195,14 @@ def build_report(data, source: str, emb, figure_dir: Optional[Path],
     spec.add(units_part(units, figure_dir, style, model_name(model),
                         emb.checksum if emb is not None else None))
     if has_corpus:
-        spec.add(corpus_part(emb, corpus, figure_dir, style, model_name(model)))
+        spec.add(corpus_part(emb, corpus, figure_dir, style, model_name(model),
+                             corpus_ann_limit))
     return spec
 
 
 def export_report(data, source: str, emb, folder, style: FigureStyle = FigureStyle(),
                   word: Optional[str] = None, notes: Sequence[str] = (), overwrite: bool = False,
-                  tokens=None, acts=None, state=None):
+                  tokens=None, acts=None, state=None, corpus_ann_limit: Optional[int] = None):
     """Build the report (:func:`build_report`) and write its folder
     (:func:`~elmo_engine.io.report.write_report`): the one path of the app's *Export report…*,
     ``export report`` and ``report``. Returns ``(spec, files written)``."""
@@ -217,7 +219,8 @@ def export_report(data, source: str, emb, folder, style: FigureStyle = FigureSty
         tmp = Path(tempfile.mkdtemp(prefix=f".{fitting_name(folder.name, 20)}.figures-",
                                     dir=folder.parent))
     try:
-        spec = build_report(data, source, emb, tmp, style, word, notes, tokens, acts)
+        spec = build_report(data, source, emb, tmp, style, word, notes, tokens, acts,
+                            corpus_ann_limit)
         files = write_report(folder, spec, overwrite=overwrite, state=state)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

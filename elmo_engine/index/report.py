@@ -21,9 +21,10 @@ VIEW = "corpus"
 MAX_K = 1000
 #: the words of a cluster's context and its typical sentence, in a table cell
 CONTEXT_WORDS = 5
-#: an any-word concordance searches each layer's graph, which a report would load into memory a
-#: second time beside the view's (gigabytes for ~10^7 tokens): above this many tokens it is left
-#: to the view, said in a note (a same-word concordance reads the word's rows only)
+#: an any-word concordance searches each layer's graph, which the app's report would load into
+#: memory a second time beside the Corpus view's (gigabytes for ~10^7 tokens): above this many
+#: tokens the app leaves it to the view, said in a note (a same-word concordance reads the word's
+#: rows only; ``export report``, with no view open, has no such limit)
 REPORT_ANN_TOKENS = 1_000_000
 
 
@@ -54,9 +55,11 @@ def saved_query(state: Any) -> Optional[Tuple[str, str, Tuple[str, ...], int, in
 
 
 def corpus_part(emb, state: Any, figure_dir: Optional[Path], style,
-                model_name: str = "the model") -> ReportPart:
+                model_name: str = "the model", ann_limit: Optional[int] = None) -> ReportPart:
     """The report part of the Corpus view's saved ``state`` (empty when it names no index and
-    query; a note when the index cannot be opened under ``emb``'s model)."""
+    query; a note when the index cannot be opened under ``emb``'s model). ``ann_limit``: the
+    most tokens an any-word concordance searches the graphs of (None: any; the app passes
+    :data:`REPORT_ANN_TOKENS`)."""
     from elmo_engine.errors import ElmoError
     from elmo_engine.index.search import CorpusIndex, query_vectors
     from elmo_engine.index.senses import K_MAX, induce_from_index
@@ -73,7 +76,7 @@ def corpus_part(emb, state: Any, figure_dir: Optional[Path], style,
                           "and senses are left out.")
         return part
     n_tokens = index.manifest.n_tokens
-    concordance = same_word or n_tokens <= REPORT_ANN_TOKENS
+    concordance = same_word or ann_limit is None or n_tokens <= ann_limit
     if not concordance:
         part.notes.append(f"Corpus: the any-word concordance of “{word}” over {n_tokens:,} "
                           "tokens is the view's own export (a report does not load the index's "

@@ -532,8 +532,10 @@ def test_a_cancelled_neighbour_index_is_built_again_when_the_neighbours_are_aske
     panel.view.set_box.setChecked(True)                 # another corpus: the index is rebuilt
     assert panel.jobs.is_running("index")
     ws.worker.cancel_all()                              # what Esc does
-    qtbot.waitUntil(lambda: panel.jobs.is_idle() and m.index is None and m.index_sig is None,
-                    timeout=30000)
+    from elmo_explorer.views.contexts.controller import CANCELLED
+
+    qtbot.waitUntil(lambda: panel.jobs.is_idle() and m.index is None
+                    and m.index_sig == CANCELLED, timeout=30000)
     assert "Cancelled" in panel.view.status.text()
     panel.set_word("river")
     qtbot.waitUntil(lambda: m.index is not None and m.table is not None

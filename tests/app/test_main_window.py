@@ -428,6 +428,9 @@ def test_ctrl_r_runs_the_shown_views_main_action_when_it_is_enabled(qtbot, app_s
         units.view.intervene_page.iv_button.setEnabled(False)     # a disabled one: nothing
         w.run_shown_view()
         assert asked == ["iv"]
+        units.view.intervene_page.iv_word.returnPressed.emit()  # Enter: not while disabled
+        assert asked == ["iv"]
+        units.view.intervene_page.iv_button.setEnabled(True)
         units.view.intervene_page.iv_word.returnPressed.emit()
         assert asked == ["iv", "iv"]
         assert units.main_button() is units.view.intervene_page.iv_button

@@ -530,3 +530,12 @@ def test_on_cancelled_runs_for_a_cancel_not_for_a_supersede_and_a_group_gives_a_
     with qtbot.waitSignal(worker.idle, timeout=5000):
         release.set()
     assert got == ["own", "finished"]
+    got.clear()                         # the view drops its own jobs (a new model): quietly
+    started.clear()
+    release.clear()
+    g.submit("held", held_job(started, release, "x"), on_finished=lambda: got.append("finished"))
+    assert started.wait(5)
+    g.cancel_all()
+    with qtbot.waitSignal(worker.idle, timeout=5000):
+        release.set()
+    assert got == ["finished"]

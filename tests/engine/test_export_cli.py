@@ -208,7 +208,7 @@ def test_a_workspace_saved_at_launch_reports_the_word_it_names(tmp_path, tiny_ch
 
 
 def test_the_report_holds_the_corpus_views_concordance_and_senses(tmp_path, tiny_checkpoint,
-                                                                  capsys, monkeypatch):
+                                                                  capsys):
     """The guide promised the Corpus view's tables in a report; no report code read its saved
     state. Now the concordance of the saved query in every indexed layer and the word's senses
     (a table and a figure), from the index the workspace names, as the view computes them; an
@@ -252,20 +252,27 @@ def test_the_report_holds_the_corpus_views_concordance_and_senses(tmp_path, tiny
     assert senses and {int(r["layer"]) for r in senses} == {1, 2}
     assert sum(int(r["occurrences"]) for r in senses if r["layer"] == "2") == 20
     assert (out / "figures" / "corpus_senses.png").is_file()
-    # an any-word concordance of a large index is left to the view (its graphs not loaded twice)
-    from elmo_engine.index import report as corpus_report
+    # any word: the command searches the graphs; the app, whose Corpus view holds them
+    # already, leaves a large index's any-word concordance to the view (``corpus_ann_limit``)
+    from elmo_engine.analysis.report import export_report
+    from elmo_engine.io.figures import FigureStyle
+    from elmo_engine.io.workspace_file import load_workspace
 
-    monkeypatch.setattr(corpus_report, "REPORT_ANN_TOKENS", 5)
     save_workspace(ws, WorkspaceData(
         sentences=SENTENCES, views={"corpus": {**state, "options": {"k": 3, "same_word": False}}},
         checkpoint=CheckpointRef(str(tiny_checkpoint), checkpoint_checksum(tiny_checkpoint),
                                  "tiny")))
     assert main(["export", "report", str(ws), "-o", str(out), "--device", "cpu", "--force"]) == 0
-    assert not (out / "tables" / "corpus_concordance.csv").exists()
-    assert (out / "tables" / "corpus_senses.csv").is_file()
-    assert "the any-word concordance of “bank” over 130 tokens" in (out / "report.md").read_text(
-        "utf-8")
-    monkeypatch.undo()
+    with open(out / "tables" / "corpus_concordance.csv", encoding="utf-8") as fh:
+        anyword = list(csv.DictReader(fh))
+    assert len(anyword) == 3 * 2 and anyword[0]["word"] == "bank"
+    app_out = tmp_path / "app-report"
+    export_report(load_workspace(ws).data, str(ws), emb, app_out, FigureStyle(),
+                  corpus_ann_limit=5)
+    assert not (app_out / "tables" / "corpus_concordance.csv").exists()
+    assert (app_out / "tables" / "corpus_senses.csv").is_file()
+    assert "the any-word concordance of “bank” over 130 tokens" in (
+        app_out / "report.md").read_text("utf-8")
     # an index of another model: a note, the rest of the report written
     other = tmp_path / "b.elmows.json"
     save_workspace(other, WorkspaceData(

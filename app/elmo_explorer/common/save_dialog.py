@@ -10,7 +10,7 @@ nothing is exported by painting a widget.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional, Sequence, Union
+from typing import List, Optional, Sequence, Union
 
 from PySide6.QtWidgets import QFileDialog, QWidget
 
@@ -18,8 +18,14 @@ IMAGE_FILTERS = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
 
 
 def _settings(parent: Optional[QWidget]):
-    """The window's :class:`~elmo_explorer.state.settings.AppSettings` (None outside one)."""
-    return getattr(parent.window(), "settings", None) if parent is not None else None
+    """The main window's :class:`~elmo_explorer.state.settings.AppSettings` (None outside
+    one): ``parent``'s window, or up its parents (a floating dock is a window of its own)."""
+    widget = parent.window() if parent is not None else None
+    if widget is not None and not hasattr(widget, "settings"):
+        widget = parent
+        while widget is not None and not hasattr(widget, "settings"):
+            widget = widget.parentWidget()
+    return getattr(widget, "settings", None) if widget is not None else None
 
 
 def start_dir(parent: Optional[QWidget]) -> str:
@@ -41,6 +47,14 @@ def open_file_name(parent: Optional[QWidget], title: str, filters: str,
     name, _ = QFileDialog.getOpenFileName(parent, title, directory or start_dir(parent), filters)
     remember_dir(parent, name)
     return name
+
+
+def open_file_names(parent: Optional[QWidget], title: str, filters: str) -> List[str]:
+    """Files to read ([] when the user cancels), asked from the folder last used."""
+    names, _ = QFileDialog.getOpenFileNames(parent, title, start_dir(parent), filters)
+    if names:
+        remember_dir(parent, names[0])
+    return list(names)
 
 
 def existing_folder(parent: Optional[QWidget], title: str, directory: str = "") -> str:

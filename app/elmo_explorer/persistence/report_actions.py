@@ -115,9 +115,13 @@ def report_job(ws: Workspace, data: wf.WorkspaceData, folder: Path, options: Fig
 
     def job(state):
         from elmo_engine.analysis.report import export_report
+        from elmo_engine.index.report import REPORT_ANN_TOKENS
 
+        # the Corpus view holds its index's graphs already: a large one's any-word
+        # concordance is left to the view, not loaded a second time
         _spec, files = export_report(data, source, emb, folder, style, overwrite=overwrite,
-                                     tokens=tokens, acts=acts, state=state)
+                                     tokens=tokens, acts=acts, state=state,
+                                     corpus_ann_limit=REPORT_ANN_TOKENS)
         return files
 
     return job

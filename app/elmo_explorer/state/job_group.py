@@ -76,9 +76,10 @@ class JobGroup(QObject):
         return any([h.cancel() for h in self.jobs() if h.kind == full])
 
     def cancel_all(self) -> None:
-        """Cancel every job of the group (their results are dropped)."""
+        """Drop every job of the group (their results are dropped, quietly: the view itself
+        asks, e.g. on a new model, so no ``on_cancelled`` says "Cancelled")."""
         for h in self.jobs():                  # the others have ended or are stale already
-            h.cancel()
+            h.cancel(quiet=True)
 
     def refresh(self) -> None:
         """Emit :attr:`idle_changed` when the group's idleness changed (the worker calls this

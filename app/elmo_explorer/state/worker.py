@@ -90,6 +90,7 @@ class JobHandle:
         self.on_finished: Optional[Callable[[], None]] = None
         self._worker = worker
         self._cancelled = False
+        self._quiet = False             # dropped by its view (a new model): nothing to say
         self.finished = False           # its outcome came back (whether delivered or dropped)
         self.state: JobState = JobState(worker._progress_fn(job_id),
                                         lambda payload: worker._post.emit(job_id, payload))
@@ -101,8 +102,9 @@ class JobHandle:
 
     @property
     def cancelled(self) -> bool:
-        """Cancelled by the user (not superseded by a newer request of its kind)."""
-        return self._cancelled and not self.superseded
+        """Cancelled by the user (not superseded by a newer request of its kind, nor dropped
+        by its view, :meth:`cancel` with ``quiet``)."""
+        return self._cancelled and not self._quiet and not self.superseded
 
     @property
     def stale(self) -> bool:
@@ -114,11 +116,12 @@ class JobHandle:
         """Queued or running, and not stale: its result will still be delivered."""
         return not self.finished and not self.stale
 
-    def cancel(self) -> bool:
-        """Cancel the job (its result is dropped). False when it already ended or was stale."""
+    def cancel(self, quiet: bool = False) -> bool:
+        """Cancel the job (its result is dropped; ``quiet``: as a supersede, without its
+        ``on_cancelled``). False when it already ended or was stale."""
         if self.finished or self.stale:
             return False
-        self._cancelled = True
+        self._cancelled, self._quiet = True, quiet
         self.state.cancel()
         self._worker._changed(self.group)
         return True

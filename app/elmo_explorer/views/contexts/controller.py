@@ -48,6 +48,7 @@ __all__ = ["ContextsPanel", "default_word"]
 
 #: the request kinds of the view's jobs (a newer request of a kind supersedes older ones)
 COMPARE, INDEX, NEIGHBOURS = "compare", "index", "neighbours"
+CANCELLED = ("cancelled",)          # the index mark of a cancelled build: built when asked
 READING_KEY = "contexts/reference_reading"     # how the last reference text was read (JSON)
 
 
@@ -377,7 +378,7 @@ class ContextsPanel(PanelDefaults, QWidget):
 
         def cancelled() -> None:                 # Esc: built again when the neighbours are asked
             if m.index_sig == sig and m.index is None:
-                m.index_sig = None
+                m.index_sig = CANCELLED
             self.view.show_status("Cancelled: the neighbour index is built again when the "
                                   "neighbours are asked for.")
             self.done("neighbours")
@@ -389,7 +390,8 @@ class ContextsPanel(PanelDefaults, QWidget):
         ws, m, v = self.ws, self.model, self.view
         index = m.index
         if index is None or not m.word:
-            self.request_index()                     # (a cancelled one; none while one builds)
+            if m.index_sig == CANCELLED:             # (not a failed one: its error stays)
+                self.request_index()
             return                                   # the index job asks again when it is done
         vec, exclude = None, []
         if m.comparison is not None and m.query in m.comparison.occurrences:

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Tuple
 
-from PySide6.QtWidgets import QFileDialog, QWidget
+from PySide6.QtWidgets import QWidget
+
+from elmo_explorer.common.save_dialog import open_file_names
 
 from elmo_explorer.views.reading import CorpusReading
 from elmo_explorer.views.reading_dialog import ask_reading
@@ -29,8 +31,8 @@ def ask_build(parent: QWidget, qs, default_folder: Callable[[str], Optional[Path
     (or None), where the reading is remembered; ``default_folder(stem)``: the index folder of a
     name (the first file's stem and :meth:`CorpusReading.folder_suffix`), shown in the dialog
     as the reading changes (the same files read two ways are two indexes)."""
-    names, _ = QFileDialog.getOpenFileNames(
-        parent, "Corpus files to index", "", "Text (*.txt *.gz *.tsv);;All files (*)")
+    names = open_file_names(parent, "Corpus files to index",
+                            "Text (*.txt *.gz *.tsv);;All files (*)")
     if not names:
         return None
     files = tuple(Path(f) for f in names)

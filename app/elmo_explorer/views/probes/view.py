@@ -238,7 +238,9 @@ class ProbesView(QWidget):
 
     # ---- state --------------------------------------------------------------------------------
     def main_button(self):
-        """Train the chosen task (View ▸ Run, Ctrl+R)."""
+        """Train the chosen task, or on the Usefulness tab compute it (View ▸ Run, Ctrl+R)."""
+        if self.pages.currentWidget() is self.usefulness:
+            return self.usefulness.compute_button
         return self.train_button
 
     def set_tasks(self, names: Sequence[str], current: int = 0) -> None:

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
+from PySide6.QtWidgets import QMessageBox, QWidget
+
+from elmo_explorer.common.save_dialog import existing_folder
 
 from elmo_engine.errors import ElmoError
 from elmo_engine.analysis.projection import (LayerSpec, Projection, TokenSet, layer_features,
@@ -78,5 +80,4 @@ def ask_csv_path(parent: QWidget) -> Optional[Path]:
 
 def ask_folder(parent: QWidget, layer_name: str) -> str:
     """The folder for the projector files of ``layer_name`` ("": cancelled)."""
-    return QFileDialog.getExistingDirectory(
-        parent, f"Folder for vectors.tsv + metadata.tsv of {layer_name}")
+    return existing_folder(parent, f"Folder for vectors.tsv + metadata.tsv of {layer_name}")

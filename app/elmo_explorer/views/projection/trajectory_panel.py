@@ -16,9 +16,9 @@ from typing import Optional
 
 import numpy as np
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtWidgets import QFileDialog, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QVBoxLayout, QWidget
 
-from elmo_explorer.common.save_dialog import existing_folder
+from elmo_explorer.common.save_dialog import ask_save_path, existing_folder, start_dir
 
 from elmo_engine.analysis.projection.aligned import AlignMethod, align_layers, aligned_features
 from elmo_engine.analysis.projection import Projector
@@ -351,8 +351,8 @@ class TrajectoryPanel(QWidget):
         self.exported.emit(list(paths))
 
     def ask_export_gif(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export the animation", "trajectories.gif",
-                                              "GIF (*.gif);;MP4 (*.mp4)")
+        path = ask_save_path(self, "Export the animation", "GIF (*.gif);;MP4 (*.mp4)",
+                             str(Path(start_dir(self)) / "trajectories.gif"))
         if path:
             self.export(gif=Path(path))
 

@@ -96,7 +96,7 @@ class InterveneTab(QWidget):
         self.iv_op.currentIndexChanged.connect(self._on_op)
         self.iv_button.clicked.connect(self.intervene_requested)
         for field in (self.iv_units, self.iv_donor, self.iv_word):    # Enter re-measures
-            field.returnPressed.connect(self.intervene_requested)
+            field.returnPressed.connect(lambda: self.iv_button.isEnabled() and self.iv_button.click())
         self._on_op()
 
     def _on_op(self) -> None:
