@@ -156,9 +156,9 @@ def run(args) -> int:
 def _tokens(args):
     """The points: every token of the sentences (or of a labelled data set), or only the tokens
     of ``--words``; a listed word that does not occur is an error with a did-you-mean."""
-    from elmo_engine.analysis.projection.tokens import (all_tokens, labelled_tokens,
-                                                        load_labelled, parse_word_list,
-                                                        word_tokens)
+    from elmo_engine.analysis.projection.tokens import (all_tokens, check_words_occur,
+                                                        labelled_tokens, load_labelled,
+                                                        parse_word_list, word_tokens)
 
     if args.labelled:
         tokens = labelled_tokens(load_labelled(args.input), source=args.input.name)
@@ -169,10 +169,7 @@ def _tokens(args):
     if not args.words:
         return tokens
     words = parse_word_list(args.words)
-    present = {t.casefold() for s in sentences for t in s}
-    for w in words:
-        if w.casefold() not in present:
-            raise common.absent_word(w, sentences, "the sentences", path=args.input)
+    check_words_occur(sentences, words, "the sentences", path=args.input)
     if not args.labelled:
         return word_tokens(sentences, words)
     wanted = {w.casefold() for w in words}

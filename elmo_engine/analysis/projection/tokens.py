@@ -149,6 +149,19 @@ def parse_word_list(text: str) -> List[str]:
     return list(dict.fromkeys(w for w in _LIST_SEP.split(text) if w))
 
 
+def check_words_occur(sentences: Sequence[Sequence[str]], words: Iterable[str], where: str,
+                      path: Optional[Path] = None) -> None:
+    """Refuse the first of ``words`` that occurs in no sentence (any case), with a did-you-mean
+    (:func:`~elmo_engine.errors.absent_word`): ``project --words`` and the Projection view's
+    word list alike."""
+    from elmo_engine.errors import absent_word
+
+    present = {t.casefold() for s in sentences for t in s}
+    for w in words:
+        if w.casefold() not in present:
+            raise absent_word(w, sentences, where, path=path)
+
+
 def word_tokens(sentences: Sequence[Sequence[str]], words: Iterable[str],
                 case_sensitive: bool = False) -> TokenSet:
     """Every occurrence of the given words in the sentences; the label of a point is its word.

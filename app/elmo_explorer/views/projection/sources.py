@@ -14,11 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import List, Optional, Tuple
 
-from elmo_engine.errors import absent_word
+from elmo_engine.errors import InputError
 from elmo_engine.analysis.contexts.groups import split_group
 from elmo_engine.analysis.projection import (TokenSet, all_tokens, labelled_tokens,
                                              load_labelled, word_tokens)
-from elmo_engine.analysis.projection.tokens import reference_word_sentences
+from elmo_engine.analysis.projection.tokens import check_words_occur, reference_word_sentences
 from elmo_explorer.views.projection.model import ProjectionModel
 from elmo_explorer.views.projection.plots import categories
 from elmo_explorer.state.words import default_word
@@ -75,10 +75,10 @@ def request(ws, m: ProjectionModel, key: str, cap: int, words: List[str]):
     if key == "words":
         if not words:
             return "Type the words to project."
-        present = {t.casefold() for s in ws.tokens for t in s}
-        for w in words:                     # as `project --words`: an absent word is said
-            if w.casefold() not in present:
-                return str(absent_word(w, ws.tokens, "the loaded sentences"))
+        try:                                # as `project --words`: an absent word is said
+            check_words_occur(ws.tokens, words, "the loaded sentences")
+        except InputError as e:
+            return str(e)
         tokens = word_tokens(ws.tokens, words)
     else:
         tokens = all_tokens(ws.tokens, f"{len(ws.tokens):,} loaded sentences")
