@@ -110,15 +110,24 @@ def corpus_part(emb, state: Any, figure_dir: Optional[Path], style,
     return part
 
 
+def senses_figure_of(senses):
+    """The induced senses (a :class:`~elmo_engine.index.senses.SenseInduction`) as stacked
+    bars per layer, each cluster labelled with its two most distinctive context words: the
+    Corpus view's export and a report's figure alike."""
+    from elmo_engine.io.figures import CATEGORY_PALETTE
+    from elmo_engine.io.figures.corpus import senses_figure
+
+    layers = [{"layer": ls.layer, "silhouette": ls.silhouette,
+               "clusters": [(c.size, ", ".join(w for w, _ in c.context_words[:2]))
+                            for c in ls.clusters]} for ls in senses.layers]
+    return senses_figure(senses.word, layers, CATEGORY_PALETTE)
+
+
 def _add_senses(part: ReportPart, senses, figure_dir: Optional[Path], style, model_name: str,
                 k_max: int) -> None:
-    from elmo_engine.io.figures import CATEGORY_PALETTE
-
     rows: List[Dict[str, Any]] = []
-    layers = []
     n = len(senses.occurrences)
     for ls in senses.layers:
-        clusters = []
         for c in ls.clusters:
             words = ", ".join(w for w, _ in c.context_words[:CONTEXT_WORDS])
             typical = senses.occurrences[c.typical[0]].text if c.typical else ""
@@ -128,16 +137,12 @@ def _add_senses(part: ReportPart, senses, figure_dir: Optional[Path], style, mod
                          "cluster": c.label + 1, "occurrences": c.size,
                          "share": round(c.size / max(1, n), 4),
                          "context words": words, "typical sentence": typical})
-            clusters.append((c.size, ", ".join(w for w, _ in c.context_words[:2])))
-        layers.append({"layer": ls.layer, "silhouette": ls.silhouette, "clusters": clusters})
     caption = (f"{model_name}: “{senses.word}”'s {n:,} occurrences (of {senses.n_total:,} in "
                f"the index) clustered per layer, k from 2 to {k_max} by the cosine silhouette; "
                "each cluster's most distinctive context words (log-odds z-score) and its most "
                "typical sentence.")
     part.tables.append(ReportTable("corpus_senses", "Corpus: induced senses per layer", rows,
                                    caption=caption))
-    if figure_dir is not None and layers:
-        from elmo_engine.io.figures.corpus import senses_figure
-
-        fig = senses_figure(senses.word, layers, CATEGORY_PALETTE)
-        part.figures += saved_figures(fig, figure_dir, "corpus_senses", caption, style)
+    if figure_dir is not None and senses.layers:
+        part.figures += saved_figures(senses_figure_of(senses), figure_dir, "corpus_senses",
+                                      caption, style)

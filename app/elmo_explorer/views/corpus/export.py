@@ -21,7 +21,7 @@ from elmo_engine.io.figures import corpus as corpus_figures
 from elmo_explorer.common.figure_export import FigureOptions, save_figure
 from elmo_explorer.views.corpus.atlas import MapData
 from elmo_explorer.views.corpus.model import CorpusModel
-from elmo_explorer.views.palette import FOUND_COLOUR, PALETTE, SELECTED_PEN
+from elmo_explorer.views.palette import FOUND_COLOUR, SELECTED_PEN
 
 #: the view's figures (also its report figures, as ``corpus_<kind>.<ext>``)
 FIGURES = ("map", "senses")
@@ -63,11 +63,9 @@ def figure(m: CorpusModel, data: Optional[MapData], kind: str):
             title=f"Occurrences of “{data.title}” (2-D PCA per layer)",
             marks=map_marks(m, data))
     if kind == "senses" and m.senses is not None:
-        s = m.senses
-        layers = [{"layer": ls.layer, "silhouette": ls.silhouette,
-                   "clusters": [(c.size, ", ".join(w for w, _ in c.context_words[:2]))
-                                for c in ls.clusters]} for ls in s.layers]
-        return corpus_figures.senses_figure(s.word, layers, PALETTE)
+        from elmo_engine.index.report import senses_figure_of
+
+        return senses_figure_of(m.senses)          # the report's figure (the same palette)
     return None
 
 
