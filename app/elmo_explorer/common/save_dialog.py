@@ -19,25 +19,24 @@ IMAGE_FILTERS = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
 
 def _settings(parent: Optional[QWidget]):
     """The main window's :class:`~elmo_explorer.state.settings.AppSettings` (None outside
-    one): ``parent``'s window, or up its parents (a floating dock is a window of its own)."""
-    widget = parent.window() if parent is not None else None
-    if widget is not None and not hasattr(widget, "settings"):
-        widget = parent
-        while widget is not None and not hasattr(widget, "settings"):
-            widget = widget.parentWidget()
-    return getattr(widget, "settings", None) if widget is not None else None
+    one): the first of ``parent`` and its parents that has them (up the parents, not through
+    ``window()``: a floating dock is a window of its own)."""
+    widget = parent
+    while widget is not None and not hasattr(getattr(widget, "settings", None), "last_dir"):
+        widget = widget.parentWidget()        # (a view's settings() method is not them)
+    return getattr(widget, "settings", None)
 
 
 def start_dir(parent: Optional[QWidget]) -> str:
     """The folder a dialog starts in: the one last used in this installation ("" : none)."""
     settings = _settings(parent)
-    return str(getattr(settings, "last_dir", "") or "") if settings is not None else ""
+    return str(settings.last_dir or "") if settings is not None else ""
 
 
 def remember_dir(parent: Optional[QWidget], name: str, folder: bool = False) -> None:
     """Remember the folder of ``name`` (a file, or itself with ``folder``) for the next dialog."""
     settings = _settings(parent)
-    if settings is not None and name and hasattr(settings, "last_dir"):
+    if settings is not None and name:
         settings.last_dir = str(Path(name) if folder else Path(name).parent)
 
 
